@@ -1,0 +1,2 @@
+export * from "./ErrorCode.ts"
+export * from "./Errors.ts"

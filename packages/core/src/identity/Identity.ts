@@ -1,0 +1,183 @@
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import { BadRequest, Unauthorized } from "../errors/Errors.ts"
+import type { Actor } from "../kernel/Actor.ts"
+import { Settings } from "../kernel/Settings.ts"
+import { isoAfter, nowIso } from "../kernel/Time.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { Transactor } from "../kernel/Transactor.ts"
+import { toMembership } from "../orgs/Org.ts"
+import { Orgs } from "../orgs/Orgs.ts"
+import { OrgStore } from "../orgs/OrgStore.ts"
+import { IdentityProvider } from "./IdentityProvider.ts"
+import type { DevLoginInput, Me, Session, SiteConfig, User, VerifiedIdentity } from "./User.ts"
+import { UserStore } from "./UserStore.ts"
+
+/** How long a started OAuth sign-in may take before its `state` is void. */
+export const oauthStateTtl = Duration.minutes(10)
+
+/**
+ * True when `redirect` starts with an allowlisted entry at a boundary, so `https://app.example` admits
+ * `https://app.example/cb` but not `https://app.example.evil.test`.
+ */
+export const redirectAllowed = (redirect: string, allowlist: ReadonlyArray<string>): boolean =>
+  allowlist.some((entry) => {
+    if (!redirect.startsWith(entry)) return false
+    const next = redirect.charAt(entry.length)
+    return next === "" || entry.endsWith("/") || next === "/" || next === "?" || next === "#"
+  })
+
+const fragment = (values: Record<string, string>): string =>
+  Object.entries(values)
+    .map(([key, value]) => `${key}=${encodeURIComponent(value)}`)
+    .join("&")
+
+/** Sign-in and sessions of spec 4.1. The first sign-in of a subject creates the user and a personal org. */
+export class Identity extends Context.Service<
+  Identity,
+  {
+    readonly config: Effect.Effect<SiteConfig>
+    readonly devLogin: (input: DevLoginInput) => Effect.Effect<Session>
+    /** The actor behind a bearer token; 401 when unknown or expired. */
+    readonly authenticate: (token: string) => Effect.Effect<Actor, Unauthorized>
+    readonly me: (actor: Actor) => Effect.Effect<Me, Unauthorized>
+    /** The identity provider's authorize URL; `redirect` must be on the allowlist. */
+    readonly startIdp: (redirect: string) => Effect.Effect<string, BadRequest>
+    /** The client redirect with the session (or the error) in its fragment; 400 when `state` is unknown or used. */
+    readonly finishIdp: (input: {
+      readonly state: string
+      readonly code?: string | undefined
+      readonly error?: string | undefined
+    }) => Effect.Effect<string, BadRequest>
+  }
+>()("@hostplane/core/identity/Identity") {
+  static readonly layer = Layer.effect(
+    Identity,
+    Effect.gen(function* () {
+      const users = yield* UserStore
+      const orgStore = yield* OrgStore
+      const orgs = yield* Orgs
+      const tokens = yield* Tokens
+      const tx = yield* Transactor
+      const settings = yield* Settings
+      const idp = yield* Effect.serviceOption(IdentityProvider)
+
+      const config = Effect.succeed<SiteConfig>({
+        productName: settings.productName,
+        publicUrl: settings.publicUrl,
+        appDomain: settings.appDomain,
+        nameservers: settings.dnsNameservers
+      })
+
+      const signIn = Effect.fn("Identity.signIn")(function* (identity: VerifiedIdentity) {
+        const user = yield* tx.withTransaction(
+          Effect.gen(function* () {
+            const existing = yield* users.findByIdentity(identity.provider, identity.subject)
+            if (Option.isSome(existing)) {
+              const profile = {
+                email: identity.email ?? existing.value.email,
+                name: identity.name ?? existing.value.name
+              }
+              if (profile.email !== existing.value.email || profile.name !== existing.value.name) {
+                yield* users.updateProfile(existing.value.id, profile)
+              }
+              return { ...existing.value, ...profile }
+            }
+            const fresh: User = { id: yield* tokens.id("usr"), ...identity }
+            const inserted = yield* users.insert(fresh, yield* nowIso)
+            if (inserted.created) {
+              yield* orgs.createPersonal(fresh.id, identity.name ?? identity.subject)
+            }
+            return inserted.user
+          })
+        )
+        const token = yield* tokens.secret(32)
+        const expiresAt = yield* isoAfter(settings.sessionTtl)
+        yield* users.insertSession({
+          tokenHash: yield* tokens.hash(token),
+          userId: user.id,
+          expiresAt,
+          createdAt: yield* nowIso
+        })
+        return { token, expiresAt, userId: user.id, subject: user.subject }
+      })
+
+      const devLogin = (input: DevLoginInput) =>
+        signIn({ provider: "dev", subject: input.subject, email: input.email ?? null, name: input.name ?? null })
+
+      const authenticate = Effect.fn("Identity.authenticate")(function* (token: string) {
+        const user = yield* users.findSession(yield* tokens.hash(token), yield* nowIso)
+        if (Option.isNone(user)) return yield* new Unauthorized({ message: "sign in first" })
+        return { userId: user.value.id, provider: user.value.provider, subject: user.value.subject }
+      })
+
+      const me = Effect.fn("Identity.me")(function* (actor: Actor) {
+        const user = yield* users.findById(actor.userId)
+        if (Option.isNone(user)) return yield* new Unauthorized({ message: "sign in first" })
+        const memberships = yield* orgStore.membershipsOf(actor.userId)
+        return { user: user.value, orgs: memberships.map((m) => toMembership(m.org, m.role)) }
+      })
+
+      const callbackUri = `${settings.publicUrl}/v1/auth/idp/callback`
+
+      const startIdp = Effect.fn("Identity.startIdp")(function* (redirect: string) {
+        if (!redirectAllowed(redirect, settings.oauthRedirects)) {
+          return yield* new BadRequest({ message: "redirect is not on the allowlist (SERVICE_OAUTH_REDIRECTS)" })
+        }
+        if (Option.isNone(idp)) {
+          return yield* new BadRequest({ message: "no identity provider is configured" })
+        }
+        const state = yield* tokens.secret(32)
+        const codeVerifier = yield* tokens.secret(32)
+        const codeChallenge = yield* pkceChallenge(codeVerifier)
+        yield* users.insertOAuthState({
+          stateHash: yield* tokens.hash(state),
+          redirect,
+          codeVerifier,
+          expiresAt: yield* isoAfter(oauthStateTtl)
+        })
+        return yield* idp.value
+          .authorizeUrl({ state, codeChallenge, redirectUri: callbackUri })
+          .pipe(Effect.mapError((error) => new BadRequest({ message: error.message })))
+      })
+
+      const finishIdp = Effect.fn("Identity.finishIdp")(function* (input: {
+        readonly state: string
+        readonly code?: string | undefined
+        readonly error?: string | undefined
+      }) {
+        const pending = yield* users.takeOAuthState(yield* tokens.hash(input.state))
+        if (Option.isNone(pending) || pending.value.expiresAt <= (yield* nowIso)) {
+          return yield* new BadRequest({ message: "unknown, used or expired sign-in state" })
+        }
+        const back = (values: Record<string, string>) => `${pending.value.redirect.split("#")[0]}#${fragment(values)}`
+        if (input.error !== undefined && input.error !== "") {
+          return back({ error: input.error, message: "the identity provider refused the sign-in" })
+        }
+        if (input.code === undefined || input.code === "" || Option.isNone(idp)) {
+          return back({ error: "invalid_request", message: "the identity provider sent no code" })
+        }
+        const identity = yield* idp.value
+          .exchange({ code: input.code, codeVerifier: pending.value.codeVerifier, redirectUri: callbackUri })
+          .pipe(Effect.option)
+        if (Option.isNone(identity)) {
+          return back({ error: "exchange_failed", message: "the sign-in code could not be exchanged" })
+        }
+        const session = yield* signIn(identity.value)
+        return back({ ...session })
+      })
+
+      return Identity.of({ config, devLogin, authenticate, me, startIdp, finishIdp })
+    })
+  )
+}
+
+/** RFC 7636 S256: base64url(SHA-256(verifier)). */
+const pkceChallenge = (verifier: string): Effect.Effect<string> =>
+  Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier))).pipe(
+    Effect.map((digest) =>
+      btoa(String.fromCharCode(...new Uint8Array(digest)))
+        .replace(/\+/g, "-")
+        .replace(/\//g, "_")
+        .replace(/=+$/, "")
+    )
+  )

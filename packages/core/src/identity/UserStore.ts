@@ -1,0 +1,35 @@
+import { Context, Effect, Option } from "effect"
+import type { User } from "./User.ts"
+
+export interface SessionRow {
+  readonly tokenHash: string
+  readonly userId: string
+  readonly expiresAt: string
+  readonly createdAt: string
+}
+
+/** Pending OAuth sign-in: single use, bound to the client redirect, holding the PKCE verifier. */
+export interface OAuthStateRow {
+  readonly stateHash: string
+  readonly redirect: string
+  readonly codeVerifier: string
+  readonly expiresAt: string
+}
+
+/** Users, sessions and OAuth states. A user is unique by provider plus subject. */
+export class UserStore extends Context.Service<
+  UserStore,
+  {
+    readonly findByIdentity: (provider: string, subject: string) => Effect.Effect<Option.Option<User>>
+    readonly findById: (userId: string) => Effect.Effect<Option.Option<User>>
+    /** Inserts the user, or returns the existing one for the same provider and subject. */
+    readonly insert: (user: User, createdAt: string) => Effect.Effect<{ readonly user: User; readonly created: boolean }>
+    readonly updateProfile: (userId: string, profile: { readonly email: string | null; readonly name: string | null }) => Effect.Effect<void>
+    readonly insertSession: (session: SessionRow) => Effect.Effect<void>
+    /** The session's user while the session is unexpired at `now`. */
+    readonly findSession: (tokenHash: string, now: string) => Effect.Effect<Option.Option<User>>
+    readonly insertOAuthState: (state: OAuthStateRow) => Effect.Effect<void>
+    /** Removes and returns the state: a second take of the same state finds nothing. */
+    readonly takeOAuthState: (stateHash: string) => Effect.Effect<Option.Option<OAuthStateRow>>
+  }
+>()("@hostplane/core/identity/UserStore") {}

@@ -1,0 +1,4 @@
+export * from "./Identity.ts"
+export * from "./IdentityProvider.ts"
+export * from "./User.ts"
+export * from "./UserStore.ts"

@@ -1,0 +1,6 @@
+export * as Errors from "./errors/index.ts"
+export * as Identity from "./identity/index.ts"
+export * as Kernel from "./kernel/index.ts"
+export * as Mail from "./mail/index.ts"
+export * as Orgs from "./orgs/index.ts"
+export * from "./layer.ts"

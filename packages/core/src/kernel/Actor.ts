@@ -1,0 +1,11 @@
+import { Context } from "effect"
+
+/** The signed-in user a request acts for; provided by the transport's session check. */
+export interface Actor {
+  readonly userId: string
+  readonly provider: string
+  readonly subject: string
+}
+
+/** The actor of the current request. */
+export class CurrentActor extends Context.Service<CurrentActor, Actor>()("@hostplane/core/kernel/CurrentActor") {}

@@ -1,0 +1,2 @@
+export * from "./Mail.ts"
+export * from "./MailRunner.ts"

@@ -1,0 +1,247 @@
+import { Context, Effect, Layer, Option } from "effect"
+import {
+  AlreadyMember,
+  Forbidden,
+  InviteExpired,
+  InviteRevoked,
+  InviteUsed,
+  NotFound,
+  TooManyInvites
+} from "../errors/Errors.ts"
+import type { Actor } from "../kernel/Actor.ts"
+import { AuditLog } from "../kernel/Audit.ts"
+import { Policy } from "../kernel/Policy.ts"
+import type { Role } from "../kernel/Role.ts"
+import { Settings } from "../kernel/Settings.ts"
+import { isoAfter, nowIso } from "../kernel/Time.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { Transactor } from "../kernel/Transactor.ts"
+import { MailOutbox } from "../mail/Mail.ts"
+import {
+  type AcceptedInvite,
+  type Invite,
+  type InviteRow,
+  type InviteState,
+  type InviteView,
+  type OrgRow,
+  toMembership
+} from "./Org.ts"
+import { OrgStore } from "./OrgStore.ts"
+
+/** Pending invites an org may hold at once (decisions.md part 3). */
+export const maxPendingInvites = 50
+
+/** The state a reader sees: a pending invite past its expiry is `expired`. */
+export const stateOf = (invite: InviteRow, now: string): InviteState =>
+  invite.state === "pending" && invite.expiresAt <= now ? "expired" : invite.state
+
+const toInvite = (invite: InviteRow, now: string): Invite => ({
+  inviteId: invite.id,
+  email: invite.email,
+  role: invite.role,
+  state: stateOf(invite, now),
+  expiresAt: invite.expiresAt,
+  sentAt: invite.sentAt,
+  createdAt: invite.createdAt
+})
+
+/** Invitation rules of spec 4.2 and part 3: single use, 7 days, the token travels only by email. */
+export class Invites extends Context.Service<
+  Invites,
+  {
+    readonly list: (actor: Actor, slug: string) => Effect.Effect<ReadonlyArray<Invite>, NotFound | Forbidden>
+    /** `created` is false when an open invite for the address was renewed instead. */
+    readonly create: (
+      actor: Actor,
+      slug: string,
+      input: { readonly email: string; readonly role: Role }
+    ) => Effect.Effect<{ readonly invite: Invite; readonly created: boolean }, NotFound | Forbidden | AlreadyMember | TooManyInvites>
+    readonly revoke: (actor: Actor, slug: string, inviteId: string) => Effect.Effect<void, NotFound | Forbidden>
+    readonly view: (token: string) => Effect.Effect<InviteView, NotFound>
+    readonly accept: (
+      actor: Actor,
+      token: string
+    ) => Effect.Effect<AcceptedInvite, NotFound | InviteUsed | InviteRevoked | InviteExpired>
+  }
+>()("@hostplane/core/orgs/Invites") {
+  static readonly layer = Layer.effect(
+    Invites,
+    Effect.gen(function* () {
+      const store = yield* OrgStore
+      const policy = yield* Policy
+      const audit = yield* AuditLog
+      const tokens = yield* Tokens
+      const tx = yield* Transactor
+      const outbox = yield* MailOutbox
+      const settings = yield* Settings
+
+      const list = Effect.fn("Invites.list")(function* (actor: Actor, slug: string) {
+        const { org } = yield* policy.require(actor, slug, "admin")
+        const now = yield* nowIso
+        return (yield* store.listOpenInvites(org.id)).map((invite) => toInvite(invite, now))
+      })
+
+      const queueMail = Effect.fnUntraced(function* (org: OrgRow, email: string, role: Role, token: string, now: string) {
+        const id = yield* tokens.id("mail")
+        const link = `${settings.publicUrl}/invites/${token}`
+        yield* outbox.enqueue(
+          {
+            id,
+            from: settings.mailFrom,
+            to: email,
+            subject: `You are invited to ${org.name} on ${settings.productName}`,
+            text: [
+              `You have been invited to join ${org.name} as ${role}.`,
+              "",
+              `Accept the invitation: ${link}`,
+              "",
+              `The link is valid for 7 days and can be used once.`
+            ].join("\n")
+          },
+          now
+        )
+        return id
+      })
+
+      const create = Effect.fn("Invites.create")(function* (
+        actor: Actor,
+        slug: string,
+        input: { readonly email: string; readonly role: Role }
+      ) {
+        const { org } = yield* policy.require(actor, slug, "admin")
+        const email = input.email.trim().toLowerCase()
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            yield* store.lock(org.id)
+            const now = yield* nowIso
+            const members = yield* store.listMembers(org.id)
+            if (members.some((m) => m.email !== null && m.email.toLowerCase() === email)) {
+              return yield* new AlreadyMember({ message: "someone with this address already is a member" })
+            }
+            const token = yield* tokens.secret(32)
+            const tokenHash = yield* tokens.hash(token)
+            const expiresAt = yield* isoAfter(settings.inviteTtl)
+            const existing = yield* store.findOpenInvite(org.id, email)
+            let row: Omit<InviteRow, "sentAt">
+            if (Option.isSome(existing)) {
+              if (existing.value.mailId !== null) yield* outbox.cancel(existing.value.mailId)
+              row = {
+                ...existing.value,
+                role: input.role,
+                tokenHash,
+                expiresAt,
+                mailId: yield* queueMail(org, email, input.role, token, now)
+              }
+              yield* store.updateInvite(row)
+            } else {
+              const open = yield* store.listOpenInvites(org.id)
+              if (open.filter((invite) => stateOf(invite, now) === "pending").length >= maxPendingInvites) {
+                return yield* new TooManyInvites({
+                  message: `an organization may hold at most ${maxPendingInvites} pending invites`,
+                  details: { limit: maxPendingInvites }
+                })
+              }
+              row = {
+                id: yield* tokens.id("inv"),
+                orgId: org.id,
+                email,
+                role: input.role,
+                tokenHash,
+                state: "pending",
+                expiresAt,
+                mailId: yield* queueMail(org, email, input.role, token, now),
+                createdAt: now
+              }
+              yield* store.insertInvite(row)
+            }
+            yield* audit.record({
+              action: "member.invite",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: row.id,
+              data: { role: input.role, renewed: Option.isSome(existing) },
+              at: now
+            })
+            return { invite: toInvite({ ...row, sentAt: null }, now), created: Option.isNone(existing) }
+          })
+        )
+      })
+
+      const revoke = Effect.fn("Invites.revoke")(function* (actor: Actor, slug: string, inviteId: string) {
+        const { org } = yield* policy.require(actor, slug, "admin")
+        yield* tx.withTransaction(
+          Effect.gen(function* () {
+            const invite = yield* store.findInvite(org.id, inviteId)
+            if (Option.isNone(invite) || invite.value.state !== "pending") {
+              return yield* new NotFound({ message: `invite ${inviteId} not found` })
+            }
+            yield* store.setInviteState(invite.value.id, "revoked")
+            if (invite.value.mailId !== null) yield* outbox.cancel(invite.value.mailId)
+            yield* audit.record({
+              action: "member.uninvite",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: invite.value.id,
+              data: {},
+              at: yield* nowIso
+            })
+          })
+        )
+      })
+
+      const findByToken = Effect.fnUntraced(function* (token: string) {
+        const invite = yield* store.findInviteByToken(yield* tokens.hash(token))
+        const org = Option.isSome(invite) ? yield* store.findById(invite.value.orgId) : Option.none()
+        if (Option.isNone(invite) || Option.isNone(org)) {
+          return yield* new NotFound({ message: "invite not found" })
+        }
+        return { invite: invite.value, org: org.value }
+      })
+
+      const view = Effect.fn("Invites.view")(function* (token: string) {
+        const { invite, org } = yield* findByToken(token)
+        return {
+          orgName: org.name,
+          orgSlug: org.slug,
+          role: invite.role,
+          state: stateOf(invite, yield* nowIso),
+          expiresAt: invite.expiresAt
+        }
+      })
+
+      const accept = Effect.fn("Invites.accept")(function* (actor: Actor, token: string) {
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            const found = yield* findByToken(token)
+            yield* store.lock(found.org.id)
+            // Read again under the lock so two accepts of one token cannot both succeed.
+            const { invite, org } = yield* findByToken(token)
+            const now = yield* nowIso
+            switch (stateOf(invite, now)) {
+              case "accepted":
+                return yield* new InviteUsed({ message: "this invite was already used" })
+              case "revoked":
+                return yield* new InviteRevoked({ message: "this invite was revoked" })
+              case "expired":
+                return yield* new InviteExpired({ message: "this invite has expired" })
+            }
+            const added = yield* store.addMember(org.id, actor.userId, invite.role, now)
+            yield* store.setInviteState(invite.id, "accepted")
+            const role = Option.getOrElse(yield* store.findMembership(org.id, actor.userId), () => invite.role)
+            yield* audit.record({
+              action: "member.accept",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: invite.id,
+              data: { role, alreadyMember: !added },
+              at: now
+            })
+            return { org: toMembership(org, role), alreadyMember: !added }
+          })
+        )
+      })
+
+      return Invites.of({ list, create, revoke, view, accept })
+    })
+  )
+}

@@ -1,0 +1,134 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { AlreadyMember, Forbidden, LastAdmin, NotFound, UserNotFound } from "../errors/Errors.ts"
+import type { Actor } from "../kernel/Actor.ts"
+import { AuditLog } from "../kernel/Audit.ts"
+import { Policy } from "../kernel/Policy.ts"
+import type { Role } from "../kernel/Role.ts"
+import { nowIso } from "../kernel/Time.ts"
+import { Transactor } from "../kernel/Transactor.ts"
+import { UserStore } from "../identity/UserStore.ts"
+import type { Member } from "./Org.ts"
+import { OrgStore } from "./OrgStore.ts"
+
+/** Membership rules of spec 4.2: an org always keeps at least one admin. */
+export class Members extends Context.Service<
+  Members,
+  {
+    readonly list: (actor: Actor, slug: string) => Effect.Effect<ReadonlyArray<Member>, NotFound | Forbidden>
+    readonly add: (
+      actor: Actor,
+      slug: string,
+      input: { readonly provider: string; readonly subject: string; readonly role: Role }
+    ) => Effect.Effect<Member, NotFound | Forbidden | UserNotFound | AlreadyMember>
+    readonly setRole: (
+      actor: Actor,
+      slug: string,
+      userId: string,
+      role: Role
+    ) => Effect.Effect<Member, NotFound | Forbidden | LastAdmin>
+    /** Removing someone else needs admin; removing yourself is leaving and needs only membership. */
+    readonly remove: (actor: Actor, slug: string, userId: string) => Effect.Effect<void, NotFound | Forbidden | LastAdmin>
+  }
+>()("@hostplane/core/orgs/Members") {
+  static readonly layer = Layer.effect(
+    Members,
+    Effect.gen(function* () {
+      const store = yield* OrgStore
+      const users = yield* UserStore
+      const policy = yield* Policy
+      const audit = yield* AuditLog
+      const tx = yield* Transactor
+
+      const findMember = Effect.fnUntraced(function* (orgId: string, userId: string) {
+        const members = yield* store.listMembers(orgId)
+        const member = members.find((m) => m.userId === userId)
+        if (member === undefined) return yield* new NotFound({ message: `member ${userId} not found` })
+        return member
+      })
+
+      const list = Effect.fn("Members.list")(function* (actor: Actor, slug: string) {
+        const { org } = yield* policy.require(actor, slug, "member")
+        return yield* store.listMembers(org.id)
+      })
+
+      const add = Effect.fn("Members.add")(function* (
+        actor: Actor,
+        slug: string,
+        input: { readonly provider: string; readonly subject: string; readonly role: Role }
+      ) {
+        const { org } = yield* policy.require(actor, slug, "admin")
+        const user = yield* users.findByIdentity(input.provider, input.subject)
+        if (Option.isNone(user)) {
+          return yield* new UserNotFound({ message: `no user ${input.provider}:${input.subject}` })
+        }
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            const at = yield* nowIso
+            const added = yield* store.addMember(org.id, user.value.id, input.role, at)
+            if (!added) return yield* new AlreadyMember({ message: "the user already is a member" })
+            yield* audit.record({
+              action: "member.add",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: user.value.id,
+              data: { role: input.role },
+              at
+            })
+            return yield* findMember(org.id, user.value.id)
+          })
+        )
+      })
+
+      const setRole = Effect.fn("Members.setRole")(function* (actor: Actor, slug: string, userId: string, role: Role) {
+        const { org } = yield* policy.require(actor, slug, "admin")
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            // The org lock makes "count admins, then demote" atomic against a concurrent demotion.
+            yield* store.lock(org.id)
+            yield* policy.require(actor, slug, "admin")
+            const member = yield* findMember(org.id, userId)
+            if (member.role === "admin" && role !== "admin" && (yield* store.countAdmins(org.id)) <= 1) {
+              return yield* new LastAdmin({ message: "an organization needs at least one admin" })
+            }
+            yield* store.setRole(org.id, userId, role)
+            yield* audit.record({
+              action: "member.role",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: userId,
+              data: { from: member.role, role },
+              at: yield* nowIso
+            })
+            return { ...member, role }
+          })
+        )
+      })
+
+      const remove = Effect.fn("Members.remove")(function* (actor: Actor, slug: string, userId: string) {
+        const leaving = userId === actor.userId
+        const { org } = yield* policy.require(actor, slug, leaving ? "viewer" : "admin")
+        yield* tx.withTransaction(
+          Effect.gen(function* () {
+            yield* store.lock(org.id)
+            yield* policy.require(actor, slug, leaving ? "viewer" : "admin")
+            const member = yield* findMember(org.id, userId)
+            if (member.role === "admin" && (yield* store.countAdmins(org.id)) <= 1) {
+              return yield* new LastAdmin({ message: "the last admin cannot leave or be removed" })
+            }
+            yield* store.removeMember(org.id, userId)
+            yield* audit.record({
+              action: leaving ? "member.leave" : "member.remove",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: userId,
+              data: {},
+              at: yield* nowIso
+            })
+          })
+        )
+      })
+
+      return Members.of({ list, add, setRole, remove })
+    })
+  )
+}

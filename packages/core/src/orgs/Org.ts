@@ -1,0 +1,136 @@
+import { Schema } from "effect"
+import { Role } from "../kernel/Role.ts"
+
+/** Org slugs and project names (decisions.md part 1). */
+export const slugPattern = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/
+export const Slug = Schema.String.check(Schema.isPattern(slugPattern))
+
+export const Plan = Schema.Literals(["free", "pro"])
+export type Plan = typeof Plan.Type
+
+/** Projects per org for each plan (decisions.md part 3). */
+export const projectLimitOf = (plan: Plan): number => (plan === "pro" ? 50 : 3)
+
+/** The stored org; `id` never leaves the service. */
+export interface OrgRow {
+  readonly id: string
+  readonly slug: string
+  readonly name: string
+  readonly plan: Plan
+  readonly personal: boolean
+  readonly createdAt: string
+}
+
+export const Org = Schema.Struct({
+  slug: Schema.String,
+  name: Schema.String,
+  plan: Plan,
+  personal: Schema.Boolean,
+  createdAt: Schema.String
+})
+export type Org = typeof Org.Type
+
+export const OrgMembership = Schema.Struct({ ...Org.fields, role: Role, projectLimit: Schema.Number })
+export type OrgMembership = typeof OrgMembership.Type
+
+export const toOrg = (row: OrgRow): Org => ({
+  slug: row.slug,
+  name: row.name,
+  plan: row.plan,
+  personal: row.personal,
+  createdAt: row.createdAt
+})
+
+export const toMembership = (row: OrgRow, role: Role): OrgMembership => ({
+  ...toOrg(row),
+  role,
+  projectLimit: projectLimitOf(row.plan)
+})
+
+export const OrgName = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100))
+
+export const CreateOrgInput = Schema.Struct({ name: OrgName, slug: Schema.optionalKey(Slug) })
+export const RenameOrgInput = Schema.Struct({ name: OrgName })
+export const DeleteOrgInput = Schema.Struct({ confirm: Schema.String })
+
+export const Member = Schema.Struct({
+  userId: Schema.String,
+  provider: Schema.String,
+  subject: Schema.String,
+  email: Schema.NullOr(Schema.String),
+  name: Schema.NullOr(Schema.String),
+  role: Role,
+  joinedAt: Schema.String
+})
+export type Member = typeof Member.Type
+
+export const AddMemberInput = Schema.Struct({
+  provider: Schema.String.check(Schema.isMinLength(1)),
+  subject: Schema.String.check(Schema.isMinLength(1)),
+  role: Role
+})
+export const SetRoleInput = Schema.Struct({ role: Role })
+
+export const InviteState = Schema.Literals(["pending", "accepted", "revoked", "expired"])
+export type InviteState = typeof InviteState.Type
+
+/** The stored invite: the token exists only as its hash. */
+export interface InviteRow {
+  readonly id: string
+  readonly orgId: string
+  readonly email: string
+  readonly role: Role
+  readonly tokenHash: string
+  /** Stored state; `pending` rows past `expiresAt` read as `expired`. */
+  readonly state: "pending" | "accepted" | "revoked"
+  readonly expiresAt: string
+  readonly mailId: string | null
+  readonly createdAt: string
+  /** When the latest invitation email went out, null while queued. */
+  readonly sentAt: string | null
+}
+
+export const Invite = Schema.Struct({
+  inviteId: Schema.String,
+  email: Schema.String,
+  role: Role,
+  state: InviteState,
+  expiresAt: Schema.String,
+  sentAt: Schema.NullOr(Schema.String),
+  createdAt: Schema.String
+})
+export type Invite = typeof Invite.Type
+
+const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+export const Email = Schema.String.check(Schema.isMaxLength(320), Schema.isPattern(emailPattern))
+
+export const CreateInviteInput = Schema.Struct({ email: Email, role: Role })
+
+export const InviteView = Schema.Struct({
+  orgName: Schema.String,
+  orgSlug: Schema.String,
+  role: Role,
+  state: InviteState,
+  expiresAt: Schema.String
+})
+export type InviteView = typeof InviteView.Type
+
+export const AcceptedInvite = Schema.Struct({ org: OrgMembership, alreadyMember: Schema.Boolean })
+export type AcceptedInvite = typeof AcceptedInvite.Type
+
+export const NotificationKind = Schema.Literals(["limit", "backup", "restore"])
+
+export const Notification = Schema.Struct({
+  id: Schema.String,
+  kind: NotificationKind,
+  message: Schema.String,
+  projectName: Schema.NullOr(Schema.String),
+  createdAt: Schema.String,
+  sentAt: Schema.NullOr(Schema.String)
+})
+export type Notification = typeof Notification.Type
+
+export interface NotificationRow extends Omit<Notification, "sentAt"> {
+  readonly orgId: string
+  readonly mailId: string | null
+}

@@ -1,0 +1,44 @@
+import { Context, Effect, Option } from "effect"
+import type { SlugTaken } from "../errors/Errors.ts"
+import type { Role } from "../kernel/Role.ts"
+import type { InviteRow, Member, Notification, NotificationRow, OrgRow } from "./Org.ts"
+
+export interface MembershipRow {
+  readonly org: OrgRow
+  readonly role: Role
+}
+
+/** Orgs, memberships, invites and notifications. Slugs are unique; a user is a member of an org at most once. */
+export class OrgStore extends Context.Service<
+  OrgStore,
+  {
+    readonly findBySlug: (slug: string) => Effect.Effect<Option.Option<OrgRow>>
+    readonly findById: (orgId: string) => Effect.Effect<Option.Option<OrgRow>>
+    /** Serialises writers of one org until the surrounding transaction ends. */
+    readonly lock: (orgId: string) => Effect.Effect<void>
+    readonly insert: (org: OrgRow) => Effect.Effect<void, SlugTaken>
+    readonly rename: (orgId: string, name: string) => Effect.Effect<OrgRow>
+    /** Removes the org with its memberships, invites and notifications. */
+    readonly remove: (orgId: string) => Effect.Effect<void>
+    readonly findMembership: (orgId: string, userId: string) => Effect.Effect<Option.Option<Role>>
+    readonly membershipsOf: (userId: string) => Effect.Effect<ReadonlyArray<MembershipRow>>
+    readonly listMembers: (orgId: string) => Effect.Effect<ReadonlyArray<Member>>
+    /** False when the user already is a member. */
+    readonly addMember: (orgId: string, userId: string, role: Role, joinedAt: string) => Effect.Effect<boolean>
+    readonly setRole: (orgId: string, userId: string, role: Role) => Effect.Effect<void>
+    readonly removeMember: (orgId: string, userId: string) => Effect.Effect<void>
+    readonly countAdmins: (orgId: string) => Effect.Effect<number>
+    readonly insertInvite: (invite: Omit<InviteRow, "sentAt">) => Effect.Effect<void>
+    readonly updateInvite: (invite: Omit<InviteRow, "sentAt">) => Effect.Effect<void>
+    readonly findInvite: (orgId: string, inviteId: string) => Effect.Effect<Option.Option<InviteRow>>
+    readonly findInviteByToken: (tokenHash: string) => Effect.Effect<Option.Option<InviteRow>>
+    /** The invite still open for this address (stored state `pending`, expired or not). */
+    readonly findOpenInvite: (orgId: string, email: string) => Effect.Effect<Option.Option<InviteRow>>
+    /** Stored `pending` invites, newest first; the caller tells pending from expired. */
+    readonly listOpenInvites: (orgId: string) => Effect.Effect<ReadonlyArray<InviteRow>>
+    readonly setInviteState: (inviteId: string, state: "accepted" | "revoked") => Effect.Effect<void>
+    readonly insertNotification: (notification: NotificationRow) => Effect.Effect<void>
+    /** Newest first. */
+    readonly listNotifications: (orgId: string, limit: number) => Effect.Effect<ReadonlyArray<Notification>>
+  }
+>()("@hostplane/core/orgs/OrgStore") {}

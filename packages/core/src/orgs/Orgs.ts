@@ -1,0 +1,178 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { ActiveSubscription, BadRequest, Forbidden, NotFound, OrgNotEmpty, PersonalOrg, SlugTaken } from "../errors/Errors.ts"
+import type { Actor } from "../kernel/Actor.ts"
+import { AuditLog } from "../kernel/Audit.ts"
+import { Policy } from "../kernel/Policy.ts"
+import { nowIso } from "../kernel/Time.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { Transactor } from "../kernel/Transactor.ts"
+import { type CreateOrgInput, type Org, type OrgMembership, type OrgRow, slugPattern, toMembership, toOrg } from "./Org.ts"
+import { OrgHoldings, OrgSubscriptionCheck } from "./OrgHooks.ts"
+import { OrgStore } from "./OrgStore.ts"
+
+/** A slug derived from a display name: lowercase, dashes for everything else, at most 40 characters. */
+export const slugFrom = (name: string): string => {
+  const base = name
+    .normalize("NFKD")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 40)
+    .replace(/-+$/g, "")
+  return slugPattern.test(base) ? base : "org"
+}
+
+/** Org lifecycle of spec 4.2: create, rename, delete; every method authorizes the caller first. */
+export class Orgs extends Context.Service<
+  Orgs,
+  {
+    readonly list: (actor: Actor) => Effect.Effect<ReadonlyArray<OrgMembership>>
+    readonly create: (actor: Actor, input: typeof CreateOrgInput.Type) => Effect.Effect<Org, SlugTaken>
+    /** The personal org made at a user's first sign-in, inside the caller's transaction. */
+    readonly createPersonal: (userId: string, displayName: string) => Effect.Effect<OrgRow>
+    readonly rename: (actor: Actor, slug: string, name: string) => Effect.Effect<OrgMembership, NotFound | Forbidden>
+    readonly remove: (
+      actor: Actor,
+      slug: string,
+      confirm: string
+    ) => Effect.Effect<void, NotFound | Forbidden | BadRequest | PersonalOrg | OrgNotEmpty | ActiveSubscription>
+  }
+>()("@hostplane/core/orgs/Orgs") {
+  static readonly layer = Layer.effect(
+    Orgs,
+    Effect.gen(function* () {
+      const store = yield* OrgStore
+      const policy = yield* Policy
+      const audit = yield* AuditLog
+      const tokens = yield* Tokens
+      const tx = yield* Transactor
+
+      const list = Effect.fn("Orgs.list")(function* (actor: Actor) {
+        const rows = yield* store.membershipsOf(actor.userId)
+        return rows.map((row) => toMembership(row.org, row.role))
+      })
+
+      /** Inserts an org with `creatorId` as admin; a derived slug gets a random suffix until it is free. */
+      const insertOrg = Effect.fnUntraced(function* (
+        creatorId: string,
+        input: { readonly name: string; readonly slug: string; readonly derived: boolean; readonly personal: boolean }
+      ) {
+        const createdAt = yield* nowIso
+        let slug = input.slug
+        for (let attempt = 0; ; attempt++) {
+          const row: OrgRow = {
+            id: yield* tokens.id("org"),
+            slug,
+            name: input.name,
+            plan: "free",
+            personal: input.personal,
+            createdAt
+          }
+          const inserted = yield* store.insert(row).pipe(
+            Effect.as(Option.some(row)),
+            Effect.catchTag("SlugTaken", (error) =>
+              input.derived && attempt < 8 ? Effect.succeed(Option.none<OrgRow>()) : Effect.fail(error)
+            )
+          )
+          if (Option.isSome(inserted)) {
+            yield* store.addMember(row.id, creatorId, "admin", createdAt)
+            return row
+          }
+          const suffix = (yield* tokens.secret(6)).toLowerCase().replace(/[^a-z0-9]/g, "").slice(0, 5) || "x"
+          slug = `${input.slug.slice(0, 34).replace(/-+$/, "")}-${suffix}`
+        }
+      })
+
+      const create = Effect.fn("Orgs.create")(function* (actor: Actor, input: typeof CreateOrgInput.Type) {
+        const name = input.name.trim()
+        const row = yield* tx.withTransaction(
+          Effect.gen(function* () {
+            const org = yield* insertOrg(actor.userId, {
+              name,
+              slug: input.slug ?? slugFrom(name),
+              derived: input.slug === undefined,
+              personal: false
+            })
+            yield* audit.record({
+              action: "org.create",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: org.slug,
+              data: {},
+              at: org.createdAt
+            })
+            return org
+          })
+        )
+        return toOrg(row)
+      })
+
+      const createPersonal = (userId: string, displayName: string) =>
+        insertOrg(userId, { name: displayName, slug: slugFrom(displayName), derived: true, personal: true }).pipe(
+          Effect.orDie
+        )
+
+      const rename = Effect.fn("Orgs.rename")(function* (actor: Actor, slug: string, name: string) {
+        const membership = yield* policy.require(actor, slug, "admin")
+        const renamed = yield* tx.withTransaction(
+          Effect.gen(function* () {
+            const row = yield* store.rename(membership.org.id, name.trim())
+            yield* audit.record({
+              action: "org.rename",
+              orgId: row.id,
+              actorId: actor.userId,
+              target: row.slug,
+              data: { name: row.name },
+              at: yield* nowIso
+            })
+            return row
+          })
+        )
+        return toMembership(renamed, membership.role)
+      })
+
+      const remove = Effect.fn("Orgs.remove")(function* (actor: Actor, slug: string, confirm: string) {
+        const { org } = yield* policy.require(actor, slug, "admin")
+        if (confirm.trim() !== org.slug) {
+          return yield* new BadRequest({ message: "confirm must equal the organization slug" })
+        }
+        if (org.personal) {
+          return yield* new PersonalOrg({ message: "a personal organization cannot be deleted" })
+        }
+        yield* tx.withTransaction(
+          Effect.gen(function* () {
+            yield* store.lock(org.id)
+            const counters = yield* OrgHoldings
+            const holdings: Record<string, { count: number; names: ReadonlyArray<string> }> = {}
+            for (const counter of counters) {
+              const holding = yield* counter.count(org.id)
+              if (holding.count > 0) holdings[counter.kind] = { count: holding.count, names: holding.names.slice(0, 5) }
+            }
+            if (Object.keys(holdings).length > 0) {
+              return yield* new OrgNotEmpty({
+                message: `the organization still holds ${Object.keys(holdings).join(", ")}`,
+                details: { holdings }
+              })
+            }
+            const hasSubscription = yield* OrgSubscriptionCheck
+            if (yield* hasSubscription(org.id)) {
+              return yield* new ActiveSubscription({ message: "cancel the paid subscription first" })
+            }
+            yield* store.remove(org.id)
+            yield* audit.record({
+              action: "org.delete",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: org.slug,
+              data: {},
+              at: yield* nowIso
+            })
+          })
+        )
+      })
+
+      return Orgs.of({ list, create, createPersonal, rename, remove })
+    })
+  )
+}
+

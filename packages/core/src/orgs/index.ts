@@ -1,0 +1,7 @@
+export * from "./Invites.ts"
+export * from "./Members.ts"
+export * from "./Notifications.ts"
+export * from "./Org.ts"
+export * from "./OrgHooks.ts"
+export * from "./Orgs.ts"
+export * from "./OrgStore.ts"
