@@ -1,0 +1,36 @@
+import { Errors, Identity } from "@hostplane/core"
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Authentication } from "../auth/Authentication.ts"
+import { apiErrors } from "../errors/ApiError.ts"
+
+const Redirect = HttpApiSchema.Empty(302)
+
+/** Spec 4.1: site config, the current user and the identity-provider sign-in. */
+export class IdentityApi extends HttpApiGroup.make("identity")
+  .add(
+    HttpApiEndpoint.get("config", "/config", { success: Identity.SiteConfig }),
+    HttpApiEndpoint.get("me", "/me", { success: Identity.Me }).middleware(Authentication),
+    HttpApiEndpoint.get("idpStart", "/auth/idp/start", {
+      query: { redirect: Schema.String },
+      success: Redirect,
+      error: apiErrors(Errors.BadRequest)
+    }),
+    HttpApiEndpoint.get("idpCallback", "/auth/idp/callback", {
+      query: {
+        state: Schema.String,
+        code: Schema.optionalKey(Schema.String),
+        error: Schema.optionalKey(Schema.String)
+      },
+      success: Redirect,
+      error: apiErrors(Errors.BadRequest)
+    })
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Identity", description: "Sign-in and the current user (spec 4.1)." })) {}
+
+/** Registered only when `SERVICE_ENABLE_DEV_AUTH` is on. */
+export class DevAuthApi extends HttpApiGroup.make("devAuth")
+  .add(HttpApiEndpoint.post("login", "/auth/dev/login", { payload: Identity.DevLoginInput, success: Identity.Session }))
+  .annotateMerge(
+    OpenApi.annotations({ title: "Dev login", description: "Local-only sign-in; absent unless SERVICE_ENABLE_DEV_AUTH is on." })
+  ) {}

@@ -1,0 +1,103 @@
+import { Errors, Orgs } from "@hostplane/core"
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Authentication } from "../auth/Authentication.ts"
+import { apiErrors } from "../errors/ApiError.ts"
+
+const items = <S extends Schema.Top>(item: S) => Schema.Struct({ items: Schema.Array(item) })
+const orgSlug = { orgSlug: Schema.String }
+const access = apiErrors(Errors.NotFound, Errors.Forbidden)
+
+/** Spec 4.2: organizations and their notifications. */
+export class OrgsApi extends HttpApiGroup.make("orgs")
+  .add(
+    HttpApiEndpoint.get("list", "/orgs", { success: items(Orgs.OrgMembership) }),
+    HttpApiEndpoint.post("create", "/orgs", {
+      payload: Orgs.CreateOrgInput,
+      success: Orgs.Org.pipe(HttpApiSchema.status(201)),
+      error: apiErrors(Errors.SlugTaken)
+    }),
+    HttpApiEndpoint.patch("rename", "/orgs/:orgSlug", {
+      params: orgSlug,
+      payload: Orgs.RenameOrgInput,
+      success: Orgs.OrgMembership,
+      error: access
+    }),
+    HttpApiEndpoint.delete("remove", "/orgs/:orgSlug", {
+      params: orgSlug,
+      payload: Orgs.DeleteOrgInput,
+      success: HttpApiSchema.NoContent,
+      error: apiErrors(
+        Errors.NotFound,
+        Errors.Forbidden,
+        Errors.BadRequest,
+        Errors.PersonalOrg,
+        Errors.OrgNotEmpty,
+        Errors.ActiveSubscription
+      )
+    }),
+    HttpApiEndpoint.get("notifications", "/orgs/:orgSlug/notifications", {
+      params: orgSlug,
+      query: { limit: Schema.optionalKey(Schema.FiniteFromString) },
+      success: items(Orgs.Notification),
+      error: access
+    })
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Organizations", description: "Organizations (spec 4.2)." })) {}
+
+const member = { orgSlug: Schema.String, userId: Schema.String }
+
+/** Spec 4.2: members of an organization. */
+export class MembersApi extends HttpApiGroup.make("members")
+  .add(
+    HttpApiEndpoint.get("list", "/orgs/:orgSlug/members", { params: orgSlug, success: items(Orgs.Member), error: access }),
+    HttpApiEndpoint.post("add", "/orgs/:orgSlug/members", {
+      params: orgSlug,
+      payload: Orgs.AddMemberInput,
+      success: Orgs.Member.pipe(HttpApiSchema.status(201)),
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.UserNotFound, Errors.AlreadyMember)
+    }),
+    HttpApiEndpoint.put("setRole", "/orgs/:orgSlug/members/:userId", {
+      params: member,
+      payload: Orgs.SetRoleInput,
+      success: Orgs.Member,
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.LastAdmin)
+    }),
+    HttpApiEndpoint.delete("remove", "/orgs/:orgSlug/members/:userId", {
+      params: member,
+      success: HttpApiSchema.NoContent,
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.LastAdmin)
+    })
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Members", description: "Organization members (spec 4.2)." })) {}
+
+/** Spec 4.2: invitations, managed by admins, previewed and accepted by token. */
+export class InvitesApi extends HttpApiGroup.make("invites")
+  .add(
+    HttpApiEndpoint.get("list", "/orgs/:orgSlug/invites", { params: orgSlug, success: items(Orgs.Invite), error: access })
+      .middleware(Authentication),
+    HttpApiEndpoint.post("create", "/orgs/:orgSlug/invites", {
+      params: orgSlug,
+      payload: Orgs.CreateInviteInput,
+      success: [Orgs.Invite.pipe(HttpApiSchema.status(201)), Orgs.Invite],
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.AlreadyMember, Errors.TooManyInvites)
+    }).middleware(Authentication),
+    HttpApiEndpoint.delete("revoke", "/orgs/:orgSlug/invites/:inviteId", {
+      params: { orgSlug: Schema.String, inviteId: Schema.String },
+      success: HttpApiSchema.NoContent,
+      error: access
+    }).middleware(Authentication),
+    HttpApiEndpoint.get("view", "/invites/:token", {
+      params: { token: Schema.String },
+      success: Orgs.InviteView,
+      error: apiErrors(Errors.NotFound)
+    }),
+    HttpApiEndpoint.post("accept", "/invites/:token/accept", {
+      params: { token: Schema.String },
+      success: Orgs.AcceptedInvite,
+      error: apiErrors(Errors.NotFound, Errors.InviteUsed, Errors.InviteRevoked, Errors.InviteExpired)
+    }).middleware(Authentication)
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Invites", description: "Invitations (spec 4.2 and part 3)." })) {}

@@ -1,0 +1,132 @@
+import { ByteSize, Cause, Clock, Effect, Exit, Option, Schema, SchemaIssue } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import type { Envelope } from "../errors/ApiError.ts"
+
+/** A route of the API, for telling 405 (path known, method not) from 404. */
+export interface KnownRoute {
+  readonly method: string
+  readonly pattern: RegExp
+}
+
+export const routePattern = (path: string): RegExp =>
+  new RegExp(
+    "^" +
+      path
+        .split("/")
+        .map((segment) => (segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+        .join("/") +
+      "/?$"
+  )
+
+const json = (status: number, body: Envelope, headers: Record<string, string> = {}) =>
+  HttpServerResponse.jsonUnsafe(body, { status, headers })
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const issuesOf = (error: Schema.SchemaError) =>
+  formatIssues(error.issue).issues.map((issue) => ({
+    path: (issue.path ?? []).map((segment) =>
+      typeof segment === "object" && segment !== null && "key" in segment ? String(segment.key) : String(segment)
+    ),
+    message: issue.message
+  }))
+
+/** JSON bodies above this are 413; uploads that stream set their own limit. */
+export const maxJsonBody = ByteSize.mebibytes(1)
+
+const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
+
+const newRequestId = Effect.sync(() => `req_${globalThis.crypto.randomUUID().replace(/-/g, "")}`)
+
+/**
+ * Every response leaves here: failures the typed handlers did not answer (bad bodies, unknown routes, defects)
+ * become the error envelope, each response gets `X-Request-Id`, and one log line records it.
+ */
+export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) =>
+  HttpRouter.middleware(
+    (httpApp) =>
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const incoming = request.headers["x-request-id"]
+        const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : yield* newRequestId
+        const started = yield* Clock.currentTimeMillis
+        const exit = yield* Effect.exit(Effect.provideService(httpApp, HttpIncomingMessage.MaxBodySize, maxJsonBody))
+        if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
+          return yield* Effect.failCause(exit.cause)
+        }
+        const path = request.url.split("?")[0] ?? "/"
+        let response = Exit.isSuccess(exit) ? exit.value : yield* fromCause(exit.cause, request.method, path, routes, requestId)
+        response = withEnvelope(response)
+        response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
+        const elapsed = (yield* Clock.currentTimeMillis) - started
+        yield* Effect.logInfo("request").pipe(
+          Effect.annotateLogs({ requestId, method: request.method, path, status: response.status, ms: elapsed })
+        )
+        return response
+      }),
+    { global: true }
+  )
+
+const fromCause = (
+  cause: Cause.Cause<unknown>,
+  method: string,
+  path: string,
+  routes: ReadonlyArray<KnownRoute>,
+  requestId: string
+) =>
+  Effect.gen(function* () {
+    const failure = Cause.findErrorOption(cause)
+    const defect = Cause.findDefect(cause)
+    const error = Option.isSome(failure) ? failure.value : defect._tag === "Success" ? defect.success : undefined
+    if (HttpApiError.HttpApiSchemaError.is(error) && error.kind !== "Body" && error.kind !== "ResponseHeaders") {
+      return json(400, {
+        code: "bad_request",
+        message: `invalid ${error.kind.toLowerCase()}`,
+        details: { issues: issuesOf(error.cause) }
+      })
+    }
+    if (error instanceof HttpApiError.HttpApiPayloadTooLarge) {
+      return json(413, { code: "payload_too_large", message: "the request body is too large" })
+    }
+    if (error instanceof HttpServerError.HttpServerError) {
+      const reason = error.reason
+      if (reason._tag === "RouteNotFound") {
+        const allowed = routes.filter((route) => route.pattern.test(path)).map((route) => route.method)
+        if (allowed.length > 0 && !allowed.includes(method)) {
+          return json(
+            405,
+            { code: "method_not_allowed", message: `${method} is not allowed here` },
+            { allow: [...new Set(allowed)].join(", ") }
+          )
+        }
+        return json(404, { code: "not_found", message: `no route for ${method} ${path}` })
+      }
+      if (reason._tag === "RequestParseError") {
+        return reason.reason === "BodyTooLarge"
+          ? json(413, { code: "payload_too_large", message: "the request body is too large" })
+          : json(400, { code: "bad_request", message: "the request body could not be read" })
+      }
+    }
+    yield* Effect.logError("unhandled failure", cause).pipe(Effect.annotateLogs({ requestId }))
+    return json(500, { code: "internal", message: "internal error", details: { requestId } })
+  })
+
+const bareCodes: Record<number, Envelope> = {
+  400: { code: "bad_request", message: "bad request" },
+  401: { code: "unauthorized", message: "sign in first" },
+  403: { code: "forbidden", message: "forbidden" },
+  404: { code: "not_found", message: "not found" },
+  405: { code: "method_not_allowed", message: "method not allowed" },
+  413: { code: "payload_too_large", message: "the request body is too large" },
+  415: { code: "unsupported_media_type", message: "send the body as application/json" }
+}
+
+/** Error responses the framework renders without a body get the envelope too. */
+const withEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
+  const envelope = bareCodes[response.status]
+  if (envelope === undefined) return response
+  const contentType = response.headers["content-type"] ?? (response.body._tag === "Uint8Array" || response.body._tag === "Raw" ? response.body.contentType : undefined)
+  if (response.body._tag !== "Empty" && contentType?.startsWith("application/json")) return response
+  return json(response.status, envelope, { ...response.headers, "content-type": "application/json" })
+}
