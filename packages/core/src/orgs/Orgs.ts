@@ -46,6 +46,9 @@ export class Orgs extends Context.Service<
       const audit = yield* AuditLog
       const tokens = yield* Tokens
       const tx = yield* Transactor
+      // Read once at construction: the host provides the other areas' hooks beside the ports.
+      const counters = yield* OrgHoldings
+      const hasSubscription = yield* OrgSubscriptionCheck
 
       const list = Effect.fn("Orgs.list")(function* (actor: Actor) {
         const rows = yield* store.membershipsOf(actor.userId)
@@ -142,7 +145,6 @@ export class Orgs extends Context.Service<
         yield* tx.withTransaction(
           Effect.gen(function* () {
             yield* store.lock(org.id)
-            const counters = yield* OrgHoldings
             const holdings: Record<string, { count: number; names: ReadonlyArray<string> }> = {}
             for (const counter of counters) {
               const holding = yield* counter.count(org.id)
@@ -154,7 +156,6 @@ export class Orgs extends Context.Service<
                 details: { holdings }
               })
             }
-            const hasSubscription = yield* OrgSubscriptionCheck
             if (yield* hasSubscription(org.id)) {
               return yield* new ActiveSubscription({ message: "cancel the paid subscription first" })
             }

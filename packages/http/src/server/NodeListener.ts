@@ -1,0 +1,36 @@
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { HttpRouter } from "effect/http"
+import type * as Http from "node:http"
+import { app, type Ports } from "../App.ts"
+
+export interface NodeListener<R> {
+  /** A `node:http` request listener answering every `/v1` route. */
+  readonly listener: (request: Http.IncomingMessage, response: Http.ServerResponse) => void
+  /** The services the host provided, for hosts (and tests) that also call them directly. */
+  readonly context: Context.Context<R>
+  /** Releases everything the listener built (database pools, background runners). */
+  readonly dispose: () => Promise<void>
+}
+
+/**
+ * Builds hostplane as a request listener to mount inside a host's own Node server. `ports` provides the stores,
+ * `Settings`, optional adapters and any background runners that should live as long as the listener.
+ */
+export const makeNodeListener = async <E>(ports: Layer.Layer<Ports, E>): Promise<NodeListener<Ports>> => {
+  const scope = Effect.runSync(Scope.make())
+  const layer = app.pipe(
+    Layer.provideMerge(HttpRouter.layer),
+    Layer.provideMerge(ports),
+    Layer.provideMerge(NodeHttpServer.layerHttpServices)
+  )
+  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope)).catch(async (error: unknown) => {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    throw error
+  })
+  const router = Context.get(context, HttpRouter.HttpRouter)
+  const listener = await Effect.runPromise(
+    NodeHttpServer.makeHandler(router.asHttpEffect(), { scope }).pipe(Effect.provideContext(context))
+  )
+  return { listener, context, dispose: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+}

@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
+
+describe.each(backends)("spec 4.1 login and identity (%s)", (_name, stores) => {
+  let server: TestServer
+  let api: Client
+  beforeAll(async () => {
+    server = await startTestServer(stores())
+    api = client(server.url)
+  })
+  afterAll(() => server.close())
+
+  it("dev login answers a session with token, expiresAt, userId and subject", async () => {
+    const subject = unique("alice")
+    const reply = await api.post("/v1/auth/dev/login", { subject, email: "alice@example.test", name: "Alice" })
+    expect(reply.status).toBe(200)
+    expect(Object.keys(reply.body).sort()).toEqual(["expiresAt", "subject", "token", "userId"])
+    expect(reply.body.subject).toBe(subject)
+    expect(reply.body.userId).toMatch(/^usr_/)
+    expect(reply.body.token).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    const expires = Date.parse(reply.body.expiresAt) - Date.now()
+    expect(expires).toBeGreaterThan(29 * 86_400_000)
+    expect(expires).toBeLessThanOrEqual(30 * 86_400_000)
+  })
+
+  it("the same subject returns the same user, with a new session", async () => {
+    const subject = unique("bob")
+    const first = await api.login(subject)
+    const second = await api.login(subject)
+    expect(second.userId).toBe(first.userId)
+    expect(second.token).not.toBe(first.token)
+  })
+
+  it("first login creates a personal org where the caller is admin", async () => {
+    const session = await api.login(unique("carol"), { name: "Carol Jones", email: "carol@example.test" })
+    const me = await api.get("/v1/me", { token: session.token })
+    expect(me.status).toBe(200)
+    expect(me.body.user).toMatchObject({ id: session.userId, provider: "dev", email: "carol@example.test", name: "Carol Jones" })
+    expect(me.body.orgs).toHaveLength(1)
+    expect(me.body.orgs[0]).toMatchObject({ name: "Carol Jones", plan: "free", personal: true, role: "admin", projectLimit: 3 })
+    expect(me.body.orgs[0].slug).toMatch(/^carol-jones/)
+    expect(Object.keys(me.body.orgs[0]).sort()).toEqual(
+      ["createdAt", "name", "personal", "plan", "projectLimit", "role", "slug"]
+    )
+  })
+
+  it("dev login with a bad body is 400 bad_request with issues", async () => {
+    const missing = await api.post("/v1/auth/dev/login", {})
+    expect(missing.status).toBe(400)
+    expect(missing.body.code).toBe("bad_request")
+    expect(missing.body.details.issues[0].path).toEqual(["subject"])
+    const wrongType = await api.post("/v1/auth/dev/login", { subject: 42 })
+    expect(wrongType.status).toBe(400)
+    expect(wrongType.body.code).toBe("bad_request")
+  })
+
+  it("GET /v1/me without a session is 401 unauthorized", async () => {
+    const none = await api.get("/v1/me")
+    expect(none.status).toBe(401)
+    expect(none.body.code).toBe("unauthorized")
+    const forged = await api.get("/v1/me", { token: "not-a-real-token" })
+    expect(forged.status).toBe(401)
+    expect(forged.body.code).toBe("unauthorized")
+  })
+
+  it("GET /v1/config needs no login and carries display names only", async () => {
+    const reply = await api.get("/v1/config")
+    expect(reply.status).toBe(200)
+    expect(reply.body).toEqual({
+      productName: "hostplane",
+      publicUrl: "http://localhost:8080",
+      appDomain: "apps.localhost",
+      nameservers: ["ns1.hostplane.localhost", "ns2.hostplane.localhost"]
+    })
+  })
+
+  it("idp start refuses a redirect outside the allowlist with 400", async () => {
+    for (const redirect of ["https://evil.test/cb", "http://localhost:8080.evil.test/cb"]) {
+      const reply = await api.get(`/v1/auth/idp/start?redirect=${encodeURIComponent(redirect)}`)
+      expect(reply.status).toBe(400)
+      expect(reply.body.code).toBe("bad_request")
+    }
+  })
+
+  it("idp callback with an unknown state is 400", async () => {
+    const reply = await api.get("/v1/auth/idp/callback?state=forged&code=abc")
+    expect(reply.status).toBe(400)
+    expect(reply.body.code).toBe("bad_request")
+  })
+})
+
+describe.each(backends)("dev login is not registered when SERVICE_ENABLE_DEV_AUTH is off (%s)", (_name, stores) => {
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startTestServer(stores(), { devAuth: false })
+  })
+  afterAll(() => server.close())
+
+  it("POST /v1/auth/dev/login is 404 and absent from the OpenAPI document", async () => {
+    const api = client(server.url)
+    const reply = await api.post("/v1/auth/dev/login", { subject: "x" })
+    expect(reply.status).toBe(404)
+    expect(reply.body.code).toBe("not_found")
+    const openapi = await api.get("/v1/openapi.json")
+    expect(Object.keys(openapi.body.paths)).not.toContain("/v1/auth/dev/login")
+    expect(Object.keys(openapi.body.paths)).toContain("/v1/me")
+  })
+})

@@ -1,0 +1,258 @@
+import { Mail, Orgs } from "@hostplane/core"
+import { Duration, Effect, Layer, Option } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { auditOf, client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
+
+type Session = { token: string; userId: string; subject: string }
+
+describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
+  let server: TestServer
+  let api: Client
+  let admin: Session
+  let outsider: Session
+  const sent: Array<Mail.MailMessage> = []
+  beforeAll(async () => {
+    server = await startTestServer(stores())
+    api = client(server.url)
+    admin = await api.login(unique("admin"))
+    outsider = await api.login(unique("outsider"))
+  })
+  afterAll(() => server.close())
+
+  const newOrg = async () => {
+    const slug = unique("crew")
+    expect((await api.post("/v1/orgs", { name: "Crew", slug }, { token: admin.token })).status).toBe(201)
+    return slug
+  }
+
+  /** The queued invitation mail of an invite, read from the outbox. */
+  const mailOf = (slug: string, inviteId: string) =>
+    server.run(
+      Effect.gen(function* () {
+        const store = yield* Orgs.OrgStore
+        const outbox = yield* Mail.MailOutbox
+        const org = Option.getOrThrow(yield* store.findBySlug(slug))
+        const invite = Option.getOrThrow(yield* store.findInvite(org.id, inviteId))
+        return Option.getOrThrow(yield* outbox.get(invite.mailId!))
+      })
+    )
+  const tokenOf = async (slug: string, inviteId: string) => {
+    const mail = await mailOf(slug, inviteId)
+    const match = /http:\/\/localhost:8080\/invites\/([A-Za-z0-9_-]{43})/.exec(mail.text)
+    expect(match).not.toBeNull()
+    return match![1]!
+  }
+  const runMailer = () =>
+    server.run(
+      Effect.flatMap(Effect.service(Mail.MailRunner), (runner) => runner.runOnce).pipe(
+        Effect.provide(
+          Mail.MailRunner.make().pipe(
+            Layer.provide(
+              Layer.succeed(Mail.MailTransport, { send: (message) => Effect.sync(() => void sent.push(message)) })
+            )
+          )
+        )
+      )
+    )
+  const invite = async (slug: string, email: string, role: "viewer" | "member" | "admin" = "member") => {
+    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role }, { token: admin.token })
+    expect([200, 201]).toContain(reply.status)
+    return { reply, token: await tokenOf(slug, reply.body.inviteId) }
+  }
+
+  it("POST invites is 201 Invite without the token, queues the email and writes member.invite", async () => {
+    const slug = await newOrg()
+    const email = `${unique("dana")}@example.test`
+    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role: "member" }, { token: admin.token })
+    expect(reply.status).toBe(201)
+    expect(Object.keys(reply.body).sort()).toEqual(["createdAt", "email", "expiresAt", "inviteId", "role", "sentAt", "state"])
+    expect(reply.body).toMatchObject({ email, role: "member", state: "pending", sentAt: null })
+    expect(reply.body.inviteId).toMatch(/^inv_/)
+    const token = await tokenOf(slug, reply.body.inviteId)
+    expect(JSON.stringify(reply.body)).not.toContain(token)
+    const mail = await mailOf(slug, reply.body.inviteId)
+    expect(mail.to).toBe(email)
+    const event = (await auditOf(server, slug)).find((e) => e.action === "member.invite")
+    expect(event).toMatchObject({ actorId: admin.userId, target: reply.body.inviteId })
+    expect(JSON.stringify(event)).not.toContain(email)
+    expect(JSON.stringify(event)).not.toContain(token)
+  })
+
+  it("the email is sent later by the runner, and then sentAt is set", async () => {
+    const slug = await newOrg()
+    const email = `${unique("sent")}@example.test`
+    const { reply } = await invite(slug, email)
+    await runMailer()
+    expect(sent.some((m) => m.to === email)).toBe(true)
+    const list = await api.get(`/v1/orgs/${slug}/invites`, { token: admin.token })
+    const row = list.body.items.find((i: { inviteId: string }) => i.inviteId === reply.body.inviteId)
+    expect(row.sentAt).not.toBeNull()
+  })
+
+  it("a repeat for the same address updates the same row (200, new token, new role)", async () => {
+    const slug = await newOrg()
+    const email = `${unique("rep")}@example.test`
+    const first = await invite(slug, email, "viewer")
+    const again = await api.post(`/v1/orgs/${slug}/invites`, { email: email.toUpperCase(), role: "admin" }, { token: admin.token })
+    expect(again.status).toBe(200)
+    expect(again.body.inviteId).toBe(first.reply.body.inviteId)
+    expect(again.body.role).toBe("admin")
+    const second = await tokenOf(slug, again.body.inviteId)
+    expect(second).not.toBe(first.token)
+    expect((await api.get(`/v1/invites/${first.token}`)).status).toBe(404)
+    expect((await api.get(`/v1/invites/${second}`)).body.role).toBe("admin")
+    const list = await api.get(`/v1/orgs/${slug}/invites`, { token: admin.token })
+    expect(list.body.items).toHaveLength(1)
+  })
+
+  it("inviting the address of an existing member is 409 already_member", async () => {
+    const slug = await newOrg()
+    const email = `${unique("mem")}@example.test`
+    const user = await api.login(unique("mem"), { email })
+    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: user.subject, role: "member" }, { token: admin.token })
+    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role: "member" }, { token: admin.token })
+    expect(reply.status).toBe(409)
+    expect(reply.body.code).toBe("already_member")
+  })
+
+  it("more than 50 pending invites is 409 too_many_invites", async () => {
+    const slug = await newOrg()
+    for (let i = 0; i < 50; i++) {
+      const reply = await api.post(`/v1/orgs/${slug}/invites`, { email: `p${i}@example.test`, role: "viewer" }, { token: admin.token })
+      expect(reply.status).toBe(201)
+    }
+    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email: "p50@example.test", role: "viewer" }, { token: admin.token })
+    expect(reply.status).toBe(409)
+    expect(reply.body.code).toBe("too_many_invites")
+    const renew = await api.post(`/v1/orgs/${slug}/invites`, { email: "p0@example.test", role: "member" }, { token: admin.token })
+    expect(renew.status).toBe(200)
+  })
+
+  it("invites: member 403, outsider 404, bad email or role 400", async () => {
+    const slug = await newOrg()
+    const member = await api.login(unique("m"))
+    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: member.subject, role: "member" }, { token: admin.token })
+    const body = { email: "x@example.test", role: "member" }
+    expect((await api.post(`/v1/orgs/${slug}/invites`, body, { token: member.token })).status).toBe(403)
+    expect((await api.get(`/v1/orgs/${slug}/invites`, { token: member.token })).status).toBe(403)
+    expect((await api.post(`/v1/orgs/${slug}/invites`, body, { token: outsider.token })).status).toBe(404)
+    expect((await api.get(`/v1/orgs/${slug}/invites`, { token: outsider.token })).status).toBe(404)
+    expect((await api.post(`/v1/orgs/${slug}/invites`, { ...body, email: "not-an-email" }, { token: admin.token })).status).toBe(400)
+    expect((await api.post(`/v1/orgs/${slug}/invites`, { ...body, role: "boss" }, { token: admin.token })).status).toBe(400)
+  })
+
+  it("GET /v1/invites/{token} needs no login and previews the invite; unknown token 404", async () => {
+    const slug = await newOrg()
+    const { token } = await invite(slug, `${unique("view")}@example.test`, "viewer")
+    const reply = await api.get(`/v1/invites/${token}`)
+    expect(reply.status).toBe(200)
+    expect(Object.keys(reply.body).sort()).toEqual(["expiresAt", "orgName", "orgSlug", "role", "state"])
+    expect(reply.body).toMatchObject({ orgName: "Crew", orgSlug: slug, role: "viewer", state: "pending" })
+    const unknown = await api.get(`/v1/invites/${"x".repeat(43)}`)
+    expect(unknown.status).toBe(404)
+    expect(unknown.body.code).toBe("not_found")
+  })
+
+  it("accept needs a login (401) and makes the caller a member with the invite role; member.accept", async () => {
+    const slug = await newOrg()
+    const { token } = await invite(slug, `${unique("acc")}@example.test`, "viewer")
+    expect((await api.post(`/v1/invites/${token}/accept`)).status).toBe(401)
+    const joiner = await api.login(unique("joiner"))
+    const reply = await api.post(`/v1/invites/${token}/accept`, undefined, { token: joiner.token })
+    expect(reply.status).toBe(200)
+    expect(reply.body.alreadyMember).toBe(false)
+    expect(reply.body.org).toMatchObject({ slug, role: "viewer", projectLimit: 3 })
+    const event = (await auditOf(server, slug)).find((e) => e.action === "member.accept")
+    expect(event).toMatchObject({ actorId: joiner.userId })
+    expect((await api.get(`/v1/invites/${token}`)).body.state).toBe("accepted")
+    const list = await api.get(`/v1/orgs/${slug}/invites`, { token: admin.token })
+    expect(list.body.items).toHaveLength(0)
+  })
+
+  it("accepting again is 409 invite_used", async () => {
+    const slug = await newOrg()
+    const { token } = await invite(slug, `${unique("used")}@example.test`)
+    const joiner = await api.login(unique("j"))
+    expect((await api.post(`/v1/invites/${token}/accept`, undefined, { token: joiner.token })).status).toBe(200)
+    const other = await api.login(unique("k"))
+    const reply = await api.post(`/v1/invites/${token}/accept`, undefined, { token: other.token })
+    expect(reply.status).toBe(409)
+    expect(reply.body.code).toBe("invite_used")
+  })
+
+  it("an existing member accepting keeps their role and gets alreadyMember true", async () => {
+    const slug = await newOrg()
+    const { token } = await invite(slug, `${unique("already")}@example.test`, "viewer")
+    const reply = await api.post(`/v1/invites/${token}/accept`, undefined, { token: admin.token })
+    expect(reply.status).toBe(200)
+    expect(reply.body).toMatchObject({ alreadyMember: true, org: { slug, role: "admin" } })
+  })
+
+  it("DELETE invite revokes it (204, member.uninvite), drops the unsent email; accept is then 409 invite_revoked", async () => {
+    const slug = await newOrg()
+    const email = `${unique("rev")}@example.test`
+    const { reply, token } = await invite(slug, email)
+    const revoke = await api.delete(`/v1/orgs/${slug}/invites/${reply.body.inviteId}`, undefined, { token: admin.token })
+    expect(revoke.status).toBe(204)
+    expect((await mailOf(slug, reply.body.inviteId)).state).toBe("cancelled")
+    await runMailer()
+    expect(sent.some((m) => m.to === email)).toBe(false)
+    const event = (await auditOf(server, slug)).find((e) => e.action === "member.uninvite")
+    expect(event).toMatchObject({ target: reply.body.inviteId })
+    const joiner = await api.login(unique("late"))
+    const accept = await api.post(`/v1/invites/${token}/accept`, undefined, { token: joiner.token })
+    expect(accept.status).toBe(409)
+    expect(accept.body.code).toBe("invite_revoked")
+    expect((await api.get(`/v1/invites/${token}`)).body.state).toBe("revoked")
+    const again = await api.delete(`/v1/orgs/${slug}/invites/${reply.body.inviteId}`, undefined, { token: admin.token })
+    expect(again.status).toBe(404)
+  })
+
+  it("DELETE invite: member 403, outsider 404, accepted invite 404", async () => {
+    const slug = await newOrg()
+    const { reply, token } = await invite(slug, `${unique("d")}@example.test`)
+    const path = `/v1/orgs/${slug}/invites/${reply.body.inviteId}`
+    expect((await api.delete(path, undefined, { token: outsider.token })).status).toBe(404)
+    const member = await api.login(unique("m"))
+    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: member.subject, role: "member" }, { token: admin.token })
+    expect((await api.delete(path, undefined, { token: member.token })).status).toBe(403)
+    await api.post(`/v1/invites/${token}/accept`, undefined, { token: outsider.token })
+    expect((await api.delete(path, undefined, { token: admin.token })).status).toBe(404)
+  })
+})
+
+describe.each(backends)("spec part 3: invite expiry (%s)", (_name, stores) => {
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startTestServer(stores(), { inviteTtl: Duration.seconds(1) })
+  })
+  afterAll(() => server.close())
+
+  it("after seven days (here the configured TTL) an invite is expired: still listed, accept 409 invite_expired", async () => {
+    const api = client(server.url)
+    const admin = await api.login(unique("admin"))
+    const slug = unique("exp")
+    expect((await api.post("/v1/orgs", { name: "Exp", slug }, { token: admin.token })).status).toBe(201)
+    const created = await api.post(`/v1/orgs/${slug}/invites`, { email: "late@example.test", role: "member" }, { token: admin.token })
+    expect(created.status).toBe(201)
+    const token = await server.run(
+      Effect.gen(function* () {
+        const store = yield* Orgs.OrgStore
+        const outbox = yield* Mail.MailOutbox
+        const org = Option.getOrThrow(yield* store.findBySlug(slug))
+        const invite = Option.getOrThrow(yield* store.findInvite(org.id, created.body.inviteId))
+        const mail = Option.getOrThrow(yield* outbox.get(invite.mailId!))
+        return /invites\/([A-Za-z0-9_-]{43})/.exec(mail.text)![1]!
+      })
+    )
+    await new Promise((resolve) => setTimeout(resolve, 1_200))
+    expect((await api.get(`/v1/invites/${token}`)).body.state).toBe("expired")
+    const list = await api.get(`/v1/orgs/${slug}/invites`, { token: admin.token })
+    expect(list.body.items).toEqual([expect.objectContaining({ inviteId: created.body.inviteId, state: "expired" })])
+    const joiner = await api.login(unique("slow"))
+    const accept = await api.post(`/v1/invites/${token}/accept`, undefined, { token: joiner.token })
+    expect(accept.status).toBe(409)
+    expect(accept.body.code).toBe("invite_expired")
+  })
+})

@@ -1,0 +1,223 @@
+import { Kernel, Orgs } from "@hostplane/core"
+import { Effect, Layer, Option } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { auditOf, client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
+
+/** Orgs whose slug starts with these hold things or pay, to exercise the delete refusals. */
+const holdingsFor = (slug: string) => (slug.startsWith("holding-") ? 2 : 0)
+
+const hooks = Layer.mergeAll(
+  Layer.effect(
+    Orgs.OrgHoldings,
+    Effect.gen(function* () {
+      const store = yield* Orgs.OrgStore
+      return [
+        {
+          kind: "projects",
+          count: (orgId: string) =>
+            Effect.map(store.findById(orgId), (row) => {
+              const count = Option.isSome(row) ? holdingsFor(row.value.slug) : 0
+              return { count, names: count > 0 ? ["web", "api"] : [] }
+            })
+        }
+      ]
+    })
+  ),
+  Layer.effect(
+    Orgs.OrgSubscriptionCheck,
+    Effect.gen(function* () {
+      const store = yield* Orgs.OrgStore
+      return (orgId: string) => Effect.map(store.findById(orgId), (row) => Option.isSome(row) && row.value.name === "Paying")
+    })
+  )
+)
+
+describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
+  let server: TestServer
+  let api: Client
+  let admin: { token: string; userId: string }
+  let outsider: { token: string }
+  beforeAll(async () => {
+    server = await startTestServer(stores(), {}, hooks)
+    api = client(server.url)
+    admin = await api.login(unique("admin"))
+    outsider = await api.login(unique("outsider"))
+  })
+  afterAll(() => server.close())
+
+  const createOrg = async (name: string, slug?: string) => {
+    const reply = await api.post("/v1/orgs", slug === undefined ? { name } : { name, slug }, { token: admin.token })
+    expect(reply.status).toBe(201)
+    return reply.body as { slug: string }
+  }
+
+  /** A member with `role` in `slug`, added by the admin. */
+  const memberWith = async (slug: string, role: "viewer" | "member" | "admin") => {
+    const subject = unique(role)
+    const session = await api.login(subject)
+    const added = await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject, role }, { token: admin.token })
+    expect(added.status).toBe(201)
+    return session
+  }
+
+  it("GET and POST /v1/orgs need a login (401)", async () => {
+    expect((await api.get("/v1/orgs")).status).toBe(401)
+    const reply = await api.post("/v1/orgs", { name: "X" })
+    expect(reply.status).toBe(401)
+    expect(reply.body.code).toBe("unauthorized")
+  })
+
+  it("POST /v1/orgs is 201 Org and the creator becomes admin", async () => {
+    const slug = unique("acme")
+    const reply = await api.post("/v1/orgs", { name: "Acme Inc", slug }, { token: admin.token })
+    expect(reply.status).toBe(201)
+    expect(reply.body).toEqual({ slug, name: "Acme Inc", plan: "free", personal: false, createdAt: reply.body.createdAt })
+    const list = await api.get("/v1/orgs", { token: admin.token })
+    expect(list.status).toBe(200)
+    expect(list.body.items.find((o: { slug: string }) => o.slug === slug)).toMatchObject({ role: "admin", projectLimit: 3 })
+  })
+
+  it("the slug is derived from the name when absent", async () => {
+    const name = `Derived ${unique("Co")}`
+    const org = await createOrg(name)
+    expect(org.slug).toBe(name.toLowerCase().replace(/[^a-z0-9]+/g, "-"))
+  })
+
+  it("an explicit slug already in use is 409 slug_taken", async () => {
+    const slug = unique("taken")
+    await createOrg("First", slug)
+    const reply = await api.post("/v1/orgs", { name: "Second", slug }, { token: outsider.token })
+    expect(reply.status).toBe(409)
+    expect(reply.body.code).toBe("slug_taken")
+  })
+
+  it("an invalid slug or empty name is 400 bad_request", async () => {
+    const badSlug = await api.post("/v1/orgs", { name: "X", slug: "Not_A_Slug" }, { token: admin.token })
+    expect(badSlug.status).toBe(400)
+    expect(badSlug.body.code).toBe("bad_request")
+    const noName = await api.post("/v1/orgs", { name: "" }, { token: admin.token })
+    expect(noName.status).toBe(400)
+  })
+
+  it("unknown fields are ignored, never applied", async () => {
+    const slug = unique("mass")
+    const reply = await api.post("/v1/orgs", { name: "Mass", slug, plan: "pro", personal: true }, { token: admin.token })
+    expect(reply.status).toBe(201)
+    expect(reply.body.plan).toBe("free")
+    expect(reply.body.personal).toBe(false)
+  })
+
+  it("PATCH renames the display name (admin), writes org.rename, and the slug stays", async () => {
+    const { slug } = await createOrg("Old name", unique("ren"))
+    const reply = await api.patch(`/v1/orgs/${slug}`, { name: "New name", slug: "hijack" }, { token: admin.token })
+    expect(reply.status).toBe(200)
+    expect(reply.body).toMatchObject({ slug, name: "New name", role: "admin", projectLimit: 3 })
+    const audit = await auditOf(server, slug)
+    expect(audit.map((e) => e.action)).toContain("org.rename")
+    expect(audit.find((e) => e.action === "org.rename")).toMatchObject({ actorId: admin.userId, target: slug })
+  })
+
+  it("PATCH by a member is 403, by an outsider or for a missing org 404", async () => {
+    const { slug } = await createOrg("Guarded", unique("grd"))
+    const member = await memberWith(slug, "member")
+    const low = await api.patch(`/v1/orgs/${slug}`, { name: "x" }, { token: member.token })
+    expect(low.status).toBe(403)
+    expect(low.body.code).toBe("forbidden")
+    const foreign = await api.patch(`/v1/orgs/${slug}`, { name: "x" }, { token: outsider.token })
+    expect(foreign.status).toBe(404)
+    expect(foreign.body.code).toBe("not_found")
+    const missing = await api.patch(`/v1/orgs/${unique("nope")}`, { name: "x" }, { token: admin.token })
+    expect(missing.status).toBe(404)
+    const empty = await api.patch(`/v1/orgs/${slug}`, { name: "" }, { token: admin.token })
+    expect(empty.status).toBe(400)
+  })
+
+  it("DELETE with confirm equal to the slug (trimmed) is 204 and org.delete survives the org", async () => {
+    const { slug } = await createOrg("Doomed", unique("del"))
+    const orgId = await server.run(
+      Effect.flatMap(Effect.service(Orgs.OrgStore), (s) => s.findBySlug(slug)).pipe(Effect.map((o) => Option.getOrThrow(o).id))
+    )
+    const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: `  ${slug} ` }, { token: admin.token })
+    expect(reply.status).toBe(204)
+    expect((await api.get("/v1/orgs", { token: admin.token })).body.items.map((o: { slug: string }) => o.slug)).not.toContain(slug)
+    const audit = await server.run(Effect.flatMap(Effect.service(Kernel.AuditLog), (a) => a.list({ orgId })))
+    expect(audit.map((e) => e.action)).toContain("org.delete")
+  })
+
+  it("DELETE with a confirm that differs is 400 and deletes nothing", async () => {
+    const { slug } = await createOrg("Kept", unique("keep"))
+    const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: "something-else" }, { token: admin.token })
+    expect(reply.status).toBe(400)
+    expect((await api.get("/v1/orgs", { token: admin.token })).body.items.map((o: { slug: string }) => o.slug)).toContain(slug)
+  })
+
+  it("DELETE of a personal org is 409 personal_org", async () => {
+    const me = await api.get("/v1/me", { token: admin.token })
+    const personal = me.body.orgs.find((o: { personal: boolean }) => o.personal).slug
+    const reply = await api.delete(`/v1/orgs/${personal}`, { confirm: personal }, { token: admin.token })
+    expect(reply.status).toBe(409)
+    expect(reply.body.code).toBe("personal_org")
+  })
+
+  it("DELETE of an org that holds projects is 409 org_not_empty with details.holdings", async () => {
+    const { slug } = await createOrg("Holding", unique("holding"))
+    const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: admin.token })
+    expect(reply.status).toBe(409)
+    expect(reply.body.code).toBe("org_not_empty")
+    expect(reply.body.details.holdings).toEqual({ projects: { count: 2, names: ["web", "api"] } })
+  })
+
+  it("DELETE of an org with a live paid subscription is 409 active_subscription", async () => {
+    const slug = unique("pay")
+    expect((await api.post("/v1/orgs", { name: "Paying", slug }, { token: admin.token })).status).toBe(201)
+    const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: admin.token })
+    expect(reply.status).toBe(409)
+    expect(reply.body.code).toBe("active_subscription")
+  })
+
+  it("DELETE by a member is 403, by an outsider 404", async () => {
+    const { slug } = await createOrg("Safe", unique("safe"))
+    const member = await memberWith(slug, "member")
+    expect((await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: member.token })).status).toBe(403)
+    expect((await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: outsider.token })).status).toBe(404)
+  })
+
+  it("notifications: viewer or higher, newest first, limit honoured; outsider 404", async () => {
+    const { slug } = await createOrg("Noticed", unique("ntf"))
+    const viewer = await memberWith(slug, "viewer")
+    await server.run(
+      Effect.gen(function* () {
+        const store = yield* Orgs.OrgStore
+        const org = Option.getOrThrow(yield* store.findBySlug(slug))
+        for (const [i, kind] of (["limit", "backup", "restore"] as const).entries()) {
+          yield* store.insertNotification({
+            id: `ntf_${slug}_${i}`,
+            orgId: org.id,
+            kind,
+            message: `notice ${i}`,
+            projectName: "web",
+            createdAt: new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString(),
+            mailId: null
+          })
+        }
+      })
+    )
+    const reply = await api.get(`/v1/orgs/${slug}/notifications`, { token: viewer.token })
+    expect(reply.status).toBe(200)
+    expect(reply.body.items.map((n: { kind: string }) => n.kind)).toEqual(["restore", "backup", "limit"])
+    expect(reply.body.items[0]).toEqual({
+      id: `ntf_${slug}_2`,
+      kind: "restore",
+      message: "notice 2",
+      projectName: "web",
+      createdAt: "2026-01-01T00:02:00.000Z",
+      sentAt: null
+    })
+    const limited = await api.get(`/v1/orgs/${slug}/notifications?limit=1`, { token: viewer.token })
+    expect(limited.body.items).toHaveLength(1)
+    const badLimit = await api.get(`/v1/orgs/${slug}/notifications?limit=abc`, { token: viewer.token })
+    expect(badLimit.status).toBe(400)
+    expect((await api.get(`/v1/orgs/${slug}/notifications`, { token: outsider.token })).status).toBe(404)
+  })
+})

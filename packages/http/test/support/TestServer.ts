@@ -1,0 +1,104 @@
+import { Kernel, Orgs } from "@hostplane/core"
+import { Effect, Layer, Logger, Option } from "effect"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import type { Ports } from "../../src/App.ts"
+import { makeNodeListener } from "../../src/server/NodeListener.ts"
+
+/** The store ports a backend provides; settings come from the test. */
+export type Stores = Exclude<Ports, Kernel.Settings>
+
+export interface TestServer {
+  readonly url: string
+  /** Runs an effect against the same ports the server uses (to read audit rows, the outbox, ...). */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, Ports>) => Promise<A>
+  readonly close: () => Promise<void>
+}
+
+/** Serves the real router over loopback HTTP on an ephemeral port, built through the exported Node listener. */
+export const startTestServer = async (
+  stores: Layer.Layer<Stores, unknown>,
+  settings: Partial<Kernel.SettingsShape> = {},
+  /** Hooks of other areas (holdings, subscription check) built on the same stores. */
+  extra: Layer.Layer<unknown, unknown, Ports> = Layer.empty
+): Promise<TestServer> => {
+  const ports = extra.pipe(
+    Layer.provideMerge(Layer.merge(stores, Kernel.Settings.make({ devAuth: true, ...settings }))),
+    Layer.provide(Logger.layer([]))
+  )
+  const { listener, context, dispose } = await makeNodeListener(ports)
+  const server = Http.createServer(listener)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    run: (effect) => Effect.runPromise(Effect.provideContext(effect, context)),
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+      await dispose()
+    }
+  }
+}
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly body: any
+}
+
+export interface CallOptions {
+  readonly token?: string
+  readonly body?: unknown
+  /** Sent as is instead of JSON. */
+  readonly raw?: string
+  readonly headers?: Record<string, string>
+}
+
+/** A minimal JSON client over real HTTP. */
+export const client = (url: string) => {
+  const call = async (method: string, path: string, options: CallOptions = {}): Promise<Reply> => {
+    const headers: Record<string, string> = { ...options.headers }
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
+    let body: string | undefined
+    if (options.raw !== undefined) body = options.raw
+    else if (options.body !== undefined) body = JSON.stringify(options.body)
+    if (body !== undefined && headers["content-type"] === undefined) headers["content-type"] = "application/json"
+    const response = await fetch(`${url}${path}`, { method, headers, body: body ?? null, redirect: "manual" })
+    const text = await response.text()
+    let parsed: unknown = text
+    if ((response.headers.get("content-type") ?? "").includes("json") && text !== "") parsed = JSON.parse(text)
+    return { status: response.status, headers: response.headers, body: parsed }
+  }
+  return {
+    call,
+    get: (path: string, options?: CallOptions) => call("GET", path, options),
+    post: (path: string, body?: unknown, options?: CallOptions) => call("POST", path, { ...options, body }),
+    put: (path: string, body?: unknown, options?: CallOptions) => call("PUT", path, { ...options, body }),
+    patch: (path: string, body?: unknown, options?: CallOptions) => call("PATCH", path, { ...options, body }),
+    delete: (path: string, body?: unknown, options?: CallOptions) => call("DELETE", path, { ...options, body }),
+    /** Dev login; answers the session. */
+    login: async (subject: string, profile: { email?: string; name?: string } = {}) => {
+      const reply = await call("POST", "/v1/auth/dev/login", { body: { subject, ...profile } })
+      if (reply.status !== 200) throw new Error(`login failed: ${reply.status} ${JSON.stringify(reply.body)}`)
+      return reply.body as { token: string; userId: string; subject: string; expiresAt: string }
+    }
+  }
+}
+
+export type Client = ReturnType<typeof client>
+
+/** A random suffix so tests sharing one database never collide. */
+export const unique = (prefix: string) => `${prefix}-${Math.random().toString(36).slice(2, 10)}`
+
+/** The audit rows of an org, oldest first. */
+export const auditOf = (server: TestServer, slug: string) =>
+  server.run(
+    Effect.gen(function* () {
+      const store = yield* Orgs.OrgStore
+      const audit = yield* Kernel.AuditLog
+      const org = yield* store.findBySlug(slug)
+      return Option.isSome(org) ? yield* audit.list({ orgId: org.value.id }) : []
+    })
+  )
