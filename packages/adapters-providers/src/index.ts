@@ -1,0 +1,1 @@
+export * as IdentityProviderOAuth from "./identity/IdentityProviderOAuth.ts"
