@@ -1,0 +1,48 @@
+import { NodeHttpServer } from "@effect/platform-node"
+import * as Pg from "@hostplane/adapters-pg"
+import { IdentityProviderOAuth, MailTransportAuto } from "@hostplane/adapters-providers"
+import { Kernel, Mail } from "@hostplane/core"
+import { Config, Effect, Layer, Option } from "effect"
+import { HttpRouter } from "effect/http"
+import { createServer } from "node:http"
+import { app } from "../App.ts"
+import { parseListen } from "./Listen.ts"
+
+/** True when no `DATABASE_URL` is set: the server runs on its embedded defaults. */
+const embeddedMode = Effect.map(Config.option(Config.String("DATABASE_URL")), (url) =>
+  Option.isNone(url) || url.value.trim() === ""
+)
+
+/**
+ * The standalone server: PostgreSQL (embedded unless `DATABASE_URL`), mail through SMTP or the outbox folder,
+ * the optional identity provider, the mail runner, and the `/v1` routes on `SERVICE_LISTEN`.
+ */
+export const ServerLive = Layer.unwrap(
+  Effect.gen(function* () {
+    const embedded = yield* embeddedMode
+    const listen = parseListen(yield* Config.String("SERVICE_LISTEN").pipe(Config.withDefault("127.0.0.1:8080")))
+    const settings = Kernel.Settings.layerConfig({ devAuthDefault: embedded })
+    const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig()))
+    const mail = Mail.MailRunner.background().pipe(Layer.provide(MailTransportAuto.layerConfig))
+    const announce = Layer.effectDiscard(
+      Effect.gen(function* () {
+        const current = yield* Kernel.Settings
+        yield* Effect.logInfo("hostplane starting", {
+          listen: `${listen.host}:${listen.port}`,
+          database: embedded ? "embedded PostgreSQL" : "DATABASE_URL",
+          devLogin: current.devAuth
+        })
+        if (current.devAuth) {
+          yield* Effect.logWarning("dev login is ON (POST /v1/auth/dev/login): never expose this server publicly")
+        }
+      })
+    )
+    const ports = Layer.mergeAll(mail, IdentityProviderOAuth.layerConfig, announce).pipe(
+      Layer.provideMerge(Layer.merge(stores, settings))
+    )
+    return HttpRouter.serve(app, { disableLogger: true }).pipe(
+      Layer.provide(ports),
+      Layer.provide(NodeHttpServer.layer(createServer, { host: listen.host, port: listen.port }))
+    )
+  })
+)
