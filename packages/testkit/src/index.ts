@@ -1,1 +1,2 @@
 export * from "./identity/FakeIdentityProvider.ts"
+export * from "./mail/FakeSmtpServer.ts"

@@ -1,0 +1,134 @@
+import type { AddressInfo } from "node:net"
+import { Context, Effect, Layer, Predicate, type Scope } from "effect"
+import { SMTPServer, type SMTPServerSession } from "smtp-server"
+
+/** One message as the server took it: the SMTP envelope and the data after DATA, dot-unstuffed, CRLF kept. */
+export interface FakeSmtpMessage {
+  readonly from: string
+  readonly to: ReadonlyArray<string>
+  readonly raw: string
+  /** The user that authenticated, null without AUTH. */
+  readonly user: string | null
+}
+
+/** Where an injected failure answers: `MAIL FROM`, `RCPT TO`, or the reply after the message data. */
+export type FakeSmtpStage = "mail" | "rcpt" | "data"
+
+export interface FakeSmtpFailure {
+  /** SMTP reply code, such as 451 (try later) or 550 (rejected). */
+  readonly code: number
+  readonly message?: string
+  /** Default `data`. */
+  readonly stage?: FakeSmtpStage
+}
+
+export interface FakeSmtpOptions {
+  /** Credentials the server demands; without them it takes mail from anyone and offers no AUTH. */
+  readonly auth?: { readonly user: string; readonly pass: string }
+}
+
+/** A loopback SMTP server on 127.0.0.1 with an ephemeral port; it records every accepted message and can refuse on demand. */
+export class FakeSmtpServer extends Context.Service<
+  FakeSmtpServer,
+  {
+    readonly host: string
+    readonly port: number
+    /** `smtp://[user:pass@]127.0.0.1:<port>`. */
+    readonly url: string
+    readonly received: Effect.Effect<ReadonlyArray<FakeSmtpMessage>>
+    /** The next `count` deliveries are answered with `failure` instead of being accepted. */
+    readonly failNext: (count: number, failure: FakeSmtpFailure) => Effect.Effect<void>
+    /** Forgets received messages and pending failures. */
+    readonly reset: Effect.Effect<void>
+  }
+>()("@hostplane/testkit/mail/FakeSmtpServer") {
+  /** Starts the server; it stops, dropping open connections, when the scope closes. */
+  static readonly make = (
+    options: FakeSmtpOptions = {}
+  ): Effect.Effect<FakeSmtpServer["Service"], never, Scope.Scope> =>
+    Effect.gen(function* () {
+      const received: Array<FakeSmtpMessage> = []
+      const pending: Array<FakeSmtpFailure> = []
+
+      const refuse = (stage: FakeSmtpStage): Error | null => {
+        const next = pending[0]
+        if (next === undefined || (next.stage ?? "data") !== stage) return null
+        pending.shift()
+        return Object.assign(new Error(next.message ?? (next.code >= 500 ? "Rejected" : "Try again later")), {
+          responseCode: next.code
+        })
+      }
+      const userOf = (session: SMTPServerSession): string | null =>
+        Predicate.isString(session.user) ? session.user : null
+
+      const server = new SMTPServer({
+        logger: false,
+        disabledCommands: options.auth === undefined ? ["STARTTLS", "AUTH"] : ["STARTTLS"],
+        authOptional: options.auth === undefined,
+        allowInsecureAuth: true,
+        closeTimeout: 100,
+        onAuth(auth, _session, callback) {
+          const ok =
+            options.auth !== undefined && auth.username === options.auth.user && auth.password === options.auth.pass
+          if (ok) callback(null, { user: auth.username })
+          else callback(Object.assign(new Error("Invalid username or password"), { responseCode: 535 }))
+        },
+        onMailFrom(_address, _session, callback) {
+          callback(refuse("mail"))
+        },
+        onRcptTo(_address, _session, callback) {
+          callback(refuse("rcpt"))
+        },
+        onData(stream, session, callback) {
+          const chunks: Array<Buffer> = []
+          stream.on("data", (chunk: Buffer) => chunks.push(chunk))
+          stream.on("end", () => {
+            const failure = refuse("data")
+            if (failure !== null) return callback(failure)
+            const mailFrom = session.envelope.mailFrom
+            received.push({
+              from: mailFrom === false ? "" : mailFrom.address,
+              to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
+              raw: Buffer.concat(chunks).toString("utf8"),
+              user: userOf(session)
+            })
+            callback(null, `OK: queued as ${received.length}`)
+          })
+        }
+      })
+
+      const port = yield* Effect.acquireRelease(
+        Effect.callback<number>((resume) => {
+          const failed = (error: Error) => resume(Effect.die(error))
+          server.server.once("error", failed)
+          server.listen(0, "127.0.0.1", () => {
+            server.server.off("error", failed)
+            resume(Effect.succeed((server.server.address() as AddressInfo).port))
+          })
+        }),
+        () => Effect.callback<void>((resume) => server.close(() => resume(Effect.void)))
+      )
+
+      const credentials =
+        options.auth === undefined
+          ? ""
+          : `${encodeURIComponent(options.auth.user)}:${encodeURIComponent(options.auth.pass)}@`
+      return FakeSmtpServer.of({
+        host: "127.0.0.1",
+        port,
+        url: `smtp://${credentials}127.0.0.1:${port}`,
+        received: Effect.sync(() => [...received]),
+        failNext: (count, failure) =>
+          Effect.sync(() => {
+            for (let i = 0; i < count; i++) pending.push(failure)
+          }),
+        reset: Effect.sync(() => {
+          received.length = 0
+          pending.length = 0
+        })
+      })
+    })
+
+  static readonly layer = (options: FakeSmtpOptions = {}): Layer.Layer<FakeSmtpServer> =>
+    Layer.effect(FakeSmtpServer, FakeSmtpServer.make(options))
+}
