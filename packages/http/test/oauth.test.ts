@@ -1,0 +1,123 @@
+import { IdentityProviderOAuth } from "@hostplane/adapters-providers"
+import { FakeIdentityProvider } from "@hostplane/testkit"
+import { Effect, ManagedRuntime } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
+
+const appCallback = "http://app.test/signed-in"
+
+describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, stores) => {
+  let idp: ManagedRuntime.ManagedRuntime<FakeIdentityProvider, never>
+  let fake: FakeIdentityProvider["Service"]
+  let server: TestServer
+  let api: Client
+  beforeAll(async () => {
+    idp = ManagedRuntime.make(FakeIdentityProvider.layer())
+    fake = await idp.runPromise(Effect.service(FakeIdentityProvider))
+    server = await startTestServer(
+      stores(),
+      { oauthRedirects: ["http://app.test/"] },
+      IdentityProviderOAuth.layer({
+        authorizeUrl: fake.authorizeUrl,
+        tokenUrl: fake.tokenUrl,
+        userinfoUrl: fake.userinfoUrl,
+        clientId: fake.clientId,
+        clientSecret: fake.clientSecret ?? undefined
+      })
+    )
+    api = client(server.url)
+  })
+  afterAll(async () => {
+    await server.close()
+    await idp.dispose()
+  })
+
+  /** Runs start and the provider's authorize page; answers our callback's query (code and state). */
+  const authorize = async (redirect = appCallback) => {
+    const start = await api.get(`/v1/auth/idp/start?redirect=${encodeURIComponent(redirect)}`)
+    expect(start.status).toBe(302)
+    const authorizeUrl = new URL(start.headers.get("location")!)
+    expect(`${authorizeUrl.origin}${authorizeUrl.pathname}`).toBe(fake.authorizeUrl)
+    expect(authorizeUrl.searchParams.get("code_challenge_method")).toBe("S256")
+    const page = await fetch(authorizeUrl, { redirect: "manual" })
+    expect(page.status).toBe(302)
+    const back = new URL(page.headers.get("location")!)
+    expect(back.pathname).toBe("/v1/auth/idp/callback")
+    return back.search
+  }
+  const fragmentOf = (location: string) => {
+    const url = new URL(location)
+    return { base: `${url.origin}${url.pathname}`, values: Object.fromEntries(new URLSearchParams(url.hash.slice(1))) }
+  }
+
+  it("start redirects to the provider; the callback redirects with token, expiresAt, userId, subject in the fragment", async () => {
+    const subject = unique("octo")
+    await idp.runPromise(fake.signIn({ subject, email: `${subject}@example.test`, name: "Octo Cat" }))
+    const query = await authorize()
+    const callback = await api.get(`/v1/auth/idp/callback${query}`)
+    expect(callback.status).toBe(302)
+    expect(callback.headers.get("cache-control")).toBe("no-store")
+    const { base, values } = fragmentOf(callback.headers.get("location")!)
+    expect(base).toBe(appCallback)
+    expect(Object.keys(values).sort()).toEqual(["expiresAt", "subject", "token", "userId"])
+    expect(values.subject).toBe(subject)
+    const me = await api.get("/v1/me", { token: values.token! })
+    expect(me.status).toBe(200)
+    expect(me.body.user).toMatchObject({ id: values.userId, provider: "idp", subject, name: "Octo Cat" })
+    expect(me.body.orgs).toEqual([expect.objectContaining({ personal: true, role: "admin" })])
+  })
+
+  it("signing in again with the same subject returns the same user", async () => {
+    const subject = unique("again")
+    await idp.runPromise(fake.signIn({ subject }))
+    const first = fragmentOf((await api.get(`/v1/auth/idp/callback${await authorize()}`)).headers.get("location")!)
+    const second = fragmentOf((await api.get(`/v1/auth/idp/callback${await authorize()}`)).headers.get("location")!)
+    expect(second.values.userId).toBe(first.values.userId)
+  })
+
+  it("a state is single use: replaying the callback is 400", async () => {
+    await idp.runPromise(fake.signIn({ subject: unique("replay") }))
+    const query = await authorize()
+    expect((await api.get(`/v1/auth/idp/callback${query}`)).status).toBe(302)
+    const replay = await api.get(`/v1/auth/idp/callback${query}`)
+    expect(replay.status).toBe(400)
+    expect(replay.body.code).toBe("bad_request")
+  })
+
+  it("a forged state is 400 and never reaches the provider's token endpoint", async () => {
+    const before = await idp.runPromise(fake.stats)
+    const forged = await api.get(`/v1/auth/idp/callback?state=${"A".repeat(43)}&code=stolen`)
+    expect(forged.status).toBe(400)
+    expect((await idp.runPromise(fake.stats)).token).toBe(before.token)
+  })
+
+  it("a redirect outside SERVICE_OAUTH_REDIRECTS is 400", async () => {
+    for (const redirect of ["http://app.test.evil.test/cb", "https://elsewhere.test/", "http://localhost:8080/"]) {
+      const reply = await api.get(`/v1/auth/idp/start?redirect=${encodeURIComponent(redirect)}`)
+      expect(reply.status).toBe(400)
+    }
+  })
+
+  it("a sign-in the provider denies comes back as #error=<code>&message=<text>", async () => {
+    await idp.runPromise(fake.denyNext)
+    const query = await authorize()
+    expect(new URLSearchParams(query).get("error")).toBe("access_denied")
+    const callback = await api.get(`/v1/auth/idp/callback${query}`)
+    expect(callback.status).toBe(302)
+    const { base, values } = fragmentOf(callback.headers.get("location")!)
+    expect(base).toBe(appCallback)
+    expect(values.error).toBe("access_denied")
+    expect(values.message).toBeTruthy()
+    expect(values.token).toBeUndefined()
+  })
+
+  it("a code the provider refuses comes back as #error=exchange_failed", async () => {
+    await idp.runPromise(fake.signIn({ subject: unique("refused") }))
+    const query = await authorize()
+    await idp.runPromise(fake.answerNext("token", { status: 400, body: { error: "invalid_grant" } }))
+    const callback = await api.get(`/v1/auth/idp/callback${query}`)
+    expect(callback.status).toBe(302)
+    expect(fragmentOf(callback.headers.get("location")!).values).toMatchObject({ error: "exchange_failed" })
+  })
+})
