@@ -1,0 +1,18 @@
+// Run: DATABASE_URL=postgres://... npx node --conditions=@hostplane/source examples/embed/main.ts
+import * as Pg from "@hostplane/adapters-pg"
+import { Kernel } from "@hostplane/core"
+import { Layer, Redacted } from "effect"
+import { startHost } from "./host.ts"
+
+const databaseUrl = process.env["DATABASE_URL"]
+if (databaseUrl === undefined) throw new Error("set DATABASE_URL to the host's PostgreSQL")
+
+// The host picks the adapters: PostgreSQL stores on its own database and its own settings.
+const ports = Layer.merge(
+  Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layer(Redacted.make(databaseUrl)))),
+  Kernel.Settings.make({ publicUrl: "http://127.0.0.1:3000", devAuth: true })
+)
+
+const host = await startHost(ports, 3000)
+console.log("host listening on http://127.0.0.1:3000 (hostplane under /v1)")
+process.once("SIGINT", () => void host.close())
