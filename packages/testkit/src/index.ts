@@ -1,2 +1,5 @@
 export * from "./identity/FakeIdentityProvider.ts"
 export * from "./mail/FakeSmtpServer.ts"
+export * from "./memory/index.ts"
+export * from "./contract/index.ts"
+export type { Stores } from "./Stores.ts"

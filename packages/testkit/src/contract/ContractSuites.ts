@@ -1,0 +1,16 @@
+import type { Layer } from "effect"
+import type { Stores } from "../Stores.ts"
+import { auditLogSuite } from "./AuditLogSuite.ts"
+import { mailOutboxSuite } from "./MailOutboxSuite.ts"
+import { orgStoreSuite } from "./OrgStoreSuite.ts"
+import { transactorSuite } from "./TransactorSuite.ts"
+import { userStoreSuite } from "./UserStoreSuite.ts"
+
+/** Every store port contract against one adapter family; `name` prefixes each suite (`memory`, `postgres`). */
+export const contractSuites = <E>(name: string, stores: Layer.Layer<Stores, E>): void => {
+  userStoreSuite(name, stores)
+  orgStoreSuite(name, stores)
+  mailOutboxSuite(name, stores)
+  auditLogSuite(name, stores)
+  transactorSuite(name, stores)
+}

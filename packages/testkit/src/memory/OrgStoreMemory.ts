@@ -1,0 +1,222 @@
+import { Errors, Orgs } from "@hostplane/core"
+import { Effect, Layer, Option } from "effect"
+import {
+  awaitTransactions,
+  memberKey,
+  MemoryState,
+  type MemoryStore,
+  nextSeq,
+  read,
+  type Sequenced,
+  type Tables,
+  write
+} from "./MemoryState.ts"
+
+type StoredInvite = Omit<Orgs.InviteRow, "sentAt">
+
+/** When the outbox row `mailId` went out, as PostgreSQL derives it with a join. */
+const sentAtOf = (tables: Tables, mailId: string | null): string | null => {
+  const mail = mailId === null ? undefined : tables.outbox.get(mailId)
+  return mail !== undefined && mail.row.state === "sent" ? mail.row.sentAt : null
+}
+
+const toInviteRow = (tables: Tables, invite: StoredInvite): Orgs.InviteRow => ({
+  id: invite.id,
+  orgId: invite.orgId,
+  email: invite.email,
+  role: invite.role,
+  tokenHash: invite.tokenHash,
+  state: invite.state,
+  expiresAt: invite.expiresAt,
+  mailId: invite.mailId,
+  createdAt: invite.createdAt,
+  sentAt: sentAtOf(tables, invite.mailId)
+})
+
+const storedInvite = (invite: StoredInvite): StoredInvite => ({
+  id: invite.id,
+  orgId: invite.orgId,
+  email: invite.email,
+  role: invite.role,
+  tokenHash: invite.tokenHash,
+  state: invite.state,
+  expiresAt: invite.expiresAt,
+  mailId: invite.mailId,
+  createdAt: invite.createdAt
+})
+
+/** Newest first by `createdAt`, insertion order breaking ties. */
+const newestFirst = <Row extends { readonly createdAt: string }>(a: Sequenced<Row>, b: Sequenced<Row>): number =>
+  a.row.createdAt < b.row.createdAt ? 1 : a.row.createdAt > b.row.createdAt ? -1 : b.seq - a.seq
+
+const findInviteWhere = (
+  tables: Tables,
+  predicate: (invite: StoredInvite) => boolean
+): Option.Option<Orgs.InviteRow> => {
+  for (const { row } of tables.invites.values()) {
+    if (predicate(row)) return Option.some(toInviteRow(tables, row))
+  }
+  return Option.none()
+}
+
+const membersOf = (tables: Tables, orgId: string) =>
+  [...tables.members.values()]
+    .filter((member) => member.orgId === orgId)
+    .sort((a, b) => (a.joinedAt < b.joinedAt ? -1 : a.joinedAt > b.joinedAt ? 1 : a.seq - b.seq))
+
+/** `OrgStore` on the shared memory state: unique slugs, one membership per user and org, derived `sentAt`. */
+export const make = (store: MemoryStore): Orgs.OrgStore["Service"] =>
+  Orgs.OrgStore.of({
+    findBySlug: (slug) =>
+      read(store, (tables) => Option.fromNullishOr([...tables.orgs.values()].find((org) => org.slug === slug))),
+    findById: (orgId) => read(store, (tables) => Option.fromNullishOr(tables.orgs.get(orgId))),
+    lock: () => awaitTransactions(store),
+    insert: (org) =>
+      write(store, (tables) => {
+        if ([...tables.orgs.values()].some((existing) => existing.slug === org.slug)) return false
+        if (tables.orgs.has(org.id)) throw new Error(`duplicate org id ${org.id}`)
+        tables.orgs.set(org.id, { ...org })
+        return true
+      }).pipe(
+        Effect.flatMap((inserted) =>
+          inserted ? Effect.void : Effect.fail(new Errors.SlugTaken({ message: `the slug ${org.slug} is taken` }))
+        )
+      ),
+    rename: (orgId, name) =>
+      write(store, (tables) => {
+        const org = tables.orgs.get(orgId)
+        if (org === undefined) throw new Error(`no org ${orgId}`)
+        const renamed = { ...org, name }
+        tables.orgs.set(orgId, renamed)
+        return renamed
+      }),
+    remove: (orgId) =>
+      write(store, (tables) => {
+        tables.orgs.delete(orgId)
+        for (const [key, member] of tables.members) if (member.orgId === orgId) tables.members.delete(key)
+        for (const [id, invite] of tables.invites) if (invite.row.orgId === orgId) tables.invites.delete(id)
+        for (const [id, notification] of tables.notifications) {
+          if (notification.row.orgId === orgId) tables.notifications.delete(id)
+        }
+      }),
+    findMembership: (orgId, userId) =>
+      read(store, (tables) =>
+        Option.map(Option.fromNullishOr(tables.members.get(memberKey(orgId, userId))), (m) => m.role)
+      ),
+    membershipsOf: (userId) =>
+      read(store, (tables) =>
+        [...tables.members.values()]
+          .filter((member) => member.userId === userId)
+          .sort((a, b) => (a.joinedAt < b.joinedAt ? -1 : a.joinedAt > b.joinedAt ? 1 : a.seq - b.seq))
+          .flatMap((member) => {
+            const org = tables.orgs.get(member.orgId)
+            return org === undefined ? [] : [{ org, role: member.role }]
+          })
+      ),
+    listMembers: (orgId) =>
+      read(store, (tables) =>
+        membersOf(tables, orgId).flatMap((member): Array<Orgs.Member> => {
+          const user = tables.users.get(member.userId)?.user
+          if (user === undefined) return []
+          return [
+            {
+              userId: user.id,
+              provider: user.provider,
+              subject: user.subject,
+              email: user.email,
+              name: user.name,
+              role: member.role,
+              joinedAt: member.joinedAt
+            }
+          ]
+        })
+      ),
+    addMember: (orgId, userId, role, joinedAt) =>
+      write(store, (tables) => {
+        const key = memberKey(orgId, userId)
+        if (tables.members.has(key)) return false
+        if (!tables.orgs.has(orgId)) throw new Error(`no org ${orgId}`)
+        if (!tables.users.has(userId)) throw new Error(`no user ${userId}`)
+        tables.members.set(key, { orgId, userId, role, joinedAt, seq: nextSeq(store) })
+        return true
+      }),
+    setRole: (orgId, userId, role) =>
+      write(store, (tables) => {
+        const key = memberKey(orgId, userId)
+        const member = tables.members.get(key)
+        if (member !== undefined) tables.members.set(key, { ...member, role })
+      }),
+    removeMember: (orgId, userId) =>
+      write(store, (tables) => {
+        tables.members.delete(memberKey(orgId, userId))
+      }),
+    countAdmins: (orgId) => read(store, (tables) => membersOf(tables, orgId).filter((m) => m.role === "admin").length),
+    insertInvite: (invite) =>
+      write(store, (tables) => {
+        if (tables.invites.has(invite.id)) throw new Error(`duplicate invite id ${invite.id}`)
+        if (!tables.orgs.has(invite.orgId)) throw new Error(`no org ${invite.orgId}`)
+        tables.invites.set(invite.id, { row: storedInvite(invite), seq: nextSeq(store) })
+      }),
+    updateInvite: (invite) =>
+      write(store, (tables) => {
+        const existing = tables.invites.get(invite.id)
+        if (existing !== undefined) tables.invites.set(invite.id, { ...existing, row: storedInvite(invite) })
+      }),
+    findInvite: (orgId, inviteId) =>
+      read(store, (tables) => findInviteWhere(tables, (invite) => invite.id === inviteId && invite.orgId === orgId)),
+    findInviteByToken: (tokenHash) =>
+      read(store, (tables) => findInviteWhere(tables, (i) => i.tokenHash === tokenHash)),
+    findOpenInvite: (orgId, email) =>
+      read(store, (tables) =>
+        findInviteWhere(tables, (i) => i.orgId === orgId && i.email === email && i.state === "pending")
+      ),
+    listOpenInvites: (orgId) =>
+      read(store, (tables) =>
+        [...tables.invites.values()]
+          .filter(({ row }) => row.orgId === orgId && row.state === "pending")
+          .sort(newestFirst)
+          .map(({ row }) => toInviteRow(tables, row))
+      ),
+    setInviteState: (inviteId, state) =>
+      write(store, (tables) => {
+        const existing = tables.invites.get(inviteId)
+        if (existing !== undefined) tables.invites.set(inviteId, { ...existing, row: { ...existing.row, state } })
+      }),
+    insertNotification: (notification) =>
+      write(store, (tables) => {
+        if (tables.notifications.has(notification.id)) throw new Error(`duplicate notification id ${notification.id}`)
+        if (!tables.orgs.has(notification.orgId)) throw new Error(`no org ${notification.orgId}`)
+        tables.notifications.set(notification.id, {
+          row: {
+            id: notification.id,
+            orgId: notification.orgId,
+            kind: notification.kind,
+            message: notification.message,
+            projectName: notification.projectName,
+            mailId: notification.mailId,
+            createdAt: notification.createdAt
+          },
+          seq: nextSeq(store)
+        })
+      }),
+    listNotifications: (orgId, limit) =>
+      read(store, (tables) =>
+        [...tables.notifications.values()]
+          .filter(({ row }) => row.orgId === orgId)
+          .sort(newestFirst)
+          .slice(0, Math.max(limit, 0))
+          .map(({ row }): Orgs.Notification => ({
+            id: row.id,
+            kind: row.kind,
+            message: row.message,
+            projectName: row.projectName,
+            createdAt: row.createdAt,
+            sentAt: sentAtOf(tables, row.mailId)
+          }))
+      )
+  })
+
+export const layer: Layer.Layer<Orgs.OrgStore, never, MemoryState> = Layer.effect(
+  Orgs.OrgStore,
+  Effect.map(MemoryState, make)
+)

@@ -1,0 +1,7 @@
+export * as AuditLogMemory from "./AuditLogMemory.ts"
+export * as MailOutboxMemory from "./MailOutboxMemory.ts"
+export { MemoryState } from "./MemoryState.ts"
+export * as OrgStoreMemory from "./OrgStoreMemory.ts"
+export * as TransactorMemory from "./TransactorMemory.ts"
+export * as UserStoreMemory from "./UserStoreMemory.ts"
+export { layerMemory } from "./layerMemory.ts"

@@ -1,0 +1,17 @@
+import { Layer } from "effect"
+import type { Stores } from "../Stores.ts"
+import * as AuditLogMemory from "./AuditLogMemory.ts"
+import * as MailOutboxMemory from "./MailOutboxMemory.ts"
+import { MemoryState } from "./MemoryState.ts"
+import * as OrgStoreMemory from "./OrgStoreMemory.ts"
+import * as TransactorMemory from "./TransactorMemory.ts"
+import * as UserStoreMemory from "./UserStoreMemory.ts"
+
+/** Every store port on one fresh in-memory state; for tests and examples, never a running server's default. */
+export const layerMemory: Layer.Layer<Stores> = Layer.mergeAll(
+  UserStoreMemory.layer,
+  OrgStoreMemory.layer,
+  MailOutboxMemory.layer,
+  AuditLogMemory.layer,
+  TransactorMemory.layer
+).pipe(Layer.provide(MemoryState.layer))

@@ -1,0 +1,3 @@
+import { contractSuites, layerMemory } from "@hostplane/testkit"
+
+contractSuites("memory", layerMemory)
