@@ -14,6 +14,7 @@ import { OrgStore } from "./OrgStore.ts"
 export const slugFrom = (name: string): string => {
   const base = name
     .normalize("NFKD")
+    .replace(/\p{M}+/gu, "")
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")
     .replace(/^-+|-+$/g, "")
