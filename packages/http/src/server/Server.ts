@@ -40,9 +40,10 @@ export const ServerLive = Layer.unwrap(
     const ports = Layer.mergeAll(mail, IdentityProviderOAuth.layerConfig, announce).pipe(
       Layer.provideMerge(Layer.merge(stores, settings))
     )
+    // Ports first: the socket is bound only once the database is up, so no early request waits on a missing handler.
     return HttpRouter.serve(app, { disableLogger: true }).pipe(
-      Layer.provide(ports),
-      Layer.provide(NodeHttpServer.layer(createServer, { host: listen.host, port: listen.port }))
+      Layer.provide(NodeHttpServer.layer(createServer, { host: listen.host, port: listen.port })),
+      Layer.provide(ports)
     )
   })
 )

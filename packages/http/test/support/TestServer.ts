@@ -20,7 +20,7 @@ export const startTestServer = async (
   stores: Layer.Layer<Stores, unknown>,
   settings: Partial<Kernel.SettingsShape> = {},
   /** Hooks of other areas (holdings, subscription check) built on the same stores. */
-  extra: Layer.Layer<unknown, unknown, Ports> = Layer.empty
+  extra: Layer.Layer<never, unknown, Ports> = Layer.empty
 ): Promise<TestServer> => {
   const ports = extra.pipe(
     Layer.provideMerge(Layer.merge(stores, Kernel.Settings.make({ devAuth: true, ...settings }))),

@@ -1,0 +1,95 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, readdirSync, rmSync } from "node:fs"
+import * as Http from "node:http"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+const root = join(import.meta.dirname, "../../..")
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number }
+      probe.close(() => resolve(port))
+    })
+  })
+
+/** The standalone binary, exactly as `npm start` runs it, on a fresh data directory. */
+describe("the server binary on its embedded defaults", () => {
+  let child: ChildProcess
+  let base: string
+  let dataDir: string
+  let output = ""
+  let exited: Promise<number | null>
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "hostplane-server-"))
+    const port = await freePort()
+    base = `http://127.0.0.1:${port}`
+    child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/http/src/bin/server.ts"], {
+      cwd: root,
+      env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: `127.0.0.1:${port}`, DATABASE_URL: "" },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    child.stdout!.on("data", (chunk) => (output += chunk))
+    child.stderr!.on("data", (chunk) => (output += chunk))
+    exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)))
+    for (let i = 0; i < 240; i++) {
+      const up = await fetch(`${base}/v1/config`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false)
+      if (up) return
+      await new Promise((resolve) => setTimeout(resolve, 250))
+    }
+    throw new Error(`server did not start:\n${output}`)
+  }, 90_000)
+  afterAll(() => {
+    child.kill("SIGKILL")
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it("serves /v1 on SERVICE_LISTEN, with dev login on and announced at start", async () => {
+    expect(output).toContain("dev login is ON")
+    const login = await fetch(`${base}/v1/auth/dev/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ subject: "operator" })
+    })
+    expect(login.status).toBe(200)
+  })
+
+  it("writes one JSON log line per request, carrying the X-Request-Id", async () => {
+    const reply = await fetch(`${base}/v1/me`)
+    const requestId = reply.headers.get("x-request-id")!
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const lines = output.split("\n").filter((line) => line.includes(requestId))
+    expect(lines).toHaveLength(1)
+    const entry = JSON.parse(lines[0]!)
+    expect(entry.annotations).toMatchObject({ method: "GET", path: "/v1/me", status: 401, requestId })
+  })
+
+  it("keeps its data under SERVICE_DATA_DIR", () => {
+    expect(readdirSync(dataDir)).toContain("pg")
+  })
+
+  it("on SIGTERM finishes the request in flight, then exits 0", async () => {
+    const url = new URL(`${base}/v1/auth/dev/login`)
+    const body = JSON.stringify({ subject: "late-request" })
+    const reply = new Promise<number>((resolve, reject) => {
+      const request = Http.request(
+        { host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "content-type": "application/json", "content-length": body.length } },
+        (response) => {
+          response.resume()
+          resolve(response.statusCode!)
+        }
+      )
+      request.on("error", reject)
+      request.write(body.slice(0, 5))
+      setTimeout(() => {
+        child.kill("SIGTERM")
+        setTimeout(() => request.end(body.slice(5)), 300)
+      }, 100)
+    })
+    expect(await reply).toBe(200)
+    expect(await exited).toBe(0)
+  }, 30_000)
+})
