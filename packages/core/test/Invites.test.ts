@@ -133,6 +133,23 @@ describe("Invites (spec 4.2 and part 3) on the memory store", () => {
     )
   )
 
+  it.effect("renewing an expired invite counts against the 50 pending: at the limit it is 409 too_many_invites", () =>
+    withCore()(
+      Effect.gen(function* () {
+        const admin = yield* team
+        yield* invite(admin, "old@example.test")
+        yield* TestClock.adjust(Duration.days(7))
+        yield* Effect.forEach(
+          Array.from({ length: 50 }, (_, i) => i),
+          (i) => invite(admin, `user${i}@example.test`),
+          { discard: true }
+        )
+        const error = yield* Effect.flip(invite(admin, "old@example.test"))
+        assert.strictEqual(error._tag, "TooManyInvites")
+      })
+    )
+  )
+
   it.effect("invites need admin: a member is 403 and an outsider 404 for list, create and revoke", () =>
     withCore()(
       Effect.gen(function* () {

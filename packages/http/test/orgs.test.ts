@@ -1,4 +1,4 @@
-import { Kernel, Orgs } from "@hostplane/core"
+import { Kernel, Mail, Orgs } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
@@ -143,6 +143,22 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     expect((await api.get("/v1/orgs", { token: admin.token })).body.items.map((o: { slug: string }) => o.slug)).not.toContain(slug)
     const audit = await server.run(Effect.flatMap(Effect.service(Kernel.AuditLog), (a) => a.list({ orgId })))
     expect(audit.map((e) => e.action)).toContain("org.delete")
+  })
+
+  it("DELETE drops the unsent invitation mail of the org's open invites", async () => {
+    const { slug } = await createOrg("Inviting", unique("inv"))
+    const invite = await api.post(`/v1/orgs/${slug}/invites`, { email: "pending@example.test", role: "member" }, { token: admin.token })
+    expect(invite.status).toBe(201)
+    const mailId = await server.run(
+      Effect.gen(function* () {
+        const store = yield* Orgs.OrgStore
+        const org = Option.getOrThrow(yield* store.findBySlug(slug))
+        return Option.getOrThrow(yield* store.findInvite(org.id, invite.body.inviteId)).mailId!
+      })
+    )
+    expect((await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: admin.token })).status).toBe(204)
+    const mail = await server.run(Effect.flatMap(Effect.service(Mail.MailOutbox), (outbox) => outbox.get(mailId)))
+    expect(Option.getOrThrow(mail).state).toBe("cancelled")
   })
 
   it("DELETE with a confirm that differs is 400 and deletes nothing", async () => {

@@ -31,7 +31,7 @@ export class MailOutbox extends Context.Service<
     readonly markSent: (id: string, sentAt: string) => Effect.Effect<void>
     /** Reschedules the row, or ends it as `failed` when `retryAt` is none. */
     readonly markFailed: (id: string, error: string, retryAt: Option.Option<string>) => Effect.Effect<void>
-    /** Drops the row if it has not been sent yet. */
+    /** Marks the row `cancelled` if it has not been sent yet, so no runner sends it. */
     readonly cancel: (id: string) => Effect.Effect<void>
     readonly get: (id: string) => Effect.Effect<Option.Option<OutboxRow>>
   }

@@ -123,6 +123,16 @@ export class Invites extends Context.Service<
             const expiresAt = yield* isoAfter(settings.inviteTtl)
             const existing = yield* store.findOpenInvite(org.id, email)
             let row: Omit<InviteRow, "sentAt">
+            // A new row, or an expired one coming back to life, counts against the pending limit.
+            if (Option.isNone(existing) || stateOf(existing.value, now) === "expired") {
+              const open = yield* store.listOpenInvites(org.id)
+              if (open.filter((invite) => stateOf(invite, now) === "pending").length >= maxPendingInvites) {
+                return yield* new TooManyInvites({
+                  message: `an organization may hold at most ${maxPendingInvites} pending invites`,
+                  details: { limit: maxPendingInvites }
+                })
+              }
+            }
             if (Option.isSome(existing)) {
               if (existing.value.mailId !== null) yield* outbox.cancel(existing.value.mailId)
               row = {
@@ -134,13 +144,6 @@ export class Invites extends Context.Service<
               }
               yield* store.updateInvite(row)
             } else {
-              const open = yield* store.listOpenInvites(org.id)
-              if (open.filter((invite) => stateOf(invite, now) === "pending").length >= maxPendingInvites) {
-                return yield* new TooManyInvites({
-                  message: `an organization may hold at most ${maxPendingInvites} pending invites`,
-                  details: { limit: maxPendingInvites }
-                })
-              }
               row = {
                 id: yield* tokens.id("inv"),
                 orgId: org.id,

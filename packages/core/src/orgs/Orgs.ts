@@ -6,6 +6,7 @@ import { Policy } from "../kernel/Policy.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { Transactor } from "../kernel/Transactor.ts"
+import { MailOutbox } from "../mail/Mail.ts"
 import { type CreateOrgInput, type Org, type OrgMembership, type OrgRow, slugPattern, toMembership, toOrg } from "./Org.ts"
 import { OrgHoldings, OrgSubscriptionCheck } from "./OrgHooks.ts"
 import { OrgStore } from "./OrgStore.ts"
@@ -47,6 +48,7 @@ export class Orgs extends Context.Service<
       const audit = yield* AuditLog
       const tokens = yield* Tokens
       const tx = yield* Transactor
+      const outbox = yield* MailOutbox
       // Read once at construction: the host provides the other areas' hooks beside the ports.
       const counters = yield* OrgHoldings
       const hasSubscription = yield* OrgSubscriptionCheck
@@ -146,6 +148,7 @@ export class Orgs extends Context.Service<
         yield* tx.withTransaction(
           Effect.gen(function* () {
             yield* store.lock(org.id)
+            yield* policy.require(actor, slug, "admin")
             const holdings: Record<string, { count: number; names: ReadonlyArray<string> }> = {}
             for (const counter of counters) {
               const holding = yield* counter.count(org.id)
@@ -159,6 +162,10 @@ export class Orgs extends Context.Service<
             }
             if (yield* hasSubscription(org.id)) {
               return yield* new ActiveSubscription({ message: "cancel the paid subscription first" })
+            }
+            // Invitation links of a deleted org would only lead to 404: drop their unsent mail with the org.
+            for (const invite of yield* store.listOpenInvites(org.id)) {
+              if (invite.mailId !== null) yield* outbox.cancel(invite.mailId)
             }
             yield* store.remove(org.id)
             yield* audit.record({
