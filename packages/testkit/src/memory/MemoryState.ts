@@ -45,17 +45,11 @@ const emptyTables = (): Tables => ({
   audit: []
 })
 
-const copyTables = (tables: Tables): Tables => ({
-  users: new Map(tables.users),
-  sessions: new Map(tables.sessions),
-  oauthStates: new Map(tables.oauthStates),
-  orgs: new Map(tables.orgs),
-  members: new Map(tables.members),
-  invites: new Map(tables.invites),
-  notifications: new Map(tables.notifications),
-  outbox: new Map(tables.outbox),
-  audit: [...tables.audit]
-})
+/** Copies every table (maps and arrays are copied, rows are shared since they are immutable). */
+const copyTables = (tables: Tables): Tables =>
+  Object.fromEntries(
+    Object.entries(tables).map(([name, table]) => [name, Array.isArray(table) ? [...table] : new Map(table as Map<unknown, unknown>)])
+  ) as unknown as Tables
 
 export const memberKey = (orgId: string, userId: string): string => `${orgId}\u0000${userId}`
 
