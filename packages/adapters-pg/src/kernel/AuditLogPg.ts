@@ -1,0 +1,44 @@
+import { AuditLog } from "@hostplane/core/kernel/Audit"
+import { Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { Timestamp } from "../internal/Rows.ts"
+
+const AuditRow = Schema.Struct({
+  action: Schema.String,
+  orgId: Schema.NullOr(Schema.String),
+  actorId: Schema.NullOr(Schema.String),
+  target: Schema.NullOr(Schema.String),
+  data: Schema.Record(Schema.String, Schema.Unknown),
+  at: Timestamp
+})
+
+const Filter = Schema.Struct({ orgId: Schema.optionalKey(Schema.String), action: Schema.optionalKey(Schema.String) })
+
+/** `AuditLog` on PostgreSQL: rows are only ever inserted, in the caller's transaction, and listed oldest first. */
+export const layer = Layer.effect(
+  AuditLog,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const list = SqlSchema.findAll({
+      Request: Filter,
+      Result: AuditRow,
+      execute: (filter) => sql`
+        SELECT action, org_id, actor_id, target, data, at FROM audit_events
+        WHERE ${sql.and([
+          filter.orgId === undefined ? sql`true` : sql`org_id = ${filter.orgId}`,
+          filter.action === undefined ? sql`true` : sql`action = ${filter.action}`
+        ])}
+        ORDER BY seq`
+    })
+
+    return AuditLog.of({
+      record: (event) =>
+        sql`
+          INSERT INTO audit_events (action, org_id, actor_id, target, data, at)
+          VALUES (${event.action}, ${event.orgId}, ${event.actorId}, ${event.target}, ${JSON.stringify(event.data)}::jsonb,
+            ${event.at})`.pipe(Effect.asVoid, Effect.orDie),
+      list: (filter) => list(filter).pipe(Effect.orDie)
+    })
+  })
+)

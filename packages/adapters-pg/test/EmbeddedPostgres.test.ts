@@ -1,0 +1,93 @@
+import { assert, describe, it } from "@effect/vitest"
+import { EmbeddedPostgres, PgDatabase } from "@hostplane/adapters-pg"
+import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
+import { PgClient } from "@effect/sql-pg"
+import { ConfigProvider, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Fs from "node:fs/promises"
+import * as Os from "node:os"
+import * as Path from "node:path"
+
+/** An owner-only (0700) temp directory, removed afterwards. */
+const tempDirectory = Effect.acquireRelease(
+  Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-embedded-test-"))),
+  (directory) => Effect.promise(() => Fs.rm(directory, { recursive: true, force: true }))
+)
+
+const query = <A extends object>(
+  url: Redacted.Redacted<string>,
+  run: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<A>, unknown>
+) =>
+  Effect.gen(function* () {
+    return yield* run(yield* SqlClient.SqlClient)
+  }).pipe(Effect.provide(PgClient.layer({ url, maxConnections: 1 })), Effect.orDie)
+
+describe("EmbeddedPostgres", () => {
+  it.live("initialises the cluster once and reuses it: data survives a restart on another port", () =>
+    Effect.gen(function* () {
+      const directory = yield* tempDirectory
+      const first = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const server = yield* EmbeddedPostgres.start({ directory, durable: false })
+          yield* query(server.url, (sql) => sql`CREATE TABLE kept (value text)`)
+          yield* query(server.url, (sql) => sql`INSERT INTO kept VALUES ('still here')`)
+          return server
+        })
+      )
+      const port = yield* EmbeddedPostgres.freePort
+      const rows = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const second = yield* EmbeddedPostgres.start({ directory, port, durable: false })
+          assert.strictEqual(second.port, port)
+          assert.notStrictEqual(second.port, first.port)
+          return yield* query(second.url, (sql) => sql<{ value: string }>`SELECT value FROM kept`)
+        })
+      )
+      assert.deepStrictEqual(rows, [{ value: "still here" }])
+      const mode = (yield* Effect.promise(() => Fs.stat(Path.join(directory, "password")))).mode & 0o777
+      assert.strictEqual(mode, 0o600)
+      if (process.getuid?.() === 0) {
+        // The server runs as `postgres`, so the owner-only directory had to become traversable (search only).
+        const directoryMode = (yield* Effect.promise(() => Fs.stat(directory))).mode & 0o777
+        assert.strictEqual(directoryMode, 0o701)
+      }
+    })
+  )
+})
+
+describe("PgDatabase.layerConfig", () => {
+  const currentDatabase = Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ name: string }>`SELECT current_database() AS name`
+    const migrated = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM effect_sql_migrations`
+    return { name: rows[0]!.name, migrations: migrated[0]!.n }
+  })
+
+  it.live("uses DATABASE_URL when it is set, migrated", () =>
+    Effect.gen(function* () {
+      const { url } = yield* TestDatabase
+      const env = { DATABASE_URL: Redacted.value(url) }
+      const found = yield* currentDatabase.pipe(
+        Effect.provide(
+          PgDatabase.layerConfig().pipe(Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env))))
+        )
+      )
+      assert.strictEqual(found.name, new URL(Redacted.value(url)).pathname.slice(1))
+      assert.strictEqual(found.migrations, 2)
+    }).pipe(Effect.provide(TestDatabase.layer))
+  )
+
+  it.live("starts the embedded server under <SERVICE_DATA_DIR>/pg when DATABASE_URL is unset", () =>
+    Effect.gen(function* () {
+      const directory = yield* tempDirectory
+      const env = { SERVICE_DATA_DIR: directory, DATABASE_URL: "" }
+      const found = yield* currentDatabase.pipe(
+        Effect.provide(
+          PgDatabase.layerConfig().pipe(Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env))))
+        )
+      )
+      assert.deepStrictEqual(found, { name: "postgres", migrations: 2 })
+      yield* Effect.promise(() => Fs.access(Path.join(directory, "pg", "data", "PG_VERSION")))
+    })
+  )
+})

@@ -1,0 +1,35 @@
+import { Effect, Exit, Redacted, Scope } from "effect"
+import * as Fs from "node:fs/promises"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import type { TestProject } from "vitest/node"
+import * as EmbeddedPostgres from "@hostplane/adapters-pg/embedded/EmbeddedPostgres"
+import { embeddedUrlVariable } from "@hostplane/adapters-pg/testing/TestDatabase"
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    readonly hostplaneTestPgUrl: string
+  }
+}
+
+/**
+ * Starts one throwaway embedded PostgreSQL for the whole vitest run (unless `TEST_DATABASE_URL` names a server)
+ * under a fresh temp directory, so concurrent runs in one tree never share a cluster. Test files reach it through
+ * `TestDatabase.layer`, which creates a database per file.
+ */
+export default async function setup(project: TestProject) {
+  if ((process.env.TEST_DATABASE_URL ?? "") !== "") return
+  const directory = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-pg-"))
+  await Fs.chmod(directory, 0o755)
+  const scope = Scope.makeUnsafe()
+  const server = await Effect.runPromise(
+    EmbeddedPostgres.start({ directory, durable: false, maxConnections: 500 }).pipe(Scope.provide(scope))
+  )
+  const url = Redacted.value(server.url)
+  process.env[embeddedUrlVariable] = url
+  project.provide("hostplaneTestPgUrl", url)
+  return async () => {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    await Fs.rm(directory, { recursive: true, force: true })
+  }
+}

@@ -1,0 +1,23 @@
+import { AuditLogPg, MailOutboxPg, OrgStorePg, TransactorPg, UserStorePg } from "@hostplane/adapters-pg"
+import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
+import { services } from "@hostplane/core"
+import { Settings } from "@hostplane/core/kernel/Settings"
+import type { OrgStore } from "@hostplane/core/orgs/OrgStore"
+import { Layer } from "effect"
+import type { SqlClient } from "effect/sql"
+
+/** Every core service on the PostgreSQL stores of a fresh test database; `orgStore` may wrap the real one. */
+export const coreOnPostgres = (orgStore: Layer.Layer<OrgStore, never, SqlClient.SqlClient> = OrgStorePg.layer) =>
+  services.pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        orgStore,
+        UserStorePg.layer,
+        MailOutboxPg.layer,
+        AuditLogPg.layer,
+        TransactorPg.layer,
+        Settings.make()
+      )
+    ),
+    Layer.provideMerge(TestDatabase.layer)
+  )
