@@ -1,13 +1,7 @@
-import { mailOutboxSuite } from "@hostplane/testkit/contract/MailOutboxSuite"
-import { orgStoreSuite } from "@hostplane/testkit/contract/OrgStoreSuite"
-import { userStoreSuite } from "@hostplane/testkit/contract/UserStoreSuite"
-import { Layer } from "effect"
 import { layer as pgStores } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
+import { contractSuites } from "@hostplane/testkit/contract/index"
+import { Layer } from "effect"
 
-// Each suite builds its own fresh database from this layer.
-const stores = pgStores.pipe(Layer.provide(TestDatabase.layer))
-
-userStoreSuite("PostgreSQL", stores)
-orgStoreSuite("PostgreSQL", stores)
-mailOutboxSuite("PostgreSQL", stores)
+// Every port contract of testkit on the PostgreSQL stores; each suite builds its own fresh database from this layer.
+contractSuites("postgres", pgStores.pipe(Layer.provide(TestDatabase.layer)))

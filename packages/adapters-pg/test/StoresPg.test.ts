@@ -2,6 +2,7 @@ import { assert, layer } from "@effect/vitest"
 import { layer as pgStores } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { UserStore } from "@hostplane/core/identity/UserStore"
+import { AuditLog } from "@hostplane/core/kernel/Audit"
 import { OrgStore } from "@hostplane/core/orgs/OrgStore"
 import type { OrgRow } from "@hostplane/core/orgs/Org"
 import { Effect, Exit, Layer, Option } from "effect"
@@ -111,6 +112,31 @@ layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)))("PostgreSQL specifi
         orgs.insertInvite({ ...invite, id: `inv_${unique()}`, tokenHash: `hash-${unique()}` })
       )
       assert.isTrue(Exit.hasDies(exit))
+    })
+  )
+
+  it.effect("audit data keeps its keys exactly as written: the column name transforms never reach into JSON", () =>
+    Effect.gen(function* () {
+      const audit = yield* AuditLog
+      const event = {
+        action: "test.keys",
+        orgId: `org_${unique()}`,
+        actorId: null,
+        target: null,
+        data: { camelCase: 1, snake_case: { ledger_id: "x", innerKey: [true, null] } },
+        at: "2031-01-01T00:00:00.000Z"
+      }
+      yield* audit.record(event)
+      assert.deepStrictEqual(yield* audit.list({ orgId: event.orgId }), [event])
+    })
+  )
+
+  it.effect("the audit table has no foreign key, so rows outlive the org they name", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const keys =
+        yield* sql`SELECT conname FROM pg_constraint WHERE conrelid = 'audit_events'::regclass AND contype = 'f'`
+      assert.deepStrictEqual(keys, [])
     })
   )
 })
