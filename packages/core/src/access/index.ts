@@ -1,0 +1,2 @@
+export * from "./AccessRules.ts"
+export * from "./PasswordHasher.ts"
