@@ -1,0 +1,3 @@
+export * from "./DnsResolver.ts"
+export * from "./HostedZones.ts"
+export * from "./HostnameName.ts"
