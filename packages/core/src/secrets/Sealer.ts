@@ -29,6 +29,7 @@ export class Sealer extends Context.Service<
   {
     /** The key new values are sealed with; stored values with another `keyId` are due for resealing. */
     readonly activeKeyId: string
+    /** Seals the UTF-8 bytes of `plaintext`; reject text that is not well-formed (`isWellFormed()`) before sealing. */
     readonly seal: (plaintext: string, context: string) => Effect.Effect<Sealed>
     readonly open: (sealed: Sealed, context: string) => Effect.Effect<string, SealError>
   }
