@@ -1,5 +1,5 @@
 import { Kernel } from "@hostplane/core"
-import { layerMemory } from "@hostplane/testkit/memory/index"
+import { layerMemory } from "@hostplane/testkit"
 import { Layer } from "effect"
 import type { AddressInfo } from "node:net"
 import { expect, it } from "vitest"

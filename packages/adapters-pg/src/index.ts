@@ -2,13 +2,16 @@ import { Layer } from "effect"
 import * as AuditLogPg from "./kernel/AuditLogPg.ts"
 import * as TransactorPg from "./kernel/TransactorPg.ts"
 import * as MailOutboxPg from "./mail/MailOutboxPg.ts"
+import * as DeploymentStorePg from "./deployments/DeploymentStorePg.ts"
+import * as OperationStorePg from "./operations/OperationStorePg.ts"
 import * as OrgStorePg from "./orgs/OrgStorePg.ts"
+import * as ProjectStorePg from "./projects/ProjectStorePg.ts"
 import * as UserStorePg from "./identity/UserStorePg.ts"
 
 export * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 export * as PgDatabase from "./PgDatabase.ts"
 export { migrations } from "./migrations/index.ts"
-export { AuditLogPg, MailOutboxPg, OrgStorePg, TransactorPg, UserStorePg }
+export { AuditLogPg, DeploymentStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, TransactorPg, UserStorePg }
 
 /** Every store port of core on one `SqlClient` built by `PgDatabase` (it relies on that client's name transforms). */
 export const layer = Layer.mergeAll(
@@ -16,5 +19,8 @@ export const layer = Layer.mergeAll(
   OrgStorePg.layer,
   MailOutboxPg.layer,
   AuditLogPg.layer,
-  TransactorPg.layer
+  TransactorPg.layer,
+  ProjectStorePg.layer,
+  OperationStorePg.layer,
+  DeploymentStorePg.layer
 )

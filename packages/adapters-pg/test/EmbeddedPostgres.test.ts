@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { EmbeddedPostgres, PgDatabase } from "@hostplane/adapters-pg"
+import { EmbeddedPostgres, migrations, PgDatabase } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { PgClient } from "@effect/sql-pg"
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
@@ -73,7 +73,7 @@ describe("PgDatabase.layerConfig", () => {
         )
       )
       assert.strictEqual(found.name, new URL(Redacted.value(url)).pathname.slice(1))
-      assert.strictEqual(found.migrations, 2)
+      assert.strictEqual(found.migrations, Object.keys(migrations).length)
     }).pipe(Effect.provide(TestDatabase.layer))
   )
 
@@ -86,7 +86,7 @@ describe("PgDatabase.layerConfig", () => {
           PgDatabase.layerConfig().pipe(Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env))))
         )
       )
-      assert.deepStrictEqual(found, { name: "postgres", migrations: 2 })
+      assert.deepStrictEqual(found, { name: "postgres", migrations: Object.keys(migrations).length })
       yield* Effect.promise(() => Fs.access(Path.join(directory, "pg", "data", "PG_VERSION")))
     })
   )

@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { migrations } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 
 layer(TestDatabase.layer)("PgDatabase", (it) => {
@@ -12,7 +13,7 @@ layer(TestDatabase.layer)("PgDatabase", (it) => {
       }>`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`
       assert.deepStrictEqual(
         rows.map((row) => row.migrationId),
-        [1, 2]
+        Object.keys(migrations).map((key) => Number(key.slice(0, 4)))
       )
     })
   )

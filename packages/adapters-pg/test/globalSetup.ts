@@ -3,8 +3,9 @@ import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { TestProject } from "vitest/node"
-import * as EmbeddedPostgres from "@hostplane/adapters-pg/embedded/EmbeddedPostgres"
-import { embeddedUrlVariable } from "@hostplane/adapters-pg/testing/TestDatabase"
+// Relative imports: vitest loads this file outside the "@hostplane/source" condition, which would pick up dist/.
+import * as EmbeddedPostgres from "../src/embedded/EmbeddedPostgres.ts"
+import { embeddedUrlVariable } from "../src/testing/TestDatabase.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {

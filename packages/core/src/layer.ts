@@ -1,18 +1,63 @@
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
+import type { DeploymentStore } from "./deployments/DeploymentStore.ts"
+import type { UserStore } from "./identity/UserStore.ts"
 import { Identity } from "./identity/Identity.ts"
+import type { AuditLog } from "./kernel/Audit.ts"
 import { Policy } from "./kernel/Policy.ts"
 import { Tokens } from "./kernel/Tokens.ts"
+import type { Transactor } from "./kernel/Transactor.ts"
+import type { MailOutbox } from "./mail/Mail.ts"
+import type { OperationStore } from "./operations/Operation.ts"
+import { OperationHandlers } from "./operations/OperationRunner.ts"
 import { Invites } from "./orgs/Invites.ts"
 import { Members } from "./orgs/Members.ts"
 import { Notifications } from "./orgs/Notifications.ts"
+import { OrgHoldings } from "./orgs/OrgHooks.ts"
 import { Orgs } from "./orgs/Orgs.ts"
+import type { OrgStore } from "./orgs/OrgStore.ts"
+import { projectDeleteHandler, projectHoldings, Projects } from "./projects/Projects.ts"
+import type { ProjectStore } from "./projects/ProjectStore.ts"
+
+/** The store ports one adapter family (PostgreSQL, memory) provides, all sharing one transaction. */
+export type Stores =
+  | UserStore
+  | OrgStore
+  | MailOutbox
+  | AuditLog
+  | Transactor
+  | ProjectStore
+  | OperationStore
+  | DeploymentStore
+
+/** Core's own hooks, added to whatever the host registered: project holdings and the project delete handler. */
+export const hooks = Layer.mergeAll(
+  Layer.effect(
+    OrgHoldings,
+    Effect.gen(function* () {
+      return [...(yield* OrgHoldings), yield* projectHoldings]
+    })
+  ),
+  Layer.effect(
+    OperationHandlers,
+    Effect.gen(function* () {
+      return [...(yield* OperationHandlers), yield* projectDeleteHandler]
+    })
+  )
+)
 
 /**
- * Every core service, with its ports left open: a host provides the stores (`UserStore`, `OrgStore`, `MailOutbox`,
- * `AuditLog`, `Transactor`), `Settings`, and optionally an `IdentityProvider`.
+ * Every core service, with its ports left open: a host provides the `Stores`, `Settings`, and optionally an
+ * `IdentityProvider`. The output also carries the hooks, so runners built beside it see every handler.
  */
-export const services = Layer.mergeAll(Members.layer, Invites.layer, Notifications.layer, Identity.layer).pipe(
+export const services = Layer.mergeAll(
+  Members.layer,
+  Invites.layer,
+  Notifications.layer,
+  Identity.layer,
+  Projects.layer
+).pipe(
   Layer.provideMerge(Orgs.layer),
   Layer.provideMerge(Policy.layer),
-  Layer.provideMerge(Tokens.layer)
+  Layer.provideMerge(Tokens.layer),
+  Layer.provideMerge(hooks)
 )

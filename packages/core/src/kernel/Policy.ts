@@ -2,6 +2,8 @@ import { Context, Effect, Layer, Option } from "effect"
 import { Forbidden, NotFound } from "../errors/Errors.ts"
 import type { OrgRow } from "../orgs/Org.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
+import type { ProjectRow } from "../projects/Project.ts"
+import { ProjectStore } from "../projects/ProjectStore.ts"
 import type { Actor } from "./Actor.ts"
 import { atLeast, type Role } from "./Role.ts"
 
@@ -10,29 +12,62 @@ export interface Membership {
   readonly role: Role
 }
 
+export interface ProjectAccess extends Membership {
+  readonly project: ProjectRow
+}
+
 /** The one authorization rule: outsiders and foreign names get 404, a role below the minimum gets 403. */
 export class Policy extends Context.Service<
   Policy,
   {
     readonly require: (actor: Actor, orgSlug: string, minimum: Role) => Effect.Effect<Membership, NotFound | Forbidden>
+    /** The same rule for a project of the org: a project that does not exist (or is another org's) is 404. */
+    readonly requireProject: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      minimum: Role
+    ) => Effect.Effect<ProjectAccess, NotFound | Forbidden>
   }
 >()("@hostplane/core/kernel/Policy") {
   static readonly layer = Layer.effect(
     Policy,
     Effect.gen(function* () {
       const orgs = yield* OrgStore
-      const require = Effect.fn("Policy.require")(function* (actor: Actor, orgSlug: string, minimum: Role) {
+      const projects = yield* ProjectStore
+      const member = Effect.fnUntraced(function* (actor: Actor, orgSlug: string) {
         const org = yield* orgs.findBySlug(orgSlug)
         const role = Option.isSome(org) ? yield* orgs.findMembership(org.value.id, actor.userId) : Option.none()
         if (Option.isNone(org) || Option.isNone(role)) {
           return yield* new NotFound({ message: `organization ${orgSlug} not found` })
         }
-        if (!atLeast(role.value, minimum)) {
-          return yield* new Forbidden({ message: `this needs the ${minimum} role or higher` })
-        }
         return { org: org.value, role: role.value }
       })
-      return Policy.of({ require })
+      const atLeastRole = (membership: Membership, minimum: Role) =>
+        atLeast(membership.role, minimum)
+          ? Effect.void
+          : Effect.fail(new Forbidden({ message: `this needs the ${minimum} role or higher` }))
+
+      const require = Effect.fn("Policy.require")(function* (actor: Actor, orgSlug: string, minimum: Role) {
+        const membership = yield* member(actor, orgSlug)
+        yield* atLeastRole(membership, minimum)
+        return membership
+      })
+
+      const requireProject = Effect.fn("Policy.requireProject")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        minimum: Role
+      ) {
+        const membership = yield* member(actor, orgSlug)
+        const project = yield* projects.findByName(membership.org.id, projectName)
+        if (Option.isNone(project)) return yield* new NotFound({ message: `project ${projectName} not found` })
+        yield* atLeastRole(membership, minimum)
+        return { ...membership, project: project.value }
+      })
+
+      return Policy.of({ require, requireProject })
     })
   )
 }

@@ -29,18 +29,19 @@ export const makeSettings = (overrides: Partial<SettingsShape> = {}): SettingsSh
   const mailDomain = overrides.mailDomain ?? ""
   return {
     productName: "hostplane",
-    publicUrl,
-    appDomain,
-    serviceDomains: [...new Set([appDomain, ...(overrides.serviceDomains ?? [])])],
     fallbackOrigin: `fallback.${appDomain}`,
-    mailDomain,
     mailFrom: mailDomain === "" ? "hostplane <no-reply@localhost>" : `hostplane <no-reply@${mailDomain}>`,
     dnsNameservers: ["ns1.hostplane.localhost", "ns2.hostplane.localhost"],
     devAuth: false,
     oauthRedirects: [publicUrl],
     sessionTtl: Duration.days(30),
     inviteTtl: Duration.days(7),
-    ...overrides
+    ...overrides,
+    publicUrl,
+    appDomain,
+    mailDomain,
+    // The app domain is always one of the service's own domains, whatever the setting lists.
+    serviceDomains: [...new Set([appDomain, ...(overrides.serviceDomains ?? [])])]
   }
 }
 

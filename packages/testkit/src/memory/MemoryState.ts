@@ -1,4 +1,5 @@
-import type { Identity, Kernel, Mail, Orgs } from "@hostplane/core"
+import type { Deployments, Identity, Kernel, Mail, Operations, Orgs, Projects } from "@hostplane/core"
+import type { HostnameRow } from "@hostplane/core/hostnames/Hostname"
 import { Context, Effect, Exit, Layer, Semaphore } from "effect"
 
 export interface UserRecord {
@@ -31,6 +32,11 @@ export interface Tables {
   readonly notifications: Map<string, Sequenced<Orgs.NotificationRow>>
   readonly outbox: Map<string, Sequenced<Mail.OutboxRow>>
   readonly audit: Array<Kernel.AuditEvent>
+  readonly projects: Map<string, Projects.ProjectRow>
+  /** Keyed by hostname. */
+  readonly hostnames: Map<string, HostnameRow>
+  readonly operations: Map<string, Operations.OperationRow>
+  readonly deployments: Map<string, Deployments.DeploymentRow>
 }
 
 const emptyTables = (): Tables => ({
@@ -42,7 +48,11 @@ const emptyTables = (): Tables => ({
   invites: new Map(),
   notifications: new Map(),
   outbox: new Map(),
-  audit: []
+  audit: [],
+  projects: new Map(),
+  hostnames: new Map(),
+  operations: new Map(),
+  deployments: new Map()
 })
 
 /** Copies every table (maps and arrays are copied, rows are shared since they are immutable). */

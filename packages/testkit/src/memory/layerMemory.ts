@@ -1,9 +1,12 @@
 import { Layer } from "effect"
 import type { Stores } from "../Stores.ts"
 import * as AuditLogMemory from "./AuditLogMemory.ts"
+import * as DeploymentStoreMemory from "./DeploymentStoreMemory.ts"
 import * as MailOutboxMemory from "./MailOutboxMemory.ts"
 import { MemoryState } from "./MemoryState.ts"
+import * as OperationStoreMemory from "./OperationStoreMemory.ts"
 import * as OrgStoreMemory from "./OrgStoreMemory.ts"
+import * as ProjectStoreMemory from "./ProjectStoreMemory.ts"
 import * as TransactorMemory from "./TransactorMemory.ts"
 import * as UserStoreMemory from "./UserStoreMemory.ts"
 
@@ -13,5 +16,8 @@ export const layerMemory: Layer.Layer<Stores> = Layer.mergeAll(
   OrgStoreMemory.layer,
   MailOutboxMemory.layer,
   AuditLogMemory.layer,
-  TransactorMemory.layer
+  TransactorMemory.layer,
+  ProjectStoreMemory.layer,
+  OperationStoreMemory.layer,
+  DeploymentStoreMemory.layer
 ).pipe(Layer.provide(MemoryState.layer))

@@ -1,0 +1,57 @@
+import { GitInfo } from "@hostplane/core/deployments/Deployment"
+import { DeploymentStore } from "@hostplane/core/deployments/DeploymentStore"
+import { Manifest } from "@hostplane/core/deployments/Manifest"
+import { Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { Timestamp } from "../internal/Rows.ts"
+
+const DeploymentRowSchema = Schema.Struct({
+  id: Schema.String,
+  projectId: Schema.String,
+  version: Schema.Number,
+  digest: Schema.String,
+  bytes: Schema.NumberFromString,
+  files: Schema.Number,
+  createdAt: Timestamp,
+  uploadedBy: Schema.String,
+  manifest: Manifest,
+  git: Schema.NullOr(GitInfo)
+})
+
+/** `DeploymentStore` on PostgreSQL; manifest and git facts are `jsonb`. */
+export const layer = Layer.effect(
+  DeploymentStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const columns = sql`id, project_id, version, digest, bytes::text AS bytes, files, created_at, uploaded_by, manifest, git`
+
+    const get = SqlSchema.findOneOption({
+      Request: Schema.Struct({ projectId: Schema.String, id: Schema.String }),
+      Result: DeploymentRowSchema,
+      execute: ({ projectId, id }) => sql`SELECT ${columns} FROM deployments WHERE project_id = ${projectId} AND id = ${id}`
+    })
+    const list = SqlSchema.findAll({
+      Request: Schema.Struct({ projectId: Schema.String, limit: Schema.Number }),
+      Result: DeploymentRowSchema,
+      execute: ({ projectId, limit }) =>
+        sql`SELECT ${columns} FROM deployments WHERE project_id = ${projectId} ORDER BY version DESC LIMIT ${limit}`
+    })
+    const nextVersion = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Schema.Struct({ next: Schema.Number }),
+      execute: (projectId) =>
+        sql`SELECT coalesce(max(version), 0)::int + 1 AS next FROM deployments WHERE project_id = ${projectId}`
+    })
+
+    return DeploymentStore.of({
+      nextVersion: (projectId) => nextVersion(projectId).pipe(Effect.map((row) => row.next), Effect.orDie),
+      insert: (row) =>
+        sql`INSERT INTO deployments (id, project_id, version, digest, bytes, files, created_at, uploaded_by, manifest, git)
+          VALUES (${row.id}, ${row.projectId}, ${row.version}, ${row.digest}, ${row.bytes}, ${row.files},
+          ${row.createdAt}::timestamptz, ${row.uploadedBy}, ${JSON.stringify(row.manifest)}::jsonb,
+          ${row.git === null ? null : JSON.stringify(row.git)}::jsonb)`.pipe(Effect.asVoid, Effect.orDie),
+      get: (projectId, id) => get({ projectId, id }).pipe(Effect.orDie),
+      list: (projectId, limit) => list({ projectId, limit }).pipe(Effect.orDie)
+    })
+  })
+)

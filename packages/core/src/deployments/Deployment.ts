@@ -1,0 +1,47 @@
+import { Schema } from "effect"
+import { Manifest } from "./Manifest.ts"
+
+/** Display-only facts from the `X-Service-Git-*` headers of an upload. */
+export const GitInfo = Schema.Struct({
+  commit: Schema.NullOr(Schema.String),
+  message: Schema.NullOr(Schema.String),
+  branch: Schema.NullOr(Schema.String),
+  dirty: Schema.NullOr(Schema.Boolean)
+})
+export type GitInfo = typeof GitInfo.Type
+
+/** An immutable, versioned record of an uploaded bundle (decisions.md part 4). */
+export const Deployment = Schema.Struct({
+  id: Schema.String,
+  version: Schema.Number,
+  digest: Schema.String,
+  bytes: Schema.Number,
+  files: Schema.Number,
+  createdAt: Schema.String,
+  /** The user id of the uploader. */
+  uploadedBy: Schema.String,
+  live: Schema.Boolean,
+  manifest: Manifest,
+  git: Schema.NullOr(GitInfo)
+})
+export type Deployment = typeof Deployment.Type
+
+/** The stored deployment; `live` is derived from the project's live pointer. */
+export interface DeploymentRow extends Omit<Deployment, "live"> {
+  readonly projectId: string
+}
+
+export const toDeployment = (row: DeploymentRow, liveDeploymentId: string | null): Deployment => ({
+  id: row.id,
+  version: row.version,
+  digest: row.digest,
+  bytes: row.bytes,
+  files: row.files,
+  createdAt: row.createdAt,
+  uploadedBy: row.uploadedBy,
+  live: row.id === liveDeploymentId,
+  manifest: row.manifest,
+  git: row.git
+})
+
+export const RollbackInput = Schema.Struct({ deploymentId: Schema.String })

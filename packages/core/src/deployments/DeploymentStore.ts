@@ -1,0 +1,15 @@
+import { Context, Effect, Option } from "effect"
+import type { DeploymentRow } from "./Deployment.ts"
+
+/** Deployment records; `version` counts 1, 2, 3... per project and never repeats. */
+export class DeploymentStore extends Context.Service<
+  DeploymentStore,
+  {
+    /** The version the next upload of the project gets; call under the org lock. */
+    readonly nextVersion: (projectId: string) => Effect.Effect<number>
+    readonly insert: (row: DeploymentRow) => Effect.Effect<void>
+    readonly get: (projectId: string, deploymentId: string) => Effect.Effect<Option.Option<DeploymentRow>>
+    /** Newest first. */
+    readonly list: (projectId: string, limit: number) => Effect.Effect<ReadonlyArray<DeploymentRow>>
+  }
+>()("@hostplane/core/deployments/DeploymentStore") {}

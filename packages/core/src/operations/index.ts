@@ -1,0 +1,2 @@
+export * from "./Operation.ts"
+export * from "./OperationRunner.ts"

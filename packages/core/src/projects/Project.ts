@@ -1,0 +1,81 @@
+import { Schema } from "effect"
+import { Deployment } from "../deployments/Deployment.ts"
+import { Notification, Slug } from "../orgs/Org.ts"
+
+/** The stored project; `orgId` never leaves the service. */
+export interface ProjectRow {
+  readonly id: string
+  readonly orgId: string
+  readonly name: string
+  /** The issued default hostname, `<name>.<app domain>`. */
+  readonly hostname: string
+  readonly createdAt: string
+  /** The deployment the edge serves, null before the first upload. */
+  readonly liveDeploymentId: string | null
+  /** Set once a delete has started; the project stays readable until its metadata is removed. */
+  readonly deletingSince: string | null
+}
+
+export const Project = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  hostname: Schema.String,
+  createdAt: Schema.String
+})
+export type Project = typeof Project.Type
+
+export const toProject = (row: ProjectRow): Project => ({
+  id: row.id,
+  name: row.name,
+  hostname: row.hostname,
+  createdAt: row.createdAt
+})
+
+export const Addons = Schema.Struct({
+  database: Schema.Boolean,
+  storage: Schema.Boolean,
+  email: Schema.Boolean,
+  auth: Schema.Boolean,
+  ai: Schema.Boolean
+})
+export type Addons = typeof Addons.Type
+
+export const noAddons: Addons = { database: false, storage: false, email: false, auth: false, ai: false }
+
+export const CreateProjectInput = Schema.Struct({ name: Slug })
+export const DeleteProjectInput = Schema.Struct({ confirm: Schema.String })
+
+export const ProjectDetail = Schema.Struct({
+  ...Project.fields,
+  liveDeployment: Schema.NullOr(Deployment),
+  addons: Addons
+})
+export type ProjectDetail = typeof ProjectDetail.Type
+
+/** Whether an add-on the live bundle declares has been granted. */
+export const ResourceState = Schema.Struct({ declared: Schema.Boolean, provisioned: Schema.Boolean })
+
+/** Spec 4.3 overview: what serves, who uploaded it, recent history and notices; no usage figures. */
+export const ProjectOverview = Schema.Struct({
+  project: Project,
+  serving: Schema.NullOr(
+    Schema.Struct({
+      deployment: Deployment,
+      uploader: Schema.NullOr(
+        Schema.Struct({ userId: Schema.String, name: Schema.NullOr(Schema.String), email: Schema.NullOr(Schema.String) })
+      )
+    })
+  ),
+  recentDeployments: Schema.Array(Deployment),
+  /** The newest database backup generation; null until the database area records one. */
+  lastBackup: Schema.NullOr(Schema.Struct({ epoch: Schema.Number, seq: Schema.Number, createdAt: Schema.String })),
+  resources: Schema.Struct({
+    database: ResourceState,
+    storage: ResourceState,
+    email: ResourceState,
+    auth: ResourceState,
+    ai: ResourceState
+  }),
+  notifications: Schema.Array(Notification)
+})
+export type ProjectOverview = typeof ProjectOverview.Type

@@ -1,0 +1,251 @@
+import { Context, Effect, Layer, Option } from "effect"
+import {
+  BadRequest,
+  Forbidden,
+  HostnameTaken,
+  NotFound,
+  OpInFlight,
+  ProjectLimitReached,
+  ProjectNameTaken
+} from "../errors/Errors.ts"
+import type { Actor } from "../kernel/Actor.ts"
+import { AuditLog } from "../kernel/Audit.ts"
+import { Policy } from "../kernel/Policy.ts"
+import { Settings } from "../kernel/Settings.ts"
+import { nowIso } from "../kernel/Time.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { Transactor } from "../kernel/Transactor.ts"
+import { type Operation, OperationStore, toOperation } from "../operations/Operation.ts"
+import type { OperationHandler } from "../operations/OperationRunner.ts"
+import { projectLimitOf } from "../orgs/Org.ts"
+import type { HoldingCounter } from "../orgs/OrgHooks.ts"
+import { OrgStore } from "../orgs/OrgStore.ts"
+import { toDeployment } from "../deployments/Deployment.ts"
+import { DeploymentStore } from "../deployments/DeploymentStore.ts"
+import { UserStore } from "../identity/UserStore.ts"
+import {
+  type Project,
+  type ProjectDetail,
+  type ProjectOverview,
+  type ProjectRow,
+  toProject
+} from "./Project.ts"
+import { deletePhases, ProjectAddons, ProjectTeardown } from "./ProjectHooks.ts"
+import { ProjectStore } from "./ProjectStore.ts"
+
+export const deleteKind = "project.delete"
+
+/** Projects of spec 4.3: the per-plan limit is checked under the org lock; delete is a durable operation. */
+export class Projects extends Context.Service<
+  Projects,
+  {
+    readonly list: (actor: Actor, slug: string) => Effect.Effect<ReadonlyArray<Project>, NotFound | Forbidden>
+    readonly create: (
+      actor: Actor,
+      slug: string,
+      name: string
+    ) => Effect.Effect<Project, NotFound | Forbidden | ProjectNameTaken | HostnameTaken | ProjectLimitReached>
+    readonly get: (actor: Actor, slug: string, name: string) => Effect.Effect<ProjectDetail, NotFound | Forbidden>
+    readonly overview: (actor: Actor, slug: string, name: string) => Effect.Effect<ProjectOverview, NotFound | Forbidden>
+    readonly remove: (
+      actor: Actor,
+      slug: string,
+      name: string,
+      confirm: string
+    ) => Effect.Effect<{ readonly operationId: string }, NotFound | Forbidden | BadRequest | OpInFlight>
+    readonly operation: (actor: Actor, slug: string, opId: string) => Effect.Effect<Operation, NotFound | Forbidden>
+  }
+>()("@hostplane/core/projects/Projects") {
+  static readonly layer = Layer.effect(
+    Projects,
+    Effect.gen(function* () {
+      const store = yield* ProjectStore
+      const orgStore = yield* OrgStore
+      const operations = yield* OperationStore
+      const policy = yield* Policy
+      const audit = yield* AuditLog
+      const tokens = yield* Tokens
+      const tx = yield* Transactor
+      const settings = yield* Settings
+      const addonsOf = yield* ProjectAddons
+      const deployments = yield* DeploymentStore
+      const users = yield* UserStore
+
+      const list = Effect.fn("Projects.list")(function* (actor: Actor, slug: string) {
+        const { org } = yield* policy.require(actor, slug, "viewer")
+        return (yield* store.list(org.id)).map(toProject)
+      })
+
+      const create = Effect.fn("Projects.create")(function* (actor: Actor, slug: string, name: string) {
+        const { org } = yield* policy.require(actor, slug, "member")
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            // The org lock serialises creates of one org, so concurrent requests cannot pass the limit together.
+            yield* orgStore.lock(org.id)
+            const limit = projectLimitOf(org.plan)
+            const count = yield* store.count(org.id)
+            if (count >= limit) {
+              return yield* new ProjectLimitReached({
+                message: `the ${org.plan} plan allows ${limit} projects`,
+                details: { limit, count, plan: org.plan }
+              })
+            }
+            const row: ProjectRow = {
+              id: yield* tokens.id("prj"),
+              orgId: org.id,
+              name,
+              hostname: `${name}.${settings.appDomain}`,
+              createdAt: yield* nowIso,
+              liveDeploymentId: null,
+              deletingSince: null
+            }
+            yield* store.insert(row)
+            yield* audit.record({
+              action: "project.create",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: row.id,
+              data: { name },
+              at: row.createdAt
+            })
+            return toProject(row)
+          })
+        )
+      })
+
+      const liveOf = (project: ProjectRow) =>
+        project.liveDeploymentId === null
+          ? Effect.succeed(Option.none())
+          : deployments.get(project.id, project.liveDeploymentId)
+
+      const get = Effect.fn("Projects.get")(function* (actor: Actor, slug: string, name: string) {
+        const { project } = yield* policy.requireProject(actor, slug, name, "viewer")
+        const live = yield* liveOf(project)
+        return {
+          ...toProject(project),
+          liveDeployment: Option.isSome(live) ? toDeployment(live.value, project.liveDeploymentId) : null,
+          addons: yield* addonsOf(project.id)
+        }
+      })
+
+      const overview = Effect.fn("Projects.overview")(function* (actor: Actor, slug: string, name: string) {
+        const { org, project } = yield* policy.requireProject(actor, slug, name, "viewer")
+        const live = yield* liveOf(project)
+        const uploader = Option.isSome(live) ? yield* users.findById(live.value.uploadedBy) : Option.none()
+        const addons = yield* addonsOf(project.id)
+        const declared = Option.isSome(live) ? live.value.manifest : {}
+        const state = (key: keyof typeof addons) => ({ declared: declared[key] === true, provisioned: addons[key] })
+        const notices = yield* orgStore.listNotifications(org.id, 50)
+        return {
+          project: toProject(project),
+          serving: Option.isSome(live)
+            ? {
+                deployment: toDeployment(live.value, project.liveDeploymentId),
+                uploader: Option.isSome(uploader)
+                  ? { userId: uploader.value.id, name: uploader.value.name, email: uploader.value.email }
+                  : null
+              }
+            : null,
+          recentDeployments: (yield* deployments.list(project.id, 5)).map((row) =>
+            toDeployment(row, project.liveDeploymentId)
+          ),
+          lastBackup: null,
+          resources: {
+            database: state("database"),
+            storage: state("storage"),
+            email: state("email"),
+            auth: state("auth"),
+            ai: state("ai")
+          },
+          notifications: notices.filter((notice) => notice.projectName === project.name).slice(0, 5)
+        }
+      })
+
+      const remove = Effect.fn("Projects.remove")(function* (actor: Actor, slug: string, name: string, confirm: string) {
+        const { org, project } = yield* policy.requireProject(actor, slug, name, "admin")
+        if (confirm.trim() !== project.name) {
+          return yield* new BadRequest({ message: "confirm must equal the project name" })
+        }
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            yield* orgStore.lock(org.id)
+            const running = yield* operations.findRunning(project.id, deleteKind)
+            if (Option.isSome(running) || project.deletingSince !== null) {
+              return yield* new OpInFlight({
+                message: "this project is already being deleted",
+                details: Option.isSome(running) ? { operationId: running.value.id } : {}
+              })
+            }
+            const at = yield* nowIso
+            const id = yield* tokens.id("op")
+            yield* store.markDeleting(project.id, at)
+            yield* operations.insert({
+              id,
+              kind: deleteKind,
+              orgId: org.id,
+              projectId: project.id,
+              phase: deletePhases[0],
+              terminalCode: null,
+              createdAt: at,
+              updatedAt: at,
+              attempts: 0,
+              nextRunAt: at,
+              lastError: null
+            })
+            yield* audit.record({
+              action: "project.delete",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: project.id,
+              data: { name: project.name, operationId: id },
+              at
+            })
+            return { operationId: id }
+          })
+        )
+      })
+
+      const operation = Effect.fn("Projects.operation")(function* (actor: Actor, slug: string, opId: string) {
+        const { org } = yield* policy.require(actor, slug, "viewer")
+        const row = yield* operations.get(opId)
+        if (Option.isNone(row) || row.value.orgId !== org.id) {
+          return yield* new NotFound({ message: `operation ${opId} not found` })
+        }
+        return toOperation(row.value)
+      })
+
+      return Projects.of({ list, create, get, overview, remove, operation })
+    })
+  )
+}
+
+/** The project delete: routing first, metadata last; each phase runs the areas' idempotent teardown steps. */
+export const projectDeleteHandler = Effect.gen(function* () {
+  const store = yield* ProjectStore
+  const steps = yield* ProjectTeardown
+  const handler: OperationHandler = {
+    kind: deleteKind,
+    phases: deletePhases,
+    run: (phase, operation) =>
+      Effect.gen(function* () {
+        const project = yield* store.findById(operation.projectId)
+        if (Option.isNone(project)) return
+        if (phase === "routing") yield* store.removeHostnames(project.value.id)
+        for (const step of steps) {
+          if (step.phase === phase) yield* step.run(project.value, operation)
+        }
+        if (phase === "metadata") yield* store.remove(project.value.id)
+      })
+  }
+  return handler
+})
+
+/** The projects of an org for `org_not_empty`. */
+export const projectHoldings = Effect.map(
+  Effect.service(ProjectStore),
+  (store): HoldingCounter => ({
+    kind: "projects",
+    count: (orgId) =>
+      Effect.map(store.list(orgId), (rows) => ({ count: rows.length, names: rows.map((row) => row.name).slice(0, 5) }))
+  })
+)

@@ -1,0 +1,22 @@
+import { Deployments } from "@hostplane/core"
+import { Effect, Layer, Option } from "effect"
+import { MemoryState, type MemoryStore, read, write } from "./MemoryState.ts"
+
+const ofProject = (store: MemoryStore, projectId: string) =>
+  read(store, (tables) =>
+    [...tables.deployments.values()].filter((row) => row.projectId === projectId).sort((a, b) => b.version - a.version)
+  )
+
+export const make = (store: MemoryStore): Deployments.DeploymentStore["Service"] =>
+  Deployments.DeploymentStore.of({
+    nextVersion: (projectId) => Effect.map(ofProject(store, projectId), (rows) => (rows[0]?.version ?? 0) + 1),
+    insert: (row) => write(store, (tables) => void tables.deployments.set(row.id, row)),
+    get: (projectId, id) =>
+      read(store, (tables) => Option.filter(Option.fromNullishOr(tables.deployments.get(id)), (row) => row.projectId === projectId)),
+    list: (projectId, limit) => Effect.map(ofProject(store, projectId), (rows) => rows.slice(0, limit))
+  })
+
+export const layer: Layer.Layer<Deployments.DeploymentStore, never, MemoryState> = Layer.effect(
+  Deployments.DeploymentStore,
+  Effect.map(Effect.service(MemoryState), make)
+)
