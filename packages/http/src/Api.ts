@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { DevAuthApi, IdentityApi } from "./identity/IdentityApi.ts"
 import { InvitesApi, MembersApi, OrgsApi } from "./orgs/OrgsApi.ts"
+import { ProjectsApi } from "./projects/ProjectsApi.ts"
 
 const description = [
   "The hostplane control API. Every path is under /v1; bodies are JSON.",
@@ -16,6 +17,7 @@ export class Api extends HttpApi.make("hostplane")
   .add(OrgsApi)
   .add(MembersApi)
   .add(InvitesApi)
+  .add(ProjectsApi)
   .prefix("/v1")
   .annotateMerge(OpenApi.annotations({ title: "hostplane control API", version: "1", description })) {}
 

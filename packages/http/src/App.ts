@@ -6,6 +6,7 @@ import { Api, ApiWithDevAuth } from "./Api.ts"
 import { AuthenticationLive } from "./auth/Authentication.ts"
 import { DevAuthHandlers, IdentityHandlers } from "./identity/IdentityHandlers.ts"
 import { InvitesHandlers, MembersHandlers, OrgsHandlers } from "./orgs/OrgsHandlers.ts"
+import { ProjectsHandlers } from "./projects/ProjectsHandlers.ts"
 import { type KnownRoute, requestPipeline, routePattern } from "./server/RequestPipeline.ts"
 
 const knownRoutes = (api: typeof Api | typeof ApiWithDevAuth): ReadonlyArray<KnownRoute> => [
@@ -16,7 +17,14 @@ const knownRoutes = (api: typeof Api | typeof ApiWithDevAuth): ReadonlyArray<Kno
   )
 ]
 
-const handlers = Layer.mergeAll(IdentityHandlers, DevAuthHandlers, OrgsHandlers, MembersHandlers, InvitesHandlers).pipe(
+const handlers = Layer.mergeAll(
+  IdentityHandlers,
+  DevAuthHandlers,
+  OrgsHandlers,
+  MembersHandlers,
+  InvitesHandlers,
+  ProjectsHandlers
+).pipe(
   Layer.provide(AuthenticationLive)
 )
 

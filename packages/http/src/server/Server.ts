@@ -1,7 +1,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import * as Pg from "@hostplane/adapters-pg"
 import { IdentityProviderOAuth, MailTransportAuto } from "@hostplane/adapters-providers"
-import { Kernel, Mail } from "@hostplane/core"
+import { hooks, Kernel, Mail, Operations } from "@hostplane/core"
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
@@ -24,6 +24,7 @@ export const ServerLive = Layer.unwrap(
     const settings = Kernel.Settings.layerConfig({ devAuthDefault: embedded })
     const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig()))
     const mail = Mail.MailRunner.background().pipe(Layer.provide(MailTransportAuto.layerConfig))
+    const operations = Operations.OperationRunner.background()
     const announce = Layer.effectDiscard(
       Effect.gen(function* () {
         const current = yield* Kernel.Settings
@@ -37,7 +38,8 @@ export const ServerLive = Layer.unwrap(
         }
       })
     )
-    const ports = Layer.mergeAll(mail, IdentityProviderOAuth.layerConfig, announce).pipe(
+    // Runners see core's hooks (the project delete handler) through the same layer the services use.
+    const ports = Layer.mergeAll(mail, operations.pipe(Layer.provide(hooks)), IdentityProviderOAuth.layerConfig, announce).pipe(
       Layer.provideMerge(Layer.merge(stores, settings))
     )
     // Ports first: the socket is bound only once the database is up, so no early request waits on a missing handler.
