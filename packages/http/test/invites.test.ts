@@ -2,33 +2,17 @@ import { Mail, Orgs } from "@hostplane/core"
 import { Duration, Effect, Layer, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { auditOf, client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
-
-type Session = { token: string; userId: string; subject: string }
+import { auditOf, client, startTestServer, type TestServer, unique, useSuite } from "./support/TestServer.ts"
 
 describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
-  let server: TestServer
-  let api: Client
-  let admin: Session
-  let outsider: Session
+  const suite = useSuite(stores)
+  const { api } = suite
   const sent: Array<Mail.MailMessage> = []
-  beforeAll(async () => {
-    server = await startTestServer(stores())
-    api = client(server.url)
-    admin = await api.login(unique("admin"))
-    outsider = await api.login(unique("outsider"))
-  })
-  afterAll(() => server.close())
-
-  const newOrg = async () => {
-    const slug = unique("crew")
-    expect((await api.post("/v1/orgs", { name: "Crew", slug }, { token: admin.token })).status).toBe(201)
-    return slug
-  }
+  const newOrg = () => suite.newOrg("Crew")
 
   /** The queued invitation mail of an invite, read from the outbox. */
   const mailOf = (slug: string, inviteId: string) =>
-    server.run(
+    suite.server.run(
       Effect.gen(function* () {
         const store = yield* Orgs.OrgStore
         const outbox = yield* Mail.MailOutbox
@@ -44,7 +28,7 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     return match![1]!
   }
   const runMailer = () =>
-    server.run(
+    suite.server.run(
       Effect.flatMap(Effect.service(Mail.MailRunner), (runner) => runner.runOnce).pipe(
         Effect.provide(
           Mail.MailRunner.make().pipe(
@@ -56,7 +40,7 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
       )
     )
   const invite = async (slug: string, email: string, role: "viewer" | "member" | "admin" = "member") => {
-    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role }, { token: admin.token })
+    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role }, { token: suite.admin.token })
     expect([200, 201]).toContain(reply.status)
     return { reply, token: await tokenOf(slug, reply.body.inviteId) }
   }
@@ -64,7 +48,7 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
   it("POST invites is 201 Invite without the token, queues the email and writes member.invite", async () => {
     const slug = await newOrg()
     const email = `${unique("dana")}@example.test`
-    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role: "member" }, { token: admin.token })
+    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role: "member" }, { token: suite.admin.token })
     expect(reply.status).toBe(201)
     expect(Object.keys(reply.body).sort()).toEqual(["createdAt", "email", "expiresAt", "inviteId", "role", "sentAt", "state"])
     expect(reply.body).toMatchObject({ email, role: "member", state: "pending", sentAt: null })
@@ -73,8 +57,8 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     expect(JSON.stringify(reply.body)).not.toContain(token)
     const mail = await mailOf(slug, reply.body.inviteId)
     expect(mail.to).toBe(email)
-    const event = (await auditOf(server, slug)).find((e) => e.action === "member.invite")
-    expect(event).toMatchObject({ actorId: admin.userId, target: reply.body.inviteId })
+    const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.invite")
+    expect(event).toMatchObject({ actorId: suite.admin.userId, target: reply.body.inviteId })
     expect(JSON.stringify(event)).not.toContain(email)
     expect(JSON.stringify(event)).not.toContain(token)
   })
@@ -85,7 +69,7 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const { reply } = await invite(slug, email)
     await runMailer()
     expect(sent.some((m) => m.to === email)).toBe(true)
-    const list = await api.get(`/v1/orgs/${slug}/invites`, { token: admin.token })
+    const list = await api.get(`/v1/orgs/${slug}/invites`, { token: suite.admin.token })
     const row = list.body.items.find((i: { inviteId: string }) => i.inviteId === reply.body.inviteId)
     expect(row.sentAt).not.toBeNull()
   })
@@ -94,7 +78,7 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const slug = await newOrg()
     const email = `${unique("rep")}@example.test`
     const first = await invite(slug, email, "viewer")
-    const again = await api.post(`/v1/orgs/${slug}/invites`, { email: email.toUpperCase(), role: "admin" }, { token: admin.token })
+    const again = await api.post(`/v1/orgs/${slug}/invites`, { email: email.toUpperCase(), role: "admin" }, { token: suite.admin.token })
     expect(again.status).toBe(200)
     expect(again.body.inviteId).toBe(first.reply.body.inviteId)
     expect(again.body.role).toBe("admin")
@@ -102,7 +86,7 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     expect(second).not.toBe(first.token)
     expect((await api.get(`/v1/invites/${first.token}`)).status).toBe(404)
     expect((await api.get(`/v1/invites/${second}`)).body.role).toBe("admin")
-    const list = await api.get(`/v1/orgs/${slug}/invites`, { token: admin.token })
+    const list = await api.get(`/v1/orgs/${slug}/invites`, { token: suite.admin.token })
     expect(list.body.items).toHaveLength(1)
   })
 
@@ -110,8 +94,8 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const slug = await newOrg()
     const email = `${unique("mem")}@example.test`
     const user = await api.login(unique("mem"), { email })
-    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: user.subject, role: "member" }, { token: admin.token })
-    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role: "member" }, { token: admin.token })
+    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: user.subject, role: "member" }, { token: suite.admin.token })
+    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role: "member" }, { token: suite.admin.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("already_member")
   })
@@ -119,27 +103,27 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
   it("more than 50 pending invites is 409 too_many_invites", async () => {
     const slug = await newOrg()
     for (let i = 0; i < 50; i++) {
-      const reply = await api.post(`/v1/orgs/${slug}/invites`, { email: `p${i}@example.test`, role: "viewer" }, { token: admin.token })
+      const reply = await api.post(`/v1/orgs/${slug}/invites`, { email: `p${i}@example.test`, role: "viewer" }, { token: suite.admin.token })
       expect(reply.status).toBe(201)
     }
-    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email: "p50@example.test", role: "viewer" }, { token: admin.token })
+    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email: "p50@example.test", role: "viewer" }, { token: suite.admin.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("too_many_invites")
-    const renew = await api.post(`/v1/orgs/${slug}/invites`, { email: "p0@example.test", role: "member" }, { token: admin.token })
+    const renew = await api.post(`/v1/orgs/${slug}/invites`, { email: "p0@example.test", role: "member" }, { token: suite.admin.token })
     expect(renew.status).toBe(200)
   })
 
   it("invites: member 403, outsider 404, bad email or role 400", async () => {
     const slug = await newOrg()
     const member = await api.login(unique("m"))
-    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: member.subject, role: "member" }, { token: admin.token })
+    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: member.subject, role: "member" }, { token: suite.admin.token })
     const body = { email: "x@example.test", role: "member" }
     expect((await api.post(`/v1/orgs/${slug}/invites`, body, { token: member.token })).status).toBe(403)
     expect((await api.get(`/v1/orgs/${slug}/invites`, { token: member.token })).status).toBe(403)
-    expect((await api.post(`/v1/orgs/${slug}/invites`, body, { token: outsider.token })).status).toBe(404)
-    expect((await api.get(`/v1/orgs/${slug}/invites`, { token: outsider.token })).status).toBe(404)
-    expect((await api.post(`/v1/orgs/${slug}/invites`, { ...body, email: "not-an-email" }, { token: admin.token })).status).toBe(400)
-    expect((await api.post(`/v1/orgs/${slug}/invites`, { ...body, role: "boss" }, { token: admin.token })).status).toBe(400)
+    expect((await api.post(`/v1/orgs/${slug}/invites`, body, { token: suite.outsider.token })).status).toBe(404)
+    expect((await api.get(`/v1/orgs/${slug}/invites`, { token: suite.outsider.token })).status).toBe(404)
+    expect((await api.post(`/v1/orgs/${slug}/invites`, { ...body, email: "not-an-email" }, { token: suite.admin.token })).status).toBe(400)
+    expect((await api.post(`/v1/orgs/${slug}/invites`, { ...body, role: "boss" }, { token: suite.admin.token })).status).toBe(400)
   })
 
   it("GET /v1/invites/{token} needs no login and previews the invite; unknown token 404", async () => {
@@ -163,10 +147,10 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     expect(reply.status).toBe(200)
     expect(reply.body.alreadyMember).toBe(false)
     expect(reply.body.org).toMatchObject({ slug, role: "viewer", projectLimit: 3 })
-    const event = (await auditOf(server, slug)).find((e) => e.action === "member.accept")
+    const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.accept")
     expect(event).toMatchObject({ actorId: joiner.userId })
     expect((await api.get(`/v1/invites/${token}`)).body.state).toBe("accepted")
-    const list = await api.get(`/v1/orgs/${slug}/invites`, { token: admin.token })
+    const list = await api.get(`/v1/orgs/${slug}/invites`, { token: suite.admin.token })
     expect(list.body.items).toHaveLength(0)
   })
 
@@ -184,7 +168,7 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
   it("an existing member accepting keeps their role and gets alreadyMember true", async () => {
     const slug = await newOrg()
     const { token } = await invite(slug, `${unique("already")}@example.test`, "viewer")
-    const reply = await api.post(`/v1/invites/${token}/accept`, undefined, { token: admin.token })
+    const reply = await api.post(`/v1/invites/${token}/accept`, undefined, { token: suite.admin.token })
     expect(reply.status).toBe(200)
     expect(reply.body).toMatchObject({ alreadyMember: true, org: { slug, role: "admin" } })
   })
@@ -193,19 +177,19 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const slug = await newOrg()
     const email = `${unique("rev")}@example.test`
     const { reply, token } = await invite(slug, email)
-    const revoke = await api.delete(`/v1/orgs/${slug}/invites/${reply.body.inviteId}`, undefined, { token: admin.token })
+    const revoke = await api.delete(`/v1/orgs/${slug}/invites/${reply.body.inviteId}`, undefined, { token: suite.admin.token })
     expect(revoke.status).toBe(204)
     expect((await mailOf(slug, reply.body.inviteId)).state).toBe("cancelled")
     await runMailer()
     expect(sent.some((m) => m.to === email)).toBe(false)
-    const event = (await auditOf(server, slug)).find((e) => e.action === "member.uninvite")
+    const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.uninvite")
     expect(event).toMatchObject({ target: reply.body.inviteId })
     const joiner = await api.login(unique("late"))
     const accept = await api.post(`/v1/invites/${token}/accept`, undefined, { token: joiner.token })
     expect(accept.status).toBe(409)
     expect(accept.body.code).toBe("invite_revoked")
     expect((await api.get(`/v1/invites/${token}`)).body.state).toBe("revoked")
-    const again = await api.delete(`/v1/orgs/${slug}/invites/${reply.body.inviteId}`, undefined, { token: admin.token })
+    const again = await api.delete(`/v1/orgs/${slug}/invites/${reply.body.inviteId}`, undefined, { token: suite.admin.token })
     expect(again.status).toBe(404)
   })
 
@@ -213,12 +197,12 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const slug = await newOrg()
     const { reply, token } = await invite(slug, `${unique("d")}@example.test`)
     const path = `/v1/orgs/${slug}/invites/${reply.body.inviteId}`
-    expect((await api.delete(path, undefined, { token: outsider.token })).status).toBe(404)
+    expect((await api.delete(path, undefined, { token: suite.outsider.token })).status).toBe(404)
     const member = await api.login(unique("m"))
-    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: member.subject, role: "member" }, { token: admin.token })
+    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: member.subject, role: "member" }, { token: suite.admin.token })
     expect((await api.delete(path, undefined, { token: member.token })).status).toBe(403)
-    await api.post(`/v1/invites/${token}/accept`, undefined, { token: outsider.token })
-    expect((await api.delete(path, undefined, { token: admin.token })).status).toBe(404)
+    await api.post(`/v1/invites/${token}/accept`, undefined, { token: suite.outsider.token })
+    expect((await api.delete(path, undefined, { token: suite.admin.token })).status).toBe(404)
   })
 })
 

@@ -1,33 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { auditOf, client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
-
-type Session = { token: string; userId: string; subject: string }
+import { auditOf, unique, useSuite } from "./support/TestServer.ts"
 
 describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
-  let server: TestServer
-  let api: Client
-  let admin: Session
-  let outsider: Session
-  beforeAll(async () => {
-    server = await startTestServer(stores())
-    api = client(server.url)
-    admin = await api.login(unique("admin"))
-    outsider = await api.login(unique("outsider"))
-  })
-  afterAll(() => server.close())
+  const suite = useSuite(stores)
+  const { api } = suite
 
-  const newOrg = async () => {
-    const slug = unique("team")
-    expect((await api.post("/v1/orgs", { name: "Team", slug }, { token: admin.token })).status).toBe(201)
-    return slug
-  }
-  const add = async (slug: string, role: "viewer" | "member" | "admin") => {
-    const session = await api.login(unique(role), { email: `${unique("m")}@example.test` })
-    const reply = await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: session.subject, role }, { token: admin.token })
-    expect(reply.status).toBe(201)
-    return session
-  }
+  const newOrg = () => suite.newOrg("Team")
+  const add = (slug: string, role: "viewer" | "member" | "admin") =>
+    suite.withRole(slug, role, { email: `${unique("m")}@example.test` })
 
   it("GET members: member or higher 200; viewer 403; outsider 404", async () => {
     const slug = await newOrg()
@@ -40,22 +21,22 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     expect(Object.keys(self).sort()).toEqual(["email", "joinedAt", "name", "provider", "role", "subject", "userId"])
     expect(self).toMatchObject({ provider: "dev", subject: member.subject, role: "member" })
     expect((await api.get(`/v1/orgs/${slug}/members`, { token: viewer.token })).status).toBe(403)
-    expect((await api.get(`/v1/orgs/${slug}/members`, { token: outsider.token })).status).toBe(404)
+    expect((await api.get(`/v1/orgs/${slug}/members`, { token: suite.outsider.token })).status).toBe(404)
   })
 
   it("POST members adds an existing user (201 Member) and writes member.add", async () => {
     const slug = await newOrg()
     const user = await api.login(unique("new"))
-    const reply = await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: user.subject, role: "viewer" }, { token: admin.token })
+    const reply = await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: user.subject, role: "viewer" }, { token: suite.admin.token })
     expect(reply.status).toBe(201)
     expect(reply.body).toMatchObject({ userId: user.userId, role: "viewer", provider: "dev", subject: user.subject })
-    const event = (await auditOf(server, slug)).find((e) => e.action === "member.add")
-    expect(event).toMatchObject({ actorId: admin.userId, target: user.userId, data: { role: "viewer" } })
+    const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.add")
+    expect(event).toMatchObject({ actorId: suite.admin.userId, target: user.userId, data: { role: "viewer" } })
   })
 
   it("POST members for an unknown user is 404 user_not_found", async () => {
     const slug = await newOrg()
-    const reply = await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: unique("ghost"), role: "member" }, { token: admin.token })
+    const reply = await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: unique("ghost"), role: "member" }, { token: suite.admin.token })
     expect(reply.status).toBe(404)
     expect(reply.body.code).toBe("user_not_found")
   })
@@ -63,7 +44,7 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
   it("POST members for someone already in the org is 409 already_member", async () => {
     const slug = await newOrg()
     const member = await add(slug, "member")
-    const reply = await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: member.subject, role: "admin" }, { token: admin.token })
+    const reply = await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: member.subject, role: "admin" }, { token: suite.admin.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("already_member")
   })
@@ -71,10 +52,10 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
   it("POST members: member is 403, outsider 404, bad role 400", async () => {
     const slug = await newOrg()
     const member = await add(slug, "member")
-    const body = { provider: "dev", subject: outsider.subject, role: "member" }
+    const body = { provider: "dev", subject: suite.outsider.subject, role: "member" }
     expect((await api.post(`/v1/orgs/${slug}/members`, body, { token: member.token })).status).toBe(403)
-    expect((await api.post(`/v1/orgs/${slug}/members`, body, { token: outsider.token })).status).toBe(404)
-    const bad = await api.post(`/v1/orgs/${slug}/members`, { ...body, role: "owner" }, { token: admin.token })
+    expect((await api.post(`/v1/orgs/${slug}/members`, body, { token: suite.outsider.token })).status).toBe(404)
+    const bad = await api.post(`/v1/orgs/${slug}/members`, { ...body, role: "owner" }, { token: suite.admin.token })
     expect(bad.status).toBe(400)
     expect(bad.body.code).toBe("bad_request")
   })
@@ -82,16 +63,16 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
   it("PUT role changes the role (200 Member) and writes member.role", async () => {
     const slug = await newOrg()
     const member = await add(slug, "member")
-    const reply = await api.put(`/v1/orgs/${slug}/members/${member.userId}`, { role: "admin" }, { token: admin.token })
+    const reply = await api.put(`/v1/orgs/${slug}/members/${member.userId}`, { role: "admin" }, { token: suite.admin.token })
     expect(reply.status).toBe(200)
     expect(reply.body).toMatchObject({ userId: member.userId, role: "admin" })
-    const event = (await auditOf(server, slug)).find((e) => e.action === "member.role")
+    const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.role")
     expect(event).toMatchObject({ target: member.userId, data: { from: "member", role: "admin" } })
   })
 
   it("demoting the last admin (self included) is 409 last_admin", async () => {
     const slug = await newOrg()
-    const reply = await api.put(`/v1/orgs/${slug}/members/${admin.userId}`, { role: "member" }, { token: admin.token })
+    const reply = await api.put(`/v1/orgs/${slug}/members/${suite.admin.userId}`, { role: "member" }, { token: suite.admin.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("last_admin")
   })
@@ -99,7 +80,7 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
   it("an admin may demote themself while another admin remains", async () => {
     const slug = await newOrg()
     await add(slug, "admin")
-    const reply = await api.put(`/v1/orgs/${slug}/members/${admin.userId}`, { role: "viewer" }, { token: admin.token })
+    const reply = await api.put(`/v1/orgs/${slug}/members/${suite.admin.userId}`, { role: "viewer" }, { token: suite.admin.token })
     expect(reply.status).toBe(200)
     expect(reply.body.role).toBe("viewer")
   })
@@ -109,9 +90,9 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     const member = await add(slug, "member")
     const path = `/v1/orgs/${slug}/members/${member.userId}`
     expect((await api.put(path, { role: "admin" }, { token: member.token })).status).toBe(403)
-    expect((await api.put(path, { role: "admin" }, { token: outsider.token })).status).toBe(404)
-    expect((await api.put(`/v1/orgs/${slug}/members/usr_nobody`, { role: "admin" }, { token: admin.token })).status).toBe(404)
-    expect((await api.put(path, { role: "root" }, { token: admin.token })).status).toBe(400)
+    expect((await api.put(path, { role: "admin" }, { token: suite.outsider.token })).status).toBe(404)
+    expect((await api.put(`/v1/orgs/${slug}/members/usr_nobody`, { role: "admin" }, { token: suite.admin.token })).status).toBe(404)
+    expect((await api.put(path, { role: "root" }, { token: suite.admin.token })).status).toBe(400)
   })
 
   it("DELETE another member needs admin (204, member.remove); a member removing someone is 403", async () => {
@@ -119,10 +100,10 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     const a = await add(slug, "member")
     const b = await add(slug, "member")
     expect((await api.delete(`/v1/orgs/${slug}/members/${b.userId}`, undefined, { token: a.token })).status).toBe(403)
-    const reply = await api.delete(`/v1/orgs/${slug}/members/${b.userId}`, undefined, { token: admin.token })
+    const reply = await api.delete(`/v1/orgs/${slug}/members/${b.userId}`, undefined, { token: suite.admin.token })
     expect(reply.status).toBe(204)
-    const event = (await auditOf(server, slug)).find((e) => e.action === "member.remove")
-    expect(event).toMatchObject({ actorId: admin.userId, target: b.userId })
+    const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.remove")
+    expect(event).toMatchObject({ actorId: suite.admin.userId, target: b.userId })
     expect((await api.get(`/v1/orgs/${slug}/members`, { token: b.token })).status).toBe(404)
   })
 
@@ -131,13 +112,13 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     const viewer = await add(slug, "viewer")
     const reply = await api.delete(`/v1/orgs/${slug}/members/${viewer.userId}`, undefined, { token: viewer.token })
     expect(reply.status).toBe(204)
-    const event = (await auditOf(server, slug)).find((e) => e.action === "member.leave")
+    const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.leave")
     expect(event).toMatchObject({ actorId: viewer.userId, target: viewer.userId })
   })
 
   it("the last admin cannot leave or be removed: 409 last_admin", async () => {
     const slug = await newOrg()
-    const reply = await api.delete(`/v1/orgs/${slug}/members/${admin.userId}`, undefined, { token: admin.token })
+    const reply = await api.delete(`/v1/orgs/${slug}/members/${suite.admin.userId}`, undefined, { token: suite.admin.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("last_admin")
   })
@@ -145,7 +126,7 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
   it("DELETE member: outsider 404, unknown member 404", async () => {
     const slug = await newOrg()
     const member = await add(slug, "member")
-    expect((await api.delete(`/v1/orgs/${slug}/members/${member.userId}`, undefined, { token: outsider.token })).status).toBe(404)
-    expect((await api.delete(`/v1/orgs/${slug}/members/usr_nobody`, undefined, { token: admin.token })).status).toBe(404)
+    expect((await api.delete(`/v1/orgs/${slug}/members/${member.userId}`, undefined, { token: suite.outsider.token })).status).toBe(404)
+    expect((await api.delete(`/v1/orgs/${slug}/members/usr_nobody`, undefined, { token: suite.admin.token })).status).toBe(404)
   })
 })

@@ -1,36 +1,14 @@
 import { hooks, Operations } from "@hostplane/core"
 import { Effect, Layer } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { auditOf, client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
-
-type Session = { token: string; userId: string; subject: string }
+import { auditOf, unique, useSuite } from "./support/TestServer.ts"
 
 describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
-  let server: TestServer
-  let api: Client
-  let admin: Session
-  let outsider: Session
-  beforeAll(async () => {
-    server = await startTestServer(stores())
-    api = client(server.url)
-    admin = await api.login(unique("admin"))
-    outsider = await api.login(unique("outsider"))
-  })
-  afterAll(() => server.close())
-
-  const newOrg = async () => {
-    const slug = unique("org")
-    expect((await api.post("/v1/orgs", { name: "Org", slug }, { token: admin.token })).status).toBe(201)
-    return slug
-  }
-  const withRole = async (slug: string, role: "viewer" | "member" | "admin") => {
-    const session = await api.login(unique(role))
-    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: session.subject, role }, { token: admin.token })
-    return session
-  }
+  const suite = useSuite(stores)
+  const { api, newOrg, withRole } = suite
   const runOperations = () =>
-    server.run(
+    suite.server.run(
       Effect.flatMap(Effect.service(Operations.OperationRunner), (runner) => runner.runOnce).pipe(
         Effect.provide(Operations.OperationRunner.make().pipe(Layer.provide(hooks)))
       )
@@ -39,13 +17,13 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
   it("POST projects is 201 Project with the default hostname <name>.<app domain>; project.create is audited", async () => {
     const slug = await newOrg()
     const name = unique("web")
-    const reply = await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: admin.token })
+    const reply = await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: suite.admin.token })
     expect(reply.status).toBe(201)
     expect(Object.keys(reply.body).sort()).toEqual(["createdAt", "hostname", "id", "name"])
     expect(reply.body).toMatchObject({ name, hostname: `${name}.apps.localhost` })
     expect(reply.body.id).toMatch(/^prj_/)
-    expect((await auditOf(server, slug)).map((e) => e.action)).toContain("project.create")
-    const list = await api.get(`/v1/orgs/${slug}/projects`, { token: admin.token })
+    expect((await auditOf(suite.server, slug)).map((e) => e.action)).toContain("project.create")
+    const list = await api.get(`/v1/orgs/${slug}/projects`, { token: suite.admin.token })
     expect(list.status).toBe(200)
     expect(list.body.items).toEqual([reply.body])
   })
@@ -53,7 +31,7 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
   it("GET project answers ProjectDetail: no live deployment yet and no add-ons", async () => {
     const slug = await newOrg()
     const viewer = await withRole(slug, "viewer")
-    await api.post(`/v1/orgs/${slug}/projects`, { name: "site" }, { token: admin.token })
+    await api.post(`/v1/orgs/${slug}/projects`, { name: "site" }, { token: suite.admin.token })
     const reply = await api.get(`/v1/orgs/${slug}/projects/site`, { token: viewer.token })
     expect(reply.status).toBe(200)
     expect(reply.body).toMatchObject({
@@ -66,7 +44,7 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
   it("GET overview (viewer): serving, recent deployments, last backup, resources, notifications", async () => {
     const slug = await newOrg()
     const viewer = await withRole(slug, "viewer")
-    await api.post(`/v1/orgs/${slug}/projects`, { name: "ov" }, { token: admin.token })
+    await api.post(`/v1/orgs/${slug}/projects`, { name: "ov" }, { token: suite.admin.token })
     const reply = await api.get(`/v1/orgs/${slug}/projects/ov/overview`, { token: viewer.token })
     expect(reply.status).toBe(200)
     expect(reply.body).toMatchObject({ project: { name: "ov" }, serving: null, recentDeployments: [], lastBackup: null, notifications: [] })
@@ -77,19 +55,19 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
     const slug = await newOrg()
     const viewer = await withRole(slug, "viewer")
     expect((await api.post(`/v1/orgs/${slug}/projects`, { name: "nope" }, { token: viewer.token })).status).toBe(403)
-    expect((await api.post(`/v1/orgs/${slug}/projects`, { name: "p" }, { token: admin.token })).status).toBe(201)
+    expect((await api.post(`/v1/orgs/${slug}/projects`, { name: "p" }, { token: suite.admin.token })).status).toBe(201)
     for (const path of ["/projects", "/projects/p", "/projects/p/overview"]) {
-      const reply = await api.get(`/v1/orgs/${slug}${path}`, { token: outsider.token })
+      const reply = await api.get(`/v1/orgs/${slug}${path}`, { token: suite.outsider.token })
       expect(reply.status).toBe(404)
     }
-    expect((await api.post(`/v1/orgs/${slug}/projects`, { name: "x" }, { token: outsider.token })).status).toBe(404)
-    expect((await api.get(`/v1/orgs/${slug}/projects/missing`, { token: admin.token })).status).toBe(404)
+    expect((await api.post(`/v1/orgs/${slug}/projects`, { name: "x" }, { token: suite.outsider.token })).status).toBe(404)
+    expect((await api.get(`/v1/orgs/${slug}/projects/missing`, { token: suite.admin.token })).status).toBe(404)
   })
 
   it("a bad project name is 400", async () => {
     const slug = await newOrg()
     for (const name of ["Bad_Name", "-x", "a".repeat(41), ""]) {
-      const reply = await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: admin.token })
+      const reply = await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: suite.admin.token })
       expect(reply.status).toBe(400)
       expect(reply.body.code).toBe("bad_request")
     }
@@ -99,11 +77,11 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
     const first = await newOrg()
     const second = await newOrg()
     const name = unique("dup")
-    expect((await api.post(`/v1/orgs/${first}/projects`, { name }, { token: admin.token })).status).toBe(201)
-    const again = await api.post(`/v1/orgs/${first}/projects`, { name }, { token: admin.token })
+    expect((await api.post(`/v1/orgs/${first}/projects`, { name }, { token: suite.admin.token })).status).toBe(201)
+    const again = await api.post(`/v1/orgs/${first}/projects`, { name }, { token: suite.admin.token })
     expect(again.status).toBe(409)
     expect(again.body.code).toBe("project_name_taken")
-    const elsewhere = await api.post(`/v1/orgs/${second}/projects`, { name }, { token: admin.token })
+    const elsewhere = await api.post(`/v1/orgs/${second}/projects`, { name }, { token: suite.admin.token })
     expect(elsewhere.status).toBe(409)
     expect(elsewhere.body.code).toBe("hostname_taken")
   })
@@ -111,9 +89,9 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
   it("a free org's fourth project is 409 project_limit with details { limit, count, plan }", async () => {
     const slug = await newOrg()
     for (const name of ["one", "two", "three"]) {
-      expect((await api.post(`/v1/orgs/${slug}/projects`, { name: `${name}-${slug}` }, { token: admin.token })).status).toBe(201)
+      expect((await api.post(`/v1/orgs/${slug}/projects`, { name: `${name}-${slug}` }, { token: suite.admin.token })).status).toBe(201)
     }
-    const reply = await api.post(`/v1/orgs/${slug}/projects`, { name: `four-${slug}` }, { token: admin.token })
+    const reply = await api.post(`/v1/orgs/${slug}/projects`, { name: `four-${slug}` }, { token: suite.admin.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("project_limit")
     expect(reply.body.details).toEqual({ limit: 3, count: 3, plan: "free" })
@@ -123,18 +101,18 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
     const slug = await newOrg()
     const replies = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        api.post(`/v1/orgs/${slug}/projects`, { name: `race-${i}-${slug}`.slice(0, 40).replace(/-$/, "") }, { token: admin.token })
+        api.post(`/v1/orgs/${slug}/projects`, { name: `race-${i}-${slug}`.slice(0, 40).replace(/-$/, "") }, { token: suite.admin.token })
       )
     )
     expect(replies.filter((r) => r.status === 201)).toHaveLength(3)
     expect(replies.filter((r) => r.status === 409).every((r) => r.body.code === "project_limit")).toBe(true)
-    expect((await api.get(`/v1/orgs/${slug}/projects`, { token: admin.token })).body.items).toHaveLength(3)
+    expect((await api.get(`/v1/orgs/${slug}/projects`, { token: suite.admin.token })).body.items).toHaveLength(3)
   })
 
   it("an org holding a project cannot be deleted: 409 org_not_empty with the project in details.holdings", async () => {
     const slug = await newOrg()
-    await api.post(`/v1/orgs/${slug}/projects`, { name: `held-${slug}` }, { token: admin.token })
-    const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: admin.token })
+    await api.post(`/v1/orgs/${slug}/projects`, { name: `held-${slug}` }, { token: suite.admin.token })
+    const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: suite.admin.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("org_not_empty")
     expect(reply.body.details.holdings.projects).toEqual({ count: 1, names: [`held-${slug}`] })
@@ -143,44 +121,44 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
   it("DELETE project: confirm must equal the name (400); members get 403; outsiders 404", async () => {
     const slug = await newOrg()
     const member = await withRole(slug, "member")
-    await api.post(`/v1/orgs/${slug}/projects`, { name: "keep" }, { token: admin.token })
-    expect((await api.delete(`/v1/orgs/${slug}/projects/keep`, { confirm: "other" }, { token: admin.token })).status).toBe(400)
+    await api.post(`/v1/orgs/${slug}/projects`, { name: "keep" }, { token: suite.admin.token })
+    expect((await api.delete(`/v1/orgs/${slug}/projects/keep`, { confirm: "other" }, { token: suite.admin.token })).status).toBe(400)
     expect((await api.delete(`/v1/orgs/${slug}/projects/keep`, { confirm: "keep" }, { token: member.token })).status).toBe(403)
-    expect((await api.delete(`/v1/orgs/${slug}/projects/keep`, { confirm: "keep" }, { token: outsider.token })).status).toBe(404)
-    expect((await api.get(`/v1/orgs/${slug}/projects/keep`, { token: admin.token })).status).toBe(200)
+    expect((await api.delete(`/v1/orgs/${slug}/projects/keep`, { confirm: "keep" }, { token: suite.outsider.token })).status).toBe(404)
+    expect((await api.get(`/v1/orgs/${slug}/projects/keep`, { token: suite.admin.token })).status).toBe(200)
   })
 
   it("DELETE project is 202 { operationId }; a second delete is 409 op_in_flight; the operation runs to done", async () => {
     const slug = await newOrg()
     const viewer = await withRole(slug, "viewer")
     const name = unique("gone")
-    await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: admin.token })
-    const started = await api.delete(`/v1/orgs/${slug}/projects/${name}`, { confirm: name }, { token: admin.token })
+    await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: suite.admin.token })
+    const started = await api.delete(`/v1/orgs/${slug}/projects/${name}`, { confirm: name }, { token: suite.admin.token })
     expect(started.status).toBe(202)
     expect(Object.keys(started.body)).toEqual(["operationId"])
-    const again = await api.delete(`/v1/orgs/${slug}/projects/${name}`, { confirm: name }, { token: admin.token })
+    const again = await api.delete(`/v1/orgs/${slug}/projects/${name}`, { confirm: name }, { token: suite.admin.token })
     expect(again.status).toBe(409)
     expect(again.body.code).toBe("op_in_flight")
     const pending = await api.get(`/v1/orgs/${slug}/operations/${started.body.operationId}`, { token: viewer.token })
     expect(pending.status).toBe(200)
     expect(pending.body).toMatchObject({ id: started.body.operationId, kind: "project.delete", phase: "routing", terminalCode: null })
-    expect((await api.get(`/v1/orgs/${slug}/operations/${started.body.operationId}`, { token: outsider.token })).status).toBe(404)
+    expect((await api.get(`/v1/orgs/${slug}/operations/${started.body.operationId}`, { token: suite.outsider.token })).status).toBe(404)
     await runOperations()
     const finished = await api.get(`/v1/orgs/${slug}/operations/${started.body.operationId}`, { token: viewer.token })
     expect(finished.body).toMatchObject({ phase: "metadata", terminalCode: "done" })
-    expect((await api.get(`/v1/orgs/${slug}/projects/${name}`, { token: admin.token })).status).toBe(404)
-    expect((await auditOf(server, slug)).map((e) => e.action)).toContain("project.delete")
+    expect((await api.get(`/v1/orgs/${slug}/projects/${name}`, { token: suite.admin.token })).status).toBe(404)
+    expect((await auditOf(suite.server, slug)).map((e) => e.action)).toContain("project.delete")
     // The default hostname is free again.
     const other = await newOrg()
-    expect((await api.post(`/v1/orgs/${other}/projects`, { name }, { token: admin.token })).status).toBe(201)
+    expect((await api.post(`/v1/orgs/${other}/projects`, { name }, { token: suite.admin.token })).status).toBe(201)
   })
 
   it("an operation of another org is 404", async () => {
     const slug = await newOrg()
     const name = unique("op")
-    await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: admin.token })
-    const started = await api.delete(`/v1/orgs/${slug}/projects/${name}`, { confirm: name }, { token: admin.token })
+    await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: suite.admin.token })
+    const started = await api.delete(`/v1/orgs/${slug}/projects/${name}`, { confirm: name }, { token: suite.admin.token })
     const other = await newOrg()
-    expect((await api.get(`/v1/orgs/${other}/operations/${started.body.operationId}`, { token: admin.token })).status).toBe(404)
+    expect((await api.get(`/v1/orgs/${other}/operations/${started.body.operationId}`, { token: suite.admin.token })).status).toBe(404)
   })
 })

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from "vitest"
 import { Kernel, Orgs } from "@hostplane/core"
 import { Effect, Layer, Logger, Option } from "effect"
 import * as Http from "node:http"
@@ -57,7 +58,8 @@ export interface CallOptions {
 }
 
 /** A minimal JSON client over real HTTP. */
-export const client = (url: string) => {
+export const client = (url: string | (() => string)) => {
+  const base = typeof url === "string" ? () => url : url
   const call = async (method: string, path: string, options: CallOptions = {}): Promise<Reply> => {
     const headers: Record<string, string> = { ...options.headers }
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
@@ -65,7 +67,7 @@ export const client = (url: string) => {
     if (options.raw !== undefined) body = options.raw
     else if (options.body !== undefined) body = JSON.stringify(options.body)
     if (body !== undefined && headers["content-type"] === undefined) headers["content-type"] = "application/json"
-    const response = await fetch(`${url}${path}`, { method, headers, body: body ?? null, redirect: "manual" })
+    const response = await fetch(`${base()}${path}`, { method, headers, body: body ?? null, redirect: "manual" })
     const text = await response.text()
     let parsed: unknown = text
     if ((response.headers.get("content-type") ?? "").includes("json") && text !== "") parsed = JSON.parse(text)
@@ -102,3 +104,60 @@ export const auditOf = (server: TestServer, slug: string) =>
       return Option.isSome(org) ? yield* audit.list({ orgId: org.value.id }) : []
     })
   )
+
+export interface Session {
+  readonly token: string
+  readonly userId: string
+  readonly subject: string
+}
+
+export interface Suite {
+  readonly server: TestServer
+  readonly api: Client
+  /** An admin of every org made with `newOrg`, signed in once per suite. */
+  readonly admin: Session
+  /** Signed in, member of nothing the suite makes. */
+  readonly outsider: Session
+  /** A fresh org administered by `admin`. */
+  readonly newOrg: (name?: string) => Promise<string>
+  /** A new user with `role` in `slug`, added by `admin`. */
+  readonly withRole: (slug: string, role: "viewer" | "member" | "admin", profile?: { email?: string }) => Promise<Session>
+}
+
+/**
+ * Starts one server for the enclosing `describe` (in `beforeAll`, closed in `afterAll`) with an admin and an outsider
+ * signed in. `api`, `newOrg` and `withRole` may be taken at once; `server`, `admin` and `outsider` are read inside
+ * tests, once the server is up.
+ */
+export const useSuite = (
+  stores: () => Layer.Layer<Stores, unknown>,
+  settings: Partial<Kernel.SettingsShape> = {},
+  extra?: Layer.Layer<never, unknown, Ports>
+): Suite => {
+  const suite = {} as { -readonly [K in keyof Suite]: Suite[K] }
+  const api = client(() => suite.server.url)
+  suite.api = api
+  suite.newOrg = async (name = "Org") => {
+    const slug = unique("org")
+    const reply = await api.post("/v1/orgs", { name, slug }, { token: suite.admin.token })
+    if (reply.status !== 201) throw new Error(`org create failed: ${reply.status}`)
+    return slug
+  }
+  suite.withRole = async (slug, role, profile = {}) => {
+    const session = await api.login(unique(role), profile)
+    const reply = await api.post(
+      `/v1/orgs/${slug}/members`,
+      { provider: "dev", subject: session.subject, role },
+      { token: suite.admin.token }
+    )
+    if (reply.status !== 201) throw new Error(`member add failed: ${reply.status}`)
+    return session
+  }
+  beforeAll(async () => {
+    suite.server = await startTestServer(stores(), settings, extra)
+    suite.admin = await api.login(unique("admin"))
+    suite.outsider = await api.login(unique("outsider"))
+  })
+  afterAll(() => suite.server?.close())
+  return suite
+}
