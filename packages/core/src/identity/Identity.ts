@@ -111,9 +111,11 @@ export class Identity extends Context.Service<
       })
 
       const me = Effect.fn("Identity.me")(function* (actor: Actor) {
-        const user = yield* users.findById(actor.userId)
+        const [user, memberships] = yield* Effect.all(
+          [users.findById(actor.userId), orgStore.membershipsOf(actor.userId)],
+          { concurrency: 2 }
+        )
         if (Option.isNone(user)) return yield* new Unauthorized({ message: "sign in first" })
-        const memberships = yield* orgStore.membershipsOf(actor.userId)
         return { user: user.value, orgs: memberships.map((m) => toMembership(m.org, m.role)) }
       })
 
