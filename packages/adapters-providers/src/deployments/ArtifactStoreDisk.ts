@@ -1,0 +1,182 @@
+import { createHash, randomUUID } from "node:crypto"
+import { createReadStream } from "node:fs"
+import * as Fs from "node:fs/promises"
+import * as Path from "node:path"
+import { NodeStream } from "@effect/platform-node"
+import { Deployments } from "@hostplane/core"
+import { Cache, Config, Duration, Effect, Exit, Layer, Option, Schema, Stream } from "effect"
+
+/** Any failure of the disk is a defect: the store has no expected error. */
+const io = <A>(run: () => Promise<A>) => Effect.promise(run)
+
+const exists = (file: string) =>
+  io(() =>
+    Fs.access(file).then(
+      () => true,
+      () => false
+    )
+  )
+
+const removeQuietly = (file: string) => io(() => Fs.rm(file, { force: true }))
+
+const writeAll = async (file: Fs.FileHandle, chunk: Uint8Array): Promise<void> => {
+  let offset = 0
+  while (offset < chunk.byteLength) {
+    const { bytesWritten } = await file.write(chunk, offset, chunk.byteLength - offset)
+    offset += bytesWritten
+  }
+}
+
+const isDigest = Schema.is(Deployments.Digest)
+
+const IndexFile = Schema.fromJsonString(Deployments.BundleIndex)
+const decodeIndex = Schema.decodeUnknownEffect(IndexFile)
+const encodeIndex = Schema.encodeEffect(IndexFile)
+
+/** Indexes kept parsed in memory for `file`; each holds at most `BundleLimits.entries` paths. */
+const indexCacheCapacity = 32
+
+/**
+ * The store under `dir`: blobs at `sha256/<2 hex>/<64 hex>`, bundle indexes at `index/<2 hex>/<64 hex>.json`,
+ * temporary objects in `tmp/` (the same file system, so the commit is one atomic rename of a flushed file).
+ */
+export const make = Effect.fn("ArtifactStoreDisk.make")(function* (dir: string) {
+  const root = Path.resolve(dir)
+  const tmp = Path.join(root, "tmp")
+  yield* io(() => Fs.mkdir(tmp, { recursive: true, mode: 0o700 }))
+
+  const hexOf = (digest: Deployments.Digest) => digest.slice("sha256:".length)
+  const blobPath = (digest: Deployments.Digest) => {
+    const hex = hexOf(digest)
+    return Path.join(root, "sha256", hex.slice(0, 2), hex)
+  }
+  const indexPath = (digest: Deployments.Digest) => {
+    const hex = hexOf(digest)
+    return Path.join(root, "index", hex.slice(0, 2), `${hex}.json`)
+  }
+  const tempPath = () => Path.join(tmp, `${randomUUID()}.part`)
+
+  const folders = new Set<string>()
+  const ensureFolder = (folder: string) =>
+    folders.has(folder)
+      ? Effect.void
+      : io(() => Fs.mkdir(folder, { recursive: true, mode: 0o700 })).pipe(
+          Effect.andThen(Effect.sync(() => void folders.add(folder)))
+        )
+
+  /** Moves a flushed temporary file to `target` unless the same content is already there; true when it moved. */
+  const commit = (temp: string, target: string) =>
+    Effect.uninterruptible(
+      Effect.gen(function* () {
+        if (yield* exists(target)) return false
+        yield* ensureFolder(Path.dirname(target))
+        yield* io(() => Fs.rename(temp, target))
+        return true
+      })
+    )
+
+  const put = Effect.fn("ArtifactStoreDisk.put")(function* <E>(bytes: Stream.Stream<Uint8Array, E>) {
+    const temp = tempPath()
+    let moved = false
+    yield* Effect.addFinalizer(() => (moved ? Effect.void : removeQuietly(temp)))
+    const file = yield* Effect.acquireRelease(
+      io(() => Fs.open(temp, "wx", 0o600)),
+      (file) => io(() => file.close())
+    )
+    const hash = createHash("sha256")
+    let size = 0
+    yield* Stream.runForEach(bytes, (chunk) => {
+      hash.update(chunk)
+      size += chunk.byteLength
+      return io(() => writeAll(file, chunk))
+    })
+    yield* io(() => file.sync())
+    const digest = `sha256:${hash.digest("hex")}`
+    moved = yield* commit(temp, blobPath(digest))
+    return { digest, bytes: size }
+  }, Effect.scoped)
+
+  const has = Effect.fn("ArtifactStoreDisk.has")(function* (digest: Deployments.Digest) {
+    return isDigest(digest) && (yield* exists(blobPath(digest)))
+  })
+
+  const open = (digest: Deployments.Digest, range?: Deployments.ByteRange): Stream.Stream<Uint8Array> => {
+    if (!isDigest(digest)) return Stream.die(new Error(`not an artifact digest: ${JSON.stringify(digest)}`))
+    if (range !== undefined && range.length <= 0) return Stream.empty
+    const bounds = range === undefined ? {} : { start: range.offset, end: range.offset + range.length - 1 }
+    return NodeStream.fromReadable({ evaluate: () => createReadStream(blobPath(digest), bounds) }).pipe(Stream.orDie)
+  }
+
+  interface LoadedIndex {
+    readonly index: Deployments.BundleIndex
+    readonly byPath: ReadonlyMap<string, Deployments.BundleFile>
+  }
+
+  const loadIndex = (bundle: Deployments.Digest) =>
+    Effect.gen(function* () {
+      const file = indexPath(bundle)
+      if (!isDigest(bundle) || !(yield* exists(file))) return Option.none<LoadedIndex>()
+      const text = yield* io(() => Fs.readFile(file, "utf8"))
+      const index = yield* Effect.orDie(decodeIndex(text))
+      return Option.some<LoadedIndex>({ index, byPath: new Map(index.files.map((entry) => [entry.path, entry])) })
+    })
+
+  const indexes = yield* Cache.makeWith(loadIndex, {
+    capacity: indexCacheCapacity,
+    timeToLive: (exit) => (Exit.isSuccess(exit) && Option.isSome(exit.value) ? Duration.infinity : Duration.zero)
+  })
+
+  const putIndex = Effect.fn("ArtifactStoreDisk.putIndex")(function* (
+    bundle: Deployments.Digest,
+    index: Deployments.BundleIndex
+  ) {
+    if (!isDigest(bundle)) return yield* Effect.die(new Error(`not an artifact digest: ${JSON.stringify(bundle)}`))
+    const target = indexPath(bundle)
+    if (yield* exists(target)) return
+    const text = yield* Effect.orDie(encodeIndex(index))
+    const temp = tempPath()
+    yield* io(() => Fs.writeFile(temp, text, { flag: "wx", mode: 0o600, flush: true })).pipe(
+      Effect.andThen(commit(temp, target)),
+      Effect.onExit((exit) => (Exit.isSuccess(exit) && exit.value ? Effect.void : removeQuietly(temp)))
+    )
+    yield* Cache.invalidate(indexes, bundle)
+  })
+
+  const index = Effect.fn("ArtifactStoreDisk.index")(function* (bundle: Deployments.Digest) {
+    return Option.map(yield* Cache.get(indexes, bundle), (loaded) => loaded.index)
+  })
+
+  const file = Effect.fn("ArtifactStoreDisk.file")(function* (bundle: Deployments.Digest, path: string) {
+    return Option.flatMap(yield* Cache.get(indexes, bundle), (loaded) =>
+      Option.map(Option.fromUndefinedOr(loaded.byPath.get(path)), (entry): Deployments.StoredFile => ({
+        path: entry.path,
+        bytes: entry.bytes,
+        content: open(loaded.index.tar, { offset: entry.offset, length: entry.bytes })
+      }))
+    )
+  })
+
+  return Deployments.ArtifactStore.of({ put, has, open, putIndex, index, file })
+})
+
+/** `make` as a layer, for a host that picks the folder itself. */
+export const layer = (dir: string): Layer.Layer<Deployments.ArtifactStore> =>
+  Layer.effect(Deployments.ArtifactStore, make(dir))
+
+/** The artifact folder of decisions.md part 5: `<SERVICE_DATA_DIR or .hostplane>/artifacts`. */
+export const dirConfig: Config.Config<string> = Config.option(Config.String("SERVICE_DATA_DIR")).pipe(
+  Config.map((dataDir) =>
+    Path.resolve(
+      Option.getOrElse(
+        Option.filter(dataDir, (value) => value.trim() !== ""),
+        () => ".hostplane"
+      ),
+      "artifacts"
+    )
+  )
+)
+
+/** The artifact folder read from `SERVICE_DATA_DIR`. */
+export const layerConfig: Layer.Layer<Deployments.ArtifactStore, Config.ConfigError> = Layer.unwrap(
+  Effect.map(dirConfig, layer)
+)

@@ -1,0 +1,283 @@
+import { isUtf8 } from "node:buffer"
+import type { Readable } from "node:stream"
+import * as Zlib from "node:zlib"
+import { NodeStream } from "@effect/platform-node"
+import { Deployments, type Errors } from "@hostplane/core"
+import { Cause, Effect, Fiber, Layer, Option, Predicate, Queue, Result, Stream } from "effect"
+import * as TarStream from "tar-stream"
+
+export interface Options {
+  /** Limits to enforce instead of decisions.md's (tests use small ones); each one left out keeps its default. */
+  readonly limits?: Partial<Deployments.BundleLimits>
+}
+
+type Refusal = Errors.InvalidBundle | Errors.PayloadTooLarge
+
+/** tar-stream also sets `byteOffset`, where the entry's bytes start in the tar; its typings omit it. */
+type Header = TarStream.Header & { readonly byteOffset?: number }
+
+interface TarEntry {
+  readonly header: Header
+  /** The entry's bytes (none for a folder); the next entry is parsed once these are read or left. */
+  readonly content: Stream.Stream<Uint8Array, Errors.InvalidBundle>
+}
+
+interface Inspection {
+  readonly files: ReadonlyArray<Deployments.BundleFile>
+  readonly uncompressedBytes: number
+  readonly manifest: Deployments.Manifest
+}
+
+const gzipFailure = (error: unknown) =>
+  Predicate.hasProperty(error, "code") && error.code === "Z_BUF_ERROR"
+    ? Deployments.invalidBundle("truncated", "the gzip stream ends early")
+    : Deployments.invalidBundle("corrupt_gzip", "the body is not a valid gzip stream")
+
+const tarFailure = (error: unknown) =>
+  error instanceof Error && error.message === "Unexpected end of data"
+    ? Deployments.invalidBundle("truncated", "the tar archive ends inside an entry")
+    : Deployments.invalidBundle("corrupt_tar", "the gzip stream does not hold a valid tar archive")
+
+const gunzip = <E>(compressed: Stream.Stream<Uint8Array, E>) =>
+  NodeStream.pipeThroughDuplex(compressed, { evaluate: () => Zlib.createGunzip(), onError: gzipFailure })
+
+// latin1 keeps the raw bytes of ustar and GNU names, so that non-UTF-8 names can be told apart (entryName).
+const extractOptions = { filenameEncoding: "latin1", highWaterMark: 64 * 1024 }
+
+/** Writes one chunk to the parser, waiting while its buffer is full; a destroyed parser reports why on its entries. */
+const writeTo = (extract: TarStream.Extract, chunk: Uint8Array) =>
+  Effect.callback<void>((resume) => {
+    if (extract.destroyed || extract.write(chunk)) return resume(Effect.void)
+    const done = () => {
+      extract.off("drain", done)
+      extract.off("close", done)
+      resume(Effect.void)
+    }
+    extract.on("drain", done)
+    extract.on("close", done)
+    return Effect.sync(() => {
+      extract.off("drain", done)
+      extract.off("close", done)
+    })
+  })
+
+/**
+ * Runs `f` on each entry of an (inflated) tar stream, one at a time, with bounded buffering. Parsing and `f` run
+ * side by side, so a failure of either (a broken gzip stream while `f` reads an entry, a refused entry while more
+ * bytes arrive) ends both at once.
+ */
+const forEachEntry = <E, E2, R>(
+  tar: Stream.Stream<Uint8Array, E>,
+  f: (entry: TarEntry) => Effect.Effect<void, E2, R>
+): Effect.Effect<void, E | E2 | Errors.InvalidBundle, R> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const extract = TarStream.extract(extractOptions)
+      extract.on("error", () => {})
+      yield* Effect.addFinalizer(() => Effect.sync(() => extract.destroy()))
+      const feed = Stream.runForEach(tar, (chunk) => writeTo(extract, chunk)).pipe(
+        Effect.andThen(Effect.sync(() => extract.end(undefined)))
+      )
+      const consume = Stream.fromAsyncIterable(extract, tarFailure).pipe(
+        Stream.runForEach((entry) =>
+          f({
+            header: entry.header,
+            // tar-stream's entries yield Buffers; its typings say unknown.
+            content: Stream.fromAsyncIterable(entry, tarFailure).pipe(Stream.map((chunk) => chunk as Uint8Array))
+          })
+        )
+      )
+      yield* Effect.all([feed, consume], { concurrency: 2, discard: true })
+    })
+  )
+
+/**
+ * The entry's name as UTF-8 text. Pax names arrive decoded (invalid bytes become U+FFFD); ustar and GNU names arrive
+ * as latin1, one char per byte.
+ */
+const entryName = (header: Header): Result.Result<string, Errors.InvalidBundle> => {
+  const refuse = (path: string) =>
+    Result.fail(Deployments.invalidBundle("name_not_utf8", "an entry name is not valid UTF-8", { path }))
+  if (Predicate.hasProperty(header.pax, "path")) {
+    return header.name.includes("\uFFFD") ? refuse(header.name) : Result.succeed(header.name)
+  }
+  const bytes = Buffer.from(header.name, "latin1")
+  return isUtf8(bytes) ? Result.succeed(bytes.toString("utf8")) : refuse(bytes.toString("utf8"))
+}
+
+const kindOf = (header: Header): Result.Result<Deployments.EntryKind, Deployments.BundleProblem> => {
+  switch (header.type) {
+    case "file":
+      return Result.succeed("file")
+    case "directory":
+      return Result.succeed("directory")
+    case "symlink":
+      return Result.fail("symlink")
+    case "link":
+      return Result.fail("hard_link")
+    case "character-device":
+    case "block-device":
+    case "fifo":
+      return Result.fail("special_file")
+    default:
+      return Result.fail("unsupported_entry")
+  }
+}
+
+const refusalMessages: Partial<Record<Deployments.BundleProblem, string>> = {
+  symlink: "symbolic links are not allowed in a bundle",
+  hard_link: "hard links are not allowed in a bundle",
+  special_file: "devices and fifos are not allowed in a bundle",
+  unsupported_entry: "the bundle holds an entry type other than file or folder",
+  nul_in_name: "an entry name contains a NUL character",
+  path_too_long: `an entry name is longer than ${Deployments.entryPathMaxLength} characters`,
+  absolute_path: "an entry has an absolute path",
+  path_traversal: "an entry path contains '..'",
+  bad_path: "an entry path has an empty, '.' or backslash segment",
+  outside_layout: "the bundle may hold only service.json, worker/ and assets/",
+  manifest_not_file: "service.json must be a regular file"
+}
+
+/** The checked path of an entry of the bundle, `""` for its root folder. */
+const checkedPath = (header: Header) =>
+  Effect.fromResult(
+    Result.flatMap(entryName(header), (name) =>
+      Result.mapError(
+        Result.flatMap(kindOf(header), (kind) =>
+          Result.map(Deployments.entryPath(name, kind), (path) => ({ kind, path }))
+        ),
+        (reason) => Deployments.invalidBundle(reason, refusalMessages[reason] ?? reason, { path: name })
+      )
+    )
+  )
+
+/** Inflates and checks a bundle; fails at the first limit crossed or rule broken, reading no further. */
+const inspect = (
+  limits: Deployments.BundleLimits,
+  compressed: Stream.Stream<Uint8Array>
+): Effect.Effect<Inspection, Refusal> =>
+  Effect.suspend(() => {
+    let uncompressedBytes = 0
+    let declaredBytes = 0
+    let entries = 0
+    const files: Array<Deployments.BundleFile> = []
+    let manifest: Uint8Array | undefined
+    const seen = new Set<string>()
+
+    const inflated = gunzip(compressed).pipe(
+      Stream.tap((chunk) => {
+        uncompressedBytes += chunk.byteLength
+        return uncompressedBytes > limits.uncompressedBytes
+          ? Effect.fail(Deployments.bundleTooLarge("uncompressed_bytes", limits.uncompressedBytes, uncompressedBytes))
+          : Effect.void
+      })
+    )
+
+    const check = (entry: TarEntry) =>
+      Effect.gen(function* () {
+        entries += 1
+        if (entries > limits.entries) {
+          return yield* Deployments.bundleTooLarge("entries", limits.entries, entries)
+        }
+        declaredBytes += entry.header.size ?? 0
+        if (declaredBytes > limits.uncompressedBytes) {
+          return yield* Deployments.bundleTooLarge("uncompressed_bytes", limits.uncompressedBytes, declaredBytes)
+        }
+        const { kind, path } = yield* checkedPath(entry.header)
+        if (path === "") return
+        if (seen.has(path)) {
+          return yield* Deployments.invalidBundle("duplicate_path", "the bundle holds the same path twice", { path })
+        }
+        seen.add(path)
+        if (kind !== "file") return
+        const offset = entry.header.byteOffset
+        if (offset === undefined) return yield* Effect.die(new Error("tar-stream no longer reports entry offsets"))
+        files.push({ path, offset, bytes: entry.header.size ?? 0 })
+        if (path !== Deployments.manifestPath) return yield* Stream.runDrain(entry.content)
+        if ((entry.header.size ?? 0) > Deployments.manifestMaxBytes) {
+          return yield* Deployments.invalidBundle(
+            "manifest_too_large",
+            `service.json is larger than ${Deployments.manifestMaxBytes} bytes`,
+            { limit: Deployments.manifestMaxBytes }
+          )
+        }
+        manifest = yield* Stream.mkUint8Array(entry.content)
+      })
+
+    return forEachEntry(inflated, check).pipe(
+      Effect.andThen(
+        Effect.suspend(() =>
+          manifest === undefined
+            ? Effect.fail(Deployments.invalidBundle("manifest_missing", "the bundle has no service.json"))
+            : Deployments.decodeManifest(manifest)
+        )
+      ),
+      Effect.map((decoded) => ({ files, uncompressedBytes, manifest: decoded }))
+    )
+  })
+
+/** Stores the inflated tar of an accepted bundle and records where each of its files sits in it. */
+const indexBundle = (
+  store: Deployments.ArtifactStore["Service"],
+  bundle: Deployments.Digest,
+  files: ReadonlyArray<Deployments.BundleFile>
+) =>
+  store.put(gunzip(store.open(bundle))).pipe(
+    Effect.flatMap((tar) => store.putIndex(bundle, { tar: tar.digest, files })),
+    // The bundle passed `inspect` before it was committed; failing to inflate it again is a broken store.
+    Effect.orDie
+  )
+
+export const make = (
+  store: Deployments.ArtifactStore["Service"],
+  options: Options = {}
+): Deployments.BundleReader["Service"] => {
+  const limits: Deployments.BundleLimits = { ...Deployments.BundleLimits, ...options.limits }
+
+  const read = Effect.fn("BundleReader.read")(function* <E>(body: Stream.Stream<Uint8Array, E>) {
+    const inflating = yield* Queue.bounded<Uint8Array, Cause.Done>(8)
+    const inspection = yield* Effect.forkScoped(inspect(limits, Stream.fromQueue(inflating)))
+    let compressedBytes = 0
+    // The store sees the body only as the inspection accepts it, and the end of the body only after the verdict:
+    // a refused bundle fails the stream, so the store removes its temporary object and commits nothing.
+    const accepted = body.pipe(
+      Stream.tap((chunk) => {
+        compressedBytes += chunk.byteLength
+        return compressedBytes > limits.compressedBytes
+          ? Effect.fail(Deployments.bundleTooLarge("compressed_bytes", limits.compressedBytes, compressedBytes))
+          : Queue.offer(inflating, chunk)
+      }),
+      Stream.onEnd(Queue.end(inflating)),
+      Stream.concat(Stream.fromEffectDrain(Fiber.join(inspection))),
+      Stream.interruptWhen(Fiber.join(inspection).pipe(Effect.andThen(Effect.never)))
+    )
+    const stored = yield* store.put(accepted)
+    const inspected = yield* Fiber.join(inspection)
+    if (Option.isNone(yield* store.index(stored.digest))) yield* indexBundle(store, stored.digest, inspected.files)
+    return {
+      digest: stored.digest,
+      bytes: stored.bytes,
+      files: inspected.files.length,
+      uncompressedBytes: inspected.uncompressedBytes,
+      manifest: inspected.manifest
+    }
+  }, Effect.scoped)
+
+  return Deployments.BundleReader.of({ read })
+}
+
+/** The reader over the host's ArtifactStore. */
+export const layer = (options: Options = {}): Layer.Layer<Deployments.BundleReader, never, Deployments.ArtifactStore> =>
+  Layer.effect(
+    Deployments.BundleReader,
+    Effect.gen(function* () {
+      return make(yield* Deployments.ArtifactStore, options)
+    })
+  )
+
+/** A Node request body as the reader's input; a body that breaks off is a `truncated` bundle. */
+export const bodyFrom = (readable: Readable): Stream.Stream<Uint8Array, Errors.InvalidBundle> =>
+  NodeStream.fromReadable({
+    evaluate: () => readable,
+    onError: () => Deployments.invalidBundle("truncated", "the upload broke off before the end of the bundle")
+  })

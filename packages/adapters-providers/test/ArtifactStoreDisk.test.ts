@@ -1,0 +1,196 @@
+import { createHash } from "node:crypto"
+import * as Fs from "node:fs/promises"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { ArtifactStoreDisk } from "@hostplane/adapters-providers"
+import { Deployments } from "@hostplane/core"
+import { streamOfBytes } from "@hostplane/testkit"
+import { ConfigProvider, Effect, Exit, Fiber, Layer, Option, Schema, Stream } from "effect"
+
+const tempDir = Effect.acquireRelease(
+  Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-artifacts-"))),
+  (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
+)
+
+/** Every file under `dir`, relative, sorted. */
+const filesUnder = (dir: string) =>
+  Effect.promise(async () => {
+    const entries = await Fs.readdir(dir, { recursive: true, withFileTypes: true }).catch(() => [])
+    return entries
+      .filter((entry) => entry.isFile())
+      .map((entry) => Path.relative(dir, Path.join(entry.parentPath, entry.name)))
+      .sort()
+  })
+
+const sha256 = (bytes: Uint8Array) => `sha256:${createHash("sha256").update(bytes).digest("hex")}`
+const text = (value: string) => new TextEncoder().encode(value)
+const collect = (stream: Stream.Stream<Uint8Array>) =>
+  Effect.map(Stream.mkUint8Array(stream), (bytes) => Buffer.from(bytes).toString("utf8"))
+
+class Broken extends Schema.TaggedError<Broken>()("Broken", {}) {}
+
+describe("ArtifactStoreDisk", () => {
+  it.effect("put streams bytes to <dir>/sha256/<2 hex>/<hex> and answers their sha256 digest and size", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* ArtifactStoreDisk.make(dir)
+      const bytes = text("hello artifacts\n".repeat(10_000))
+      const stored = yield* store.put(streamOfBytes(bytes, 4096))
+      assert.deepStrictEqual(stored, { digest: sha256(bytes), bytes: bytes.byteLength })
+      const hex = stored.digest.slice("sha256:".length)
+      assert.deepStrictEqual(yield* filesUnder(dir), [Path.join("sha256", hex.slice(0, 2), hex)])
+      assert.isTrue(yield* store.has(stored.digest))
+      assert.strictEqual(yield* collect(store.open(stored.digest)), "hello artifacts\n".repeat(10_000))
+    })
+  )
+
+  it.effect("the same bytes put twice are stored once under one digest", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* ArtifactStoreDisk.make(dir)
+      const first = yield* store.put(streamOfBytes(text("same"), 1))
+      const second = yield* store.put(streamOfBytes(text("same"), 3))
+      assert.deepStrictEqual(first, second)
+      assert.strictEqual((yield* filesUnder(dir)).length, 1)
+    })
+  )
+
+  it.effect("concurrent puts of the same bytes leave one blob and no temporary files", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* ArtifactStoreDisk.make(dir)
+      const bytes = text("x".repeat(200_000))
+      const results = yield* Effect.all(
+        Array.from({ length: 8 }, () => store.put(streamOfBytes(bytes, 1000))),
+        { concurrency: "unbounded" }
+      )
+      assert.isTrue(results.every((result) => result.digest === sha256(bytes)))
+      assert.strictEqual((yield* filesUnder(dir)).length, 1)
+    })
+  )
+
+  it.effect("a stream that fails commits nothing and leaves no temporary file", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* ArtifactStoreDisk.make(dir)
+      const failing = Stream.concat(streamOfBytes(text("partial bytes")), Stream.fail(new Broken()))
+      const error = yield* Effect.flip(store.put(failing))
+      assert.strictEqual(error._tag, "Broken")
+      assert.deepStrictEqual(yield* filesUnder(dir), [])
+      assert.isFalse(yield* store.has(sha256(text("partial bytes"))))
+    })
+  )
+
+  it.effect("an interrupted put commits nothing and leaves no temporary file", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* ArtifactStoreDisk.make(dir)
+      const endless = Stream.concat(streamOfBytes(text("start")), Stream.never)
+      const fiber = yield* Effect.forkChild(store.put(endless))
+      for (let tries = 0; tries < 200 && (yield* filesUnder(Path.join(dir, "tmp"))).length === 0; tries++) {
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
+      }
+      assert.strictEqual((yield* filesUnder(Path.join(dir, "tmp"))).length, 1, "the temporary object exists mid-put")
+      yield* Fiber.interrupt(fiber)
+      assert.isTrue(Exit.hasInterrupts(yield* Fiber.await(fiber)))
+      assert.deepStrictEqual(yield* filesUnder(dir), [])
+    })
+  )
+
+  it.effect("has is false for an unknown or malformed digest; open of an unknown digest dies", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* ArtifactStoreDisk.make(dir)
+      assert.isFalse(yield* store.has(sha256(text("never stored"))))
+      assert.isFalse(yield* store.has("sha256:../../etc/passwd"))
+      const exit = yield* Effect.exit(Stream.runDrain(store.open(sha256(text("never stored")))))
+      assert.isTrue(Exit.hasDies(exit))
+      assert.isTrue(Exit.hasDies(yield* Effect.exit(Stream.runDrain(store.open("sha256:../x")))))
+    })
+  )
+
+  it.effect("open with a range streams only those bytes", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* ArtifactStoreDisk.make(dir)
+      const stored = yield* store.put(streamOfBytes(text("0123456789".repeat(100_000)), 4096))
+      assert.strictEqual(yield* collect(store.open(stored.digest, { offset: 3, length: 5 })), "34567")
+      assert.strictEqual(yield* collect(store.open(stored.digest, { offset: 999_998, length: 2 })), "89")
+      assert.strictEqual(yield* collect(store.open(stored.digest, { offset: 10, length: 0 })), "")
+    })
+  )
+
+  it.effect("an index maps a bundle's paths to byte ranges of its inflated tar; file serves one path", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* ArtifactStoreDisk.make(dir)
+      const bundle = yield* store.put(streamOfBytes(text("pretend this is a tar.gz")))
+      const tar = yield* store.put(streamOfBytes(text("....h1 { color: teal }....<h1>hi</h1>")))
+      assert.isTrue(Option.isNone(yield* store.index(bundle.digest)))
+      const index: Deployments.BundleIndex = {
+        tar: tar.digest,
+        files: [
+          { path: "assets/app.css", offset: 4, bytes: 18 },
+          { path: "assets/index.html", offset: 26, bytes: 11 }
+        ]
+      }
+      yield* store.putIndex(bundle.digest, index)
+      assert.deepStrictEqual(yield* store.index(bundle.digest), Option.some(index))
+      const found = Option.getOrThrow(yield* store.file(bundle.digest, "assets/index.html"))
+      assert.strictEqual(found.path, "assets/index.html")
+      assert.strictEqual(found.bytes, 11)
+      assert.strictEqual(yield* collect(found.content), "<h1>hi</h1>")
+      const css = Option.getOrThrow(yield* store.file(bundle.digest, "assets/app.css"))
+      assert.strictEqual(yield* collect(css.content), "h1 { color: teal }")
+      assert.isTrue(Option.isNone(yield* store.file(bundle.digest, "assets/missing.js")))
+      assert.isTrue(Option.isNone(yield* store.file(sha256(text("unknown bundle")), "assets/index.html")))
+    })
+  )
+
+  it.effect("indexing a bundle again keeps the first index, also for a store opened later", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const store = yield* ArtifactStoreDisk.make(dir)
+      const bundle = yield* store.put(streamOfBytes(text("bundle")))
+      const tar = yield* store.put(streamOfBytes(text("ab")))
+      const first: Deployments.BundleIndex = { tar: tar.digest, files: [{ path: "assets/a", offset: 0, bytes: 1 }] }
+      yield* store.putIndex(bundle.digest, first)
+      yield* store.putIndex(bundle.digest, { tar: tar.digest, files: [{ path: "assets/b", offset: 1, bytes: 1 }] })
+      const reopened = yield* ArtifactStoreDisk.make(dir)
+      assert.deepStrictEqual(yield* reopened.index(bundle.digest), Option.some(first))
+      assert.deepStrictEqual(
+        (yield* filesUnder(dir)).filter((file) => file.startsWith("tmp")),
+        [],
+        "no temporary file is left"
+      )
+    })
+  )
+
+  it.effect("layerConfig keeps artifacts under <SERVICE_DATA_DIR>/artifacts", () =>
+    Effect.gen(function* () {
+      const dataDir = yield* tempDir
+      const stored = yield* Effect.gen(function* () {
+        const store = yield* Deployments.ArtifactStore
+        return yield* store.put(streamOfBytes(text("configured")))
+      }).pipe(
+        Effect.provide(
+          ArtifactStoreDisk.layerConfig.pipe(
+            Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { SERVICE_DATA_DIR: dataDir } })))
+          )
+        )
+      )
+      const hex = stored.digest.slice("sha256:".length)
+      assert.deepStrictEqual(yield* filesUnder(dataDir), [Path.join("artifacts", "sha256", hex.slice(0, 2), hex)])
+    })
+  )
+
+  it.effect("dirConfig defaults to .hostplane/artifacts in the working directory", () =>
+    Effect.gen(function* () {
+      const dir = yield* ArtifactStoreDisk.dirConfig.pipe(
+        Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: {} })))
+      )
+      assert.strictEqual(dir, Path.resolve(".hostplane", "artifacts"))
+    })
+  )
+})

@@ -1,0 +1,28 @@
+import { Context, Effect, Stream } from "effect"
+import type { InvalidBundle, PayloadTooLarge } from "../errors/Errors.ts"
+import type { Digest } from "./ArtifactStore.ts"
+import type { Manifest } from "./Manifest.ts"
+
+/** An accepted bundle: stored under `digest` (the sha256 of its compressed bytes) and indexed. */
+export interface ReadBundle {
+  readonly digest: Digest
+  /** Compressed bytes, as uploaded. */
+  readonly bytes: number
+  /** Regular files in the tar. */
+  readonly files: number
+  readonly uncompressedBytes: number
+  readonly manifest: Manifest
+}
+
+/**
+ * Reads an uploaded gzipped tar in one streaming pass: enforces the bundle limits (413) and the layout and manifest
+ * rules (400 `invalid_bundle`) while the bytes stream into the ArtifactStore; a refused bundle commits nothing.
+ */
+export class BundleReader extends Context.Service<
+  BundleReader,
+  {
+    readonly read: <E>(
+      body: Stream.Stream<Uint8Array, E>
+    ) => Effect.Effect<ReadBundle, InvalidBundle | PayloadTooLarge | E>
+  }
+>()("@hostplane/core/deployments/BundleReader") {}

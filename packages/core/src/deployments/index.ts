@@ -1,0 +1,5 @@
+export * from "./ArtifactStore.ts"
+export * from "./BundleReader.ts"
+export * from "./Manifest.ts"
+export * from "./Deployment.ts"
+export * from "./DeploymentStore.ts"

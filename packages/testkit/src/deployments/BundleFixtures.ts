@@ -1,0 +1,171 @@
+import { randomBytes } from "node:crypto"
+import { createGzip, gzipSync } from "node:zlib"
+import { NodeStream } from "@effect/platform-node"
+import { Effect, Stream } from "effect"
+import * as TarStream from "tar-stream"
+
+/** One tar entry of a test bundle. */
+export interface BundleEntry {
+  /** Bytes go verbatim into a plain ustar header (for names that are not UTF-8); text goes through tar-stream. */
+  readonly name: string | Uint8Array
+  /** Default `file`. */
+  readonly type?: TarStream.Header["type"]
+  readonly content?: string | Uint8Array
+  readonly linkname?: string
+  /** Extra pax records; present (even empty) forces a pax header whose `path` record carries `name`. */
+  readonly pax?: Readonly<Record<string, string>>
+}
+
+const endOfArchive = 1024
+
+const collect = async (readable: AsyncIterable<unknown>): Promise<Buffer> => {
+  const chunks: Array<Buffer> = []
+  for await (const chunk of readable) chunks.push(Buffer.from(chunk as Uint8Array))
+  return Buffer.concat(chunks)
+}
+
+const octal = (value: number, width: number) => value.toString(8).padStart(width - 1, "0") + "\0"
+
+/** A ustar header and padded body written byte by byte, bypassing tar-stream's name encoding. */
+const rawEntry = (name: Uint8Array, content: Uint8Array): Buffer => {
+  const header = Buffer.alloc(512)
+  header.set(name.subarray(0, 100), 0)
+  header.write(octal(0o644, 8), 100, "latin1")
+  header.write(octal(0, 8), 108, "latin1")
+  header.write(octal(0, 8), 116, "latin1")
+  header.write(octal(content.byteLength, 12), 124, "latin1")
+  header.write(octal(0, 12), 136, "latin1")
+  header.write("        ", 148, "latin1")
+  header.write("0", 156, "latin1")
+  header.write("ustar\0", 257, "latin1")
+  header.write("00", 263, "latin1")
+  const sum = header.reduce((total, byte) => total + byte, 0)
+  header.write(sum.toString(8).padStart(6, "0") + "\0 ", 148, "latin1")
+  const padding = Buffer.alloc((512 - (content.byteLength % 512)) % 512)
+  return Buffer.concat([header, content, padding])
+}
+
+const packedEntry = async (entry: BundleEntry & { readonly name: string }): Promise<Buffer> => {
+  const pack = TarStream.pack()
+  const done = collect(pack)
+  const content = typeof entry.content === "string" ? Buffer.from(entry.content) : (entry.content ?? Buffer.alloc(0))
+  const type = entry.type ?? "file"
+  const header: Parameters<TarStream.Pack["entry"]>[0] = {
+    name: entry.name,
+    type,
+    mtime: new Date(0),
+    ...(entry.linkname === undefined ? {} : { linkname: entry.linkname }),
+    ...(entry.pax === undefined ? {} : { pax: { ...entry.pax } })
+  }
+  if (type === "file" || type === "contiguous-file") pack.entry(header, content)
+  else pack.entry(header).end(undefined)
+  pack.finalize()
+  const tar = await done
+  return tar.subarray(0, tar.byteLength - endOfArchive)
+}
+
+/** The tar archive of `entries`, in order, ended by the two zero blocks. */
+export const tarOf = (entries: ReadonlyArray<BundleEntry>): Effect.Effect<Uint8Array> =>
+  Effect.promise(async () => {
+    const parts: Array<Buffer> = []
+    for (const entry of entries) {
+      const content =
+        typeof entry.content === "string" ? Buffer.from(entry.content) : (entry.content ?? Buffer.alloc(0))
+      parts.push(
+        typeof entry.name === "string"
+          ? await packedEntry({ ...entry, name: entry.name })
+          : rawEntry(entry.name, content)
+      )
+    }
+    parts.push(Buffer.alloc(endOfArchive))
+    return Buffer.concat(parts)
+  })
+
+/** The gzipped tar of `entries`: a bundle as a client uploads it. */
+export const bundleOf = (entries: ReadonlyArray<BundleEntry>): Effect.Effect<Uint8Array> =>
+  Effect.map(tarOf(entries), (tar) => gzipSync(tar))
+
+/** `service.json` with `manifest` as its JSON text. */
+export const manifestEntry = (manifest: unknown = { name: "site" }): BundleEntry => ({
+  name: "service.json",
+  content: JSON.stringify(manifest)
+})
+
+/** A small valid bundle layout: manifest, one worker file, two assets and their folders. */
+export const sampleEntries: ReadonlyArray<BundleEntry> = [
+  manifestEntry({ name: "site", main: "worker/index.js", database: true, ai: false }),
+  { name: "worker/", type: "directory" },
+  { name: "worker/index.js", content: "export default { fetch: () => new Response('hi') }\n" },
+  { name: "assets/", type: "directory" },
+  { name: "assets/index.html", content: "<!doctype html><h1>hi</h1>\n" },
+  { name: "assets/css/app.css", content: "h1 { color: teal }\n" }
+]
+
+/** Bytes as an upload delivers them: in chunks of `chunkSize`. */
+export const streamOfBytes = (bytes: Uint8Array, chunkSize = 64 * 1024): Stream.Stream<Uint8Array> =>
+  Stream.fromIterable(
+    (function* () {
+      for (let offset = 0; offset < bytes.byteLength; offset += chunkSize) {
+        yield bytes.subarray(offset, Math.min(offset + chunkSize, bytes.byteLength))
+      }
+    })()
+  )
+
+export interface GeneratedBundle {
+  /** Files `assets/file-<n>.bin` after the manifest. */
+  readonly files: number
+  readonly fileBytes: number
+  /** `text`: a repeating 16 KiB block (inflates about a thousandfold); `random`: incompressible bytes. */
+  readonly content: "text" | "random"
+  /** gzip level, default 6; 0 stores the bytes uncompressed. */
+  readonly level?: number
+}
+
+const textBlock = Buffer.from(Array.from({ length: 16 * 1024 }, (_, i) => "hostplane bundle line\n".charCodeAt(i % 22)))
+
+/** Resolves once `sink` takes more bytes, or once it is closed (the reader stopped early). */
+const writeAll = (sink: ReturnType<TarStream.Pack["entry"]>, data: Uint8Array) =>
+  sink.write(data)
+    ? Promise.resolve()
+    : new Promise<void>((resolve) => {
+        const done = () => {
+          sink.off("drain", done)
+          sink.off("close", done)
+          resolve()
+        }
+        sink.on("drain", done)
+        sink.on("close", done)
+      })
+
+/** A large bundle generated while it is read, never held in memory whole; stops when the reader stops. */
+export const generatedBundle = (options: GeneratedBundle): Stream.Stream<Uint8Array> =>
+  NodeStream.fromReadable({
+    evaluate: () => {
+      const pack = TarStream.pack()
+      const gzip = createGzip({ level: options.level ?? 6 })
+      // Stopping early (the reader refused the bundle) closes gzip, which destroys pack and the open entry.
+      pack.on("error", () => {})
+      pack.pipe(gzip, () => {})
+      const fill = async () => {
+        pack.entry({ name: "service.json" }, JSON.stringify({ name: "generated" }))
+        for (let n = 0; n < options.files && !pack.destroying; n++) {
+          const sink = pack.entry({ name: `assets/file-${n}.bin`, size: options.fileBytes })
+          sink.on("error", () => {})
+          const ended = new Promise<void>((resolve) => {
+            sink.once("finish", () => resolve())
+            sink.once("close", () => resolve())
+          })
+          for (let written = 0; written < options.fileBytes && !sink.destroying;) {
+            const size = Math.min(textBlock.byteLength, options.fileBytes - written)
+            await writeAll(sink, options.content === "text" ? textBlock.subarray(0, size) : randomBytes(size))
+            written += size
+          }
+          if (!sink.destroying) sink.end(undefined)
+          await ended
+        }
+        if (!pack.destroying) pack.finalize()
+      }
+      void fill()
+      return gzip
+    }
+  }).pipe(Stream.orDie)
