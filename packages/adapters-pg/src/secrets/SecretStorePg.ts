@@ -1,0 +1,80 @@
+import { SecretStore } from "@hostplane/core/secrets/SecretStore"
+import { Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { Timestamp } from "../internal/Rows.ts"
+
+const MetaRow = Schema.Struct({ name: Schema.String, version: Schema.Number, updatedAt: Timestamp })
+
+const SealedRow = Schema.Struct({
+  projectId: Schema.String,
+  name: Schema.String,
+  version: Schema.Number,
+  keyId: Schema.String,
+  ciphertext: Schema.String,
+  updatedAt: Timestamp
+})
+
+/** `SecretStore` on PostgreSQL: a put is one upsert, so concurrent puts of a name get distinct versions. */
+export const layer = Layer.effect(
+  SecretStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const list = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: MetaRow,
+      execute: (projectId) =>
+        sql`SELECT name, version, updated_at FROM secrets WHERE project_id = ${projectId} ORDER BY name COLLATE "C"`
+    })
+    const listSealed = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: SealedRow,
+      execute: (projectId) =>
+        sql`SELECT project_id, name, version, key_id, ciphertext, updated_at FROM secrets
+            WHERE project_id = ${projectId} ORDER BY name COLLATE "C"`
+    })
+    const put = SqlSchema.findOne({
+      Request: Schema.Struct({
+        projectId: Schema.String,
+        name: Schema.String,
+        keyId: Schema.String,
+        ciphertext: Schema.String,
+        at: Schema.String
+      }),
+      Result: MetaRow,
+      execute: ({ projectId, name, keyId, ciphertext, at }) =>
+        sql`INSERT INTO secrets (project_id, name, version, key_id, ciphertext, updated_at)
+            VALUES (${projectId}, ${name}, 1, ${keyId}, ${ciphertext}, ${at}::timestamptz)
+            ON CONFLICT (project_id, name) DO UPDATE SET
+              version = secrets.version + 1,
+              key_id = EXCLUDED.key_id,
+              ciphertext = EXCLUDED.ciphertext,
+              updated_at = EXCLUDED.updated_at
+            RETURNING name, version, updated_at`
+    })
+
+    return SecretStore.of({
+      list: (projectId) => list(projectId).pipe(Effect.orDie),
+      put: (projectId, name, sealed, at) =>
+        put({ projectId, name, keyId: sealed.keyId, ciphertext: sealed.ciphertext, at }).pipe(Effect.orDie),
+      remove: (projectId, name) =>
+        sql`DELETE FROM secrets WHERE project_id = ${projectId} AND name = ${name} RETURNING name`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
+      listSealed: (projectId) =>
+        listSealed(projectId).pipe(
+          Effect.map((rows) =>
+            rows.map((row) => ({
+              projectId: row.projectId,
+              name: row.name,
+              version: row.version,
+              sealed: { keyId: row.keyId, ciphertext: row.ciphertext },
+              updatedAt: row.updatedAt
+            }))
+          ),
+          Effect.orDie
+        )
+    })
+  })
+)

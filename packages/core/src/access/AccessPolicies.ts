@@ -1,0 +1,288 @@
+import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { BadRequest, type Forbidden, NotFound } from "../errors/Errors.ts"
+import type { Actor } from "../kernel/Actor.ts"
+import { AuditLog } from "../kernel/Audit.ts"
+import { Policy } from "../kernel/Policy.ts"
+import { isoToMillis } from "../kernel/Time.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { Transactor } from "../kernel/Transactor.ts"
+import { OrgStore } from "../orgs/OrgStore.ts"
+import {
+  type AccessAuthorize,
+  type AccessBypass,
+  type AccessGrant,
+  type AccessPolicy,
+  type AuthorizeInput,
+  callbackPath,
+  codeTtl,
+  defaultAccessPolicy,
+  toAccessPolicy
+} from "./AccessPolicy.ts"
+import { safeNextPath, type SetAccessPolicyInput } from "./AccessRules.ts"
+import { AccessStore } from "./AccessStore.ts"
+import { PasswordHasher } from "./PasswordHasher.ts"
+
+/** Random bytes in a bypass secret and in a one-time code. */
+const secretBytes = 32
+
+/** Longer codes or secrets than this are refused unhashed: a real one is 43 characters. */
+const maxPresented = 256
+
+/** Compares two hex digests without an early exit. */
+const sameDigest = (a: string, b: string): boolean => {
+  if (a.length !== b.length) return false
+  let diff = 0
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i)
+  return diff === 0
+}
+
+/** A hostname as routed: lowercase ASCII (IDN labels in punycode), no trailing dot; none if it is not a host name. */
+const routedName = (input: string): Option.Option<string> => {
+  const trimmed = input.trim().toLowerCase().replace(/\.$/, "")
+  if (/^[a-z0-9.-]+$/.test(trimmed)) return Option.some(trimmed)
+  if (!/^[^\s/\\?#@:[\]%]+$/.test(trimmed) || !URL.canParse(`http://${trimmed}`)) return Option.none()
+  const converted = new URL(`http://${trimmed}`).hostname.replace(/\.$/, "")
+  return /^[a-z0-9.-]+$/.test(converted) ? Option.some(converted) : Option.none()
+}
+
+const passwordProblem = (password: string): string | undefined => {
+  const length = [...password].length
+  return length < 8 || length > 200 ? "the password must be 8 to 200 characters" : undefined
+}
+
+/**
+ * Access policy of spec 4.11 and the checks the edge runs before serving a deployment. The shared password is kept
+ * only as a scrypt hash, the bypass secret and the one-time codes only as SHA-256; none of them reaches a response
+ * (apart from the bypass, once), an audit row or a log.
+ */
+export class AccessPolicies extends Context.Service<
+  AccessPolicies,
+  {
+    readonly get: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<AccessPolicy, NotFound | Forbidden>
+    /** Mode `password` with no password given now or before is 400; leaving the password out keeps the stored one. */
+    readonly set: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      input: SetAccessPolicyInput
+    ) => Effect.Effect<AccessPolicy, NotFound | Forbidden | BadRequest>
+    /** Issues a new bypass secret, replacing any previous one. */
+    readonly newBypass: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<AccessBypass, NotFound | Forbidden>
+    /** Clears the bypass secret; succeeds when there is none. */
+    readonly revokeBypass: (actor: Actor, orgSlug: string, projectName: string) => Effect.Effect<void, NotFound | Forbidden>
+    /**
+     * A callback URL on the deployment's host with a one-time code for the caller: an unknown (or not yet active)
+     * hostname is 404, a `next` that is not a same-site path 400, a caller below viewer in the owning org 403.
+     */
+    readonly authorize: (
+      actor: Actor,
+      input: AuthorizeInput
+    ) => Effect.Effect<AccessAuthorize, NotFound | Forbidden | BadRequest>
+    /** The policy the edge enforces for a project; `public` when it never set one. */
+    readonly policyOf: (projectId: string) => Effect.Effect<AccessPolicy>
+    /** True only when the project's mode is `password` and `password` matches the stored hash. */
+    readonly checkPassword: (projectId: string, password: string) => Effect.Effect<boolean>
+    /** True when `secret` is the project's current bypass secret (the `Service-Access-Bypass` header), in any mode. */
+    readonly checkBypass: (projectId: string, secret: string) => Effect.Effect<boolean>
+    /**
+     * Redeems a one-time code at the host it was issued for: some grant when the code is known, unused, unexpired,
+     * issued for `host`, the host still routes to the same project and the user still belongs to the owning org.
+     * Every attempt uses the code up, whatever the answer. The edge then admits the user with `admitsRole`.
+     */
+    readonly exchangeCode: (host: string, code: string) => Effect.Effect<Option.Option<AccessGrant>>
+  }
+>()("@hostplane/core/access/AccessPolicies") {
+  static readonly layer = Layer.effect(
+    AccessPolicies,
+    Effect.gen(function* () {
+      const store = yield* AccessStore
+      const orgs = yield* OrgStore
+      const hasher = yield* PasswordHasher
+      const policy = yield* Policy
+      const audit = yield* AuditLog
+      const tokens = yield* Tokens
+      const tx = yield* Transactor
+
+      const now = Clock.currentTimeMillis
+      const iso = (ms: number) => new Date(ms).toISOString()
+
+      const policyOf = Effect.fn("AccessPolicies.policyOf")(function* (projectId: string) {
+        const row = yield* store.findPolicy(projectId)
+        return Option.isSome(row) ? toAccessPolicy(row.value) : defaultAccessPolicy
+      })
+
+      const get = Effect.fn("AccessPolicies.get")(function* (actor: Actor, orgSlug: string, projectName: string) {
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        return yield* policyOf(project.id)
+      })
+
+      const set = Effect.fn("AccessPolicies.set")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        input: SetAccessPolicyInput
+      ) {
+        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "admin")
+        const problem = input.password === undefined ? undefined : passwordProblem(input.password)
+        if (problem !== undefined) return yield* new BadRequest({ message: problem })
+        // Hashing is deliberately slow: it runs before the transaction, so the org lock is held only for the write.
+        const passwordHash = input.password === undefined ? null : yield* hasher.hash(input.password)
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            yield* orgs.lock(org.id)
+            const current = yield* store.findPolicy(project.id)
+            const hadPassword = Option.isSome(current) && current.value.passwordHash !== null
+            if (input.mode === "password" && passwordHash === null && !hadPassword) {
+              return yield* new BadRequest({ message: "mode password needs a password: none has been set yet" })
+            }
+            const at = iso(yield* now)
+            const row = yield* store.setPolicy(project.id, input.mode, passwordHash, at)
+            yield* audit.record({
+              action: "access.set",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: project.id,
+              data: { mode: input.mode, passwordChanged: passwordHash !== null },
+              at
+            })
+            return toAccessPolicy(row)
+          })
+        )
+      })
+
+      const newBypass = Effect.fn("AccessPolicies.newBypass")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string
+      ) {
+        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "admin")
+        const secret = yield* tokens.secret(secretBytes)
+        const hash = yield* tokens.hash(secret)
+        yield* tx.withTransaction(
+          Effect.gen(function* () {
+            yield* orgs.lock(org.id)
+            const at = iso(yield* now)
+            yield* store.setBypass(project.id, hash, at)
+            yield* audit.record({
+              action: "access.bypass.new",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: project.id,
+              data: {},
+              at
+            })
+          })
+        )
+        return { secret }
+      })
+
+      const revokeBypass = Effect.fn("AccessPolicies.revokeBypass")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string
+      ) {
+        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "admin")
+        yield* tx.withTransaction(
+          Effect.gen(function* () {
+            yield* orgs.lock(org.id)
+            const current = yield* store.findPolicy(project.id)
+            const had = Option.isSome(current) && current.value.bypassHash !== null
+            const at = iso(yield* now)
+            if (had) yield* store.setBypass(project.id, null, at)
+            yield* audit.record({
+              action: "access.bypass.revoke",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: project.id,
+              data: { revoked: had },
+              at
+            })
+          })
+        )
+      })
+
+      const authorize = Effect.fn("AccessPolicies.authorize")(function* (actor: Actor, input: AuthorizeInput) {
+        if (!safeNextPath(input.next)) {
+          return yield* new BadRequest({ message: "next must be a path on the same site, starting with one /" })
+        }
+        const name = routedName(input.to)
+        const host = Option.isSome(name) ? yield* store.findActiveHost(name.value) : Option.none()
+        if (Option.isNone(host)) return yield* new NotFound({ message: "this hostname is not served here" })
+        yield* policy.requireOrgRole(actor, host.value.orgId, "viewer")
+        const code = yield* tokens.secret(secretBytes)
+        const codeHash = yield* tokens.hash(code)
+        const issued = yield* now
+        yield* tx.withTransaction(
+          Effect.gen(function* () {
+            yield* store.purgeCodes(iso(issued))
+            yield* store.insertCode({
+              codeHash,
+              host: host.value.name,
+              projectId: host.value.projectId,
+              orgId: host.value.orgId,
+              userId: actor.userId,
+              expiresAt: iso(issued + Duration.toMillis(codeTtl)),
+              createdAt: iso(issued)
+            })
+          })
+        )
+        const url = `https://${host.value.name}${callbackPath}?code=${encodeURIComponent(code)}&next=${encodeURIComponent(input.next)}`
+        return { url }
+      })
+
+      const checkPassword = Effect.fn("AccessPolicies.checkPassword")(function* (projectId: string, password: string) {
+        const row = yield* store.findPolicy(projectId)
+        if (Option.isNone(row) || row.value.mode !== "password" || row.value.passwordHash === null) return false
+        if (passwordProblem(password) !== undefined) return false
+        return yield* hasher.verify(password, row.value.passwordHash)
+      })
+
+      const checkBypass = Effect.fn("AccessPolicies.checkBypass")(function* (projectId: string, secret: string) {
+        if (secret.length === 0 || secret.length > maxPresented) return false
+        const row = yield* store.findPolicy(projectId)
+        if (Option.isNone(row) || row.value.bypassHash === null) return false
+        return sameDigest(yield* tokens.hash(secret), row.value.bypassHash)
+      })
+
+      const exchangeCode = Effect.fn("AccessPolicies.exchangeCode")(function* (host: string, code: string) {
+        if (code.length === 0 || code.length > maxPresented) return Option.none<AccessGrant>()
+        const taken = yield* store.takeCode(yield* tokens.hash(code))
+        if (Option.isNone(taken)) return Option.none<AccessGrant>()
+        const row = taken.value
+        const name = routedName(host)
+        if (Option.isNone(name) || name.value !== row.host) return Option.none<AccessGrant>()
+        if ((yield* now) >= isoToMillis(row.expiresAt)) return Option.none<AccessGrant>()
+        const routed = yield* store.findActiveHost(row.host)
+        if (Option.isNone(routed) || routed.value.projectId !== row.projectId) return Option.none<AccessGrant>()
+        const role = yield* orgs.findMembership(row.orgId, row.userId)
+        if (Option.isNone(role)) return Option.none<AccessGrant>()
+        return Option.some<AccessGrant>({
+          userId: row.userId,
+          projectId: row.projectId,
+          orgId: row.orgId,
+          role: role.value
+        })
+      })
+
+      return AccessPolicies.of({
+        get,
+        set,
+        newBypass,
+        revokeBypass,
+        authorize,
+        policyOf,
+        checkPassword,
+        checkBypass,
+        exchangeCode
+      })
+    })
+  )
+}

@@ -1,0 +1,141 @@
+import { Context, Effect, Layer, Redacted } from "effect"
+import { BadRequest, type Forbidden, NotFound, ReservedName } from "../errors/Errors.ts"
+import type { Actor } from "../kernel/Actor.ts"
+import { AuditLog } from "../kernel/Audit.ts"
+import { Policy } from "../kernel/Policy.ts"
+import { nowIso } from "../kernel/Time.ts"
+import { Transactor } from "../kernel/Transactor.ts"
+import {
+  isReservedSecretName,
+  type OpenedSecret,
+  secretNamePattern,
+  type SecretMeta,
+  secretValueProblem
+} from "./Secret.ts"
+import { Sealer, secretContext } from "./Sealer.ts"
+import { SecretStore } from "./SecretStore.ts"
+
+/**
+ * Project secrets of spec 4.5: values are sealed before they are stored and never leave through the API, an audit row
+ * or a log; every put raises the version. Only `open` (for the runtime, not exposed over HTTP) reads them back.
+ */
+export class Secrets extends Context.Service<
+  Secrets,
+  {
+    readonly list: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<ReadonlyArray<SecretMeta>, NotFound | Forbidden>
+    /** Creates or replaces the secret; a bad name is 400 `bad_request`, a reserved one 400 `reserved_name`. */
+    readonly put: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      secretName: string,
+      value: Redacted.Redacted<string>
+    ) => Effect.Effect<SecretMeta, NotFound | Forbidden | BadRequest | ReservedName>
+    readonly remove: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      secretName: string
+    ) => Effect.Effect<void, NotFound | Forbidden>
+    /**
+     * Every secret of the project, opened, by name: the environment the runtime gives the project's worker. A value
+     * that no longer opens (a key missing from the ring, altered data) is a defect, never a silently empty secret.
+     */
+    readonly open: (projectId: string) => Effect.Effect<ReadonlyArray<OpenedSecret>>
+  }
+>()("@hostplane/core/secrets/Secrets") {
+  static readonly layer = Layer.effect(
+    Secrets,
+    Effect.gen(function* () {
+      const store = yield* SecretStore
+      const sealer = yield* Sealer
+      const policy = yield* Policy
+      const audit = yield* AuditLog
+      const tx = yield* Transactor
+
+      const list = Effect.fn("Secrets.list")(function* (actor: Actor, orgSlug: string, projectName: string) {
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        return yield* store.list(project.id)
+      })
+
+      const put = Effect.fn("Secrets.put")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        secretName: string,
+        value: Redacted.Redacted<string>
+      ) {
+        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        if (!secretNamePattern.test(secretName)) {
+          return yield* new BadRequest({
+            message: "a secret name is a letter or underscore followed by up to 127 letters, digits or underscores",
+            details: { pattern: secretNamePattern.source }
+          })
+        }
+        if (isReservedSecretName(secretName)) {
+          return yield* new ReservedName({
+            message: `${secretName} is reserved: DB, ASSETS and names starting SERVICE_ (in any case) belong to the service`
+          })
+        }
+        const problem = secretValueProblem(Redacted.value(value))
+        if (problem !== undefined) return yield* new BadRequest({ message: `the secret value ${problem}` })
+        const sealed = yield* sealer.seal(Redacted.value(value), secretContext(project.id, secretName))
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            const at = yield* nowIso
+            const meta = yield* store.put(project.id, secretName, sealed, at)
+            yield* audit.record({
+              action: "secret.set",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: project.id,
+              data: { name: secretName },
+              at
+            })
+            return meta
+          })
+        )
+      })
+
+      const remove = Effect.fn("Secrets.remove")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        secretName: string
+      ) {
+        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        yield* tx.withTransaction(
+          Effect.gen(function* () {
+            if (!(yield* store.remove(project.id, secretName))) {
+              return yield* new NotFound({ message: `secret ${secretName} not found` })
+            }
+            yield* audit.record({
+              action: "secret.delete",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: project.id,
+              data: { name: secretName },
+              at: yield* nowIso
+            })
+          })
+        )
+      })
+
+      const open = Effect.fn("Secrets.open")(function* (projectId: string) {
+        const rows = yield* store.listSealed(projectId)
+        return yield* Effect.forEach(rows, (row) =>
+          sealer.open(row.sealed, secretContext(projectId, row.name)).pipe(
+            Effect.map((plain): OpenedSecret => ({ name: row.name, version: row.version, value: Redacted.make(plain) })),
+            Effect.orDie
+          )
+        )
+      })
+
+      return Secrets.of({ list, put, remove, open })
+    })
+  )
+}

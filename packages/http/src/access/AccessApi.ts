@@ -1,0 +1,64 @@
+import { Access, Errors } from "@hostplane/core"
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Authentication } from "../auth/Authentication.ts"
+import { apiErrors } from "../errors/ApiError.ts"
+
+const project = { orgSlug: Schema.String, projectName: Schema.String }
+const access = apiErrors(Errors.NotFound, Errors.Forbidden)
+
+const describe = (...lines: ReadonlyArray<string>) => OpenApi.annotations({ description: lines.join(" ") })
+
+/** Spec 4.11: who may open a project's deployments, and the one-time codes the edge redeems. */
+export class AccessApi extends HttpApiGroup.make("access")
+  .add(
+    HttpApiEndpoint.get("get", "/orgs/:orgSlug/projects/:projectName/access", {
+      params: project,
+      success: Access.AccessPolicy,
+      error: access
+    }).annotateMerge(
+      describe("Viewer or higher. A project that never set a policy is `public`. No password is ever shown.")
+    ),
+    HttpApiEndpoint.put("set", "/orgs/:orgSlug/projects/:projectName/access", {
+      params: project,
+      payload: Access.SetAccessPolicyInput,
+      success: Access.AccessPolicy,
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
+    }).annotateMerge(
+      describe(
+        "Admin. `mode` is `public`, `org` (member or higher of the owning org) or `password` (one shared password,",
+        "8 to 200 characters, stored only as a scrypt hash). Omitting `password` keeps the stored one; mode",
+        "`password` when no password was ever set is 400 `bad_request`. Audit `access.set` (without the password)."
+      )
+    ),
+    HttpApiEndpoint.post("newBypass", "/orgs/:orgSlug/projects/:projectName/access/bypass", {
+      params: project,
+      success: Access.AccessBypass,
+      error: access
+    }).annotateMerge(
+      describe(
+        "Admin. Issues a bypass secret (32 random bytes, base64url), shown only in this response and stored as",
+        "SHA-256; it replaces the previous one. CI sends it as `Service-Access-Bypass: <secret>`. Audit",
+        "`access.bypass.new`."
+      )
+    ),
+    HttpApiEndpoint.delete("revokeBypass", "/orgs/:orgSlug/projects/:projectName/access/bypass", {
+      params: project,
+      success: HttpApiSchema.NoContent,
+      error: access
+    }).annotateMerge(describe("Admin. 204 even when there is no bypass; the policy is unchanged. Audit `access.bypass.revoke`.")),
+    HttpApiEndpoint.post("authorize", "/access/authorize", {
+      payload: Access.AuthorizeInput,
+      success: Access.AccessAuthorize,
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
+    }).annotateMerge(
+      describe(
+        "Login. `to` is an active hostname of a project (unknown or still pending: 404); `next` a path on that host",
+        "(starting with one `/`, else 400). The caller needs viewer or higher in the owning org, else 403. Answers",
+        "`https://<to>/__service/access/callback?code=<code>&next=<next, URL-encoded>`: the code is single use,",
+        "bound to `to`, and lives 60 seconds."
+      )
+    )
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Access policy", description: "Deployment access policy (spec 4.11)." })) {}

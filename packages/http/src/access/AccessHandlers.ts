@@ -1,0 +1,23 @@
+import { Access, Kernel } from "@hostplane/core"
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { ApiWithDevAuth } from "../Api.ts"
+
+const actor = Effect.service(Kernel.CurrentActor)
+
+export const AccessHandlers = HttpApiBuilder.group(
+  ApiWithDevAuth,
+  "access",
+  Effect.fn(function* (handlers) {
+    const policies = yield* Access.AccessPolicies
+    return handlers.handleAll({
+      get: ({ params }) => Effect.flatMap(actor, (a) => policies.get(a, params.orgSlug, params.projectName)),
+      set: ({ params, payload }) =>
+        Effect.flatMap(actor, (a) => policies.set(a, params.orgSlug, params.projectName, payload)),
+      newBypass: ({ params }) => Effect.flatMap(actor, (a) => policies.newBypass(a, params.orgSlug, params.projectName)),
+      revokeBypass: ({ params }) =>
+        Effect.flatMap(actor, (a) => policies.revokeBypass(a, params.orgSlug, params.projectName)),
+      authorize: ({ payload }) => Effect.flatMap(actor, (a) => policies.authorize(a, payload))
+    })
+  })
+)

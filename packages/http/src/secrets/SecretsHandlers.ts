@@ -1,0 +1,26 @@
+import { Kernel, Secrets } from "@hostplane/core"
+import { Effect, Redacted } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { ApiWithDevAuth } from "../Api.ts"
+
+const actor = Effect.service(Kernel.CurrentActor)
+
+export const SecretsHandlers = HttpApiBuilder.group(
+  ApiWithDevAuth,
+  "secrets",
+  Effect.fn(function* (handlers) {
+    const secrets = yield* Secrets.Secrets
+    return handlers.handleAll({
+      list: ({ params }) =>
+        Effect.flatMap(actor, (a) => secrets.list(a, params.orgSlug, params.projectName)).pipe(
+          Effect.map((items) => ({ items }))
+        ),
+      put: ({ params, payload }) =>
+        Effect.flatMap(actor, (a) =>
+          secrets.put(a, params.orgSlug, params.projectName, params.secretName, Redacted.make(payload.value))
+        ),
+      remove: ({ params }) =>
+        Effect.flatMap(actor, (a) => secrets.remove(a, params.orgSlug, params.projectName, params.secretName))
+    })
+  })
+)

@@ -1,0 +1,225 @@
+import { hooks, Kernel, Operations, Secrets, services } from "@hostplane/core"
+import { Effect, Layer, Logger, Redacted } from "effect"
+import { describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { auditOf, type Reply, unique, useSuite } from "./support/TestServer.ts"
+
+describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
+  // Every log line the server writes while handling requests, to check that no secret value reaches a log.
+  const logs: Array<string> = []
+  const captureLogs = Logger.layer([Logger.map(Logger.formatJson, (line) => void logs.push(line))])
+  const suite = useSuite(stores, {}, captureLogs)
+  const { api, newOrg, withRole } = suite
+
+  const newProject = async (slug: string) => {
+    const name = unique("app")
+    const reply = await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: suite.admin.token })
+    expect(reply.status).toBe(201)
+    return { name, id: reply.body.id as string }
+  }
+  const secretsOf = (slug: string, project: string) => `/v1/orgs/${slug}/projects/${project}/secrets`
+  const everything = async (slug: string, replies: ReadonlyArray<Reply>) =>
+    JSON.stringify({
+      replies: replies.map((reply) => reply.body),
+      audit: await suite.server.run(Effect.flatMap(Effect.service(Kernel.AuditLog), (audit) => audit.list({}))),
+      org: await auditOf(suite.server, slug),
+      logs
+    })
+
+  it("PUT secret is 200 SecretMeta { name, version, updatedAt }; every put raises version; GET lists names and versions", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const first = await api.put(`${secretsOf(slug, project.name)}/API_KEY`, { value: "first-value-9f2c" }, { token: suite.admin.token })
+    expect(first.status).toBe(200)
+    expect(Object.keys(first.body).sort()).toEqual(["name", "updatedAt", "version"])
+    expect(first.body).toMatchObject({ name: "API_KEY", version: 1 })
+    expect(new Date(first.body.updatedAt).toISOString()).toBe(first.body.updatedAt)
+    const second = await api.put(`${secretsOf(slug, project.name)}/API_KEY`, { value: "first-value-9f2c" }, { token: suite.admin.token })
+    expect(second.body.version).toBe(2)
+    await api.put(`${secretsOf(slug, project.name)}/A_OTHER`, { value: "x" }, { token: suite.admin.token })
+    const list = await api.get(secretsOf(slug, project.name), { token: suite.admin.token })
+    expect(list.status).toBe(200)
+    expect(list.body).toEqual({
+      items: [
+        { name: "API_KEY", version: 2, updatedAt: second.body.updatedAt },
+        { name: "A_OTHER", version: 1, updatedAt: expect.any(String) }
+      ]
+    })
+  })
+
+  it("the value is sealed with its key id and never appears in a response, an audit row or a log", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const value = `hunter2-${unique("v")}-p@ss`
+    const member = await withRole(slug, "member")
+    const replies = [
+      await api.put(`${secretsOf(slug, project.name)}/DB_PASSWORD`, { value }, { token: member.token }),
+      await api.put(`${secretsOf(slug, project.name)}/DB_PASSWORD`, { value }, { token: member.token }),
+      await api.get(secretsOf(slug, project.name), { token: member.token }),
+      await api.put(`${secretsOf(slug, project.name)}/DB`, { value }, { token: member.token }),
+      await api.put(`${secretsOf(slug, project.name)}/bad-name`, { value }, { token: member.token }),
+      await api.get(`/v1/orgs/${slug}/projects/${project.name}`, { token: member.token }),
+      await api.get(`/v1/orgs/${slug}/projects/${project.name}/overview`, { token: member.token }),
+      await api.delete(`${secretsOf(slug, project.name)}/DB_PASSWORD`, undefined, { token: member.token })
+    ]
+    expect(replies.map((reply) => reply.status)).toEqual([200, 200, 200, 400, 400, 200, 200, 204])
+    expect(logs.some((line) => line.includes("request"))).toBe(true)
+    expect(await everything(slug, replies)).not.toContain(value)
+    const events = (await auditOf(suite.server, slug)).filter((event) => event.action.startsWith("secret."))
+    expect(events.map((event) => [event.action, event.actorId, event.target, event.data])).toEqual([
+      ["secret.set", member.userId, project.id, { name: "DB_PASSWORD" }],
+      ["secret.set", member.userId, project.id, { name: "DB_PASSWORD" }],
+      ["secret.delete", member.userId, project.id, { name: "DB_PASSWORD" }]
+    ])
+  })
+
+  it("the stored row holds only the sealed value and its key id; the core opens it for the runtime", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const value = `opened-${unique("v")}-é€😀`
+    expect((await api.put(`${secretsOf(slug, project.name)}/TOKEN`, { value }, { token: suite.admin.token })).status).toBe(200)
+    const { stored, opened, keyId } = await suite.server.run(
+      Effect.gen(function* () {
+        const sealer = yield* Secrets.Sealer
+        return {
+          keyId: sealer.activeKeyId,
+          stored: yield* (yield* Secrets.SecretStore).listSealed(project.id),
+          opened: yield* (yield* Secrets.Secrets).open(project.id)
+        }
+      }).pipe(Effect.provide(services))
+    )
+    expect(stored).toHaveLength(1)
+    expect(stored[0]!.sealed.keyId).toBe(keyId)
+    expect(JSON.stringify(stored)).not.toContain(value)
+    expect(opened.map((secret) => [secret.name, secret.version])).toEqual([["TOKEN", 1]])
+    expect(JSON.stringify(opened)).not.toContain(value)
+    expect(String(opened[0]!.value)).toBe("<redacted>")
+    expect(Redacted.value(opened[0]!.value)).toBe(value)
+  })
+
+  it("a name outside ^[A-Za-z_][A-Za-z0-9_]{0,127}$ is 400 bad_request", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    for (const name of ["1ABC", "A-B", "A%20B", "%C3%84", "A.B", `A${"B".repeat(128)}`]) {
+      const reply = await api.put(`${secretsOf(slug, project.name)}/${name}`, { value: "v" }, { token: suite.admin.token })
+      expect(reply.status, name).toBe(400)
+      expect(reply.body.code, name).toBe("bad_request")
+    }
+    const longest = await api.put(`${secretsOf(slug, project.name)}/_${"x".repeat(127)}`, { value: "v" }, { token: suite.admin.token })
+    expect(longest.status).toBe(200)
+  })
+
+  it("DB, ASSETS and any name starting SERVICE_ are 400 reserved_name, in any case", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    for (const name of ["DB", "ASSETS", "SERVICE_", "SERVICE_TOKEN", "db", "assets", "Service_Token"]) {
+      const reply = await api.put(`${secretsOf(slug, project.name)}/${name}`, { value: "v" }, { token: suite.admin.token })
+      expect(reply.status, name).toBe(400)
+      expect(reply.body.code, name).toBe("reserved_name")
+    }
+    for (const name of ["DBX", "MY_DB", "ASSETS_URL", "SERVICES", "X_SERVICE_Y"]) {
+      const reply = await api.put(`${secretsOf(slug, project.name)}/${name}`, { value: "v" }, { token: suite.admin.token })
+      expect(reply.status, name).toBe(200)
+    }
+    expect((await api.get(secretsOf(slug, project.name), { token: suite.admin.token })).body.items).toHaveLength(5)
+  })
+
+  it("the value is at most 64 KiB of UTF-8 and well-formed; a bad body is 400 bad_request without echoing the value", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const path = `${secretsOf(slug, project.name)}/BIG`
+    expect((await api.put(path, { value: "k".repeat(65536) }, { token: suite.admin.token })).status).toBe(200)
+    expect((await api.put(path, { value: "€".repeat(21845) }, { token: suite.admin.token })).status).toBe(200)
+    expect((await api.put(path, { value: "" }, { token: suite.admin.token })).status).toBe(200)
+    const tooBig = await api.put(path, { value: `${"q".repeat(65536)}Z` }, { token: suite.admin.token })
+    expect(tooBig.status).toBe(400)
+    expect(tooBig.body.code).toBe("bad_request")
+    expect(tooBig.body.details.issues).toEqual([{ path: ["value"], message: "must be at most 65536 bytes of UTF-8" }])
+    expect(JSON.stringify(tooBig.body)).not.toContain("qqqq")
+    const multiByte = await api.put(path, { value: "€".repeat(21846) }, { token: suite.admin.token })
+    expect(multiByte.status).toBe(400)
+    const loneSurrogate = await api.put(path, undefined, { token: suite.admin.token, raw: '{"value":"ab\\ud800cd"}' })
+    expect(loneSurrogate.status).toBe(400)
+    expect(loneSurrogate.body.code).toBe("bad_request")
+    for (const body of [{}, { value: 42 }, { value: null }]) {
+      const reply = await api.put(path, body, { token: suite.admin.token })
+      expect(reply.status).toBe(400)
+      expect(reply.body.code).toBe("bad_request")
+    }
+    expect((await api.get(secretsOf(slug, project.name), { token: suite.admin.token })).body.items).toEqual([
+      { name: "BIG", version: 3, updatedAt: expect.any(String) }
+    ])
+  })
+
+  it("DELETE secret is 204 and audited secret.delete; an unknown name is 404 not_found", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    await api.put(`${secretsOf(slug, project.name)}/GONE`, { value: "v" }, { token: suite.admin.token })
+    const reply = await api.delete(`${secretsOf(slug, project.name)}/GONE`, undefined, { token: suite.admin.token })
+    expect(reply.status).toBe(204)
+    expect(reply.body).toBe("")
+    const again = await api.delete(`${secretsOf(slug, project.name)}/GONE`, undefined, { token: suite.admin.token })
+    expect(again.status).toBe(404)
+    expect(again.body.code).toBe("not_found")
+    expect((await api.delete(`${secretsOf(slug, project.name)}/gone`, undefined, { token: suite.admin.token })).status).toBe(404)
+    expect((await api.get(secretsOf(slug, project.name), { token: suite.admin.token })).body.items).toEqual([])
+    const deletes = (await auditOf(suite.server, slug)).filter((event) => event.action === "secret.delete")
+    expect(deletes.map((event) => event.data)).toEqual([{ name: "GONE" }])
+    const recreated = await api.put(`${secretsOf(slug, project.name)}/GONE`, { value: "v" }, { token: suite.admin.token })
+    expect(recreated.body.version).toBe(1)
+  })
+
+  it("roles: member or higher for all three; a viewer gets 403, an outsider 404, a foreign or missing project 404, no login 401", async () => {
+    const slug = await newOrg()
+    const other = await newOrg()
+    const project = await newProject(slug)
+    const foreign = await newProject(other)
+    const viewer = await withRole(slug, "viewer")
+    const member = await withRole(slug, "member")
+    await api.put(`${secretsOf(slug, project.name)}/K`, { value: "v" }, { token: suite.admin.token })
+    const calls = (token: string | undefined, org: string, name: string) => {
+      const options = token === undefined ? {} : { token }
+      return Promise.all([
+        api.get(secretsOf(org, name), options),
+        api.put(`${secretsOf(org, name)}/K`, { value: "v" }, options),
+        api.delete(`${secretsOf(org, name)}/K`, undefined, options)
+      ])
+    }
+    expect((await calls(viewer.token, slug, project.name)).map((r) => [r.status, r.body.code])).toEqual([
+      [403, "forbidden"],
+      [403, "forbidden"],
+      [403, "forbidden"]
+    ])
+    for (const [token, org, name] of [
+      [suite.outsider.token, slug, project.name],
+      [suite.admin.token, slug, foreign.name],
+      [member.token, slug, foreign.name],
+      [suite.admin.token, slug, "missing"]
+    ] as const) {
+      expect((await calls(token, org, name)).map((r) => [r.status, r.body.code])).toEqual([
+        [404, "not_found"],
+        [404, "not_found"],
+        [404, "not_found"]
+      ])
+    }
+    expect((await calls(undefined, slug, project.name)).map((r) => r.status)).toEqual([401, 401, 401])
+    const ok = await calls(member.token, slug, project.name)
+    expect(ok.map((r) => r.status)).toEqual([200, 200, 204])
+  })
+
+  it("deleting the project (the durable operation) removes its secrets", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    await api.put(`${secretsOf(slug, project.name)}/K`, { value: "v" }, { token: suite.admin.token })
+    const started = await api.delete(`/v1/orgs/${slug}/projects/${project.name}`, { confirm: project.name }, { token: suite.admin.token })
+    expect(started.status).toBe(202)
+    await suite.server.run(
+      Effect.flatMap(Effect.service(Operations.OperationRunner), (runner) => runner.runOnce).pipe(
+        Effect.provide(Operations.OperationRunner.make().pipe(Layer.provide(hooks)))
+      )
+    )
+    expect((await api.get(`/v1/orgs/${slug}/projects/${project.name}`, { token: suite.admin.token })).status).toBe(404)
+    const left = await suite.server.run(Effect.flatMap(Effect.service(Secrets.SecretStore), (store) => store.listSealed(project.id)))
+    expect(left).toEqual([])
+  })
+})

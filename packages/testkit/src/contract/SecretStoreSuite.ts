@@ -1,0 +1,158 @@
+import { assert, layer } from "@effect/vitest"
+import { Kernel, Orgs, Projects, Secrets } from "@hostplane/core"
+import { Effect, Exit, type Layer, Schema } from "effect"
+import { at, makeOrg, minute, randomSuffix } from "./Fixtures.ts"
+
+/** What the secret contract needs beside `SecretStore`: secrets belong to projects, which belong to orgs. */
+export type SecretStoreSuiteServices = Secrets.SecretStore | Projects.ProjectStore | Orgs.OrgStore | Kernel.Transactor
+
+class Boom extends Schema.TaggedError<Boom>()("Boom", { message: Schema.String }) {}
+
+/** A new project (with its default hostname) in a new org. */
+export const givenProject = Effect.gen(function* () {
+  const org = makeOrg()
+  yield* (yield* Orgs.OrgStore).insert(org)
+  const name = `p-${randomSuffix()}`
+  const row: Projects.ProjectRow = {
+    id: `prj_${randomSuffix()}`,
+    orgId: org.id,
+    name,
+    hostname: `${name}.apps.contract.test`,
+    createdAt: at(0),
+    liveDeploymentId: null,
+    deletingSince: null
+  }
+  yield* (yield* Projects.ProjectStore).insert(row)
+  return row
+}).pipe(Effect.orDie)
+
+const sealed = (tag: string): Secrets.Sealed => ({ keyId: `k-${tag}`, ciphertext: `c2VhbGVk${tag}==` })
+
+/** The `SecretStore` contract: every adapter must pass it; projects are unique per test so a database may be shared. */
+export const secretStoreSuite = <E>(name: string, store: Layer.Layer<SecretStoreSuiteServices, E>): void =>
+  layer(store)(`${name}: SecretStore contract`, (it) => {
+    it.effect("the first put of a name is version 1 and each put raises it by one", () =>
+      Effect.gen(function* () {
+        const secrets = yield* Secrets.SecretStore
+        const project = yield* givenProject
+        assert.deepStrictEqual(yield* secrets.put(project.id, "API_KEY", sealed("a"), at(0)), {
+          name: "API_KEY",
+          version: 1,
+          updatedAt: at(0)
+        })
+        assert.deepStrictEqual(yield* secrets.put(project.id, "API_KEY", sealed("b"), at(minute)), {
+          name: "API_KEY",
+          version: 2,
+          updatedAt: at(minute)
+        })
+        assert.deepStrictEqual(yield* secrets.list(project.id), [{ name: "API_KEY", version: 2, updatedAt: at(minute) }])
+        assert.deepStrictEqual(yield* secrets.listSealed(project.id), [
+          { projectId: project.id, name: "API_KEY", version: 2, sealed: sealed("b"), updatedAt: at(minute) }
+        ])
+      })
+    )
+
+    it.effect("list and listSealed answer a project's secrets by name in code-unit order, names case-sensitive", () =>
+      Effect.gen(function* () {
+        const secrets = yield* Secrets.SecretStore
+        const project = yield* givenProject
+        for (const secret of ["b", "_x", "B", "a", "A"]) yield* secrets.put(project.id, secret, sealed(secret), at(0))
+        assert.deepStrictEqual(
+          (yield* secrets.list(project.id)).map((meta) => meta.name),
+          ["A", "B", "_x", "a", "b"]
+        )
+        assert.deepStrictEqual(
+          (yield* secrets.listSealed(project.id)).map((row) => [row.name, row.sealed.keyId]),
+          [
+            ["A", "k-A"],
+            ["B", "k-B"],
+            ["_x", "k-_x"],
+            ["a", "k-a"],
+            ["b", "k-b"]
+          ]
+        )
+      })
+    )
+
+    it.effect("projects are separate: the same name in two projects has its own version and value", () =>
+      Effect.gen(function* () {
+        const secrets = yield* Secrets.SecretStore
+        const first = yield* givenProject
+        const second = yield* givenProject
+        yield* secrets.put(first.id, "TOKEN", sealed("1"), at(0))
+        yield* secrets.put(first.id, "TOKEN", sealed("2"), at(0))
+        assert.strictEqual((yield* secrets.put(second.id, "TOKEN", sealed("3"), at(0))).version, 1)
+        assert.deepStrictEqual((yield* secrets.listSealed(second.id)).map((row) => row.sealed), [sealed("3")])
+        assert.deepStrictEqual(yield* secrets.list(`prj_${randomSuffix()}`), [])
+      })
+    )
+
+    it.effect("remove answers true once, then false; a later put of the name starts again at version 1", () =>
+      Effect.gen(function* () {
+        const secrets = yield* Secrets.SecretStore
+        const project = yield* givenProject
+        yield* secrets.put(project.id, "GONE", sealed("x"), at(0))
+        yield* secrets.put(project.id, "KEPT", sealed("y"), at(0))
+        assert.isTrue(yield* secrets.remove(project.id, "GONE"))
+        assert.isFalse(yield* secrets.remove(project.id, "GONE"))
+        assert.isFalse(yield* secrets.remove(project.id, "gone"))
+        assert.deepStrictEqual((yield* secrets.list(project.id)).map((meta) => meta.name), ["KEPT"])
+        assert.strictEqual((yield* secrets.put(project.id, "GONE", sealed("z"), at(minute))).version, 1)
+      })
+    )
+
+    it.effect("20 concurrent puts of one name get the versions 1 to 20, each once", () =>
+      Effect.gen(function* () {
+        const secrets = yield* Secrets.SecretStore
+        const project = yield* givenProject
+        const metas = yield* Effect.forEach(
+          Array.from({ length: 20 }, (_, i) => i),
+          (i) => secrets.put(project.id, "RACE", sealed(String(i)), at(i)),
+          { concurrency: "unbounded" }
+        )
+        assert.deepStrictEqual(
+          metas.map((meta) => meta.version).sort((a, b) => a - b),
+          Array.from({ length: 20 }, (_, i) => i + 1)
+        )
+        assert.strictEqual((yield* secrets.list(project.id))[0]?.version, 20)
+      })
+    )
+
+    it.effect("a put or remove inside a failed transaction leaves nothing behind", () =>
+      Effect.gen(function* () {
+        const secrets = yield* Secrets.SecretStore
+        const tx = yield* Kernel.Transactor
+        const project = yield* givenProject
+        yield* secrets.put(project.id, "STAYS", sealed("s"), at(0))
+        const exit = yield* Effect.exit(
+          tx.withTransaction(
+            Effect.gen(function* () {
+              yield* secrets.put(project.id, "STAYS", sealed("t"), at(minute))
+              yield* secrets.put(project.id, "NEW", sealed("n"), at(minute))
+              return yield* new Boom({ message: "roll back" })
+            })
+          )
+        )
+        assert.isTrue(Exit.isFailure(exit))
+        const removal = yield* Effect.exit(
+          tx.withTransaction(
+            Effect.andThen(secrets.remove(project.id, "STAYS"), Effect.fail(new Boom({ message: "roll back" })))
+          )
+        )
+        assert.isTrue(Exit.isFailure(removal))
+        assert.deepStrictEqual(yield* secrets.listSealed(project.id), [
+          { projectId: project.id, name: "STAYS", version: 1, sealed: sealed("s"), updatedAt: at(0) }
+        ])
+      })
+    )
+
+    it.effect("removing the project (ProjectStore.remove) removes its secrets", () =>
+      Effect.gen(function* () {
+        const secrets = yield* Secrets.SecretStore
+        const project = yield* givenProject
+        yield* secrets.put(project.id, "A", sealed("a"), at(0))
+        yield* (yield* Projects.ProjectStore).remove(project.id)
+        assert.deepStrictEqual(yield* secrets.listSealed(project.id), [])
+      })
+    )
+  })
