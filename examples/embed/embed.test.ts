@@ -1,12 +1,13 @@
 import { Kernel } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
+import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Layer } from "effect"
 import type { AddressInfo } from "node:net"
 import { expect, it } from "vitest"
 import { startHost } from "./host.ts"
 
 it("a host server mounts hostplane's /v1 beside its own routes", async () => {
-  const host = await startHost(Layer.merge(layerMemory, Kernel.Settings.make({ devAuth: true })))
+  const host = await startHost(Layer.mergeAll(layerMemory, Kernel.Settings.make({ devAuth: true }), dnsNone))
   try {
     const base = `http://127.0.0.1:${(host.server.address() as AddressInfo).port}`
     expect(await (await fetch(`${base}/`)).text()).toBe("the host's own page\n")

@@ -1,16 +1,20 @@
 // Run: DATABASE_URL=postgres://... npx node --conditions=@hostplane/source examples/embed/main.ts
 import * as Pg from "@hostplane/adapters-pg"
-import { Kernel } from "@hostplane/core"
+import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
+import { Hostnames, Kernel } from "@hostplane/core"
 import { Layer, Redacted } from "effect"
 import { startHost } from "./host.ts"
 
 const databaseUrl = process.env["DATABASE_URL"]
 if (databaseUrl === undefined) throw new Error("set DATABASE_URL to the host's PostgreSQL")
 
-// The host picks the adapters: PostgreSQL stores on its own database and its own settings.
-const ports = Layer.merge(
+// The host picks the adapters: PostgreSQL stores on its own database, its own settings, and the DNS resolvers that
+// custom hostnames are verified through (SERVICE_DNS_RESOLVERS, else the system's).
+const ports = Layer.mergeAll(
   Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layer(Redacted.make(databaseUrl)))),
-  Kernel.Settings.make({ publicUrl: "http://127.0.0.1:3000", devAuth: true })
+  Kernel.Settings.make({ publicUrl: "http://127.0.0.1:3000", devAuth: true }),
+  DnsResolverUdp.layerConfig,
+  Hostnames.HostedZones.layerNone
 )
 
 const host = await startHost(ports, 3000)

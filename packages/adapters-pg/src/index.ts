@@ -3,6 +3,7 @@ import * as AuditLogPg from "./kernel/AuditLogPg.ts"
 import * as TransactorPg from "./kernel/TransactorPg.ts"
 import * as MailOutboxPg from "./mail/MailOutboxPg.ts"
 import * as DeploymentStorePg from "./deployments/DeploymentStorePg.ts"
+import * as HostnameStorePg from "./hostnames/HostnameStorePg.ts"
 import * as OperationStorePg from "./operations/OperationStorePg.ts"
 import * as OrgStorePg from "./orgs/OrgStorePg.ts"
 import * as ProjectStorePg from "./projects/ProjectStorePg.ts"
@@ -11,7 +12,7 @@ import * as UserStorePg from "./identity/UserStorePg.ts"
 export * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 export * as PgDatabase from "./PgDatabase.ts"
 export { migrations } from "./migrations/index.ts"
-export { AuditLogPg, DeploymentStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, TransactorPg, UserStorePg }
+export { AuditLogPg, DeploymentStorePg, HostnameStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, TransactorPg, UserStorePg }
 
 /** Every store port of core on one `SqlClient` built by `PgDatabase` (it relies on that client's name transforms). */
 export const layer = Layer.mergeAll(
@@ -22,5 +23,6 @@ export const layer = Layer.mergeAll(
   TransactorPg.layer,
   ProjectStorePg.layer,
   OperationStorePg.layer,
-  DeploymentStorePg.layer
+  DeploymentStorePg.layer,
+  HostnameStorePg.layer
 )

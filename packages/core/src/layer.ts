@@ -1,5 +1,7 @@
 import { Effect, Layer } from "effect"
 import type { DeploymentStore } from "./deployments/DeploymentStore.ts"
+import { Hostnames } from "./hostnames/Hostnames.ts"
+import type { HostnameStore } from "./hostnames/HostnameStore.ts"
 import type { UserStore } from "./identity/UserStore.ts"
 import { Identity } from "./identity/Identity.ts"
 import type { AuditLog } from "./kernel/Audit.ts"
@@ -28,6 +30,7 @@ export type Stores =
   | ProjectStore
   | OperationStore
   | DeploymentStore
+  | HostnameStore
 
 /** Core's own hooks, added to whatever the host registered: project holdings and the project delete handler. */
 export const hooks = Layer.mergeAll(
@@ -47,14 +50,16 @@ export const hooks = Layer.mergeAll(
 
 /**
  * Every core service, with its ports left open: a host provides the `Stores`, `Settings`, and optionally an
- * `IdentityProvider`. The output also carries the hooks, so runners built beside it see every handler.
+ * `IdentityProvider`; hostname verification needs a `DnsResolver` and `HostedZones`. The output also carries the
+ * hooks, so runners built beside it see every handler.
  */
 export const services = Layer.mergeAll(
   Members.layer,
   Invites.layer,
   Notifications.layer,
   Identity.layer,
-  Projects.layer
+  Projects.layer,
+  Hostnames.layer
 ).pipe(
   Layer.provideMerge(Orgs.layer),
   Layer.provideMerge(Policy.layer),

@@ -1,4 +1,5 @@
 import { HttpApi, OpenApi } from "effect/http-api"
+import { HostnamesApi } from "./hostnames/HostnamesApi.ts"
 import { DevAuthApi, IdentityApi } from "./identity/IdentityApi.ts"
 import { InvitesApi, MembersApi, OrgsApi } from "./orgs/OrgsApi.ts"
 import { ProjectsApi } from "./projects/ProjectsApi.ts"
@@ -18,6 +19,7 @@ export class Api extends HttpApi.make("hostplane")
   .add(MembersApi)
   .add(InvitesApi)
   .add(ProjectsApi)
+  .add(HostnamesApi)
   .prefix("/v1")
   .annotateMerge(OpenApi.annotations({ title: "hostplane control API", version: "1", description })) {}
 

@@ -1,10 +1,11 @@
-import { Kernel, services, type Stores } from "@hostplane/core"
+import { type Hostnames, Kernel, services, type Stores } from "@hostplane/core"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { Api, ApiWithDevAuth } from "./Api.ts"
 import { AuthenticationLive } from "./auth/Authentication.ts"
 import { DevAuthHandlers, IdentityHandlers } from "./identity/IdentityHandlers.ts"
+import { HostnamesHandlers } from "./hostnames/HostnamesHandlers.ts"
 import { InvitesHandlers, MembersHandlers, OrgsHandlers } from "./orgs/OrgsHandlers.ts"
 import { ProjectsHandlers } from "./projects/ProjectsHandlers.ts"
 import { type KnownRoute, requestPipeline, routePattern } from "./server/RequestPipeline.ts"
@@ -23,7 +24,8 @@ const handlers = Layer.mergeAll(
   OrgsHandlers,
   MembersHandlers,
   InvitesHandlers,
-  ProjectsHandlers
+  ProjectsHandlers,
+  HostnamesHandlers
 ).pipe(
   Layer.provide(AuthenticationLive)
 )
@@ -50,8 +52,8 @@ export const routes = Layer.unwrap(
   })
 )
 
-/** The ports the routes need from the host: the stores and the settings. */
-export type Ports = Stores | Kernel.Settings
+/** The ports the routes need from the host: the stores, the settings and the DNS that hostname verification asks. */
+export type Ports = Stores | Kernel.Settings | Hostnames.DnsResolver | Hostnames.HostedZones
 
 /** Routes with the core services built in; the host provides `Ports` (and optionally an `IdentityProvider`). */
 export const app = routes.pipe(Layer.provide(services))

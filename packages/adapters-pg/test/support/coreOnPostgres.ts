@@ -1,7 +1,8 @@
-import { AuditLogPg, DeploymentStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, TransactorPg, UserStorePg } from "@hostplane/adapters-pg"
+import { AuditLogPg, DeploymentStorePg, HostnameStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, TransactorPg, UserStorePg } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { services } from "@hostplane/core"
 import { Settings } from "@hostplane/core/kernel/Settings"
+import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import type { OrgStore } from "@hostplane/core/orgs/OrgStore"
 import { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
@@ -19,7 +20,9 @@ export const coreOnPostgres = (orgStore: Layer.Layer<OrgStore, never, SqlClient.
         ProjectStorePg.layer,
         OperationStorePg.layer,
         DeploymentStorePg.layer,
-        Settings.make()
+        HostnameStorePg.layer,
+        Settings.make(),
+        dnsNone
       )
     ),
     Layer.provideMerge(TestDatabase.layer)

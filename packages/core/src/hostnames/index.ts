@@ -1,3 +1,7 @@
 export * from "./DnsResolver.ts"
 export * from "./HostedZones.ts"
+export * from "./Hostname.ts"
 export * from "./HostnameName.ts"
+export * from "./Hostnames.ts"
+export * from "./HostnameStore.ts"
+export * from "./HostnameVerifier.ts"

@@ -1,5 +1,6 @@
 import { Identity, Kernel, Mail, Orgs, services } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
+import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 
@@ -14,7 +15,7 @@ export const coreMemory = (
     Layer.succeed(Orgs.OrgHoldings, options.holdings ?? []),
     Layer.succeed(Orgs.OrgSubscriptionCheck, options.hasSubscription ?? (() => Effect.succeed(false)))
   )
-  return services.pipe(Layer.provideMerge(Layer.mergeAll(layerMemory, Kernel.Settings.make(), hooks)))
+  return services.pipe(Layer.provideMerge(Layer.mergeAll(layerMemory, Kernel.Settings.make(), dnsNone, hooks)))
 }
 
 export type Core = Layer.Success<ReturnType<typeof coreMemory>>

@@ -1,7 +1,8 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import * as Pg from "@hostplane/adapters-pg"
 import { IdentityProviderOAuth, MailTransportAuto } from "@hostplane/adapters-providers"
-import { hooks, Kernel, Mail, Operations } from "@hostplane/core"
+import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
+import { hooks, Hostnames, Kernel, Mail, Operations } from "@hostplane/core"
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
@@ -15,7 +16,8 @@ const embeddedMode = Effect.map(Config.option(Config.String("DATABASE_URL")), (u
 
 /**
  * The standalone server: PostgreSQL (embedded unless `DATABASE_URL`), mail through SMTP or the outbox folder,
- * the optional identity provider, the mail runner, and the `/v1` routes on `SERVICE_LISTEN`.
+ * the optional identity provider, the mail, operation and hostname verification runners, and the `/v1` routes on
+ * `SERVICE_LISTEN`.
  */
 export const ServerLive = Layer.unwrap(
   Effect.gen(function* () {
@@ -25,6 +27,9 @@ export const ServerLive = Layer.unwrap(
     const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig()))
     const mail = Mail.MailRunner.background().pipe(Layer.provide(MailTransportAuto.layerConfig))
     const operations = Operations.OperationRunner.background()
+    // Hostname ownership is checked through SERVICE_DNS_RESOLVERS (else the system's); no zone is hosted yet.
+    const dns = Layer.merge(DnsResolverUdp.layerConfig, Hostnames.HostedZones.layerNone)
+    const hostnames = Hostnames.HostnameVerifier.background()
     const announce = Layer.effectDiscard(
       Effect.gen(function* () {
         const current = yield* Kernel.Settings
@@ -39,9 +44,13 @@ export const ServerLive = Layer.unwrap(
       })
     )
     // Runners see core's hooks (the project delete handler) through the same layer the services use.
-    const ports = Layer.mergeAll(mail, operations.pipe(Layer.provide(hooks)), IdentityProviderOAuth.layerConfig, announce).pipe(
-      Layer.provideMerge(Layer.merge(stores, settings))
-    )
+    const ports = Layer.mergeAll(
+      mail,
+      operations.pipe(Layer.provide(hooks)),
+      hostnames,
+      IdentityProviderOAuth.layerConfig,
+      announce
+    ).pipe(Layer.provideMerge(Layer.mergeAll(stores, settings, dns)))
     // Ports first: the socket is bound only once the database is up, so no early request waits on a missing handler.
     return HttpRouter.serve(app, { disableLogger: true }).pipe(
       Layer.provide(NodeHttpServer.layer(createServer, { host: listen.host, port: listen.port })),

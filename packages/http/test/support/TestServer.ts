@@ -1,13 +1,17 @@
 import { afterAll, beforeAll } from "vitest"
-import { Kernel, Orgs } from "@hostplane/core"
+import { type Hostnames, Kernel, Orgs } from "@hostplane/core"
+import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Layer, Logger, Option } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import type { Ports } from "../../src/App.ts"
 import { makeNodeListener } from "../../src/server/NodeListener.ts"
 
-/** The store ports a backend provides; settings come from the test. */
-export type Stores = Exclude<Ports, Kernel.Settings>
+/** The store ports a backend provides; settings and DNS come from the test. */
+export type Stores = Exclude<Ports, Kernel.Settings | Dns>
+
+/** What hostname verification asks: a resolver and the hosted zones. */
+export type Dns = Hostnames.DnsResolver | Hostnames.HostedZones
 
 export interface TestServer {
   readonly url: string
@@ -21,10 +25,12 @@ export const startTestServer = async (
   stores: Layer.Layer<Stores, unknown>,
   settings: Partial<Kernel.SettingsShape> = {},
   /** Hooks of other areas (holdings, subscription check) built on the same stores. */
-  extra: Layer.Layer<never, unknown, Ports> = Layer.empty
+  extra: Layer.Layer<never, unknown, Ports> = Layer.empty,
+  /** DNS for hostname verification; by default no name exists (a `FakeDnsServer` resolver for hostname suites). */
+  dns: Layer.Layer<Dns, unknown> = dnsNone
 ): Promise<TestServer> => {
   const ports = extra.pipe(
-    Layer.provideMerge(Layer.merge(stores, Kernel.Settings.make({ devAuth: true, ...settings }))),
+    Layer.provideMerge(Layer.mergeAll(stores, Kernel.Settings.make({ devAuth: true, ...settings }), dns)),
     Layer.provide(Logger.layer([]))
   )
   const { listener, context, dispose } = await makeNodeListener(ports)
@@ -132,7 +138,8 @@ export interface Suite {
 export const useSuite = (
   stores: () => Layer.Layer<Stores, unknown>,
   settings: Partial<Kernel.SettingsShape> = {},
-  extra?: Layer.Layer<never, unknown, Ports>
+  extra?: Layer.Layer<never, unknown, Ports>,
+  dns?: Layer.Layer<Dns, unknown>
 ): Suite => {
   const suite = {} as { -readonly [K in keyof Suite]: Suite[K] }
   const api = client(() => suite.server.url)
@@ -154,7 +161,7 @@ export const useSuite = (
     return session
   }
   beforeAll(async () => {
-    suite.server = await startTestServer(stores(), settings, extra)
+    suite.server = await startTestServer(stores(), settings, extra, dns)
     suite.admin = await api.login(unique("admin"))
     suite.outsider = await api.login(unique("outsider"))
   })

@@ -1,6 +1,7 @@
 import type { Layer } from "effect"
 import type { Stores } from "../Stores.ts"
 import { auditLogSuite } from "./AuditLogSuite.ts"
+import { hostnameStoreSuite } from "./HostnameStoreSuite.ts"
 import { mailOutboxSuite } from "./MailOutboxSuite.ts"
 import { orgStoreSuite } from "./OrgStoreSuite.ts"
 import { transactorSuite } from "./TransactorSuite.ts"
@@ -13,4 +14,5 @@ export const contractSuites = <E>(name: string, stores: Layer.Layer<Stores, E>):
   mailOutboxSuite(name, stores)
   auditLogSuite(name, stores)
   transactorSuite(name, stores)
+  hostnameStoreSuite(name, stores)
 }

@@ -1,6 +1,7 @@
 export { auditLogSuite } from "./AuditLogSuite.ts"
 export { contractSuites } from "./ContractSuites.ts"
 export * as ContractFixtures from "./Fixtures.ts"
+export { hostnameStoreSuite, type HostnameStoreSuiteServices } from "./HostnameStoreSuite.ts"
 export { mailOutboxSuite } from "./MailOutboxSuite.ts"
 export { orgStoreSuite, type OrgStoreSuiteServices } from "./OrgStoreSuite.ts"
 export { transactorSuite } from "./TransactorSuite.ts"

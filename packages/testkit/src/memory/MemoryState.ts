@@ -35,6 +35,8 @@ export interface Tables {
   readonly projects: Map<string, Projects.ProjectRow>
   /** Keyed by hostname. */
   readonly hostnames: Map<string, HostnameRow>
+  /** When each pending hostname is next due for its background check (no entry: due at its `createdAt`). */
+  readonly hostnameChecks: Map<string, string>
   readonly operations: Map<string, Operations.OperationRow>
   readonly deployments: Map<string, Deployments.DeploymentRow>
 }
@@ -51,6 +53,7 @@ const emptyTables = (): Tables => ({
   audit: [],
   projects: new Map(),
   hostnames: new Map(),
+  hostnameChecks: new Map(),
   operations: new Map(),
   deployments: new Map()
 })

@@ -1,5 +1,6 @@
 export * as AuditLogMemory from "./AuditLogMemory.ts"
 export * as DeploymentStoreMemory from "./DeploymentStoreMemory.ts"
+export * as HostnameStoreMemory from "./HostnameStoreMemory.ts"
 export * as MailOutboxMemory from "./MailOutboxMemory.ts"
 export { MemoryState } from "./MemoryState.ts"
 export * as OperationStoreMemory from "./OperationStoreMemory.ts"

@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import type { Stores } from "../Stores.ts"
 import * as AuditLogMemory from "./AuditLogMemory.ts"
 import * as DeploymentStoreMemory from "./DeploymentStoreMemory.ts"
+import * as HostnameStoreMemory from "./HostnameStoreMemory.ts"
 import * as MailOutboxMemory from "./MailOutboxMemory.ts"
 import { MemoryState } from "./MemoryState.ts"
 import * as OperationStoreMemory from "./OperationStoreMemory.ts"
@@ -19,5 +20,6 @@ export const layerMemory: Layer.Layer<Stores> = Layer.mergeAll(
   TransactorMemory.layer,
   ProjectStoreMemory.layer,
   OperationStoreMemory.layer,
-  DeploymentStoreMemory.layer
+  DeploymentStoreMemory.layer,
+  HostnameStoreMemory.layer
 ).pipe(Layer.provide(MemoryState.layer))

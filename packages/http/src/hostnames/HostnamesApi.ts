@@ -1,0 +1,60 @@
+import { Errors, Hostnames } from "@hostplane/core"
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Authentication } from "../auth/Authentication.ts"
+import { apiErrors } from "../errors/ApiError.ts"
+
+const project = { orgSlug: Schema.String, projectName: Schema.String }
+const hostname = { ...project, host: Schema.String }
+const base = "/orgs/:orgSlug/projects/:projectName/hostnames"
+const describe = (description: string) => OpenApi.annotations({ description })
+
+/** Spec 4.4: custom hostnames, reserved on add and routed once ownership is proven. */
+export class HostnamesApi extends HttpApiGroup.make("hostnames")
+  .add(
+    HttpApiEndpoint.get("list", base, {
+      params: project,
+      success: Hostnames.HostnameList,
+      error: apiErrors(Errors.NotFound, Errors.Forbidden)
+    }).annotateMerge(
+      describe("viewer. The default hostname first (`kind: default`, always `active`), then custom ones.")
+    ),
+    HttpApiEndpoint.post("add", base, {
+      params: project,
+      payload: Hostnames.AddHostnameInput,
+      success: Hostnames.Hostname,
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.HostnameTaken)
+    }).annotateMerge(
+      describe(
+        [
+          "member. The name is normalized to lowercase punycode without a trailing dot; wildcards, IP addresses and",
+          "names under the service's own domains are 400 `bad_request` (`details.reason` says why). The record starts",
+          "`pending_dns` with a random `verify` TXT record and reserves the name in every org; the same project adding",
+          "it again gets the existing row unchanged. Ownership is proven by the TXT record, by a CNAME of the name to",
+          "`cname` (the fallback origin), or by the name lying in a DNS zone of the same org; a check runs every minute",
+          "and on `POST .../verify`. Audit `hostname.add`."
+        ].join(" ")
+      )
+    ),
+    HttpApiEndpoint.delete("remove", `${base}/:host`, {
+      params: hostname,
+      success: HttpApiSchema.NoContent,
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
+    }).annotateMerge(
+      describe("member. Stops routing the name and frees it. The default hostname is 400. Audit `hostname.delete`.")
+    ),
+    HttpApiEndpoint.post("verify", `${base}/:host/verify`, {
+      params: hostname,
+      success: Hostnames.Hostname,
+      error: apiErrors(Errors.NotFound, Errors.Forbidden)
+    }).annotateMerge(
+      describe(
+        "member. Checks ownership now: on success the status becomes `active` and `verifiedAt` is set; otherwise " +
+          "the status is unchanged and `lastError` holds what DNS showed. An `active` name is answered unchanged."
+      )
+    )
+  )
+  .middleware(Authentication)
+  .annotateMerge(
+    OpenApi.annotations({ title: "Hostnames", description: "Custom hostnames of a project (spec 4.4)." })
+  ) {}

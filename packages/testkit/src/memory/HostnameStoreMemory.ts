@@ -1,0 +1,86 @@
+import { Errors, Hostnames } from "@hostplane/core"
+import { Effect, Layer, Option } from "effect"
+import { MemoryState, type MemoryStore, read, type Tables, write } from "./MemoryState.ts"
+
+const dueAt = (tables: Tables, row: Hostnames.HostnameRow): string =>
+  tables.hostnameChecks.get(row.name) ?? row.createdAt
+
+const byListOrder = (a: Hostnames.HostnameRow, b: Hostnames.HostnameRow): number =>
+  a.kind !== b.kind
+    ? a.kind === "default"
+      ? -1
+      : 1
+    : a.createdAt !== b.createdAt
+      ? a.createdAt < b.createdAt
+        ? -1
+        : 1
+      : a.name < b.name
+        ? -1
+        : a.name > b.name
+          ? 1
+          : 0
+
+/** Applies `f` to the row `name` when it carries `verifyToken`; answers the row as it then stands. */
+const updateOwn = (
+  store: MemoryStore,
+  name: string,
+  verifyToken: string,
+  f: (row: Hostnames.HostnameRow) => Hostnames.HostnameRow
+) =>
+  write(store, (tables) => {
+    const row = tables.hostnames.get(name)
+    if (row === undefined || row.verifyToken !== verifyToken) return Option.none<Hostnames.HostnameRow>()
+    const next = f(row)
+    tables.hostnames.set(name, next)
+    return Option.some(next)
+  })
+
+/** `HostnameStore` on the shared memory state; names are unique across projects, as the default rows of projects. */
+export const make = (store: MemoryStore): Hostnames.HostnameStore["Service"] =>
+  Hostnames.HostnameStore.of({
+    find: (name) => read(store, (tables) => Option.fromNullishOr(tables.hostnames.get(name))),
+    listByProject: (projectId) =>
+      read(store, (tables) =>
+        [...tables.hostnames.values()].filter((row) => row.projectId === projectId).sort(byListOrder)
+      ),
+    insert: (row) =>
+      Effect.flatMap(
+        write(store, (tables) => {
+          if (tables.hostnames.has(row.name)) return false
+          if (!tables.projects.has(row.projectId)) throw new Error(`no project ${row.projectId}`)
+          tables.hostnames.set(row.name, row)
+          tables.hostnameChecks.set(row.name, row.createdAt)
+          return true
+        }),
+        (inserted) =>
+          inserted ? Effect.void : Effect.fail(new Errors.HostnameTaken({ message: "this hostname is already in use" }))
+      ),
+    remove: (name) =>
+      write(store, (tables) => {
+        tables.hostnames.delete(name)
+        tables.hostnameChecks.delete(name)
+      }),
+    markActive: (name, verifyToken, at) =>
+      updateOwn(store, name, verifyToken, (row) => ({
+        ...row,
+        status: "active",
+        lastError: null,
+        verifiedAt: row.verifiedAt ?? at
+      })),
+    recordFailure: (name, verifyToken, error) =>
+      updateOwn(store, name, verifyToken, (row) => (row.status === "pending_dns" ? { ...row, lastError: error } : row)),
+    claimDue: (now, nextCheckAt, limit) =>
+      write(store, (tables) => {
+        const due = [...tables.hostnames.values()]
+          .filter((row) => row.status === "pending_dns" && dueAt(tables, row) <= now)
+          .sort((a, b) => (dueAt(tables, a) < dueAt(tables, b) ? -1 : dueAt(tables, a) > dueAt(tables, b) ? 1 : 0))
+          .slice(0, Math.max(limit, 0))
+        for (const row of due) tables.hostnameChecks.set(row.name, nextCheckAt)
+        return due
+      })
+  })
+
+export const layer: Layer.Layer<Hostnames.HostnameStore, never, MemoryState> = Layer.effect(
+  Hostnames.HostnameStore,
+  Effect.map(Effect.service(MemoryState), make)
+)
