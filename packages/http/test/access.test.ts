@@ -221,6 +221,18 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
     expect((await api.post("/v1/access/authorize", { to: project.hostname, next: "/" })).status).toBe(401)
   })
 
+  it("authorize: a custom hostname still pending_dns is not a known host (404)", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const custom = `www.${unique("pending")}.example.com`
+    const added = await api.post(`/v1/orgs/${slug}/projects/${project.name}/hostnames`, { name: custom }, { token: suite.admin.token })
+    expect(added.status).toBe(200)
+    expect(added.body.status).toBe("pending_dns")
+    const reply = await api.post("/v1/access/authorize", { to: custom, next: "/" }, { token: suite.admin.token })
+    expect(reply.status).toBe(404)
+    expect(reply.body.code).toBe("not_found")
+  })
+
   it("a deleted project's hostname is no longer a known host, and its policy is gone", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)

@@ -1,11 +1,16 @@
 import { assert, layer } from "@effect/vitest"
-import { Access, type Kernel, type Orgs, Projects } from "@hostplane/core"
+import { Access, Hostnames, type Kernel, type Orgs, Projects } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
 import { at, day, iso, minute, randomSuffix } from "./Fixtures.ts"
 import { givenProject } from "./SecretStoreSuite.ts"
 
 /** What the access contract needs beside `AccessStore`: policies and codes belong to projects, hosts are theirs. */
-export type AccessStoreSuiteServices = Access.AccessStore | Projects.ProjectStore | Orgs.OrgStore | Kernel.Transactor
+export type AccessStoreSuiteServices =
+  | Access.AccessStore
+  | Projects.ProjectStore
+  | Orgs.OrgStore
+  | Kernel.Transactor
+  | Hostnames.HostnameStore
 
 const makeCode = (project: Projects.ProjectRow, overrides: Partial<Access.AccessCodeRow> = {}): Access.AccessCodeRow => ({
   codeHash: `code-${randomSuffix()}`,
@@ -142,6 +147,36 @@ export const accessStoreSuite = <E>(name: string, store: Layer.Layer<AccessStore
         assert.isTrue(Option.isNone(yield* access.takeCode(early.codeHash)))
         assert.isTrue(Option.isNone(yield* access.takeCode(edge.codeHash)))
         assert.deepStrictEqual(yield* access.takeCode(late.codeHash), Option.some(late))
+      })
+    )
+
+    it.effect("findActiveHost answers nothing for a custom hostname still pending_dns, its project once active", () =>
+      Effect.gen(function* () {
+        const access = yield* Access.AccessStore
+        const hostnames = yield* Hostnames.HostnameStore
+        const project = yield* givenProject
+        const token = `token-${randomSuffix()}`
+        const name = `www.h${randomSuffix()}.example`
+        yield* hostnames
+          .insert({
+            name,
+            projectId: project.id,
+            orgId: project.orgId,
+            kind: "custom",
+            status: "pending_dns",
+            verifyToken: token,
+            lastError: null,
+            createdAt: at(0),
+            verifiedAt: null
+          })
+          .pipe(Effect.orDie)
+        assert.isTrue(Option.isNone(yield* access.findActiveHost(name)))
+        yield* hostnames.markActive(name, token, at(minute))
+        assert.deepStrictEqual(
+          yield* access.findActiveHost(name),
+          Option.some({ name, projectId: project.id, orgId: project.orgId })
+        )
+        yield* hostnames.remove(name)
       })
     )
 
