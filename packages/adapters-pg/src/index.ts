@@ -1,18 +1,21 @@
 import { Layer } from "effect"
+import * as AccessStorePg from "./access/AccessStorePg.ts"
 import * as AuditLogPg from "./kernel/AuditLogPg.ts"
 import * as TransactorPg from "./kernel/TransactorPg.ts"
 import * as MailOutboxPg from "./mail/MailOutboxPg.ts"
 import * as DeploymentStorePg from "./deployments/DeploymentStorePg.ts"
+import * as EdgeSessionStorePg from "./edge/EdgeSessionStorePg.ts"
 import * as HostnameStorePg from "./hostnames/HostnameStorePg.ts"
 import * as OperationStorePg from "./operations/OperationStorePg.ts"
 import * as OrgStorePg from "./orgs/OrgStorePg.ts"
 import * as ProjectStorePg from "./projects/ProjectStorePg.ts"
+import * as SecretStorePg from "./secrets/SecretStorePg.ts"
 import * as UserStorePg from "./identity/UserStorePg.ts"
 
 export * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 export * as PgDatabase from "./PgDatabase.ts"
 export { migrations } from "./migrations/index.ts"
-export { AuditLogPg, DeploymentStorePg, HostnameStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, TransactorPg, UserStorePg }
+export { AccessStorePg, AuditLogPg, DeploymentStorePg, EdgeSessionStorePg, HostnameStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, SecretStorePg, TransactorPg, UserStorePg }
 
 /** Every store port of core on one `SqlClient` built by `PgDatabase` (it relies on that client's name transforms). */
 export const layer = Layer.mergeAll(
@@ -24,5 +27,8 @@ export const layer = Layer.mergeAll(
   ProjectStorePg.layer,
   OperationStorePg.layer,
   DeploymentStorePg.layer,
+  EdgeSessionStorePg.layer,
+  SecretStorePg.layer,
+  AccessStorePg.layer,
   HostnameStorePg.layer
 )

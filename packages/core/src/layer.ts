@@ -1,4 +1,9 @@
 import { Effect, Layer } from "effect"
+import { Edge } from "./edge/Edge.ts"
+import type { EdgeSessionStore } from "./edge/EdgeSessionStore.ts"
+import { AccessPolicies } from "./access/AccessPolicies.ts"
+import type { AccessStore } from "./access/AccessStore.ts"
+import { Deployments } from "./deployments/Deployments.ts"
 import type { DeploymentStore } from "./deployments/DeploymentStore.ts"
 import { Hostnames } from "./hostnames/Hostnames.ts"
 import type { HostnameStore } from "./hostnames/HostnameStore.ts"
@@ -19,6 +24,8 @@ import { Orgs } from "./orgs/Orgs.ts"
 import type { OrgStore } from "./orgs/OrgStore.ts"
 import { projectDeleteHandler, projectHoldings, Projects } from "./projects/Projects.ts"
 import type { ProjectStore } from "./projects/ProjectStore.ts"
+import { Secrets } from "./secrets/Secrets.ts"
+import type { SecretStore } from "./secrets/SecretStore.ts"
 
 /** The store ports one adapter family (PostgreSQL, memory) provides, all sharing one transaction. */
 export type Stores =
@@ -30,7 +37,10 @@ export type Stores =
   | ProjectStore
   | OperationStore
   | DeploymentStore
+  | SecretStore
+  | AccessStore
   | HostnameStore
+  | EdgeSessionStore
 
 /** Core's own hooks, added to whatever the host registered: project holdings and the project delete handler. */
 export const hooks = Layer.mergeAll(
@@ -50,15 +60,18 @@ export const hooks = Layer.mergeAll(
 
 /**
  * Every core service, with its ports left open: a host provides the `Stores`, `Settings`, and optionally an
- * `IdentityProvider`; hostname verification needs a `DnsResolver` and `HostedZones`. The output also carries the
- * hooks, so runners built beside it see every handler.
+ * `IdentityProvider`; hostname verification needs a `DnsResolver` and `HostedZones`, bundle uploads a
+ * `BundleReader`, the edge an `ArtifactStore`. The output also carries the hooks, so runners built beside it see every handler.
  */
-export const services = Layer.mergeAll(
+const areaServices = Layer.mergeAll(
   Members.layer,
   Invites.layer,
   Notifications.layer,
   Identity.layer,
   Projects.layer,
+  Deployments.layer,
+  Secrets.layer,
+  AccessPolicies.layer,
   Hostnames.layer
 ).pipe(
   Layer.provideMerge(Orgs.layer),
@@ -66,3 +79,6 @@ export const services = Layer.mergeAll(
   Layer.provideMerge(Tokens.layer),
   Layer.provideMerge(hooks)
 )
+
+/** The edge's rules need the hostname and access services, so they are built on top of the others. */
+export const services = Edge.layer.pipe(Layer.provideMerge(areaServices))

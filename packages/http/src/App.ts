@@ -1,13 +1,16 @@
-import { type Hostnames, Kernel, services, type Stores } from "@hostplane/core"
+import { type Access, type Deployments, type Hostnames, Kernel, type Secrets, services, type Stores } from "@hostplane/core"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { AccessHandlers } from "./access/AccessHandlers.ts"
 import { Api, ApiWithDevAuth } from "./Api.ts"
 import { AuthenticationLive } from "./auth/Authentication.ts"
+import { DeploymentsHandlers } from "./deployments/DeploymentsHandlers.ts"
 import { DevAuthHandlers, IdentityHandlers } from "./identity/IdentityHandlers.ts"
 import { HostnamesHandlers } from "./hostnames/HostnamesHandlers.ts"
 import { InvitesHandlers, MembersHandlers, OrgsHandlers } from "./orgs/OrgsHandlers.ts"
 import { ProjectsHandlers } from "./projects/ProjectsHandlers.ts"
+import { SecretsHandlers } from "./secrets/SecretsHandlers.ts"
 import { type KnownRoute, requestPipeline, routePattern } from "./server/RequestPipeline.ts"
 
 const knownRoutes = (api: typeof Api | typeof ApiWithDevAuth): ReadonlyArray<KnownRoute> => [
@@ -25,6 +28,9 @@ const handlers = Layer.mergeAll(
   MembersHandlers,
   InvitesHandlers,
   ProjectsHandlers,
+  DeploymentsHandlers,
+  SecretsHandlers,
+  AccessHandlers,
   HostnamesHandlers
 ).pipe(
   Layer.provide(AuthenticationLive)
@@ -52,8 +58,35 @@ export const routes = Layer.unwrap(
   })
 )
 
-/** The ports the routes need from the host: the stores, the settings and the DNS that hostname verification asks. */
-export type Ports = Stores | Kernel.Settings | Hostnames.DnsResolver | Hostnames.HostedZones
+/**
+ * The ports the routes need from the host: the stores, the settings, the DNS that hostname verification asks, the
+ * secret sealer, the access password hasher and the bundle reader.
+ */
+export type Ports =
+  | Stores
+  | Kernel.Settings
+  | Hostnames.DnsResolver
+  | Hostnames.HostedZones
+  /** Seals project secrets at rest (`SealerAesGcm` in adapters-providers). */
+  | Secrets.Sealer
+  /** Hashes the project access password (`PasswordHasherScrypt` in adapters-providers). */
+  | Access.PasswordHasher
+  /** Reads uploaded bundles into the artifact store (`BundleReader` over `ArtifactStoreDisk` in adapters-providers). */
+  | Deployments.BundleReader
+  /** Serves bundle files to the edge (`ArtifactStoreDisk`). */
+  | Deployments.ArtifactStore
 
-/** Routes with the core services built in; the host provides `Ports` (and optionally an `IdentityProvider`). */
-export const app = routes.pipe(Layer.provide(services))
+/**
+ * Router settings every host of `app` should use: path parameters up to 1024 characters, so a 128-character secret
+ * name or a 253-character hostname reaches its handler (and its 400 rules) instead of the router's default limit of 100.
+ */
+export const routerConfig = { maxParamLength: 1024 } as const
+
+/** The `HttpRouter` built with `routerConfig`. */
+export const routerLayer = HttpRouter.layer.pipe(Layer.provide(Layer.succeed(HttpRouter.RouterConfig)(routerConfig)))
+
+/**
+ * Routes with the core services built in; the host provides `Ports` (and optionally an `IdentityProvider`). The
+ * services stay in the output so the edge listener built beside the API shares them.
+ */
+export const app = routes.pipe(Layer.provideMerge(services))

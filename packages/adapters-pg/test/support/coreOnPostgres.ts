@@ -1,4 +1,5 @@
-import { AuditLogPg, DeploymentStorePg, HostnameStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, TransactorPg, UserStorePg } from "@hostplane/adapters-pg"
+import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
+import { AccessStorePg, AuditLogPg, DeploymentStorePg, EdgeSessionStorePg, HostnameStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, SecretStorePg, TransactorPg, UserStorePg } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { services } from "@hostplane/core"
 import { Settings } from "@hostplane/core/kernel/Settings"
@@ -20,9 +21,15 @@ export const coreOnPostgres = (orgStore: Layer.Layer<OrgStore, never, SqlClient.
         ProjectStorePg.layer,
         OperationStorePg.layer,
         DeploymentStorePg.layer,
+        SecretStorePg.layer,
+        AccessStorePg.layer,
+        SealerAesGcm.layerEphemeral,
+        PasswordHasherScrypt.layerWith({ logN: 10, r: 8, p: 1 }),
         HostnameStorePg.layer,
+        EdgeSessionStorePg.layer,
         Settings.make(),
-        dnsNone
+        dnsNone,
+        BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerTemp))
       )
     ),
     Layer.provideMerge(TestDatabase.layer)

@@ -2,11 +2,14 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { HttpRouter } from "effect/http"
 import type * as Http from "node:http"
-import { app, type Ports } from "../App.ts"
+import { app, type Ports, routerLayer } from "../App.ts"
+import { edgeApp } from "../edge/EdgeApp.ts"
 
 export interface NodeListener<R> {
   /** A `node:http` request listener answering every `/v1` route. */
   readonly listener: (request: Http.IncomingMessage, response: Http.ServerResponse) => void
+  /** The reference edge on the same services: serves deployments by `Host` (mount it on its own port). */
+  readonly edgeListener: (request: Http.IncomingMessage, response: Http.ServerResponse) => void
   /** The services the host provided, for hosts (and tests) that also call them directly. */
   readonly context: Context.Context<R>
   /** Releases everything the listener built (database pools, background runners). */
@@ -20,7 +23,7 @@ export interface NodeListener<R> {
 export const makeNodeListener = async <E>(ports: Layer.Layer<Ports, E>): Promise<NodeListener<Ports>> => {
   const scope = Effect.runSync(Scope.make())
   const layer = app.pipe(
-    Layer.provideMerge(HttpRouter.layer),
+    Layer.provideMerge(routerLayer),
     Layer.provideMerge(ports),
     Layer.provideMerge(NodeHttpServer.layerHttpServices)
   )
@@ -32,5 +35,6 @@ export const makeNodeListener = async <E>(ports: Layer.Layer<Ports, E>): Promise
   const listener = await Effect.runPromise(
     NodeHttpServer.makeHandler(router.asHttpEffect(), { scope }).pipe(Effect.provideContext(context))
   )
-  return { listener, context, dispose: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+  const edgeListener = await Effect.runPromise(NodeHttpServer.makeHandler(edgeApp, { scope }).pipe(Effect.provideContext(context)))
+  return { listener, edgeListener, context, dispose: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
 }

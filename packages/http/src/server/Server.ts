@@ -1,12 +1,20 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import * as Pg from "@hostplane/adapters-pg"
-import { IdentityProviderOAuth, MailTransportAuto } from "@hostplane/adapters-providers"
+import {
+  ArtifactStoreDisk,
+  BundleReader,
+  IdentityProviderOAuth,
+  MailTransportAuto,
+  PasswordHasherScrypt,
+  SealerAesGcm
+} from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
-import { hooks, Hostnames, Kernel, Mail, Operations } from "@hostplane/core"
+import { hooks, Hostnames, Kernel, Mail, Operations, services } from "@hostplane/core"
 import { Config, Effect, Layer, Option } from "effect"
-import { HttpRouter } from "effect/http"
+import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
-import { app } from "../App.ts"
+import { app, routerConfig } from "../App.ts"
+import { edgeApp } from "../edge/EdgeApp.ts"
 import { parseListen } from "./Listen.ts"
 
 /** True when no `DATABASE_URL` is set: the server runs on its embedded defaults. */
@@ -23,6 +31,7 @@ export const ServerLive = Layer.unwrap(
   Effect.gen(function* () {
     const embedded = yield* embeddedMode
     const listen = parseListen(yield* Config.String("SERVICE_LISTEN").pipe(Config.withDefault("127.0.0.1:8080")))
+    const edgeListen = parseListen(yield* Config.String("SERVICE_EDGE_LISTEN").pipe(Config.withDefault("127.0.0.1:8081")))
     const settings = Kernel.Settings.layerConfig({ devAuthDefault: embedded })
     const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig()))
     const mail = Mail.MailRunner.background().pipe(Layer.provide(MailTransportAuto.layerConfig))
@@ -30,11 +39,14 @@ export const ServerLive = Layer.unwrap(
     // Hostname ownership is checked through SERVICE_DNS_RESOLVERS (else the system's); no zone is hosted yet.
     const dns = Layer.merge(DnsResolverUdp.layerConfig, Hostnames.HostedZones.layerNone)
     const hostnames = Hostnames.HostnameVerifier.background()
+    // Bundles stream into <data dir>/artifacts (decisions.md part 5), under decisions.md's limits.
+    const bundles = BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig))
     const announce = Layer.effectDiscard(
       Effect.gen(function* () {
         const current = yield* Kernel.Settings
         yield* Effect.logInfo("hostplane starting", {
           listen: `${listen.host}:${listen.port}`,
+          edge: `${edgeListen.host}:${edgeListen.port}`,
           database: embedded ? "embedded PostgreSQL" : "DATABASE_URL",
           devLogin: current.devAuth
         })
@@ -50,11 +62,22 @@ export const ServerLive = Layer.unwrap(
       hostnames,
       IdentityProviderOAuth.layerConfig,
       announce
-    ).pipe(Layer.provideMerge(Layer.mergeAll(stores, settings, dns)))
-    // Ports first: the socket is bound only once the database is up, so no early request waits on a missing handler.
-    return HttpRouter.serve(app, { disableLogger: true }).pipe(
-      Layer.provide(NodeHttpServer.layer(createServer, { host: listen.host, port: listen.port })),
-      Layer.provide(ports)
+    ).pipe(
+      Layer.provideMerge(
+        // SERVICE_SEAL_KEY, else the key file <data dir>/seal.key (created on first start).
+        Layer.mergeAll(stores, settings, dns, SealerAesGcm.layerConfig, PasswordHasherScrypt.layer, bundles)
+      )
     )
+    const api = HttpRouter.serve(app, { disableLogger: true, routerConfig }).pipe(
+      Layer.provide(NodeHttpServer.layer(createServer, { host: listen.host, port: listen.port }))
+    )
+    // The reference edge on its own port, on the same services (one build shares the `services` layer).
+    const edge = HttpServer.serve(edgeApp).pipe(
+      HttpServer.withLogAddress,
+      Layer.provide(NodeHttpServer.layer(createServer, { host: edgeListen.host, port: edgeListen.port })),
+      Layer.provide(services)
+    )
+    // Ports first: the sockets are bound only once the database is up, so no early request waits on a missing handler.
+    return Layer.mergeAll(api, edge).pipe(Layer.provide(ports))
   })
 )

@@ -1,20 +1,41 @@
 import { afterAll, beforeAll } from "vitest"
-import { type Hostnames, Kernel, Orgs } from "@hostplane/core"
+import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
+import { type Access, type Deployments, type Hostnames, Kernel, Orgs, type Secrets } from "@hostplane/core"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Layer, Logger, Option } from "effect"
+import * as Fs from "node:fs/promises"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import type { Ports } from "../../src/App.ts"
 import { makeNodeListener } from "../../src/server/NodeListener.ts"
 
 /** The store ports a backend provides; settings and DNS come from the test. */
-export type Stores = Exclude<Ports, Kernel.Settings | Dns>
+export type Stores = Exclude<Ports, Kernel.Settings | Dns | Crypto | Deployments.BundleReader | Deployments.ArtifactStore>
 
 /** What hostname verification asks: a resolver and the hosted zones. */
 export type Dns = Hostnames.DnsResolver | Hostnames.HostedZones
 
+/** The sealer and the password hasher every suite gets: a fresh random key, and scrypt at its lowest cost. */
+export type Crypto = Secrets.Sealer | Access.PasswordHasher
+
+const testCrypto: Layer.Layer<Crypto> = Layer.merge(
+  SealerAesGcm.layerEphemeral,
+  PasswordHasherScrypt.layerWith({ logN: 10, r: 8, p: 1 })
+)
+
+export interface TestServerOptions {
+  /** Bundle limits instead of decisions.md's (small ones keep 413 tests fast); each one left out keeps its default. */
+  readonly bundleLimits?: Partial<Deployments.BundleLimits>
+}
+
 export interface TestServer {
   readonly url: string
+  /** The reference edge on the same services; send `Host` to pick a deployment. */
+  readonly edgeUrl: string
+  /** The server's own ArtifactStore folder (removed on close): uploads land here. */
+  readonly artifactDir: string
   /** Runs an effect against the same ports the server uses (to read audit rows, the outbox, ...). */
   readonly run: <A, E>(effect: Effect.Effect<A, E, Ports>) => Promise<A>
   readonly close: () => Promise<void>
@@ -27,23 +48,38 @@ export const startTestServer = async (
   /** Hooks of other areas (holdings, subscription check) built on the same stores. */
   extra: Layer.Layer<never, unknown, Ports> = Layer.empty,
   /** DNS for hostname verification; by default no name exists (a `FakeDnsServer` resolver for hostname suites). */
-  dns: Layer.Layer<Dns, unknown> = dnsNone
+  dns: Layer.Layer<Dns, unknown> = dnsNone,
+  options: TestServerOptions = {}
 ): Promise<TestServer> => {
+  const artifactDir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-artifacts-"))
+  const limits = options.bundleLimits
+  const bundles = BundleReader.layer(limits === undefined ? {} : { limits }).pipe(
+    Layer.provideMerge(ArtifactStoreDisk.layer(artifactDir))
+  )
   const ports = extra.pipe(
-    Layer.provideMerge(Layer.mergeAll(stores, Kernel.Settings.make({ devAuth: true, ...settings }), dns)),
+    Layer.provideMerge(
+      Layer.mergeAll(stores, Kernel.Settings.make({ devAuth: true, ...settings }), dns, testCrypto, bundles)
+    ),
     Layer.provide(Logger.layer([]))
   )
-  const { listener, context, dispose } = await makeNodeListener(ports)
+  const { listener, edgeListener, context, dispose } = await makeNodeListener(ports)
   const server = Http.createServer(listener)
+  const edge = Http.createServer(edgeListener)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  await new Promise<void>((resolve) => edge.listen(0, "127.0.0.1", resolve))
   const { port } = server.address() as AddressInfo
   return {
     url: `http://127.0.0.1:${port}`,
+    edgeUrl: `http://127.0.0.1:${(edge.address() as AddressInfo).port}`,
+    artifactDir,
     run: (effect) => Effect.runPromise(Effect.provideContext(effect, context)),
     close: async () => {
       server.closeAllConnections()
+      edge.closeAllConnections()
       await new Promise((resolve) => server.close(resolve))
+      await new Promise((resolve) => edge.close(resolve))
       await dispose()
+      await Fs.rm(artifactDir, { recursive: true, force: true })
     }
   }
 }
@@ -139,7 +175,8 @@ export const useSuite = (
   stores: () => Layer.Layer<Stores, unknown>,
   settings: Partial<Kernel.SettingsShape> = {},
   extra?: Layer.Layer<never, unknown, Ports>,
-  dns?: Layer.Layer<Dns, unknown>
+  dns?: Layer.Layer<Dns, unknown>,
+  options?: TestServerOptions
 ): Suite => {
   const suite = {} as { -readonly [K in keyof Suite]: Suite[K] }
   const api = client(() => suite.server.url)
@@ -161,7 +198,7 @@ export const useSuite = (
     return session
   }
   beforeAll(async () => {
-    suite.server = await startTestServer(stores(), settings, extra, dns)
+    suite.server = await startTestServer(stores(), settings, extra, dns, options)
     suite.admin = await api.login(unique("admin"))
     suite.outsider = await api.login(unique("outsider"))
   })

@@ -1,4 +1,4 @@
-import type { Deployments, Identity, Kernel, Mail, Operations, Orgs, Projects } from "@hostplane/core"
+import type { Access, Deployments, Edge, Identity, Kernel, Mail, Operations, Orgs, Projects, Secrets } from "@hostplane/core"
 import type { HostnameRow } from "@hostplane/core/hostnames/Hostname"
 import { Context, Effect, Exit, Layer, Semaphore } from "effect"
 
@@ -39,6 +39,14 @@ export interface Tables {
   readonly hostnameChecks: Map<string, string>
   readonly operations: Map<string, Operations.OperationRow>
   readonly deployments: Map<string, Deployments.DeploymentRow>
+  /** Keyed by token hash. */
+  readonly edgeSessions: Map<string, Edge.EdgeSessionRow>
+  /** Keyed by `secretKey(projectId, name)`. */
+  readonly secrets: Map<string, Secrets.SecretRow>
+  /** Keyed by project id. */
+  readonly accessPolicies: Map<string, Access.AccessPolicyRow>
+  /** Keyed by code hash. */
+  readonly accessCodes: Map<string, Access.AccessCodeRow>
 }
 
 const emptyTables = (): Tables => ({
@@ -55,7 +63,11 @@ const emptyTables = (): Tables => ({
   hostnames: new Map(),
   hostnameChecks: new Map(),
   operations: new Map(),
-  deployments: new Map()
+  deployments: new Map(),
+  edgeSessions: new Map(),
+  secrets: new Map(),
+  accessPolicies: new Map(),
+  accessCodes: new Map()
 })
 
 /** Copies every table (maps and arrays are copied, rows are shared since they are immutable). */
@@ -63,6 +75,8 @@ const copyTables = (tables: Tables): Tables =>
   Object.fromEntries(
     Object.entries(tables).map(([name, table]) => [name, Array.isArray(table) ? [...table] : new Map(table as Map<unknown, unknown>)])
   ) as unknown as Tables
+
+export const secretKey = (projectId: string, name: string): string => `${projectId}\u0000${name}`
 
 export const memberKey = (orgId: string, userId: string): string => `${orgId}\u0000${userId}`
 

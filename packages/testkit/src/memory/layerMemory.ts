@@ -1,13 +1,16 @@
 import { Layer } from "effect"
 import type { Stores } from "../Stores.ts"
+import * as AccessStoreMemory from "./AccessStoreMemory.ts"
 import * as AuditLogMemory from "./AuditLogMemory.ts"
 import * as DeploymentStoreMemory from "./DeploymentStoreMemory.ts"
+import * as EdgeSessionStoreMemory from "./EdgeSessionStoreMemory.ts"
 import * as HostnameStoreMemory from "./HostnameStoreMemory.ts"
 import * as MailOutboxMemory from "./MailOutboxMemory.ts"
 import { MemoryState } from "./MemoryState.ts"
 import * as OperationStoreMemory from "./OperationStoreMemory.ts"
 import * as OrgStoreMemory from "./OrgStoreMemory.ts"
 import * as ProjectStoreMemory from "./ProjectStoreMemory.ts"
+import * as SecretStoreMemory from "./SecretStoreMemory.ts"
 import * as TransactorMemory from "./TransactorMemory.ts"
 import * as UserStoreMemory from "./UserStoreMemory.ts"
 
@@ -21,5 +24,8 @@ export const layerMemory: Layer.Layer<Stores> = Layer.mergeAll(
   ProjectStoreMemory.layer,
   OperationStoreMemory.layer,
   DeploymentStoreMemory.layer,
+  EdgeSessionStoreMemory.layer,
+  SecretStoreMemory.layer,
+  AccessStoreMemory.layer,
   HostnameStoreMemory.layer
 ).pipe(Layer.provide(MemoryState.layer))

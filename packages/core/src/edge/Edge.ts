@@ -1,0 +1,219 @@
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import { AccessPolicies } from "../access/AccessPolicies.ts"
+import { admitsRole } from "../access/AccessPolicy.ts"
+import { ArtifactStore, type StoredFile } from "../deployments/ArtifactStore.ts"
+import { DeploymentStore } from "../deployments/DeploymentStore.ts"
+import { Hostnames } from "../hostnames/Hostnames.ts"
+import { Settings } from "../kernel/Settings.ts"
+import { isoAfter, nowIso } from "../kernel/Time.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { OrgStore } from "../orgs/OrgStore.ts"
+import { ProjectStore } from "../projects/ProjectStore.ts"
+import { safeNextPath } from "../access/AccessRules.ts"
+import { assetCandidates, contentTypeOf } from "./AssetPath.ts"
+import { EdgeSessionStore } from "./EdgeSessionStore.ts"
+
+/** The cookie carrying a visitor's pass on a protected deployment's host. */
+export const accessCookie = "__service_access"
+
+/** How long a pass from an authorize code or the shared password lasts. */
+export const edgeSessionTtl = Duration.hours(12)
+
+/** What the edge was asked, reduced to what its rules look at. */
+export interface EdgeRequest {
+  readonly host: string
+  readonly method: string
+  /** Path and query as sent (`/docs/?x=1`). */
+  readonly url: string
+  readonly bypass?: string | undefined
+  /** The value of the access cookie, if any. */
+  readonly session?: string | undefined
+  readonly ifNoneMatch?: string | undefined
+  /** Whether the client prefers HTML (a browser), for pages instead of JSON errors. */
+  readonly wantsHtml: boolean
+  /** The fields of a posted form (`/__service/access/password`). */
+  readonly form?: Readonly<Record<string, string>> | undefined
+}
+
+export type EdgeAnswer =
+  | {
+      readonly _tag: "File"
+      readonly status: 200 | 404
+      readonly file: StoredFile
+      readonly contentType: string
+      readonly etag: string
+      /** HEAD: headers only. */
+      readonly bodyless: boolean
+    }
+  | { readonly _tag: "NotModified"; readonly etag: string }
+  | { readonly _tag: "Redirect"; readonly location: string; readonly setSession?: { readonly value: string; readonly maxAge: number } }
+  | { readonly _tag: "Problem"; readonly status: number; readonly code: string; readonly message: string }
+  | { readonly _tag: "Page"; readonly status: number; readonly html: string }
+
+const problem = (status: number, code: string, message: string): EdgeAnswer => ({ _tag: "Problem", status, code, message })
+
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!)
+
+const page = (title: string, body: string) =>
+  `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title></head><body><main><h1>${escapeHtml(title)}</h1>${body}</main></body></html>`
+
+const passwordPage = (next: string, failed: boolean) =>
+  page(
+    "This deployment is protected",
+    `${failed ? "<p>That password is not right.</p>" : ""}<form method="post" action="/__service/access/password">` +
+      `<input type="hidden" name="next" value="${escapeHtml(next)}">` +
+      `<label>Password <input type="password" name="password" autofocus required></label> <button>Open</button></form>`
+  )
+
+/**
+ * The reference edge's rules (spec 3 and 4.11): routes a verified hostname to its project's live deployment, serves
+ * the bundle's `assets/`, and admits visitors by policy: anyone (`public`), org members with a pass from a one-time
+ * authorize code (`org`), holders of the shared password (`password`), or the bypass header in any mode.
+ * Worker code is not executed.
+ */
+export class Edge extends Context.Service<Edge, { readonly handle: (request: EdgeRequest) => Effect.Effect<EdgeAnswer> }>()(
+  "@hostplane/core/edge/Edge"
+) {
+  static readonly layer = Layer.effect(
+    Edge,
+    Effect.gen(function* () {
+      const hostnames = yield* Hostnames
+      const access = yield* AccessPolicies
+      const sessions = yield* EdgeSessionStore
+      const projects = yield* ProjectStore
+      const deployments = yield* DeploymentStore
+      const artifacts = yield* ArtifactStore
+      const orgs = yield* OrgStore
+      const tokens = yield* Tokens
+      const settings = yield* Settings
+
+      const issuePass = Effect.fnUntraced(function* (host: string, projectId: string, userId: string | null, next: string) {
+        const value = yield* tokens.secret(32)
+        yield* sessions.insert({
+          tokenHash: yield* tokens.hash(value),
+          host,
+          projectId,
+          userId,
+          expiresAt: yield* isoAfter(edgeSessionTtl),
+          createdAt: yield* nowIso
+        })
+        return {
+          _tag: "Redirect",
+          location: next,
+          setSession: { value, maxAge: Math.floor(Duration.toSeconds(edgeSessionTtl)) }
+        } satisfies EdgeAnswer
+      })
+
+      /** Whether the visitor's pass still admits them: an org pass needs the member role today, not only when issued. */
+      const passAdmits = Effect.fnUntraced(function* (request: EdgeRequest, projectId: string, orgId: string, mode: string) {
+        if (request.session === undefined || request.session === "") return false
+        const pass = yield* sessions.find(yield* tokens.hash(request.session), request.host, yield* nowIso)
+        if (Option.isNone(pass) || pass.value.projectId !== projectId) return false
+        if (mode === "password") return pass.value.userId === null
+        if (pass.value.userId === null) return false
+        const role = yield* orgs.findMembership(orgId, pass.value.userId)
+        return Option.isSome(role) && admitsRole("org", role.value)
+      })
+
+      const system = Effect.fnUntraced(function* (request: EdgeRequest, path: string, query: URLSearchParams) {
+        const next = query.get("next") ?? request.form?.["next"] ?? "/"
+        const safeNext = safeNextPath(next) ? next : "/"
+        if (path === "/__service/health") return problem(200, "ok", "ok")
+        if (path === "/__service/access/callback" && request.method === "GET") {
+          const grant = yield* access.exchangeCode(request.host, query.get("code") ?? "")
+          if (Option.isNone(grant)) return problem(403, "forbidden", "this sign-in link is unknown, used or expired")
+          if (!admitsRole("org", grant.value.role)) {
+            return problem(403, "forbidden", "this deployment is open to members of its organization")
+          }
+          return yield* issuePass(request.host, grant.value.projectId, grant.value.userId, safeNext)
+        }
+        if (path === "/__service/access/password" && request.method === "POST") {
+          const route = yield* hostnames.routeOf(request.host)
+          if (Option.isNone(route)) return problem(404, "unknown_hostname", `${request.host} is not connected`)
+          const ok = yield* access.checkPassword(route.value.projectId, request.form?.["password"] ?? "")
+          if (!ok) return { _tag: "Page", status: 401, html: passwordPage(safeNext, true) } satisfies EdgeAnswer
+          return yield* issuePass(request.host, route.value.projectId, null, safeNext)
+        }
+        return problem(404, "not_found", `no system route ${path}`)
+      })
+
+      const serve = Effect.fnUntraced(function* (request: EdgeRequest, projectId: string, path: string) {
+        const project = yield* projects.findById(projectId)
+        const liveId = Option.isSome(project) ? project.value.liveDeploymentId : null
+        const live = liveId === null ? Option.none() : yield* deployments.get(projectId, liveId)
+        if (Option.isNone(live)) return problem(404, "not_found", "nothing is deployed here yet")
+        const digest = live.value.digest
+        const etag = `"${digest.slice("sha256:".length)}"`
+        const candidates = assetCandidates(path)
+        if (candidates === undefined) return problem(400, "bad_request", "this path cannot name a file")
+        for (const candidate of candidates) {
+          const file = yield* artifacts.file(digest, candidate)
+          if (Option.isSome(file)) {
+            if (request.ifNoneMatch !== undefined && request.ifNoneMatch.split(/\s*,\s*/).includes(etag)) {
+              return { _tag: "NotModified", etag } satisfies EdgeAnswer
+            }
+            return {
+              _tag: "File",
+              status: 200,
+              file: file.value,
+              contentType: contentTypeOf(candidate),
+              etag,
+              bodyless: request.method === "HEAD"
+            } satisfies EdgeAnswer
+          }
+        }
+        const notFoundPage = yield* artifacts.file(digest, "assets/404.html")
+        if (Option.isSome(notFoundPage)) {
+          return {
+            _tag: "File",
+            status: 404,
+            file: notFoundPage.value,
+            contentType: contentTypeOf("404.html"),
+            etag,
+            bodyless: request.method === "HEAD"
+          } satisfies EdgeAnswer
+        }
+        return problem(404, "not_found", `no file for ${path}`)
+      })
+
+      const handle = Effect.fn("Edge.handle")(function* (request: EdgeRequest) {
+        const url = new URL(request.url, "http://edge.invalid")
+        if (url.pathname.startsWith("/__service/")) return yield* system(request, url.pathname, url.searchParams)
+        const route = yield* hostnames.routeOf(request.host)
+        if (Option.isNone(route)) return problem(404, "unknown_hostname", `${request.host} is not connected`)
+        if (request.method !== "GET" && request.method !== "HEAD") {
+          return problem(405, "method_not_allowed", "this deployment serves static assets: GET and HEAD only")
+        }
+        const { projectId, orgId } = route.value
+        const policy = yield* access.policyOf(projectId)
+        const admitted =
+          policy.mode === "public" ||
+          (request.bypass !== undefined && (yield* access.checkBypass(projectId, request.bypass))) ||
+          (yield* passAdmits(request, projectId, orgId, policy.mode))
+        if (!admitted) {
+          const next = `${url.pathname}${url.search}`
+          if (policy.mode === "password") {
+            return request.wantsHtml
+              ? ({ _tag: "Page", status: 401, html: passwordPage(next, false) } satisfies EdgeAnswer)
+              : problem(401, "unauthorized", "this deployment needs its password")
+          }
+          const dashboard = escapeHtml(settings.publicUrl)
+          return request.wantsHtml
+            ? ({
+                _tag: "Page",
+                status: 401,
+                html: page(
+                  "This deployment is private",
+                  `<p>It is open to members of its organization. Sign in at <a href="${dashboard}">${dashboard}</a> and open it from there.</p>`
+                )
+              } satisfies EdgeAnswer)
+            : problem(401, "unauthorized", "this deployment is open to members of its organization")
+        }
+        return yield* serve(request, projectId, url.pathname)
+      })
+
+      return Edge.of({ handle })
+    })
+  )
+}

@@ -1,0 +1,3 @@
+export * from "./AssetPath.ts"
+export * from "./Edge.ts"
+export * from "./EdgeSessionStore.ts"

@@ -1,0 +1,102 @@
+import { Edge } from "@hostplane/core"
+import { Clock, Effect } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+
+/** The posted password form is small; anything larger is refused unread. */
+const maxFormBytes = 8 * 1024
+
+const hostOf = (header: string | undefined): string =>
+  (header ?? "")
+    .trim()
+    .toLowerCase()
+    .replace(/^\[([^\]]*)\](:\d+)?$/, "$1")
+    .replace(/:\d+$/, "")
+    .replace(/\.$/, "")
+
+const readForm = (request: HttpServerRequest.HttpServerRequest) =>
+  Number(request.headers["content-length"] ?? "0") > maxFormBytes
+    ? Effect.succeed<Record<string, string>>({})
+    : request.text.pipe(
+        Effect.map((text) => Object.fromEntries(new URLSearchParams(text.slice(0, maxFormBytes)))),
+        Effect.orElseSucceed((): Record<string, string> => ({}))
+      )
+
+const cookieFlags = (request: HttpServerRequest.HttpServerRequest, maxAge: number) =>
+  `Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${request.headers["x-forwarded-proto"] === "https" ? "; Secure" : ""}`
+
+const toResponse = (request: HttpServerRequest.HttpServerRequest, answer: Edge.EdgeAnswer) => {
+  switch (answer._tag) {
+    case "File": {
+      const headers = { etag: answer.etag, "cache-control": "public, max-age=0, must-revalidate" }
+      return answer.bodyless
+        ? HttpServerResponse.empty({
+            status: answer.status,
+            headers: { ...headers, "content-type": answer.contentType, "content-length": String(answer.file.bytes) }
+          })
+        : HttpServerResponse.stream(answer.file.content, {
+            status: answer.status,
+            contentType: answer.contentType,
+            contentLength: answer.file.bytes,
+            headers
+          })
+    }
+    case "NotModified":
+      return HttpServerResponse.empty({ status: 304, headers: { etag: answer.etag } })
+    case "Redirect":
+      return HttpServerResponse.redirect(answer.location, {
+        status: 303,
+        headers:
+          answer.setSession === undefined
+            ? {}
+            : {
+                "set-cookie": `${Edge.accessCookie}=${answer.setSession.value}; ${cookieFlags(request, answer.setSession.maxAge)}`,
+                "cache-control": "no-store"
+              }
+      })
+    case "Problem":
+      return HttpServerResponse.jsonUnsafe({ code: answer.code, message: answer.message }, { status: answer.status })
+    case "Page":
+      return HttpServerResponse.html(answer.html).pipe(HttpServerResponse.setStatus(answer.status))
+  }
+}
+
+/**
+ * The edge listener: every request, whatever its host, goes through the core `Edge` rules; the answer becomes a
+ * streamed file, a redirect that sets the access cookie, a page or an error envelope. One log line per request.
+ */
+export const edgeApp = Effect.gen(function* () {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const edge = yield* Edge.Edge
+  const started = yield* Clock.currentTimeMillis
+  const host = hostOf(request.headers["host"])
+  const isPasswordPost = request.method === "POST" && request.url.split("?")[0] === "/__service/access/password"
+  const answer = yield* edge.handle({
+    host,
+    method: request.method,
+    url: request.url,
+    bypass: request.headers["service-access-bypass"],
+    session: request.cookies[Edge.accessCookie],
+    ifNoneMatch: request.headers["if-none-match"],
+    wantsHtml: (request.headers["accept"] ?? "").includes("text/html"),
+    form: isPasswordPost ? yield* readForm(request) : undefined
+  })
+  const response = toResponse(request, answer)
+  yield* Effect.logInfo("edge request").pipe(
+    Effect.annotateLogs({
+      host,
+      method: request.method,
+      path: request.url.split("?")[0] ?? "/",
+      status: response.status,
+      ms: (yield* Clock.currentTimeMillis) - started
+    })
+  )
+  return response
+}).pipe(
+  Effect.catchCause((cause) =>
+    Effect.as(
+      Effect.logError("edge failure", cause),
+      HttpServerResponse.jsonUnsafe({ code: "internal", message: "internal error" }, { status: 500 })
+    )
+  )
+)
+

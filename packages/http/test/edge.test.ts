@@ -1,0 +1,196 @@
+import { bundleOf, manifestEntry } from "@hostplane/testkit"
+import { Effect } from "effect"
+import * as Http from "node:http"
+import { describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { unique, useSuite } from "./support/TestServer.ts"
+
+interface EdgeReply {
+  readonly status: number
+  readonly headers: Http.IncomingHttpHeaders
+  readonly body: Buffer
+  readonly json: () => { code: string; message: string }
+}
+
+const assets = (version: string) => [
+  manifestEntry({ name: "site" }),
+  { name: "assets/index.html", content: `<h1>home ${version}</h1>` },
+  { name: "assets/app.js", content: `console.log("${version}")` },
+  { name: "assets/docs/index.html", content: `<h1>docs ${version}</h1>` },
+  { name: "assets/logo.bin", content: new Uint8Array(Array.from({ length: 4096 }, (_, i) => (i * 7 + version.length) % 256)) }
+]
+
+describe.each(backends)("the reference edge (%s)", (_name, stores) => {
+  const suite = useSuite(stores)
+  const { api } = suite
+
+  /** A raw request to the edge with a chosen Host header (fetch may not set Host). */
+  const edge = (host: string, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}) =>
+    new Promise<EdgeReply>((resolve, reject) => {
+      const url = new URL(suite.server.edgeUrl)
+      const request = Http.request(
+        { host: url.hostname, port: url.port, path, method: options.method ?? "GET", headers: { host, ...options.headers } },
+        (response) => {
+          const chunks: Array<Buffer> = []
+          response.on("data", (chunk: Buffer) => chunks.push(chunk))
+          response.on("end", () => {
+            const body = Buffer.concat(chunks)
+            resolve({ status: response.statusCode!, headers: response.headers, body, json: () => JSON.parse(body.toString()) })
+          })
+        }
+      )
+      request.on("error", reject)
+      request.end(options.body)
+    })
+
+  const upload = async (slug: string, project: string, version: string) => {
+    const bytes = await Effect.runPromise(bundleOf(assets(version)))
+    const reply = await fetch(`${suite.server.url}/v1/orgs/${slug}/projects/${project}/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${suite.admin.token}`, "content-type": "application/gzip" },
+      body: bytes
+    })
+    expect(reply.status).toBe(201)
+    return (await reply.json()) as { id: string; version: number }
+  }
+
+  /** An org with a project deployed once; answers the names and the default hostname. */
+  const deployed = async () => {
+    const slug = await suite.newOrg()
+    const project = unique("site")
+    const created = await api.post(`/v1/orgs/${slug}/projects`, { name: project }, { token: suite.admin.token })
+    expect(created.status).toBe(201)
+    const first = await upload(slug, project, "v1")
+    return { slug, project, host: created.body.hostname as string, first }
+  }
+
+  it("an unknown hostname is 404 unknown_hostname", async () => {
+    const reply = await edge("nobody.example.test", "/")
+    expect(reply.status).toBe(404)
+    expect(reply.json().code).toBe("unknown_hostname")
+  })
+
+  it("a project with nothing deployed answers 404", async () => {
+    const slug = await suite.newOrg()
+    const created = await api.post(`/v1/orgs/${slug}/projects`, { name: unique("empty") }, { token: suite.admin.token })
+    const reply = await edge(created.body.hostname, "/")
+    expect(reply.status).toBe(404)
+    expect(reply.json().code).toBe("not_found")
+  })
+
+  it("serves the live deployment's assets by Host: index pages, content types, ETag and 304, HEAD, 404", async () => {
+    const { host } = await deployed()
+    const home = await edge(host, "/")
+    expect(home.status).toBe(200)
+    expect(home.body.toString()).toBe("<h1>home v1</h1>")
+    expect(home.headers["content-type"]).toBe("text/html; charset=utf-8")
+    expect(home.headers["etag"]).toMatch(/^"[0-9a-f]{64}"$/)
+    expect((await edge(`${host.toUpperCase()}:8081`, "/docs/")).body.toString()).toBe("<h1>docs v1</h1>")
+    expect((await edge(host, "/docs")).body.toString()).toBe("<h1>docs v1</h1>")
+    const script = await edge(host, "/app.js")
+    expect(script.headers["content-type"]).toBe("text/javascript; charset=utf-8")
+    const cached = await edge(host, "/app.js", { headers: { "if-none-match": script.headers["etag"] as string } })
+    expect(cached.status).toBe(304)
+    const head = await edge(host, "/app.js", { method: "HEAD" })
+    expect(head.status).toBe(200)
+    expect(head.headers["content-length"]).toBe(String(script.body.byteLength))
+    expect(head.body.byteLength).toBe(0)
+    const missing = await edge(host, "/nope.css")
+    expect(missing.status).toBe(404)
+    expect(missing.json().code).toBe("not_found")
+    // Dot segments resolve inside assets/: nothing outside it (service.json, worker/) is ever served.
+    for (const path of ["/%2e%2e/service.json", "/../service.json", "/..%2fworker/x.js"]) {
+      const escaped = await edge(host, path)
+      expect(escaped.status).toBeGreaterThanOrEqual(400)
+      expect(escaped.body.toString()).not.toContain('"name"')
+    }
+    expect((await edge(host, "/app.js", { method: "POST" })).status).toBe(405)
+    expect((await edge(host, "/__service/health")).status).toBe(200)
+  })
+
+  it("after a rollback the edge serves bytes identical to the earlier deployment", async () => {
+    const { slug, project, host, first } = await deployed()
+    const before = await Promise.all(["/", "/app.js", "/logo.bin"].map((path) => edge(host, path)))
+    await upload(slug, project, "v2-longer")
+    expect((await edge(host, "/")).body.toString()).toBe("<h1>home v2-longer</h1>")
+    const rolled = await api.post(`/v1/orgs/${slug}/projects/${project}/rollback`, { deploymentId: first.id }, { token: suite.admin.token })
+    expect(rolled.status).toBe(200)
+    const after = await Promise.all(["/", "/app.js", "/logo.bin"].map((path) => edge(host, path)))
+    after.forEach((reply, i) => {
+      expect(reply.status).toBe(200)
+      expect(Buffer.compare(reply.body, before[i]!.body)).toBe(0)
+      expect(reply.headers["etag"]).toBe(before[i]!.headers["etag"])
+    })
+  })
+
+  it("password mode: 401 (a form for browsers) until the shared password is posted, then a host-bound cookie", async () => {
+    const { slug, project, host } = await deployed()
+    const set = await api.put(`/v1/orgs/${slug}/projects/${project}/access`, { mode: "password", password: "correct horse" }, { token: suite.admin.token })
+    expect(set.status).toBe(200)
+    const locked = await edge(host, "/app.js")
+    expect(locked.status).toBe(401)
+    expect(locked.json().code).toBe("unauthorized")
+    const form = await edge(host, "/app.js", { headers: { accept: "text/html" } })
+    expect(form.status).toBe(401)
+    expect(form.body.toString()).toContain('action="/__service/access/password"')
+    const post = (password: string) =>
+      edge(host, "/__service/access/password", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ password, next: "/app.js" }).toString()
+      })
+    expect((await post("wrong password")).status).toBe(401)
+    const ok = await post("correct horse")
+    expect(ok.status).toBe(303)
+    expect(ok.headers["location"]).toBe("/app.js")
+    const cookie = (ok.headers["set-cookie"]![0] ?? "").split(";")[0]!
+    expect(ok.headers["set-cookie"]![0]).toContain("HttpOnly")
+    expect((await edge(host, "/app.js", { headers: { cookie } })).status).toBe(200)
+    expect((await edge("other.apps.localhost", "/app.js", { headers: { cookie } })).status).toBe(404)
+  })
+
+  it("the Service-Access-Bypass header opens a protected deployment; a new secret voids the old; revoke closes it", async () => {
+    const { slug, project, host } = await deployed()
+    await api.put(`/v1/orgs/${slug}/projects/${project}/access`, { mode: "org" }, { token: suite.admin.token })
+    const first = await api.post(`/v1/orgs/${slug}/projects/${project}/access/bypass`, undefined, { token: suite.admin.token })
+    expect((await edge(host, "/", { headers: { "service-access-bypass": first.body.secret } })).status).toBe(200)
+    const second = await api.post(`/v1/orgs/${slug}/projects/${project}/access/bypass`, undefined, { token: suite.admin.token })
+    expect((await edge(host, "/", { headers: { "service-access-bypass": first.body.secret } })).status).toBe(401)
+    expect((await edge(host, "/", { headers: { "service-access-bypass": second.body.secret } })).status).toBe(200)
+    await api.delete(`/v1/orgs/${slug}/projects/${project}/access/bypass`, undefined, { token: suite.admin.token })
+    expect((await edge(host, "/", { headers: { "service-access-bypass": second.body.secret } })).status).toBe(401)
+  })
+
+  it("org mode: members get in through a one-time authorize code and a cookie on that host; the code works once", async () => {
+    const { slug, project, host } = await deployed()
+    await api.put(`/v1/orgs/${slug}/projects/${project}/access`, { mode: "org" }, { token: suite.admin.token })
+    expect((await edge(host, "/app.js")).status).toBe(401)
+    const member = await suite.withRole(slug, "member")
+    const authorized = await api.post("/v1/access/authorize", { to: host, next: "/app.js" }, { token: member.token })
+    expect(authorized.status).toBe(200)
+    const callback = new URL(authorized.body.url)
+    expect(`${callback.protocol}//${callback.host}${callback.pathname}`).toBe(`https://${host}/__service/access/callback`)
+    const exchanged = await edge(host, `${callback.pathname}${callback.search}`)
+    expect(exchanged.status).toBe(303)
+    expect(exchanged.headers["location"]).toBe("/app.js")
+    const cookie = (exchanged.headers["set-cookie"]![0] ?? "").split(";")[0]!
+    expect((await edge(host, "/app.js", { headers: { cookie } })).status).toBe(200)
+    const replay = await edge(host, `${callback.pathname}${callback.search}`)
+    expect(replay.status).toBe(403)
+    // A member who leaves loses the pass at once.
+    await api.delete(`/v1/orgs/${slug}/members/${member.userId}`, undefined, { token: suite.admin.token })
+    expect((await edge(host, "/app.js", { headers: { cookie } })).status).toBe(401)
+  })
+
+  it("org mode admits members and admins only: a viewer's code is refused at the edge", async () => {
+    const { slug, project, host } = await deployed()
+    await api.put(`/v1/orgs/${slug}/projects/${project}/access`, { mode: "org" }, { token: suite.admin.token })
+    const viewer = await suite.withRole(slug, "viewer")
+    const authorized = await api.post("/v1/access/authorize", { to: host, next: "/" }, { token: viewer.token })
+    expect(authorized.status).toBe(200)
+    const callback = new URL(authorized.body.url)
+    const exchanged = await edge(host, `${callback.pathname}${callback.search}`)
+    expect(exchanged.status).toBe(403)
+    expect(exchanged.headers["set-cookie"]).toBeUndefined()
+  })
+})
