@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
 import * as Http from "node:http"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
@@ -20,16 +20,21 @@ const freePort = () =>
 describe("the server binary on its embedded defaults", () => {
   let child: ChildProcess
   let base: string
+  let edgePort: number
   let dataDir: string
   let output = ""
   let exited: Promise<number | null>
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "hostplane-server-"))
     const port = await freePort()
+    edgePort = await freePort()
     base = `http://127.0.0.1:${port}`
     child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/http/src/bin/server.ts"], {
       cwd: root,
-      env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: `127.0.0.1:${port}`, DATABASE_URL: "" },
+      env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: `127.0.0.1:${port}`,
+        SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}`,
+        DATABASE_URL: ""
+      },
       stdio: ["ignore", "pipe", "pipe"]
     })
     child.stdout!.on("data", (chunk) => (output += chunk))
@@ -67,8 +72,42 @@ describe("the server binary on its embedded defaults", () => {
     expect(entry.annotations).toMatchObject({ method: "GET", path: "/v1/me", status: 401, requestId })
   })
 
+  it("runs the edge on SERVICE_EDGE_LISTEN: an unknown Host is 404 unknown_hostname", async () => {
+    const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const request = Http.request({ host: "127.0.0.1", port: edgePort, path: "/", headers: { host: "nobody.example.test" } }, (response) => {
+        let body = ""
+        response.on("data", (chunk) => (body += chunk))
+        response.on("end", () => resolve({ status: response.statusCode!, body }))
+      })
+      request.on("error", reject)
+      request.end()
+    })
+    expect(reply.status).toBe(404)
+    expect(JSON.parse(reply.body).code).toBe("unknown_hostname")
+  })
+
   it("keeps its data under SERVICE_DATA_DIR", () => {
     expect(readdirSync(dataDir)).toContain("pg")
+  })
+
+  it("seals secrets with the key file it created in SERVICE_DATA_DIR (mode 0600); the value stays out of its log", async () => {
+    const json = { "content-type": "application/json" }
+    const login = await fetch(`${base}/v1/auth/dev/login`, { method: "POST", headers: json, body: JSON.stringify({ subject: "sealer" }) })
+    const { token } = (await login.json()) as { token: string }
+    const headers = { ...json, authorization: `Bearer ${token}` }
+    await fetch(`${base}/v1/orgs`, { method: "POST", headers, body: JSON.stringify({ name: "Sealed", slug: "sealed" }) })
+    await fetch(`${base}/v1/orgs/sealed/projects`, { method: "POST", headers, body: JSON.stringify({ name: "vault" }) })
+    const value = "binary-secret-7c1e-value"
+    const put = await fetch(`${base}/v1/orgs/sealed/projects/vault/secrets/API_KEY`, {
+      method: "PUT",
+      headers,
+      body: JSON.stringify({ value })
+    })
+    expect(put.status).toBe(200)
+    expect(await put.text()).not.toContain(value)
+    expect(statSync(join(dataDir, "seal.key")).mode & 0o777).toBe(0o600)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(output).not.toContain(value)
   })
 
   it("on SIGTERM finishes the request in flight, then exits 0", async () => {
