@@ -31,10 +31,11 @@ export const layer = Layer.effect(
       execute: ({ projectId, id }) => sql`SELECT ${columns} FROM deployments WHERE project_id = ${projectId} AND id = ${id}`
     })
     const list = SqlSchema.findAll({
-      Request: Schema.Struct({ projectId: Schema.String, limit: Schema.Number }),
+      Request: Schema.Struct({ projectId: Schema.String, limit: Schema.Number, before: Schema.Number }),
       Result: DeploymentRowSchema,
-      execute: ({ projectId, limit }) =>
-        sql`SELECT ${columns} FROM deployments WHERE project_id = ${projectId} ORDER BY version DESC LIMIT ${limit}`
+      execute: ({ projectId, limit, before }) =>
+        sql`SELECT ${columns} FROM deployments WHERE project_id = ${projectId} AND version < ${before}
+          ORDER BY version DESC LIMIT ${limit}`
     })
     const nextVersion = SqlSchema.findOne({
       Request: Schema.String,
@@ -51,7 +52,8 @@ export const layer = Layer.effect(
           ${row.createdAt}::timestamptz, ${row.uploadedBy}, ${JSON.stringify(row.manifest)}::jsonb,
           ${row.git === null ? null : JSON.stringify(row.git)}::jsonb)`.pipe(Effect.asVoid, Effect.orDie),
       get: (projectId, id) => get({ projectId, id }).pipe(Effect.orDie),
-      list: (projectId, limit) => list({ projectId, limit }).pipe(Effect.orDie)
+      list: (projectId, limit, beforeVersion = 2 ** 31 - 1) =>
+        list({ projectId, limit, before: beforeVersion }).pipe(Effect.orDie)
     })
   })
 )

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto"
 import { createReadStream } from "node:fs"
 import * as Fs from "node:fs/promises"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import { NodeStream } from "@effect/platform-node"
 import { Deployments } from "@hostplane/core"
@@ -179,4 +180,13 @@ export const dirConfig: Config.Config<string> = Config.option(Config.String("SER
 /** The artifact folder read from `SERVICE_DATA_DIR`. */
 export const layerConfig: Layer.Layer<Deployments.ArtifactStore, Config.ConfigError> = Layer.unwrap(
   Effect.map(dirConfig, layer)
+)
+
+/** A store in a fresh temporary folder, removed with everything in it when the layer is released: tests, examples. */
+export const layerTemp: Layer.Layer<Deployments.ArtifactStore> = Layer.effect(
+  Deployments.ArtifactStore,
+  Effect.acquireRelease(
+    io(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-artifacts-"))),
+    (dir) => io(() => Fs.rm(dir, { recursive: true, force: true }))
+  ).pipe(Effect.flatMap(make))
 )

@@ -263,7 +263,7 @@ export const make = (
     }
   }, Effect.scoped)
 
-  return Deployments.BundleReader.of({ read })
+  return Deployments.BundleReader.of({ limits, read })
 }
 
 /** The reader over the host's ArtifactStore. */

@@ -1,7 +1,7 @@
 import { Context, Effect, Stream } from "effect"
 import type { InvalidBundle, PayloadTooLarge } from "../errors/Errors.ts"
 import type { Digest } from "./ArtifactStore.ts"
-import type { Manifest } from "./Manifest.ts"
+import type { BundleLimits, Manifest } from "./Manifest.ts"
 
 /** An accepted bundle: stored under `digest` (the sha256 of its compressed bytes) and indexed. */
 export interface ReadBundle {
@@ -21,6 +21,8 @@ export interface ReadBundle {
 export class BundleReader extends Context.Service<
   BundleReader,
   {
+    /** The limits `read` enforces; a declared `Content-Length` over `compressedBytes` is refused before reading. */
+    readonly limits: BundleLimits
     readonly read: <E>(
       body: Stream.Stream<Uint8Array, E>
     ) => Effect.Effect<ReadBundle, InvalidBundle | PayloadTooLarge | E>

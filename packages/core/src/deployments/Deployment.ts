@@ -13,10 +13,10 @@ export type GitInfo = typeof GitInfo.Type
 /** An immutable, versioned record of an uploaded bundle (decisions.md part 4). */
 export const Deployment = Schema.Struct({
   id: Schema.String,
-  version: Schema.Number,
+  version: Schema.Int,
   digest: Schema.String,
-  bytes: Schema.Number,
-  files: Schema.Number,
+  bytes: Schema.Int,
+  files: Schema.Int,
   createdAt: Schema.String,
   /** The user id of the uploader. */
   uploadedBy: Schema.String,
@@ -45,3 +45,10 @@ export const toDeployment = (row: DeploymentRow, liveDeploymentId: string | null
 })
 
 export const RollbackInput = Schema.Struct({ deploymentId: Schema.String })
+
+/** A page of a project's deployments, newest first; `nextCursor` fetches the older ones, null on the last page. */
+export const DeploymentList = Schema.Struct({
+  items: Schema.Array(Deployment),
+  nextCursor: Schema.NullOr(Schema.String)
+})
+export type DeploymentList = typeof DeploymentList.Type

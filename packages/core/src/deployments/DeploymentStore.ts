@@ -9,7 +9,11 @@ export class DeploymentStore extends Context.Service<
     readonly nextVersion: (projectId: string) => Effect.Effect<number>
     readonly insert: (row: DeploymentRow) => Effect.Effect<void>
     readonly get: (projectId: string, deploymentId: string) => Effect.Effect<Option.Option<DeploymentRow>>
-    /** Newest first. */
-    readonly list: (projectId: string, limit: number) => Effect.Effect<ReadonlyArray<DeploymentRow>>
+    /** Newest first; with `beforeVersion`, only the versions below it (the next page). */
+    readonly list: (
+      projectId: string,
+      limit: number,
+      beforeVersion?: number
+    ) => Effect.Effect<ReadonlyArray<DeploymentRow>>
   }
 >()("@hostplane/core/deployments/DeploymentStore") {}

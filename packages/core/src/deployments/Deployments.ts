@@ -1,0 +1,220 @@
+import { Context, Effect, Layer, Option, type Stream } from "effect"
+import {
+  BadRequest,
+  type Forbidden,
+  type InvalidBundle,
+  NotFound,
+  OpInFlight,
+  type PayloadTooLarge
+} from "../errors/Errors.ts"
+import type { Actor } from "../kernel/Actor.ts"
+import { AuditLog } from "../kernel/Audit.ts"
+import { Policy } from "../kernel/Policy.ts"
+import { nowIso } from "../kernel/Time.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { Transactor } from "../kernel/Transactor.ts"
+import { pageSize } from "../orgs/Notifications.ts"
+import { OrgStore } from "../orgs/OrgStore.ts"
+import type { ProjectRow } from "../projects/Project.ts"
+import { ProjectStore } from "../projects/ProjectStore.ts"
+import { BundleReader } from "./BundleReader.ts"
+import { type Deployment, type DeploymentList, type DeploymentRow, toDeployment } from "./Deployment.ts"
+import { DeploymentStore } from "./DeploymentStore.ts"
+import { type GitHeaders, parseGitHeaders } from "./GitHeaders.ts"
+import { bundleTooLarge } from "./Manifest.ts"
+
+/** What an upload declares besides its body: the raw `X-Service-Git-*` values and its `Content-Length`, if any. */
+export interface UploadHeaders extends GitHeaders {
+  readonly contentLength?: number | undefined
+}
+
+/** One page request of the deployment list: `limit` 1..200 (default 50), `cursor` from the previous page. */
+export interface DeploymentPage {
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+}
+
+const cursorPattern = /^[1-9][0-9]{0,9}$/
+
+/**
+ * Deployments of spec 4.3: an upload is authorized before a byte of it is read, streams through the BundleReader
+ * (never buffered), and becomes a new version that goes live at once; rollback only moves the live pointer.
+ */
+export class Deployments extends Context.Service<
+  Deployments,
+  {
+    /** Newest first (viewer). */
+    readonly list: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      page?: DeploymentPage
+    ) => Effect.Effect<DeploymentList, NotFound | Forbidden | BadRequest>
+    /**
+     * Reads the gzipped tar `body` into the artifact store and records it as the project's next version, live
+     * (member). Identical bytes uploaded again are a new version. A refused bundle leaves no row and no artifact.
+     */
+    readonly upload: <E>(
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      body: Stream.Stream<Uint8Array, E>,
+      headers: UploadHeaders
+    ) => Effect.Effect<Deployment, NotFound | Forbidden | BadRequest | OpInFlight | InvalidBundle | PayloadTooLarge | E>
+    /** Makes an existing deployment of the project live again (member); no deployment is created. */
+    readonly rollback: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      deploymentId: string
+    ) => Effect.Effect<Deployment, NotFound | Forbidden | OpInFlight>
+    /**
+     * The deployment a project serves, none before its first upload: what the edge resolves a routed hostname to,
+     * then reads files from the ArtifactStore under its `digest`. No authorization: not for API callers.
+     */
+    readonly live: (projectId: string) => Effect.Effect<Option.Option<Deployment>>
+  }
+>()("@hostplane/core/deployments/Deployments") {
+  static readonly layer = Layer.effect(
+    Deployments,
+    Effect.gen(function* () {
+      const store = yield* DeploymentStore
+      const projects = yield* ProjectStore
+      const orgStore = yield* OrgStore
+      const reader = yield* BundleReader
+      const policy = yield* Policy
+      const audit = yield* AuditLog
+      const tokens = yield* Tokens
+      const tx = yield* Transactor
+
+      const list = Effect.fn("Deployments.list")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        page: DeploymentPage = {}
+      ) {
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        if (page.cursor !== undefined && !cursorPattern.test(page.cursor)) {
+          return yield* new BadRequest({
+            message: "cursor is not one this list handed out",
+            details: { query: "cursor" }
+          })
+        }
+        const limit = pageSize(page.limit)
+        const before = page.cursor === undefined ? undefined : Number(page.cursor)
+        const rows = yield* store.list(project.id, limit + 1, before)
+        const items = rows.slice(0, limit).map((row) => toDeployment(row, project.liveDeploymentId))
+        const last = items.at(-1)
+        return { items, nextCursor: rows.length > limit && last !== undefined ? String(last.version) : null }
+      })
+
+      /** The project again under the org lock: a delete may have started (or finished) since authorization. */
+      const lockedProject = Effect.fnUntraced(function* (project: ProjectRow) {
+        yield* orgStore.lock(project.orgId)
+        const current = yield* projects.findById(project.id)
+        if (Option.isNone(current)) return yield* new NotFound({ message: `project ${project.name} not found` })
+        yield* refuseDeleting(current.value)
+        return current.value
+      })
+
+      const refuseDeleting = (project: ProjectRow) =>
+        project.deletingSince === null
+          ? Effect.void
+          : Effect.fail(new OpInFlight({ message: `project ${project.name} is being deleted` }))
+
+      const upload = Effect.fn("Deployments.upload")(function* <E>(
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        body: Stream.Stream<Uint8Array, E>,
+        headers: UploadHeaders
+      ) {
+        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        yield* refuseDeleting(project)
+        const git = yield* Effect.fromResult(parseGitHeaders(headers))
+        const declared = headers.contentLength
+        if (declared !== undefined && declared > reader.limits.compressedBytes) {
+          return yield* bundleTooLarge("compressed_bytes", reader.limits.compressedBytes, declared)
+        }
+        const bundle = yield* reader.read(body)
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            const current = yield* lockedProject(project)
+            const row: DeploymentRow = {
+              id: yield* tokens.id("dep"),
+              projectId: current.id,
+              version: yield* store.nextVersion(current.id),
+              digest: bundle.digest,
+              bytes: bundle.bytes,
+              files: bundle.files,
+              createdAt: yield* nowIso,
+              uploadedBy: actor.userId,
+              manifest: bundle.manifest,
+              git
+            }
+            yield* store.insert(row)
+            yield* projects.setLiveDeployment(current.id, row.id)
+            yield* audit.record({
+              action: "deployment.create",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: current.id,
+              data: {
+                deploymentId: row.id,
+                version: row.version,
+                digest: row.digest,
+                bytes: row.bytes,
+                files: row.files,
+                previous: current.liveDeploymentId
+              },
+              at: row.createdAt
+            })
+            return toDeployment(row, row.id)
+          })
+        )
+      })
+
+      const rollback = Effect.fn("Deployments.rollback")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        deploymentId: string
+      ) {
+        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            const current = yield* lockedProject(project)
+            const target = yield* store.get(current.id, deploymentId)
+            if (Option.isNone(target)) {
+              return yield* new NotFound({ message: `deployment ${deploymentId} not found in project ${project.name}` })
+            }
+            if (current.liveDeploymentId === target.value.id) return toDeployment(target.value, target.value.id)
+            yield* projects.setLiveDeployment(current.id, target.value.id)
+            yield* audit.record({
+              action: "deployment.rollback",
+              orgId: org.id,
+              actorId: actor.userId,
+              target: current.id,
+              data: {
+                deploymentId: target.value.id,
+                version: target.value.version,
+                previous: current.liveDeploymentId
+              },
+              at: yield* nowIso
+            })
+            return toDeployment(target.value, target.value.id)
+          })
+        )
+      })
+
+      const live = Effect.fn("Deployments.live")(function* (projectId: string) {
+        const project = yield* projects.findById(projectId)
+        if (Option.isNone(project) || project.value.liveDeploymentId === null) return Option.none<Deployment>()
+        const row = yield* store.get(projectId, project.value.liveDeploymentId)
+        return Option.map(row, (value) => toDeployment(value, value.id))
+      })
+
+      return Deployments.of({ list, upload, rollback, live })
+    })
+  )
+}
