@@ -1,3 +1,4 @@
+import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
 import { Kernel } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
@@ -7,7 +8,16 @@ import { expect, it } from "vitest"
 import { startHost } from "./host.ts"
 
 it("a host server mounts hostplane's /v1 beside its own routes", async () => {
-  const host = await startHost(Layer.mergeAll(layerMemory, Kernel.Settings.make({ devAuth: true }), dnsNone))
+  const host = await startHost(
+    Layer.mergeAll(
+      layerMemory,
+      Kernel.Settings.make({ devAuth: true }),
+      dnsNone,
+      SealerAesGcm.layerEphemeral,
+      PasswordHasherScrypt.layer,
+      BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerTemp))
+    )
+  )
   try {
     const base = `http://127.0.0.1:${(host.server.address() as AddressInfo).port}`
     expect(await (await fetch(`${base}/`)).text()).toBe("the host's own page\n")

@@ -1,5 +1,6 @@
 // Run: DATABASE_URL=postgres://... npx node --conditions=@hostplane/source examples/embed/main.ts
 import * as Pg from "@hostplane/adapters-pg"
+import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
 import { Hostnames, Kernel } from "@hostplane/core"
 import { Layer, Redacted } from "effect"
@@ -14,7 +15,12 @@ const ports = Layer.mergeAll(
   Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layer(Redacted.make(databaseUrl)))),
   Kernel.Settings.make({ publicUrl: "http://127.0.0.1:3000", devAuth: true }),
   DnsResolverUdp.layerConfig,
-  Hostnames.HostedZones.layerNone
+  Hostnames.HostedZones.layerNone,
+  // Secrets are sealed with SERVICE_SEAL_KEY (else the key file .hostplane/seal.key); access passwords use scrypt.
+  SealerAesGcm.layerConfig,
+  PasswordHasherScrypt.layer,
+  // Uploaded bundles stream into <SERVICE_DATA_DIR or .hostplane>/artifacts.
+  BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig))
 )
 
 const host = await startHost(ports, 3000)

@@ -1,8 +1,11 @@
 import { HttpApi, OpenApi } from "effect/http-api"
+import { AccessApi } from "./access/AccessApi.ts"
+import { DeploymentsApi } from "./deployments/DeploymentsApi.ts"
 import { HostnamesApi } from "./hostnames/HostnamesApi.ts"
 import { DevAuthApi, IdentityApi } from "./identity/IdentityApi.ts"
 import { InvitesApi, MembersApi, OrgsApi } from "./orgs/OrgsApi.ts"
 import { ProjectsApi } from "./projects/ProjectsApi.ts"
+import { SecretsApi } from "./secrets/SecretsApi.ts"
 
 const description = [
   "The hostplane control API. Every path is under /v1; bodies are JSON.",
@@ -19,6 +22,9 @@ export class Api extends HttpApi.make("hostplane")
   .add(MembersApi)
   .add(InvitesApi)
   .add(ProjectsApi)
+  .add(DeploymentsApi)
+  .add(SecretsApi)
+  .add(AccessApi)
   .add(HostnamesApi)
   .prefix("/v1")
   .annotateMerge(OpenApi.annotations({ title: "hostplane control API", version: "1", description })) {}

@@ -1,2 +1,5 @@
+export * from "./AccessPolicies.ts"
+export * from "./AccessPolicy.ts"
 export * from "./AccessRules.ts"
+export * from "./AccessStore.ts"
 export * from "./PasswordHasher.ts"

@@ -28,6 +28,11 @@ export class Policy extends Context.Service<
       projectName: string,
       minimum: Role
     ) => Effect.Effect<ProjectAccess, NotFound | Forbidden>
+    /**
+     * For an org reached through a public name (a routed hostname) rather than its slug, so its existence is no
+     * secret: no membership and a role below the minimum are both 403.
+     */
+    readonly requireOrgRole: (actor: Actor, orgId: string, minimum: Role) => Effect.Effect<Membership, Forbidden>
   }
 >()("@hostplane/core/kernel/Policy") {
   static readonly layer = Layer.effect(
@@ -67,7 +72,18 @@ export class Policy extends Context.Service<
         return { ...membership, project: project.value }
       })
 
-      return Policy.of({ require, requireProject })
+      const requireOrgRole = Effect.fn("Policy.requireOrgRole")(function* (actor: Actor, orgId: string, minimum: Role) {
+        const org = yield* orgs.findById(orgId)
+        const role = Option.isSome(org) ? yield* orgs.findMembership(orgId, actor.userId) : Option.none()
+        if (Option.isNone(org) || Option.isNone(role)) {
+          return yield* new Forbidden({ message: `this needs the ${minimum} role or higher in the owning organization` })
+        }
+        const membership = { org: org.value, role: role.value }
+        yield* atLeastRole(membership, minimum)
+        return membership
+      })
+
+      return Policy.of({ require, requireProject, requireOrgRole })
     })
   )
 }

@@ -1,8 +1,15 @@
+import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
 import { Identity, Kernel, Mail, Orgs, services } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
+
+/** A fresh random sealing key and scrypt at its lowest cost. */
+export const testCrypto = Layer.merge(SealerAesGcm.layerEphemeral, PasswordHasherScrypt.layerWith({ logN: 10, r: 8, p: 1 }))
+
+/** Bundle uploads into a temporary artifact folder, removed with the layer. */
+export const testBundles = BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerTemp))
 
 /** Every core service on a fresh memory store, as a host would assemble it. */
 export const coreMemory = (
@@ -15,7 +22,9 @@ export const coreMemory = (
     Layer.succeed(Orgs.OrgHoldings, options.holdings ?? []),
     Layer.succeed(Orgs.OrgSubscriptionCheck, options.hasSubscription ?? (() => Effect.succeed(false)))
   )
-  return services.pipe(Layer.provideMerge(Layer.mergeAll(layerMemory, Kernel.Settings.make(), dnsNone, hooks)))
+  return services.pipe(
+    Layer.provideMerge(Layer.mergeAll(layerMemory, Kernel.Settings.make(), dnsNone, hooks, testCrypto, testBundles))
+  )
 }
 
 export type Core = Layer.Success<ReturnType<typeof coreMemory>>

@@ -1,9 +1,11 @@
 import type { Layer } from "effect"
 import type { Stores } from "../Stores.ts"
+import { accessStoreSuite } from "./AccessStoreSuite.ts"
 import { auditLogSuite } from "./AuditLogSuite.ts"
 import { hostnameStoreSuite } from "./HostnameStoreSuite.ts"
 import { mailOutboxSuite } from "./MailOutboxSuite.ts"
 import { orgStoreSuite } from "./OrgStoreSuite.ts"
+import { secretStoreSuite } from "./SecretStoreSuite.ts"
 import { transactorSuite } from "./TransactorSuite.ts"
 import { userStoreSuite } from "./UserStoreSuite.ts"
 
@@ -14,5 +16,7 @@ export const contractSuites = <E>(name: string, stores: Layer.Layer<Stores, E>):
   mailOutboxSuite(name, stores)
   auditLogSuite(name, stores)
   transactorSuite(name, stores)
+  secretStoreSuite(name, stores)
+  accessStoreSuite(name, stores)
   hostnameStoreSuite(name, stores)
 }

@@ -59,6 +59,9 @@ export const make = (store: MemoryStore): Projects.ProjectStore["Service"] =>
         tables.projects.delete(projectId)
         for (const [id, row] of tables.deployments) if (row.projectId === projectId) tables.deployments.delete(id)
         for (const [name, row] of tables.hostnames) if (row.projectId === projectId) tables.hostnames.delete(name)
+        for (const [key, row] of tables.secrets) if (row.projectId === projectId) tables.secrets.delete(key)
+        tables.accessPolicies.delete(projectId)
+        for (const [hash, row] of tables.accessCodes) if (row.projectId === projectId) tables.accessCodes.delete(hash)
       })
   })
 
