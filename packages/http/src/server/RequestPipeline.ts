@@ -119,7 +119,10 @@ const bareCodes: Record<number, Envelope> = {
   404: { code: "not_found", message: "not found" },
   405: { code: "method_not_allowed", message: "method not allowed" },
   413: { code: "payload_too_large", message: "the request body is too large" },
-  415: { code: "unsupported_media_type", message: "send the body as application/json" }
+  415: {
+    code: "unsupported_media_type",
+    message: "this content type is not accepted here: JSON bodies are application/json, bundles application/gzip"
+  }
 }
 
 /** Error responses the framework renders without a body get the envelope too. */
