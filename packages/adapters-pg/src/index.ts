@@ -15,7 +15,20 @@ import * as UserStorePg from "./identity/UserStorePg.ts"
 export * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 export * as PgDatabase from "./PgDatabase.ts"
 export { migrations } from "./migrations/index.ts"
-export { AccessStorePg, AuditLogPg, DeploymentStorePg, EdgeSessionStorePg, HostnameStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, SecretStorePg, TransactorPg, UserStorePg }
+export {
+  AccessStorePg,
+  AuditLogPg,
+  DeploymentStorePg,
+  EdgeSessionStorePg,
+  HostnameStorePg,
+  MailOutboxPg,
+  OperationStorePg,
+  OrgStorePg,
+  ProjectStorePg,
+  SecretStorePg,
+  TransactorPg,
+  UserStorePg
+}
 
 /** Every store port of core on one `SqlClient` built by `PgDatabase` (it relies on that client's name transforms). */
 export const layer = Layer.mergeAll(

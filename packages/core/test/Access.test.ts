@@ -33,11 +33,14 @@ describe("Access policy (spec 4.11) on the memory store", () => {
         assert.deepStrictEqual(yield* access.policyOf(project.id), Access.defaultAccessPolicy)
         const error = yield* Effect.flip(access.set(admin, "team", "web", { mode: "password" }))
         assert.strictEqual(error._tag, "BadRequest")
-        assert.deepStrictEqual(yield* access.set(admin, "team", "web", { mode: "password", password: "correct horse" }), {
-          mode: "password",
-          hasPassword: true,
-          hasBypass: false
-        })
+        assert.deepStrictEqual(
+          yield* access.set(admin, "team", "web", { mode: "password", password: "correct horse" }),
+          {
+            mode: "password",
+            hasPassword: true,
+            hasBypass: false
+          }
+        )
         assert.deepStrictEqual(yield* access.set(admin, "team", "web", { mode: "org" }), {
           mode: "org",
           hasPassword: true,
@@ -95,7 +98,11 @@ describe("Access policy (spec 4.11) on the memory store", () => {
         assert.isTrue(yield* access.checkBypass(project.id, second.secret))
         const row = Option.getOrThrow(yield* (yield* Access.AccessStore).findPolicy(project.id))
         assert.strictEqual(row.bypassHash, yield* tokens.hash(second.secret))
-        assert.deepStrictEqual(yield* access.policyOf(project.id), { mode: "public", hasPassword: false, hasBypass: true })
+        assert.deepStrictEqual(yield* access.policyOf(project.id), {
+          mode: "public",
+          hasPassword: false,
+          hasBypass: true
+        })
         yield* access.revokeBypass(admin, "team", "web")
         yield* access.revokeBypass(admin, "team", "web")
         assert.isFalse(yield* access.checkBypass(project.id, second.secret))
@@ -114,31 +121,38 @@ describe("Access policy (spec 4.11) on the memory store", () => {
     )
   )
 
-  it.effect("authorize answers https://<to>/__service/access/callback?code=..&next=..; the code is exchanged once", () =>
-    withCore()(
-      Effect.gen(function* () {
-        const access = yield* Access.AccessPolicies
-        const { admin, project } = yield* team
-        const { actor: viewer } = yield* memberOf(admin, "team", "vic", "viewer")
-        const { url } = yield* access.authorize(viewer, { to: "WEB.apps.localhost.", next: "/docs?a=1&b=2#x" })
-        const { host, path, code, next } = callback(url)
-        assert.strictEqual(host, "web.apps.localhost")
-        assert.strictEqual(path, Access.callbackPath)
-        assert.strictEqual(next, "/docs?a=1&b=2#x")
-        assert.isTrue(url.startsWith("https://web.apps.localhost/__service/access/callback?code="))
-        assert.include(url, `&next=${encodeURIComponent("/docs?a=1&b=2#x")}`)
-        const grant = yield* access.exchangeCode("web.apps.localhost", code)
-        assert.deepStrictEqual(
-          grant,
-          Option.some({ userId: viewer.userId, projectId: project.id, orgId: yield* orgIdOf("team"), role: "viewer" as const })
-        )
-        assert.isTrue(Option.isNone(yield* access.exchangeCode("web.apps.localhost", code)))
-        assert.isFalse(Access.admitsRole("org", "viewer"))
-        assert.isTrue(Access.admitsRole("org", "member"))
-        assert.isFalse(Access.admitsRole("password", "admin"))
-        assert.isTrue(Access.admitsRole("public", "viewer"))
-      })
-    )
+  it.effect(
+    "authorize answers https://<to>/__service/access/callback?code=..&next=..; the code is exchanged once",
+    () =>
+      withCore()(
+        Effect.gen(function* () {
+          const access = yield* Access.AccessPolicies
+          const { admin, project } = yield* team
+          const { actor: viewer } = yield* memberOf(admin, "team", "vic", "viewer")
+          const { url } = yield* access.authorize(viewer, { to: "WEB.apps.localhost.", next: "/docs?a=1&b=2#x" })
+          const { host, path, code, next } = callback(url)
+          assert.strictEqual(host, "web.apps.localhost")
+          assert.strictEqual(path, Access.callbackPath)
+          assert.strictEqual(next, "/docs?a=1&b=2#x")
+          assert.isTrue(url.startsWith("https://web.apps.localhost/__service/access/callback?code="))
+          assert.include(url, `&next=${encodeURIComponent("/docs?a=1&b=2#x")}`)
+          const grant = yield* access.exchangeCode("web.apps.localhost", code)
+          assert.deepStrictEqual(
+            grant,
+            Option.some({
+              userId: viewer.userId,
+              projectId: project.id,
+              orgId: yield* orgIdOf("team"),
+              role: "viewer" as const
+            })
+          )
+          assert.isTrue(Option.isNone(yield* access.exchangeCode("web.apps.localhost", code)))
+          assert.isFalse(Access.admitsRole("org", "viewer"))
+          assert.isTrue(Access.admitsRole("org", "member"))
+          assert.isFalse(Access.admitsRole("password", "admin"))
+          assert.isTrue(Access.admitsRole("public", "viewer"))
+        })
+      )
   )
 
   it.effect("a code lives 60 seconds: at 59 s it is exchanged, at 60 s it is refused (TestClock)", () =>

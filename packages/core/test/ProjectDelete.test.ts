@@ -25,48 +25,51 @@ const recorder = () => {
 const runOnce = Effect.flatMap(Effect.service(Operations.OperationRunner), (runner) => runner.runOnce)
 
 describe("project delete (spec 4.3) as a durable operation", () => {
-  it.effect("runs the teardown in the spec's order and resumes at the failed phase without repeating earlier ones", () => {
-    const { calls, steps } = recorder()
-    const core = services.pipe(
-      Layer.provideMerge(
-        Layer.mergeAll(
-          layerMemory,
-          Kernel.Settings.make(),
-          dnsNone,
-          testCrypto,
-          testBundles,
-          Layer.succeed(Projects.ProjectTeardown, steps)
+  it.effect(
+    "runs the teardown in the spec's order and resumes at the failed phase without repeating earlier ones",
+    () => {
+      const { calls, steps } = recorder()
+      const core = services.pipe(
+        Layer.provideMerge(
+          Layer.mergeAll(
+            layerMemory,
+            Kernel.Settings.make(),
+            dnsNone,
+            testCrypto,
+            testBundles,
+            Layer.succeed(Projects.ProjectTeardown, steps)
+          )
         )
       )
-    )
-    const runner = Operations.OperationRunner.make().pipe(Layer.provide(hooks))
-    return Effect.gen(function* () {
-      yield* TestClock.setTime(start)
-      const { actor } = yield* signIn("alice")
-      yield* (yield* Orgs.Orgs).create(actor, { name: "Team", slug: "team" })
-      const projects = yield* Projects.Projects
-      yield* projects.create(actor, "team", "web")
-      const { operationId } = yield* projects.remove(actor, "team", "web", "web")
+      const runner = Operations.OperationRunner.make().pipe(Layer.provide(hooks))
+      return Effect.gen(function* () {
+        yield* TestClock.setTime(start)
+        const { actor } = yield* signIn("alice")
+        yield* (yield* Orgs.Orgs).create(actor, { name: "Team", slug: "team" })
+        const projects = yield* Projects.Projects
+        yield* projects.create(actor, "team", "web")
+        const { operationId } = yield* projects.remove(actor, "team", "web", "web")
 
-      yield* runOnce
-      let operation = yield* projects.operation(actor, "team", operationId)
-      assert.deepStrictEqual(calls, ["routing", "draining", "data"])
-      assert.strictEqual(operation.phase, "data")
-      assert.isNull(operation.terminalCode)
-      // Routing went first: the default hostname no longer routes, while the project record still exists.
-      assert.isTrue(Option.isNone(yield* (yield* Hostnames.Hostnames).routeOf("web.apps.localhost")))
-      assert.strictEqual((yield* projects.get(actor, "team", "web")).name, "web")
+        yield* runOnce
+        let operation = yield* projects.operation(actor, "team", operationId)
+        assert.deepStrictEqual(calls, ["routing", "draining", "data"])
+        assert.strictEqual(operation.phase, "data")
+        assert.isNull(operation.terminalCode)
+        // Routing went first: the default hostname no longer routes, while the project record still exists.
+        assert.isTrue(Option.isNone(yield* (yield* Hostnames.Hostnames).routeOf("web.apps.localhost")))
+        assert.strictEqual((yield* projects.get(actor, "team", "web")).name, "web")
 
-      yield* runOnce
-      assert.strictEqual(calls.length, 3, "a failed step waits for its backoff")
+        yield* runOnce
+        assert.strictEqual(calls.length, 3, "a failed step waits for its backoff")
 
-      yield* TestClock.adjust(Duration.seconds(5))
-      yield* runOnce
-      operation = yield* projects.operation(actor, "team", operationId)
-      assert.deepStrictEqual(calls, ["routing", "draining", "data", "data", "repositories", "metadata"])
-      assert.strictEqual(operation.terminalCode, "done")
-      const gone = yield* Effect.flip(projects.get(actor, "team", "web"))
-      assert.strictEqual(gone._tag, "NotFound")
-    }).pipe(Effect.provide(runner.pipe(Layer.provideMerge(core))))
-  })
+        yield* TestClock.adjust(Duration.seconds(5))
+        yield* runOnce
+        operation = yield* projects.operation(actor, "team", operationId)
+        assert.deepStrictEqual(calls, ["routing", "draining", "data", "data", "repositories", "metadata"])
+        assert.strictEqual(operation.terminalCode, "done")
+        const gone = yield* Effect.flip(projects.get(actor, "team", "web"))
+        assert.strictEqual(gone._tag, "NotFound")
+      }).pipe(Effect.provide(runner.pipe(Layer.provideMerge(core))))
+    }
+  )
 })

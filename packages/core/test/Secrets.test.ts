@@ -114,7 +114,10 @@ describe("Secrets (spec 4.5) on the memory store", () => {
         const { actor: viewer } = yield* memberOf(admin, "team", "vic", "viewer")
         const { actor: outsider } = yield* signIn("olga")
         yield* secrets.put(member, "team", "web", "K", value("v"))
-        assert.deepStrictEqual((yield* secrets.list(member, "team", "web")).map((meta) => meta.name), ["K"])
+        assert.deepStrictEqual(
+          (yield* secrets.list(member, "team", "web")).map((meta) => meta.name),
+          ["K"]
+        )
         assert.strictEqual((yield* Effect.flip(secrets.list(viewer, "team", "web")))._tag, "Forbidden")
         assert.strictEqual((yield* Effect.flip(secrets.put(viewer, "team", "web", "K", value("v"))))._tag, "Forbidden")
         assert.strictEqual((yield* Effect.flip(secrets.remove(viewer, "team", "web", "K")))._tag, "Forbidden")

@@ -1,4 +1,12 @@
-import { type Access, type Deployments, type Hostnames, Kernel, type Secrets, services, type Stores } from "@hostplane/core"
+import {
+  type Access,
+  type Deployments,
+  type Hostnames,
+  Kernel,
+  type Secrets,
+  services,
+  type Stores
+} from "@hostplane/core"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -17,7 +25,10 @@ const knownRoutes = (api: typeof Api | typeof ApiWithDevAuth): ReadonlyArray<Kno
   { method: "GET", pattern: routePattern("/v1/openapi.json") },
   { method: "GET", pattern: routePattern("/v1/docs") },
   ...Object.values(api.groups).flatMap((group) =>
-    Object.values(group.endpoints).map((endpoint) => ({ method: endpoint.method, pattern: routePattern(endpoint.path) }))
+    Object.values(group.endpoints).map((endpoint) => ({
+      method: endpoint.method,
+      pattern: routePattern(endpoint.path)
+    }))
   )
 ]
 
@@ -32,9 +43,7 @@ const handlers = Layer.mergeAll(
   SecretsHandlers,
   AccessHandlers,
   HostnamesHandlers
-).pipe(
-  Layer.provide(AuthenticationLive)
-)
+).pipe(Layer.provide(AuthenticationLive))
 
 /**
  * The `/v1` routes on an `HttpRouter`: the API (with the dev login only when `Settings.devAuth` is on),

@@ -75,11 +75,24 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
   it("PUT access: a new password replaces the old; a bad mode or a password outside 8..200 characters is 400", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
-    await api.put(accessOf(slug, project.name), { mode: "password", password: "first-password" }, { token: suite.admin.token })
-    await api.put(accessOf(slug, project.name), { mode: "password", password: "second-password" }, { token: suite.admin.token })
+    await api.put(
+      accessOf(slug, project.name),
+      { mode: "password", password: "first-password" },
+      { token: suite.admin.token }
+    )
+    await api.put(
+      accessOf(slug, project.name),
+      { mode: "password", password: "second-password" },
+      { token: suite.admin.token }
+    )
     expect(await edge((access) => access.checkPassword(project.id, "first-password"))).toBe(false)
     expect(await edge((access) => access.checkPassword(project.id, "second-password"))).toBe(true)
-    for (const body of [{ mode: "private" }, {}, { mode: "password", password: "short" }, { mode: "org", password: "p".repeat(201) }]) {
+    for (const body of [
+      { mode: "private" },
+      {},
+      { mode: "password", password: "short" },
+      { mode: "org", password: "p".repeat(201) }
+    ]) {
       const reply = await api.put(accessOf(slug, project.name), body, { token: suite.admin.token })
       expect(reply.status).toBe(400)
       expect(reply.body.code).toBe("bad_request")
@@ -126,7 +139,9 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
     const revoked = await api.delete(`${accessOf(slug, project.name)}/bypass`, undefined, { token: suite.admin.token })
     expect(revoked.status).toBe(204)
     expect(revoked.body).toBe("")
-    expect((await api.delete(`${accessOf(slug, project.name)}/bypass`, undefined, { token: suite.admin.token })).status).toBe(204)
+    expect(
+      (await api.delete(`${accessOf(slug, project.name)}/bypass`, undefined, { token: suite.admin.token })).status
+    ).toBe(204)
     expect(await edge((access) => access.checkBypass(project.id, body.secret))).toBe(false)
     expect((await api.get(accessOf(slug, project.name), { token: suite.admin.token })).body).toEqual({
       mode: "org",
@@ -134,7 +149,9 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
       hasBypass: false
     })
     const fresh = await newProject(slug)
-    expect((await api.delete(`${accessOf(slug, fresh.name)}/bypass`, undefined, { token: suite.admin.token })).status).toBe(204)
+    expect(
+      (await api.delete(`${accessOf(slug, fresh.name)}/bypass`, undefined, { token: suite.admin.token })).status
+    ).toBe(204)
     expect((await api.get(accessOf(slug, fresh.name), { token: suite.admin.token })).body.mode).toBe("public")
     const events = (await auditOf(suite.server, slug)).filter((event) => event.action === "access.bypass.revoke")
     expect(events.map((event) => [event.target, event.data])).toEqual([
@@ -186,7 +203,11 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
     const project = await newProject(slug)
     const viewer = await withRole(slug, "viewer")
     const next = "/docs/a%20b?x=1&y=%C3%A9&z=/#top"
-    const reply = await api.post("/v1/access/authorize", { to: project.hostname.toUpperCase(), next }, { token: viewer.token })
+    const reply = await api.post(
+      "/v1/access/authorize",
+      { to: project.hostname.toUpperCase(), next },
+      { token: viewer.token }
+    )
     expect(reply.status).toBe(200)
     expect(Object.keys(reply.body)).toEqual(["url"])
     const url = new URL(reply.body.url)
@@ -210,12 +231,24 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
       expect(reply.status, to).toBe(404)
       expect(reply.body.code).toBe("not_found")
     }
-    for (const next of ["//evil.example/", "https://evil.example/", "/\\evil.example", "docs", "", "/%2F%2Fevil", "/a\nb"]) {
+    for (const next of [
+      "//evil.example/",
+      "https://evil.example/",
+      "/\\evil.example",
+      "docs",
+      "",
+      "/%2F%2Fevil",
+      "/a\nb"
+    ]) {
       const reply = await api.post("/v1/access/authorize", { to: project.hostname, next }, { token: suite.admin.token })
       expect(reply.status, next).toBe(400)
       expect(reply.body.code).toBe("bad_request")
     }
-    const forbidden = await api.post("/v1/access/authorize", { to: project.hostname, next: "/" }, { token: suite.outsider.token })
+    const forbidden = await api.post(
+      "/v1/access/authorize",
+      { to: project.hostname, next: "/" },
+      { token: suite.outsider.token }
+    )
     expect(forbidden.status).toBe(403)
     expect(forbidden.body.code).toBe("forbidden")
     expect((await api.post("/v1/access/authorize", { to: project.hostname, next: "/" })).status).toBe(401)
@@ -225,7 +258,11 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
     const slug = await newOrg()
     const project = await newProject(slug)
     const custom = `www.${unique("pending")}.example.com`
-    const added = await api.post(`/v1/orgs/${slug}/projects/${project.name}/hostnames`, { name: custom }, { token: suite.admin.token })
+    const added = await api.post(
+      `/v1/orgs/${slug}/projects/${project.name}/hostnames`,
+      { name: custom },
+      { token: suite.admin.token }
+    )
     expect(added.status).toBe(200)
     expect(added.body.status).toBe("pending_dns")
     const reply = await api.post("/v1/access/authorize", { to: custom, next: "/" }, { token: suite.admin.token })
@@ -237,14 +274,22 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
     const slug = await newOrg()
     const project = await newProject(slug)
     await api.put(accessOf(slug, project.name), { mode: "org" }, { token: suite.admin.token })
-    const reply = await api.delete(`/v1/orgs/${slug}/projects/${project.name}`, { confirm: project.name }, { token: suite.admin.token })
+    const reply = await api.delete(
+      `/v1/orgs/${slug}/projects/${project.name}`,
+      { confirm: project.name },
+      { token: suite.admin.token }
+    )
     expect(reply.status).toBe(202)
     await suite.server.run(
       Effect.flatMap(Effect.service(Operations.OperationRunner), (runner) => runner.runOnce).pipe(
         Effect.provide(Operations.OperationRunner.make().pipe(Layer.provide(hooks)))
       )
     )
-    const after = await api.post("/v1/access/authorize", { to: project.hostname, next: "/" }, { token: suite.admin.token })
+    const after = await api.post(
+      "/v1/access/authorize",
+      { to: project.hostname, next: "/" },
+      { token: suite.admin.token }
+    )
     expect(after.status).toBe(404)
     expect(Option.isNone(await storedPolicy(project.id))).toBe(true)
   })

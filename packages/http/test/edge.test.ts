@@ -17,7 +17,10 @@ const assets = (version: string) => [
   { name: "assets/index.html", content: `<h1>home ${version}</h1>` },
   { name: "assets/app.js", content: `console.log("${version}")` },
   { name: "assets/docs/index.html", content: `<h1>docs ${version}</h1>` },
-  { name: "assets/logo.bin", content: new Uint8Array(Array.from({ length: 4096 }, (_, i) => (i * 7 + version.length) % 256)) }
+  {
+    name: "assets/logo.bin",
+    content: new Uint8Array(Array.from({ length: 4096 }, (_, i) => (i * 7 + version.length) % 256))
+  }
 ]
 
 describe.each(backends)("the reference edge (%s)", (_name, stores) => {
@@ -25,17 +28,32 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
   const { api } = suite
 
   /** A raw request to the edge with a chosen Host header (fetch may not set Host). */
-  const edge = (host: string, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}) =>
+  const edge = (
+    host: string,
+    path: string,
+    options: { method?: string; headers?: Record<string, string>; body?: string } = {}
+  ) =>
     new Promise<EdgeReply>((resolve, reject) => {
       const url = new URL(suite.server.edgeUrl)
       const request = Http.request(
-        { host: url.hostname, port: url.port, path, method: options.method ?? "GET", headers: { host, ...options.headers } },
+        {
+          host: url.hostname,
+          port: url.port,
+          path,
+          method: options.method ?? "GET",
+          headers: { host, ...options.headers }
+        },
         (response) => {
           const chunks: Array<Buffer> = []
           response.on("data", (chunk: Buffer) => chunks.push(chunk))
           response.on("end", () => {
             const body = Buffer.concat(chunks)
-            resolve({ status: response.statusCode!, headers: response.headers, body, json: () => JSON.parse(body.toString()) })
+            resolve({
+              status: response.statusCode!,
+              headers: response.headers,
+              body,
+              json: () => JSON.parse(body.toString())
+            })
           })
         }
       )
@@ -113,7 +131,11 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
     const before = await Promise.all(["/", "/app.js", "/logo.bin"].map((path) => edge(host, path)))
     await upload(slug, project, "v2-longer")
     expect((await edge(host, "/")).body.toString()).toBe("<h1>home v2-longer</h1>")
-    const rolled = await api.post(`/v1/orgs/${slug}/projects/${project}/rollback`, { deploymentId: first.id }, { token: suite.admin.token })
+    const rolled = await api.post(
+      `/v1/orgs/${slug}/projects/${project}/rollback`,
+      { deploymentId: first.id },
+      { token: suite.admin.token }
+    )
     expect(rolled.status).toBe(200)
     const after = await Promise.all(["/", "/app.js", "/logo.bin"].map((path) => edge(host, path)))
     after.forEach((reply, i) => {
@@ -125,7 +147,11 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
 
   it("password mode: 401 (a form for browsers) until the shared password is posted, then a host-bound cookie", async () => {
     const { slug, project, host } = await deployed()
-    const set = await api.put(`/v1/orgs/${slug}/projects/${project}/access`, { mode: "password", password: "correct horse" }, { token: suite.admin.token })
+    const set = await api.put(
+      `/v1/orgs/${slug}/projects/${project}/access`,
+      { mode: "password", password: "correct horse" },
+      { token: suite.admin.token }
+    )
     expect(set.status).toBe(200)
     const locked = await edge(host, "/app.js")
     expect(locked.status).toBe(401)
@@ -152,9 +178,13 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
   it("the Service-Access-Bypass header opens a protected deployment; a new secret voids the old; revoke closes it", async () => {
     const { slug, project, host } = await deployed()
     await api.put(`/v1/orgs/${slug}/projects/${project}/access`, { mode: "org" }, { token: suite.admin.token })
-    const first = await api.post(`/v1/orgs/${slug}/projects/${project}/access/bypass`, undefined, { token: suite.admin.token })
+    const first = await api.post(`/v1/orgs/${slug}/projects/${project}/access/bypass`, undefined, {
+      token: suite.admin.token
+    })
     expect((await edge(host, "/", { headers: { "service-access-bypass": first.body.secret } })).status).toBe(200)
-    const second = await api.post(`/v1/orgs/${slug}/projects/${project}/access/bypass`, undefined, { token: suite.admin.token })
+    const second = await api.post(`/v1/orgs/${slug}/projects/${project}/access/bypass`, undefined, {
+      token: suite.admin.token
+    })
     expect((await edge(host, "/", { headers: { "service-access-bypass": first.body.secret } })).status).toBe(401)
     expect((await edge(host, "/", { headers: { "service-access-bypass": second.body.secret } })).status).toBe(200)
     await api.delete(`/v1/orgs/${slug}/projects/${project}/access/bypass`, undefined, { token: suite.admin.token })
@@ -169,7 +199,9 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
     const authorized = await api.post("/v1/access/authorize", { to: host, next: "/app.js" }, { token: member.token })
     expect(authorized.status).toBe(200)
     const callback = new URL(authorized.body.url)
-    expect(`${callback.protocol}//${callback.host}${callback.pathname}`).toBe(`https://${host}/__service/access/callback`)
+    expect(`${callback.protocol}//${callback.host}${callback.pathname}`).toBe(
+      `https://${host}/__service/access/callback`
+    )
     const exchanged = await edge(host, `${callback.pathname}${callback.search}`)
     expect(exchanged.status).toBe(303)
     expect(exchanged.headers["location"]).toBe("/app.js")

@@ -36,13 +36,30 @@ describe.each(backends)("spec 4.1 login and identity (%s)", (_name, stores) => {
     const session = await api.login(unique("carol"), { name: "Carol Jones", email: "carol@example.test" })
     const me = await api.get("/v1/me", { token: session.token })
     expect(me.status).toBe(200)
-    expect(me.body.user).toMatchObject({ id: session.userId, provider: "dev", email: "carol@example.test", name: "Carol Jones" })
+    expect(me.body.user).toMatchObject({
+      id: session.userId,
+      provider: "dev",
+      email: "carol@example.test",
+      name: "Carol Jones"
+    })
     expect(me.body.orgs).toHaveLength(1)
-    expect(me.body.orgs[0]).toMatchObject({ name: "Carol Jones", plan: "free", personal: true, role: "admin", projectLimit: 3 })
+    expect(me.body.orgs[0]).toMatchObject({
+      name: "Carol Jones",
+      plan: "free",
+      personal: true,
+      role: "admin",
+      projectLimit: 3
+    })
     expect(me.body.orgs[0].slug).toMatch(/^carol-jones/)
-    expect(Object.keys(me.body.orgs[0]).sort()).toEqual(
-      ["createdAt", "name", "personal", "plan", "projectLimit", "role", "slug"]
-    )
+    expect(Object.keys(me.body.orgs[0]).sort()).toEqual([
+      "createdAt",
+      "name",
+      "personal",
+      "plan",
+      "projectLimit",
+      "role",
+      "slug"
+    ])
   })
 
   it("dev login with a bad body is 400 bad_request with issues", async () => {

@@ -50,7 +50,15 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const email = `${unique("dana")}@example.test`
     const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role: "member" }, { token: suite.admin.token })
     expect(reply.status).toBe(201)
-    expect(Object.keys(reply.body).sort()).toEqual(["createdAt", "email", "expiresAt", "inviteId", "role", "sentAt", "state"])
+    expect(Object.keys(reply.body).sort()).toEqual([
+      "createdAt",
+      "email",
+      "expiresAt",
+      "inviteId",
+      "role",
+      "sentAt",
+      "state"
+    ])
     expect(reply.body).toMatchObject({ email, role: "member", state: "pending", sentAt: null })
     expect(reply.body.inviteId).toMatch(/^inv_/)
     const token = await tokenOf(slug, reply.body.inviteId)
@@ -78,7 +86,11 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const slug = await newOrg()
     const email = `${unique("rep")}@example.test`
     const first = await invite(slug, email, "viewer")
-    const again = await api.post(`/v1/orgs/${slug}/invites`, { email: email.toUpperCase(), role: "admin" }, { token: suite.admin.token })
+    const again = await api.post(
+      `/v1/orgs/${slug}/invites`,
+      { email: email.toUpperCase(), role: "admin" },
+      { token: suite.admin.token }
+    )
     expect(again.status).toBe(200)
     expect(again.body.inviteId).toBe(first.reply.body.inviteId)
     expect(again.body.role).toBe("admin")
@@ -94,7 +106,11 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const slug = await newOrg()
     const email = `${unique("mem")}@example.test`
     const user = await api.login(unique("mem"), { email })
-    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: user.subject, role: "member" }, { token: suite.admin.token })
+    await api.post(
+      `/v1/orgs/${slug}/members`,
+      { provider: "dev", subject: user.subject, role: "member" },
+      { token: suite.admin.token }
+    )
     const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role: "member" }, { token: suite.admin.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("already_member")
@@ -103,27 +119,48 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
   it("more than 50 pending invites is 409 too_many_invites", async () => {
     const slug = await newOrg()
     for (let i = 0; i < 50; i++) {
-      const reply = await api.post(`/v1/orgs/${slug}/invites`, { email: `p${i}@example.test`, role: "viewer" }, { token: suite.admin.token })
+      const reply = await api.post(
+        `/v1/orgs/${slug}/invites`,
+        { email: `p${i}@example.test`, role: "viewer" },
+        { token: suite.admin.token }
+      )
       expect(reply.status).toBe(201)
     }
-    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email: "p50@example.test", role: "viewer" }, { token: suite.admin.token })
+    const reply = await api.post(
+      `/v1/orgs/${slug}/invites`,
+      { email: "p50@example.test", role: "viewer" },
+      { token: suite.admin.token }
+    )
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("too_many_invites")
-    const renew = await api.post(`/v1/orgs/${slug}/invites`, { email: "p0@example.test", role: "member" }, { token: suite.admin.token })
+    const renew = await api.post(
+      `/v1/orgs/${slug}/invites`,
+      { email: "p0@example.test", role: "member" },
+      { token: suite.admin.token }
+    )
     expect(renew.status).toBe(200)
   })
 
   it("invites: member 403, outsider 404, bad email or role 400", async () => {
     const slug = await newOrg()
     const member = await api.login(unique("m"))
-    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: member.subject, role: "member" }, { token: suite.admin.token })
+    await api.post(
+      `/v1/orgs/${slug}/members`,
+      { provider: "dev", subject: member.subject, role: "member" },
+      { token: suite.admin.token }
+    )
     const body = { email: "x@example.test", role: "member" }
     expect((await api.post(`/v1/orgs/${slug}/invites`, body, { token: member.token })).status).toBe(403)
     expect((await api.get(`/v1/orgs/${slug}/invites`, { token: member.token })).status).toBe(403)
     expect((await api.post(`/v1/orgs/${slug}/invites`, body, { token: suite.outsider.token })).status).toBe(404)
     expect((await api.get(`/v1/orgs/${slug}/invites`, { token: suite.outsider.token })).status).toBe(404)
-    expect((await api.post(`/v1/orgs/${slug}/invites`, { ...body, email: "not-an-email" }, { token: suite.admin.token })).status).toBe(400)
-    expect((await api.post(`/v1/orgs/${slug}/invites`, { ...body, role: "boss" }, { token: suite.admin.token })).status).toBe(400)
+    expect(
+      (await api.post(`/v1/orgs/${slug}/invites`, { ...body, email: "not-an-email" }, { token: suite.admin.token }))
+        .status
+    ).toBe(400)
+    expect(
+      (await api.post(`/v1/orgs/${slug}/invites`, { ...body, role: "boss" }, { token: suite.admin.token })).status
+    ).toBe(400)
   })
 
   it("GET /v1/invites/{token} needs no login and previews the invite; unknown token 404", async () => {
@@ -177,7 +214,9 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const slug = await newOrg()
     const email = `${unique("rev")}@example.test`
     const { reply, token } = await invite(slug, email)
-    const revoke = await api.delete(`/v1/orgs/${slug}/invites/${reply.body.inviteId}`, undefined, { token: suite.admin.token })
+    const revoke = await api.delete(`/v1/orgs/${slug}/invites/${reply.body.inviteId}`, undefined, {
+      token: suite.admin.token
+    })
     expect(revoke.status).toBe(204)
     expect((await mailOf(slug, reply.body.inviteId)).state).toBe("cancelled")
     await runMailer()
@@ -189,7 +228,9 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     expect(accept.status).toBe(409)
     expect(accept.body.code).toBe("invite_revoked")
     expect((await api.get(`/v1/invites/${token}`)).body.state).toBe("revoked")
-    const again = await api.delete(`/v1/orgs/${slug}/invites/${reply.body.inviteId}`, undefined, { token: suite.admin.token })
+    const again = await api.delete(`/v1/orgs/${slug}/invites/${reply.body.inviteId}`, undefined, {
+      token: suite.admin.token
+    })
     expect(again.status).toBe(404)
   })
 
@@ -199,7 +240,11 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const path = `/v1/orgs/${slug}/invites/${reply.body.inviteId}`
     expect((await api.delete(path, undefined, { token: suite.outsider.token })).status).toBe(404)
     const member = await api.login(unique("m"))
-    await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: member.subject, role: "member" }, { token: suite.admin.token })
+    await api.post(
+      `/v1/orgs/${slug}/members`,
+      { provider: "dev", subject: member.subject, role: "member" },
+      { token: suite.admin.token }
+    )
     expect((await api.delete(path, undefined, { token: member.token })).status).toBe(403)
     await api.post(`/v1/invites/${token}/accept`, undefined, { token: suite.outsider.token })
     expect((await api.delete(path, undefined, { token: suite.admin.token })).status).toBe(404)
@@ -218,7 +263,11 @@ describe.each(backends)("spec part 3: invite expiry (%s)", (_name, stores) => {
     const admin = await api.login(unique("admin"))
     const slug = unique("exp")
     expect((await api.post("/v1/orgs", { name: "Exp", slug }, { token: admin.token })).status).toBe(201)
-    const created = await api.post(`/v1/orgs/${slug}/invites`, { email: "late@example.test", role: "member" }, { token: admin.token })
+    const created = await api.post(
+      `/v1/orgs/${slug}/invites`,
+      { email: "late@example.test", role: "member" },
+      { token: admin.token }
+    )
     expect(created.status).toBe(201)
     const token = await server.run(
       Effect.gen(function* () {

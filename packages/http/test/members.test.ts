@@ -27,7 +27,11 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
   it("POST members adds an existing user (201 Member) and writes member.add", async () => {
     const slug = await newOrg()
     const user = await api.login(unique("new"))
-    const reply = await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: user.subject, role: "viewer" }, { token: suite.admin.token })
+    const reply = await api.post(
+      `/v1/orgs/${slug}/members`,
+      { provider: "dev", subject: user.subject, role: "viewer" },
+      { token: suite.admin.token }
+    )
     expect(reply.status).toBe(201)
     expect(reply.body).toMatchObject({ userId: user.userId, role: "viewer", provider: "dev", subject: user.subject })
     const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.add")
@@ -36,7 +40,11 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
 
   it("POST members for an unknown user is 404 user_not_found", async () => {
     const slug = await newOrg()
-    const reply = await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: unique("ghost"), role: "member" }, { token: suite.admin.token })
+    const reply = await api.post(
+      `/v1/orgs/${slug}/members`,
+      { provider: "dev", subject: unique("ghost"), role: "member" },
+      { token: suite.admin.token }
+    )
     expect(reply.status).toBe(404)
     expect(reply.body.code).toBe("user_not_found")
   })
@@ -44,7 +52,11 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
   it("POST members for someone already in the org is 409 already_member", async () => {
     const slug = await newOrg()
     const member = await add(slug, "member")
-    const reply = await api.post(`/v1/orgs/${slug}/members`, { provider: "dev", subject: member.subject, role: "admin" }, { token: suite.admin.token })
+    const reply = await api.post(
+      `/v1/orgs/${slug}/members`,
+      { provider: "dev", subject: member.subject, role: "admin" },
+      { token: suite.admin.token }
+    )
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("already_member")
   })
@@ -63,7 +75,11 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
   it("PUT role changes the role (200 Member) and writes member.role", async () => {
     const slug = await newOrg()
     const member = await add(slug, "member")
-    const reply = await api.put(`/v1/orgs/${slug}/members/${member.userId}`, { role: "admin" }, { token: suite.admin.token })
+    const reply = await api.put(
+      `/v1/orgs/${slug}/members/${member.userId}`,
+      { role: "admin" },
+      { token: suite.admin.token }
+    )
     expect(reply.status).toBe(200)
     expect(reply.body).toMatchObject({ userId: member.userId, role: "admin" })
     const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.role")
@@ -72,7 +88,11 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
 
   it("demoting the last admin (self included) is 409 last_admin", async () => {
     const slug = await newOrg()
-    const reply = await api.put(`/v1/orgs/${slug}/members/${suite.admin.userId}`, { role: "member" }, { token: suite.admin.token })
+    const reply = await api.put(
+      `/v1/orgs/${slug}/members/${suite.admin.userId}`,
+      { role: "member" },
+      { token: suite.admin.token }
+    )
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("last_admin")
   })
@@ -80,7 +100,11 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
   it("an admin may demote themself while another admin remains", async () => {
     const slug = await newOrg()
     await add(slug, "admin")
-    const reply = await api.put(`/v1/orgs/${slug}/members/${suite.admin.userId}`, { role: "viewer" }, { token: suite.admin.token })
+    const reply = await api.put(
+      `/v1/orgs/${slug}/members/${suite.admin.userId}`,
+      { role: "viewer" },
+      { token: suite.admin.token }
+    )
     expect(reply.status).toBe(200)
     expect(reply.body.role).toBe("viewer")
   })
@@ -91,7 +115,9 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     const path = `/v1/orgs/${slug}/members/${member.userId}`
     expect((await api.put(path, { role: "admin" }, { token: member.token })).status).toBe(403)
     expect((await api.put(path, { role: "admin" }, { token: suite.outsider.token })).status).toBe(404)
-    expect((await api.put(`/v1/orgs/${slug}/members/usr_nobody`, { role: "admin" }, { token: suite.admin.token })).status).toBe(404)
+    expect(
+      (await api.put(`/v1/orgs/${slug}/members/usr_nobody`, { role: "admin" }, { token: suite.admin.token })).status
+    ).toBe(404)
     expect((await api.put(path, { role: "root" }, { token: suite.admin.token })).status).toBe(400)
   })
 
@@ -118,7 +144,9 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
 
   it("the last admin cannot leave or be removed: 409 last_admin", async () => {
     const slug = await newOrg()
-    const reply = await api.delete(`/v1/orgs/${slug}/members/${suite.admin.userId}`, undefined, { token: suite.admin.token })
+    const reply = await api.delete(`/v1/orgs/${slug}/members/${suite.admin.userId}`, undefined, {
+      token: suite.admin.token
+    })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("last_admin")
   })
@@ -126,7 +154,11 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
   it("DELETE member: outsider 404, unknown member 404", async () => {
     const slug = await newOrg()
     const member = await add(slug, "member")
-    expect((await api.delete(`/v1/orgs/${slug}/members/${member.userId}`, undefined, { token: suite.outsider.token })).status).toBe(404)
-    expect((await api.delete(`/v1/orgs/${slug}/members/usr_nobody`, undefined, { token: suite.admin.token })).status).toBe(404)
+    expect(
+      (await api.delete(`/v1/orgs/${slug}/members/${member.userId}`, undefined, { token: suite.outsider.token })).status
+    ).toBe(404)
+    expect(
+      (await api.delete(`/v1/orgs/${slug}/members/usr_nobody`, undefined, { token: suite.admin.token })).status
+    ).toBe(404)
   })
 })

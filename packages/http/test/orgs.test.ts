@@ -28,7 +28,8 @@ const hooks = Layer.mergeAll(
     Orgs.OrgSubscriptionCheck,
     Effect.gen(function* () {
       const store = yield* Orgs.OrgStore
-      return (orgId: string) => Effect.map(store.findById(orgId), (row) => Option.isSome(row) && row.value.name === "Paying")
+      return (orgId: string) =>
+        Effect.map(store.findById(orgId), (row) => Option.isSome(row) && row.value.name === "Paying")
     })
   )
 )
@@ -72,10 +73,19 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     const slug = unique("acme")
     const reply = await api.post("/v1/orgs", { name: "Acme Inc", slug }, { token: admin.token })
     expect(reply.status).toBe(201)
-    expect(reply.body).toEqual({ slug, name: "Acme Inc", plan: "free", personal: false, createdAt: reply.body.createdAt })
+    expect(reply.body).toEqual({
+      slug,
+      name: "Acme Inc",
+      plan: "free",
+      personal: false,
+      createdAt: reply.body.createdAt
+    })
     const list = await api.get("/v1/orgs", { token: admin.token })
     expect(list.status).toBe(200)
-    expect(list.body.items.find((o: { slug: string }) => o.slug === slug)).toMatchObject({ role: "admin", projectLimit: 3 })
+    expect(list.body.items.find((o: { slug: string }) => o.slug === slug)).toMatchObject({
+      role: "admin",
+      projectLimit: 3
+    })
   })
 
   it("the slug is derived from the name when absent", async () => {
@@ -102,7 +112,11 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
 
   it("unknown fields are ignored, never applied", async () => {
     const slug = unique("mass")
-    const reply = await api.post("/v1/orgs", { name: "Mass", slug, plan: "pro", personal: true }, { token: admin.token })
+    const reply = await api.post(
+      "/v1/orgs",
+      { name: "Mass", slug, plan: "pro", personal: true },
+      { token: admin.token }
+    )
     expect(reply.status).toBe(201)
     expect(reply.body.plan).toBe("free")
     expect(reply.body.personal).toBe(false)
@@ -136,18 +150,26 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
   it("DELETE with confirm equal to the slug (trimmed) is 204 and org.delete survives the org", async () => {
     const { slug } = await createOrg("Doomed", unique("del"))
     const orgId = await server.run(
-      Effect.flatMap(Effect.service(Orgs.OrgStore), (s) => s.findBySlug(slug)).pipe(Effect.map((o) => Option.getOrThrow(o).id))
+      Effect.flatMap(Effect.service(Orgs.OrgStore), (s) => s.findBySlug(slug)).pipe(
+        Effect.map((o) => Option.getOrThrow(o).id)
+      )
     )
     const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: `  ${slug} ` }, { token: admin.token })
     expect(reply.status).toBe(204)
-    expect((await api.get("/v1/orgs", { token: admin.token })).body.items.map((o: { slug: string }) => o.slug)).not.toContain(slug)
+    expect(
+      (await api.get("/v1/orgs", { token: admin.token })).body.items.map((o: { slug: string }) => o.slug)
+    ).not.toContain(slug)
     const audit = await server.run(Effect.flatMap(Effect.service(Kernel.AuditLog), (a) => a.list({ orgId })))
     expect(audit.map((e) => e.action)).toContain("org.delete")
   })
 
   it("DELETE drops the unsent invitation mail of the org's open invites", async () => {
     const { slug } = await createOrg("Inviting", unique("inv"))
-    const invite = await api.post(`/v1/orgs/${slug}/invites`, { email: "pending@example.test", role: "member" }, { token: admin.token })
+    const invite = await api.post(
+      `/v1/orgs/${slug}/invites`,
+      { email: "pending@example.test", role: "member" },
+      { token: admin.token }
+    )
     expect(invite.status).toBe(201)
     const mailId = await server.run(
       Effect.gen(function* () {
@@ -165,7 +187,9 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     const { slug } = await createOrg("Kept", unique("keep"))
     const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: "something-else" }, { token: admin.token })
     expect(reply.status).toBe(400)
-    expect((await api.get("/v1/orgs", { token: admin.token })).body.items.map((o: { slug: string }) => o.slug)).toContain(slug)
+    expect(
+      (await api.get("/v1/orgs", { token: admin.token })).body.items.map((o: { slug: string }) => o.slug)
+    ).toContain(slug)
   })
 
   it("DELETE of a personal org is 409 personal_org", async () => {

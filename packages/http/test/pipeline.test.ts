@@ -58,7 +58,9 @@ describe.each(backends)("wire conventions (%s)", (_name, stores) => {
     const openapi = await api.get("/v1/openapi.json")
     expect(openapi.status).toBe(200)
     expect(openapi.body.openapi).toMatch(/^3\.1/)
-    expect(Object.keys(openapi.body.paths)).toEqual(expect.arrayContaining(["/v1/orgs", "/v1/orgs/{orgSlug}/members", "/v1/invites/{token}/accept"]))
+    expect(Object.keys(openapi.body.paths)).toEqual(
+      expect.arrayContaining(["/v1/orgs", "/v1/orgs/{orgSlug}/members", "/v1/invites/{token}/accept"])
+    )
     const docs = await api.get("/v1/docs")
     expect(docs.status).toBe(200)
     expect(docs.headers.get("content-type")).toContain("text/html")

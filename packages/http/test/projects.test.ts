@@ -47,7 +47,13 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
     await api.post(`/v1/orgs/${slug}/projects`, { name: "ov" }, { token: suite.admin.token })
     const reply = await api.get(`/v1/orgs/${slug}/projects/ov/overview`, { token: viewer.token })
     expect(reply.status).toBe(200)
-    expect(reply.body).toMatchObject({ project: { name: "ov" }, serving: null, recentDeployments: [], lastBackup: null, notifications: [] })
+    expect(reply.body).toMatchObject({
+      project: { name: "ov" },
+      serving: null,
+      recentDeployments: [],
+      lastBackup: null,
+      notifications: []
+    })
     expect(reply.body.resources.database).toEqual({ declared: false, provisioned: false })
   })
 
@@ -60,7 +66,9 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
       const reply = await api.get(`/v1/orgs/${slug}${path}`, { token: suite.outsider.token })
       expect(reply.status).toBe(404)
     }
-    expect((await api.post(`/v1/orgs/${slug}/projects`, { name: "x" }, { token: suite.outsider.token })).status).toBe(404)
+    expect((await api.post(`/v1/orgs/${slug}/projects`, { name: "x" }, { token: suite.outsider.token })).status).toBe(
+      404
+    )
     expect((await api.get(`/v1/orgs/${slug}/projects/missing`, { token: suite.admin.token })).status).toBe(404)
   })
 
@@ -89,7 +97,9 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
   it("a free org's fourth project is 409 project_limit with details { limit, count, plan }", async () => {
     const slug = await newOrg()
     for (const name of ["one", "two", "three"]) {
-      expect((await api.post(`/v1/orgs/${slug}/projects`, { name: `${name}-${slug}` }, { token: suite.admin.token })).status).toBe(201)
+      expect(
+        (await api.post(`/v1/orgs/${slug}/projects`, { name: `${name}-${slug}` }, { token: suite.admin.token })).status
+      ).toBe(201)
     }
     const reply = await api.post(`/v1/orgs/${slug}/projects`, { name: `four-${slug}` }, { token: suite.admin.token })
     expect(reply.status).toBe(409)
@@ -101,7 +111,11 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
     const slug = await newOrg()
     const replies = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        api.post(`/v1/orgs/${slug}/projects`, { name: `race-${i}-${slug}`.slice(0, 40).replace(/-$/, "") }, { token: suite.admin.token })
+        api.post(
+          `/v1/orgs/${slug}/projects`,
+          { name: `race-${i}-${slug}`.slice(0, 40).replace(/-$/, "") },
+          { token: suite.admin.token }
+        )
       )
     )
     expect(replies.filter((r) => r.status === 201)).toHaveLength(3)
@@ -122,9 +136,15 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
     const slug = await newOrg()
     const member = await withRole(slug, "member")
     await api.post(`/v1/orgs/${slug}/projects`, { name: "keep" }, { token: suite.admin.token })
-    expect((await api.delete(`/v1/orgs/${slug}/projects/keep`, { confirm: "other" }, { token: suite.admin.token })).status).toBe(400)
-    expect((await api.delete(`/v1/orgs/${slug}/projects/keep`, { confirm: "keep" }, { token: member.token })).status).toBe(403)
-    expect((await api.delete(`/v1/orgs/${slug}/projects/keep`, { confirm: "keep" }, { token: suite.outsider.token })).status).toBe(404)
+    expect(
+      (await api.delete(`/v1/orgs/${slug}/projects/keep`, { confirm: "other" }, { token: suite.admin.token })).status
+    ).toBe(400)
+    expect(
+      (await api.delete(`/v1/orgs/${slug}/projects/keep`, { confirm: "keep" }, { token: member.token })).status
+    ).toBe(403)
+    expect(
+      (await api.delete(`/v1/orgs/${slug}/projects/keep`, { confirm: "keep" }, { token: suite.outsider.token })).status
+    ).toBe(404)
     expect((await api.get(`/v1/orgs/${slug}/projects/keep`, { token: suite.admin.token })).status).toBe(200)
   })
 
@@ -133,7 +153,11 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
     const viewer = await withRole(slug, "viewer")
     const name = unique("gone")
     await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: suite.admin.token })
-    const started = await api.delete(`/v1/orgs/${slug}/projects/${name}`, { confirm: name }, { token: suite.admin.token })
+    const started = await api.delete(
+      `/v1/orgs/${slug}/projects/${name}`,
+      { confirm: name },
+      { token: suite.admin.token }
+    )
     expect(started.status).toBe(202)
     expect(Object.keys(started.body)).toEqual(["operationId"])
     const again = await api.delete(`/v1/orgs/${slug}/projects/${name}`, { confirm: name }, { token: suite.admin.token })
@@ -141,8 +165,15 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
     expect(again.body.code).toBe("op_in_flight")
     const pending = await api.get(`/v1/orgs/${slug}/operations/${started.body.operationId}`, { token: viewer.token })
     expect(pending.status).toBe(200)
-    expect(pending.body).toMatchObject({ id: started.body.operationId, kind: "project.delete", phase: "routing", terminalCode: null })
-    expect((await api.get(`/v1/orgs/${slug}/operations/${started.body.operationId}`, { token: suite.outsider.token })).status).toBe(404)
+    expect(pending.body).toMatchObject({
+      id: started.body.operationId,
+      kind: "project.delete",
+      phase: "routing",
+      terminalCode: null
+    })
+    expect(
+      (await api.get(`/v1/orgs/${slug}/operations/${started.body.operationId}`, { token: suite.outsider.token })).status
+    ).toBe(404)
     await runOperations()
     const finished = await api.get(`/v1/orgs/${slug}/operations/${started.body.operationId}`, { token: viewer.token })
     expect(finished.body).toMatchObject({ phase: "metadata", terminalCode: "done" })
@@ -157,8 +188,14 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
     const slug = await newOrg()
     const name = unique("op")
     await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: suite.admin.token })
-    const started = await api.delete(`/v1/orgs/${slug}/projects/${name}`, { confirm: name }, { token: suite.admin.token })
+    const started = await api.delete(
+      `/v1/orgs/${slug}/projects/${name}`,
+      { confirm: name },
+      { token: suite.admin.token }
+    )
     const other = await newOrg()
-    expect((await api.get(`/v1/orgs/${other}/operations/${started.body.operationId}`, { token: suite.admin.token })).status).toBe(404)
+    expect(
+      (await api.get(`/v1/orgs/${other}/operations/${started.body.operationId}`, { token: suite.admin.token })).status
+    ).toBe(404)
   })
 })

@@ -29,12 +29,20 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
   it("PUT secret is 200 SecretMeta { name, version, updatedAt }; every put raises version; GET lists names and versions", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
-    const first = await api.put(`${secretsOf(slug, project.name)}/API_KEY`, { value: "first-value-9f2c" }, { token: suite.admin.token })
+    const first = await api.put(
+      `${secretsOf(slug, project.name)}/API_KEY`,
+      { value: "first-value-9f2c" },
+      { token: suite.admin.token }
+    )
     expect(first.status).toBe(200)
     expect(Object.keys(first.body).sort()).toEqual(["name", "updatedAt", "version"])
     expect(first.body).toMatchObject({ name: "API_KEY", version: 1 })
     expect(new Date(first.body.updatedAt).toISOString()).toBe(first.body.updatedAt)
-    const second = await api.put(`${secretsOf(slug, project.name)}/API_KEY`, { value: "first-value-9f2c" }, { token: suite.admin.token })
+    const second = await api.put(
+      `${secretsOf(slug, project.name)}/API_KEY`,
+      { value: "first-value-9f2c" },
+      { token: suite.admin.token }
+    )
     expect(second.body.version).toBe(2)
     await api.put(`${secretsOf(slug, project.name)}/A_OTHER`, { value: "x" }, { token: suite.admin.token })
     const list = await api.get(secretsOf(slug, project.name), { token: suite.admin.token })
@@ -77,7 +85,9 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
     const slug = await newOrg()
     const project = await newProject(slug)
     const value = `opened-${unique("v")}-é€😀`
-    expect((await api.put(`${secretsOf(slug, project.name)}/TOKEN`, { value }, { token: suite.admin.token })).status).toBe(200)
+    expect(
+      (await api.put(`${secretsOf(slug, project.name)}/TOKEN`, { value }, { token: suite.admin.token })).status
+    ).toBe(200)
     const { stored, opened, keyId } = await suite.server.run(
       Effect.gen(function* () {
         const sealer = yield* Secrets.Sealer
@@ -101,11 +111,19 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
     const slug = await newOrg()
     const project = await newProject(slug)
     for (const name of ["1ABC", "A-B", "A%20B", "%C3%84", "A.B", `A${"B".repeat(128)}`]) {
-      const reply = await api.put(`${secretsOf(slug, project.name)}/${name}`, { value: "v" }, { token: suite.admin.token })
+      const reply = await api.put(
+        `${secretsOf(slug, project.name)}/${name}`,
+        { value: "v" },
+        { token: suite.admin.token }
+      )
       expect(reply.status, name).toBe(400)
       expect(reply.body.code, name).toBe("bad_request")
     }
-    const longest = await api.put(`${secretsOf(slug, project.name)}/_${"x".repeat(127)}`, { value: "v" }, { token: suite.admin.token })
+    const longest = await api.put(
+      `${secretsOf(slug, project.name)}/_${"x".repeat(127)}`,
+      { value: "v" },
+      { token: suite.admin.token }
+    )
     expect(longest.status).toBe(200)
   })
 
@@ -113,12 +131,20 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
     const slug = await newOrg()
     const project = await newProject(slug)
     for (const name of ["DB", "ASSETS", "SERVICE_", "SERVICE_TOKEN", "db", "assets", "Service_Token"]) {
-      const reply = await api.put(`${secretsOf(slug, project.name)}/${name}`, { value: "v" }, { token: suite.admin.token })
+      const reply = await api.put(
+        `${secretsOf(slug, project.name)}/${name}`,
+        { value: "v" },
+        { token: suite.admin.token }
+      )
       expect(reply.status, name).toBe(400)
       expect(reply.body.code, name).toBe("reserved_name")
     }
     for (const name of ["DBX", "MY_DB", "ASSETS_URL", "SERVICES", "X_SERVICE_Y"]) {
-      const reply = await api.put(`${secretsOf(slug, project.name)}/${name}`, { value: "v" }, { token: suite.admin.token })
+      const reply = await api.put(
+        `${secretsOf(slug, project.name)}/${name}`,
+        { value: "v" },
+        { token: suite.admin.token }
+      )
       expect(reply.status, name).toBe(200)
     }
     expect((await api.get(secretsOf(slug, project.name), { token: suite.admin.token })).body.items).toHaveLength(5)
@@ -161,11 +187,17 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
     const again = await api.delete(`${secretsOf(slug, project.name)}/GONE`, undefined, { token: suite.admin.token })
     expect(again.status).toBe(404)
     expect(again.body.code).toBe("not_found")
-    expect((await api.delete(`${secretsOf(slug, project.name)}/gone`, undefined, { token: suite.admin.token })).status).toBe(404)
+    expect(
+      (await api.delete(`${secretsOf(slug, project.name)}/gone`, undefined, { token: suite.admin.token })).status
+    ).toBe(404)
     expect((await api.get(secretsOf(slug, project.name), { token: suite.admin.token })).body.items).toEqual([])
     const deletes = (await auditOf(suite.server, slug)).filter((event) => event.action === "secret.delete")
     expect(deletes.map((event) => event.data)).toEqual([{ name: "GONE" }])
-    const recreated = await api.put(`${secretsOf(slug, project.name)}/GONE`, { value: "v" }, { token: suite.admin.token })
+    const recreated = await api.put(
+      `${secretsOf(slug, project.name)}/GONE`,
+      { value: "v" },
+      { token: suite.admin.token }
+    )
     expect(recreated.body.version).toBe(1)
   })
 
@@ -211,7 +243,11 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
     const slug = await newOrg()
     const project = await newProject(slug)
     await api.put(`${secretsOf(slug, project.name)}/K`, { value: "v" }, { token: suite.admin.token })
-    const started = await api.delete(`/v1/orgs/${slug}/projects/${project.name}`, { confirm: project.name }, { token: suite.admin.token })
+    const started = await api.delete(
+      `/v1/orgs/${slug}/projects/${project.name}`,
+      { confirm: project.name },
+      { token: suite.admin.token }
+    )
     expect(started.status).toBe(202)
     await suite.server.run(
       Effect.flatMap(Effect.service(Operations.OperationRunner), (runner) => runner.runOnce).pipe(
@@ -219,7 +255,9 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
       )
     )
     expect((await api.get(`/v1/orgs/${slug}/projects/${project.name}`, { token: suite.admin.token })).status).toBe(404)
-    const left = await suite.server.run(Effect.flatMap(Effect.service(Secrets.SecretStore), (store) => store.listSealed(project.id)))
+    const left = await suite.server.run(
+      Effect.flatMap(Effect.service(Secrets.SecretStore), (store) => store.listSealed(project.id))
+    )
     expect(left).toEqual([])
   })
 })

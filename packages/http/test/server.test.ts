@@ -31,7 +31,10 @@ describe("the server binary on its embedded defaults", () => {
     base = `http://127.0.0.1:${port}`
     child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/http/src/bin/server.ts"], {
       cwd: root,
-      env: { ...process.env, SERVICE_DATA_DIR: dataDir, SERVICE_LISTEN: `127.0.0.1:${port}`,
+      env: {
+        ...process.env,
+        SERVICE_DATA_DIR: dataDir,
+        SERVICE_LISTEN: `127.0.0.1:${port}`,
         SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}`,
         DATABASE_URL: ""
       },
@@ -41,7 +44,10 @@ describe("the server binary on its embedded defaults", () => {
     child.stderr!.on("data", (chunk) => (output += chunk))
     exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)))
     for (let i = 0; i < 240; i++) {
-      const up = await fetch(`${base}/v1/config`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false)
+      const up = await fetch(`${base}/v1/config`, { signal: AbortSignal.timeout(2_000) }).then(
+        (r) => r.ok,
+        () => false
+      )
       if (up) return
       await new Promise((resolve) => setTimeout(resolve, 250))
     }
@@ -74,11 +80,14 @@ describe("the server binary on its embedded defaults", () => {
 
   it("runs the edge on SERVICE_EDGE_LISTEN: an unknown Host is 404 unknown_hostname", async () => {
     const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const request = Http.request({ host: "127.0.0.1", port: edgePort, path: "/", headers: { host: "nobody.example.test" } }, (response) => {
-        let body = ""
-        response.on("data", (chunk) => (body += chunk))
-        response.on("end", () => resolve({ status: response.statusCode!, body }))
-      })
+      const request = Http.request(
+        { host: "127.0.0.1", port: edgePort, path: "/", headers: { host: "nobody.example.test" } },
+        (response) => {
+          let body = ""
+          response.on("data", (chunk) => (body += chunk))
+          response.on("end", () => resolve({ status: response.statusCode!, body }))
+        }
+      )
       request.on("error", reject)
       request.end()
     })
@@ -92,10 +101,18 @@ describe("the server binary on its embedded defaults", () => {
 
   it("seals secrets with the key file it created in SERVICE_DATA_DIR (mode 0600); the value stays out of its log", async () => {
     const json = { "content-type": "application/json" }
-    const login = await fetch(`${base}/v1/auth/dev/login`, { method: "POST", headers: json, body: JSON.stringify({ subject: "sealer" }) })
+    const login = await fetch(`${base}/v1/auth/dev/login`, {
+      method: "POST",
+      headers: json,
+      body: JSON.stringify({ subject: "sealer" })
+    })
     const { token } = (await login.json()) as { token: string }
     const headers = { ...json, authorization: `Bearer ${token}` }
-    await fetch(`${base}/v1/orgs`, { method: "POST", headers, body: JSON.stringify({ name: "Sealed", slug: "sealed" }) })
+    await fetch(`${base}/v1/orgs`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ name: "Sealed", slug: "sealed" })
+    })
     await fetch(`${base}/v1/orgs/sealed/projects`, { method: "POST", headers, body: JSON.stringify({ name: "vault" }) })
     const value = "binary-secret-7c1e-value"
     const put = await fetch(`${base}/v1/orgs/sealed/projects/vault/secrets/API_KEY`, {
@@ -115,7 +132,13 @@ describe("the server binary on its embedded defaults", () => {
     const body = JSON.stringify({ subject: "late-request" })
     const reply = new Promise<number>((resolve, reject) => {
       const request = Http.request(
-        { host: url.hostname, port: url.port, path: url.pathname, method: "POST", headers: { "content-type": "application/json", "content-length": body.length } },
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          headers: { "content-type": "application/json", "content-length": body.length }
+        },
         (response) => {
           response.resume()
           resolve(response.statusCode!)

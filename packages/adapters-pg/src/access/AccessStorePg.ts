@@ -62,13 +62,13 @@ export const layer = Layer.effect(
     const findActiveHost = SqlSchema.findOneOption({
       Request: Schema.String,
       Result: HostRow,
-      execute: (name) =>
-        sql`SELECT name, project_id, org_id FROM hostnames WHERE name = ${name} AND status = 'active'`
+      execute: (name) => sql`SELECT name, project_id, org_id FROM hostnames WHERE name = ${name} AND status = 'active'`
     })
 
     return AccessStore.of({
       findPolicy: (projectId) => findPolicy(projectId).pipe(Effect.orDie),
-      setPolicy: (projectId, mode, passwordHash, at) => setPolicy({ projectId, mode, passwordHash, at }).pipe(Effect.orDie),
+      setPolicy: (projectId, mode, passwordHash, at) =>
+        setPolicy({ projectId, mode, passwordHash, at }).pipe(Effect.orDie),
       setBypass: (projectId, bypassHash, at) =>
         (bypassHash === null
           ? sql`UPDATE access_policies SET bypass_hash = NULL, updated_at = ${at}::timestamptz

@@ -28,7 +28,8 @@ export const layer = Layer.effect(
     const get = SqlSchema.findOneOption({
       Request: Schema.Struct({ projectId: Schema.String, id: Schema.String }),
       Result: DeploymentRowSchema,
-      execute: ({ projectId, id }) => sql`SELECT ${columns} FROM deployments WHERE project_id = ${projectId} AND id = ${id}`
+      execute: ({ projectId, id }) =>
+        sql`SELECT ${columns} FROM deployments WHERE project_id = ${projectId} AND id = ${id}`
     })
     const list = SqlSchema.findAll({
       Request: Schema.Struct({ projectId: Schema.String, limit: Schema.Number, before: Schema.Number }),
@@ -45,7 +46,11 @@ export const layer = Layer.effect(
     })
 
     return DeploymentStore.of({
-      nextVersion: (projectId) => nextVersion(projectId).pipe(Effect.map((row) => row.next), Effect.orDie),
+      nextVersion: (projectId) =>
+        nextVersion(projectId).pipe(
+          Effect.map((row) => row.next),
+          Effect.orDie
+        ),
       insert: (row) =>
         sql`INSERT INTO deployments (id, project_id, version, digest, bytes, files, created_at, uploaded_by, manifest, git)
           VALUES (${row.id}, ${row.projectId}, ${row.version}, ${row.digest}, ${row.bytes}, ${row.files},

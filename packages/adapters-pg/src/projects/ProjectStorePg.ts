@@ -60,22 +60,31 @@ export const layer = Layer.effect(
           onUniqueViolation(sql, "hostnames_pkey", () => "hostname" as const),
           Effect.orDie,
           Effect.flatMap((conflict): Effect.Effect<void, ProjectNameTaken | HostnameTaken> => {
-            if (conflict === "name") return Effect.fail(new ProjectNameTaken({ message: "a project with this name already exists" }))
-            if (conflict === "hostname") return Effect.fail(new HostnameTaken({ message: "this hostname is already in use" }))
+            if (conflict === "name")
+              return Effect.fail(new ProjectNameTaken({ message: "a project with this name already exists" }))
+            if (conflict === "hostname")
+              return Effect.fail(new HostnameTaken({ message: "this hostname is already in use" }))
             return Effect.void
           })
         ),
       findByName: (orgId, name) => findByName({ orgId, name }).pipe(Effect.orDie),
       findById: (id) => findById(id).pipe(Effect.orDie),
       list: (orgId) => list(orgId).pipe(Effect.orDie),
-      count: (orgId) => count(orgId).pipe(Effect.map((row) => row.count), Effect.orDie),
+      count: (orgId) =>
+        count(orgId).pipe(
+          Effect.map((row) => row.count),
+          Effect.orDie
+        ),
       markDeleting: (id, at) =>
         sql`UPDATE projects SET deleting_since = ${at}::timestamptz WHERE id = ${id} AND deleting_since IS NULL`.pipe(
           Effect.asVoid,
           Effect.orDie
         ),
       setLiveDeployment: (id, deploymentId) =>
-        sql`UPDATE projects SET live_deployment_id = ${deploymentId} WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
+        sql`UPDATE projects SET live_deployment_id = ${deploymentId} WHERE id = ${id}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
       removeHostnames: (id) => sql`DELETE FROM hostnames WHERE project_id = ${id}`.pipe(Effect.asVoid, Effect.orDie),
       remove: (id) => sql`DELETE FROM projects WHERE id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
     })

@@ -1,5 +1,18 @@
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
-import { AccessStorePg, AuditLogPg, DeploymentStorePg, EdgeSessionStorePg, HostnameStorePg, MailOutboxPg, OperationStorePg, OrgStorePg, ProjectStorePg, SecretStorePg, TransactorPg, UserStorePg } from "@hostplane/adapters-pg"
+import {
+  AccessStorePg,
+  AuditLogPg,
+  DeploymentStorePg,
+  EdgeSessionStorePg,
+  HostnameStorePg,
+  MailOutboxPg,
+  OperationStorePg,
+  OrgStorePg,
+  ProjectStorePg,
+  SecretStorePg,
+  TransactorPg,
+  UserStorePg
+} from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { services } from "@hostplane/core"
 import { Settings } from "@hostplane/core/kernel/Settings"

@@ -77,7 +77,11 @@ export class AccessPolicies extends Context.Service<
       projectName: string
     ) => Effect.Effect<AccessBypass, NotFound | Forbidden>
     /** Clears the bypass secret; succeeds when there is none. */
-    readonly revokeBypass: (actor: Actor, orgSlug: string, projectName: string) => Effect.Effect<void, NotFound | Forbidden>
+    readonly revokeBypass: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<void, NotFound | Forbidden>
     /**
      * A callback URL on the deployment's host with a one-time code for the caller: an unknown (or not yet active)
      * hostname is 404, a `next` that is not a same-site path 400, a caller below viewer in the owning org 403.

@@ -46,11 +46,20 @@ export type EdgeAnswer =
       readonly bodyless: boolean
     }
   | { readonly _tag: "NotModified"; readonly etag: string }
-  | { readonly _tag: "Redirect"; readonly location: string; readonly setSession?: { readonly value: string; readonly maxAge: number } }
+  | {
+      readonly _tag: "Redirect"
+      readonly location: string
+      readonly setSession?: { readonly value: string; readonly maxAge: number }
+    }
   | { readonly _tag: "Problem"; readonly status: number; readonly code: string; readonly message: string }
   | { readonly _tag: "Page"; readonly status: number; readonly html: string }
 
-const problem = (status: number, code: string, message: string): EdgeAnswer => ({ _tag: "Problem", status, code, message })
+const problem = (status: number, code: string, message: string): EdgeAnswer => ({
+  _tag: "Problem",
+  status,
+  code,
+  message
+})
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!)
@@ -72,9 +81,10 @@ const passwordPage = (next: string, failed: boolean) =>
  * authorize code (`org`), holders of the shared password (`password`), or the bypass header in any mode.
  * Worker code is not executed.
  */
-export class Edge extends Context.Service<Edge, { readonly handle: (request: EdgeRequest) => Effect.Effect<EdgeAnswer> }>()(
-  "@hostplane/core/edge/Edge"
-) {
+export class Edge extends Context.Service<
+  Edge,
+  { readonly handle: (request: EdgeRequest) => Effect.Effect<EdgeAnswer> }
+>()("@hostplane/core/edge/Edge") {
   static readonly layer = Layer.effect(
     Edge,
     Effect.gen(function* () {
@@ -88,7 +98,12 @@ export class Edge extends Context.Service<Edge, { readonly handle: (request: Edg
       const tokens = yield* Tokens
       const settings = yield* Settings
 
-      const issuePass = Effect.fnUntraced(function* (host: string, projectId: string, userId: string | null, next: string) {
+      const issuePass = Effect.fnUntraced(function* (
+        host: string,
+        projectId: string,
+        userId: string | null,
+        next: string
+      ) {
         const value = yield* tokens.secret(32)
         yield* sessions.insert({
           tokenHash: yield* tokens.hash(value),
@@ -106,7 +121,12 @@ export class Edge extends Context.Service<Edge, { readonly handle: (request: Edg
       })
 
       /** Whether the visitor's pass still admits them: an org pass needs the member role today, not only when issued. */
-      const passAdmits = Effect.fnUntraced(function* (request: EdgeRequest, projectId: string, orgId: string, mode: string) {
+      const passAdmits = Effect.fnUntraced(function* (
+        request: EdgeRequest,
+        projectId: string,
+        orgId: string,
+        mode: string
+      ) {
         if (request.session === undefined || request.session === "") return false
         const pass = yield* sessions.find(yield* tokens.hash(request.session), request.host, yield* nowIso)
         if (Option.isNone(pass) || pass.value.projectId !== projectId) return false

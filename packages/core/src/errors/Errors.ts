@@ -288,7 +288,10 @@ export class DnsNotConfigured extends Schema.TaggedError<DnsNotConfigured>()("Dn
 }
 
 /** `registrar_not_configured` */
-export class RegistrarNotConfigured extends Schema.TaggedError<RegistrarNotConfigured>()("RegistrarNotConfigured", fields) {
+export class RegistrarNotConfigured extends Schema.TaggedError<RegistrarNotConfigured>()(
+  "RegistrarNotConfigured",
+  fields
+) {
   static readonly code = "registrar_not_configured" satisfies ErrorCode
 }
 

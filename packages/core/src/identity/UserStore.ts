@@ -23,8 +23,14 @@ export class UserStore extends Context.Service<
     readonly findByIdentity: (provider: string, subject: string) => Effect.Effect<Option.Option<User>>
     readonly findById: (userId: string) => Effect.Effect<Option.Option<User>>
     /** Inserts the user, or returns the existing one for the same provider and subject. */
-    readonly insert: (user: User, createdAt: string) => Effect.Effect<{ readonly user: User; readonly created: boolean }>
-    readonly updateProfile: (userId: string, profile: { readonly email: string | null; readonly name: string | null }) => Effect.Effect<void>
+    readonly insert: (
+      user: User,
+      createdAt: string
+    ) => Effect.Effect<{ readonly user: User; readonly created: boolean }>
+    readonly updateProfile: (
+      userId: string,
+      profile: { readonly email: string | null; readonly name: string | null }
+    ) => Effect.Effect<void>
     readonly insertSession: (session: SessionRow) => Effect.Effect<void>
     /** The session's user while the session is unexpired at `now`. */
     readonly findSession: (tokenHash: string, now: string) => Effect.Effect<Option.Option<User>>

@@ -16,6 +16,9 @@ export class AuditLog extends Context.Service<
   AuditLog,
   {
     readonly record: (event: AuditEvent) => Effect.Effect<void>
-    readonly list: (filter: { readonly orgId?: string; readonly action?: string }) => Effect.Effect<ReadonlyArray<AuditEvent>>
+    readonly list: (filter: {
+      readonly orgId?: string
+      readonly action?: string
+    }) => Effect.Effect<ReadonlyArray<AuditEvent>>
   }
 >()("@hostplane/core/kernel/AuditLog") {}

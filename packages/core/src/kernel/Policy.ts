@@ -76,7 +76,9 @@ export class Policy extends Context.Service<
         const org = yield* orgs.findById(orgId)
         const role = Option.isSome(org) ? yield* orgs.findMembership(orgId, actor.userId) : Option.none()
         if (Option.isNone(org) || Option.isNone(role)) {
-          return yield* new Forbidden({ message: `this needs the ${minimum} role or higher in the owning organization` })
+          return yield* new Forbidden({
+            message: `this needs the ${minimum} role or higher in the owning organization`
+          })
         }
         const membership = { org: org.value, role: role.value }
         yield* atLeastRole(membership, minimum)

@@ -53,7 +53,11 @@ export class MailRunner extends Context.Service<
                       error.retryable && row.attempts < options.maxAttempts
                         ? Option.some(iso(at + Duration.toMillis(backoff(row.attempts))))
                         : Option.none()
-                    yield* Effect.logWarning("mail not sent", { mailId: row.id, attempt: row.attempts, error: error.message })
+                    yield* Effect.logWarning("mail not sent", {
+                      mailId: row.id,
+                      attempt: row.attempts,
+                      error: error.message
+                    })
                     yield* outbox.markFailed(row.id, error.message, retry)
                   })
                 )

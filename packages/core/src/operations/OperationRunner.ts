@@ -31,10 +31,9 @@ export const defaultOperationRunnerOptions: OperationRunnerOptions = {
 const iso = (ms: number) => new Date(ms).toISOString()
 
 /** Drives durable operations phase by phase; several runners (replicas) may share one store. */
-export class OperationRunner extends Context.Service<
-  OperationRunner,
-  { readonly runOnce: Effect.Effect<number> }
->()("@hostplane/core/operations/OperationRunner") {
+export class OperationRunner extends Context.Service<OperationRunner, { readonly runOnce: Effect.Effect<number> }>()(
+  "@hostplane/core/operations/OperationRunner"
+) {
   static readonly make = (options: OperationRunnerOptions = defaultOperationRunnerOptions) =>
     Layer.effect(
       OperationRunner,
@@ -100,4 +99,3 @@ export class OperationRunner extends Context.Service<
       })
     ).pipe(Layer.provideMerge(OperationRunner.make(options)))
 }
-

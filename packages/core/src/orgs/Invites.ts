@@ -55,7 +55,10 @@ export class Invites extends Context.Service<
       actor: Actor,
       slug: string,
       input: { readonly email: string; readonly role: Role }
-    ) => Effect.Effect<{ readonly invite: Invite; readonly created: boolean }, NotFound | Forbidden | AlreadyMember | TooManyInvites>
+    ) => Effect.Effect<
+      { readonly invite: Invite; readonly created: boolean },
+      NotFound | Forbidden | AlreadyMember | TooManyInvites
+    >
     readonly revoke: (actor: Actor, slug: string, inviteId: string) => Effect.Effect<void, NotFound | Forbidden>
     readonly view: (token: string) => Effect.Effect<InviteView, NotFound>
     readonly accept: (
@@ -81,7 +84,13 @@ export class Invites extends Context.Service<
         return (yield* store.listOpenInvites(org.id)).map((invite) => toInvite(invite, now))
       })
 
-      const queueMail = Effect.fnUntraced(function* (org: OrgRow, email: string, role: Role, token: string, now: string) {
+      const queueMail = Effect.fnUntraced(function* (
+        org: OrgRow,
+        email: string,
+        role: Role,
+        token: string,
+        now: string
+      ) {
         const id = yield* tokens.id("mail")
         const link = `${settings.publicUrl}/invites/${token}`
         yield* outbox.enqueue(

@@ -27,7 +27,11 @@ export class Members extends Context.Service<
       role: Role
     ) => Effect.Effect<Member, NotFound | Forbidden | LastAdmin>
     /** Removing someone else needs admin; removing yourself is leaving and needs only membership. */
-    readonly remove: (actor: Actor, slug: string, userId: string) => Effect.Effect<void, NotFound | Forbidden | LastAdmin>
+    readonly remove: (
+      actor: Actor,
+      slug: string,
+      userId: string
+    ) => Effect.Effect<void, NotFound | Forbidden | LastAdmin>
   }
 >()("@hostplane/core/orgs/Members") {
   static readonly layer = Layer.effect(

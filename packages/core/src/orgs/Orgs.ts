@@ -1,5 +1,13 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { ActiveSubscription, BadRequest, Forbidden, NotFound, OrgNotEmpty, PersonalOrg, SlugTaken } from "../errors/Errors.ts"
+import {
+  ActiveSubscription,
+  BadRequest,
+  Forbidden,
+  NotFound,
+  OrgNotEmpty,
+  PersonalOrg,
+  SlugTaken
+} from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { AuditLog } from "../kernel/Audit.ts"
 import { Policy } from "../kernel/Policy.ts"
@@ -7,7 +15,15 @@ import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { Transactor } from "../kernel/Transactor.ts"
 import { MailOutbox } from "../mail/Mail.ts"
-import { type CreateOrgInput, type Org, type OrgMembership, type OrgRow, slugPattern, toMembership, toOrg } from "./Org.ts"
+import {
+  type CreateOrgInput,
+  type Org,
+  type OrgMembership,
+  type OrgRow,
+  slugPattern,
+  toMembership,
+  toOrg
+} from "./Org.ts"
 import { OrgHoldings, OrgSubscriptionCheck } from "./OrgHooks.ts"
 import { OrgStore } from "./OrgStore.ts"
 
@@ -84,7 +100,11 @@ export class Orgs extends Context.Service<
             yield* store.addMember(row.id, creatorId, "admin", createdAt)
             return row
           }
-          const suffix = (yield* tokens.secret(6)).toLowerCase().replace(/[^a-z0-9]/g, "").slice(0, 5) || "x"
+          const suffix =
+            (yield* tokens.secret(6))
+              .toLowerCase()
+              .replace(/[^a-z0-9]/g, "")
+              .slice(0, 5) || "x"
           slug = `${input.slug.slice(0, 34).replace(/-+$/, "")}-${suffix}`
         }
       })
@@ -184,4 +204,3 @@ export class Orgs extends Context.Service<
     })
   )
 }
-

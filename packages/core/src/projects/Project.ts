@@ -62,7 +62,11 @@ export const ProjectOverview = Schema.Struct({
     Schema.Struct({
       deployment: Deployment,
       uploader: Schema.NullOr(
-        Schema.Struct({ userId: Schema.String, name: Schema.NullOr(Schema.String), email: Schema.NullOr(Schema.String) })
+        Schema.Struct({
+          userId: Schema.String,
+          name: Schema.NullOr(Schema.String),
+          email: Schema.NullOr(Schema.String)
+        })
       )
     })
   ),

@@ -14,9 +14,12 @@ export interface TeardownStep {
 }
 
 /** Areas holding project data (node data, storage, repositories, backups) register their teardown here. */
-export const ProjectTeardown = Context.Reference<ReadonlyArray<TeardownStep>>("@hostplane/core/projects/ProjectTeardown", {
-  defaultValue: () => []
-})
+export const ProjectTeardown = Context.Reference<ReadonlyArray<TeardownStep>>(
+  "@hostplane/core/projects/ProjectTeardown",
+  {
+    defaultValue: () => []
+  }
+)
 
 /** Which add-ons a project has been granted; the add-on areas replace the default. */
 export const ProjectAddons = Context.Reference<(projectId: string) => Effect.Effect<Addons>>(

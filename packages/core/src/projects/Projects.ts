@@ -23,13 +23,7 @@ import { OrgStore } from "../orgs/OrgStore.ts"
 import { toDeployment } from "../deployments/Deployment.ts"
 import { DeploymentStore } from "../deployments/DeploymentStore.ts"
 import { UserStore } from "../identity/UserStore.ts"
-import {
-  type Project,
-  type ProjectDetail,
-  type ProjectOverview,
-  type ProjectRow,
-  toProject
-} from "./Project.ts"
+import { type Project, type ProjectDetail, type ProjectOverview, type ProjectRow, toProject } from "./Project.ts"
 import { deletePhases, ProjectAddons, ProjectTeardown } from "./ProjectHooks.ts"
 import { ProjectStore } from "./ProjectStore.ts"
 
@@ -46,7 +40,11 @@ export class Projects extends Context.Service<
       name: string
     ) => Effect.Effect<Project, NotFound | Forbidden | ProjectNameTaken | HostnameTaken | ProjectLimitReached>
     readonly get: (actor: Actor, slug: string, name: string) => Effect.Effect<ProjectDetail, NotFound | Forbidden>
-    readonly overview: (actor: Actor, slug: string, name: string) => Effect.Effect<ProjectOverview, NotFound | Forbidden>
+    readonly overview: (
+      actor: Actor,
+      slug: string,
+      name: string
+    ) => Effect.Effect<ProjectOverview, NotFound | Forbidden>
     readonly remove: (
       actor: Actor,
       slug: string,
@@ -161,7 +159,12 @@ export class Projects extends Context.Service<
         }
       })
 
-      const remove = Effect.fn("Projects.remove")(function* (actor: Actor, slug: string, name: string, confirm: string) {
+      const remove = Effect.fn("Projects.remove")(function* (
+        actor: Actor,
+        slug: string,
+        name: string,
+        confirm: string
+      ) {
         const { org, project } = yield* policy.requireProject(actor, slug, name, "admin")
         if (confirm.trim() !== project.name) {
           return yield* new BadRequest({ message: "confirm must equal the project name" })
@@ -241,11 +244,8 @@ export const projectDeleteHandler = Effect.gen(function* () {
 })
 
 /** The projects of an org for `org_not_empty`. */
-export const projectHoldings = Effect.map(
-  Effect.service(ProjectStore),
-  (store): HoldingCounter => ({
-    kind: "projects",
-    count: (orgId) =>
-      Effect.map(store.list(orgId), (rows) => ({ count: rows.length, names: rows.map((row) => row.name).slice(0, 5) }))
-  })
-)
+export const projectHoldings = Effect.map(Effect.service(ProjectStore), (store): HoldingCounter => ({
+  kind: "projects",
+  count: (orgId) =>
+    Effect.map(store.list(orgId), (rows) => ({ count: rows.length, names: rows.map((row) => row.name).slice(0, 5) }))
+}))

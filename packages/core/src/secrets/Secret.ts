@@ -38,9 +38,7 @@ export const secretValueProblem = (value: string): string | undefined => {
 }
 
 /** A secret value: well-formed Unicode text, at most 64 KiB as UTF-8; it may be empty. */
-export const SecretValue = Schema.String.check(
-  Schema.makeFilter((value: string) => secretValueProblem(value) ?? true)
-)
+export const SecretValue = Schema.String.check(Schema.makeFilter((value: string) => secretValueProblem(value) ?? true))
 
 /** `PUT .../secrets/{secretName}` body. */
 export const PutSecretInput = Schema.Struct({ value: SecretValue })

@@ -129,7 +129,11 @@ export class Secrets extends Context.Service<
         const rows = yield* store.listSealed(projectId)
         return yield* Effect.forEach(rows, (row) =>
           sealer.open(row.sealed, secretContext(projectId, row.name)).pipe(
-            Effect.map((plain): OpenedSecret => ({ name: row.name, version: row.version, value: Redacted.make(plain) })),
+            Effect.map((plain): OpenedSecret => ({
+              name: row.name,
+              version: row.version,
+              value: Redacted.make(plain)
+            })),
             Effect.orDie
           )
         )

@@ -6,7 +6,10 @@ import { Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 
 /** A fresh random sealing key and scrypt at its lowest cost. */
-export const testCrypto = Layer.merge(SealerAesGcm.layerEphemeral, PasswordHasherScrypt.layerWith({ logN: 10, r: 8, p: 1 }))
+export const testCrypto = Layer.merge(
+  SealerAesGcm.layerEphemeral,
+  PasswordHasherScrypt.layerWith({ logN: 10, r: 8, p: 1 })
+)
 
 /** Bundle uploads into a temporary artifact folder, removed with the layer. */
 export const testBundles = BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerTemp))

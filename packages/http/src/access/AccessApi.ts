@@ -46,7 +46,9 @@ export class AccessApi extends HttpApiGroup.make("access")
       params: project,
       success: HttpApiSchema.NoContent,
       error: access
-    }).annotateMerge(describe("Admin. 204 even when there is no bypass; the policy is unchanged. Audit `access.bypass.revoke`.")),
+    }).annotateMerge(
+      describe("Admin. 204 even when there is no bypass; the policy is unchanged. Audit `access.bypass.revoke`.")
+    ),
     HttpApiEndpoint.post("authorize", "/access/authorize", {
       payload: Access.AuthorizeInput,
       success: Access.AccessAuthorize,
@@ -61,4 +63,6 @@ export class AccessApi extends HttpApiGroup.make("access")
     )
   )
   .middleware(Authentication)
-  .annotateMerge(OpenApi.annotations({ title: "Access policy", description: "Deployment access policy (spec 4.11)." })) {}
+  .annotateMerge(
+    OpenApi.annotations({ title: "Access policy", description: "Deployment access policy (spec 4.11)." })
+  ) {}

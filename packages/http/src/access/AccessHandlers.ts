@@ -14,7 +14,8 @@ export const AccessHandlers = HttpApiBuilder.group(
       get: ({ params }) => Effect.flatMap(actor, (a) => policies.get(a, params.orgSlug, params.projectName)),
       set: ({ params, payload }) =>
         Effect.flatMap(actor, (a) => policies.set(a, params.orgSlug, params.projectName, payload)),
-      newBypass: ({ params }) => Effect.flatMap(actor, (a) => policies.newBypass(a, params.orgSlug, params.projectName)),
+      newBypass: ({ params }) =>
+        Effect.flatMap(actor, (a) => policies.newBypass(a, params.orgSlug, params.projectName)),
       revokeBypass: ({ params }) =>
         Effect.flatMap(actor, (a) => policies.revokeBypass(a, params.orgSlug, params.projectName)),
       authorize: ({ payload }) => Effect.flatMap(actor, (a) => policies.authorize(a, payload))

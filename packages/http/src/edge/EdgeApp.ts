@@ -99,4 +99,3 @@ export const edgeApp = Effect.gen(function* () {
     )
   )
 )
-

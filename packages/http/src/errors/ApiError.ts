@@ -34,14 +34,20 @@ const make = <C extends ErrorClass>(errorClass: C) => {
     message: Schema.String,
     details: Schema.optionalKey(Errors.Details)
   }).pipe(
-    Schema.decodeTo(errorClass as unknown as Schema.Codec<InstanceType<C>, { readonly _tag: string; readonly message: string; readonly details?: Errors.Details }>, {
-      decode: SchemaGetter.transform((wire) => ({ ...wire, _tag: tag })),
-      encode: SchemaGetter.transform((error) => ({
-        code,
-        message: error.message,
-        ...(error.details === undefined ? {} : { details: error.details })
-      }))
-    }),
+    Schema.decodeTo(
+      errorClass as unknown as Schema.Codec<
+        InstanceType<C>,
+        { readonly _tag: string; readonly message: string; readonly details?: Errors.Details }
+      >,
+      {
+        decode: SchemaGetter.transform((wire) => ({ ...wire, _tag: tag })),
+        encode: SchemaGetter.transform((error) => ({
+          code,
+          message: error.message,
+          ...(error.details === undefined ? {} : { details: error.details })
+        }))
+      }
+    ),
     HttpApiSchema.status(Errors.statusOf(code) as 400),
     Schema.annotate({ identifier: `Error_${code}` })
   )

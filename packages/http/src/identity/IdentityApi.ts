@@ -32,5 +32,8 @@ export class IdentityApi extends HttpApiGroup.make("identity")
 export class DevAuthApi extends HttpApiGroup.make("devAuth")
   .add(HttpApiEndpoint.post("login", "/auth/dev/login", { payload: Identity.DevLoginInput, success: Identity.Session }))
   .annotateMerge(
-    OpenApi.annotations({ title: "Dev login", description: "Local-only sign-in; absent unless SERVICE_ENABLE_DEV_AUTH is on." })
+    OpenApi.annotations({
+      title: "Dev login",
+      description: "Local-only sign-in; absent unless SERVICE_ENABLE_DEV_AUTH is on."
+    })
   ) {}

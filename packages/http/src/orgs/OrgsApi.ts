@@ -51,7 +51,11 @@ const member = { orgSlug: Schema.String, userId: Schema.String }
 /** Spec 4.2: members of an organization. */
 export class MembersApi extends HttpApiGroup.make("members")
   .add(
-    HttpApiEndpoint.get("list", "/orgs/:orgSlug/members", { params: orgSlug, success: items(Orgs.Member), error: access }),
+    HttpApiEndpoint.get("list", "/orgs/:orgSlug/members", {
+      params: orgSlug,
+      success: items(Orgs.Member),
+      error: access
+    }),
     HttpApiEndpoint.post("add", "/orgs/:orgSlug/members", {
       params: orgSlug,
       payload: Orgs.AddMemberInput,
@@ -76,8 +80,11 @@ export class MembersApi extends HttpApiGroup.make("members")
 /** Spec 4.2: invitations, managed by admins, previewed and accepted by token. */
 export class InvitesApi extends HttpApiGroup.make("invites")
   .add(
-    HttpApiEndpoint.get("list", "/orgs/:orgSlug/invites", { params: orgSlug, success: items(Orgs.Invite), error: access })
-      .middleware(Authentication),
+    HttpApiEndpoint.get("list", "/orgs/:orgSlug/invites", {
+      params: orgSlug,
+      success: items(Orgs.Invite),
+      error: access
+    }).middleware(Authentication),
     HttpApiEndpoint.post("create", "/orgs/:orgSlug/invites", {
       params: orgSlug,
       payload: Orgs.CreateInviteInput,

@@ -13,7 +13,11 @@ export const OrgsHandlers = HttpApiBuilder.group(
     const orgs = yield* Orgs.Orgs
     const notifications = yield* Orgs.Notifications
     return handlers.handleAll({
-      list: () => actor.pipe(Effect.flatMap(orgs.list), Effect.map((items) => ({ items }))),
+      list: () =>
+        actor.pipe(
+          Effect.flatMap(orgs.list),
+          Effect.map((items) => ({ items }))
+        ),
       create: ({ payload }) => Effect.flatMap(actor, (a) => orgs.create(a, payload)),
       rename: ({ params, payload }) => Effect.flatMap(actor, (a) => orgs.rename(a, params.orgSlug, payload.name)),
       remove: ({ params, payload }) => Effect.flatMap(actor, (a) => orgs.remove(a, params.orgSlug, payload.confirm)),

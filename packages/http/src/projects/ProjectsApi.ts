@@ -51,4 +51,6 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
     })
   )
   .middleware(Authentication)
-  .annotateMerge(OpenApi.annotations({ title: "Projects", description: "Projects and their operations (spec 4.3)." })) {}
+  .annotateMerge(
+    OpenApi.annotations({ title: "Projects", description: "Projects and their operations (spec 4.3)." })
+  ) {}

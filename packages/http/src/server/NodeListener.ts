@@ -35,6 +35,8 @@ export const makeNodeListener = async <E>(ports: Layer.Layer<Ports, E>): Promise
   const listener = await Effect.runPromise(
     NodeHttpServer.makeHandler(router.asHttpEffect(), { scope }).pipe(Effect.provideContext(context))
   )
-  const edgeListener = await Effect.runPromise(NodeHttpServer.makeHandler(edgeApp, { scope }).pipe(Effect.provideContext(context)))
+  const edgeListener = await Effect.runPromise(
+    NodeHttpServer.makeHandler(edgeApp, { scope }).pipe(Effect.provideContext(context))
+  )
   return { listener, edgeListener, context, dispose: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
 }

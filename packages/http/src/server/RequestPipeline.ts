@@ -56,7 +56,9 @@ export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) =>
           return yield* Effect.failCause(exit.cause)
         }
         const path = request.url.split("?")[0] ?? "/"
-        let response = Exit.isSuccess(exit) ? exit.value : yield* fromCause(exit.cause, request.method, path, routes, requestId)
+        let response = Exit.isSuccess(exit)
+          ? exit.value
+          : yield* fromCause(exit.cause, request.method, path, routes, requestId)
         response = withEnvelope(response)
         response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
         const elapsed = (yield* Clock.currentTimeMillis) - started
@@ -129,7 +131,9 @@ const bareCodes: Record<number, Envelope> = {
 const withEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
   const envelope = bareCodes[response.status]
   if (envelope === undefined) return response
-  const contentType = response.headers["content-type"] ?? (response.body._tag === "Uint8Array" || response.body._tag === "Raw" ? response.body.contentType : undefined)
+  const contentType =
+    response.headers["content-type"] ??
+    (response.body._tag === "Uint8Array" || response.body._tag === "Raw" ? response.body.contentType : undefined)
   if (response.body._tag !== "Empty" && contentType?.startsWith("application/json")) return response
   return json(response.status, envelope, { ...response.headers, "content-type": "application/json" })
 }

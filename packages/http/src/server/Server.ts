@@ -18,8 +18,9 @@ import { edgeApp } from "../edge/EdgeApp.ts"
 import { parseListen } from "./Listen.ts"
 
 /** True when no `DATABASE_URL` is set: the server runs on its embedded defaults. */
-const embeddedMode = Effect.map(Config.option(Config.String("DATABASE_URL")), (url) =>
-  Option.isNone(url) || url.value.trim() === ""
+const embeddedMode = Effect.map(
+  Config.option(Config.String("DATABASE_URL")),
+  (url) => Option.isNone(url) || url.value.trim() === ""
 )
 
 /**
@@ -31,7 +32,9 @@ export const ServerLive = Layer.unwrap(
   Effect.gen(function* () {
     const embedded = yield* embeddedMode
     const listen = parseListen(yield* Config.String("SERVICE_LISTEN").pipe(Config.withDefault("127.0.0.1:8080")))
-    const edgeListen = parseListen(yield* Config.String("SERVICE_EDGE_LISTEN").pipe(Config.withDefault("127.0.0.1:8081")))
+    const edgeListen = parseListen(
+      yield* Config.String("SERVICE_EDGE_LISTEN").pipe(Config.withDefault("127.0.0.1:8081"))
+    )
     const settings = Kernel.Settings.layerConfig({ devAuthDefault: embedded })
     const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig()))
     const mail = Mail.MailRunner.background().pipe(Layer.provide(MailTransportAuto.layerConfig))

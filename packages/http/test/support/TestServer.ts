@@ -12,7 +12,10 @@ import type { Ports } from "../../src/App.ts"
 import { makeNodeListener } from "../../src/server/NodeListener.ts"
 
 /** The store ports a backend provides; settings and DNS come from the test. */
-export type Stores = Exclude<Ports, Kernel.Settings | Dns | Crypto | Deployments.BundleReader | Deployments.ArtifactStore>
+export type Stores = Exclude<
+  Ports,
+  Kernel.Settings | Dns | Crypto | Deployments.BundleReader | Deployments.ArtifactStore
+>
 
 /** What hostname verification asks: a resolver and the hosted zones. */
 export type Dns = Hostnames.DnsResolver | Hostnames.HostedZones
@@ -163,7 +166,11 @@ export interface Suite {
   /** A fresh org administered by `admin`. */
   readonly newOrg: (name?: string) => Promise<string>
   /** A new user with `role` in `slug`, added by `admin`. */
-  readonly withRole: (slug: string, role: "viewer" | "member" | "admin", profile?: { email?: string }) => Promise<Session>
+  readonly withRole: (
+    slug: string,
+    role: "viewer" | "member" | "admin",
+    profile?: { email?: string }
+  ) => Promise<Session>
 }
 
 /**

@@ -6,13 +6,12 @@ import { givenProject } from "./SecretStoreSuite.ts"
 
 /** What the access contract needs beside `AccessStore`: policies and codes belong to projects, hosts are theirs. */
 export type AccessStoreSuiteServices =
-  | Access.AccessStore
-  | Projects.ProjectStore
-  | Orgs.OrgStore
-  | Kernel.Transactor
-  | Hostnames.HostnameStore
+  Access.AccessStore | Projects.ProjectStore | Orgs.OrgStore | Kernel.Transactor | Hostnames.HostnameStore
 
-const makeCode = (project: Projects.ProjectRow, overrides: Partial<Access.AccessCodeRow> = {}): Access.AccessCodeRow => ({
+const makeCode = (
+  project: Projects.ProjectRow,
+  overrides: Partial<Access.AccessCodeRow> = {}
+): Access.AccessCodeRow => ({
   codeHash: `code-${randomSuffix()}`,
   host: project.hostname,
   projectId: project.id,
@@ -78,7 +77,13 @@ export const accessStoreSuite = <E>(name: string, store: Layer.Layer<AccessStore
         yield* access.setBypass(project.id, "bypass-1", at(0))
         assert.deepStrictEqual(
           yield* access.findPolicy(project.id),
-          Option.some({ projectId: project.id, mode: "public", passwordHash: null, bypassHash: "bypass-1", updatedAt: at(0) })
+          Option.some({
+            projectId: project.id,
+            mode: "public",
+            passwordHash: null,
+            bypassHash: "bypass-1",
+            updatedAt: at(0)
+          })
         )
         yield* access.setBypass(project.id, "bypass-2", at(minute))
         assert.strictEqual(Option.getOrThrow(yield* access.findPolicy(project.id)).bypassHash, "bypass-2")

@@ -45,7 +45,9 @@ export const secretStoreSuite = <E>(name: string, store: Layer.Layer<SecretStore
           version: 2,
           updatedAt: at(minute)
         })
-        assert.deepStrictEqual(yield* secrets.list(project.id), [{ name: "API_KEY", version: 2, updatedAt: at(minute) }])
+        assert.deepStrictEqual(yield* secrets.list(project.id), [
+          { name: "API_KEY", version: 2, updatedAt: at(minute) }
+        ])
         assert.deepStrictEqual(yield* secrets.listSealed(project.id), [
           { projectId: project.id, name: "API_KEY", version: 2, sealed: sealed("b"), updatedAt: at(minute) }
         ])
@@ -82,7 +84,10 @@ export const secretStoreSuite = <E>(name: string, store: Layer.Layer<SecretStore
         yield* secrets.put(first.id, "TOKEN", sealed("1"), at(0))
         yield* secrets.put(first.id, "TOKEN", sealed("2"), at(0))
         assert.strictEqual((yield* secrets.put(second.id, "TOKEN", sealed("3"), at(0))).version, 1)
-        assert.deepStrictEqual((yield* secrets.listSealed(second.id)).map((row) => row.sealed), [sealed("3")])
+        assert.deepStrictEqual(
+          (yield* secrets.listSealed(second.id)).map((row) => row.sealed),
+          [sealed("3")]
+        )
         assert.deepStrictEqual(yield* secrets.list(`prj_${randomSuffix()}`), [])
       })
     )
@@ -96,7 +101,10 @@ export const secretStoreSuite = <E>(name: string, store: Layer.Layer<SecretStore
         assert.isTrue(yield* secrets.remove(project.id, "GONE"))
         assert.isFalse(yield* secrets.remove(project.id, "GONE"))
         assert.isFalse(yield* secrets.remove(project.id, "gone"))
-        assert.deepStrictEqual((yield* secrets.list(project.id)).map((meta) => meta.name), ["KEPT"])
+        assert.deepStrictEqual(
+          (yield* secrets.list(project.id)).map((meta) => meta.name),
+          ["KEPT"]
+        )
         assert.strictEqual((yield* secrets.put(project.id, "GONE", sealed("z"), at(minute))).version, 1)
       })
     )

@@ -12,9 +12,13 @@ export const make = (store: MemoryStore): Deployments.DeploymentStore["Service"]
     nextVersion: (projectId) => Effect.map(ofProject(store, projectId), (rows) => (rows[0]?.version ?? 0) + 1),
     insert: (row) => write(store, (tables) => void tables.deployments.set(row.id, row)),
     get: (projectId, id) =>
-      read(store, (tables) => Option.filter(Option.fromNullishOr(tables.deployments.get(id)), (row) => row.projectId === projectId)),
+      read(store, (tables) =>
+        Option.filter(Option.fromNullishOr(tables.deployments.get(id)), (row) => row.projectId === projectId)
+      ),
     list: (projectId, limit, beforeVersion = Infinity) =>
-      Effect.map(ofProject(store, projectId), (rows) => rows.filter((row) => row.version < beforeVersion).slice(0, limit))
+      Effect.map(ofProject(store, projectId), (rows) =>
+        rows.filter((row) => row.version < beforeVersion).slice(0, limit)
+      )
   })
 
 export const layer: Layer.Layer<Deployments.DeploymentStore, never, MemoryState> = Layer.effect(

@@ -1,4 +1,15 @@
-import type { Access, Deployments, Edge, Identity, Kernel, Mail, Operations, Orgs, Projects, Secrets } from "@hostplane/core"
+import type {
+  Access,
+  Deployments,
+  Edge,
+  Identity,
+  Kernel,
+  Mail,
+  Operations,
+  Orgs,
+  Projects,
+  Secrets
+} from "@hostplane/core"
 import type { HostnameRow } from "@hostplane/core/hostnames/Hostname"
 import { Context, Effect, Exit, Layer, Semaphore } from "effect"
 
@@ -73,7 +84,10 @@ const emptyTables = (): Tables => ({
 /** Copies every table (maps and arrays are copied, rows are shared since they are immutable). */
 const copyTables = (tables: Tables): Tables =>
   Object.fromEntries(
-    Object.entries(tables).map(([name, table]) => [name, Array.isArray(table) ? [...table] : new Map(table as Map<unknown, unknown>)])
+    Object.entries(tables).map(([name, table]) => [
+      name,
+      Array.isArray(table) ? [...table] : new Map(table as Map<unknown, unknown>)
+    ])
   ) as unknown as Tables
 
 export const secretKey = (projectId: string, name: string): string => `${projectId}\u0000${name}`

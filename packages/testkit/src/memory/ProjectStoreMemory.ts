@@ -39,11 +39,13 @@ export const make = (store: MemoryStore): Projects.ProjectStore["Service"] =>
       read(store, (tables) =>
         [...tables.projects.values()].filter((row) => row.orgId === orgId).sort((a, b) => (a.name < b.name ? -1 : 1))
       ),
-    count: (orgId) => read(store, (tables) => [...tables.projects.values()].filter((row) => row.orgId === orgId).length),
+    count: (orgId) =>
+      read(store, (tables) => [...tables.projects.values()].filter((row) => row.orgId === orgId).length),
     markDeleting: (projectId, at) =>
       write(store, (tables) => {
         const row = tables.projects.get(projectId)
-        if (row !== undefined && row.deletingSince === null) tables.projects.set(projectId, { ...row, deletingSince: at })
+        if (row !== undefined && row.deletingSince === null)
+          tables.projects.set(projectId, { ...row, deletingSince: at })
       }),
     setLiveDeployment: (projectId, deploymentId) =>
       write(store, (tables) => {
