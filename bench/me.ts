@@ -76,7 +76,6 @@ const repoRoot = Path.resolve(benchDir, "..")
 const serverEntry = Path.join(repoRoot, "packages/http/src/bin/server.ts")
 const bareEntry = Path.join(benchDir, "bare-server.ts")
 const startedAt = Date.now()
-const MiB = 1024 * 1024
 
 const log = (message: string) =>
   console.error(`[bench ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)}s] ${message}`)

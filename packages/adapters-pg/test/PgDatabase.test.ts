@@ -1,4 +1,4 @@
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { migrations } from "@hostplane/adapters-pg"

@@ -1,18 +1,5 @@
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
-import {
-  AccessStorePg,
-  AuditLogPg,
-  DeploymentStorePg,
-  EdgeSessionStorePg,
-  HostnameStorePg,
-  MailOutboxPg,
-  OperationStorePg,
-  OrgStorePg,
-  ProjectStorePg,
-  SecretStorePg,
-  TransactorPg,
-  UserStorePg
-} from "@hostplane/adapters-pg"
+import * as Pg from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { services } from "@hostplane/core"
 import { Settings } from "@hostplane/core/kernel/Settings"
@@ -22,24 +9,15 @@ import { Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 
 /** Every core service on the PostgreSQL stores of a fresh test database; `orgStore` may wrap the real one. */
-export const coreOnPostgres = (orgStore: Layer.Layer<OrgStore, never, SqlClient.SqlClient> = OrgStorePg.layer) =>
+export const coreOnPostgres = (orgStore: Layer.Layer<OrgStore, never, SqlClient.SqlClient> = Pg.OrgStorePg.layer) =>
   services.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
+        // The last layer of a merge wins for a service both provide: `orgStore` replaces the stock one.
+        Pg.layer,
         orgStore,
-        UserStorePg.layer,
-        MailOutboxPg.layer,
-        AuditLogPg.layer,
-        TransactorPg.layer,
-        ProjectStorePg.layer,
-        OperationStorePg.layer,
-        DeploymentStorePg.layer,
-        SecretStorePg.layer,
-        AccessStorePg.layer,
         SealerAesGcm.layerEphemeral,
         PasswordHasherScrypt.layerWith({ logN: 10, r: 8, p: 1 }),
-        HostnameStorePg.layer,
-        EdgeSessionStorePg.layer,
         Settings.make(),
         dnsNone,
         BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerTemp))

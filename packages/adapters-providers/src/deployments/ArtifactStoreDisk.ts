@@ -6,6 +6,7 @@ import * as Path from "node:path"
 import { NodeStream } from "@effect/platform-node"
 import { Deployments } from "@hostplane/core"
 import { Cache, Config, Duration, Effect, Exit, Layer, Option, Schema, Stream } from "effect"
+import { inDataDir } from "../DataDir.ts"
 
 /** Any failure of the disk is a defect: the store has no expected error. */
 const io = <A>(run: () => Promise<A>) => Effect.promise(run)
@@ -165,17 +166,7 @@ export const layer = (dir: string): Layer.Layer<Deployments.ArtifactStore> =>
   Layer.effect(Deployments.ArtifactStore, make(dir))
 
 /** The artifact folder of decisions.md part 5: `<SERVICE_DATA_DIR or .hostplane>/artifacts`. */
-export const dirConfig: Config.Config<string> = Config.option(Config.String("SERVICE_DATA_DIR")).pipe(
-  Config.map((dataDir) =>
-    Path.resolve(
-      Option.getOrElse(
-        Option.filter(dataDir, (value) => value.trim() !== ""),
-        () => ".hostplane"
-      ),
-      "artifacts"
-    )
-  )
-)
+export const dirConfig: Config.Config<string> = inDataDir("artifacts")
 
 /** The artifact folder read from `SERVICE_DATA_DIR`. */
 export const layerConfig: Layer.Layer<Deployments.ArtifactStore, Config.ConfigError> = Layer.unwrap(

@@ -2,8 +2,9 @@ import { randomUUID } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { Mail } from "@hostplane/core"
-import { Clock, Config, Effect, Layer, Option, Predicate } from "effect"
+import { Clock, Config, Effect, Layer, Predicate } from "effect"
 import * as Eml from "./Eml.ts"
+import { inDataDir } from "../DataDir.ts"
 
 const failure = (what: string) => (cause: unknown) =>
   new Mail.MailSendError({
@@ -48,17 +49,7 @@ export const make = (dir: string): Mail.MailTransport["Service"] => {
 export const layer = (dir: string): Layer.Layer<Mail.MailTransport> => Layer.succeed(Mail.MailTransport, make(dir))
 
 /** The outbox folder of decisions.md part 5: `<SERVICE_DATA_DIR or .hostplane>/outbox`. */
-export const dirConfig: Config.Config<string> = Config.option(Config.String("SERVICE_DATA_DIR")).pipe(
-  Config.map((dataDir) =>
-    Path.resolve(
-      Option.getOrElse(
-        Option.filter(dataDir, (value) => value.trim() !== ""),
-        () => ".hostplane"
-      ),
-      "outbox"
-    )
-  )
-)
+export const dirConfig: Config.Config<string> = inDataDir("outbox")
 
 /** The outbox folder read from `SERVICE_DATA_DIR`; logs where mail goes at start. */
 export const layerConfig: Layer.Layer<Mail.MailTransport, Config.ConfigError> = Layer.unwrap(

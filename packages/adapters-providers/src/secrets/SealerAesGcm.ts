@@ -3,6 +3,7 @@ import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { Secrets } from "@hostplane/core"
 import { Config, ConfigProvider, Effect, Layer, Option, Predicate, Redacted, Result } from "effect"
+import { inDataDir } from "../DataDir.ts"
 
 /** One key of the ring: 32 raw bytes (AES-256) under an id stored beside every value it seals. */
 export interface SealKey {
@@ -157,17 +158,7 @@ export const keyConfig: Config.Config<Option.Option<Redacted.Redacted<string>>> 
 ).pipe(Config.map(Option.filter((value) => Redacted.value(value).trim() !== "")))
 
 /** The embedded default's key file: `<SERVICE_DATA_DIR or .hostplane>/seal.key`. */
-export const keyFileConfig: Config.Config<string> = Config.option(Config.String("SERVICE_DATA_DIR")).pipe(
-  Config.map((dataDir) =>
-    Path.resolve(
-      Option.getOrElse(
-        Option.filter(dataDir, (value) => value.trim() !== ""),
-        () => ".hostplane"
-      ),
-      "seal.key"
-    )
-  )
-)
+export const keyFileConfig: Config.Config<string> = inDataDir("seal.key")
 
 const reasonOf = (cause: unknown) => (Predicate.isError(cause) ? cause.message : String(cause))
 

@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { type OperationRow, OperationStore } from "./Operation.ts"
 
 /** How one kind of operation is carried out: ordered phases, each step idempotent so a crash can repeat it. */
