@@ -22,11 +22,12 @@ import { SecretsHandlers } from "./secrets/SecretsHandlers.ts"
 import { type KnownRoute, requestPipeline, routePattern } from "./server/RequestPipeline.ts"
 
 const knownRoutes = (api: typeof Api | typeof ApiWithDevAuth): ReadonlyArray<KnownRoute> => [
-  { method: "GET", pattern: routePattern("/v1/openapi.json") },
-  { method: "GET", pattern: routePattern("/v1/docs") },
+  { method: "GET", template: "/v1/openapi.json", pattern: routePattern("/v1/openapi.json") },
+  { method: "GET", template: "/v1/docs", pattern: routePattern("/v1/docs") },
   ...Object.values(api.groups).flatMap((group) =>
     Object.values(group.endpoints).map((endpoint) => ({
       method: endpoint.method,
+      template: endpoint.path,
       pattern: routePattern(endpoint.path)
     }))
   )

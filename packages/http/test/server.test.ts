@@ -95,6 +95,17 @@ describe("the server binary on its embedded defaults", () => {
     expect(JSON.parse(reply.body).code).toBe("unknown_hostname")
   })
 
+  it("never logs an invite token: the token segment of the path is masked", async () => {
+    const token = "Zm9yZ2VkLWludml0ZS10b2tlbi1ub3QtcmVhbC0xMjM0NTY"
+    const reply = await fetch(`${base}/v1/invites/${token}`)
+    expect(reply.status).toBe(404)
+    const requestId = reply.headers.get("x-request-id")!
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(output).not.toContain(token)
+    const line = output.split("\n").find((entry) => entry.includes(requestId))!
+    expect(JSON.parse(line).annotations.path).toBe("/v1/invites/***")
+  })
+
   it("keeps its data under SERVICE_DATA_DIR", () => {
     expect(readdirSync(dataDir)).toContain("pg")
   })

@@ -6,7 +6,23 @@ import type { Envelope } from "../errors/ApiError.ts"
 /** A route of the API, for telling 405 (path known, method not) from 404. */
 export interface KnownRoute {
   readonly method: string
+  /** The route as declared (`/v1/invites/:token`). */
+  readonly template: string
   readonly pattern: RegExp
+}
+
+/** Path parameters that carry a secret: they never reach a log line. */
+const secretParams = new Set([":token"])
+
+/** The path as logged: secret-bearing segments of the matched route (an invite token) become `***`. */
+export const loggedPath = (path: string, method: string, routes: ReadonlyArray<KnownRoute>): string => {
+  const route = routes.find((candidate) => candidate.method === method && candidate.pattern.test(path))
+  if (route === undefined) return path
+  const template = route.template.split("/")
+  return path
+    .split("/")
+    .map((segment, i) => (secretParams.has(template[i] ?? "") ? "***" : segment))
+    .join("/")
 }
 
 export const routePattern = (path: string): RegExp =>
@@ -63,7 +79,13 @@ export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) =>
         response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
         const elapsed = (yield* Clock.currentTimeMillis) - started
         yield* Effect.logInfo("request").pipe(
-          Effect.annotateLogs({ requestId, method: request.method, path, status: response.status, ms: elapsed })
+          Effect.annotateLogs({
+            requestId,
+            method: request.method,
+            path: loggedPath(path, request.method, routes),
+            status: response.status,
+            ms: elapsed
+          })
         )
         return response
       }),
