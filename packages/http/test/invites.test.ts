@@ -191,6 +191,12 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     expect(list.body.items).toHaveLength(0)
   })
 
+  it("accepting an unknown token is 404 not_found", async () => {
+    const reply = await api.post(`/v1/invites/${"y".repeat(43)}/accept`, undefined, { token: suite.outsider.token })
+    expect(reply.status).toBe(404)
+    expect(reply.body.code).toBe("not_found")
+  })
+
   it("accepting again is 409 invite_used", async () => {
     const slug = await newOrg()
     const { token } = await invite(slug, `${unique("used")}@example.test`)
