@@ -1,0 +1,370 @@
+// What every benchmark under bench/ needs around its measurement: options, a log, the real server started as a child
+// process (embedded PostgreSQL in a temp dir), HTTP requests, RSS sampling, and one abort path that always stops the
+// children and removes the temp dir, on success, failure, signal and time bound alike.
+// Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import * as Net from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import { type ParseArgsOptionsConfig, parseArgs } from "node:util"
+
+// ---------------------------------------------------------------------------------------------------------------
+// Paths, options and small helpers
+
+/** The bench/ folder. */
+export const benchDir = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
+/** The monorepo root: the children's working directory. */
+export const repoRoot = Path.resolve(benchDir, "..")
+const serverEntry = Path.join(repoRoot, "packages/http/src/bin/server.ts")
+const startedAt = Date.now()
+
+/** Parses strict `--name value` options plus `--help` (prints `usage`, exit 0); `fail` prints a message and `usage`, exit 2. */
+export const parseOptions = <const T extends ParseArgsOptionsConfig>(usage: string, options: T) => {
+  const fail = (message: string): never => {
+    console.error(`${message}\n${usage}`)
+    process.exit(2)
+  }
+  const config = {
+    options: { ...options, help: { type: "boolean", short: "h", default: false } },
+    strict: true,
+    allowPositionals: false
+  } as const
+  let values: ReturnType<typeof parseArgs<typeof config>>["values"]
+  try {
+    values = parseArgs(config).values
+  } catch (error) {
+    return fail(messageOf(error))
+  }
+  if ("help" in values && values.help === true) {
+    console.log(usage)
+    process.exit(0)
+  }
+  return { values, fail }
+}
+
+/** A progress line on stderr, stamped with the seconds since the bench started. */
+export const log = (message: string) =>
+  console.error(`[bench ${((Date.now() - startedAt) / 1000).toFixed(1).padStart(5)}s] ${message}`)
+
+/** Resolves after `ms` milliseconds. */
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** The message of anything thrown. */
+export const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+/** `value` rounded to `digits` decimals. */
+export const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits
+
+/** The last `lines` lines of a child's log file, indented, for failure messages. */
+export const tail = (file: string, lines = 30): string => {
+  try {
+    return Fs.readFileSync(file, "utf8")
+      .trimEnd()
+      .split("\n")
+      .slice(-lines)
+      .map((line) => `    | ${line.slice(0, 400)}`)
+      .join("\n")
+  } catch {
+    return "    | (no log)"
+  }
+}
+
+/** A port the kernel reports free on 127.0.0.1 right now. */
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = Net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => (port > 0 ? resolve(port) : reject(new Error("no free port"))))
+    })
+  })
+
+// ---------------------------------------------------------------------------------------------------------------
+// HTTP
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Http.IncomingHttpHeaders
+  readonly body: Buffer
+}
+
+/**
+ * One request on a fresh connection (`agent: false` → `Connection: close`), so no socket outlives it. A `file` body
+ * streams from disk with its `Content-Length`, so the bench never holds a large body in memory either.
+ */
+export const request = (
+  method: string,
+  url: string,
+  headers: Record<string, string> = {},
+  body?: string | { readonly file: string; readonly bytes: number },
+  timeoutMs = 5000
+) =>
+  new Promise<Reply>((resolve, reject) => {
+    const all = { ...headers }
+    if (body !== undefined)
+      all["content-length"] = String(typeof body === "string" ? Buffer.byteLength(body) : body.bytes)
+    const req = Http.request(url, { method, headers: all, agent: false, timeout: timeoutMs }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk: Buffer) => chunks.push(chunk))
+      res.on("error", reject)
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
+    })
+    req.on("timeout", () => req.destroy(new Error(`${method} ${url}: no answer within ${timeoutMs / 1000} s`)))
+    req.on("error", reject)
+    if (body === undefined || typeof body === "string") req.end(body)
+    else Fs.createReadStream(body.file, { highWaterMark: 256 * 1024 }).pipe(req)
+  })
+
+// ---------------------------------------------------------------------------------------------------------------
+// Abort: the time bound, signals and unexpected child exits all reject this one promise
+
+const abort = Promise.withResolvers<never>()
+abort.promise.catch(() => undefined)
+
+// ---------------------------------------------------------------------------------------------------------------
+// Children: each in its own process group (detached), so the whole tree (the server's PostgreSQL too) can be killed
+
+export interface Child {
+  readonly name: string
+  readonly pid: number
+  readonly logFile: string
+  readonly process: ChildProcess
+  readonly exit: Promise<void>
+  exited: boolean
+  stopping: boolean
+}
+
+const children: Array<Child> = []
+let tempDir: string | undefined
+
+/** Creates the run's temp dir (removed by the cleanup) and returns its path. */
+export const makeTempDir = async (prefix: string) => {
+  const dir = await Fs.promises.mkdtemp(Path.join(Os.tmpdir(), prefix))
+  tempDir = dir
+  // As root the embedded PostgreSQL runs as the `postgres` user, which must be able to reach <temp>/hostplane/pg/data.
+  await Fs.promises.chmod(dir, 0o755)
+  return dir
+}
+
+/** Spawns `node args` in its own process group, output to `logFile`; an exit not asked for by the cleanup aborts the run. */
+export const startChild = (name: string, args: Array<string>, env: NodeJS.ProcessEnv, logFile: string): Child => {
+  const fd = Fs.openSync(logFile, "a")
+  let proc: ChildProcess
+  try {
+    // Output goes to a file, not a pipe: nothing in this process has to drain it while it generates load.
+    proc = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", fd, fd], detached: true })
+  } finally {
+    Fs.closeSync(fd)
+  }
+  if (proc.pid === undefined) throw new Error(`${name}: could not spawn ${process.execPath}`)
+  const exited = Promise.withResolvers<void>()
+  const child: Child = {
+    name,
+    pid: proc.pid,
+    logFile,
+    process: proc,
+    exit: exited.promise,
+    exited: false,
+    stopping: false
+  }
+  proc.on("exit", (code, signal) => {
+    child.exited = true
+    exited.resolve()
+    if (!child.stopping) {
+      abort.reject(
+        new Error(`${name} exited unexpectedly (${signal ?? `code ${code}`}); its log ends with:\n${tail(logFile)}`)
+      )
+    }
+  })
+  proc.on("error", (error) => abort.reject(new Error(`${name}: ${error.message}`)))
+  children.push(child)
+  return child
+}
+
+const killGroup = (pid: number, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-pid, signal)
+  } catch {
+    // ESRCH: the group is already gone
+  }
+}
+
+/** SIGTERM (the server stops its PostgreSQL and exits), then SIGKILL for whatever is left of the group. */
+const stopChild = async (child: Child) => {
+  child.stopping = true
+  if (!child.exited) {
+    try {
+      process.kill(child.pid, "SIGTERM")
+    } catch {
+      // already gone
+    }
+    await Promise.race([child.exit, sleep(15_000)])
+    if (!child.exited) log(`${child.name} ignored SIGTERM for 15 s: killing its process group`)
+  }
+  killGroup(child.pid, "SIGKILL")
+  if (!child.exited) await Promise.race([child.exit, sleep(2_000)])
+}
+
+let cleaning: Promise<void> | undefined
+const cleanup = () =>
+  (cleaning ??= (async () => {
+    await Promise.all(children.map(stopChild))
+    if (tempDir !== undefined) {
+      await Fs.promises.rm(tempDir, { recursive: true, force: true, maxRetries: 3 }).catch((error: unknown) => {
+        log(`could not remove ${tempDir}: ${messageOf(error)}`)
+      })
+      tempDir = undefined
+    }
+  })())
+
+/** Retries `attempt` every 200 ms until it yields a value; fails with the child's log tail after `ms`. */
+export const waitFor = async <A>(child: Child, ms: number, attempt: () => Promise<A | undefined>): Promise<A> => {
+  const deadline = Date.now() + ms
+  let last = "no answer yet"
+  while (Date.now() < deadline) {
+    try {
+      const value = await attempt()
+      if (value !== undefined) return value
+      last = "not ready"
+    } catch (error) {
+      last = messageOf(error)
+    }
+    if (child.exited) break
+    await sleep(200)
+  }
+  throw new Error(`${child.name} not ready after ${ms / 1000} s (${last}); its log ends with:\n${tail(child.logFile)}`)
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The real server
+
+export interface Hostplane {
+  readonly child: Child
+  /** `http://127.0.0.1:<port>` */
+  readonly base: string
+  /** A session token of the dev user `bench`. */
+  readonly token: string
+}
+
+/**
+ * Starts the real server on a free port with `SERVICE_DATA_DIR=<dir>/hostplane` and no `DATABASE_URL` (so an embedded
+ * PostgreSQL and the dev login), waits until it answers, and signs in as `bench` with the dev login.
+ */
+export const startHostplane = async (dir: string): Promise<Hostplane> => {
+  const dataDir = Path.join(dir, "hostplane")
+  const port = await freePort()
+  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_LISTEN: `127.0.0.1:${port}`, SERVICE_DATA_DIR: dataDir }
+  delete env.DATABASE_URL // always the embedded PostgreSQL (and so the dev login)
+  const base = `http://127.0.0.1:${port}`
+  log(`hostplane: starting on ${base} with embedded PostgreSQL under ${dataDir}`)
+  const child = startChild(
+    "hostplane",
+    ["--conditions=@hostplane/source", serverEntry],
+    env,
+    Path.join(dir, "hostplane.log")
+  )
+  const login = JSON.stringify({ subject: "bench", name: "Bench" })
+  const token = await waitFor(child, 90_000, async () => {
+    const reply = await request("POST", `${base}/v1/auth/dev/login`, { "content-type": "application/json" }, login)
+    if (reply.status !== 200)
+      throw new Error(`dev login answered ${reply.status}: ${reply.body.toString("utf8").slice(0, 200)}`)
+    const { token } = JSON.parse(reply.body.toString("utf8")) as { token?: unknown }
+    if (typeof token !== "string" || token === "") throw new Error("dev login answered without a token")
+    return token
+  })
+  return { child, base, token }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Memory
+
+/** Whether /proc is there (Linux); elsewhere RSS comes from `ps`. */
+export const hasProc = Fs.existsSync("/proc/self/status")
+
+/** A `<field>: <n> kB` line of /proc/<pid>/status (VmRSS, VmHWM...), in KiB. */
+export const statusKiB = (pid: number, field: string): number | undefined => {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(Fs.readFileSync(`/proc/${pid}/status`, "utf8"))
+    return match === null ? undefined : Number(match[1])
+  } catch {
+    return undefined
+  }
+}
+
+/** The resident set of one process now, in KiB: VmRSS from /proc, or `ps -o rss` without it. */
+export const rssKiB = (pid: number): number | undefined => {
+  if (hasProc) return statusKiB(pid, "VmRSS")
+  try {
+    const value = Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)], { encoding: "utf8" }).trim())
+    return Number.isFinite(value) && value > 0 ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Reads `read` now, every `everyMs` and once more at `stop`, which returns the highest value and how many were read. */
+export const samplePeak = (read: () => number | undefined, everyMs: number) => {
+  let peak: number | undefined
+  let samples = 0
+  const sample = () => {
+    const value = read()
+    if (value === undefined) return
+    samples++
+    peak = Math.max(peak ?? 0, value)
+  }
+  sample()
+  const timer = setInterval(sample, everyMs)
+  return {
+    stop: () => {
+      clearInterval(timer)
+      sample()
+      return { peak, samples }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The run
+
+/**
+ * Runs `main` against the time bound, SIGINT/SIGTERM/SIGHUP and unexpected child exits; then, whatever happened,
+ * `onEnd` (stop the load), the children stopped and the temp dir removed, and the process exits (0 for a full run).
+ */
+export const runBench = async (main: () => Promise<void>, timeoutS: number, onEnd?: () => void): Promise<never> => {
+  // Last resort when the process exits some other way: no async work possible here.
+  process.on("exit", () => {
+    for (const child of children) if (!child.exited) killGroup(child.pid, "SIGKILL")
+    if (tempDir !== undefined) Fs.rmSync(tempDir, { recursive: true, force: true })
+  })
+  let signalled = 0
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.on(signal, () => {
+      if (++signalled > 1) process.exit(130) // second signal: the exit hook kills the children and removes the temp dir
+      abort.reject(new Error(`interrupted by ${signal}`))
+    })
+  }
+  const timer = setTimeout(
+    () => abort.reject(new Error(`gave up: the ${timeoutS} s time bound (--timeout) ran out`)),
+    timeoutS * 1000
+  )
+  let exitCode = 0
+  try {
+    const run = main()
+    run.catch(() => undefined)
+    await Promise.race([run, abort.promise])
+  } catch (error) {
+    exitCode = 1
+    console.error(`\nbench failed: ${messageOf(error)}`)
+  } finally {
+    clearTimeout(timer)
+    onEnd?.()
+    log(`stopping the ${children.length > 1 ? "servers" : "server"} and removing the temp dir`)
+    await cleanup()
+  }
+  process.exit(exitCode)
+}
