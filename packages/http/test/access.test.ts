@@ -1,22 +1,15 @@
 import { Access, hooks, Kernel, Operations, services } from "@hostplane/core"
-import { Effect, Layer, Logger, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { auditOf, type Reply, unique, useSuite } from "./support/TestServer.ts"
+import { auditOf, logCapture, type Reply, unique, useSuite } from "./support/TestServer.ts"
 
 describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
   // Every log line the server writes while handling requests, to check that no password or secret reaches a log.
-  const logs: Array<string> = []
-  const captureLogs = Logger.layer([Logger.map(Logger.formatJson, (line) => void logs.push(line))])
+  const { lines: logs, layer: captureLogs } = logCapture()
   const suite = useSuite(stores, {}, captureLogs)
-  const { api, newOrg, withRole } = suite
+  const { api, newOrg, newProject, withRole } = suite
 
-  const newProject = async (slug: string) => {
-    const name = unique("site")
-    const reply = await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: suite.admin.token })
-    expect(reply.status).toBe(201)
-    return { name, id: reply.body.id as string, hostname: reply.body.hostname as string }
-  }
   const accessOf = (slug: string, project: string) => `/v1/orgs/${slug}/projects/${project}/access`
   /** Runs a core call the edge would make, on the server's own stores. */
   const edge = <A>(f: (access: Access.AccessPolicies["Service"]) => Effect.Effect<A>) =>

@@ -13,7 +13,7 @@ import * as Http from "node:http"
 import * as Path from "node:path"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { auditOf, type Reply, type Suite, unique, useSuite } from "./support/TestServer.ts"
+import { auditOf, type Reply, type Suite, useSuite } from "./support/TestServer.ts"
 
 const bundle = (entries: ReadonlyArray<BundleEntry> = sampleEntries) => Effect.runPromise(bundleOf(entries))
 
@@ -108,12 +108,7 @@ const smallLimits: Deployments.BundleLimits = {
 const helpers = (suite: Suite) => {
   const { api } = suite
   const base = (slug: string, project: string) => `/v1/orgs/${slug}/projects/${project}`
-  const newProject = async (slug: string) => {
-    const name = unique("site")
-    const reply = await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: suite.admin.token })
-    expect(reply.status).toBe(201)
-    return name
-  }
+  const newProject = async (slug: string) => (await suite.newProject(slug)).name
   const upload = async (
     slug: string,
     project: string,

@@ -23,12 +23,7 @@ describe.each(backends)("spec 4.4 custom hostnames (%s)", (_name, stores) => {
   const suite = useSuite(stores, {}, undefined, dns)
   const { api, newOrg, withRole } = suite
 
-  const newProject = async (slug: string) => {
-    const name = unique("site")
-    const reply = await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: suite.admin.token })
-    expect(reply.status).toBe(201)
-    return name
-  }
+  const newProject = async (slug: string) => (await suite.newProject(slug)).name
   const base = (slug: string, project: string) => `/v1/orgs/${slug}/projects/${project}/hostnames`
   const add = (slug: string, project: string, name: string, token = suite.admin.token) =>
     api.post(base(slug, project), { name }, { token })

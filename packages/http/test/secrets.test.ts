@@ -1,22 +1,15 @@
 import { hooks, Kernel, Operations, Secrets, services } from "@hostplane/core"
-import { Effect, Layer, Logger, Redacted } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { auditOf, type Reply, unique, useSuite } from "./support/TestServer.ts"
+import { auditOf, logCapture, type Reply, unique, useSuite } from "./support/TestServer.ts"
 
 describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
   // Every log line the server writes while handling requests, to check that no secret value reaches a log.
-  const logs: Array<string> = []
-  const captureLogs = Logger.layer([Logger.map(Logger.formatJson, (line) => void logs.push(line))])
+  const { lines: logs, layer: captureLogs } = logCapture()
   const suite = useSuite(stores, {}, captureLogs)
-  const { api, newOrg, withRole } = suite
+  const { api, newOrg, newProject, withRole } = suite
 
-  const newProject = async (slug: string) => {
-    const name = unique("app")
-    const reply = await api.post(`/v1/orgs/${slug}/projects`, { name }, { token: suite.admin.token })
-    expect(reply.status).toBe(201)
-    return { name, id: reply.body.id as string }
-  }
   const secretsOf = (slug: string, project: string) => `/v1/orgs/${slug}/projects/${project}/secrets`
   const everything = async (slug: string, replies: ReadonlyArray<Reply>) =>
     JSON.stringify({

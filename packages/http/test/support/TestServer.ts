@@ -165,6 +165,10 @@ export interface Suite {
   readonly outsider: Session
   /** A fresh org administered by `admin`. */
   readonly newOrg: (name?: string) => Promise<string>
+  /** A fresh project in `slug`, created by `admin`. */
+  readonly newProject: (
+    slug: string
+  ) => Promise<{ readonly name: string; readonly id: string; readonly hostname: string }>
   /** A new user with `role` in `slug`, added by `admin`. */
   readonly withRole: (
     slug: string,
@@ -194,6 +198,11 @@ export const useSuite = (
     if (reply.status !== 201) throw new Error(`org create failed: ${reply.status}`)
     return slug
   }
+  suite.newProject = async (slug) => {
+    const reply = await api.post(`/v1/orgs/${slug}/projects`, { name: unique("site") }, { token: suite.admin.token })
+    if (reply.status !== 201) throw new Error(`project create failed: ${reply.status}`)
+    return { name: reply.body.name, id: reply.body.id, hostname: reply.body.hostname }
+  }
   suite.withRole = async (slug, role, profile = {}) => {
     const session = await api.login(unique(role), profile)
     const reply = await api.post(
@@ -211,4 +220,10 @@ export const useSuite = (
   })
   afterAll(() => suite.server?.close())
   return suite
+}
+
+/** Every JSON log line the server writes, to prove that no secret reaches a log; pass `layer` as a suite's `extra`. */
+export const logCapture = () => {
+  const lines: Array<string> = []
+  return { lines, layer: Logger.layer([Logger.map(Logger.formatJson, (line) => void lines.push(line))]) }
 }
