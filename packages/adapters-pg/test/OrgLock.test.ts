@@ -38,7 +38,13 @@ const givenActor = Effect.fnUntraced(function* (name: string) {
     { id: `usr_${crypto.randomUUID()}`, provider: "dev", subject, email: null, name },
     new Date().toISOString()
   )
-  return { userId: user.id, provider: user.provider, subject: user.subject } satisfies Actor
+  return {
+    userId: user.id,
+    provider: user.provider,
+    subject: user.subject,
+    email: user.email,
+    name: user.name
+  } satisfies Actor
 })
 
 /** An org whose only two admins each demote themselves at the same moment. */

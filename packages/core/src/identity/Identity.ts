@@ -107,16 +107,20 @@ export class Identity extends Context.Service<
       const authenticate = Effect.fn("Identity.authenticate")(function* (token: string) {
         const user = yield* users.findSession(yield* tokens.hash(token), yield* nowIso)
         if (Option.isNone(user)) return yield* new Unauthorized({ message: "sign in first" })
-        return { userId: user.value.id, provider: user.value.provider, subject: user.value.subject }
+        const { id, provider, subject, email, name } = user.value
+        return { userId: id, provider, subject, email, name }
       })
 
       const me = Effect.fn("Identity.me")(function* (actor: Actor) {
-        const [user, memberships] = yield* Effect.all(
-          [users.findById(actor.userId), orgStore.membershipsOf(actor.userId)],
-          { concurrency: 2 }
-        )
-        if (Option.isNone(user)) return yield* new Unauthorized({ message: "sign in first" })
-        return { user: user.value, orgs: memberships.map((m) => toMembership(m.org, m.role)) }
+        const memberships = yield* orgStore.membershipsOf(actor.userId)
+        const user = {
+          id: actor.userId,
+          provider: actor.provider,
+          subject: actor.subject,
+          email: actor.email,
+          name: actor.name
+        }
+        return { user, orgs: memberships.map((m) => toMembership(m.org, m.role)) }
       })
 
       const callbackUri = `${settings.publicUrl}/v1/auth/idp/callback`

@@ -5,6 +5,9 @@ export interface Actor {
   readonly userId: string
   readonly provider: string
   readonly subject: string
+  /** The profile as read with the session, so `/v1/me` needs no second lookup. */
+  readonly email: string | null
+  readonly name: string | null
 }
 
 /** The actor of the current request. */
