@@ -76,7 +76,7 @@ const areaServices = Layer.mergeAll(
 ).pipe(
   Layer.provideMerge(Orgs.layer),
   Layer.provideMerge(Policy.layer),
-  Layer.provideMerge(Tokens.layer),
+  Layer.provideMerge(Tokens.layerDefault),
   Layer.provideMerge(hooks)
 )
 

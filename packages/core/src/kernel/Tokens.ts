@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 
 /** Random ids, secret tokens and their one-way hashes; only hashes of secrets are ever stored. */
 export class Tokens extends Context.Service<
@@ -13,14 +13,25 @@ export class Tokens extends Context.Service<
   }
 >()("@hostplane/core/kernel/Tokens") {
   /** Web Crypto, which every supported runtime has as a global. */
-  static readonly layer = Layer.succeed(Tokens, {
-    id: (prefix) => Effect.sync(() => `${prefix}_${base32(randomBytes(16))}`),
-    secret: (bytes = 32) => Effect.sync(() => base64url(randomBytes(bytes))),
-    hash: (secret) =>
-      Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret))).pipe(
-        Effect.map((digest) => hex(new Uint8Array(digest)))
-      )
-  })
+  static readonly layer = Layer.sync(Tokens, () => webCryptoTokens)
+
+  /** The host's `Tokens` when it provides one (a faster native hash), else Web Crypto. */
+  static readonly layerDefault = Layer.effect(
+    Tokens,
+    Effect.map(
+      Effect.serviceOption(Tokens),
+      Option.getOrElse(() => webCryptoTokens)
+    )
+  )
+}
+
+const webCryptoTokens: Tokens["Service"] = {
+  id: (prefix) => Effect.sync(() => `${prefix}_${base32(randomBytes(16))}`),
+  secret: (bytes = 32) => Effect.sync(() => base64url(randomBytes(bytes))),
+  hash: (secret) =>
+    Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret))).pipe(
+      Effect.map((digest) => hex(new Uint8Array(digest)))
+    )
 }
 
 const randomBytes = (n: number): Uint8Array => globalThis.crypto.getRandomValues(new Uint8Array(n))

@@ -6,7 +6,8 @@ import {
   IdentityProviderOAuth,
   MailTransportAuto,
   PasswordHasherScrypt,
-  SealerAesGcm
+  SealerAesGcm,
+  TokensNode
 } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
 import { hooks, Hostnames, Kernel, Mail, Operations, services } from "@hostplane/core"
@@ -68,7 +69,16 @@ export const ServerLive = Layer.unwrap(
     ).pipe(
       Layer.provideMerge(
         // SERVICE_SEAL_KEY, else the key file <data dir>/seal.key (created on first start).
-        Layer.mergeAll(stores, settings, dns, SealerAesGcm.layerConfig, PasswordHasherScrypt.layer, bundles)
+        Layer.mergeAll(
+          stores,
+          settings,
+          dns,
+          SealerAesGcm.layerConfig,
+          PasswordHasherScrypt.layer,
+          bundles,
+          // Hashes the session token of every request with node:crypto instead of Web Crypto.
+          TokensNode.layer
+        )
       )
     )
     const api = HttpRouter.serve(app, { disableLogger: true, routerConfig }).pipe(
