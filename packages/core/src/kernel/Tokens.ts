@@ -45,7 +45,9 @@ const base64url = (bytes: Uint8Array): string =>
     .replace(/=+$/, "")
 
 const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-const base32 = (bytes: Uint8Array): string => {
+
+/** Lowercase base32 without look-alike letters: the random part of every prefixed id. */
+export const base32 = (bytes: Uint8Array): string => {
   let out = ""
   let bits = 0
   let value = 0
