@@ -1,29 +1,11 @@
-import { createHash } from "node:crypto"
-import * as Fs from "node:fs/promises"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactStoreDisk } from "@hostplane/adapters-providers"
 import { Deployments } from "@hostplane/core"
 import { streamOfBytes } from "@hostplane/testkit"
 import { ConfigProvider, Effect, Exit, Fiber, Layer, Option, Schema, Stream } from "effect"
+import { filesUnder, sha256, tempDir } from "./support/TempFiles.ts"
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-artifacts-"))),
-  (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
-)
-
-/** Every file under `dir`, relative, sorted. */
-const filesUnder = (dir: string) =>
-  Effect.promise(async () => {
-    const entries = await Fs.readdir(dir, { recursive: true, withFileTypes: true }).catch(() => [])
-    return entries
-      .filter((entry) => entry.isFile())
-      .map((entry) => Path.relative(dir, Path.join(entry.parentPath, entry.name)))
-      .sort()
-  })
-
-const sha256 = (bytes: Uint8Array) => `sha256:${createHash("sha256").update(bytes).digest("hex")}`
 const text = (value: string) => new TextEncoder().encode(value)
 const collect = (stream: Stream.Stream<Uint8Array>) =>
   Effect.map(Stream.mkUint8Array(stream), (bytes) => Buffer.from(bytes).toString("utf8"))
@@ -33,7 +15,7 @@ class Broken extends Schema.TaggedError<Broken>()("Broken", {}) {}
 describe("ArtifactStoreDisk", () => {
   it.effect("put streams bytes to <dir>/sha256/<2 hex>/<hex> and answers their sha256 digest and size", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("artifacts")
       const store = yield* ArtifactStoreDisk.make(dir)
       const bytes = text("hello artifacts\n".repeat(10_000))
       const stored = yield* store.put(streamOfBytes(bytes, 4096))
@@ -47,7 +29,7 @@ describe("ArtifactStoreDisk", () => {
 
   it.effect("the same bytes put twice are stored once under one digest", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("artifacts")
       const store = yield* ArtifactStoreDisk.make(dir)
       const first = yield* store.put(streamOfBytes(text("same"), 1))
       const second = yield* store.put(streamOfBytes(text("same"), 3))
@@ -58,7 +40,7 @@ describe("ArtifactStoreDisk", () => {
 
   it.effect("concurrent puts of the same bytes leave one blob and no temporary files", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("artifacts")
       const store = yield* ArtifactStoreDisk.make(dir)
       const bytes = text("x".repeat(200_000))
       const results = yield* Effect.all(
@@ -72,7 +54,7 @@ describe("ArtifactStoreDisk", () => {
 
   it.effect("a stream that fails commits nothing and leaves no temporary file", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("artifacts")
       const store = yield* ArtifactStoreDisk.make(dir)
       const failing = Stream.concat(streamOfBytes(text("partial bytes")), Stream.fail(new Broken()))
       const error = yield* Effect.flip(store.put(failing))
@@ -84,7 +66,7 @@ describe("ArtifactStoreDisk", () => {
 
   it.effect("an interrupted put commits nothing and leaves no temporary file", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("artifacts")
       const store = yield* ArtifactStoreDisk.make(dir)
       const endless = Stream.concat(streamOfBytes(text("start")), Stream.never)
       const fiber = yield* Effect.forkChild(store.put(endless))
@@ -100,7 +82,7 @@ describe("ArtifactStoreDisk", () => {
 
   it.effect("has is false for an unknown or malformed digest; open of an unknown digest dies", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("artifacts")
       const store = yield* ArtifactStoreDisk.make(dir)
       assert.isFalse(yield* store.has(sha256(text("never stored"))))
       assert.isFalse(yield* store.has("sha256:../../etc/passwd"))
@@ -112,7 +94,7 @@ describe("ArtifactStoreDisk", () => {
 
   it.effect("open with a range streams only those bytes", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("artifacts")
       const store = yield* ArtifactStoreDisk.make(dir)
       const stored = yield* store.put(streamOfBytes(text("0123456789".repeat(100_000)), 4096))
       assert.strictEqual(yield* collect(store.open(stored.digest, { offset: 3, length: 5 })), "34567")
@@ -123,7 +105,7 @@ describe("ArtifactStoreDisk", () => {
 
   it.effect("an index maps a bundle's paths to byte ranges of its inflated tar; file serves one path", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("artifacts")
       const store = yield* ArtifactStoreDisk.make(dir)
       const bundle = yield* store.put(streamOfBytes(text("pretend this is a tar.gz")))
       const tar = yield* store.put(streamOfBytes(text("....h1 { color: teal }....<h1>hi</h1>")))
@@ -150,7 +132,7 @@ describe("ArtifactStoreDisk", () => {
 
   it.effect("indexing a bundle again keeps the first index, also for a store opened later", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("artifacts")
       const store = yield* ArtifactStoreDisk.make(dir)
       const bundle = yield* store.put(streamOfBytes(text("bundle")))
       const tar = yield* store.put(streamOfBytes(text("ab")))
@@ -169,7 +151,7 @@ describe("ArtifactStoreDisk", () => {
 
   it.effect("layerConfig keeps artifacts under <SERVICE_DATA_DIR>/artifacts", () =>
     Effect.gen(function* () {
-      const dataDir = yield* tempDir
+      const dataDir = yield* tempDir("artifacts")
       const stored = yield* Effect.gen(function* () {
         const store = yield* Deployments.ArtifactStore
         return yield* store.put(streamOfBytes(text("configured")))

@@ -1,28 +1,15 @@
-import * as Fs from "node:fs/promises"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactStoreDisk, BundleReader } from "@hostplane/adapters-providers"
 import { Deployments } from "@hostplane/core"
 import { type BundleEntry, bundleOf, generatedBundle, manifestEntry, streamOfBytes } from "@hostplane/testkit"
 import { Effect, Option, Stream } from "effect"
+import { filesUnder, tempDir } from "./support/TempFiles.ts"
 
 const MiB = 1024 * 1024
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-large-bundles-"))),
-  (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
-)
-
-const filesUnder = (dir: string) =>
-  Effect.promise(async () => {
-    const entries = await Fs.readdir(dir, { recursive: true, withFileTypes: true })
-    return entries.filter((entry) => entry.isFile()).map((entry) => entry.name)
-  })
-
 /** The reader with decisions.md's limits over a fresh disk store. */
 const setup = Effect.gen(function* () {
-  const dir = yield* tempDir
+  const dir = yield* tempDir("large-bundles")
   const store = yield* ArtifactStoreDisk.make(dir)
   return { dir, store, reader: BundleReader.make(store) }
 })

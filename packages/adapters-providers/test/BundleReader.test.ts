@@ -1,7 +1,6 @@
 import { execFile } from "node:child_process"
-import { createHash, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { promisify } from "node:util"
 import { gunzipSync, gzipSync } from "node:zlib"
@@ -10,28 +9,14 @@ import { ArtifactStoreDisk, BundleReader } from "@hostplane/adapters-providers"
 import { Deployments } from "@hostplane/core"
 import { type BundleEntry, bundleOf, manifestEntry, sampleEntries, streamOfBytes, tarOf } from "@hostplane/testkit"
 import { Effect, Option, Stream } from "effect"
+import { filesUnder, sha256, tempDir } from "./support/TempFiles.ts"
 
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-bundles-"))),
-  (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
-)
-
-const filesUnder = (dir: string) =>
-  Effect.promise(async () => {
-    const entries = await Fs.readdir(dir, { recursive: true, withFileTypes: true }).catch(() => [])
-    return entries
-      .filter((entry) => entry.isFile())
-      .map((entry) => Path.relative(dir, Path.join(entry.parentPath, entry.name)))
-      .sort()
-  })
-
-const sha256 = (bytes: Uint8Array) => `sha256:${createHash("sha256").update(bytes).digest("hex")}`
 const utf8 = (bytes: Uint8Array) => Buffer.from(bytes).toString("utf8")
 
 /** A reader over a fresh disk store; `limits` replace decisions.md's for speed. */
 const setup = (limits: Partial<Deployments.BundleLimits> = {}) =>
   Effect.gen(function* () {
-    const dir = yield* tempDir
+    const dir = yield* tempDir("bundles")
     const store = yield* ArtifactStoreDisk.make(dir)
     return { dir, store, reader: BundleReader.make(store, { limits }) }
   })
@@ -174,7 +159,7 @@ describe("BundleReader", () => {
   it.effect("a bundle made by the system tar (-czf, ./ prefixes, gnu format) is accepted", () =>
     Effect.gen(function* () {
       const { reader } = yield* setup()
-      const src = yield* tempDir
+      const src = yield* tempDir("bundles")
       yield* Effect.promise(async () => {
         await Fs.mkdir(Path.join(src, "assets", "img"), { recursive: true })
         await Fs.mkdir(Path.join(src, "worker"))

@@ -1,16 +1,11 @@
 import * as Fs from "node:fs/promises"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { MailTransportAuto } from "@hostplane/adapters-providers"
 import { Mail } from "@hostplane/core"
 import { FakeSmtpServer } from "@hostplane/testkit"
 import { ConfigProvider, Effect } from "effect"
-
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-auto-"))),
-  (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
-)
+import { tempDir } from "./support/TempFiles.ts"
 
 const message: Mail.MailMessage = {
   id: "mail_auto0001",
@@ -40,7 +35,7 @@ const exists = (path: string) =>
 describe("MailTransportAuto", () => {
   it.effect("with no mail provider configured, mail is written to <data dir>/outbox as .eml", () =>
     Effect.gen(function* () {
-      const dataDir = yield* tempDir
+      const dataDir = yield* tempDir("auto")
       yield* sendWith({ SERVICE_DATA_DIR: dataDir })
       assert.isTrue(yield* exists(Path.join(dataDir, "outbox", "mail_auto0001.eml")))
     })
@@ -48,7 +43,7 @@ describe("MailTransportAuto", () => {
 
   it.effect("an empty SERVICE_SMTP_URL counts as unset", () =>
     Effect.gen(function* () {
-      const dataDir = yield* tempDir
+      const dataDir = yield* tempDir("auto")
       yield* sendWith({ SERVICE_DATA_DIR: dataDir, SERVICE_SMTP_URL: "  " })
       assert.isTrue(yield* exists(Path.join(dataDir, "outbox", "mail_auto0001.eml")))
     })
@@ -56,7 +51,7 @@ describe("MailTransportAuto", () => {
 
   it.effect("with SERVICE_SMTP_URL set, mail goes over SMTP and no outbox folder appears", () =>
     Effect.gen(function* () {
-      const dataDir = yield* tempDir
+      const dataDir = yield* tempDir("auto")
       const server = yield* FakeSmtpServer.make({ auth: { user: "mailer", pass: "pw-123456" } })
       yield* sendWith({ SERVICE_DATA_DIR: dataDir, SERVICE_SMTP_URL: server.url })
       const received = yield* server.received

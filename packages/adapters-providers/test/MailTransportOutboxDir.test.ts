@@ -1,5 +1,4 @@
 import * as Fs from "node:fs/promises"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { MailTransportOutboxDir } from "@hostplane/adapters-providers"
@@ -7,11 +6,7 @@ import { Mail } from "@hostplane/core"
 import { ConfigProvider, DateTime, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { decodeWords, readEml } from "./EmlReader.ts"
-
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-outbox-"))),
-  (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
-)
+import { tempDir } from "./support/TempFiles.ts"
 
 const readText = (file: string) => Effect.promise(() => Fs.readFile(file, "utf8"))
 const listDir = (dir: string) => Effect.promise(() => Fs.readdir(dir))
@@ -30,7 +25,7 @@ describe("MailTransportOutboxDir", () => {
   it.effect("writes <dir>/<message id>.eml with the RFC 5322 headers, CRLF line endings and the body", () =>
     Effect.gen(function* () {
       yield* TestClock.setTime(at)
-      const dir = yield* tempDir
+      const dir = yield* tempDir("outbox")
       yield* MailTransportOutboxDir.make(dir).send(message)
 
       const raw = yield* readText(Path.join(dir, "mail_0123abcd.eml"))
@@ -51,7 +46,7 @@ describe("MailTransportOutboxDir", () => {
 
   it.effect("a non-ASCII subject, sender name and body are encoded and decode back unchanged", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("outbox")
       const subject = "Grüße aus Zürich — 你好, ✉️ ready: " + "ünïcödé ".repeat(12).trim()
       const text = "Zoë, ça va? 🎉\n" + "é".repeat(120) + "\ntrailing space \nequals = sign\n"
       yield* MailTransportOutboxDir.make(dir).send({
@@ -75,7 +70,7 @@ describe("MailTransportOutboxDir", () => {
 
   it.effect("a long ASCII subject is folded at spaces and unfolds back", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("outbox")
       const subject = Array.from({ length: 30 }, (_, i) => `word${i}`).join(" ") + " =?not-an-encoded-word?="
       yield* MailTransportOutboxDir.make(dir).send({ ...message, subject })
       const raw = yield* readText(Path.join(dir, "mail_0123abcd.eml"))
@@ -86,7 +81,7 @@ describe("MailTransportOutboxDir", () => {
 
   it.effect("header values cannot inject headers, and a sender name with specials is quoted", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("outbox")
       yield* MailTransportOutboxDir.make(dir).send({
         ...message,
         from: "Acme, Inc. <no-reply@acme.test>",
@@ -101,7 +96,7 @@ describe("MailTransportOutboxDir", () => {
 
   it.effect("creates the folder when it is missing", () =>
     Effect.gen(function* () {
-      const dir = Path.join(yield* tempDir, "data", "outbox")
+      const dir = Path.join(yield* tempDir("outbox"), "data", "outbox")
       yield* MailTransportOutboxDir.make(dir).send(message)
       assert.deepStrictEqual(yield* listDir(dir), ["mail_0123abcd.eml"])
     })
@@ -109,7 +104,7 @@ describe("MailTransportOutboxDir", () => {
 
   it.effect("sending the same id twice replaces the file and leaves no temporary file behind", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("outbox")
       const transport = MailTransportOutboxDir.make(dir)
       yield* transport.send(message)
       yield* transport.send({ ...message, subject: "second" })
@@ -121,7 +116,7 @@ describe("MailTransportOutboxDir", () => {
 
   it.effect("a reader polling the file while it is rewritten only ever sees a whole message", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("outbox")
       const file = Path.join(dir, "mail_0123abcd.eml")
       const transport = MailTransportOutboxDir.make(dir)
       const big = (fill: string) => ({ ...message, text: `${fill.repeat(500_000)}\nend\n` })
@@ -152,7 +147,7 @@ describe("MailTransportOutboxDir", () => {
 
   it.effect("an id that is not a plain file name is refused for good and nothing is written", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("outbox")
       const error = yield* Effect.flip(MailTransportOutboxDir.make(dir).send({ ...message, id: "../escape" }))
       assert.strictEqual(error._tag, "MailSendError")
       assert.isFalse(error.retryable)
@@ -162,7 +157,7 @@ describe("MailTransportOutboxDir", () => {
 
   it.effect("a folder that cannot be written is a retryable failure", () =>
     Effect.gen(function* () {
-      const dir = yield* tempDir
+      const dir = yield* tempDir("outbox")
       const blocker = Path.join(dir, "not-a-folder")
       yield* Effect.promise(() => Fs.writeFile(blocker, "x"))
       const error = yield* Effect.flip(MailTransportOutboxDir.make(Path.join(blocker, "outbox")).send(message))
@@ -173,7 +168,7 @@ describe("MailTransportOutboxDir", () => {
 
   it.effect("layerConfig writes to <SERVICE_DATA_DIR>/outbox", () =>
     Effect.gen(function* () {
-      const dataDir = yield* tempDir
+      const dataDir = yield* tempDir("outbox")
       yield* Effect.gen(function* () {
         const transport = yield* Mail.MailTransport
         yield* transport.send(message)

@@ -1,16 +1,11 @@
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { SealerAesGcm } from "@hostplane/adapters-providers"
 import { Secrets } from "@hostplane/core"
 import { ConfigProvider, Effect, Layer, Result } from "effect"
-
-const tempDir = Effect.acquireRelease(
-  Effect.promise(() => Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-seal-"))),
-  (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
-)
+import { tempDir } from "./support/TempFiles.ts"
 
 const key = () => new Uint8Array(randomBytes(32))
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64")
@@ -207,7 +202,7 @@ describe("SealerAesGcm", () => {
 
   it.effect("layerConfig: SERVICE_SEAL_KEY is the ring, the first entry active, and no key file is written", () =>
     Effect.gen(function* () {
-      const dataDir = yield* tempDir
+      const dataDir = yield* tempDir("seal")
       const a = key()
       const b = key()
       const old = yield* sealerOf({ keys: [{ id: "k1", key: a }], activeKeyId: "k1" })
@@ -226,7 +221,7 @@ describe("SealerAesGcm", () => {
 
   it.effect("layerConfig: a malformed SERVICE_SEAL_KEY fails the layer with a ConfigError that does not echo it", () =>
     Effect.gen(function* () {
-      const dataDir = yield* tempDir
+      const dataDir = yield* tempDir("seal")
       const secretish = b64(key()).slice(0, 40)
       const error = yield* Effect.flip(
         sealerFromEnv({ SERVICE_DATA_DIR: dataDir, SERVICE_SEAL_KEY: `k1:${secretish}` })
@@ -239,7 +234,7 @@ describe("SealerAesGcm", () => {
 
   it.effect("layerConfig default: <SERVICE_DATA_DIR>/seal.key is created once with mode 0600 and reused", () =>
     Effect.gen(function* () {
-      const root = yield* tempDir
+      const root = yield* tempDir("seal")
       const dataDir = Path.join(root, "data")
       const file = Path.join(dataDir, "seal.key")
 
@@ -264,7 +259,7 @@ describe("SealerAesGcm", () => {
 
   it.effect("layerConfig default: processes starting together share one key file", () =>
     Effect.gen(function* () {
-      const dataDir = yield* tempDir
+      const dataDir = yield* tempDir("seal")
       const sealers = yield* Effect.all(
         Array.from({ length: 8 }, () => sealerFromEnv({ SERVICE_DATA_DIR: dataDir })),
         { concurrency: "unbounded" }
@@ -277,7 +272,7 @@ describe("SealerAesGcm", () => {
 
   it.effect("layerConfig default: a malformed key file fails the layer and is never replaced", () =>
     Effect.gen(function* () {
-      const dataDir = yield* tempDir
+      const dataDir = yield* tempDir("seal")
       const file = Path.join(dataDir, "seal.key")
       yield* Effect.promise(() => Fs.writeFile(file, "not a key\n", { mode: 0o600 }))
       const error = yield* Effect.flip(sealerFromEnv({ SERVICE_DATA_DIR: dataDir }))
