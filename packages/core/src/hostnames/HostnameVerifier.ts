@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Context, Duration, Effect, Layer, Option } from "effect"
 import { Settings } from "../kernel/Settings.ts"
 import { isoAfter, nowIso } from "../kernel/Time.ts"
 import { checkOwnership, type DnsResolver } from "./DnsResolver.ts"
@@ -6,6 +6,7 @@ import type { HostedZones } from "./HostedZones.ts"
 import type { HostnameRow } from "./Hostname.ts"
 import { verificationRecord } from "./HostnameName.ts"
 import { HostnameStore } from "./HostnameStore.ts"
+import { runEvery } from "../kernel/Background.ts"
 
 /**
  * Checks one pending hostname now and records the outcome: `active` when ownership is proven, otherwise `lastError`
@@ -88,14 +89,9 @@ export class HostnameVerifier extends Context.Service<
 
   /** Runs a cycle every `interval` for the lifetime of the layer. */
   static readonly background = (options: HostnameVerifierOptions = defaultHostnameVerifierOptions) =>
-    Layer.effectDiscard(
-      Effect.gen(function* () {
-        const runner = yield* HostnameVerifier
-        yield* runner.runOnce.pipe(
-          Effect.catchCause((cause) => Effect.logError("hostname verifier failed", cause)),
-          Effect.repeat(Schedule.spaced(options.interval)),
-          Effect.forkScoped
-        )
-      })
+    runEvery(
+      "hostname verifier",
+      options.interval,
+      Effect.flatMap(Effect.service(HostnameVerifier), (runner) => runner.runOnce)
     ).pipe(Layer.provideMerge(HostnameVerifier.make(options)))
 }

@@ -1,5 +1,6 @@
-import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import { MailOutbox, MailTransport } from "./Mail.ts"
+import { runEvery } from "../kernel/Background.ts"
 
 export interface MailRunnerOptions {
   /** How often the runner looks for due mail. */
@@ -72,14 +73,9 @@ export class MailRunner extends Context.Service<
 
   /** Runs the runner in the background for the lifetime of the layer. */
   static readonly background = (options: MailRunnerOptions = defaultMailRunnerOptions) =>
-    Layer.effectDiscard(
-      Effect.gen(function* () {
-        const runner = yield* MailRunner
-        yield* runner.runOnce.pipe(
-          Effect.catchCause((cause) => Effect.logError("mail runner failed", cause)),
-          Effect.repeat(Schedule.spaced(options.interval)),
-          Effect.forkScoped
-        )
-      })
+    runEvery(
+      "mail runner",
+      options.interval,
+      Effect.flatMap(Effect.service(MailRunner), (runner) => runner.runOnce)
     ).pipe(Layer.provideMerge(MailRunner.make(options)))
 }

@@ -1,5 +1,6 @@
-import { Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import { type OperationRow, OperationStore } from "./Operation.ts"
+import { runEvery } from "../kernel/Background.ts"
 
 /** How one kind of operation is carried out: ordered phases, each step idempotent so a crash can repeat it. */
 export interface OperationHandler {
@@ -88,14 +89,9 @@ export class OperationRunner extends Context.Service<OperationRunner, { readonly
 
   /** Runs the runner in the background for the lifetime of the layer. */
   static readonly background = (options: OperationRunnerOptions = defaultOperationRunnerOptions) =>
-    Layer.effectDiscard(
-      Effect.gen(function* () {
-        const runner = yield* OperationRunner
-        yield* runner.runOnce.pipe(
-          Effect.catchCause((cause) => Effect.logError("operation runner failed", cause)),
-          Effect.repeat(Schedule.spaced(options.interval)),
-          Effect.forkScoped
-        )
-      })
+    runEvery(
+      "operation runner",
+      options.interval,
+      Effect.flatMap(Effect.service(OperationRunner), (runner) => runner.runOnce)
     ).pipe(Layer.provideMerge(OperationRunner.make(options)))
 }
