@@ -18,7 +18,7 @@ import { type ParseArgsOptionsConfig, parseArgs } from "node:util"
 export const benchDir = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
 /** The monorepo root: the children's working directory. */
 export const repoRoot = Path.resolve(benchDir, "..")
-const serverEntry = Path.join(repoRoot, "packages/http/src/bin/server.ts")
+const serverEntry = Path.join(repoRoot, "packages/server/src/bin/server.ts")
 const startedAt = Date.now()
 
 /** Parses strict `--name value` options plus `--help` (prints `usage`, exit 0); `fail` prints a message and `usage`, exit 2. */

@@ -1,5 +1,5 @@
 export * from "./Api.ts"
 export { app, type Ports, routerConfig, routerLayer, routes } from "./App.ts"
+export { edgeApp } from "./edge/EdgeApp.ts"
 export { apiError, apiErrors, Envelope } from "./errors/ApiError.ts"
 export { makeNodeListener, type NodeListener } from "./server/NodeListener.ts"
-export { ServerLive } from "./server/Server.ts"

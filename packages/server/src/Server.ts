@@ -14,8 +14,7 @@ import { hooks, Hostnames, Kernel, Mail, Operations, services } from "@hostplane
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
-import { app, routerConfig } from "../App.ts"
-import { edgeApp } from "../edge/EdgeApp.ts"
+import { app, edgeApp, routerConfig } from "@hostplane/http"
 import { parseListen } from "./Listen.ts"
 
 /** True when no `DATABASE_URL` is set: the server runs on its embedded defaults. */

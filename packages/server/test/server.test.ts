@@ -29,7 +29,7 @@ describe("the server binary on its embedded defaults", () => {
     const port = await freePort()
     edgePort = await freePort()
     base = `http://127.0.0.1:${port}`
-    child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/http/src/bin/server.ts"], {
+    child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"], {
       cwd: root,
       env: {
         ...process.env,

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Exit, Layer, Logger, Runtime } from "effect"
-import { ServerLive } from "../server/Server.ts"
+import { ServerLive } from "../Server.ts"
 
 /** A stop by SIGINT/SIGTERM that drained cleanly is a normal exit (0), not an error. */
 const teardown: Runtime.Teardown = (exit, onExit) =>

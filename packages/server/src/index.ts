@@ -1,0 +1,2 @@
+export { parseListen } from "./Listen.ts"
+export { ServerLive } from "./Server.ts"
