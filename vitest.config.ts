@@ -6,6 +6,8 @@ export default defineConfig({
   test: {
     include: ["packages/*/test/**/*.test.ts", "examples/**/*.test.ts"],
     globalSetup: ["packages/adapters-pg/test/globalSetup.ts"],
+    // Console output (request logs and other server logs) is buffered per test and shown only when it fails.
+    silent: "passed-only",
     testTimeout: 30_000,
     hookTimeout: 120_000
   }
