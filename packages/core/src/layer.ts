@@ -10,6 +10,7 @@ import type { HostnameStore } from "./hostnames/HostnameStore.ts"
 import type { UserStore } from "./identity/UserStore.ts"
 import { Identity } from "./identity/Identity.ts"
 import type { AuditLog } from "./kernel/Audit.ts"
+import { Mutation } from "./kernel/Mutation.ts"
 import { Policy } from "./kernel/Policy.ts"
 import { Tokens } from "./kernel/Tokens.ts"
 import type { Transactor } from "./kernel/Transactor.ts"
@@ -75,6 +76,7 @@ const areaServices = Layer.mergeAll(
   Hostnames.layer
 ).pipe(
   Layer.provideMerge(Orgs.layer),
+  Layer.provideMerge(Mutation.layer),
   Layer.provideMerge(Policy.layer),
   Layer.provideMerge(Tokens.layerDefault),
   Layer.provideMerge(hooks)

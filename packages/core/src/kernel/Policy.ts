@@ -33,6 +33,15 @@ export class Policy extends Context.Service<
      * secret: no membership and a role below the minimum are both 403.
      */
     readonly requireOrgRole: (actor: Actor, orgId: string, minimum: Role) => Effect.Effect<Membership, Forbidden>
+    /**
+     * `require` again for an org already authorized, read as it now stands (under its lock, a concurrent delete,
+     * removal or demotion has committed): gone or no longer a member is 404, a lower role 403.
+     */
+    readonly recheck: (
+      actor: Actor,
+      granted: Membership,
+      minimum: Role
+    ) => Effect.Effect<Membership, NotFound | Forbidden>
   }
 >()("@hostplane/core/kernel/Policy") {
   static readonly layer = Layer.effect(
@@ -40,14 +49,15 @@ export class Policy extends Context.Service<
     Effect.gen(function* () {
       const orgs = yield* OrgStore
       const projects = yield* ProjectStore
-      const member = Effect.fnUntraced(function* (actor: Actor, orgSlug: string) {
-        const org = yield* orgs.findBySlug(orgSlug)
+      const memberOf = Effect.fnUntraced(function* (actor: Actor, org: Option.Option<OrgRow>, orgSlug: string) {
         const role = Option.isSome(org) ? yield* orgs.findMembership(org.value.id, actor.userId) : Option.none()
         if (Option.isNone(org) || Option.isNone(role)) {
           return yield* new NotFound({ message: `organization ${orgSlug} not found` })
         }
         return { org: org.value, role: role.value }
       })
+      const member = (actor: Actor, orgSlug: string) =>
+        Effect.flatMap(orgs.findBySlug(orgSlug), (org) => memberOf(actor, org, orgSlug))
       const atLeastRole = (membership: Membership, minimum: Role) =>
         atLeast(membership.role, minimum)
           ? Effect.void
@@ -85,7 +95,13 @@ export class Policy extends Context.Service<
         return membership
       })
 
-      return Policy.of({ require, requireProject, requireOrgRole })
+      const recheck = Effect.fn("Policy.recheck")(function* (actor: Actor, granted: Membership, minimum: Role) {
+        const membership = yield* memberOf(actor, yield* orgs.findById(granted.org.id), granted.org.slug)
+        yield* atLeastRole(membership, minimum)
+        return membership
+      })
+
+      return Policy.of({ require, requireProject, requireOrgRole, recheck })
     })
   )
 }

@@ -1,5 +1,6 @@
 export * from "./Actor.ts"
 export * from "./Audit.ts"
+export * from "./Mutation.ts"
 export * from "./Policy.ts"
 export * from "./Role.ts"
 export * from "./Settings.ts"

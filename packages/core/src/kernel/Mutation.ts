@@ -1,0 +1,205 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { type Forbidden, NotFound, OpInFlight } from "../errors/Errors.ts"
+import { OrgStore } from "../orgs/OrgStore.ts"
+import type { ProjectRow } from "../projects/Project.ts"
+import { ProjectStore } from "../projects/ProjectStore.ts"
+import type { Actor } from "./Actor.ts"
+import { type AuditAction, AuditLog } from "./Audit.ts"
+import { type Membership, Policy, type ProjectAccess } from "./Policy.ts"
+import type { Role } from "./Role.ts"
+import { nowIso } from "./Time.ts"
+import { Transactor } from "./Transactor.ts"
+
+/** What a change leaves in the audit log; the actor, the time and (unless given) the org come from the envelope. */
+export interface AuditEntry {
+  readonly action: AuditAction
+  readonly target: string | null
+  readonly data?: Record<string, unknown>
+  /** Only for a write that makes its org (`org.create`): the envelope has no org to take it from. */
+  readonly orgId?: string
+}
+
+/** A change's answer and the audit row it commits with; none for a write the audit log leaves out (a repeat). */
+export interface Audited<A> {
+  readonly result: A
+  readonly audit: AuditEntry | undefined
+}
+
+export const audited = <A>(result: A, audit: AuditEntry): Audited<A> => ({ result, audit })
+
+/** A write that records no audit row: a repeat that changed nothing, or an outcome spec part 6 does not list. */
+export const unaudited = <A>(result: A): Audited<A> => ({ result, audit: undefined })
+
+/** An org write authorized before its transaction: who, the org as then read, and the role the rule needs. */
+export interface OrgGrant extends Membership {
+  readonly actor: Actor
+  readonly minimum: Role
+}
+
+/** A project write authorized before its transaction; `deleting: "allow"` lets the change see a project being deleted. */
+export interface ProjectGrant extends ProjectAccess {
+  readonly actor: Actor
+  readonly minimum: Role
+  readonly deleting: "refuse" | "allow"
+}
+
+/** What a change sees: the org (and project) read again under the org lock, and the time of the write. */
+export interface OrgWrite extends Membership {
+  readonly at: string
+}
+
+export interface ProjectWrite extends ProjectAccess {
+  readonly at: string
+}
+
+const refuseDeleting = (project: ProjectRow) =>
+  project.deletingSince === null
+    ? Effect.void
+    : Effect.fail(new OpInFlight({ message: `project ${project.name} is being deleted` }))
+
+/**
+ * The one write envelope: authorize, then in one transaction take the org lock, read again what the rule depends on
+ * (membership and role, the project, refusing one being deleted with 409 `op_in_flight`), run the change and commit
+ * its audit row with it. Slow work that must not hold the lock (sealing, hashing, streaming a bundle) runs between
+ * `authorize*` and the write; the envelope then checks again under the lock.
+ */
+export class Mutation extends Context.Service<
+  Mutation,
+  {
+    readonly authorizeOrg: (
+      actor: Actor,
+      orgSlug: string,
+      minimum: Role
+    ) => Effect.Effect<OrgGrant, NotFound | Forbidden>
+    /** Refuses a project being deleted at once (409 `op_in_flight`) unless `deleting` is `allow`. */
+    readonly authorizeProject: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      minimum: Role,
+      options?: { readonly deleting?: "refuse" | "allow" }
+    ) => Effect.Effect<ProjectGrant, NotFound | Forbidden | OpInFlight>
+    /** Org lock, the caller's membership read again (404 gone, 403 demoted), the change, its audit row. */
+    readonly org: <A, E, R>(
+      grant: OrgGrant,
+      change: (write: OrgWrite) => Effect.Effect<Audited<A>, E, R>
+    ) => Effect.Effect<A, E | NotFound | Forbidden, R>
+    /** As `org`, and the project read again: 404 when it is gone, 409 `op_in_flight` once its delete is accepted. */
+    readonly project: <A, E, R>(
+      grant: ProjectGrant,
+      change: (write: ProjectWrite) => Effect.Effect<Audited<A>, E, R>
+    ) => Effect.Effect<A, E | NotFound | Forbidden | OpInFlight, R>
+    /** Org lock, the change, its audit row: for a write authorized otherwise than by a role (an invite token). */
+    readonly lockedOrg: <A, E, R>(
+      actor: Actor,
+      orgId: string,
+      change: (at: string) => Effect.Effect<Audited<A>, E, R>
+    ) => Effect.Effect<A, E, R>
+    /** The change and its audit row in one transaction, with no org to lock: an org's creation. */
+    readonly unlocked: <A, E, R>(
+      actor: Actor,
+      change: (at: string) => Effect.Effect<Audited<A>, E, R>
+    ) => Effect.Effect<A, E, R>
+  }
+>()("@hostplane/core/kernel/Mutation") {
+  static readonly layer = Layer.effect(
+    Mutation,
+    Effect.gen(function* () {
+      const tx = yield* Transactor
+      const audit = yield* AuditLog
+      const orgs = yield* OrgStore
+      const projects = yield* ProjectStore
+      const policy = yield* Policy
+
+      /** Runs the change and records its audit row; the caller provides the transaction. */
+      const commit = <A, E, R>(
+        actor: Actor,
+        orgId: string | null,
+        change: (at: string) => Effect.Effect<Audited<A>, E, R>
+      ): Effect.Effect<A, E, R> =>
+        Effect.gen(function* () {
+          const at = yield* nowIso
+          const { result, audit: entry } = yield* change(at)
+          if (entry !== undefined) {
+            yield* audit.record({
+              action: entry.action,
+              orgId: entry.orgId ?? orgId,
+              actorId: actor.userId,
+              target: entry.target,
+              data: entry.data ?? {},
+              at
+            })
+          }
+          return result
+        })
+
+      const authorizeOrg = Effect.fn("Mutation.authorizeOrg")(function* (actor: Actor, orgSlug: string, minimum: Role) {
+        const membership = yield* policy.require(actor, orgSlug, minimum)
+        return { ...membership, actor, minimum } satisfies OrgGrant
+      })
+
+      const authorizeProject = Effect.fn("Mutation.authorizeProject")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        minimum: Role,
+        options: { readonly deleting?: "refuse" | "allow" } = {}
+      ) {
+        const access = yield* policy.requireProject(actor, orgSlug, projectName, minimum)
+        const deleting = options.deleting ?? "refuse"
+        if (deleting === "refuse") yield* refuseDeleting(access.project)
+        return { ...access, actor, minimum, deleting } satisfies ProjectGrant
+      })
+
+      const org = Effect.fn("Mutation.org")(function* <A, E, R>(
+        grant: OrgGrant,
+        change: (write: OrgWrite) => Effect.Effect<Audited<A>, E, R>
+      ) {
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            yield* orgs.lock(grant.org.id)
+            const membership = yield* policy.recheck(grant.actor, grant, grant.minimum)
+            return yield* commit(grant.actor, grant.org.id, (at) => change({ ...membership, at }))
+          })
+        )
+      })
+
+      const project = Effect.fn("Mutation.project")(function* <A, E, R>(
+        grant: ProjectGrant,
+        change: (write: ProjectWrite) => Effect.Effect<Audited<A>, E, R>
+      ) {
+        return yield* tx.withTransaction(
+          Effect.gen(function* () {
+            yield* orgs.lock(grant.org.id)
+            const membership = yield* policy.recheck(grant.actor, grant, grant.minimum)
+            const current = yield* projects.findById(grant.project.id)
+            if (Option.isNone(current)) {
+              return yield* new NotFound({ message: `project ${grant.project.name} not found` })
+            }
+            if (grant.deleting === "refuse") yield* refuseDeleting(current.value)
+            return yield* commit(grant.actor, grant.org.id, (at) =>
+              change({ ...membership, project: current.value, at })
+            )
+          })
+        )
+      })
+
+      const lockedOrg = Effect.fn("Mutation.lockedOrg")(function* <A, E, R>(
+        actor: Actor,
+        orgId: string,
+        change: (at: string) => Effect.Effect<Audited<A>, E, R>
+      ) {
+        return yield* tx.withTransaction(Effect.andThen(orgs.lock(orgId), commit(actor, orgId, change)))
+      })
+
+      const unlocked = Effect.fn("Mutation.unlocked")(function* <A, E, R>(
+        actor: Actor,
+        change: (at: string) => Effect.Effect<Audited<A>, E, R>
+      ) {
+        return yield* tx.withTransaction(commit(actor, null, change))
+      })
+
+      return Mutation.of({ authorizeOrg, authorizeProject, org, project, lockedOrg, unlocked })
+    })
+  )
+}

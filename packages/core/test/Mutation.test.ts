@@ -1,0 +1,90 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Kernel, Orgs, Projects } from "@hostplane/core"
+import { Effect } from "effect"
+import { auditOf, memberOf, signIn, withCore } from "./support/CoreMemory.ts"
+
+/** An org `team` administered by alice, with the project `web`. */
+const team = Effect.gen(function* () {
+  const { actor: admin } = yield* signIn("alice")
+  yield* (yield* Orgs.Orgs).create(admin, { name: "Team", slug: "team" })
+  const project = yield* (yield* Projects.Projects).create(admin, "team", "web")
+  return { admin, project }
+})
+
+describe("Mutation, the one write envelope", () => {
+  it.effect("the change and its audit row commit together, with the actor, the org and the time of the write", () =>
+    withCore()(
+      Effect.gen(function* () {
+        const mutation = yield* Kernel.Mutation
+        const { admin, project } = yield* team
+        const grant = yield* mutation.authorizeProject(admin, "team", "web", "member")
+        const answer = yield* mutation.project(grant, (write) =>
+          Effect.succeed(
+            Kernel.audited(write.project.id, { action: "secret.set", target: write.project.id, data: { name: "A" } })
+          )
+        )
+        assert.strictEqual(answer, project.id)
+        const rows = yield* auditOf("team", "secret.set")
+        assert.deepStrictEqual(
+          rows.map((row) => [row.actorId, row.target, row.data, row.at]),
+          [[admin.userId, project.id, { name: "A" }, "2030-01-01T00:00:00.000Z"]]
+        )
+        // @ts-expect-error an action outside the closed list does not compile
+        Kernel.audited(null, { action: "secret.sett", target: null })
+      })
+    )
+  )
+
+  it.effect("a failing change leaves no audit row; an unaudited one records none", () =>
+    withCore()(
+      Effect.gen(function* () {
+        const mutation = yield* Kernel.Mutation
+        const { admin } = yield* team
+        const grant = yield* mutation.authorizeOrg(admin, "team", "admin")
+        const before = (yield* auditOf("team")).length
+        const failed = yield* Effect.flip(
+          mutation.org(grant, () =>
+            Effect.fail("refused").pipe(Effect.as(Kernel.audited(1, { action: "org.rename", target: "team" })))
+          )
+        )
+        assert.strictEqual(failed, "refused")
+        assert.strictEqual(yield* mutation.org(grant, () => Effect.succeed(Kernel.unaudited(2))), 2)
+        assert.strictEqual((yield* auditOf("team")).length, before)
+      })
+    )
+  )
+
+  it.effect("a write to a project whose delete was accepted meanwhile is 409 op_in_flight under the lock", () =>
+    withCore()(
+      Effect.gen(function* () {
+        const mutation = yield* Kernel.Mutation
+        const { admin } = yield* team
+        const grant = yield* mutation.authorizeProject(admin, "team", "web", "member")
+        yield* (yield* Projects.Projects).remove(admin, "team", "web", "web")
+        const refused = yield* Effect.flip(mutation.project(grant, () => Effect.succeed(Kernel.unaudited("written"))))
+        assert.strictEqual(refused._tag, "OpInFlight")
+        const early = yield* Effect.flip(mutation.authorizeProject(admin, "team", "web", "member"))
+        assert.strictEqual(early._tag, "OpInFlight")
+        const allowed = yield* mutation.authorizeProject(admin, "team", "web", "admin", { deleting: "allow" })
+        assert.isNotNull(allowed.project.deletingSince)
+      })
+    )
+  )
+
+  it.effect("a member demoted between authorization and the write is refused with 403 under the lock", () =>
+    withCore()(
+      Effect.gen(function* () {
+        const mutation = yield* Kernel.Mutation
+        const { admin } = yield* team
+        const { actor: bob } = yield* memberOf(admin, "team", "bob", "member")
+        const grant = yield* mutation.authorizeProject(bob, "team", "web", "member")
+        yield* (yield* Orgs.Members).setRole(admin, "team", bob.userId, "viewer")
+        const refused = yield* Effect.flip(mutation.project(grant, () => Effect.succeed(Kernel.unaudited("written"))))
+        assert.strictEqual(refused._tag, "Forbidden")
+        yield* (yield* Orgs.Members).remove(admin, "team", bob.userId)
+        const gone = yield* Effect.flip(mutation.project(grant, () => Effect.succeed(Kernel.unaudited("written"))))
+        assert.strictEqual(gone._tag, "NotFound")
+      })
+    )
+  )
+})
