@@ -98,6 +98,7 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
     const project = await newProject(slug)
     const first = await api.post(`${accessOf(slug, project.name)}/bypass`, undefined, { token: suite.admin.token })
     expect(first.status).toBe(200)
+    expect(first.headers.get("cache-control")).toBe("no-store")
     expect(Object.keys(first.body)).toEqual(["secret"])
     expect(first.body.secret).toMatch(/^[A-Za-z0-9_-]{43}$/)
     const second = await api.post(`${accessOf(slug, project.name)}/bypass`, undefined, { token: suite.admin.token })
@@ -202,6 +203,7 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
       { token: viewer.token }
     )
     expect(reply.status).toBe(200)
+    expect(reply.headers.get("cache-control")).toBe("no-store")
     expect(Object.keys(reply.body)).toEqual(["url"])
     const url = new URL(reply.body.url)
     expect(`${url.protocol}//${url.host}${url.pathname}`).toBe(`https://${project.hostname}/__service/access/callback`)

@@ -45,6 +45,24 @@ describe.each(backends)("wire conventions (%s)", (_name, stores) => {
     expect(wrong.headers.get("allow")).toContain("GET")
   })
 
+  it("a 401 carries WWW-Authenticate: Bearer realm=hostplane, with error=invalid_token when a token was sent", async () => {
+    const none = await api.get("/v1/me")
+    expect(none.status).toBe(401)
+    expect(none.headers.get("www-authenticate")).toBe('Bearer realm="hostplane"')
+    const stale = await api.post("/v1/orgs", { name: "x" }, { token: "not-a-session" })
+    expect(stale.status).toBe(401)
+    expect(stale.headers.get("www-authenticate")).toBe('Bearer realm="hostplane", error="invalid_token"')
+    expect((await api.get("/v1/me", { token })).headers.get("www-authenticate")).toBeNull()
+  })
+
+  it("the session of a dev login is Cache-Control: no-store; ordinary answers are not", async () => {
+    const reply = await api.call("POST", "/v1/auth/dev/login", { body: { subject: unique("nostore") } })
+    expect(reply.status).toBe(200)
+    expect(reply.headers.get("cache-control")).toBe("no-store")
+    expect(Object.keys(reply.body).sort()).toEqual(["expiresAt", "subject", "token", "userId"])
+    expect((await api.get("/v1/me", { token })).headers.get("cache-control")).toBeNull()
+  })
+
   it("every response carries X-Request-Id, and a sane incoming one is kept", async () => {
     const plain = await api.get("/v1/config")
     expect(plain.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/)

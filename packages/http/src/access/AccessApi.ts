@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
 import { apiErrors } from "../errors/ApiError.ts"
+import { secretSuccess } from "../server/NoStore.ts"
 
 const project = { orgSlug: Schema.String, projectName: Schema.String }
 const access = apiErrors(Errors.NotFound, Errors.Forbidden)
@@ -33,7 +34,7 @@ export class AccessApi extends HttpApiGroup.make("access")
     ),
     HttpApiEndpoint.post("newBypass", "/orgs/:orgSlug/projects/:projectName/access/bypass", {
       params: project,
-      success: Access.AccessBypass,
+      success: secretSuccess(Access.AccessBypass),
       error: access
     }).annotateMerge(
       describe(
@@ -51,7 +52,7 @@ export class AccessApi extends HttpApiGroup.make("access")
     ),
     HttpApiEndpoint.post("authorize", "/access/authorize", {
       payload: Access.AuthorizeInput,
-      success: Access.AccessAuthorize,
+      success: secretSuccess(Access.AccessAuthorize),
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
     }).annotateMerge(
       describe(

@@ -2,6 +2,7 @@ import { Access, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { ApiWithDevAuth } from "../Api.ts"
+import { noStore } from "../server/NoStore.ts"
 
 const actor = Effect.service(Kernel.CurrentActor)
 
@@ -15,10 +16,10 @@ export const AccessHandlers = HttpApiBuilder.group(
       set: ({ params, payload }) =>
         Effect.flatMap(actor, (a) => policies.set(a, params.orgSlug, params.projectName, payload)),
       newBypass: ({ params }) =>
-        Effect.flatMap(actor, (a) => policies.newBypass(a, params.orgSlug, params.projectName)),
+        Effect.flatMap(actor, (a) => Effect.map(policies.newBypass(a, params.orgSlug, params.projectName), noStore)),
       revokeBypass: ({ params }) =>
         Effect.flatMap(actor, (a) => policies.revokeBypass(a, params.orgSlug, params.projectName)),
-      authorize: ({ payload }) => Effect.flatMap(actor, (a) => policies.authorize(a, payload))
+      authorize: ({ payload }) => Effect.flatMap(actor, (a) => Effect.map(policies.authorize(a, payload), noStore))
     })
   })
 )

@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
 import { apiErrors } from "../errors/ApiError.ts"
+import { secretSuccess } from "../server/NoStore.ts"
 
 const Redirect = HttpApiSchema.Empty(302)
 
@@ -30,7 +31,12 @@ export class IdentityApi extends HttpApiGroup.make("identity")
 
 /** Registered only when `SERVICE_ENABLE_DEV_AUTH` is on. */
 export class DevAuthApi extends HttpApiGroup.make("devAuth")
-  .add(HttpApiEndpoint.post("login", "/auth/dev/login", { payload: Identity.DevLoginInput, success: Identity.Session }))
+  .add(
+    HttpApiEndpoint.post("login", "/auth/dev/login", {
+      payload: Identity.DevLoginInput,
+      success: secretSuccess(Identity.Session)
+    })
+  )
   .annotateMerge(
     OpenApi.annotations({
       title: "Dev login",

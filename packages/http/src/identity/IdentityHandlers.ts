@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { ApiWithDevAuth } from "../Api.ts"
+import { noStore } from "../server/NoStore.ts"
 
 export const IdentityHandlers = HttpApiBuilder.group(
   ApiWithDevAuth,
@@ -27,6 +28,6 @@ export const DevAuthHandlers = HttpApiBuilder.group(
   "devAuth",
   Effect.fn(function* (handlers) {
     const identity = yield* Identity.Identity
-    return handlers.handleAll({ login: ({ payload }) => identity.devLogin(payload) })
+    return handlers.handleAll({ login: ({ payload }) => Effect.map(identity.devLogin(payload), noStore) })
   })
 )

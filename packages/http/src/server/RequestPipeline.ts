@@ -2,6 +2,7 @@ import { ByteSize, Cause, Clock, Effect, Exit, Option, Schema, SchemaIssue } fro
 import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import type { Envelope } from "../errors/ApiError.ts"
+import { idempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
 
 /** A route of the API, for telling 405 (path known, method not) from 404. */
 export interface KnownRoute {
@@ -57,38 +58,44 @@ const newRequestId = Effect.sync(() => `req_${globalThis.crypto.randomUUID().rep
 
 /**
  * Every response leaves here: failures the typed handlers did not answer (bad bodies, unknown routes, defects)
- * become the error envelope, each response gets `X-Request-Id`, and one log line records it.
+ * become the error envelope, each response gets `X-Request-Id`, and one log line records it. Inside it, a POST
+ * with an `Idempotency-Key` is run once per key (`idempotencyKeys`).
  */
 export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) =>
   HttpRouter.middleware(
-    (httpApp) =>
-      Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const incoming = request.headers["x-request-id"]
-        const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : yield* newRequestId
-        const started = yield* Clock.currentTimeMillis
-        const exit = yield* Effect.exit(Effect.provideService(httpApp, HttpIncomingMessage.MaxBodySize, maxJsonBody))
-        if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
-          return yield* Effect.failCause(exit.cause)
-        }
-        const path = request.url.split("?")[0] ?? "/"
-        let response = Exit.isSuccess(exit)
-          ? exit.value
-          : yield* fromCause(exit.cause, request.method, path, routes, requestId)
-        response = withEnvelope(response)
-        response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
-        const elapsed = (yield* Clock.currentTimeMillis) - started
-        yield* Effect.logInfo("request").pipe(
-          Effect.annotateLogs({
-            requestId,
-            method: request.method,
-            path: loggedPath(path, request.method, routes),
-            status: response.status,
-            ms: elapsed
-          })
-        )
-        return response
-      }),
+    Effect.map(
+      idempotencyKeys,
+      (keyed) => (httpApp) =>
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const incoming = request.headers["x-request-id"]
+          const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : yield* newRequestId
+          const started = yield* Clock.currentTimeMillis
+          const exit = yield* Effect.exit(
+            Effect.provideService(keyed(httpApp), HttpIncomingMessage.MaxBodySize, maxJsonBody)
+          )
+          if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
+            return yield* Effect.failCause(exit.cause)
+          }
+          const path = request.url.split("?")[0] ?? "/"
+          let response = Exit.isSuccess(exit)
+            ? exit.value
+            : yield* fromCause(exit.cause, request.method, path, routes, requestId)
+          response = withChallenge(withEnvelope(response), request)
+          response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
+          const elapsed = (yield* Clock.currentTimeMillis) - started
+          yield* Effect.logInfo("request").pipe(
+            Effect.annotateLogs({
+              requestId,
+              method: request.method,
+              path: loggedPath(path, request.method, routes),
+              status: response.status,
+              ms: elapsed
+            })
+          )
+          return response
+        })
+    ),
     { global: true }
   )
 
@@ -158,4 +165,21 @@ const withEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
     (response.body._tag === "Uint8Array" || response.body._tag === "Raw" ? response.body.contentType : undefined)
   if (response.body._tag !== "Empty" && contentType?.startsWith("application/json")) return response
   return json(response.status, envelope, { ...response.headers, "content-type": "application/json" })
+}
+
+/**
+ * A 401 names the scheme to sign in with (RFC 6750); a route with its own scheme (git's Basic) sets its own.
+ * `invalid_token` tells a client with a stale token apart from one that sent none.
+ */
+const withChallenge = (
+  response: HttpServerResponse.HttpServerResponse,
+  request: HttpServerRequest.HttpServerRequest
+) => {
+  if (response.status !== 401 || response.headers["www-authenticate"] !== undefined) return response
+  const presented = request.headers["authorization"] !== undefined
+  return HttpServerResponse.setHeader(
+    response,
+    "www-authenticate",
+    presented ? 'Bearer realm="hostplane", error="invalid_token"' : 'Bearer realm="hostplane"'
+  )
 }
