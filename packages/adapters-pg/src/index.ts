@@ -6,6 +6,7 @@ import * as MailOutboxPg from "./mail/MailOutboxPg.ts"
 import * as DeploymentStorePg from "./deployments/DeploymentStorePg.ts"
 import * as EdgeSessionStorePg from "./edge/EdgeSessionStorePg.ts"
 import * as HostnameStorePg from "./hostnames/HostnameStorePg.ts"
+import * as IdempotencyStorePg from "./idempotency/IdempotencyStorePg.ts"
 import * as OperationStorePg from "./operations/OperationStorePg.ts"
 import * as OrgStorePg from "./orgs/OrgStorePg.ts"
 import * as ProjectStorePg from "./projects/ProjectStorePg.ts"
@@ -21,6 +22,7 @@ export {
   DeploymentStorePg,
   EdgeSessionStorePg,
   HostnameStorePg,
+  IdempotencyStorePg,
   MailOutboxPg,
   OperationStorePg,
   OrgStorePg,
@@ -43,5 +45,6 @@ export const layer = Layer.mergeAll(
   EdgeSessionStorePg.layer,
   SecretStorePg.layer,
   AccessStorePg.layer,
-  HostnameStorePg.layer
+  HostnameStorePg.layer,
+  IdempotencyStorePg.layer
 )

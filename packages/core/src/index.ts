@@ -1,6 +1,7 @@
 export * as Access from "./access/index.ts"
 export * as Errors from "./errors/index.ts"
 export * as Hostnames from "./hostnames/index.ts"
+export * as Idempotency from "./idempotency/index.ts"
 export * as Identity from "./identity/index.ts"
 export * as Kernel from "./kernel/index.ts"
 export * as Mail from "./mail/index.ts"

@@ -7,6 +7,8 @@ import { Deployments } from "./deployments/Deployments.ts"
 import type { DeploymentStore } from "./deployments/DeploymentStore.ts"
 import { Hostnames } from "./hostnames/Hostnames.ts"
 import type { HostnameStore } from "./hostnames/HostnameStore.ts"
+import { Idempotency } from "./idempotency/Idempotency.ts"
+import type { IdempotencyStore } from "./idempotency/IdempotencyStore.ts"
 import type { UserStore } from "./identity/UserStore.ts"
 import { Identity } from "./identity/Identity.ts"
 import type { AuditLog } from "./kernel/Audit.ts"
@@ -42,6 +44,7 @@ export type Stores =
   | AccessStore
   | HostnameStore
   | EdgeSessionStore
+  | IdempotencyStore
 
 /** Core's own hooks, added to whatever the host registered: project holdings and the project delete handler. */
 export const hooks = Layer.mergeAll(
@@ -73,7 +76,8 @@ const areaServices = Layer.mergeAll(
   Deployments.layer,
   Secrets.layer,
   AccessPolicies.layer,
-  Hostnames.layer
+  Hostnames.layer,
+  Idempotency.layer
 ).pipe(
   Layer.provideMerge(Orgs.layer),
   Layer.provideMerge(Mutation.layer),

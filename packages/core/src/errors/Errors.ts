@@ -147,6 +147,16 @@ export class ProjectLimitReached extends Schema.TaggedError<ProjectLimitReached>
   static readonly code = "project_limit" satisfies ErrorCode
 }
 
+/** `idempotency_key_in_use`: an earlier request with the same key is still running. */
+export class IdempotencyKeyInUse extends Schema.TaggedError<IdempotencyKeyInUse>()("IdempotencyKeyInUse", fields) {
+  static readonly code = "idempotency_key_in_use" satisfies ErrorCode
+}
+
+/** `idempotency_key_reused`: the key was first used for another request (method, path or body). */
+export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", fields) {
+  static readonly code = "idempotency_key_reused" satisfies ErrorCode
+}
+
 /** `op_in_flight` */
 export class OpInFlight extends Schema.TaggedError<OpInFlight>()("OpInFlight", fields) {
   static readonly code = "op_in_flight" satisfies ErrorCode
@@ -346,6 +356,8 @@ export const all = [
   HostnameTaken,
   ProjectLimitReached,
   OpInFlight,
+  IdempotencyKeyInUse,
+  IdempotencyKeyReused,
   EmailUnavailable,
   EmailAddressTaken,
   DatabaseRequired,

@@ -3,6 +3,7 @@ import type { Stores } from "../Stores.ts"
 import { accessStoreSuite } from "./AccessStoreSuite.ts"
 import { auditLogSuite } from "./AuditLogSuite.ts"
 import { hostnameStoreSuite } from "./HostnameStoreSuite.ts"
+import { idempotencyStoreSuite } from "./IdempotencyStoreSuite.ts"
 import { mailOutboxSuite } from "./MailOutboxSuite.ts"
 import { orgStoreSuite } from "./OrgStoreSuite.ts"
 import { secretStoreSuite } from "./SecretStoreSuite.ts"
@@ -19,4 +20,5 @@ export const contractSuites = <E>(name: string, stores: Layer.Layer<Stores, E>):
   secretStoreSuite(name, stores)
   accessStoreSuite(name, stores)
   hostnameStoreSuite(name, stores)
+  idempotencyStoreSuite(name, stores)
 }

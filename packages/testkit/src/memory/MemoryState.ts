@@ -2,6 +2,7 @@ import type {
   Access,
   Deployments,
   Edge,
+  Idempotency,
   Identity,
   Kernel,
   Mail,
@@ -58,6 +59,8 @@ export interface Tables {
   readonly accessPolicies: Map<string, Access.AccessPolicyRow>
   /** Keyed by code hash. */
   readonly accessCodes: Map<string, Access.AccessCodeRow>
+  /** Keyed by user id and key. */
+  readonly idempotencyKeys: Map<string, Idempotency.IdempotencyRecord>
 }
 
 const emptyTables = (): Tables => ({
@@ -78,7 +81,8 @@ const emptyTables = (): Tables => ({
   edgeSessions: new Map(),
   secrets: new Map(),
   accessPolicies: new Map(),
-  accessCodes: new Map()
+  accessCodes: new Map(),
+  idempotencyKeys: new Map()
 })
 
 /** Copies every table (maps and arrays are copied, rows are shared since they are immutable). */

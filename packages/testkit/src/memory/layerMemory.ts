@@ -5,6 +5,7 @@ import * as AuditLogMemory from "./AuditLogMemory.ts"
 import * as DeploymentStoreMemory from "./DeploymentStoreMemory.ts"
 import * as EdgeSessionStoreMemory from "./EdgeSessionStoreMemory.ts"
 import * as HostnameStoreMemory from "./HostnameStoreMemory.ts"
+import * as IdempotencyStoreMemory from "./IdempotencyStoreMemory.ts"
 import * as MailOutboxMemory from "./MailOutboxMemory.ts"
 import { MemoryState } from "./MemoryState.ts"
 import * as OperationStoreMemory from "./OperationStoreMemory.ts"
@@ -27,5 +28,6 @@ export const layerMemory: Layer.Layer<Stores> = Layer.mergeAll(
   EdgeSessionStoreMemory.layer,
   SecretStoreMemory.layer,
   AccessStoreMemory.layer,
-  HostnameStoreMemory.layer
+  HostnameStoreMemory.layer,
+  IdempotencyStoreMemory.layer
 ).pipe(Layer.provide(MemoryState.layer))
