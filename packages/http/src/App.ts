@@ -19,11 +19,13 @@ import { HostnamesHandlers } from "./hostnames/HostnamesHandlers.ts"
 import { InvitesHandlers, MembersHandlers, OrgsHandlers } from "./orgs/OrgsHandlers.ts"
 import { ProjectsHandlers } from "./projects/ProjectsHandlers.ts"
 import { SecretsHandlers } from "./secrets/SecretsHandlers.ts"
+import { apiIndex } from "./server/ApiIndex.ts"
 import { type KnownRoute, requestPipeline, routePattern } from "./server/RequestPipeline.ts"
 
 const knownRoutes = (api: typeof Api | typeof ApiWithDevAuth): ReadonlyArray<KnownRoute> => [
   { method: "GET", template: "/v1/openapi.json", pattern: routePattern("/v1/openapi.json") },
   { method: "GET", template: "/v1/docs", pattern: routePattern("/v1/docs") },
+  { method: "GET", template: "/v1", pattern: routePattern("/v1") },
   ...Object.values(api.groups).flatMap((group) =>
     Object.values(group.endpoints).map((endpoint) => ({
       method: endpoint.method,
@@ -62,7 +64,7 @@ export const routes = Layer.unwrap(
           HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }),
           HttpApiScalar.layer(Api, { path: "/v1/docs" })
         )
-    return Layer.mergeAll(api, requestPipeline(knownRoutes(settings.devAuth ? ApiWithDevAuth : Api))).pipe(
+    return Layer.mergeAll(api, apiIndex, requestPipeline(knownRoutes(settings.devAuth ? ApiWithDevAuth : Api))).pipe(
       Layer.provide(handlers)
     )
   })

@@ -14,8 +14,10 @@ import { hooks, Hostnames, Kernel, Mail, Operations, services } from "@hostplane
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
+import * as Path from "node:path"
 import { app, edgeApp, routerConfig } from "@hostplane/http"
 import { parseListen } from "./Listen.ts"
+import { logStartup } from "./StartupLog.ts"
 
 /** True when no `DATABASE_URL` is set: the server runs on its embedded defaults. */
 const embeddedMode = Effect.map(
@@ -36,7 +38,9 @@ export const ServerLive = Layer.unwrap(
       yield* Config.String("SERVICE_EDGE_LISTEN").pipe(Config.withDefault("127.0.0.1:8081"))
     )
     const settings = Kernel.Settings.layerConfig({ devAuthDefault: embedded })
-    const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig()))
+    const dataDir = yield* Config.String("SERVICE_DATA_DIR").pipe(Config.withDefault(".hostplane"))
+    const embeddedPostgres = embedded ? Path.resolve(dataDir, "pg") : undefined
+    const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig({ embeddedDirectory: embeddedPostgres })))
     const mail = Mail.MailRunner.background().pipe(Layer.provide(MailTransportAuto.layerConfig))
     const operations = Operations.OperationRunner.background()
     // Hostname ownership is checked through SERVICE_DNS_RESOLVERS (else the system's); no zone is hosted yet.
@@ -44,27 +48,12 @@ export const ServerLive = Layer.unwrap(
     const hostnames = Hostnames.HostnameVerifier.background()
     // Bundles stream into <data dir>/artifacts (decisions.md part 5), under decisions.md's limits.
     const bundles = BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig))
-    const announce = Layer.effectDiscard(
-      Effect.gen(function* () {
-        const current = yield* Kernel.Settings
-        yield* Effect.logInfo("hostplane starting", {
-          listen: `${listen.host}:${listen.port}`,
-          edge: `${edgeListen.host}:${edgeListen.port}`,
-          database: embedded ? "embedded PostgreSQL" : "DATABASE_URL",
-          devLogin: current.devAuth
-        })
-        if (current.devAuth) {
-          yield* Effect.logWarning("dev login is ON (POST /v1/auth/dev/login): never expose this server publicly")
-        }
-      })
-    )
     // Runners see core's hooks (the project delete handler) through the same layer the services use.
     const ports = Layer.mergeAll(
       mail,
       operations.pipe(Layer.provide(hooks)),
       hostnames,
-      IdentityProviderOAuth.layerConfig,
-      announce
+      IdentityProviderOAuth.layerConfig
     ).pipe(
       Layer.provideMerge(
         // SERVICE_SEAL_KEY, else the key file <data dir>/seal.key (created on first start).
@@ -85,11 +74,12 @@ export const ServerLive = Layer.unwrap(
     )
     // The reference edge on its own port, on the same services (one build shares the `services` layer).
     const edge = HttpServer.serve(edgeApp).pipe(
-      HttpServer.withLogAddress,
       Layer.provide(NodeHttpServer.layer(createServer, { host: edgeListen.host, port: edgeListen.port })),
       Layer.provide(services)
     )
     // Ports first: the sockets are bound only once the database is up, so no early request waits on a missing handler.
-    return Layer.mergeAll(api, edge).pipe(Layer.provide(ports))
+    // Announced once both sockets are bound, so every URL it names answers.
+    const announce = Layer.effectDiscard(logStartup({ listen, edgeListen, embeddedPostgres }))
+    return announce.pipe(Layer.provide(Layer.mergeAll(api, edge)), Layer.provide(ports))
   })
 )

@@ -68,6 +68,22 @@ describe("the server binary on its embedded defaults", () => {
     expect(login.status).toBe(200)
   })
 
+  it("logs at start the API, docs and edge URLs and where the embedded PostgreSQL lives; GET /v1 answers", async () => {
+    const line = output.split("\n").find((entry) => entry.includes("hostplane is up"))!
+    const [, fields] = JSON.parse(line).message as [string, Record<string, unknown>]
+    expect(fields).toMatchObject({
+      api: `${base}/v1`,
+      docs: `${base}/v1/docs`,
+      openapi: `${base}/v1/openapi.json`,
+      edge: `http://127.0.0.1:${edgePort}`,
+      database: `embedded PostgreSQL in ${join(dataDir, "pg")}`
+    })
+    const index = await fetch(`${base}/v1`)
+    expect(index.status).toBe(200)
+    expect(await index.json()).toMatchObject({ docs: expect.stringMatching(/\/v1\/docs$/) })
+    expect((await fetch(fields.docs as string)).status).toBe(200)
+  })
+
   it("writes one JSON log line per request, carrying the X-Request-Id", async () => {
     const reply = await fetch(`${base}/v1/me`)
     const requestId = reply.headers.get("x-request-id")!
