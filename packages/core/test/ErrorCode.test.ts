@@ -57,6 +57,8 @@ const decidedCodes: Record<string, number> = {
   node_api_off: 501,
   ai_unavailable: 503,
   idempotency_key_reused: 422,
+  // Our own (decisions.md: unlisted conflicts get a specific code): a retry waited too long for the first request.
+  idempotency_key_in_use: 409,
   internal: 500
 }
 
