@@ -3,6 +3,7 @@ import * as Dgram from "node:dgram"
 import * as Dns from "node:dns"
 import * as Net from "node:net"
 import * as Hostnames from "@hostplane/core/hostnames/index"
+import { canonicalHost } from "@hostplane/core/kernel/HostName"
 import { Config, ConfigProvider, Duration, Effect, Layer, Option } from "effect"
 import * as Packet from "dns-packet"
 
@@ -78,9 +79,7 @@ export const parseServer = (value: string): Option.Option<Server> => {
 const display = (server: Server): string =>
   server.family === 6 ? `[${server.host}]:${server.port}` : `${server.host}:${server.port}`
 
-const canonical = (name: string): string => name.trim().toLowerCase().replace(/\.$/, "")
-
-const sameName = (a: string, b: string): boolean => canonical(a) === canonical(b)
+const sameName = (a: string, b: string): boolean => canonicalHost(a) === canonicalHost(b)
 
 const decode = (data: Buffer): Packet.DecodedPacket | null => {
   try {
@@ -228,7 +227,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   })
 
   const lookup = Effect.fnUntraced(function* (input: string, type: QueryType) {
-    const name = canonical(input)
+    const name = canonicalHost(input)
     const labels = name.split(".")
     if (name === "" || name.length > 253 || labels.some((label) => label === "" || label.length > 63)) {
       return yield* Effect.fail(error("nxdomain", input, type, "not a valid DNS name"))
@@ -267,7 +266,9 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   const cname = Effect.fn("DnsResolverUdp.cname")(function* (input: string) {
     const { name, answers } = yield* lookup(input, "CNAME")
     const alias = answers.find((answer) => answer.type === "CNAME" && sameName(answer.name, name))
-    return alias === undefined || alias.type !== "CNAME" ? Option.none<string>() : Option.some(canonical(alias.data))
+    return alias === undefined || alias.type !== "CNAME"
+      ? Option.none<string>()
+      : Option.some(canonicalHost(alias.data))
   })
 
   return Hostnames.DnsResolver.of({ txt, cname })

@@ -2,6 +2,7 @@ import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import { BadRequest, type Forbidden, NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { AuditLog } from "../kernel/Audit.ts"
+import { parseHost } from "../kernel/HostName.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { isoToMillis } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
@@ -34,15 +35,6 @@ const sameDigest = (a: string, b: string): boolean => {
   let diff = 0
   for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i)
   return diff === 0
-}
-
-/** A hostname as routed: lowercase ASCII (IDN labels in punycode), no trailing dot; none if it is not a host name. */
-const routedName = (input: string): Option.Option<string> => {
-  const trimmed = input.trim().toLowerCase().replace(/\.$/, "")
-  if (/^[a-z0-9.-]+$/.test(trimmed)) return Option.some(trimmed)
-  if (!/^[^\s/\\?#@:[\]%]+$/.test(trimmed) || !URL.canParse(`http://${trimmed}`)) return Option.none()
-  const converted = new URL(`http://${trimmed}`).hostname.replace(/\.$/, "")
-  return /^[a-z0-9.-]+$/.test(converted) ? Option.some(converted) : Option.none()
 }
 
 const passwordProblem = (password: string): string | undefined => {
@@ -217,7 +209,7 @@ export class AccessPolicies extends Context.Service<
         if (!safeNextPath(input.next)) {
           return yield* new BadRequest({ message: "next must be a path on the same site, starting with one /" })
         }
-        const name = routedName(input.to)
+        const name = parseHost(input.to)
         const host = Option.isSome(name) ? yield* store.findActiveHost(name.value) : Option.none()
         if (Option.isNone(host)) return yield* new NotFound({ message: "this hostname is not served here" })
         yield* policy.requireOrgRole(actor, host.value.orgId, "viewer")
@@ -261,7 +253,7 @@ export class AccessPolicies extends Context.Service<
         const taken = yield* store.takeCode(yield* tokens.hash(code))
         if (Option.isNone(taken)) return Option.none<AccessGrant>()
         const row = taken.value
-        const name = routedName(host)
+        const name = parseHost(host)
         if (Option.isNone(name) || name.value !== row.host) return Option.none<AccessGrant>()
         if ((yield* now) >= isoToMillis(row.expiresAt)) return Option.none<AccessGrant>()
         const routed = yield* store.findActiveHost(row.host)

@@ -1,4 +1,5 @@
 import { Context, Effect, Option, Schema } from "effect"
+import { canonicalHost } from "../kernel/HostName.ts"
 import { HostedZones } from "./HostedZones.ts"
 import type { VerificationRecord } from "./HostnameName.ts"
 
@@ -44,7 +45,6 @@ export interface OwnershipInput {
   readonly fallbackOrigin: string
 }
 
-const canonical = (name: string): string => name.trim().toLowerCase().replace(/\.$/, "")
 const unquote = (value: string): string => value.trim().replace(/^"(.*)"$/, "$1")
 
 const shown = (value: string): string => JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}...` : value)
@@ -82,7 +82,7 @@ export const checkOwnership = Effect.fn("Hostnames.checkOwnership")(function* (
   input: OwnershipInput
 ): Effect.fn.Return<OwnershipCheck, never, DnsResolver | HostedZones> {
   const zones = yield* HostedZones
-  const owner = yield* zones.ownerOrgOf(canonical(input.host))
+  const owner = yield* zones.ownerOrgOf(canonicalHost(input.host))
   if (Option.isSome(owner) && owner.value === input.orgId) return { verified: true, method: "zone" }
 
   const resolver = yield* DnsResolver
@@ -94,8 +94,8 @@ export const checkOwnership = Effect.fn("Hostnames.checkOwnership")(function* (
   if (txt._tag === "Success" && txt.success.some((value) => unquote(value) === expected)) {
     return { verified: true, method: "txt" }
   }
-  const origin = canonical(input.fallbackOrigin)
-  if (cname._tag === "Success" && Option.isSome(cname.success) && canonical(cname.success.value) === origin) {
+  const origin = canonicalHost(input.fallbackOrigin)
+  if (cname._tag === "Success" && Option.isSome(cname.success) && canonicalHost(cname.success.value) === origin) {
     return { verified: true, method: "cname" }
   }
 

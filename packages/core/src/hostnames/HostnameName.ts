@@ -1,5 +1,6 @@
 import { Effect, Result, Schema } from "effect"
 import { BadRequest } from "../errors/Errors.ts"
+import { canonicalHost } from "../kernel/HostName.ts"
 import type { SettingsShape } from "../kernel/Settings.ts"
 
 /** Why a custom hostname was refused; carried as `details.reason` of the 400 `bad_request`. */
@@ -59,8 +60,6 @@ const ipv6Like = /^\[?[0-9a-f]*:[0-9a-f]*:[0-9a-f:.]*\]?$/i
 const numericLabel = /^(?:\d+|0x[0-9a-f]*)$/i
 const ldh = /^[a-z0-9-]+$/
 
-const strip = (domain: string): string => domain.trim().toLowerCase().replace(/\.$/, "")
-
 /**
  * A custom hostname in the one form stored and routed: lowercase ASCII with IDN labels in punycode (`bücher.example`
  * gives `xn--bcher-kva.example`), no trailing dot. Refused with 400 `bad_request` (`details.reason` a
@@ -102,8 +101,7 @@ export const normalizeHostnameResult = (
       "is not a valid domain name (an internationalized or punycode label is invalid)"
     )
   }
-  const converted = new URL(`http://${trimmed}`).hostname
-  const name = converted.endsWith(".") ? converted.slice(0, -1) : converted
+  const name = canonicalHost(trimmed)
   if (name.length > maxName) return refuse(input, "name_too_long", `is longer than ${maxName} characters`)
   const parts = name.split(".")
   if (parts.some((label) => label === "")) return refuse(input, "empty_label", "has an empty label (two dots in a row)")
@@ -125,7 +123,7 @@ export const normalizeHostnameResult = (
     }
   }
   const taken = [settings.appDomain, ...settings.serviceDomains, settings.fallbackOrigin]
-    .map(strip)
+    .map(canonicalHost)
     .filter((domain) => domain !== "" && (name === domain || name.endsWith(`.${domain}`)))
     .sort((a, b) => b.length - a.length)[0]
   if (taken !== undefined) {

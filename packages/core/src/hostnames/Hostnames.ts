@@ -3,6 +3,7 @@ import { BadRequest, type Forbidden, HostnameTaken, NotFound } from "../errors/E
 import type { Actor } from "../kernel/Actor.ts"
 import { AuditLog } from "../kernel/Audit.ts"
 import { Policy } from "../kernel/Policy.ts"
+import { canonicalHost } from "../kernel/HostName.ts"
 import { Settings } from "../kernel/Settings.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
@@ -11,8 +12,6 @@ import { type Hostname, type HostnameRoute, type HostnameRow, toHostname } from 
 import { normalizeHostname, normalizeHostnameResult } from "./HostnameName.ts"
 import { HostnameStore } from "./HostnameStore.ts"
 import { ownershipCheck } from "./HostnameVerifier.ts"
-
-const canonical = (host: string): string => host.trim().toLowerCase().replace(/\.$/, "")
 
 /** Custom hostnames of spec 4.4: reserved across all orgs on add, routed once ownership is proven. */
 export class Hostnames extends Context.Service<
@@ -65,7 +64,8 @@ export class Hostnames extends Context.Service<
       const view = (row: HostnameRow) => toHostname(row, settings.fallbackOrigin)
 
       /** The stored form of a name in a path; the default hostname sits under the app domain, which `add` refuses. */
-      const keyOf = (host: string) => Result.getOrElse(normalizeHostnameResult(host, settings), () => canonical(host))
+      const keyOf = (host: string) =>
+        Result.getOrElse(normalizeHostnameResult(host, settings), () => canonicalHost(host))
 
       const findIn = Effect.fnUntraced(function* (projectId: string, host: string) {
         const row = yield* store.find(keyOf(host))
@@ -175,7 +175,7 @@ export class Hostnames extends Context.Service<
       })
 
       const routeOf = Effect.fn("Hostnames.routeOf")(function* (host: string) {
-        const row = yield* store.find(canonical(host))
+        const row = yield* store.find(canonicalHost(host))
         return Option.flatMap(row, (found) =>
           found.status === "active" ? Option.some({ projectId: found.projectId, orgId: found.orgId }) : Option.none()
         )

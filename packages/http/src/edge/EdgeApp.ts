@@ -1,17 +1,18 @@
-import { Edge } from "@hostplane/core"
+import { Edge, Kernel } from "@hostplane/core"
 import { Clock, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 
 /** The posted password form is small; anything larger is refused unread. */
 const maxFormBytes = 8 * 1024
 
+/** The `Host` header without its port, in the canonical form hostnames are routed by. */
 const hostOf = (header: string | undefined): string =>
-  (header ?? "")
-    .trim()
-    .toLowerCase()
-    .replace(/^\[([^\]]*)\](:\d+)?$/, "$1")
-    .replace(/:\d+$/, "")
-    .replace(/\.$/, "")
+  Kernel.canonicalHost(
+    (header ?? "")
+      .trim()
+      .replace(/^\[([^\]]*)\](:\d+)?$/, "$1")
+      .replace(/:\d+$/, "")
+  )
 
 const readForm = (request: HttpServerRequest.HttpServerRequest) =>
   Number(request.headers["content-length"] ?? "0") > maxFormBytes

@@ -1,5 +1,6 @@
 import * as Dgram from "node:dgram"
 import * as Net from "node:net"
+import { canonicalHost } from "@hostplane/core/kernel/HostName"
 import { Context, Effect, Layer, type Scope } from "effect"
 import * as Packet from "dns-packet"
 
@@ -38,8 +39,7 @@ type Stored =
 
 const rcodes: Record<FakeDnsRcode, number> = { SERVFAIL: 2, NXDOMAIN: 3, REFUSED: 5 }
 
-const canonical = (name: string): string => name.trim().toLowerCase().replace(/\.$/, "")
-const keyOf = (name: string, type: string): string => `${canonical(name)} ${type}`
+const keyOf = (name: string, type: string): string => `${canonicalHost(name)} ${type}`
 
 const chunks = (record: FakeTxtRecord): ReadonlyArray<Buffer> => {
   if (typeof record !== "string") return record.map((chunk) => Buffer.from(chunk))
@@ -139,7 +139,7 @@ export class FakeDnsServer extends Context.Service<
         const header = { type: "response" as const, id: query.id ?? 0, questions: query.questions ?? [] }
         const flags = Packet.AUTHORITATIVE_ANSWER | ((query.flags ?? 0) & Packet.RECURSION_DESIRED)
         if (question === undefined) return Packet.encode({ ...header, flags: flags | 1 })
-        let owner = canonical(question.name)
+        let owner = canonicalHost(question.name)
         const answers: Array<Packet.Answer> = []
         let rcode = 0
         for (let hop = 0; hop < 8; hop++) {
@@ -159,7 +159,7 @@ export class FakeDnsServer extends Context.Service<
             break
           }
           answers.push(toAnswer(owner, alias))
-          owner = canonical(alias.data)
+          owner = canonicalHost(alias.data)
         }
         const full = Packet.encode({ ...header, flags: flags | rcode, answers })
         if (transport === "tcp") return full
@@ -259,7 +259,7 @@ export class FakeDnsServer extends Context.Service<
         port,
         address: `127.0.0.1:${port}`,
         set,
-        setRcode: (name, rcode) => Effect.sync(() => void forced.set(canonical(name), rcodes[rcode])),
+        setRcode: (name, rcode) => Effect.sync(() => void forced.set(canonicalHost(name), rcodes[rcode])),
         configure: (next) => Effect.sync(() => configure(next)),
         queries: Effect.sync(() => [...log]),
         clear: Effect.sync(() => {
