@@ -83,4 +83,23 @@ describe.each(backends)("wire conventions (%s)", (_name, stores) => {
     expect(docs.status).toBe(200)
     expect(docs.headers.get("content-type")).toContain("text/html")
   })
+
+  it("every project-scoped route declares the same orgSlug and projectName parameters, with the name pattern", async () => {
+    const openapi = await api.get("/v1/openapi.json")
+    const described = new Set<string>()
+    for (const [path, operations] of Object.entries<Record<string, any>>(openapi.body.paths)) {
+      if (!path.includes("/projects/{projectName}")) continue
+      for (const operation of Object.values(operations)) {
+        for (const parameter of operation.parameters.filter((p: any) => p.in === "path" && p.name !== "host")) {
+          if (parameter.name === "orgSlug" || parameter.name === "projectName") {
+            described.add(`${parameter.name} ${parameter.schema.description ?? parameter.description}`)
+          }
+        }
+      }
+    }
+    expect([...described].sort()).toEqual([
+      "orgSlug The organization's slug (`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`).",
+      "projectName The project's name (`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)."
+    ])
+  })
 })

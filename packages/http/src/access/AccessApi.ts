@@ -3,9 +3,9 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
 import { apiErrors } from "../errors/ApiError.ts"
+import { ProjectRef } from "../projects/ProjectRef.ts"
 import { secretSuccess } from "../server/NoStore.ts"
 
-const project = { orgSlug: Schema.String, projectName: Schema.String }
 const access = apiErrors(Errors.NotFound, Errors.Forbidden)
 
 const describe = (...lines: ReadonlyArray<string>) => OpenApi.annotations({ description: lines.join(" ") })
@@ -14,14 +14,14 @@ const describe = (...lines: ReadonlyArray<string>) => OpenApi.annotations({ desc
 export class AccessApi extends HttpApiGroup.make("access")
   .add(
     HttpApiEndpoint.get("get", "/orgs/:orgSlug/projects/:projectName/access", {
-      params: project,
+      params: ProjectRef,
       success: Access.AccessPolicy,
       error: access
     }).annotateMerge(
       describe("Viewer or higher. A project that never set a policy is `public`. No password is ever shown.")
     ),
     HttpApiEndpoint.put("set", "/orgs/:orgSlug/projects/:projectName/access", {
-      params: project,
+      params: ProjectRef,
       payload: Access.SetAccessPolicyInput,
       success: Access.AccessPolicy,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
@@ -33,7 +33,7 @@ export class AccessApi extends HttpApiGroup.make("access")
       )
     ),
     HttpApiEndpoint.post("newBypass", "/orgs/:orgSlug/projects/:projectName/access/bypass", {
-      params: project,
+      params: ProjectRef,
       success: secretSuccess(Access.AccessBypass),
       error: access
     }).annotateMerge(
@@ -44,7 +44,7 @@ export class AccessApi extends HttpApiGroup.make("access")
       )
     ),
     HttpApiEndpoint.delete("revokeBypass", "/orgs/:orgSlug/projects/:projectName/access/bypass", {
-      params: project,
+      params: ProjectRef,
       success: HttpApiSchema.NoContent,
       error: access
     }).annotateMerge(

@@ -3,8 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
 import { apiErrors } from "../errors/ApiError.ts"
-
-const project = { orgSlug: Schema.String, projectName: Schema.String }
+import { ProjectRef } from "../projects/ProjectRef.ts"
 
 const describe = (description: string) => OpenApi.annotations({ description })
 
@@ -49,7 +48,7 @@ const uploadDescription = [
 export class DeploymentsApi extends HttpApiGroup.make("deployments")
   .add(
     HttpApiEndpoint.get("list", "/orgs/:orgSlug/projects/:projectName/deployments", {
-      params: project,
+      params: ProjectRef,
       query: {
         limit: Schema.optionalKey(Schema.FiniteFromString),
         cursor: Schema.optionalKey(Schema.String)
@@ -66,7 +65,7 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
       )
     ),
     HttpApiEndpoint.post("upload", "/orgs/:orgSlug/projects/:projectName/deployments", {
-      params: project,
+      params: ProjectRef,
       headers: gitHeaders,
       payload: HttpApiSchema.StreamUint8Array({ contentType: [...bundleContentTypes] }),
       success: Deployments.Deployment.pipe(HttpApiSchema.status(201)),
@@ -80,7 +79,7 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
       )
     }).annotateMerge(describe(uploadDescription)),
     HttpApiEndpoint.post("rollback", "/orgs/:orgSlug/projects/:projectName/rollback", {
-      params: project,
+      params: ProjectRef,
       payload: Deployments.RollbackInput,
       success: Deployments.Deployment,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.OpInFlight)

@@ -3,9 +3,9 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
 import { apiErrors } from "../errors/ApiError.ts"
+import { ProjectRef } from "../projects/ProjectRef.ts"
 
-const project = { orgSlug: Schema.String, projectName: Schema.String }
-const hostname = { ...project, host: Schema.String }
+const hostname = { ...ProjectRef, host: Schema.String }
 const base = "/orgs/:orgSlug/projects/:projectName/hostnames"
 const describe = (description: string) => OpenApi.annotations({ description })
 
@@ -13,14 +13,14 @@ const describe = (description: string) => OpenApi.annotations({ description })
 export class HostnamesApi extends HttpApiGroup.make("hostnames")
   .add(
     HttpApiEndpoint.get("list", base, {
-      params: project,
+      params: ProjectRef,
       success: Hostnames.HostnameList,
       error: apiErrors(Errors.NotFound, Errors.Forbidden)
     }).annotateMerge(
       describe("viewer. The default hostname first (`kind: default`, always `active`), then custom ones.")
     ),
     HttpApiEndpoint.post("add", base, {
-      params: project,
+      params: ProjectRef,
       payload: Hostnames.AddHostnameInput,
       success: Hostnames.Hostname,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.HostnameTaken)

@@ -3,9 +3,9 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
 import { apiErrors } from "../errors/ApiError.ts"
+import { OrgRef } from "../projects/ProjectRef.ts"
 
 const items = <S extends Schema.Top>(item: S) => Schema.Struct({ items: Schema.Array(item) })
-const orgSlug = { orgSlug: Schema.String }
 const access = apiErrors(Errors.NotFound, Errors.Forbidden)
 
 /** Spec 4.2: organizations and their notifications. */
@@ -18,13 +18,13 @@ export class OrgsApi extends HttpApiGroup.make("orgs")
       error: apiErrors(Errors.SlugTaken)
     }),
     HttpApiEndpoint.patch("rename", "/orgs/:orgSlug", {
-      params: orgSlug,
+      params: OrgRef,
       payload: Orgs.RenameOrgInput,
       success: Orgs.OrgMembership,
       error: access
     }),
     HttpApiEndpoint.delete("remove", "/orgs/:orgSlug", {
-      params: orgSlug,
+      params: OrgRef,
       payload: Orgs.DeleteOrgInput,
       success: HttpApiSchema.NoContent,
       error: apiErrors(
@@ -37,7 +37,7 @@ export class OrgsApi extends HttpApiGroup.make("orgs")
       )
     }),
     HttpApiEndpoint.get("notifications", "/orgs/:orgSlug/notifications", {
-      params: orgSlug,
+      params: OrgRef,
       query: { limit: Schema.optionalKey(Schema.FiniteFromString) },
       success: items(Orgs.Notification),
       error: access
@@ -46,18 +46,18 @@ export class OrgsApi extends HttpApiGroup.make("orgs")
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({ title: "Organizations", description: "Organizations (spec 4.2)." })) {}
 
-const member = { orgSlug: Schema.String, userId: Schema.String }
+const member = { ...OrgRef, userId: Schema.String }
 
 /** Spec 4.2: members of an organization. */
 export class MembersApi extends HttpApiGroup.make("members")
   .add(
     HttpApiEndpoint.get("list", "/orgs/:orgSlug/members", {
-      params: orgSlug,
+      params: OrgRef,
       success: items(Orgs.Member),
       error: access
     }),
     HttpApiEndpoint.post("add", "/orgs/:orgSlug/members", {
-      params: orgSlug,
+      params: OrgRef,
       payload: Orgs.AddMemberInput,
       success: Orgs.Member.pipe(HttpApiSchema.status(201)),
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.UserNotFound, Errors.AlreadyMember)
@@ -81,18 +81,18 @@ export class MembersApi extends HttpApiGroup.make("members")
 export class InvitesApi extends HttpApiGroup.make("invites")
   .add(
     HttpApiEndpoint.get("list", "/orgs/:orgSlug/invites", {
-      params: orgSlug,
+      params: OrgRef,
       success: items(Orgs.Invite),
       error: access
     }).middleware(Authentication),
     HttpApiEndpoint.post("create", "/orgs/:orgSlug/invites", {
-      params: orgSlug,
+      params: OrgRef,
       payload: Orgs.CreateInviteInput,
       success: [Orgs.Invite.pipe(HttpApiSchema.status(201)), Orgs.Invite],
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.AlreadyMember, Errors.TooManyInvites)
     }).middleware(Authentication),
     HttpApiEndpoint.delete("revoke", "/orgs/:orgSlug/invites/:inviteId", {
-      params: { orgSlug: Schema.String, inviteId: Schema.String },
+      params: { ...OrgRef, inviteId: Schema.String },
       success: HttpApiSchema.NoContent,
       error: access
     }).middleware(Authentication),

@@ -3,21 +3,20 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
 import { apiErrors } from "../errors/ApiError.ts"
+import { OrgRef, ProjectRef } from "./ProjectRef.ts"
 
-const orgSlug = { orgSlug: Schema.String }
-const project = { orgSlug: Schema.String, projectName: Schema.String }
 const access = apiErrors(Errors.NotFound, Errors.Forbidden)
 
 /** Spec 4.3: projects and the operations that delete them. */
 export class ProjectsApi extends HttpApiGroup.make("projects")
   .add(
     HttpApiEndpoint.get("list", "/orgs/:orgSlug/projects", {
-      params: orgSlug,
+      params: OrgRef,
       success: Schema.Struct({ items: Schema.Array(Projects.Project) }),
       error: access
     }),
     HttpApiEndpoint.post("create", "/orgs/:orgSlug/projects", {
-      params: orgSlug,
+      params: OrgRef,
       payload: Projects.CreateProjectInput,
       success: Projects.Project.pipe(HttpApiSchema.status(201)),
       error: apiErrors(
@@ -29,23 +28,23 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
       )
     }),
     HttpApiEndpoint.get("get", "/orgs/:orgSlug/projects/:projectName", {
-      params: project,
+      params: ProjectRef,
       success: Projects.ProjectDetail,
       error: access
     }),
     HttpApiEndpoint.get("overview", "/orgs/:orgSlug/projects/:projectName/overview", {
-      params: project,
+      params: ProjectRef,
       success: Projects.ProjectOverview,
       error: access
     }),
     HttpApiEndpoint.delete("remove", "/orgs/:orgSlug/projects/:projectName", {
-      params: project,
+      params: ProjectRef,
       payload: Projects.DeleteProjectInput,
       success: Operations.OperationStarted.pipe(HttpApiSchema.status(202)),
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.OpInFlight)
     }),
     HttpApiEndpoint.get("operation", "/orgs/:orgSlug/operations/:opId", {
-      params: { orgSlug: Schema.String, opId: Schema.String },
+      params: { ...OrgRef, opId: Schema.String },
       success: Operations.Operation,
       error: access
     })

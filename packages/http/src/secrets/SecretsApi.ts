@@ -3,9 +3,9 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
 import { apiErrors } from "../errors/ApiError.ts"
+import { ProjectRef } from "../projects/ProjectRef.ts"
 
-const project = { orgSlug: Schema.String, projectName: Schema.String }
-const secret = { ...project, secretName: Schema.String }
+const secret = { ...ProjectRef, secretName: Schema.String }
 
 const describe = (description: string) => OpenApi.annotations({ description })
 
@@ -13,7 +13,7 @@ const describe = (description: string) => OpenApi.annotations({ description })
 export class SecretsApi extends HttpApiGroup.make("secrets")
   .add(
     HttpApiEndpoint.get("list", "/orgs/:orgSlug/projects/:projectName/secrets", {
-      params: project,
+      params: ProjectRef,
       success: Secrets.SecretList,
       error: apiErrors(Errors.NotFound, Errors.Forbidden)
     }).annotateMerge(describe("Member or higher. Names and versions by name; values are never returned.")),
