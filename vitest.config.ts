@@ -4,8 +4,11 @@ export default defineConfig({
   resolve: { conditions: ["@hostplane/source"] },
   ssr: { resolve: { conditions: ["@hostplane/source"] } },
   test: {
-    include: ["packages/*/test/**/*.test.ts", "examples/**/*.test.ts", "test/**/*.test.ts"],
+    include: ["packages/*/test/**/*.test.ts", "examples/**/*.test.ts"],
     globalSetup: ["packages/adapters-pg/test/globalSetup.ts"],
+    // Files of one worker share its modules instead of evaluating them again per file (about 40% less CPU), so a
+    // test file must leave no global state behind: no process.env writes, global stubs or mocks, timers left faked.
+    isolate: false,
     // Console output (request logs and other server logs) is buffered per test and shown only when it fails.
     silent: "passed-only",
     testTimeout: 30_000,
