@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 import { migrations } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 
-layer(TestDatabase.layer)("PgDatabase", (it) => {
+layer(TestDatabase.layerEmpty)("PgDatabase", (it) => {
   it.effect("runs every migration on a fresh database", () =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient

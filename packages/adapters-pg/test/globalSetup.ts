@@ -5,7 +5,7 @@ import * as Path from "node:path"
 import type { TestProject } from "vitest/node"
 // Relative imports: vitest loads this file outside the "@hostplane/source" condition, which would pick up dist/.
 import * as EmbeddedPostgres from "../src/embedded/EmbeddedPostgres.ts"
-import { embeddedUrlVariable } from "../src/testing/TestDatabase.ts"
+import * as TestDatabase from "../src/testing/TestDatabase.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -15,22 +15,37 @@ declare module "vitest" {
 
 /**
  * Starts one throwaway embedded PostgreSQL for the whole vitest run (unless `TEST_DATABASE_URL` names a server)
- * under a fresh temp directory, so concurrent runs in one tree never share a cluster. Test files reach it through
- * `TestDatabase.layer`, which creates a database per file.
+ * under a fresh temp directory, so concurrent runs in one tree never share a cluster, and migrates a template
+ * database on it once. Test files reach it through `TestDatabase.layer`, which copies the template per file.
  */
 export default async function setup(project: TestProject) {
-  if ((process.env.TEST_DATABASE_URL ?? "") !== "") return
-  const directory = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-pg-"))
-  await Fs.chmod(directory, 0o755)
   const scope = Scope.makeUnsafe()
-  const server = await Effect.runPromise(
-    EmbeddedPostgres.start({ directory, durable: false, maxConnections: 500 }).pipe(Scope.provide(scope))
-  )
-  const url = Redacted.value(server.url)
-  process.env[embeddedUrlVariable] = url
-  project.provide("hostplaneTestPgUrl", url)
-  return async () => {
+  const close = async () => {
     await Effect.runPromise(Scope.close(scope, Exit.void))
-    await Fs.rm(directory, { recursive: true, force: true })
   }
+  const external = process.env.TEST_DATABASE_URL ?? ""
+  let url = external
+  let cleanup = close
+  if (external === "") {
+    const directory = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-pg-"))
+    await Fs.chmod(directory, 0o755)
+    const server = await Effect.runPromise(
+      EmbeddedPostgres.start({ directory, durable: false, maxConnections: 500 }).pipe(Scope.provide(scope))
+    )
+    url = Redacted.value(server.url)
+    process.env[TestDatabase.embeddedUrlVariable] = url
+    project.provide("hostplaneTestPgUrl", url)
+    cleanup = async () => {
+      await close()
+      await Fs.rm(directory, { recursive: true, force: true })
+    }
+  }
+  try {
+    const template = await Effect.runPromise(TestDatabase.template(Redacted.make(url)).pipe(Scope.provide(scope)))
+    process.env[TestDatabase.templateVariable] = template
+  } catch (error) {
+    await cleanup()
+    throw error
+  }
+  return cleanup
 }
