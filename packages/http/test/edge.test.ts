@@ -225,4 +225,31 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
     expect(exchanged.status).toBe(403)
     expect(exchanged.headers["set-cookie"]).toBeUndefined()
   })
+
+  it("a next beyond Latin-1 redirects percent-encoded, from the callback and from the password form", async () => {
+    const { slug, project, host } = await deployed()
+    await api.put(`/v1/orgs/${slug}/projects/${project}/access`, { mode: "org" }, { token: suite.admin.token })
+    const authorized = await api.post(
+      "/v1/access/authorize",
+      { to: host, next: "/☃?q=é" },
+      { token: suite.admin.token }
+    )
+    expect(authorized.status).toBe(200)
+    const callback = new URL(authorized.body.url)
+    const exchanged = await edge(host, `${callback.pathname}${callback.search}`)
+    expect(exchanged.status).toBe(303)
+    expect(exchanged.headers["location"]).toBe("/%E2%98%83?q=%C3%A9")
+    await api.put(
+      `/v1/orgs/${slug}/projects/${project}/access`,
+      { mode: "password", password: "correct horse" },
+      { token: suite.admin.token }
+    )
+    const posted = await edge(host, "/__service/access/password", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ password: "correct horse", next: "/☃" }).toString()
+    })
+    expect(posted.status).toBe(303)
+    expect(posted.headers["location"]).toBe("/%E2%98%83")
+  })
 })

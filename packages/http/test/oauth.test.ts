@@ -120,4 +120,14 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
     expect(callback.status).toBe(302)
     expect(fragmentOf(callback.headers.get("location")!).values).toMatchObject({ error: "exchange_failed" })
   })
+
+  it("a redirect beyond Latin-1 comes back percent-encoded in Location, not as a broken 500", async () => {
+    const subject = unique("snow")
+    await idp.runPromise(fake.signIn({ subject }))
+    const callback = await api.get(`/v1/auth/idp/callback${await authorize("http://app.test/☃?x=é")}`)
+    expect(callback.status).toBe(302)
+    const location = callback.headers.get("location")!
+    expect(location).toMatch(/^http:\/\/app\.test\/%E2%98%83\?x=%C3%A9#token=/)
+    expect(fragmentOf(location).values.subject).toBe(subject)
+  })
 })

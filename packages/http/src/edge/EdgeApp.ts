@@ -1,6 +1,7 @@
 import { Edge, Kernel } from "@hostplane/core"
 import { Clock, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { withAsciiLocation } from "../server/RequestPipeline.ts"
 
 /** The posted password form is small; anything larger is refused unread. */
 const maxFormBytes = 8 * 1024
@@ -81,7 +82,7 @@ export const edgeApp = Effect.gen(function* () {
     wantsHtml: (request.headers["accept"] ?? "").includes("text/html"),
     form: isPasswordPost ? yield* readForm(request) : undefined
   })
-  const response = toResponse(request, answer)
+  const response = withAsciiLocation(toResponse(request, answer))
   yield* Effect.logInfo("edge request").pipe(
     Effect.annotateLogs({
       host,

@@ -3,6 +3,7 @@ import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, Ht
 import { HttpApiError } from "effect/http-api"
 import type { Envelope } from "../errors/ApiError.ts"
 import { idempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
+import { requestIssues } from "./InputText.ts"
 
 /** A route of the API, for telling 405 (path known, method not) from 404. */
 export interface KnownRoute {
@@ -71,17 +72,30 @@ export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) =>
           const incoming = request.headers["x-request-id"]
           const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : yield* newRequestId
           const started = yield* Clock.currentTimeMillis
-          const exit = yield* Effect.exit(
-            Effect.provideService(keyed(httpApp), HttpIncomingMessage.MaxBodySize, maxJsonBody)
+          const path = request.url.split("?")[0] ?? "/"
+          // Bodies are read only for a route that exists, so a wrong path stays 404 without a byte read.
+          const known = routes.some((route) => route.method === request.method && route.pattern.test(path))
+          const checked = Effect.matchCauseEffect(
+            requestIssues(request, { readBody: known, maxBodyBytes: Number(maxJsonBody) }),
+            {
+              onFailure: (cause) => fromCause(cause, request.method, path, routes, requestId),
+              onSuccess: Option.match({
+                onNone: () => keyed(httpApp),
+                onSome: (issues) =>
+                  Effect.succeed(
+                    json(400, { code: "bad_request", message: "invalid text in the request", details: { issues } })
+                  )
+              })
+            }
           )
+          const exit = yield* Effect.exit(Effect.provideService(checked, HttpIncomingMessage.MaxBodySize, maxJsonBody))
           if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
             return yield* Effect.failCause(exit.cause)
           }
-          const path = request.url.split("?")[0] ?? "/"
           let response = Exit.isSuccess(exit)
             ? exit.value
             : yield* fromCause(exit.cause, request.method, path, routes, requestId)
-          response = withChallenge(withEnvelope(response), request)
+          response = withAsciiLocation(withChallenge(withEnvelope(response), request))
           response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
           const elapsed = (yield* Clock.currentTimeMillis) - started
           yield* Effect.logInfo("request").pipe(
@@ -142,6 +156,19 @@ const fromCause = (
     yield* Effect.logError("unhandled failure", cause).pipe(Effect.annotateLogs({ requestId }))
     return json(500, { code: "internal", message: "internal error", details: { requestId } })
   })
+
+/**
+ * Header values leave as Latin-1 bytes, so a `Location` built from user input (an OAuth redirect, a `next` path) is
+ * sent with everything outside printable ASCII percent-encoded as UTF-8: `/☃` goes out as `/%E2%98%83`.
+ */
+export const asciiLocation = (location: string): string =>
+  location.toWellFormed().replace(/[^\x21-\x7e]/gu, (char) => encodeURIComponent(char))
+
+/** Every redirect of a listener leaves through here (the API's pipeline and the edge). */
+export const withAsciiLocation = (response: HttpServerResponse.HttpServerResponse) => {
+  const location = response.headers["location"]
+  return location === undefined ? response : HttpServerResponse.setHeader(response, "location", asciiLocation(location))
+}
 
 const bareCodes: Record<number, Envelope> = {
   400: { code: "bad_request", message: "bad request" },

@@ -1,0 +1,136 @@
+import * as Http from "node:http"
+import { describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { unique, useSuite } from "./support/TestServer.ts"
+
+/** A request with raw bytes as its body (fetch would re-encode a string as UTF-8). */
+const rawRequest = (base: string, method: string, path: string, headers: Record<string, string>, body?: Uint8Array) =>
+  new Promise<{ status: number; body: { code: string; details?: { issues: Array<{ path: Array<string> }> } } }>(
+    (resolve, reject) => {
+      const url = new URL(base)
+      const request = Http.request({ host: url.hostname, port: url.port, path, method, headers }, (response) => {
+        const chunks: Array<Buffer> = []
+        response.on("data", (chunk: Buffer) => chunks.push(chunk))
+        response.on("end", () =>
+          resolve({ status: response.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString() || "null") })
+        )
+      })
+      request.on("error", reject)
+      request.end(body)
+    }
+  )
+
+describe.each(backends)("hostile input on /v1 (%s)", (_name, stores) => {
+  const suite = useSuite(stores)
+  const { api } = suite
+  const namesOf = async () =>
+    ((await api.get("/v1/orgs", { token: suite.admin.token })).body.items as Array<{ slug: string; name: string }>).map(
+      (org) => org.name
+    )
+
+  it("a NUL in any JSON string (key, nested value, duplicate key) is 400 bad_request naming its path; nothing is stored", async () => {
+    const token = suite.admin.token
+    const name = unique("nul")
+    const bodies = [
+      `{"name":"${name}\\u0000b"}`,
+      `{"name":"${name}","slug":"a\\u0000"}`,
+      `{"name":"${name}","name":"${name}\\u0000"}`,
+      `{"name":"${name}","extra":{"deep":["ok","\\u0000"]}}`,
+      `{"name":"${name}","ke\\u0000y":1}`
+    ]
+    for (const raw of bodies) {
+      const reply = await api.call("POST", "/v1/orgs", { token, raw })
+      expect(reply.status, raw).toBe(400)
+      expect(reply.body.code).toBe("bad_request")
+      expect(reply.body.details.issues[0].message).toContain("NUL")
+    }
+    expect((await api.post("/v1/orgs", { name: "a\u0000b" }, { token })).body.details.issues).toEqual([
+      { path: ["name"], message: expect.stringContaining("NUL") }
+    ])
+    const slug = await suite.newOrg()
+    expect((await api.patch(`/v1/orgs/${slug}`, { name: "a\u0000b" }, { token })).status).toBe(400)
+    expect(await namesOf()).not.toContain(expect.stringContaining("\u0000"))
+  })
+
+  it("a NUL or malformed escape in a path segment or query value is 400 bad_request, not a 500", async () => {
+    const token = suite.admin.token
+    const slug = await suite.newOrg()
+    for (const path of [
+      "/v1/orgs/a%00b/projects",
+      `/v1/orgs/${slug}/projects/a%00b`,
+      `/v1/orgs/${slug}/projects/%E0%A4%A`,
+      `/v1/orgs/${slug}/projects/%ED%A0%80`,
+      `/v1/orgs/${slug}/notifications?limit=1%00`,
+      "/v1/auth/idp/start?redirect=http%3A%2F%2Flocalhost%3A8080%2F%00"
+    ]) {
+      const reply = await api.get(path, { token })
+      expect(reply.status, path).toBe(400)
+      expect(reply.body.code).toBe("bad_request")
+    }
+  })
+
+  it("a JSON body that is not UTF-8 is 400, not stored with replacement characters", async () => {
+    const name = unique("latin")
+    const body = Buffer.concat([Buffer.from(`{"name":"${name}`), Buffer.from([0xe9, 0xff]), Buffer.from('"}')])
+    const reply = await rawRequest(
+      suite.server.url,
+      "POST",
+      "/v1/orgs",
+      { authorization: `Bearer ${suite.admin.token}`, "content-type": "application/json" },
+      body
+    )
+    expect(reply.status).toBe(400)
+    expect(reply.body.code).toBe("bad_request")
+    expect(reply.body.details?.issues[0]?.path).toEqual(["body"])
+    expect((await namesOf()).some((org) => org.startsWith(name))).toBe(false)
+  })
+
+  it("an unpaired surrogate in a JSON string is 400 (authorize's next included), not a 500", async () => {
+    const token = suite.admin.token
+    const slug = await suite.newOrg()
+    const project = await suite.newProject(slug)
+    const lone = await api.call("POST", "/v1/access/authorize", {
+      token,
+      raw: `{"to":"${project.hostname}","next":"/\\ud800"}`
+    })
+    expect(lone.status).toBe(400)
+    expect(lone.body.details.issues).toEqual([{ path: ["next"], message: expect.stringContaining("surrogate") }])
+    // A character beyond Latin-1 is fine: it travels percent-encoded in the callback URL.
+    const snowman = await api.post("/v1/access/authorize", { to: project.hostname, next: "/☃" }, { token })
+    expect(snowman.status).toBe(200)
+    expect(new URL(snowman.body.url).searchParams.get("next")).toBe("/☃")
+  })
+
+  it("deeply nested JSON, a wrong content type and a body on GET get 4xx or are ignored, never a 500", async () => {
+    const token = suite.admin.token
+    const deep = await api.call("POST", "/v1/orgs", { token, raw: "[".repeat(200_000) + "]".repeat(200_000) })
+    expect(deep.status).toBe(400)
+    const deepField = await api.call("POST", "/v1/orgs", {
+      token,
+      raw: `{"name":"x","extra":${'{"a":'.repeat(50_000)}1${"}".repeat(50_000)}}`
+    })
+    expect(deepField.status).toBe(201)
+    const text = await api.call("POST", "/v1/orgs", {
+      token,
+      raw: '{"name":"x"}',
+      headers: { "content-type": "text/plain" }
+    })
+    expect(text.status).toBe(415)
+    expect(text.body.code).toBe("unsupported_media_type")
+    const getBody = Buffer.from('{"a":"\\u0000"}')
+    const withBody = await rawRequest(
+      suite.server.url,
+      "GET",
+      "/v1/orgs",
+      {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        "content-length": String(getBody.length)
+      },
+      getBody
+    )
+    expect(withBody.status).toBe(200)
+    const huge = await api.get(`/v1/orgs/${"a".repeat(5000)}/projects`, { token })
+    expect(huge.status).toBe(404)
+  })
+})
