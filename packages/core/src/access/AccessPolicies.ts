@@ -1,8 +1,8 @@
 import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
-import { BadRequest, type Forbidden, NotFound } from "../errors/Errors.ts"
+import { BadRequest, type Forbidden, NotFound, type OpInFlight } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
-import { AuditLog } from "../kernel/Audit.ts"
 import { parseHost } from "../kernel/HostName.ts"
+import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { isoToMillis } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
@@ -55,25 +55,28 @@ export class AccessPolicies extends Context.Service<
       orgSlug: string,
       projectName: string
     ) => Effect.Effect<AccessPolicy, NotFound | Forbidden>
-    /** Mode `password` with no password given now or before is 400; leaving the password out keeps the stored one. */
+    /**
+     * Mode `password` with no password given now or before is 400; leaving the password out keeps the stored one.
+     * Set and both bypass writes are 409 `op_in_flight` once the project's delete is accepted.
+     */
     readonly set: (
       actor: Actor,
       orgSlug: string,
       projectName: string,
       input: SetAccessPolicyInput
-    ) => Effect.Effect<AccessPolicy, NotFound | Forbidden | BadRequest>
+    ) => Effect.Effect<AccessPolicy, NotFound | Forbidden | BadRequest | OpInFlight>
     /** Issues a new bypass secret, replacing any previous one. */
     readonly newBypass: (
       actor: Actor,
       orgSlug: string,
       projectName: string
-    ) => Effect.Effect<AccessBypass, NotFound | Forbidden>
+    ) => Effect.Effect<AccessBypass, NotFound | Forbidden | OpInFlight>
     /** Clears the bypass secret; succeeds when there is none. */
     readonly revokeBypass: (
       actor: Actor,
       orgSlug: string,
       projectName: string
-    ) => Effect.Effect<void, NotFound | Forbidden>
+    ) => Effect.Effect<void, NotFound | Forbidden | OpInFlight>
     /**
      * A callback URL on the deployment's host with a one-time code for the caller: an unknown (or not yet active)
      * hostname is 404, a `next` that is not a same-site path 400, a caller below viewer in the owning org 403.
@@ -103,7 +106,7 @@ export class AccessPolicies extends Context.Service<
       const orgs = yield* OrgStore
       const hasher = yield* PasswordHasher
       const policy = yield* Policy
-      const audit = yield* AuditLog
+      const mutation = yield* Mutation
       const tokens = yield* Tokens
       const tx = yield* Transactor
 
@@ -126,30 +129,24 @@ export class AccessPolicies extends Context.Service<
         projectName: string,
         input: SetAccessPolicyInput
       ) {
-        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "admin")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
         const problem = input.password === undefined ? undefined : passwordProblem(input.password)
         if (problem !== undefined) return yield* new BadRequest({ message: problem })
         // Hashing is deliberately slow: it runs before the transaction, so the org lock is held only for the write.
         const passwordHash = input.password === undefined ? null : yield* hasher.hash(input.password)
-        return yield* tx.withTransaction(
+        return yield* mutation.project(grant, ({ project, at }) =>
           Effect.gen(function* () {
-            yield* orgs.lock(org.id)
             const current = yield* store.findPolicy(project.id)
             const hadPassword = Option.isSome(current) && current.value.passwordHash !== null
             if (input.mode === "password" && passwordHash === null && !hadPassword) {
               return yield* new BadRequest({ message: "mode password needs a password: none has been set yet" })
             }
-            const at = iso(yield* now)
             const row = yield* store.setPolicy(project.id, input.mode, passwordHash, at)
-            yield* audit.record({
+            return audited(toAccessPolicy(row), {
               action: "access.set",
-              orgId: org.id,
-              actorId: actor.userId,
               target: project.id,
-              data: { mode: input.mode, passwordChanged: passwordHash !== null },
-              at
+              data: { mode: input.mode, passwordChanged: passwordHash !== null }
             })
-            return toAccessPolicy(row)
           })
         )
       })
@@ -159,23 +156,14 @@ export class AccessPolicies extends Context.Service<
         orgSlug: string,
         projectName: string
       ) {
-        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "admin")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
         const secret = yield* tokens.secret(secretBytes)
         const hash = yield* tokens.hash(secret)
-        yield* tx.withTransaction(
-          Effect.gen(function* () {
-            yield* orgs.lock(org.id)
-            const at = iso(yield* now)
-            yield* store.setBypass(project.id, hash, at)
-            yield* audit.record({
-              action: "access.bypass.new",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: project.id,
-              data: {},
-              at
-            })
-          })
+        yield* mutation.project(grant, ({ project, at }) =>
+          Effect.as(
+            store.setBypass(project.id, hash, at),
+            audited(undefined, { action: "access.bypass.new", target: project.id })
+          )
         )
         return { secret }
       })
@@ -185,22 +173,13 @@ export class AccessPolicies extends Context.Service<
         orgSlug: string,
         projectName: string
       ) {
-        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "admin")
-        yield* tx.withTransaction(
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
+        yield* mutation.project(grant, ({ project, at }) =>
           Effect.gen(function* () {
-            yield* orgs.lock(org.id)
             const current = yield* store.findPolicy(project.id)
             const had = Option.isSome(current) && current.value.bypassHash !== null
-            const at = iso(yield* now)
             if (had) yield* store.setBypass(project.id, null, at)
-            yield* audit.record({
-              action: "access.bypass.revoke",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: project.id,
-              data: { revoked: had },
-              at
-            })
+            return audited(undefined, { action: "access.bypass.revoke", target: project.id, data: { revoked: had } })
           })
         )
       })

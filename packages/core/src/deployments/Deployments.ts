@@ -4,18 +4,14 @@ import {
   type Forbidden,
   type InvalidBundle,
   NotFound,
-  OpInFlight,
+  type OpInFlight,
   type PayloadTooLarge
 } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
-import { AuditLog } from "../kernel/Audit.ts"
+import { audited, Mutation, unaudited } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
-import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
-import { Transactor } from "../kernel/Transactor.ts"
 import { pageSize } from "../orgs/Notifications.ts"
-import { OrgStore } from "../orgs/OrgStore.ts"
-import type { ProjectRow } from "../projects/Project.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
 import { BundleReader } from "./BundleReader.ts"
 import { type Deployment, type DeploymentList, type DeploymentRow, toDeployment } from "./Deployment.ts"
@@ -80,12 +76,10 @@ export class Deployments extends Context.Service<
     Effect.gen(function* () {
       const store = yield* DeploymentStore
       const projects = yield* ProjectStore
-      const orgStore = yield* OrgStore
       const reader = yield* BundleReader
       const policy = yield* Policy
-      const audit = yield* AuditLog
+      const mutation = yield* Mutation
       const tokens = yield* Tokens
-      const tx = yield* Transactor
 
       const list = Effect.fn("Deployments.list")(function* (
         actor: Actor,
@@ -108,20 +102,6 @@ export class Deployments extends Context.Service<
         return { items, nextCursor: rows.length > limit && last !== undefined ? String(last.version) : null }
       })
 
-      /** The project again under the org lock: a delete may have started (or finished) since authorization. */
-      const lockedProject = Effect.fnUntraced(function* (project: ProjectRow) {
-        yield* orgStore.lock(project.orgId)
-        const current = yield* projects.findById(project.id)
-        if (Option.isNone(current)) return yield* new NotFound({ message: `project ${project.name} not found` })
-        yield* refuseDeleting(current.value)
-        return current.value
-      })
-
-      const refuseDeleting = (project: ProjectRow) =>
-        project.deletingSince === null
-          ? Effect.void
-          : Effect.fail(new OpInFlight({ message: `project ${project.name} is being deleted` }))
-
       const upload = Effect.fn("Deployments.upload")(function* <E>(
         actor: Actor,
         orgSlug: string,
@@ -129,47 +109,41 @@ export class Deployments extends Context.Service<
         body: Stream.Stream<Uint8Array, E>,
         headers: UploadHeaders
       ) {
-        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
-        yield* refuseDeleting(project)
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
         const git = yield* Effect.fromResult(parseGitHeaders(headers))
         const declared = headers.contentLength
         if (declared !== undefined && declared > reader.limits.compressedBytes) {
           return yield* bundleTooLarge("compressed_bytes", reader.limits.compressedBytes, declared)
         }
         const bundle = yield* reader.read(body)
-        return yield* tx.withTransaction(
+        return yield* mutation.project(grant, ({ project, at }) =>
           Effect.gen(function* () {
-            const current = yield* lockedProject(project)
             const row: DeploymentRow = {
               id: yield* tokens.id("dep"),
-              projectId: current.id,
-              version: yield* store.nextVersion(current.id),
+              projectId: project.id,
+              version: yield* store.nextVersion(project.id),
               digest: bundle.digest,
               bytes: bundle.bytes,
               files: bundle.files,
-              createdAt: yield* nowIso,
+              createdAt: at,
               uploadedBy: actor.userId,
               manifest: bundle.manifest,
               git
             }
             yield* store.insert(row)
-            yield* projects.setLiveDeployment(current.id, row.id)
-            yield* audit.record({
+            yield* projects.setLiveDeployment(project.id, row.id)
+            return audited(toDeployment(row, row.id), {
               action: "deployment.create",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: current.id,
+              target: project.id,
               data: {
                 deploymentId: row.id,
                 version: row.version,
                 digest: row.digest,
                 bytes: row.bytes,
                 files: row.files,
-                previous: current.liveDeploymentId
-              },
-              at: row.createdAt
+                previous: project.liveDeploymentId
+              }
             })
-            return toDeployment(row, row.id)
           })
         )
       })
@@ -180,29 +154,21 @@ export class Deployments extends Context.Service<
         projectName: string,
         deploymentId: string
       ) {
-        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
-        return yield* tx.withTransaction(
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        return yield* mutation.project(grant, ({ project }) =>
           Effect.gen(function* () {
-            const current = yield* lockedProject(project)
-            const target = yield* store.get(current.id, deploymentId)
+            const target = yield* store.get(project.id, deploymentId)
             if (Option.isNone(target)) {
               return yield* new NotFound({ message: `deployment ${deploymentId} not found in project ${project.name}` })
             }
-            if (current.liveDeploymentId === target.value.id) return toDeployment(target.value, target.value.id)
-            yield* projects.setLiveDeployment(current.id, target.value.id)
-            yield* audit.record({
+            const deployment = toDeployment(target.value, target.value.id)
+            if (project.liveDeploymentId === target.value.id) return unaudited(deployment)
+            yield* projects.setLiveDeployment(project.id, target.value.id)
+            return audited(deployment, {
               action: "deployment.rollback",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: current.id,
-              data: {
-                deploymentId: target.value.id,
-                version: target.value.version,
-                previous: current.liveDeploymentId
-              },
-              at: yield* nowIso
+              target: project.id,
+              data: { deploymentId: target.value.id, version: target.value.version, previous: project.liveDeploymentId }
             })
-            return toDeployment(target.value, target.value.id)
           })
         )
       })

@@ -1,7 +1,7 @@
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import { Settings } from "../kernel/Settings.ts"
 import { isoAfter, nowIso } from "../kernel/Time.ts"
-import { checkOwnership, type DnsResolver } from "./DnsResolver.ts"
+import { checkOwnership, type DnsResolver, type OwnershipCheck } from "./DnsResolver.ts"
 import type { HostedZones } from "./HostedZones.ts"
 import type { HostnameRow } from "./Hostname.ts"
 import { verificationRecord } from "./HostnameName.ts"
@@ -9,27 +9,39 @@ import { HostnameStore } from "./HostnameStore.ts"
 import { runEvery } from "../kernel/Background.ts"
 
 /**
+ * The two halves of an ownership check: `observe` asks DNS (slow, so never inside a transaction), `record` stores the
+ * outcome on the row with that token and answers the row as it then stands (none when it was removed meanwhile).
+ */
+export const ownershipSteps = Effect.gen(function* () {
+  const store = yield* HostnameStore
+  const settings = yield* Settings
+  const dns = yield* Effect.context<DnsResolver | HostedZones>()
+  const observe = (row: HostnameRow, verifyToken: string) =>
+    checkOwnership({
+      host: row.name,
+      orgId: row.orgId,
+      verify: verificationRecord(row.name, verifyToken),
+      fallbackOrigin: settings.fallbackOrigin
+    }).pipe(Effect.provideContext(dns))
+  const record = Effect.fnUntraced(function* (row: HostnameRow, verifyToken: string, outcome: OwnershipCheck) {
+    if (!outcome.verified) return yield* store.recordFailure(row.name, verifyToken, outcome.observed)
+    yield* Effect.logInfo("hostname verified", { hostname: row.name, method: outcome.method })
+    return yield* store.markActive(row.name, verifyToken, yield* nowIso)
+  })
+  return { observe, record }
+})
+
+/**
  * Checks one pending hostname now and records the outcome: `active` when ownership is proven, otherwise `lastError`
  * holds what DNS showed. Answers the row as it then stands (none when it was removed meanwhile); rows that are not
  * pending are answered unchanged.
  */
-export const ownershipCheck = Effect.gen(function* () {
-  const store = yield* HostnameStore
-  const settings = yield* Settings
-  const dns = yield* Effect.context<DnsResolver | HostedZones>()
-  return Effect.fn("Hostnames.check")(function* (row: HostnameRow) {
+export const ownershipCheck = Effect.map(ownershipSteps, ({ observe, record }) =>
+  Effect.fn("Hostnames.check")(function* (row: HostnameRow) {
     if (row.status !== "pending_dns" || row.verifyToken === null) return Option.some(row)
-    const outcome = yield* checkOwnership({
-      host: row.name,
-      orgId: row.orgId,
-      verify: verificationRecord(row.name, row.verifyToken),
-      fallbackOrigin: settings.fallbackOrigin
-    }).pipe(Effect.provideContext(dns))
-    if (!outcome.verified) return yield* store.recordFailure(row.name, row.verifyToken, outcome.observed)
-    yield* Effect.logInfo("hostname verified", { hostname: row.name, method: outcome.method })
-    return yield* store.markActive(row.name, row.verifyToken, yield* nowIso)
+    return yield* record(row, row.verifyToken, yield* observe(row, row.verifyToken))
   })
-})
+)
 
 export interface HostnameVerifierOptions {
   /** The background cycle (spec part 8: 1 minute); also how long a claimed name stays hidden from other runners. */

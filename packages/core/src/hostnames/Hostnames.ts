@@ -1,17 +1,15 @@
 import { Context, Effect, Layer, Option, Result } from "effect"
-import { BadRequest, type Forbidden, HostnameTaken, NotFound } from "../errors/Errors.ts"
+import { BadRequest, type Forbidden, HostnameTaken, NotFound, type OpInFlight } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
-import { AuditLog } from "../kernel/Audit.ts"
+import { audited, Mutation, unaudited } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { canonicalHost } from "../kernel/HostName.ts"
 import { Settings } from "../kernel/Settings.ts"
-import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
-import { Transactor } from "../kernel/Transactor.ts"
 import { type Hostname, type HostnameRoute, type HostnameRow, toHostname } from "./Hostname.ts"
 import { normalizeHostname, normalizeHostnameResult } from "./HostnameName.ts"
 import { HostnameStore } from "./HostnameStore.ts"
-import { ownershipCheck } from "./HostnameVerifier.ts"
+import { ownershipSteps } from "./HostnameVerifier.ts"
 
 /** Custom hostnames of spec 4.4: reserved across all orgs on add, routed once ownership is proven. */
 export class Hostnames extends Context.Service<
@@ -22,26 +20,29 @@ export class Hostnames extends Context.Service<
       slug: string,
       projectName: string
     ) => Effect.Effect<ReadonlyArray<Hostname>, NotFound | Forbidden>
-    /** Adds a custom name as `pending_dns`; the same project adding it again gets the existing row unchanged. */
+    /**
+     * Adds a custom name as `pending_dns`; the same project adding it again gets the existing row unchanged. Add,
+     * remove and verify are 409 `op_in_flight` once the project's delete is accepted.
+     */
     readonly add: (
       actor: Actor,
       slug: string,
       projectName: string,
       name: string
-    ) => Effect.Effect<Hostname, NotFound | Forbidden | BadRequest | HostnameTaken>
+    ) => Effect.Effect<Hostname, NotFound | Forbidden | BadRequest | HostnameTaken | OpInFlight>
     readonly remove: (
       actor: Actor,
       slug: string,
       projectName: string,
       host: string
-    ) => Effect.Effect<void, NotFound | Forbidden | BadRequest>
+    ) => Effect.Effect<void, NotFound | Forbidden | BadRequest | OpInFlight>
     /** Runs the ownership check now: `active` on success, otherwise the status stays and `lastError` says why. */
     readonly verify: (
       actor: Actor,
       slug: string,
       projectName: string,
       host: string
-    ) => Effect.Effect<Hostname, NotFound | Forbidden>
+    ) => Effect.Effect<Hostname, NotFound | Forbidden | OpInFlight>
     /**
      * The edge's lookup: the project and org an `active` hostname routes to. `host` is the request's host name
      * without a port; case and a trailing dot are ignored. Unknown and `pending_dns` names are none (404
@@ -55,11 +56,10 @@ export class Hostnames extends Context.Service<
     Effect.gen(function* () {
       const store = yield* HostnameStore
       const policy = yield* Policy
-      const audit = yield* AuditLog
+      const mutation = yield* Mutation
       const tokens = yield* Tokens
-      const tx = yield* Transactor
       const settings = yield* Settings
-      const check = yield* ownershipCheck
+      const { observe, record } = yield* ownershipSteps
 
       const view = (row: HostnameRow) => toHostname(row, settings.fallbackOrigin)
 
@@ -86,45 +86,41 @@ export class Hostnames extends Context.Service<
         projectName: string,
         input: string
       ) {
-        const { org, project } = yield* policy.requireProject(actor, slug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member")
         const name = yield* normalizeHostname(input, settings)
         const taken = () => new HostnameTaken({ message: `the hostname ${name} is already in use` })
-        const existing = yield* store.find(name)
-        if (Option.isSome(existing)) {
-          if (existing.value.projectId === project.id) return view(existing.value)
-          return yield* taken()
-        }
-        const row: HostnameRow = {
-          name,
-          projectId: project.id,
-          orgId: org.id,
-          kind: "custom",
-          status: "pending_dns",
-          verifyToken: yield* tokens.secret(24),
-          lastError: null,
-          createdAt: yield* nowIso,
-          verifiedAt: null
-        }
-        return yield* tx
-          .withTransaction(
+        return yield* mutation
+          .project(grant, ({ org, project, at }) =>
             Effect.gen(function* () {
-              yield* store.insert(row)
-              yield* audit.record({
-                action: "hostname.add",
+              const existing = yield* store.find(name)
+              if (Option.isSome(existing)) {
+                if (existing.value.projectId === project.id) return unaudited(view(existing.value))
+                return yield* taken()
+              }
+              const row: HostnameRow = {
+                name,
+                projectId: project.id,
                 orgId: org.id,
-                actorId: actor.userId,
+                kind: "custom",
+                status: "pending_dns",
+                verifyToken: yield* tokens.secret(24),
+                lastError: null,
+                createdAt: at,
+                verifiedAt: null
+              }
+              yield* store.insert(row)
+              return audited(view(row), {
+                action: "hostname.add",
                 target: project.id,
-                data: { project: project.name, hostname: name },
-                at: row.createdAt
+                data: { project: project.name, hostname: name }
               })
-              return view(row)
             })
           )
           .pipe(
             // A concurrent add of the same name by the same project answers like a repeat.
             Effect.catchTag("HostnameTaken", () =>
               Effect.flatMap(store.find(name), (winner) =>
-                Option.isSome(winner) && winner.value.projectId === project.id
+                Option.isSome(winner) && winner.value.projectId === grant.project.id
                   ? Effect.succeed(view(winner.value))
                   : Effect.fail(taken())
               )
@@ -138,24 +134,21 @@ export class Hostnames extends Context.Service<
         projectName: string,
         host: string
       ) {
-        const { org, project } = yield* policy.requireProject(actor, slug, projectName, "member")
-        const row = yield* findIn(project.id, host)
-        if (row.kind === "default") {
-          return yield* new BadRequest({
-            message: `${row.name} is the project's default hostname and cannot be deleted`
-          })
-        }
+        const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member")
         // Removing the row takes the name out of routing; managed DNS records for it are removed by the DNS area later.
-        yield* tx.withTransaction(
+        yield* mutation.project(grant, ({ project }) =>
           Effect.gen(function* () {
+            const row = yield* findIn(project.id, host)
+            if (row.kind === "default") {
+              return yield* new BadRequest({
+                message: `${row.name} is the project's default hostname and cannot be deleted`
+              })
+            }
             yield* store.remove(row.name)
-            yield* audit.record({
+            return audited(undefined, {
               action: "hostname.delete",
-              orgId: org.id,
-              actorId: actor.userId,
               target: project.id,
-              data: { project: project.name, hostname: row.name },
-              at: yield* nowIso
+              data: { project: project.name, hostname: row.name }
             })
           })
         )
@@ -167,9 +160,13 @@ export class Hostnames extends Context.Service<
         projectName: string,
         host: string
       ) {
-        const { project } = yield* policy.requireProject(actor, slug, projectName, "member")
-        const row = yield* findIn(project.id, host)
-        const after = yield* check(row)
+        const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member")
+        const row = yield* findIn(grant.project.id, host)
+        const token = row.verifyToken
+        if (row.status !== "pending_dns" || token === null) return view(row)
+        // DNS is asked before the transaction; only the outcome is written under the lock.
+        const outcome = yield* observe(row, token)
+        const after = yield* mutation.project(grant, () => Effect.map(record(row, token, outcome), unaudited))
         if (Option.isNone(after)) return yield* new NotFound({ message: `hostname ${host} not found` })
         return view(after.value)
       })

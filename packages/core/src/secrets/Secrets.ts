@@ -1,10 +1,8 @@
 import { Context, Effect, Layer, Redacted } from "effect"
-import { BadRequest, type Forbidden, NotFound, ReservedName } from "../errors/Errors.ts"
+import { BadRequest, type Forbidden, NotFound, type OpInFlight, ReservedName } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
-import { AuditLog } from "../kernel/Audit.ts"
+import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
-import { nowIso } from "../kernel/Time.ts"
-import { Transactor } from "../kernel/Transactor.ts"
 import {
   isReservedSecretName,
   type OpenedSecret,
@@ -27,20 +25,23 @@ export class Secrets extends Context.Service<
       orgSlug: string,
       projectName: string
     ) => Effect.Effect<ReadonlyArray<SecretMeta>, NotFound | Forbidden>
-    /** Creates or replaces the secret; a bad name is 400 `bad_request`, a reserved one 400 `reserved_name`. */
+    /**
+     * Creates or replaces the secret; a bad name is 400 `bad_request`, a reserved one 400 `reserved_name`. Like every
+     * project write, it is 409 `op_in_flight` once the project's delete is accepted.
+     */
     readonly put: (
       actor: Actor,
       orgSlug: string,
       projectName: string,
       secretName: string,
       value: Redacted.Redacted<string>
-    ) => Effect.Effect<SecretMeta, NotFound | Forbidden | BadRequest | ReservedName>
+    ) => Effect.Effect<SecretMeta, NotFound | Forbidden | BadRequest | ReservedName | OpInFlight>
     readonly remove: (
       actor: Actor,
       orgSlug: string,
       projectName: string,
       secretName: string
-    ) => Effect.Effect<void, NotFound | Forbidden>
+    ) => Effect.Effect<void, NotFound | Forbidden | OpInFlight>
     /**
      * Every secret of the project, opened, by name: the environment the runtime gives the project's worker. A value
      * that no longer opens (a key missing from the ring, altered data) is a defect, never a silently empty secret.
@@ -54,8 +55,7 @@ export class Secrets extends Context.Service<
       const store = yield* SecretStore
       const sealer = yield* Sealer
       const policy = yield* Policy
-      const audit = yield* AuditLog
-      const tx = yield* Transactor
+      const mutation = yield* Mutation
 
       const list = Effect.fn("Secrets.list")(function* (actor: Actor, orgSlug: string, projectName: string) {
         const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
@@ -69,7 +69,7 @@ export class Secrets extends Context.Service<
         secretName: string,
         value: Redacted.Redacted<string>
       ) {
-        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
         if (!secretNamePattern.test(secretName)) {
           return yield* new BadRequest({
             message: "a secret name is a letter or underscore followed by up to 127 letters, digits or underscores",
@@ -83,21 +83,11 @@ export class Secrets extends Context.Service<
         }
         const problem = secretValueProblem(Redacted.value(value))
         if (problem !== undefined) return yield* new BadRequest({ message: `the secret value ${problem}` })
-        const sealed = yield* sealer.seal(Redacted.value(value), secretContext(project.id, secretName))
-        return yield* tx.withTransaction(
-          Effect.gen(function* () {
-            const at = yield* nowIso
-            const meta = yield* store.put(project.id, secretName, sealed, at)
-            yield* audit.record({
-              action: "secret.set",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: project.id,
-              data: { name: secretName },
-              at
-            })
-            return meta
-          })
+        const sealed = yield* sealer.seal(Redacted.value(value), secretContext(grant.project.id, secretName))
+        return yield* mutation.project(grant, ({ project, at }) =>
+          Effect.map(store.put(project.id, secretName, sealed, at), (meta) =>
+            audited(meta, { action: "secret.set", target: project.id, data: { name: secretName } })
+          )
         )
       })
 
@@ -107,20 +97,13 @@ export class Secrets extends Context.Service<
         projectName: string,
         secretName: string
       ) {
-        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
-        yield* tx.withTransaction(
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        yield* mutation.project(grant, ({ project }) =>
           Effect.gen(function* () {
             if (!(yield* store.remove(project.id, secretName))) {
               return yield* new NotFound({ message: `secret ${secretName} not found` })
             }
-            yield* audit.record({
-              action: "secret.delete",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: project.id,
-              data: { name: secretName },
-              at: yield* nowIso
-            })
+            return audited(undefined, { action: "secret.delete", target: project.id, data: { name: secretName } })
           })
         )
       })

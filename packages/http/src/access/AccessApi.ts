@@ -7,6 +7,8 @@ import { ProjectRef } from "../projects/ProjectRef.ts"
 import { secretSuccess } from "../server/NoStore.ts"
 
 const access = apiErrors(Errors.NotFound, Errors.Forbidden)
+/** The errors of a write to the project: a project being deleted is 409 `op_in_flight`. */
+const write = apiErrors(Errors.NotFound, Errors.Forbidden, Errors.OpInFlight)
 
 const describe = (...lines: ReadonlyArray<string>) => OpenApi.annotations({ description: lines.join(" ") })
 
@@ -24,31 +26,35 @@ export class AccessApi extends HttpApiGroup.make("access")
       params: ProjectRef,
       payload: Access.SetAccessPolicyInput,
       success: Access.AccessPolicy,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.OpInFlight)
     }).annotateMerge(
       describe(
         "Admin. `mode` is `public`, `org` (member or higher of the owning org) or `password` (one shared password,",
         "8 to 200 characters, stored only as a scrypt hash). Omitting `password` keeps the stored one; mode",
-        "`password` when no password was ever set is 400 `bad_request`. Audit `access.set` (without the password)."
+        "`password` when no password was ever set is 400 `bad_request`. A project being deleted is 409",
+        "`op_in_flight`. Audit `access.set` (without the password)."
       )
     ),
     HttpApiEndpoint.post("newBypass", "/orgs/:orgSlug/projects/:projectName/access/bypass", {
       params: ProjectRef,
       success: secretSuccess(Access.AccessBypass),
-      error: access
+      error: write
     }).annotateMerge(
       describe(
         "Admin. Issues a bypass secret (32 random bytes, base64url), shown only in this response and stored as",
-        "SHA-256; it replaces the previous one. CI sends it as `Service-Access-Bypass: <secret>`. Audit",
-        "`access.bypass.new`."
+        "SHA-256; it replaces the previous one. CI sends it as `Service-Access-Bypass: <secret>`. A project being",
+        "deleted is 409 `op_in_flight`. Audit `access.bypass.new`."
       )
     ),
     HttpApiEndpoint.delete("revokeBypass", "/orgs/:orgSlug/projects/:projectName/access/bypass", {
       params: ProjectRef,
       success: HttpApiSchema.NoContent,
-      error: access
+      error: write
     }).annotateMerge(
-      describe("Admin. 204 even when there is no bypass; the policy is unchanged. Audit `access.bypass.revoke`.")
+      describe(
+        "Admin. 204 even when there is no bypass; the policy is unchanged. A project being deleted is 409",
+        "`op_in_flight`. Audit `access.bypass.revoke`."
+      )
     ),
     HttpApiEndpoint.post("authorize", "/access/authorize", {
       payload: Access.AuthorizeInput,

@@ -23,7 +23,7 @@ export class HostnamesApi extends HttpApiGroup.make("hostnames")
       params: ProjectRef,
       payload: Hostnames.AddHostnameInput,
       success: Hostnames.Hostname,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.HostnameTaken)
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.HostnameTaken, Errors.OpInFlight)
     }).annotateMerge(
       describe(
         [
@@ -32,25 +32,29 @@ export class HostnamesApi extends HttpApiGroup.make("hostnames")
           "`pending_dns` with a random `verify` TXT record and reserves the name in every org; the same project adding",
           "it again gets the existing row unchanged. Ownership is proven by the TXT record, by a CNAME of the name to",
           "`cname` (the fallback origin), or by the name lying in a DNS zone of the same org; a check runs every minute",
-          "and on `POST .../verify`. Audit `hostname.add`."
+          "and on `POST .../verify`. A project being deleted is 409 `op_in_flight`. Audit `hostname.add`."
         ].join(" ")
       )
     ),
     HttpApiEndpoint.delete("remove", `${base}/:host`, {
       params: hostname,
       success: HttpApiSchema.NoContent,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.OpInFlight)
     }).annotateMerge(
-      describe("member. Stops routing the name and frees it. The default hostname is 400. Audit `hostname.delete`.")
+      describe(
+        "member. Stops routing the name and frees it. The default hostname is 400. A project being deleted is 409 " +
+          "`op_in_flight`. Audit `hostname.delete`."
+      )
     ),
     HttpApiEndpoint.post("verify", `${base}/:host/verify`, {
       params: hostname,
       success: Hostnames.Hostname,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden)
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.OpInFlight)
     }).annotateMerge(
       describe(
         "member. Checks ownership now: on success the status becomes `active` and `verifiedAt` is set; otherwise " +
-          "the status is unchanged and `lastError` holds what DNS showed. An `active` name is answered unchanged."
+          "the status is unchanged and `lastError` holds what DNS showed. An `active` name is answered unchanged. " +
+          "A project being deleted is 409 `op_in_flight`."
       )
     )
   )
