@@ -35,7 +35,7 @@ export const layer = Layer.effect(
     const list = SqlSchema.findAll({
       Request: Schema.String,
       Result: ProjectRowSchema,
-      execute: (orgId) => sql`SELECT ${columns} FROM projects WHERE org_id = ${orgId} ORDER BY name`
+      execute: (orgId) => sql`SELECT ${columns} FROM projects WHERE org_id = ${orgId} ORDER BY name COLLATE "C"`
     })
     const count = SqlSchema.findOne({
       Request: Schema.String,

@@ -1,8 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Access, Hostnames, type Kernel, type Orgs, Projects } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
-import { at, day, iso, minute, randomSuffix } from "./Fixtures.ts"
-import { givenProject } from "./SecretStoreSuite.ts"
+import { at, day, givenProject, iso, minute, randomSuffix } from "./Fixtures.ts"
 
 /** What the access contract needs beside `AccessStore`: policies and codes belong to projects, hosts are theirs. */
 export type AccessStoreSuiteServices =

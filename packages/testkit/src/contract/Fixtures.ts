@@ -1,4 +1,5 @@
-import type { Identity, Mail, Orgs } from "@hostplane/core"
+import { type Identity, type Mail, Orgs, Projects } from "@hostplane/core"
+import { Effect } from "effect"
 
 /** 20 random lowercase hex characters: ids and slugs no other test (or test run) on a shared database uses. */
 export const randomSuffix = (): string => globalThis.crypto.randomUUID().replaceAll("-", "").slice(0, 20)
@@ -39,6 +40,30 @@ export const makeOrg = (overrides: Partial<Orgs.OrgRow> = {}): Orgs.OrgRow => ({
   createdAt: at(0),
   ...overrides
 })
+
+/** A project row of `orgId` named uniquely, with its default hostname under a test app domain. */
+export const makeProject = (orgId: string, overrides: Partial<Projects.ProjectRow> = {}): Projects.ProjectRow => {
+  const name = overrides.name ?? `p-${randomSuffix()}`
+  return {
+    id: uniqueId("prj"),
+    orgId,
+    name,
+    hostname: `${name}.apps.contract.test`,
+    createdAt: at(0),
+    liveDeploymentId: null,
+    deletingSince: null,
+    ...overrides
+  }
+}
+
+/** A new project (with its default hostname) in a new org. */
+export const givenProject = Effect.gen(function* () {
+  const org = makeOrg()
+  yield* (yield* Orgs.OrgStore).insert(org)
+  const row = makeProject(org.id)
+  yield* (yield* Projects.ProjectStore).insert(row)
+  return row
+}).pipe(Effect.orDie)
 
 export const makeInvite = (
   orgId: string,

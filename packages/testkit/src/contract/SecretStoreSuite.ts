@@ -1,30 +1,12 @@
 import { assert, layer } from "@effect/vitest"
 import { Kernel, Orgs, Projects, Secrets } from "@hostplane/core"
 import { Effect, Exit, type Layer, Schema } from "effect"
-import { at, makeOrg, minute, randomSuffix } from "./Fixtures.ts"
+import { at, givenProject, minute, randomSuffix } from "./Fixtures.ts"
 
 /** What the secret contract needs beside `SecretStore`: secrets belong to projects, which belong to orgs. */
 export type SecretStoreSuiteServices = Secrets.SecretStore | Projects.ProjectStore | Orgs.OrgStore | Kernel.Transactor
 
 class Boom extends Schema.TaggedError<Boom>()("Boom", { message: Schema.String }) {}
-
-/** A new project (with its default hostname) in a new org. */
-export const givenProject = Effect.gen(function* () {
-  const org = makeOrg()
-  yield* (yield* Orgs.OrgStore).insert(org)
-  const name = `p-${randomSuffix()}`
-  const row: Projects.ProjectRow = {
-    id: `prj_${randomSuffix()}`,
-    orgId: org.id,
-    name,
-    hostname: `${name}.apps.contract.test`,
-    createdAt: at(0),
-    liveDeploymentId: null,
-    deletingSince: null
-  }
-  yield* (yield* Projects.ProjectStore).insert(row)
-  return row
-}).pipe(Effect.orDie)
 
 const sealed = (tag: string): Secrets.Sealed => ({ keyId: `k-${tag}`, ciphertext: `c2VhbGVk${tag}==` })
 

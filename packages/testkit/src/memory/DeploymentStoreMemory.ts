@@ -10,7 +10,12 @@ const ofProject = (store: MemoryStore, projectId: string) =>
 export const make = (store: MemoryStore): Deployments.DeploymentStore["Service"] =>
   Deployments.DeploymentStore.of({
     nextVersion: (projectId) => Effect.map(ofProject(store, projectId), (rows) => (rows[0]?.version ?? 0) + 1),
-    insert: (row) => write(store, (tables) => void tables.deployments.set(row.id, row)),
+    insert: (row) =>
+      write(store, (tables) => {
+        // PostgreSQL's foreign key: a deployment of no project is a bug in the caller.
+        if (!tables.projects.has(row.projectId)) throw new Error(`no project ${row.projectId}`)
+        tables.deployments.set(row.id, row)
+      }),
     get: (projectId, id) =>
       read(store, (tables) =>
         Option.filter(Option.fromNullishOr(tables.deployments.get(id)), (row) => row.projectId === projectId)

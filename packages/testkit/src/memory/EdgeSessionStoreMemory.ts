@@ -4,7 +4,12 @@ import { MemoryState, type MemoryStore, read, write } from "./MemoryState.ts"
 
 export const make = (store: MemoryStore): Edge.EdgeSessionStore["Service"] =>
   Edge.EdgeSessionStore.of({
-    insert: (row) => write(store, (tables) => void tables.edgeSessions.set(row.tokenHash, row)),
+    insert: (row) =>
+      write(store, (tables) => {
+        // PostgreSQL's foreign key: a session of no project is a bug in the caller.
+        if (!tables.projects.has(row.projectId)) throw new Error(`no project ${row.projectId}`)
+        tables.edgeSessions.set(row.tokenHash, row)
+      }),
     find: (tokenHash, host, now) =>
       read(store, (tables) =>
         Option.filter(

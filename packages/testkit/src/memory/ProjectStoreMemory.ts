@@ -64,6 +64,7 @@ export const make = (store: MemoryStore): Projects.ProjectStore["Service"] =>
         for (const [key, row] of tables.secrets) if (row.projectId === projectId) tables.secrets.delete(key)
         tables.accessPolicies.delete(projectId)
         for (const [hash, row] of tables.accessCodes) if (row.projectId === projectId) tables.accessCodes.delete(hash)
+        for (const [hash, row] of tables.edgeSessions) if (row.projectId === projectId) tables.edgeSessions.delete(hash)
       })
   })
 
