@@ -4,7 +4,7 @@ export default defineConfig({
   resolve: { conditions: ["@hostplane/source"] },
   ssr: { resolve: { conditions: ["@hostplane/source"] } },
   test: {
-    include: ["packages/*/test/**/*.test.ts", "examples/**/*.test.ts"],
+    include: ["packages/*/test/**/*.test.ts", "examples/**/*.test.ts", "test/**/*.test.ts"],
     globalSetup: ["packages/adapters-pg/test/globalSetup.ts"],
     // Files of one worker share its modules instead of evaluating them again per file (about 40% less CPU), so a
     // test file must leave no global state behind: no process.env writes, global stubs or mocks, timers left faked.
