@@ -1,28 +1,12 @@
-import { AccessMode } from "@hostplane/core/access/AccessRules"
+import { AccessCodeRow, AccessHost, AccessPolicyRow } from "@hostplane/core/access/AccessPolicy"
 import { AccessStore } from "@hostplane/core/access/AccessStore"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Layer, Schema, Struct } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Timestamp } from "../internal/Rows.ts"
 
-const PolicyRow = Schema.Struct({
-  projectId: Schema.String,
-  mode: AccessMode,
-  passwordHash: Schema.NullOr(Schema.String),
-  bypassHash: Schema.NullOr(Schema.String),
-  updatedAt: Timestamp
-})
+const PolicyRow = Schema.Struct({ ...AccessPolicyRow.fields, updatedAt: Timestamp })
 
-const CodeRow = Schema.Struct({
-  codeHash: Schema.String,
-  host: Schema.String,
-  projectId: Schema.String,
-  orgId: Schema.String,
-  userId: Schema.String,
-  expiresAt: Timestamp,
-  createdAt: Timestamp
-})
-
-const HostRow = Schema.Struct({ name: Schema.String, projectId: Schema.String, orgId: Schema.String })
+const CodeRow = Schema.Struct({ ...AccessCodeRow.fields, expiresAt: Timestamp, createdAt: Timestamp })
 
 /** `AccessStore` on PostgreSQL: writes are single upserts, a code is taken with `DELETE ... RETURNING`. */
 export const layer = Layer.effect(
@@ -39,9 +23,7 @@ export const layer = Layer.effect(
     })
     const setPolicy = SqlSchema.findOne({
       Request: Schema.Struct({
-        projectId: Schema.String,
-        mode: AccessMode,
-        passwordHash: Schema.NullOr(Schema.String),
+        ...Struct.pick(AccessPolicyRow.fields, ["projectId", "mode", "passwordHash"]),
         at: Schema.String
       }),
       Result: PolicyRow,
@@ -61,7 +43,7 @@ export const layer = Layer.effect(
     })
     const findActiveHost = SqlSchema.findOneOption({
       Request: Schema.String,
-      Result: HostRow,
+      Result: AccessHost,
       execute: (name) => sql`SELECT name, project_id, org_id FROM hostnames WHERE name = ${name} AND status = 'active'`
     })
 

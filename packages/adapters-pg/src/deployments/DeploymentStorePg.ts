@@ -1,21 +1,14 @@
-import { GitInfo } from "@hostplane/core/deployments/Deployment"
+import { DeploymentRow } from "@hostplane/core/deployments/Deployment"
 import { DeploymentStore } from "@hostplane/core/deployments/DeploymentStore"
-import { Manifest } from "@hostplane/core/deployments/Manifest"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Timestamp } from "../internal/Rows.ts"
 
+// `bytes` is a `bigint` column, which the driver reads as text.
 const DeploymentRowSchema = Schema.Struct({
-  id: Schema.String,
-  projectId: Schema.String,
-  version: Schema.Number,
-  digest: Schema.String,
-  bytes: Schema.NumberFromString,
-  files: Schema.Number,
-  createdAt: Timestamp,
-  uploadedBy: Schema.String,
-  manifest: Manifest,
-  git: Schema.NullOr(GitInfo)
+  ...DeploymentRow.fields,
+  bytes: Schema.NumberFromString.check(Schema.isInt()),
+  createdAt: Timestamp
 })
 
 /** `DeploymentStore` on PostgreSQL; manifest and git facts are `jsonb`. */

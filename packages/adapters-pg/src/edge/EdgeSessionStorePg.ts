@@ -1,16 +1,9 @@
-import { EdgeSessionStore } from "@hostplane/core/edge/EdgeSessionStore"
+import { EdgeSessionRow, EdgeSessionStore } from "@hostplane/core/edge/EdgeSessionStore"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Timestamp } from "../internal/Rows.ts"
 
-const EdgeSessionRowSchema = Schema.Struct({
-  tokenHash: Schema.String,
-  host: Schema.String,
-  projectId: Schema.String,
-  userId: Schema.NullOr(Schema.String),
-  expiresAt: Timestamp,
-  createdAt: Timestamp
-})
+const EdgeSessionRowSchema = Schema.Struct({ ...EdgeSessionRow.fields, expiresAt: Timestamp, createdAt: Timestamp })
 
 /** `EdgeSessionStore` on PostgreSQL. */
 export const layer = Layer.effect(

@@ -1,23 +1,10 @@
-import { UserStore } from "@hostplane/core/identity/UserStore"
-import type { User } from "@hostplane/core/identity/User"
+import { OAuthStateRow, UserStore } from "@hostplane/core/identity/UserStore"
+import { User } from "@hostplane/core/identity/User"
 import { Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { onUniqueViolation, Timestamp } from "../internal/Rows.ts"
 
-const UserRow = Schema.Struct({
-  id: Schema.String,
-  provider: Schema.String,
-  subject: Schema.String,
-  email: Schema.NullOr(Schema.String),
-  name: Schema.NullOr(Schema.String)
-})
-
-const OAuthStateRow = Schema.Struct({
-  stateHash: Schema.String,
-  redirect: Schema.String,
-  codeVerifier: Schema.String,
-  expiresAt: Timestamp
-})
+const OAuthStateRowSchema = Schema.Struct({ ...OAuthStateRow.fields, expiresAt: Timestamp })
 
 /** `UserStore` on PostgreSQL: `(provider, subject)` is a unique constraint, OAuth states are taken by `DELETE ... RETURNING`. */
 export const layer = Layer.effect(
@@ -27,20 +14,20 @@ export const layer = Layer.effect(
 
     const findByIdentity = SqlSchema.findOneOption({
       Request: Schema.Struct({ provider: Schema.String, subject: Schema.String }),
-      Result: UserRow,
+      Result: User,
       execute: ({ provider, subject }) =>
         sql`SELECT id, provider, subject, email, name FROM users WHERE provider = ${provider} AND subject = ${subject}`
     })
 
     const findById = SqlSchema.findOneOption({
       Request: Schema.String,
-      Result: UserRow,
+      Result: User,
       execute: (id) => sql`SELECT id, provider, subject, email, name FROM users WHERE id = ${id}`
     })
 
     const findSession = SqlSchema.findOneOption({
       Request: Schema.Struct({ tokenHash: Schema.String, now: Schema.String }),
-      Result: UserRow,
+      Result: User,
       execute: ({ tokenHash, now }) => sql`
         SELECT u.id, u.provider, u.subject, u.email, u.name
         FROM sessions s JOIN users u ON u.id = s.user_id
@@ -49,7 +36,7 @@ export const layer = Layer.effect(
 
     const takeOAuthState = SqlSchema.findOneOption({
       Request: Schema.String,
-      Result: OAuthStateRow,
+      Result: OAuthStateRowSchema,
       execute: (stateHash) => sql`
         DELETE FROM oauth_states WHERE state_hash = ${stateHash}
         RETURNING state_hash, redirect, code_verifier, expires_at`

@@ -1,16 +1,9 @@
-import { AuditLog } from "@hostplane/core/kernel/Audit"
+import { AuditEvent, AuditLog } from "@hostplane/core/kernel/Audit"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Timestamp } from "../internal/Rows.ts"
 
-const AuditRow = Schema.Struct({
-  action: Schema.String,
-  orgId: Schema.NullOr(Schema.String),
-  actorId: Schema.NullOr(Schema.String),
-  target: Schema.NullOr(Schema.String),
-  data: Schema.Record(Schema.String, Schema.Unknown),
-  at: Timestamp
-})
+const AuditRow = Schema.Struct({ ...AuditEvent.fields, at: Timestamp })
 
 const Filter = Schema.Struct({ orgId: Schema.optionalKey(Schema.String), action: Schema.optionalKey(Schema.String) })
 

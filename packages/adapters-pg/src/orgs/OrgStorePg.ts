@@ -1,44 +1,25 @@
 import { SlugTaken } from "@hostplane/core/errors/Errors"
 import { Role } from "@hostplane/core/kernel/Role"
-import { Member, Notification, NotificationKind, type OrgRow, Plan } from "@hostplane/core/orgs/Org"
+import { InviteRow, Member, Notification, OrgRow } from "@hostplane/core/orgs/Org"
 import { OrgStore } from "@hostplane/core/orgs/OrgStore"
 import { Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { NullableTimestamp, onUniqueViolation, Timestamp } from "../internal/Rows.ts"
 
-const OrgFields = {
-  id: Schema.String,
-  slug: Schema.String,
-  name: Schema.String,
-  plan: Plan,
-  personal: Schema.Boolean,
-  createdAt: Timestamp
-}
-const OrgRowSchema = Schema.Struct(OrgFields)
+const OrgRowSchema = Schema.Struct({ ...OrgRow.fields, createdAt: Timestamp })
 
-const MembershipRowSchema = Schema.Struct({ ...OrgFields, role: Role })
+const MembershipRowSchema = Schema.Struct({ ...OrgRowSchema.fields, role: Role })
 
 const MemberRow = Schema.Struct({ ...Member.fields, joinedAt: Timestamp })
 
 const InviteRowSchema = Schema.Struct({
-  id: Schema.String,
-  orgId: Schema.String,
-  email: Schema.String,
-  role: Role,
-  tokenHash: Schema.String,
-  state: Schema.Literals(["pending", "accepted", "revoked"]),
+  ...InviteRow.fields,
   expiresAt: Timestamp,
-  mailId: Schema.NullOr(Schema.String),
   createdAt: Timestamp,
   sentAt: NullableTimestamp
 })
 
-const NotificationRowSchema = Schema.Struct({
-  ...Notification.fields,
-  kind: NotificationKind,
-  createdAt: Timestamp,
-  sentAt: NullableTimestamp
-})
+const NotificationRowSchema = Schema.Struct({ ...Notification.fields, createdAt: Timestamp, sentAt: NullableTimestamp })
 
 /** `OrgStore` on PostgreSQL: `lock` is `SELECT ... FOR UPDATE` on the org row; `sentAt` comes from the outbox row. */
 export const layer = Layer.effect(

@@ -1,19 +1,11 @@
 import { HostnameTaken, ProjectNameTaken } from "@hostplane/core/errors/Errors"
-import type { ProjectRow } from "@hostplane/core/projects/Project"
+import { ProjectRow } from "@hostplane/core/projects/Project"
 import { ProjectStore } from "@hostplane/core/projects/ProjectStore"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { NullableTimestamp, onUniqueViolation, Timestamp } from "../internal/Rows.ts"
 
-const ProjectRowSchema = Schema.Struct({
-  id: Schema.String,
-  orgId: Schema.String,
-  name: Schema.String,
-  hostname: Schema.String,
-  createdAt: Timestamp,
-  liveDeploymentId: Schema.NullOr(Schema.String),
-  deletingSince: NullableTimestamp
-})
+const ProjectRowSchema = Schema.Struct({ ...ProjectRow.fields, createdAt: Timestamp, deletingSince: NullableTimestamp })
 
 /** `ProjectStore` on PostgreSQL: the project row and its default hostname row are inserted together. */
 export const layer = Layer.effect(

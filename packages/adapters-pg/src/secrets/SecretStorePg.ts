@@ -1,9 +1,10 @@
+import { SecretMeta } from "@hostplane/core/secrets/Secret"
 import { SecretStore } from "@hostplane/core/secrets/SecretStore"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Timestamp } from "../internal/Rows.ts"
 
-const MetaRow = Schema.Struct({ name: Schema.String, version: Schema.Number, updatedAt: Timestamp })
+const MetaRow = Schema.Struct({ ...SecretMeta.fields, updatedAt: Timestamp })
 
 const SealedRow = Schema.Struct({
   projectId: Schema.String,

@@ -38,13 +38,14 @@ export const callbackPath = "/__service/access/callback"
 export const codeTtl = Duration.seconds(60)
 
 /** The stored policy of a project; the password only as its scrypt hash, the bypass secret only as its SHA-256. */
-export interface AccessPolicyRow {
-  readonly projectId: string
-  readonly mode: AccessMode
-  readonly passwordHash: string | null
-  readonly bypassHash: string | null
-  readonly updatedAt: string
-}
+export const AccessPolicyRow = Schema.Struct({
+  projectId: Schema.String,
+  mode: AccessMode,
+  passwordHash: Schema.NullOr(Schema.String),
+  bypassHash: Schema.NullOr(Schema.String),
+  updatedAt: Schema.String
+})
+export type AccessPolicyRow = typeof AccessPolicyRow.Type
 
 export const toAccessPolicy = (row: AccessPolicyRow): AccessPolicy => ({
   mode: row.mode,
@@ -53,22 +54,20 @@ export const toAccessPolicy = (row: AccessPolicyRow): AccessPolicy => ({
 })
 
 /** A one-time code of `authorize`, stored by its SHA-256 and bound to the hostname it was issued for. */
-export interface AccessCodeRow {
-  readonly codeHash: string
-  readonly host: string
-  readonly projectId: string
-  readonly orgId: string
-  readonly userId: string
-  readonly expiresAt: string
-  readonly createdAt: string
-}
+export const AccessCodeRow = Schema.Struct({
+  codeHash: Schema.String,
+  host: Schema.String,
+  projectId: Schema.String,
+  orgId: Schema.String,
+  userId: Schema.String,
+  expiresAt: Schema.String,
+  createdAt: Schema.String
+})
+export type AccessCodeRow = typeof AccessCodeRow.Type
 
 /** An active hostname and the project it routes to. */
-export interface AccessHost {
-  readonly name: string
-  readonly projectId: string
-  readonly orgId: string
-}
+export const AccessHost = Schema.Struct({ name: Schema.String, projectId: Schema.String, orgId: Schema.String })
+export type AccessHost = typeof AccessHost.Type
 
 /** Who a one-time code was issued to, as the edge learns it from `exchangeCode`. */
 export interface AccessGrant {

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Schema, Struct } from "effect"
 import { Manifest } from "./Manifest.ts"
 
 /** Display-only facts from the `X-Service-Git-*` headers of an upload. */
@@ -27,9 +27,8 @@ export const Deployment = Schema.Struct({
 export type Deployment = typeof Deployment.Type
 
 /** The stored deployment; `live` is derived from the project's live pointer. */
-export interface DeploymentRow extends Omit<Deployment, "live"> {
-  readonly projectId: string
-}
+export const DeploymentRow = Schema.Struct({ ...Struct.omit(Deployment.fields, ["live"]), projectId: Schema.String })
+export type DeploymentRow = typeof DeploymentRow.Type
 
 export const toDeployment = (row: DeploymentRow, liveDeploymentId: string | null): Deployment => ({
   id: row.id,

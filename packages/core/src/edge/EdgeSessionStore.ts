@@ -1,15 +1,16 @@
-import { Context, Effect, Option } from "effect"
+import { Context, Effect, Option, Schema } from "effect"
 
 /** A visitor's pass to a protected deployment on one hostname, set as a cookie by the edge. */
-export interface EdgeSessionRow {
-  readonly tokenHash: string
-  readonly host: string
-  readonly projectId: string
+export const EdgeSessionRow = Schema.Struct({
+  tokenHash: Schema.String,
+  host: Schema.String,
+  projectId: Schema.String,
   /** The org member who exchanged an authorize code; null for a pass earned with the shared password. */
-  readonly userId: string | null
-  readonly expiresAt: string
-  readonly createdAt: string
-}
+  userId: Schema.NullOr(Schema.String),
+  expiresAt: Schema.String,
+  createdAt: Schema.String
+})
+export type EdgeSessionRow = typeof EdgeSessionRow.Type
 
 /** Edge sessions; only the SHA-256 of the cookie value is stored. */
 export class EdgeSessionStore extends Context.Service<

@@ -1,20 +1,22 @@
-import { Context, Effect, Option } from "effect"
+import { Context, Effect, Option, Schema } from "effect"
 import type { User } from "./User.ts"
 
-export interface SessionRow {
-  readonly tokenHash: string
-  readonly userId: string
-  readonly expiresAt: string
-  readonly createdAt: string
-}
+export const SessionRow = Schema.Struct({
+  tokenHash: Schema.String,
+  userId: Schema.String,
+  expiresAt: Schema.String,
+  createdAt: Schema.String
+})
+export type SessionRow = typeof SessionRow.Type
 
 /** Pending OAuth sign-in: single use, bound to the client redirect, holding the PKCE verifier. */
-export interface OAuthStateRow {
-  readonly stateHash: string
-  readonly redirect: string
-  readonly codeVerifier: string
-  readonly expiresAt: string
-}
+export const OAuthStateRow = Schema.Struct({
+  stateHash: Schema.String,
+  redirect: Schema.String,
+  codeVerifier: Schema.String,
+  expiresAt: Schema.String
+})
+export type OAuthStateRow = typeof OAuthStateRow.Type
 
 /** Users, sessions and OAuth states. A user is unique by provider plus subject. */
 export class UserStore extends Context.Service<

@@ -12,14 +12,15 @@ export type Plan = typeof Plan.Type
 export const projectLimitOf = (plan: Plan): number => (plan === "pro" ? 50 : 3)
 
 /** The stored org; `id` never leaves the service. */
-export interface OrgRow {
-  readonly id: string
-  readonly slug: string
-  readonly name: string
-  readonly plan: Plan
-  readonly personal: boolean
-  readonly createdAt: string
-}
+export const OrgRow = Schema.Struct({
+  id: Schema.String,
+  slug: Schema.String,
+  name: Schema.String,
+  plan: Plan,
+  personal: Schema.Boolean,
+  createdAt: Schema.String
+})
+export type OrgRow = typeof OrgRow.Type
 
 export const Org = Schema.Struct({
   slug: Schema.String,
@@ -75,20 +76,21 @@ export const InviteState = Schema.Literals(["pending", "accepted", "revoked", "e
 export type InviteState = typeof InviteState.Type
 
 /** The stored invite: the token exists only as its hash. */
-export interface InviteRow {
-  readonly id: string
-  readonly orgId: string
-  readonly email: string
-  readonly role: Role
-  readonly tokenHash: string
+export const InviteRow = Schema.Struct({
+  id: Schema.String,
+  orgId: Schema.String,
+  email: Schema.String,
+  role: Role,
+  tokenHash: Schema.String,
   /** Stored state; `pending` rows past `expiresAt` read as `expired`. */
-  readonly state: "pending" | "accepted" | "revoked"
-  readonly expiresAt: string
-  readonly mailId: string | null
-  readonly createdAt: string
+  state: Schema.Literals(["pending", "accepted", "revoked"]),
+  expiresAt: Schema.String,
+  mailId: Schema.NullOr(Schema.String),
+  createdAt: Schema.String,
   /** When the latest invitation email went out, null while queued. */
-  readonly sentAt: string | null
-}
+  sentAt: Schema.NullOr(Schema.String)
+})
+export type InviteRow = typeof InviteRow.Type
 
 export const Invite = Schema.Struct({
   inviteId: Schema.String,

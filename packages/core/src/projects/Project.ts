@@ -3,18 +3,19 @@ import { Deployment } from "../deployments/Deployment.ts"
 import { Notification, Slug } from "../orgs/Org.ts"
 
 /** The stored project; `orgId` never leaves the service. */
-export interface ProjectRow {
-  readonly id: string
-  readonly orgId: string
-  readonly name: string
+export const ProjectRow = Schema.Struct({
+  id: Schema.String,
+  orgId: Schema.String,
+  name: Schema.String,
   /** The issued default hostname, `<name>.<app domain>`. */
-  readonly hostname: string
-  readonly createdAt: string
+  hostname: Schema.String,
+  createdAt: Schema.String,
   /** The deployment the edge serves, null before the first upload. */
-  readonly liveDeploymentId: string | null
+  liveDeploymentId: Schema.NullOr(Schema.String),
   /** Set once a delete has started; the project stays readable until its metadata is removed. */
-  readonly deletingSince: string | null
-}
+  deletingSince: Schema.NullOr(Schema.String)
+})
+export type ProjectRow = typeof ProjectRow.Type
 
 export const Project = Schema.Struct({
   id: Schema.String,
