@@ -134,3 +134,88 @@ describe.each(backends)("hostile input on /v1 (%s)", (_name, stores) => {
     expect(huge.status).toBe(404)
   })
 })
+
+describe.each(backends)("hostile names and numbers (%s)", (_name, stores) => {
+  const suite = useSuite(stores, {
+    appDomain: "hostplane.localhost",
+    publicUrl: "http://console.hostplane.localhost:8080",
+    mailDomain: "mail.hostplane.localhost"
+  })
+  const { api } = suite
+
+  it("a personal org stays one-person: member add and invite create are 409 personal_org", async () => {
+    const token = suite.admin.token
+    const me = await api.get("/v1/me", { token })
+    const personal = me.body.orgs.find((org: { personal: boolean }) => org.personal).slug as string
+    const added = await api.post(
+      `/v1/orgs/${personal}/members`,
+      { provider: "dev", subject: suite.outsider.subject, role: "member" },
+      { token }
+    )
+    expect(added.status).toBe(409)
+    expect(added.body.code).toBe("personal_org")
+    const invited = await api.post(
+      `/v1/orgs/${personal}/invites`,
+      { email: "friend@example.test", role: "viewer" },
+      { token }
+    )
+    expect(invited.status).toBe(409)
+    expect(invited.body.code).toBe("personal_org")
+    expect((await api.get(`/v1/orgs/${personal}/members`, { token })).body.items).toHaveLength(1)
+    expect((await api.get(`/v1/orgs/${personal}/invites`, { token })).body.items).toEqual([])
+  })
+
+  it("org display names and project names refuse control characters (400 bad_request)", async () => {
+    const token = suite.admin.token
+    for (const name of ["line\nbreak", "bell\u0007", "esc\u001b[31m", "c1\u0085", "bidi\u202egnp.exe"]) {
+      const created = await api.post("/v1/orgs", { name }, { token })
+      expect(created.status, JSON.stringify(name)).toBe(400)
+      expect(created.body.code).toBe("bad_request")
+    }
+    const slug = await suite.newOrg()
+    expect((await api.patch(`/v1/orgs/${slug}`, { name: "tab\there" }, { token })).status).toBe(400)
+    expect((await api.patch(`/v1/orgs/${slug}`, { name: "Ünïcode 組織 ok" }, { token })).status).toBe(200)
+    expect((await api.post(`/v1/orgs/${slug}/projects`, { name: "site\n" }, { token })).status).toBe(400)
+  })
+
+  it("?limit out of 1..200 or not an integer is 400 on every paged list; 1 and 200 are fine", async () => {
+    const token = suite.admin.token
+    const slug = await suite.newOrg()
+    const project = await suite.newProject(slug)
+    for (const path of [`/v1/orgs/${slug}/notifications`, `/v1/orgs/${slug}/projects/${project.name}/deployments`]) {
+      for (const limit of ["-1", "0", "201", "1.5", "1e3", "abc", "", "99999999999999999999"]) {
+        const reply = await api.get(`${path}?limit=${limit}`, { token })
+        expect(reply.status, `${path}?limit=${limit}`).toBe(400)
+        expect(reply.body.code).toBe("bad_request")
+      }
+      expect((await api.get(`${path}?limit=1`, { token })).status).toBe(200)
+      expect((await api.get(`${path}?limit=200`, { token })).status).toBe(200)
+    }
+  })
+
+  it("a project whose default hostname is one of the service's own hostnames is 409 hostname_taken", async () => {
+    const token = suite.admin.token
+    const slug = await suite.newOrg()
+    // fallback.<app domain>, the name servers, the public URL's host and the mail domain.
+    for (const name of ["fallback", "ns1", "ns2", "console", "mail"]) {
+      const reply = await api.post(`/v1/orgs/${slug}/projects`, { name }, { token })
+      expect(reply.status, name).toBe(409)
+      expect(reply.body.code).toBe("hostname_taken")
+    }
+    expect((await api.get(`/v1/orgs/${slug}/projects`, { token })).body.items).toEqual([])
+    expect((await api.post(`/v1/orgs/${slug}/projects`, { name: "fallback2" }, { token })).status).toBe(201)
+  })
+
+  it("a name the org already uses is 409 project_name_taken even at the project limit", async () => {
+    const token = suite.admin.token
+    const slug = await suite.newOrg()
+    const names: Array<string> = []
+    for (let i = 0; i < 3; i++) names.push((await suite.newProject(slug)).name)
+    const again = await api.post(`/v1/orgs/${slug}/projects`, { name: names[0] }, { token })
+    expect(again.status).toBe(409)
+    expect(again.body.code).toBe("project_name_taken")
+    const fourth = await api.post(`/v1/orgs/${slug}/projects`, { name: unique("site") }, { token })
+    expect(fourth.status).toBe(409)
+    expect(fourth.body.code).toBe("project_limit")
+  })
+})

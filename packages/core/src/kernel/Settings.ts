@@ -1,4 +1,5 @@
 import { Config, Context, Duration, Effect, Layer } from "effect"
+import { canonicalHost } from "./HostName.ts"
 
 /** Deployment settings of decisions.md part 2 that the core rules depend on. */
 export interface SettingsShape {
@@ -44,6 +45,26 @@ export const makeSettings = (overrides: Partial<SettingsShape> = {}): SettingsSh
     serviceDomains: [...new Set([appDomain, ...(overrides.serviceDomains ?? [])])]
   }
 }
+
+const hostOf = (url: string): ReadonlyArray<string> => (URL.canParse(url) ? [new URL(url).hostname] : [])
+
+/**
+ * The hostnames the service itself answers on or hands out (fallback origin, name servers, its own domains, mail
+ * domain, the hosts of its public URL and OAuth redirects): a project's default hostname may never be one of them.
+ */
+export const serviceHostnames = (settings: SettingsShape): ReadonlySet<string> =>
+  new Set(
+    [
+      settings.fallbackOrigin,
+      ...settings.dnsNameservers,
+      ...settings.serviceDomains,
+      settings.mailDomain,
+      ...hostOf(settings.publicUrl),
+      ...settings.oauthRedirects.flatMap(hostOf)
+    ]
+      .map(canonicalHost)
+      .filter((name) => name !== "")
+  )
 
 const optional = (name: string) => Config.option(Config.String(name))
 

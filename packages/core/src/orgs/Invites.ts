@@ -6,6 +6,7 @@ import {
   InviteRevoked,
   InviteUsed,
   NotFound,
+  PersonalOrg,
   TooManyInvites
 } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
@@ -26,6 +27,7 @@ import {
   type OrgRow,
   toMembership
 } from "./Org.ts"
+import { personalOrgStaysSolo } from "./Members.ts"
 import { OrgStore } from "./OrgStore.ts"
 
 /** Pending invites an org may hold at once (decisions.md part 3). */
@@ -57,14 +59,14 @@ export class Invites extends Context.Service<
       input: { readonly email: string; readonly role: Role }
     ) => Effect.Effect<
       { readonly invite: Invite; readonly created: boolean },
-      NotFound | Forbidden | AlreadyMember | TooManyInvites
+      NotFound | Forbidden | PersonalOrg | AlreadyMember | TooManyInvites
     >
     readonly revoke: (actor: Actor, slug: string, inviteId: string) => Effect.Effect<void, NotFound | Forbidden>
     readonly view: (token: string) => Effect.Effect<InviteView, NotFound>
     readonly accept: (
       actor: Actor,
       token: string
-    ) => Effect.Effect<AcceptedInvite, NotFound | InviteUsed | InviteRevoked | InviteExpired>
+    ) => Effect.Effect<AcceptedInvite, NotFound | PersonalOrg | InviteUsed | InviteRevoked | InviteExpired>
   }
 >()("@hostplane/core/orgs/Invites") {
   static readonly layer = Layer.effect(
@@ -118,6 +120,7 @@ export class Invites extends Context.Service<
         input: { readonly email: string; readonly role: Role }
       ) {
         const { org } = yield* policy.require(actor, slug, "admin")
+        if (org.personal) return yield* personalOrgStaysSolo()
         const email = input.email.trim().toLowerCase()
         return yield* tx.withTransaction(
           Effect.gen(function* () {
@@ -236,6 +239,10 @@ export class Invites extends Context.Service<
                 return yield* new InviteRevoked({ message: "this invite was revoked" })
               case "expired":
                 return yield* new InviteExpired({ message: "this invite has expired" })
+            }
+            // An invite a personal org held before it was refused at creation still cannot add a second person.
+            if (org.personal && Option.isNone(yield* store.findMembership(org.id, actor.userId))) {
+              return yield* personalOrgStaysSolo()
             }
             const added = yield* store.addMember(org.id, actor.userId, invite.role, now)
             yield* store.setInviteState(invite.id, "accepted")

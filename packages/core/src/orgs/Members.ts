@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { AlreadyMember, Forbidden, LastAdmin, NotFound, UserNotFound } from "../errors/Errors.ts"
+import { AlreadyMember, Forbidden, LastAdmin, NotFound, PersonalOrg, UserNotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { AuditLog } from "../kernel/Audit.ts"
 import { Policy } from "../kernel/Policy.ts"
@@ -10,6 +10,10 @@ import { UserStore } from "../identity/UserStore.ts"
 import type { Member } from "./Org.ts"
 import { OrgStore } from "./OrgStore.ts"
 
+/** Spec part 2: a personal org is a one-person org, so it takes no members and no invites. */
+export const personalOrgStaysSolo = () =>
+  new PersonalOrg({ message: "a personal organization has one member: create an organization to work with others" })
+
 /** Membership rules of spec 4.2: an org always keeps at least one admin. */
 export class Members extends Context.Service<
   Members,
@@ -19,7 +23,7 @@ export class Members extends Context.Service<
       actor: Actor,
       slug: string,
       input: { readonly provider: string; readonly subject: string; readonly role: Role }
-    ) => Effect.Effect<Member, NotFound | Forbidden | UserNotFound | AlreadyMember>
+    ) => Effect.Effect<Member, NotFound | Forbidden | PersonalOrg | UserNotFound | AlreadyMember>
     readonly setRole: (
       actor: Actor,
       slug: string,
@@ -61,6 +65,7 @@ export class Members extends Context.Service<
         input: { readonly provider: string; readonly subject: string; readonly role: Role }
       ) {
         const { org } = yield* policy.require(actor, slug, "admin")
+        if (org.personal) return yield* personalOrgStaysSolo()
         const user = yield* users.findByIdentity(input.provider, input.subject)
         if (Option.isNone(user)) {
           return yield* new UserNotFound({ message: `no user ${input.provider}:${input.subject}` })

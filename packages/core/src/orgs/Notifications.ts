@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import type { Forbidden, NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { Policy } from "../kernel/Policy.ts"
@@ -7,6 +7,12 @@ import { OrgStore } from "./OrgStore.ts"
 
 export const defaultPageSize = 50
 export const maxPageSize = 200
+
+/** Query `limit` of every paged list: an integer 1..200 as text; anything else is 400, never clamped or a 500. */
+export const PageLimit = Schema.FiniteFromString.check(
+  Schema.isInt(),
+  Schema.isBetween({ minimum: 1, maximum: maxPageSize })
+)
 
 /** Clamps a requested page size to 1..200, 50 when absent. */
 export const pageSize = (limit: number | undefined): number =>

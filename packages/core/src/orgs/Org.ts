@@ -48,7 +48,17 @@ export const toMembership = (row: OrgRow, role: Role): OrgMembership => ({
   projectLimit: projectLimitOf(row.plan)
 })
 
-export const OrgName = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100))
+/** C0 and C1 controls (a newline or an escape would break every list and log that shows the name) and bidi overrides. */
+const controlCharacter = /[\p{Cc}\u202a-\u202e\u2066-\u2069]/u
+
+/** A name people read (an org's display name): 1 to 100 characters, none of them a control character. */
+export const DisplayName = Schema.String.check(
+  Schema.isMinLength(1),
+  Schema.isMaxLength(100),
+  Schema.makeFilter((name: string) => !controlCharacter.test(name) || "must not contain control characters")
+)
+
+export const OrgName = DisplayName
 
 export const CreateOrgInput = Schema.Struct({ name: OrgName, slug: Schema.optionalKey(Slug) })
 export const RenameOrgInput = Schema.Struct({ name: OrgName })

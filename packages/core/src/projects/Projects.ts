@@ -11,7 +11,7 @@ import {
 import type { Actor } from "../kernel/Actor.ts"
 import { AuditLog } from "../kernel/Audit.ts"
 import { Policy } from "../kernel/Policy.ts"
-import { Settings } from "../kernel/Settings.ts"
+import { serviceHostnames, Settings } from "../kernel/Settings.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { Transactor } from "../kernel/Transactor.ts"
@@ -69,6 +69,8 @@ export class Projects extends Context.Service<
       const deployments = yield* DeploymentStore
       const users = yield* UserStore
 
+      const reserved = serviceHostnames(settings)
+
       const list = Effect.fn("Projects.list")(function* (actor: Actor, slug: string) {
         const { org } = yield* policy.require(actor, slug, "viewer")
         return (yield* store.list(org.id)).map(toProject)
@@ -76,10 +78,18 @@ export class Projects extends Context.Service<
 
       const create = Effect.fn("Projects.create")(function* (actor: Actor, slug: string, name: string) {
         const { org } = yield* policy.require(actor, slug, "member")
+        const hostname = `${name}.${settings.appDomain}`
+        if (reserved.has(hostname)) {
+          return yield* new HostnameTaken({ message: `${hostname} is one of the service's own hostnames` })
+        }
         return yield* tx.withTransaction(
           Effect.gen(function* () {
             // The org lock serialises creates of one org, so concurrent requests cannot pass the limit together.
             yield* orgStore.lock(org.id)
+            // A name already used is the answer whatever the count: upgrading would not help (not project_limit).
+            if (Option.isSome(yield* store.findByName(org.id, name))) {
+              return yield* new ProjectNameTaken({ message: "a project with this name already exists" })
+            }
             const limit = projectLimitOf(org.plan)
             const count = yield* store.count(org.id)
             if (count >= limit) {
@@ -92,7 +102,7 @@ export class Projects extends Context.Service<
               id: yield* tokens.id("prj"),
               orgId: org.id,
               name,
-              hostname: `${name}.${settings.appDomain}`,
+              hostname,
               createdAt: yield* nowIso,
               liveDeploymentId: null,
               deletingSince: null

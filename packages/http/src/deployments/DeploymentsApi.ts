@@ -1,4 +1,4 @@
-import { Deployments, Errors } from "@hostplane/core"
+import { Deployments, Errors, Orgs } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
@@ -50,7 +50,7 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
     HttpApiEndpoint.get("list", "/orgs/:orgSlug/projects/:projectName/deployments", {
       params: ProjectRef,
       query: {
-        limit: Schema.optionalKey(Schema.FiniteFromString),
+        limit: Schema.optionalKey(Orgs.PageLimit),
         cursor: Schema.optionalKey(Schema.String)
       },
       success: Deployments.DeploymentList,

@@ -38,7 +38,7 @@ export class OrgsApi extends HttpApiGroup.make("orgs")
     }),
     HttpApiEndpoint.get("notifications", "/orgs/:orgSlug/notifications", {
       params: OrgRef,
-      query: { limit: Schema.optionalKey(Schema.FiniteFromString) },
+      query: { limit: Schema.optionalKey(Orgs.PageLimit) },
       success: items(Orgs.Notification),
       error: access
     })
@@ -60,7 +60,7 @@ export class MembersApi extends HttpApiGroup.make("members")
       params: OrgRef,
       payload: Orgs.AddMemberInput,
       success: Orgs.Member.pipe(HttpApiSchema.status(201)),
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.UserNotFound, Errors.AlreadyMember)
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.PersonalOrg, Errors.UserNotFound, Errors.AlreadyMember)
     }),
     HttpApiEndpoint.put("setRole", "/orgs/:orgSlug/members/:userId", {
       params: member,
@@ -89,7 +89,13 @@ export class InvitesApi extends HttpApiGroup.make("invites")
       params: OrgRef,
       payload: Orgs.CreateInviteInput,
       success: [Orgs.Invite.pipe(HttpApiSchema.status(201)), Orgs.Invite],
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.AlreadyMember, Errors.TooManyInvites)
+      error: apiErrors(
+        Errors.NotFound,
+        Errors.Forbidden,
+        Errors.PersonalOrg,
+        Errors.AlreadyMember,
+        Errors.TooManyInvites
+      )
     }).middleware(Authentication),
     HttpApiEndpoint.delete("revoke", "/orgs/:orgSlug/invites/:inviteId", {
       params: { ...OrgRef, inviteId: Schema.String },
@@ -104,7 +110,13 @@ export class InvitesApi extends HttpApiGroup.make("invites")
     HttpApiEndpoint.post("accept", "/invites/:token/accept", {
       params: { token: Schema.String },
       success: Orgs.AcceptedInvite,
-      error: apiErrors(Errors.NotFound, Errors.InviteUsed, Errors.InviteRevoked, Errors.InviteExpired)
+      error: apiErrors(
+        Errors.NotFound,
+        Errors.PersonalOrg,
+        Errors.InviteUsed,
+        Errors.InviteRevoked,
+        Errors.InviteExpired
+      )
     }).middleware(Authentication)
   )
   .annotateMerge(OpenApi.annotations({ title: "Invites", description: "Invitations (spec 4.2 and part 3)." })) {}
