@@ -7,7 +7,7 @@ import * as DeploymentStorePg from "./deployments/DeploymentStorePg.ts"
 import * as EdgeSessionStorePg from "./edge/EdgeSessionStorePg.ts"
 import * as HostnameStorePg from "./hostnames/HostnameStorePg.ts"
 import * as IdempotencyStorePg from "./idempotency/IdempotencyStorePg.ts"
-import * as OperationStorePg from "./operations/OperationStorePg.ts"
+import * as JobStorePg from "./jobs/JobStorePg.ts"
 import * as OrgStorePg from "./orgs/OrgStorePg.ts"
 import * as ProjectStorePg from "./projects/ProjectStorePg.ts"
 import * as SecretStorePg from "./secrets/SecretStorePg.ts"
@@ -23,8 +23,8 @@ export {
   EdgeSessionStorePg,
   HostnameStorePg,
   IdempotencyStorePg,
+  JobStorePg,
   MailOutboxPg,
-  OperationStorePg,
   OrgStorePg,
   ProjectStorePg,
   SecretStorePg,
@@ -40,7 +40,7 @@ export const layer = Layer.mergeAll(
   AuditLogPg.layer,
   TransactorPg.layer,
   ProjectStorePg.layer,
-  OperationStorePg.layer,
+  JobStorePg.layer,
   DeploymentStorePg.layer,
   EdgeSessionStorePg.layer,
   SecretStorePg.layer,

@@ -2,7 +2,8 @@ import { assert, layer } from "@effect/vitest"
 import { Identity } from "@hostplane/core/identity/Identity"
 import { AuditLog } from "@hostplane/core/kernel/Audit"
 import { MailTransport, type MailMessage } from "@hostplane/core/mail/Mail"
-import { MailRunner } from "@hostplane/core/mail/MailRunner"
+import { JobRunner } from "@hostplane/core/jobs/JobRunner"
+import { sendMailHandler } from "@hostplane/core/mail/SendMail"
 import { Invites } from "@hostplane/core/orgs/Invites"
 import { Orgs } from "@hostplane/core/orgs/Orgs"
 import { Effect, Layer } from "effect"
@@ -13,7 +14,7 @@ const recordingTransport = Layer.succeed(MailTransport, {
   send: (message) => Effect.sync(() => void delivered.push(message))
 })
 
-const live = MailRunner.make().pipe(Layer.provideMerge(recordingTransport), Layer.provideMerge(coreOnPostgres()))
+const live = recordingTransport.pipe(Layer.provideMerge(coreOnPostgres()))
 
 const signIn = Effect.fnUntraced(function* (subject: string) {
   const identity = yield* Identity
@@ -54,7 +55,6 @@ layer(live, { excludeTestServices: true })("core services on PostgreSQL", (it) =
     Effect.gen(function* () {
       const orgs = yield* Orgs
       const invites = yield* Invites
-      const runner = yield* MailRunner
       const audit = yield* AuditLog
       const admin = yield* signIn("carol")
       const guest = yield* signIn("dave")
@@ -62,7 +62,7 @@ layer(live, { excludeTestServices: true })("core services on PostgreSQL", (it) =
       const { invite } = yield* invites.create(admin, org.slug, { email: "dave@example.test", role: "member" })
       assert.strictEqual(invite.sentAt, null)
 
-      yield* runner.runOnce
+      yield* JobRunner.runOnce([sendMailHandler()])
       const [listed] = yield* invites.list(admin, org.slug)
       assert.isString(listed?.sentAt)
       const mail = delivered.find((message) => message.to === "dave@example.test")

@@ -1,54 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { MailTransportSmtp } from "@hostplane/adapters-providers"
-import { Mail } from "@hostplane/core"
-import { FakeSmtpServer } from "@hostplane/testkit"
+import { Jobs, Kernel, Mail } from "@hostplane/core"
+import { FakeSmtpServer, JobStoreMemory, MailOutboxMemory, MemoryState } from "@hostplane/testkit"
 import { Context, DateTime, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
-
-/** The smallest outbox that keeps the port's promises: due rows only, one claim per lease, attempts counted. */
-const outboxInMemory = (): Mail.MailOutbox["Service"] => {
-  const rows = new Map<string, Mail.OutboxRow>()
-  const update = (id: string, f: (row: Mail.OutboxRow) => Mail.OutboxRow) =>
-    Effect.sync(() => {
-      const row = rows.get(id)
-      if (row !== undefined) rows.set(id, f(row))
-    })
-  return Mail.MailOutbox.of({
-    enqueue: (message, createdAt) =>
-      Effect.sync(() => {
-        rows.set(message.id, {
-          ...message,
-          state: "queued",
-          attempts: 0,
-          nextAttemptAt: createdAt,
-          lastError: null,
-          sentAt: null,
-          createdAt
-        })
-      }),
-    claim: (now, leaseUntil, limit) =>
-      Effect.sync(() =>
-        [...rows.values()]
-          .filter((row) => row.state === "queued" && row.nextAttemptAt <= now)
-          .slice(0, limit)
-          .map((row) => {
-            const claimed = { ...row, attempts: row.attempts + 1, nextAttemptAt: leaseUntil }
-            rows.set(row.id, claimed)
-            return claimed
-          })
-      ),
-    markSent: (id, sentAt) => update(id, (row) => ({ ...row, state: "sent", sentAt })),
-    markFailed: (id, error, retryAt) =>
-      update(id, (row) =>
-        Option.match(retryAt, {
-          onNone: () => ({ ...row, state: "failed", lastError: error }),
-          onSome: (at) => ({ ...row, lastError: error, nextAttemptAt: at })
-        })
-      ),
-    cancel: (id) => update(id, (row) => (row.state === "queued" ? { ...row, state: "cancelled" } : row)),
-    get: (id) => Effect.sync(() => Option.fromNullishOr(rows.get(id)))
-  })
-}
 
 const start = DateTime.toEpochMillis(DateTime.makeUnsafe("2025-03-04T05:06:07Z"))
 const iso = (ms: number) => DateTime.formatIso(DateTime.makeUnsafe(ms))
@@ -61,23 +16,30 @@ const message: Mail.MailMessage = {
   text: "Open the link.\n"
 }
 
-/** The core runner over the in-test outbox and the SMTP transport pointed at a fresh fake server. */
+/** The mail job over memory stores and the SMTP transport pointed at a fresh fake server. */
 const setup = Effect.gen(function* () {
   yield* TestClock.setTime(start)
   const smtp = yield* FakeSmtpServer.make()
-  const outbox = outboxInMemory()
   const context = yield* Layer.build(
-    Mail.MailRunner.make({ ...Mail.defaultMailRunnerOptions, maxAttempts: 3 }).pipe(
-      Layer.provide(Layer.succeed(Mail.MailOutbox, outbox)),
-      Layer.provide(MailTransportSmtp.layer({ url: Redacted.make(smtp.url) }))
+    Jobs.Jobs.layer.pipe(
+      Layer.provideMerge(Layer.mergeAll(MailOutboxMemory.layer, JobStoreMemory.layer)),
+      Layer.provideMerge(Layer.mergeAll(MemoryState.layer, Kernel.Tokens.layer)),
+      Layer.provideMerge(MailTransportSmtp.layer({ url: Redacted.make(smtp.url) }))
     )
   )
-  yield* outbox.enqueue(message, iso(start))
-  const row = outbox.get(message.id).pipe(Effect.map(Option.getOrThrow))
-  return { smtp, runOnce: Context.get(context, Mail.MailRunner).runOnce, row }
+  const queue = yield* Effect.provideContext(Mail.mailQueue, context)
+  yield* queue(message, iso(start))
+  const runOnce = Effect.provideContext(Jobs.JobRunner.runOnce([Mail.sendMailHandler({ maxAttempts: 3 })]), context)
+  // The mail row's outcome, with the attempts and due time its job keeps.
+  const row = Effect.gen(function* () {
+    const mail = Option.getOrThrow(yield* Context.get(context, Mail.MailOutbox).get(message.id))
+    const job = Option.getOrThrow(yield* Context.get(context, Jobs.JobStore).get(message.id))
+    return { ...mail, attempts: job.attempts, nextAttemptAt: job.runAt }
+  })
+  return { smtp, runOnce, row }
 })
 
-describe("MailRunner over MailTransportSmtp", () => {
+describe("the mail_send job over MailTransportSmtp", () => {
   it.effect("a 451 reply reschedules the row with backoff, and a later run sends it", () =>
     Effect.gen(function* () {
       const { smtp, runOnce, row } = yield* setup

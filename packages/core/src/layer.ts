@@ -17,8 +17,11 @@ import { Policy } from "./kernel/Policy.ts"
 import { Tokens } from "./kernel/Tokens.ts"
 import type { Transactor } from "./kernel/Transactor.ts"
 import type { MailOutbox } from "./mail/Mail.ts"
-import type { OperationStore } from "./operations/Operation.ts"
-import { OperationHandlers } from "./operations/OperationRunner.ts"
+import { JobHandlers } from "./jobs/JobRunner.ts"
+import { Jobs } from "./jobs/Jobs.ts"
+import type { JobStore } from "./jobs/JobStore.ts"
+import { sendMailHandler } from "./mail/SendMail.ts"
+import { hostnameCheckHandler } from "./hostnames/HostnameCheck.ts"
 import { Invites } from "./orgs/Invites.ts"
 import { Members } from "./orgs/Members.ts"
 import { Notifications } from "./orgs/Notifications.ts"
@@ -38,7 +41,7 @@ export type Stores =
   | AuditLog
   | Transactor
   | ProjectStore
-  | OperationStore
+  | JobStore
   | DeploymentStore
   | SecretStore
   | AccessStore
@@ -46,21 +49,19 @@ export type Stores =
   | EdgeSessionStore
   | IdempotencyStore
 
-/** Core's own hooks, added to whatever the host registered: project holdings and the project delete handler. */
-export const hooks = Layer.mergeAll(
-  Layer.effect(
-    OrgHoldings,
-    Effect.gen(function* () {
-      return [...(yield* OrgHoldings), yield* projectHoldings]
-    })
-  ),
-  Layer.effect(
-    OperationHandlers,
-    Effect.gen(function* () {
-      return [...(yield* OperationHandlers), yield* projectDeleteHandler]
-    })
-  )
+/** Core's own hooks, added to whatever the host registered: project holdings. */
+export const hooks = Layer.effect(
+  OrgHoldings,
+  Effect.gen(function* () {
+    return [...(yield* OrgHoldings), yield* projectHoldings]
+  })
 )
+
+/**
+ * Every job kind core runs, for a `JobRunner`: mail sends (they need a `MailTransport`), hostname checks (a
+ * `DnsResolver` and `HostedZones`) and project deletes. The area registry's `jobs` field replaces this list.
+ */
+export const jobHandlers = JobHandlers.layer([sendMailHandler(), hostnameCheckHandler, projectDeleteHandler])
 
 /**
  * Every core service, with its ports left open: a host provides the `Stores`, `Settings`, and optionally an
@@ -81,6 +82,7 @@ const areaServices = Layer.mergeAll(
 ).pipe(
   Layer.provideMerge(Orgs.layer),
   Layer.provideMerge(Mutation.layer),
+  Layer.provideMerge(Jobs.layer),
   Layer.provideMerge(Policy.layer),
   Layer.provideMerge(Tokens.layerDefault),
   Layer.provideMerge(hooks)

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Kernel, Mail, Orgs } from "@hostplane/core"
+import { Jobs, Kernel, Mail, Orgs } from "@hostplane/core"
 import { Duration, Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { auditOf, inviteMail, inviteToken, memberOf, orgIdOf, signIn, withCore } from "./support/CoreMemory.ts"
@@ -391,8 +391,7 @@ describe("Invites (spec 4.2 and part 3) on the memory store", () => {
         const { invite: created } = yield* invite(admin, "bob@example.test")
         assert.strictEqual((yield* invites.list(admin, "team"))[0]?.sentAt, null)
         yield* TestClock.adjust(Duration.seconds(5))
-        const runner = yield* Mail.MailRunner
-        assert.strictEqual(yield* runner.runOnce, 1)
+        assert.strictEqual(yield* Jobs.JobRunner.runOnce([Mail.sendMailHandler()]), 1)
         assert.deepStrictEqual(
           delivered.map((m) => m.to),
           ["bob@example.test"]
@@ -400,7 +399,7 @@ describe("Invites (spec 4.2 and part 3) on the memory store", () => {
         const [listed] = yield* invites.list(admin, "team")
         assert.strictEqual(listed?.inviteId, created.inviteId)
         assert.strictEqual(listed?.sentAt, "2030-01-01T00:00:05.000Z")
-      }).pipe(Effect.provide(Mail.MailRunner.make().pipe(Layer.provide(transport))))
+      }).pipe(Effect.provide(transport))
     )
   })
 

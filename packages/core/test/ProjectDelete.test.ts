@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { hooks, Hostnames, Kernel, Operations, Orgs, Projects, services } from "@hostplane/core"
+import { Hostnames, Jobs, Kernel, Orgs, Projects, services } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Duration, Effect, Layer, Option } from "effect"
@@ -22,7 +22,7 @@ const recorder = () => {
   return { calls, steps }
 }
 
-const runOnce = Effect.flatMap(Effect.service(Operations.OperationRunner), (runner) => runner.runOnce)
+const runOnce = Jobs.JobRunner.runOnce([Projects.projectDeleteHandler])
 
 describe("project delete (spec 4.3) as a durable operation", () => {
   it.effect(
@@ -41,7 +41,6 @@ describe("project delete (spec 4.3) as a durable operation", () => {
           )
         )
       )
-      const runner = Operations.OperationRunner.make().pipe(Layer.provide(hooks))
       return Effect.gen(function* () {
         yield* TestClock.setTime(start)
         const { actor } = yield* signIn("alice")
@@ -69,7 +68,7 @@ describe("project delete (spec 4.3) as a durable operation", () => {
         assert.strictEqual(operation.terminalCode, "done")
         const gone = yield* Effect.flip(projects.get(actor, "team", "web"))
         assert.strictEqual(gone._tag, "NotFound")
-      }).pipe(Effect.provide(runner.pipe(Layer.provideMerge(core))))
+      }).pipe(Effect.provide(core))
     }
   )
 })

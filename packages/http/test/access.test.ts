@@ -1,5 +1,5 @@
-import { Access, hooks, Kernel, Operations, services } from "@hostplane/core"
-import { Effect, Layer, Option } from "effect"
+import { Access, Jobs, Kernel, Projects, services } from "@hostplane/core"
+import { Effect, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { auditOf, logCapture, type Reply, unique, useSuite } from "./support/TestServer.ts"
@@ -275,11 +275,7 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
       { token: suite.admin.token }
     )
     expect(reply.status).toBe(202)
-    await suite.server.run(
-      Effect.flatMap(Effect.service(Operations.OperationRunner), (runner) => runner.runOnce).pipe(
-        Effect.provide(Operations.OperationRunner.make().pipe(Layer.provide(hooks)))
-      )
-    )
+    await suite.server.run(Jobs.JobRunner.runOnce([Projects.projectDeleteHandler]))
     const after = await api.post(
       "/v1/access/authorize",
       { to: project.hostname, next: "/" },

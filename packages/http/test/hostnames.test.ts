@@ -1,5 +1,5 @@
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
-import { Hostnames, Orgs, Projects, services } from "@hostplane/core"
+import { Hostnames, Jobs, Orgs, Projects, services } from "@hostplane/core"
 import { FakeDnsServer } from "@hostplane/testkit/dns/FakeDnsServer"
 import { Duration, Effect, Layer, Option } from "effect"
 import { describe, expect, it } from "vitest"
@@ -42,12 +42,7 @@ describe.each(backends)("spec 4.4 custom hostnames (%s)", (_name, stores) => {
         return { projectId: row.id, orgId: org.id }
       })
     )
-  const runner = () =>
-    suite.server.run(
-      Effect.flatMap(Effect.service(Hostnames.HostnameVerifier), (verifier) => verifier.runOnce).pipe(
-        Effect.provide(Hostnames.HostnameVerifier.make())
-      )
-    )
+  const runner = () => suite.server.run(Jobs.JobRunner.runOnce([Hostnames.hostnameCheckHandler], { concurrency: 100 }))
   const txtQueriesFor = (names: ReadonlyArray<string>) =>
     Effect.runPromise(
       Effect.map(fake.queries, (queries) =>

@@ -1,5 +1,5 @@
-import { Mail, Orgs } from "@hostplane/core"
-import { Duration, Effect, Layer, Option } from "effect"
+import { Jobs, Mail, Orgs } from "@hostplane/core"
+import { Duration, Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { auditOf, client, startTestServer, type TestServer, unique, useSuite } from "./support/TestServer.ts"
@@ -29,14 +29,8 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
   }
   const runMailer = () =>
     suite.server.run(
-      Effect.flatMap(Effect.service(Mail.MailRunner), (runner) => runner.runOnce).pipe(
-        Effect.provide(
-          Mail.MailRunner.make().pipe(
-            Layer.provide(
-              Layer.succeed(Mail.MailTransport, { send: (message) => Effect.sync(() => void sent.push(message)) })
-            )
-          )
-        )
+      Jobs.JobRunner.runOnce([Mail.sendMailHandler()]).pipe(
+        Effect.provideService(Mail.MailTransport, { send: (message) => Effect.sync(() => void sent.push(message)) })
       )
     )
   const invite = async (slug: string, email: string, role: "viewer" | "member" | "admin" = "member") => {

@@ -1,5 +1,4 @@
-import { hooks, Operations } from "@hostplane/core"
-import { Effect, Layer } from "effect"
+import { Jobs, Projects } from "@hostplane/core"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { auditOf, unique, useSuite } from "./support/TestServer.ts"
@@ -7,12 +6,7 @@ import { auditOf, unique, useSuite } from "./support/TestServer.ts"
 describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
   const suite = useSuite(stores)
   const { api, newOrg, withRole } = suite
-  const runOperations = () =>
-    suite.server.run(
-      Effect.flatMap(Effect.service(Operations.OperationRunner), (runner) => runner.runOnce).pipe(
-        Effect.provide(Operations.OperationRunner.make().pipe(Layer.provide(hooks)))
-      )
-    )
+  const runOperations = () => suite.server.run(Jobs.JobRunner.runOnce([Projects.projectDeleteHandler]))
 
   it("POST projects is 201 Project with the default hostname <name>.<app domain>; project.create is audited", async () => {
     const slug = await newOrg()
@@ -167,7 +161,7 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
     expect(pending.status).toBe(200)
     expect(pending.body).toMatchObject({
       id: started.body.operationId,
-      kind: "project.delete",
+      kind: "project_delete",
       phase: "routing",
       terminalCode: null
     })

@@ -1,5 +1,5 @@
-import { hooks, Kernel, Operations, Secrets, services } from "@hostplane/core"
-import { Effect, Layer, Redacted } from "effect"
+import { Jobs, Kernel, Projects, Secrets, services } from "@hostplane/core"
+import { Effect, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { auditOf, logCapture, type Reply, unique, useSuite } from "./support/TestServer.ts"
@@ -242,11 +242,7 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
       { token: suite.admin.token }
     )
     expect(started.status).toBe(202)
-    await suite.server.run(
-      Effect.flatMap(Effect.service(Operations.OperationRunner), (runner) => runner.runOnce).pipe(
-        Effect.provide(Operations.OperationRunner.make().pipe(Layer.provide(hooks)))
-      )
-    )
+    await suite.server.run(Jobs.JobRunner.runOnce([Projects.projectDeleteHandler]))
     expect((await api.get(`/v1/orgs/${slug}/projects/${project.name}`, { token: suite.admin.token })).status).toBe(404)
     const left = await suite.server.run(
       Effect.flatMap(Effect.service(Secrets.SecretStore), (store) => store.listSealed(project.id))

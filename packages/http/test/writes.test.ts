@@ -1,6 +1,6 @@
-import { hooks, Operations } from "@hostplane/core"
+import { Jobs, Projects } from "@hostplane/core"
 import { bundleOf, manifestEntry, sampleEntries } from "@hostplane/testkit/deployments/BundleFixtures"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { auditOf, type Reply, unique, useSuite } from "./support/TestServer.ts"
@@ -22,12 +22,7 @@ describe.each(backends)("writes to a project being deleted (%s)", (_name, stores
     const text = await response.text()
     return { status: response.status, headers: response.headers, body: text === "" ? text : JSON.parse(text) }
   }
-  const runOperations = () =>
-    suite.server.run(
-      Effect.flatMap(Effect.service(Operations.OperationRunner), (runner) => runner.runOnce).pipe(
-        Effect.provide(Operations.OperationRunner.make().pipe(Layer.provide(hooks)))
-      )
-    )
+  const runOperations = () => suite.server.run(Jobs.JobRunner.runOnce([Projects.projectDeleteHandler]))
 
   it("after DELETE project is accepted every project write is 409 op_in_flight and changes nothing; reads answer as before, then 404", async () => {
     const slug = await newOrg()

@@ -10,7 +10,7 @@ import {
   TokensNode
 } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
-import { hooks, Hostnames, Kernel, Mail, Operations, services } from "@hostplane/core"
+import { Hostnames, jobHandlers, Jobs, Kernel, services } from "@hostplane/core"
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
@@ -27,7 +27,7 @@ const embeddedMode = Effect.map(
 
 /**
  * The standalone server: PostgreSQL (embedded unless `DATABASE_URL`), mail through SMTP or the outbox folder,
- * the optional identity provider, the mail, operation and hostname verification runners, and the `/v1` routes on
+ * the optional identity provider, the jobs runner (mail, hostname checks, operations), and the `/v1` routes on
  * `SERVICE_LISTEN`.
  */
 export const ServerLive = Layer.unwrap(
@@ -41,20 +41,16 @@ export const ServerLive = Layer.unwrap(
     const dataDir = yield* Config.String("SERVICE_DATA_DIR").pipe(Config.withDefault(".hostplane"))
     const embeddedPostgres = embedded ? Path.resolve(dataDir, "pg") : undefined
     const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig({ embeddedDirectory: embeddedPostgres })))
-    const mail = Mail.MailRunner.background().pipe(Layer.provide(MailTransportAuto.layerConfig))
-    const operations = Operations.OperationRunner.background()
+    // One runner for every job kind: mail sends (SMTP or the outbox folder), hostname checks, project deletes.
+    const jobs = Jobs.JobRunner.background().pipe(
+      Layer.provide(jobHandlers),
+      Layer.provide(MailTransportAuto.layerConfig)
+    )
     // Hostname ownership is checked through SERVICE_DNS_RESOLVERS (else the system's); no zone is hosted yet.
     const dns = Layer.merge(DnsResolverUdp.layerConfig, Hostnames.HostedZones.layerNone)
-    const hostnames = Hostnames.HostnameVerifier.background()
     // Bundles stream into <data dir>/artifacts (decisions.md part 5), under decisions.md's limits.
     const bundles = BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig))
-    // Runners see core's hooks (the project delete handler) through the same layer the services use.
-    const ports = Layer.mergeAll(
-      mail,
-      operations.pipe(Layer.provide(hooks)),
-      hostnames,
-      IdentityProviderOAuth.layerConfig
-    ).pipe(
+    const ports = Layer.mergeAll(jobs, IdentityProviderOAuth.layerConfig).pipe(
       Layer.provideMerge(
         // SERVICE_SEAL_KEY, else the key file <data dir>/seal.key (created on first start).
         Layer.mergeAll(

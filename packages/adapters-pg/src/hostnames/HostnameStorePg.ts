@@ -18,8 +18,7 @@ const HostnameRowSchema = Schema.Struct({
 })
 
 /**
- * `HostnameStore` on PostgreSQL. The name is the primary key, shared with the default rows `ProjectStorePg` writes; a
- * claim takes due pending rows with `FOR UPDATE SKIP LOCKED` and moves their `next_check_at` in the same statement.
+ * `HostnameStore` on PostgreSQL. The name is the primary key, shared with the default rows `ProjectStorePg` writes.
  */
 export const layer = Layer.effect(
   HostnameStore,
@@ -44,32 +43,13 @@ export const layer = Layer.effect(
       execute: (projectId) => sql`SELECT ${columns} FROM hostnames WHERE project_id = ${projectId}
         ORDER BY kind = 'default' DESC, created_at, name`
     })
-    const claimDue = SqlSchema.findAll({
-      Request: Schema.Struct({ now: Schema.String, nextCheckAt: Schema.String, limit: Schema.Number }),
-      Result: HostnameRowSchema,
-      execute: ({ now, nextCheckAt, limit }) => sql`
-        WITH due AS (
-          SELECT name, next_check_at AS due_at FROM hostnames
-          WHERE status = 'pending_dns' AND next_check_at <= ${now}::timestamptz
-          ORDER BY next_check_at, name
-          LIMIT ${limit}
-          FOR UPDATE SKIP LOCKED
-        ), claimed AS (
-          UPDATE hostnames h SET next_check_at = ${nextCheckAt}::timestamptz
-          FROM due WHERE h.name = due.name
-          RETURNING h.*, due.due_at
-        )
-        SELECT ${columns} FROM claimed ORDER BY due_at, name`
-    })
-
     return HostnameStore.of({
       find: (name) => find(name).pipe(Effect.orDie),
       listByProject: (projectId) => listByProject(projectId).pipe(Effect.orDie),
       insert: (row: HostnameRow) =>
         sql`INSERT INTO hostnames (name, project_id, org_id, kind, status, verify_token, last_error, created_at,
-          verified_at, next_check_at) VALUES (${row.name}, ${row.projectId}, ${row.orgId}, ${row.kind}, ${row.status},
-          ${row.verifyToken}, ${row.lastError}, ${row.createdAt}::timestamptz, ${row.verifiedAt}::timestamptz,
-          ${row.createdAt}::timestamptz)`.pipe(
+          verified_at) VALUES (${row.name}, ${row.projectId}, ${row.orgId}, ${row.kind}, ${row.status},
+          ${row.verifyToken}, ${row.lastError}, ${row.createdAt}::timestamptz, ${row.verifiedAt}::timestamptz)`.pipe(
           Effect.as(false),
           onUniqueViolation(sql, "hostnames_pkey", () => true),
           Effect.orDie,
@@ -89,11 +69,6 @@ export const layer = Layer.effect(
         sql`UPDATE hostnames SET last_error = ${error}
           WHERE name = ${name} AND verify_token = ${verifyToken} AND status = 'pending_dns'`.pipe(
           Effect.andThen(findOwn({ name, verifyToken })),
-          Effect.orDie
-        ),
-      claimDue: (now, nextCheckAt, limit) =>
-        claimDue({ now, nextCheckAt, limit: Math.max(limit, 0) }).pipe(
-          Effect.map((rows): ReadonlyArray<HostnameRow> => rows),
           Effect.orDie
         )
     })

@@ -3,8 +3,8 @@ import type { HostnameTaken } from "../errors/Errors.ts"
 import type { HostnameRow } from "./Hostname.ts"
 
 /**
- * Hostname rows (spec 4.4). A name is unique across all orgs, default and custom alike. Pending rows carry the time of
- * their next background check, which a claim moves forward so several runners never check one name twice in a cycle.
+ * Hostname rows (spec 4.4). A name is unique across all orgs, default and custom alike. The background checks of
+ * pending rows are `hostname_check` jobs.
  */
 export class HostnameStore extends Context.Service<
   HostnameStore,
@@ -12,7 +12,7 @@ export class HostnameStore extends Context.Service<
     readonly find: (name: string) => Effect.Effect<Option.Option<HostnameRow>>
     /** The project's hostnames: the default one first, then custom ones by creation time and name. */
     readonly listByProject: (projectId: string) => Effect.Effect<ReadonlyArray<HostnameRow>>
-    /** Inserts a row, due for its first background check at `createdAt`; a taken name fails with `HostnameTaken`. */
+    /** Inserts a row; a taken name fails with `HostnameTaken`. */
     readonly insert: (row: HostnameRow) => Effect.Effect<void, HostnameTaken>
     readonly remove: (name: string) => Effect.Effect<void>
     /**
@@ -27,10 +27,5 @@ export class HostnameStore extends Context.Service<
       verifyToken: string,
       error: string
     ) => Effect.Effect<Option.Option<HostnameRow>>
-    /**
-     * Claims at most `limit` `pending_dns` rows due at `now`, the earliest due first (PostgreSQL:
-     * `FOR UPDATE SKIP LOCKED`), and makes them due again at `nextCheckAt`.
-     */
-    readonly claimDue: (now: string, nextCheckAt: string, limit: number) => Effect.Effect<ReadonlyArray<HostnameRow>>
   }
 >()("@hostplane/core/hostnames/HostnameStore") {}

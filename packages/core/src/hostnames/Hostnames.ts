@@ -9,7 +9,8 @@ import { Tokens } from "../kernel/Tokens.ts"
 import { type Hostname, type HostnameRoute, type HostnameRow, toHostname } from "./Hostname.ts"
 import { normalizeHostname, normalizeHostnameResult } from "./HostnameName.ts"
 import { HostnameStore } from "./HostnameStore.ts"
-import { ownershipSteps } from "./HostnameVerifier.ts"
+import { hostnameCheck, ownershipSteps } from "./HostnameCheck.ts"
+import { Jobs } from "../jobs/Jobs.ts"
 
 /** Custom hostnames of spec 4.4: reserved across all orgs on add, routed once ownership is proven. */
 export class Hostnames extends Context.Service<
@@ -60,6 +61,7 @@ export class Hostnames extends Context.Service<
       const tokens = yield* Tokens
       const settings = yield* Settings
       const { observe, record } = yield* ownershipSteps
+      const jobs = yield* Jobs
 
       const view = (row: HostnameRow) => toHostname(row, settings.fallbackOrigin)
 
@@ -97,18 +99,20 @@ export class Hostnames extends Context.Service<
                 if (existing.value.projectId === project.id) return unaudited(view(existing.value))
                 return yield* taken()
               }
+              const verifyToken = yield* tokens.secret(24)
               const row: HostnameRow = {
                 name,
                 projectId: project.id,
                 orgId: org.id,
                 kind: "custom",
                 status: "pending_dns",
-                verifyToken: yield* tokens.secret(24),
+                verifyToken,
                 lastError: null,
                 createdAt: at,
                 verifiedAt: null
               }
               yield* store.insert(row)
+              yield* jobs.enqueue(hostnameCheck, { name, verifyToken }, { runAt: at })
               return audited(view(row), {
                 action: "hostname.add",
                 target: project.id,

@@ -9,28 +9,30 @@ export interface MailMessage {
   readonly text: string
 }
 
+/** A message and its outcome; when it is tried, and how often, is its `mail_send` job's business. */
 export interface OutboxRow extends MailMessage {
   readonly state: "queued" | "sent" | "failed" | "cancelled"
-  readonly attempts: number
-  readonly nextAttemptAt: string
+  /** What the last failed attempt answered. */
   readonly lastError: string | null
   readonly sentAt: string | null
   readonly createdAt: string
 }
 
-/** Durable queue of outgoing mail: rows are claimed by one runner at a time and survive restarts. */
+/**
+ * Outgoing mail rows. A row is written `queued` (`mailQueue` adds the job that sends it, in the same transaction) and
+ * ends `sent`, `failed` or `cancelled`.
+ */
 export class MailOutbox extends Context.Service<
   MailOutbox,
   {
+    /** Stores a `queued` row; it is sent only by the `mail_send` job `mailQueue` enqueues with it. */
     readonly enqueue: (message: MailMessage, createdAt: string) => Effect.Effect<void>
-    /**
-     * Claims up to `limit` queued rows due at `now` that no other runner holds, leasing them until `leaseUntil`
-     * (PostgreSQL: `FOR UPDATE SKIP LOCKED`). Each claim counts an attempt.
-     */
-    readonly claim: (now: string, leaseUntil: string, limit: number) => Effect.Effect<ReadonlyArray<OutboxRow>>
+    /** A row sent twice (a lease lost mid-send) keeps its first `sentAt`. */
     readonly markSent: (id: string, sentAt: string) => Effect.Effect<void>
-    /** Reschedules the row, or ends it as `failed` when `retryAt` is none. */
-    readonly markFailed: (id: string, error: string, retryAt: Option.Option<string>) => Effect.Effect<void>
+    /** Records a failed attempt on a queued row, which stays queued for the next one. */
+    readonly recordFailure: (id: string, error: string) => Effect.Effect<void>
+    /** Ends a queued row as `failed`. */
+    readonly markFailed: (id: string, error: string) => Effect.Effect<void>
     /** Marks the row `cancelled` if it has not been sent yet, so no runner sends it. */
     readonly cancel: (id: string) => Effect.Effect<void>
     readonly get: (id: string) => Effect.Effect<Option.Option<OutboxRow>>

@@ -1,2 +1,2 @@
 export * from "./Mail.ts"
-export * from "./MailRunner.ts"
+export * from "./SendMail.ts"

@@ -1,2 +1,1 @@
 export * from "./Operation.ts"
-export * from "./OperationRunner.ts"

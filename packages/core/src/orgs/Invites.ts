@@ -18,6 +18,7 @@ import { isoAfter, nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { Transactor } from "../kernel/Transactor.ts"
 import { MailOutbox } from "../mail/Mail.ts"
+import { mailQueue } from "../mail/SendMail.ts"
 import {
   type AcceptedInvite,
   type Invite,
@@ -78,6 +79,7 @@ export class Invites extends Context.Service<
       const tokens = yield* Tokens
       const tx = yield* Transactor
       const outbox = yield* MailOutbox
+      const enqueueMail = yield* mailQueue
       const settings = yield* Settings
 
       const list = Effect.fn("Invites.list")(function* (actor: Actor, slug: string) {
@@ -95,7 +97,7 @@ export class Invites extends Context.Service<
       ) {
         const id = yield* tokens.id("mail")
         const link = `${settings.publicUrl}/invites/${token}`
-        yield* outbox.enqueue(
+        yield* enqueueMail(
           {
             id,
             from: settings.mailFrom,

@@ -1,5 +1,6 @@
 import { Context, Effect } from "effect"
-import type { OperationRow } from "../operations/Operation.ts"
+import type { Job } from "../jobs/Job.ts"
+import type { OperationPayload } from "../operations/Operation.ts"
 import { type Addons, noAddons } from "./Project.ts"
 import type { ProjectRow } from "./Project.ts"
 
@@ -10,7 +11,7 @@ export type DeletePhase = (typeof deletePhases)[number]
 /** One area's part of a project delete; it must be idempotent, since a crash repeats the phase. */
 export interface TeardownStep {
   readonly phase: DeletePhase
-  readonly run: (project: ProjectRow, operation: OperationRow) => Effect.Effect<void>
+  readonly run: (project: ProjectRow, operation: Job<OperationPayload>) => Effect.Effect<void>
 }
 
 /** Areas holding project data (node data, storage, repositories, backups) register their teardown here. */

@@ -15,8 +15,9 @@ import { serviceHostnames, Settings } from "../kernel/Settings.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { Transactor } from "../kernel/Transactor.ts"
-import { type Operation, OperationStore, toOperation } from "../operations/Operation.ts"
-import type { OperationHandler } from "../operations/OperationRunner.ts"
+import { define, handler, type JobHandler } from "../jobs/Job.ts"
+import { Jobs } from "../jobs/Jobs.ts"
+import { type Operation, operationOf, OperationPayload } from "../operations/Operation.ts"
 import { projectLimitOf } from "../orgs/Org.ts"
 import type { HoldingCounter } from "../orgs/OrgHooks.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
@@ -27,7 +28,8 @@ import { type Project, type ProjectDetail, type ProjectOverview, type ProjectRow
 import { deletePhases, ProjectAddons, ProjectTeardown } from "./ProjectHooks.ts"
 import { ProjectStore } from "./ProjectStore.ts"
 
-export const deleteKind = "project.delete"
+/** The project delete (decisions.md part 4): the spec's teardown order, one phase per step. */
+export const projectDelete = define({ kind: "project_delete", payload: OperationPayload, phases: deletePhases })
 
 /** Projects of spec 4.3: the per-plan limit is checked under the org lock; delete is a durable operation. */
 export class Projects extends Context.Service<
@@ -59,7 +61,7 @@ export class Projects extends Context.Service<
     Effect.gen(function* () {
       const store = yield* ProjectStore
       const orgStore = yield* OrgStore
-      const operations = yield* OperationStore
+      const jobs = yield* Jobs
       const policy = yield* Policy
       const audit = yield* AuditLog
       const tokens = yield* Tokens
@@ -182,29 +184,22 @@ export class Projects extends Context.Service<
         return yield* tx.withTransaction(
           Effect.gen(function* () {
             yield* orgStore.lock(org.id)
-            const running = yield* operations.findRunning(project.id, deleteKind)
-            if (Option.isSome(running) || project.deletingSince !== null) {
-              return yield* new OpInFlight({
+            const running = yield* jobs.findUnfinished(projectDelete, project.id)
+            const inFlight = (running: Option.Option<{ readonly id: string }>) =>
+              new OpInFlight({
                 message: "this project is already being deleted",
                 details: Option.isSome(running) ? { operationId: running.value.id } : {}
               })
-            }
+            if (Option.isSome(running) || project.deletingSince !== null) return yield* inFlight(running)
             const at = yield* nowIso
-            const id = yield* tokens.id("op")
             yield* store.markDeleting(project.id, at)
-            yield* operations.insert({
-              id,
-              kind: deleteKind,
-              orgId: org.id,
-              projectId: project.id,
-              phase: deletePhases[0],
-              terminalCode: null,
-              createdAt: at,
-              updatedAt: at,
-              attempts: 0,
-              nextRunAt: at,
-              lastError: null
-            })
+            const started = yield* jobs.enqueue(
+              projectDelete,
+              { orgId: org.id, projectId: project.id },
+              { id: yield* tokens.id("op"), key: project.id }
+            )
+            if (Option.isNone(started)) return yield* inFlight(yield* jobs.findUnfinished(projectDelete, project.id))
+            const id = started.value
             yield* audit.record({
               action: "project.delete",
               orgId: org.id,
@@ -220,11 +215,9 @@ export class Projects extends Context.Service<
 
       const operation = Effect.fn("Projects.operation")(function* (actor: Actor, slug: string, opId: string) {
         const { org } = yield* policy.require(actor, slug, "viewer")
-        const row = yield* operations.get(opId)
-        if (Option.isNone(row) || row.value.orgId !== org.id) {
-          return yield* new NotFound({ message: `operation ${opId} not found` })
-        }
-        return toOperation(row.value)
+        const operation = Option.flatMap(yield* jobs.get(opId), (job) => operationOf(job, org.id))
+        if (Option.isNone(operation)) return yield* new NotFound({ message: `operation ${opId} not found` })
+        return operation.value
       })
 
       return Projects.of({ list, create, get, overview, remove, operation })
@@ -233,24 +226,21 @@ export class Projects extends Context.Service<
 }
 
 /** The project delete: routing first, metadata last; each phase runs the areas' idempotent teardown steps. */
-export const projectDeleteHandler = Effect.gen(function* () {
+export const projectDeleteHandler: Effect.Effect<JobHandler, never, ProjectStore> = Effect.gen(function* () {
   const store = yield* ProjectStore
   const steps = yield* ProjectTeardown
-  const handler: OperationHandler = {
-    kind: deleteKind,
-    phases: deletePhases,
-    run: (phase, operation) =>
+  return handler(projectDelete, {
+    run: (phase, job) =>
       Effect.gen(function* () {
-        const project = yield* store.findById(operation.projectId)
+        const project = yield* store.findById(job.payload.projectId)
         if (Option.isNone(project)) return
         if (phase === "routing") yield* store.removeHostnames(project.value.id)
         for (const step of steps) {
-          if (step.phase === phase) yield* step.run(project.value, operation)
+          if (step.phase === phase) yield* step.run(project.value, job)
         }
         if (phase === "metadata") yield* store.remove(project.value.id)
       })
-  }
-  return handler
+  })
 })
 
 /** The projects of an org for `org_not_empty`. */

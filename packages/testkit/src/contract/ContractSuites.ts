@@ -6,6 +6,7 @@ import { deploymentStoreSuite } from "./DeploymentStoreSuite.ts"
 import { edgeSessionStoreSuite } from "./EdgeSessionStoreSuite.ts"
 import { hostnameStoreSuite } from "./HostnameStoreSuite.ts"
 import { idempotencyStoreSuite } from "./IdempotencyStoreSuite.ts"
+import { jobStoreSuite } from "./JobStoreSuite.ts"
 import { mailOutboxSuite } from "./MailOutboxSuite.ts"
 import { orgStoreSuite } from "./OrgStoreSuite.ts"
 import { projectStoreSuite } from "./ProjectStoreSuite.ts"
@@ -27,4 +28,5 @@ export const contractSuites = <E>(name: string, stores: Layer.Layer<Stores, E>):
   projectStoreSuite(name, stores)
   deploymentStoreSuite(name, stores)
   edgeSessionStoreSuite(name, stores)
+  jobStoreSuite(name, stores)
 }

@@ -13,8 +13,6 @@ interface Window {
   readonly project: Effect.Effect<Projects.ProjectRow>
   /** Inserts a pending custom name of `project` created (and due) at `t(offsetMs)`; removed when the test ends. */
   readonly add: (project: Projects.ProjectRow, offsetMs: number) => Effect.Effect<Hostnames.HostnameRow>
-  /** Claims with a generous limit, keeping only this test's rows. */
-  readonly claimOwn: (now: number, nextCheckAt: number) => Effect.Effect<ReadonlyArray<Hostnames.HostnameRow>>
 }
 
 const uniqueHost = () => `www.h${randomSuffix()}.example`
@@ -65,9 +63,7 @@ const inWindow = <A, E, R>(test: (window: Window) => Effect.Effect<A, E, R>) =>
           own.add(row.name)
           yield* store.insert(row)
           return row
-        }).pipe(Effect.orDie),
-      claimOwn: (now, nextCheckAt) =>
-        Effect.map(store.claimDue(t(now), t(nextCheckAt), 1000), (rows) => rows.filter((row) => own.has(row.name)))
+        }).pipe(Effect.orDie)
     }
     return yield* test(window).pipe(
       Effect.ensuring(Effect.forEach(own, (name) => store.remove(name), { discard: true }))
@@ -212,80 +208,17 @@ export const hostnameStoreSuite = <E>(name: string, store: Layer.Layer<HostnameS
       )
     )
 
-    it.effect("claimDue takes pending names due at their creation, and not again until nextCheckAt", () =>
-      inWindow((w) =>
-        Effect.gen(function* () {
-          const project = yield* w.project
-          const row = yield* w.add(project, minute)
-          assert.deepStrictEqual(yield* w.claimOwn(minute - 1, 2 * minute), [])
-          assert.deepStrictEqual(yield* w.claimOwn(minute, 2 * minute), [row])
-          assert.deepStrictEqual(yield* w.claimOwn(2 * minute - 1, 3 * minute), [])
-          assert.deepStrictEqual(names(yield* w.claimOwn(2 * minute, 3 * minute)), [row.name])
-        })
-      )
-    )
-
-    it.effect("claimDue never takes active names", () =>
-      inWindow((w) =>
-        Effect.gen(function* () {
-          const hostnames = yield* Hostnames.HostnameStore
-          const row = yield* w.add(yield* w.project, 0)
-          yield* hostnames.markActive(row.name, row.verifyToken ?? "", w.t(1))
-          assert.deepStrictEqual(yield* w.claimOwn(day, day + minute), [])
-        })
-      )
-    )
-
-    it.effect("claimDue takes at most limit names, the earliest due first", () =>
-      inWindow((w) =>
-        Effect.gen(function* () {
-          const hostnames = yield* Hostnames.HostnameStore
-          const project = yield* w.project
-          const second = yield* w.add(project, 1_000)
-          const third = yield* w.add(project, 2_000)
-          const first = yield* w.add(project, 0)
-          assert.deepStrictEqual(names(yield* hostnames.claimDue(w.t(3_000), w.t(minute), 2)), [
-            first.name,
-            second.name
-          ])
-          assert.deepStrictEqual(names(yield* hostnames.claimDue(w.t(3_000), w.t(minute), 2)), [third.name])
-          assert.deepStrictEqual(yield* hostnames.claimDue(w.t(3_000), w.t(minute), 2), [])
-        })
-      )
-    )
-
-    it.effect("concurrent claims never hand out the same name", () =>
-      inWindow((w) =>
-        Effect.gen(function* () {
-          const hostnames = yield* Hostnames.HostnameStore
-          const project = yield* w.project
-          const rows = yield* Effect.forEach(
-            Array.from({ length: 12 }, (_, i) => i),
-            (i) => w.add(project, i)
-          )
-          const batches = yield* Effect.all(
-            Array.from({ length: 4 }, () => hostnames.claimDue(w.t(minute), w.t(2 * minute), 5)),
-            { concurrency: "unbounded" }
-          )
-          const claimed = batches.flatMap(names)
-          assert.strictEqual(new Set(claimed).size, claimed.length)
-          assert.deepStrictEqual([...claimed].sort(), names(rows).sort())
-        })
-      )
-    )
-
-    it.effect("a name removed and added again is a new row: due at its own creation, with its own token", () =>
+    it.effect("a name removed and added again is a new row, with its own token", () =>
       inWindow((w) =>
         Effect.gen(function* () {
           const hostnames = yield* Hostnames.HostnameStore
           const project = yield* w.project
           const row = yield* w.add(project, 0)
-          yield* w.claimOwn(0, day)
           yield* hostnames.remove(row.name)
           const again = { ...row, verifyToken: `token-${randomSuffix()}`, createdAt: w.t(minute) }
           yield* hostnames.insert(again)
           assert.isTrue(Option.isNone(yield* hostnames.markActive(row.name, row.verifyToken ?? "", w.t(minute))))
-          assert.deepStrictEqual(yield* w.claimOwn(minute, 2 * minute), [again])
+          assert.deepStrictEqual(yield* hostnames.find(row.name), Option.some(again))
         })
       )
     )
@@ -299,7 +232,6 @@ export const hostnameStoreSuite = <E>(name: string, store: Layer.Layer<HostnameS
           yield* (yield* Projects.ProjectStore).removeHostnames(project.id)
           assert.deepStrictEqual(yield* hostnames.listByProject(project.id), [])
           assert.isTrue(Option.isNone(yield* hostnames.find(row.name)))
-          assert.deepStrictEqual(yield* w.claimOwn(day, day + minute), [])
         })
       )
     )

@@ -332,7 +332,7 @@ export const orgStoreSuite = <E>(name: string, store: Layer.Layer<OrgStoreSuiteS
         const invite = makeInvite(org.id, { mailId: mail.id })
         yield* orgs.insertInvite(invite)
         assert.strictEqual(Option.getOrThrow(yield* orgs.findInvite(org.id, invite.id)).sentAt, null)
-        yield* outbox.markFailed(mail.id, "temporary", Option.some(at(minute)))
+        yield* outbox.recordFailure(mail.id, "temporary")
         assert.strictEqual(Option.getOrThrow(yield* orgs.findInviteByToken(invite.tokenHash)).sentAt, null)
         yield* outbox.markSent(mail.id, at(2 * minute))
         assert.strictEqual(Option.getOrThrow(yield* orgs.findInvite(org.id, invite.id)).sentAt, at(2 * minute))

@@ -1,5 +1,5 @@
 import { assert, layer } from "@effect/vitest"
-import { Identity, Kernel, Mail, Orgs } from "@hostplane/core"
+import { Identity, Jobs, Kernel, Mail, Orgs } from "@hostplane/core"
 import { Cause, Deferred, Effect, Exit, Fiber, type Layer, Option, Schema } from "effect"
 import type { Stores } from "../Stores.ts"
 import { at, day, makeInvite, makeMessage, makeNotification, makeOrg, makeUser, randomSuffix } from "./Fixtures.ts"
@@ -12,6 +12,7 @@ const writeEverything = Effect.gen(function* () {
   const orgs = yield* Orgs.OrgStore
   const outbox = yield* Mail.MailOutbox
   const audit = yield* Kernel.AuditLog
+  const jobs = yield* Jobs.JobStore
   const user = makeUser()
   const org = makeOrg()
   const mail = makeMessage()
@@ -28,12 +29,21 @@ const writeEverything = Effect.gen(function* () {
     yield* orgs.insert(org)
     yield* orgs.addMember(org.id, user.id, "admin", at(0))
     yield* outbox.enqueue(mail, at(0))
+    yield* jobs.insert({
+      id: mail.id,
+      kind: "mail_send",
+      key: null,
+      payload: {},
+      phase: "send",
+      runAt: at(0),
+      createdAt: at(0)
+    })
     yield* orgs.insertInvite(invite)
     yield* orgs.insertNotification(notification)
     yield* audit.record({ action, orgId: org.id, actorId: user.id, target: org.slug, data: {}, at: at(0) })
   })
 
-  /** How many of the nine writes are visible. */
+  /** How many of the ten writes are visible. */
   const visible = Effect.gen(function* () {
     const seen = [
       Option.isSome(yield* users.findById(user.id)),
@@ -42,6 +52,7 @@ const writeEverything = Effect.gen(function* () {
       Option.isSome(yield* orgs.findById(org.id)),
       Option.isSome(yield* orgs.findMembership(org.id, user.id)),
       Option.isSome(yield* outbox.get(mail.id)),
+      Option.isSome(yield* jobs.get(mail.id)),
       Option.isSome(yield* orgs.findInvite(org.id, invite.id)),
       (yield* orgs.listNotifications(org.id, 10)).length > 0,
       (yield* audit.list({ action })).length > 0
@@ -70,7 +81,7 @@ export const transactorSuite = <E>(name: string, store: Layer.Layer<Stores, E>):
         const all = yield* writeEverything
         const value = yield* tx.withTransaction(Effect.as(all.write, "done"))
         assert.strictEqual(value, "done")
-        assert.strictEqual(yield* all.visible, 9)
+        assert.strictEqual(yield* all.visible, 10)
       })
     )
 

@@ -6,6 +6,7 @@ export { edgeSessionStoreSuite, type EdgeSessionStoreSuiteServices } from "./Edg
 export * as ContractFixtures from "./Fixtures.ts"
 export { hostnameStoreSuite, type HostnameStoreSuiteServices } from "./HostnameStoreSuite.ts"
 export { idempotencyStoreSuite } from "./IdempotencyStoreSuite.ts"
+export { jobStoreSuite } from "./JobStoreSuite.ts"
 export { mailOutboxSuite } from "./MailOutboxSuite.ts"
 export { orgStoreSuite, type OrgStoreSuiteServices } from "./OrgStoreSuite.ts"
 export { projectStoreSuite, type ProjectStoreSuiteServices } from "./ProjectStoreSuite.ts"

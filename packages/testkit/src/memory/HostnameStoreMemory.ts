@@ -1,9 +1,6 @@
 import { Errors, Hostnames } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
-import { MemoryState, type MemoryStore, read, type Tables, write } from "./MemoryState.ts"
-
-const dueAt = (tables: Tables, row: Hostnames.HostnameRow): string =>
-  tables.hostnameChecks.get(row.name) ?? row.createdAt
+import { MemoryState, type MemoryStore, read, write } from "./MemoryState.ts"
 
 const byListOrder = (a: Hostnames.HostnameRow, b: Hostnames.HostnameRow): number =>
   a.kind !== b.kind
@@ -49,7 +46,6 @@ export const make = (store: MemoryStore): Hostnames.HostnameStore["Service"] =>
           if (tables.hostnames.has(row.name)) return false
           if (!tables.projects.has(row.projectId)) throw new Error(`no project ${row.projectId}`)
           tables.hostnames.set(row.name, row)
-          tables.hostnameChecks.set(row.name, row.createdAt)
           return true
         }),
         (inserted) =>
@@ -58,7 +54,6 @@ export const make = (store: MemoryStore): Hostnames.HostnameStore["Service"] =>
     remove: (name) =>
       write(store, (tables) => {
         tables.hostnames.delete(name)
-        tables.hostnameChecks.delete(name)
       }),
     markActive: (name, verifyToken, at) =>
       updateOwn(store, name, verifyToken, (row) => ({
@@ -68,16 +63,7 @@ export const make = (store: MemoryStore): Hostnames.HostnameStore["Service"] =>
         verifiedAt: row.verifiedAt ?? at
       })),
     recordFailure: (name, verifyToken, error) =>
-      updateOwn(store, name, verifyToken, (row) => (row.status === "pending_dns" ? { ...row, lastError: error } : row)),
-    claimDue: (now, nextCheckAt, limit) =>
-      write(store, (tables) => {
-        const due = [...tables.hostnames.values()]
-          .filter((row) => row.status === "pending_dns" && dueAt(tables, row) <= now)
-          .sort((a, b) => (dueAt(tables, a) < dueAt(tables, b) ? -1 : dueAt(tables, a) > dueAt(tables, b) ? 1 : 0))
-          .slice(0, Math.max(limit, 0))
-        for (const row of due) tables.hostnameChecks.set(row.name, nextCheckAt)
-        return due
-      })
+      updateOwn(store, name, verifyToken, (row) => (row.status === "pending_dns" ? { ...row, lastError: error } : row))
   })
 
 export const layer: Layer.Layer<Hostnames.HostnameStore, never, MemoryState> = Layer.effect(

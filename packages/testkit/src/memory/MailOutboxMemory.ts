@@ -9,7 +9,7 @@ const update = (tables: Tables, id: string, f: (row: Mail.OutboxRow) => Mail.Out
   if (row !== undefined) tables.outbox.set(id, { ...existing, row })
 }
 
-/** `MailOutbox` on the shared memory state; a claim leases rows by moving `nextAttemptAt` to the lease end. */
+/** `MailOutbox` on the shared memory state. */
 export const make = (store: MemoryStore): Mail.MailOutbox["Service"] =>
   Mail.MailOutbox.of({
     enqueue: (message, createdAt) =>
@@ -23,8 +23,6 @@ export const make = (store: MemoryStore): Mail.MailOutbox["Service"] =>
             subject: message.subject,
             text: message.text,
             state: "queued",
-            attempts: 0,
-            nextAttemptAt: createdAt,
             lastError: null,
             sentAt: null,
             createdAt
@@ -32,37 +30,18 @@ export const make = (store: MemoryStore): Mail.MailOutbox["Service"] =>
           seq: nextSeq(store)
         })
       }),
-    claim: (now, leaseUntil, limit) =>
-      write(store, (tables) =>
-        [...tables.outbox.values()]
-          .filter(({ row }) => row.state === "queued" && row.nextAttemptAt <= now)
-          .sort((a, b) =>
-            a.row.nextAttemptAt < b.row.nextAttemptAt
-              ? -1
-              : a.row.nextAttemptAt > b.row.nextAttemptAt
-                ? 1
-                : a.row.createdAt < b.row.createdAt
-                  ? -1
-                  : a.row.createdAt > b.row.createdAt
-                    ? 1
-                    : a.seq - b.seq
-          )
-          .slice(0, Math.max(limit, 0))
-          .map((entry) => {
-            const row: Mail.OutboxRow = { ...entry.row, nextAttemptAt: leaseUntil, attempts: entry.row.attempts + 1 }
-            tables.outbox.set(row.id, { ...entry, row })
-            return row
-          })
-      ),
     markSent: (id, sentAt) =>
-      write(store, (tables) => update(tables, id, (row) => ({ ...row, state: "sent", sentAt }))),
-    markFailed: (id, error, retryAt) =>
+      write(store, (tables) =>
+        update(tables, id, (row) => (row.state === "sent" ? undefined : { ...row, state: "sent", sentAt }))
+      ),
+    recordFailure: (id, error) =>
+      write(store, (tables) =>
+        update(tables, id, (row) => (row.state === "queued" ? { ...row, lastError: error } : undefined))
+      ),
+    markFailed: (id, error) =>
       write(store, (tables) =>
         update(tables, id, (row) =>
-          Option.match(retryAt, {
-            onNone: () => ({ ...row, state: "failed", lastError: error }),
-            onSome: (at) => ({ ...row, state: "queued", lastError: error, nextAttemptAt: at })
-          })
+          row.state === "queued" ? { ...row, state: "failed", lastError: error } : undefined
         )
       ),
     cancel: (id) =>

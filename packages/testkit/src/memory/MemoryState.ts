@@ -4,9 +4,9 @@ import type {
   Edge,
   Idempotency,
   Identity,
+  Jobs,
   Kernel,
   Mail,
-  Operations,
   Orgs,
   Projects,
   Secrets
@@ -47,9 +47,7 @@ export interface Tables {
   readonly projects: Map<string, Projects.ProjectRow>
   /** Keyed by hostname. */
   readonly hostnames: Map<string, HostnameRow>
-  /** When each pending hostname is next due for its background check (no entry: due at its `createdAt`). */
-  readonly hostnameChecks: Map<string, string>
-  readonly operations: Map<string, Operations.OperationRow>
+  readonly jobs: Map<string, Jobs.JobRow>
   readonly deployments: Map<string, Deployments.DeploymentRow>
   /** Keyed by token hash. */
   readonly edgeSessions: Map<string, Edge.EdgeSessionRow>
@@ -75,8 +73,7 @@ const emptyTables = (): Tables => ({
   audit: [],
   projects: new Map(),
   hostnames: new Map(),
-  hostnameChecks: new Map(),
-  operations: new Map(),
+  jobs: new Map(),
   deployments: new Map(),
   edgeSessions: new Map(),
   secrets: new Map(),

@@ -8,7 +8,7 @@ import * as HostnameStoreMemory from "./HostnameStoreMemory.ts"
 import * as IdempotencyStoreMemory from "./IdempotencyStoreMemory.ts"
 import * as MailOutboxMemory from "./MailOutboxMemory.ts"
 import { MemoryState } from "./MemoryState.ts"
-import * as OperationStoreMemory from "./OperationStoreMemory.ts"
+import * as JobStoreMemory from "./JobStoreMemory.ts"
 import * as OrgStoreMemory from "./OrgStoreMemory.ts"
 import * as ProjectStoreMemory from "./ProjectStoreMemory.ts"
 import * as SecretStoreMemory from "./SecretStoreMemory.ts"
@@ -23,7 +23,7 @@ export const layerMemory: Layer.Layer<Stores> = Layer.mergeAll(
   AuditLogMemory.layer,
   TransactorMemory.layer,
   ProjectStoreMemory.layer,
-  OperationStoreMemory.layer,
+  JobStoreMemory.layer,
   DeploymentStoreMemory.layer,
   EdgeSessionStoreMemory.layer,
   SecretStoreMemory.layer,

@@ -1,0 +1,79 @@
+import { Context, type Effect, type Option, type Scope } from "effect"
+import type { JobRow, TerminalCode } from "./Job.ts"
+
+/** A new job as `insert` stores it: unclaimed, no attempts yet. */
+export interface NewJob {
+  readonly id: string
+  readonly kind: string
+  readonly key: string | null
+  readonly payload: unknown
+  readonly phase: string
+  readonly runAt: string
+  readonly createdAt: string
+}
+
+/** A runner's identity for its claims, valid while the scope that registered it is open. */
+export interface RunnerRegistration {
+  readonly owner: string
+  /** False once the store no longer counts this runner alive (PostgreSQL: its session lock is gone). */
+  readonly alive: Effect.Effect<boolean>
+}
+
+/** What a runner does with a job it holds and stops working on for now. */
+export interface Reschedule {
+  readonly phase: string
+  readonly runAt: string
+  readonly error: string | null
+  /** A repeating job starts a fresh round: its attempts count from zero again. */
+  readonly resetAttempts: boolean
+}
+
+/**
+ * Durable jobs. A job is worked on only by the runner holding it: its lease ends at `leaseUntil` (renewed by a
+ * heartbeat while a phase runs) or at once when the runner is gone, whichever comes first. Every write of a runner
+ * names its owner and changes nothing (answers false) once the job has been taken over.
+ */
+export class JobStore extends Context.Service<
+  JobStore,
+  {
+    /** Inserts the job, inside the ambient transaction if any; false when its id, or its key among unfinished jobs of its kind, is taken. */
+    readonly insert: (job: NewJob) => Effect.Effect<boolean>
+    readonly get: (id: string) => Effect.Effect<Option.Option<JobRow>>
+    /** The unfinished job of `kind` with `key`, if any. */
+    readonly findUnfinished: (kind: string, key: string) => Effect.Effect<Option.Option<JobRow>>
+    /** A new runner identity; closing the scope gives up its claims at once. */
+    readonly register: Effect.Effect<RunnerRegistration, never, Scope.Scope>
+    /**
+     * Claims at most `limit` unfinished jobs of `kinds` due at `now` that nobody holds (no owner, an expired lease or
+     * an owner that is gone), the earliest due first (PostgreSQL: `FOR UPDATE SKIP LOCKED`), leasing them to `owner`
+     * until `leaseUntil`. Each claim counts an attempt.
+     */
+    readonly claim: (
+      owner: string,
+      kinds: ReadonlyArray<string>,
+      now: string,
+      leaseUntil: string,
+      limit: number
+    ) => Effect.Effect<ReadonlyArray<JobRow>>
+    /** Extends the leases `owner` still holds among `ids`; answers those ids. */
+    readonly renew: (
+      owner: string,
+      ids: ReadonlyArray<string>,
+      leaseUntil: string
+    ) => Effect.Effect<ReadonlyArray<string>>
+    /** Moves a held job to its next phase unless an abort was requested meanwhile. */
+    readonly advance: (id: string, owner: string, phase: string, at: string) => Effect.Effect<boolean>
+    /** Ends a held job. */
+    readonly finish: (
+      id: string,
+      owner: string,
+      code: TerminalCode,
+      error: string | null,
+      at: string
+    ) => Effect.Effect<boolean>
+    /** Gives a held job back, due again at `runAt`. */
+    readonly reschedule: (id: string, owner: string, next: Reschedule, at: string) => Effect.Effect<boolean>
+    /** Asks an unfinished job at one of `phases` to abort and makes it due now; false when it is not at one. */
+    readonly requestAbort: (id: string, phases: ReadonlyArray<string>, at: string) => Effect.Effect<boolean>
+  }
+>()("@hostplane/core/jobs/JobStore") {}

@@ -1,0 +1,68 @@
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { nowIso } from "../kernel/Time.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { abortablePhases, type JobDefinition, type JobRow } from "./Job.ts"
+import { JobStore } from "./JobStore.ts"
+
+export interface EnqueueOptions {
+  /** The job's id (an operation's `op_...`, a mail's `mail_...`); a random `job_...` when left out. */
+  readonly id?: string
+  readonly key?: string
+  /** When it is first due; now when left out. */
+  readonly runAt?: string
+}
+
+/** Starts jobs and reads them; `enqueue` joins the caller's transaction, so a job exists only if its write commits. */
+export class Jobs extends Context.Service<
+  Jobs,
+  {
+    /** Answers the job's id, or none when the id or the key is taken by another job. */
+    readonly enqueue: <P>(
+      definition: JobDefinition<P>,
+      payload: P,
+      options?: EnqueueOptions
+    ) => Effect.Effect<Option.Option<string>>
+    readonly get: (id: string) => Effect.Effect<Option.Option<JobRow>>
+    readonly findUnfinished: <P>(definition: JobDefinition<P>, key: string) => Effect.Effect<Option.Option<JobRow>>
+    /**
+     * Requests the abort of an unfinished job of `definition` at a phase before its `abortableBefore`; the runner then
+     * undoes it and ends it `aborted`. False when the job is not there or not abortable (at or past that phase).
+     */
+    readonly abort: <P>(definition: JobDefinition<P>, id: string) => Effect.Effect<boolean>
+  }
+>()("@hostplane/core/jobs/Jobs") {
+  static readonly layer = Layer.effect(
+    Jobs,
+    Effect.gen(function* () {
+      const store = yield* JobStore
+      const tokens = yield* Tokens
+      return Jobs.of({
+        enqueue: Effect.fn("Jobs.enqueue")(function* <P>(
+          definition: JobDefinition<P>,
+          payload: P,
+          options: EnqueueOptions = {}
+        ) {
+          const at = yield* nowIso
+          const id = options.id ?? (yield* tokens.id("job"))
+          const inserted = yield* store.insert({
+            id,
+            kind: definition.kind,
+            key: options.key ?? null,
+            payload: yield* Schema.encodeEffect(definition.payload)(payload).pipe(Effect.orDie),
+            phase: definition.phases[0],
+            runAt: options.runAt ?? at,
+            createdAt: at
+          })
+          return inserted ? Option.some(id) : Option.none()
+        }),
+        get: store.get,
+        findUnfinished: (definition, key) => store.findUnfinished(definition.kind, key),
+        abort: Effect.fn("Jobs.abort")(function* <P>(definition: JobDefinition<P>, id: string) {
+          const row = yield* store.get(id)
+          if (Option.isNone(row) || row.value.kind !== definition.kind) return false
+          return yield* store.requestAbort(id, abortablePhases(definition), yield* nowIso)
+        })
+      })
+    })
+  )
+}

@@ -1,0 +1,150 @@
+import { Jobs } from "@hostplane/core"
+import { Effect, Layer, Option } from "effect"
+import { MemoryState, type MemoryStore, read, type Tables, write } from "./MemoryState.ts"
+
+/** The runners registered on each store and not closed yet: the memory store's notion of a live process. */
+const liveRunners = new WeakMap<MemoryStore, Set<string>>()
+const runnersOf = (store: MemoryStore): Set<string> => {
+  let runners = liveRunners.get(store)
+  if (runners === undefined) liveRunners.set(store, (runners = new Set()))
+  return runners
+}
+
+const unfinished = (row: Jobs.JobRow) => row.terminalCode === null
+
+/** Applies `f` to a job `owner` still holds; false when it holds it no longer. */
+const updateHeld = (
+  tables: Tables,
+  id: string,
+  owner: string,
+  f: (row: Jobs.JobRow) => Jobs.JobRow | undefined
+): boolean => {
+  const row = tables.jobs.get(id)
+  if (row === undefined || !unfinished(row) || row.leaseOwner !== owner) return false
+  const next = f(row)
+  if (next === undefined) return false
+  tables.jobs.set(id, next)
+  return true
+}
+
+const byDue = (a: Jobs.JobRow, b: Jobs.JobRow) =>
+  a.runAt < b.runAt ? -1 : a.runAt > b.runAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+
+/** `JobStore` on the shared memory state; a runner is live from `register` until its scope closes. */
+export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
+  const runners = runnersOf(store)
+  return Jobs.JobStore.of({
+    insert: (job) =>
+      write(store, (tables) => {
+        const taken =
+          tables.jobs.has(job.id) ||
+          (job.key !== null &&
+            [...tables.jobs.values()].some((row) => row.kind === job.kind && row.key === job.key && unfinished(row)))
+        if (taken) return false
+        tables.jobs.set(job.id, {
+          ...job,
+          payload: structuredClone(job.payload),
+          terminalCode: null,
+          attempts: 0,
+          leaseOwner: null,
+          leaseUntil: null,
+          abortRequested: false,
+          lastError: null,
+          updatedAt: job.createdAt
+        })
+        return true
+      }),
+    get: (id) => read(store, (tables) => Option.fromNullishOr(tables.jobs.get(id))),
+    findUnfinished: (kind, key) =>
+      read(store, (tables) =>
+        Option.fromNullishOr(
+          [...tables.jobs.values()].find((row) => row.kind === kind && row.key === key && unfinished(row))
+        )
+      ),
+    register: Effect.acquireRelease(
+      Effect.sync(() => {
+        const owner = `runner_${crypto.randomUUID()}`
+        runners.add(owner)
+        return owner
+      }),
+      (owner) =>
+        Effect.andThen(
+          Effect.sync(() => runners.delete(owner)),
+          write(store, (tables) => {
+            for (const row of tables.jobs.values()) {
+              if (row.leaseOwner === owner && unfinished(row)) {
+                tables.jobs.set(row.id, { ...row, leaseOwner: null, leaseUntil: null })
+              }
+            }
+          })
+        )
+    ).pipe(Effect.map((owner) => ({ owner, alive: Effect.sync(() => runners.has(owner)) }))),
+    claim: (owner, kinds, now, leaseUntil, limit) =>
+      write(store, (tables) =>
+        [...tables.jobs.values()]
+          .filter(
+            (row) =>
+              unfinished(row) &&
+              kinds.includes(row.kind) &&
+              row.runAt <= now &&
+              (row.leaseOwner === null ||
+                (row.leaseUntil !== null && row.leaseUntil <= now) ||
+                !runners.has(row.leaseOwner))
+          )
+          .sort(byDue)
+          .slice(0, Math.max(limit, 0))
+          .map((row) => {
+            const claimed = { ...row, leaseOwner: owner, leaseUntil, attempts: row.attempts + 1 }
+            tables.jobs.set(row.id, claimed)
+            return claimed
+          })
+      ),
+    renew: (owner, ids, leaseUntil) =>
+      write(store, (tables) => ids.filter((id) => updateHeld(tables, id, owner, (row) => ({ ...row, leaseUntil })))),
+    advance: (id, owner, phase, at) =>
+      write(store, (tables) =>
+        updateHeld(tables, id, owner, (row) => (row.abortRequested ? undefined : { ...row, phase, updatedAt: at }))
+      ),
+    finish: (id, owner, code, error, at) =>
+      write(store, (tables) =>
+        updateHeld(tables, id, owner, (row) => ({
+          ...row,
+          terminalCode: code,
+          lastError: error ?? row.lastError,
+          leaseOwner: null,
+          leaseUntil: null,
+          updatedAt: at
+        }))
+      ),
+    reschedule: (id, owner, next, at) =>
+      write(store, (tables) =>
+        updateHeld(tables, id, owner, (row) => ({
+          ...row,
+          phase: next.phase,
+          runAt: next.runAt,
+          lastError: next.error,
+          attempts: next.resetAttempts ? 0 : row.attempts,
+          leaseOwner: null,
+          leaseUntil: null,
+          updatedAt: at
+        }))
+      ),
+    requestAbort: (id, phases, at) =>
+      write(store, (tables) => {
+        const row = tables.jobs.get(id)
+        if (row === undefined || !unfinished(row) || !phases.includes(row.phase)) return false
+        tables.jobs.set(id, {
+          ...row,
+          abortRequested: true,
+          runAt: row.runAt < at ? row.runAt : at,
+          updatedAt: at
+        })
+        return true
+      })
+  })
+}
+
+export const layer: Layer.Layer<Jobs.JobStore, never, MemoryState> = Layer.effect(
+  Jobs.JobStore,
+  Effect.map(Effect.service(MemoryState), make)
+)
