@@ -252,4 +252,48 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
     expect(posted.status).toBe(303)
     expect(posted.headers["location"]).toBe("/%E2%98%83")
   })
+
+  it("protected files are Cache-Control private with Vary: Cookie; every answer nosniff with a referrer policy; the service's pages refuse framing", async () => {
+    const { slug, project, host } = await deployed()
+    const open = await edge(host, "/app.js")
+    expect(open.headers["cache-control"]).toBe("public, max-age=0, must-revalidate")
+    expect(open.headers["x-content-type-options"]).toBe("nosniff")
+    expect(open.headers["referrer-policy"]).toBe("strict-origin-when-cross-origin")
+    expect(open.headers["x-frame-options"]).toBeUndefined()
+    await api.put(
+      `/v1/orgs/${slug}/projects/${project}/access`,
+      { mode: "password", password: "correct horse" },
+      { token: suite.admin.token }
+    )
+    const form = await edge(host, "/app.js", { headers: { accept: "text/html" } })
+    expect(form.status).toBe(401)
+    expect(form.headers["x-frame-options"]).toBe("DENY")
+    expect(form.headers["content-security-policy"]).toContain("frame-ancestors 'none'")
+    expect(form.headers["x-content-type-options"]).toBe("nosniff")
+    expect(form.headers["referrer-policy"]).toBe("no-referrer")
+    const ok = await edge(host, "/__service/access/password", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ password: "correct horse", next: "/app.js" }).toString()
+    })
+    expect(ok.status).toBe(303)
+    expect(ok.headers["x-frame-options"]).toBe("DENY")
+    const setCookie = ok.headers["set-cookie"]![0]!
+    expect(setCookie).toMatch(/^__Host-service_access=[^;]+; /)
+    expect(setCookie).toContain("Secure")
+    expect(setCookie).toContain("Path=/;")
+    expect(setCookie).not.toMatch(/domain=/i)
+    const cookie = setCookie.split(";")[0]!
+    const file = await edge(host, "/app.js", { headers: { cookie } })
+    expect(file.status).toBe(200)
+    expect(file.headers["cache-control"]).toBe("private, max-age=0, must-revalidate")
+    expect(file.headers["vary"]).toBe("Cookie")
+    expect(file.headers["x-content-type-options"]).toBe("nosniff")
+    const revalidated = await edge(host, "/app.js", {
+      headers: { cookie, "if-none-match": file.headers["etag"] as string }
+    })
+    expect(revalidated.status).toBe(304)
+    expect(revalidated.headers["cache-control"]).toBe("private, max-age=0, must-revalidate")
+    expect(revalidated.headers["vary"]).toBe("Cookie")
+  })
 })

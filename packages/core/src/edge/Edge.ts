@@ -13,8 +13,11 @@ import { safeNextPath } from "../access/AccessRules.ts"
 import { assetCandidates, contentTypeOf } from "./AssetPath.ts"
 import { EdgeSessionStore } from "./EdgeSessionStore.ts"
 
-/** The cookie carrying a visitor's pass on a protected deployment's host. */
-export const accessCookie = "__service_access"
+/**
+ * The cookie carrying a visitor's pass on a protected deployment's host. The `__Host-` prefix makes browsers take it
+ * only when Secure, for `Path=/` and without `Domain`, so a sibling host under the app domain cannot plant one.
+ */
+export const accessCookie = "__Host-service_access"
 
 /** How long a pass from an authorize code or the shared password lasts. */
 export const edgeSessionTtl = Duration.hours(12)
@@ -44,8 +47,10 @@ export type EdgeAnswer =
       readonly etag: string
       /** HEAD: headers only. */
       readonly bodyless: boolean
+      /** Served under an access policy: the answer depends on the visitor's cookie and no shared cache may keep it. */
+      readonly private: boolean
     }
-  | { readonly _tag: "NotModified"; readonly etag: string }
+  | { readonly _tag: "NotModified"; readonly etag: string; readonly private: boolean }
   | {
       readonly _tag: "Redirect"
       readonly location: string
@@ -158,7 +163,12 @@ export class Edge extends Context.Service<
         return problem(404, "not_found", `no system route ${path}`)
       })
 
-      const serve = Effect.fnUntraced(function* (request: EdgeRequest, projectId: string, path: string) {
+      const serve = Effect.fnUntraced(function* (
+        request: EdgeRequest,
+        projectId: string,
+        path: string,
+        isPrivate: boolean
+      ) {
         const project = yield* projects.findById(projectId)
         const liveId = Option.isSome(project) ? project.value.liveDeploymentId : null
         const live = liveId === null ? Option.none() : yield* deployments.get(projectId, liveId)
@@ -171,7 +181,7 @@ export class Edge extends Context.Service<
           const file = yield* artifacts.file(digest, candidate)
           if (Option.isSome(file)) {
             if (request.ifNoneMatch !== undefined && request.ifNoneMatch.split(/\s*,\s*/).includes(etag)) {
-              return { _tag: "NotModified", etag } satisfies EdgeAnswer
+              return { _tag: "NotModified", etag, private: isPrivate } satisfies EdgeAnswer
             }
             return {
               _tag: "File",
@@ -179,7 +189,8 @@ export class Edge extends Context.Service<
               file: file.value,
               contentType: contentTypeOf(candidate),
               etag,
-              bodyless: request.method === "HEAD"
+              bodyless: request.method === "HEAD",
+              private: isPrivate
             } satisfies EdgeAnswer
           }
         }
@@ -191,7 +202,8 @@ export class Edge extends Context.Service<
             file: notFoundPage.value,
             contentType: contentTypeOf("404.html"),
             etag,
-            bodyless: request.method === "HEAD"
+            bodyless: request.method === "HEAD",
+            private: isPrivate
           } satisfies EdgeAnswer
         }
         return problem(404, "not_found", `no file for ${path}`)
@@ -230,7 +242,7 @@ export class Edge extends Context.Service<
               } satisfies EdgeAnswer)
             : problem(401, "unauthorized", "this deployment is open to members of its organization")
         }
-        return yield* serve(request, projectId, url.pathname)
+        return yield* serve(request, projectId, url.pathname, policy.mode !== "public")
       })
 
       return Edge.of({ handle })

@@ -23,13 +23,32 @@ const readForm = (request: HttpServerRequest.HttpServerRequest) =>
         Effect.orElseSucceed((): Record<string, string> => ({}))
       )
 
-const cookieFlags = (request: HttpServerRequest.HttpServerRequest, maxAge: number) =>
-  `Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${request.headers["x-forwarded-proto"] === "https" ? "; Secure" : ""}`
+/** What a `__Host-` cookie must carry; browsers treat `localhost` names as secure, so it works in development too. */
+const cookieFlags = (maxAge: number) => `Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=${maxAge}`
 
-const toResponse = (request: HttpServerRequest.HttpServerRequest, answer: Edge.EdgeAnswer) => {
+/** A file behind an access policy must not land in a shared cache, nor be reused for a visitor without the cookie. */
+const cachingOf = (isPrivate: boolean) =>
+  isPrivate
+    ? { "cache-control": "private, max-age=0, must-revalidate", vary: "Cookie" }
+    : { "cache-control": "public, max-age=0, must-revalidate" }
+
+/** Every edge response: no content sniffing, and no full URL (it may hold a code or a path) sent to other sites. */
+const everyResponse = {
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "strict-origin-when-cross-origin"
+}
+
+/** The service's own answers (the password form, its errors and redirects): never framed, loading nothing. */
+const servicePage = {
+  "x-frame-options": "DENY",
+  "content-security-policy": "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "referrer-policy": "no-referrer"
+}
+
+const toResponse = (answer: Edge.EdgeAnswer) => {
   switch (answer._tag) {
     case "File": {
-      const headers = { etag: answer.etag, "cache-control": "public, max-age=0, must-revalidate" }
+      const headers = { etag: answer.etag, ...cachingOf(answer.private) }
       return answer.bodyless
         ? HttpServerResponse.empty({
             status: answer.status,
@@ -43,7 +62,7 @@ const toResponse = (request: HttpServerRequest.HttpServerRequest, answer: Edge.E
           })
     }
     case "NotModified":
-      return HttpServerResponse.empty({ status: 304, headers: { etag: answer.etag } })
+      return HttpServerResponse.empty({ status: 304, headers: { etag: answer.etag, ...cachingOf(answer.private) } })
     case "Redirect":
       return HttpServerResponse.redirect(answer.location, {
         status: 303,
@@ -51,7 +70,7 @@ const toResponse = (request: HttpServerRequest.HttpServerRequest, answer: Edge.E
           answer.setSession === undefined
             ? {}
             : {
-                "set-cookie": `${Edge.accessCookie}=${answer.setSession.value}; ${cookieFlags(request, answer.setSession.maxAge)}`,
+                "set-cookie": `${Edge.accessCookie}=${answer.setSession.value}; ${cookieFlags(answer.setSession.maxAge)}`,
                 "cache-control": "no-store"
               }
       })
@@ -82,7 +101,11 @@ export const edgeApp = Effect.gen(function* () {
     wantsHtml: (request.headers["accept"] ?? "").includes("text/html"),
     form: isPasswordPost ? yield* readForm(request) : undefined
   })
-  const response = withAsciiLocation(toResponse(request, answer))
+  const served = toResponse(answer)
+  const own = answer._tag !== "File" && answer._tag !== "NotModified"
+  const response = withAsciiLocation(
+    HttpServerResponse.setHeaders(served, own ? { ...everyResponse, ...servicePage } : everyResponse)
+  )
   yield* Effect.logInfo("edge request").pipe(
     Effect.annotateLogs({
       host,
