@@ -1,3 +1,4 @@
+import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactStoreDisk } from "@hostplane/adapters-providers"
@@ -174,5 +175,24 @@ describe("ArtifactStoreDisk", () => {
       )
       assert.strictEqual(dir, Path.resolve(".hostplane", "artifacts"))
     })
+  )
+
+  it.effect(
+    "a store opened over a folder a killed process left removes its tmp/*.part files and keeps every artifact",
+    () =>
+      Effect.gen(function* () {
+        const dir = yield* tempDir("artifacts")
+        const first = yield* ArtifactStoreDisk.make(dir)
+        const stored = yield* first.put(streamOfBytes(text("kept")))
+        // What a process killed in the middle of two uploads leaves behind.
+        yield* Effect.promise(async () => {
+          await Fs.writeFile(Path.join(dir, "tmp", "0b7c-killed.part"), "half a bundle")
+          await Fs.writeFile(Path.join(dir, "tmp", "9f1e-killed.part"), "half an index")
+        })
+        assert.strictEqual((yield* filesUnder(Path.join(dir, "tmp"))).length, 2)
+        const reopened = yield* ArtifactStoreDisk.make(dir)
+        assert.deepStrictEqual(yield* filesUnder(Path.join(dir, "tmp")), [])
+        assert.strictEqual(yield* collect(reopened.open(stored.digest)), "kept")
+      })
   )
 })

@@ -38,14 +38,21 @@ const encodeIndex = Schema.encodeEffect(IndexFile)
 /** Indexes kept parsed in memory for `file`; each holds at most `BundleLimits.entries` paths. */
 const indexCacheCapacity = 32
 
+/** The suffix of a temporary object: only a live `put` or `putIndex` of this process owns one. */
+const partSuffix = ".part"
+
 /**
  * The store under `dir`: blobs at `sha256/<2 hex>/<64 hex>`, bundle indexes at `index/<2 hex>/<64 hex>.json`,
- * temporary objects in `tmp/` (the same file system, so the commit is one atomic rename of a flushed file).
+ * temporary objects in `tmp/` (the same file system, so the commit is one atomic rename of a flushed file). The folder
+ * belongs to one process: at start it removes the `tmp/*.part` files a killed process left behind (replicas share
+ * artifacts through object storage, never one folder).
  */
 export const make = Effect.fn("ArtifactStoreDisk.make")(function* (dir: string) {
   const root = Path.resolve(dir)
   const tmp = Path.join(root, "tmp")
   yield* io(() => Fs.mkdir(tmp, { recursive: true, mode: 0o700 }))
+  const leftovers = (yield* io(() => Fs.readdir(tmp))).filter((name) => name.endsWith(partSuffix))
+  yield* Effect.forEach(leftovers, (name) => removeQuietly(Path.join(tmp, name)), { concurrency: 8, discard: true })
 
   const hexOf = (digest: Deployments.Digest) => digest.slice("sha256:".length)
   const blobPath = (digest: Deployments.Digest) => {
@@ -56,7 +63,7 @@ export const make = Effect.fn("ArtifactStoreDisk.make")(function* (dir: string) 
     const hex = hexOf(digest)
     return Path.join(root, "index", hex.slice(0, 2), `${hex}.json`)
   }
-  const tempPath = () => Path.join(tmp, `${randomUUID()}.part`)
+  const tempPath = () => Path.join(tmp, `${randomUUID()}${partSuffix}`)
 
   const folders = new Set<string>()
   const ensureFolder = (folder: string) =>
