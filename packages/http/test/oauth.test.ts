@@ -33,10 +33,14 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
     await idp.dispose()
   })
 
+  /** The state cookie start set, by the callback query it belongs to: the browser that started each sign-in. */
+  const browsers = new Map<string, string>()
+
   /** Runs start and the provider's authorize page; answers our callback's query (code and state). */
   const authorize = async (redirect = appCallback) => {
     const start = await api.get(`/v1/auth/idp/start?redirect=${encodeURIComponent(redirect)}`)
     expect(start.status).toBe(302)
+    const cookie = (start.headers.get("set-cookie") ?? "").split(";")[0]!
     const authorizeUrl = new URL(start.headers.get("location")!)
     expect(`${authorizeUrl.origin}${authorizeUrl.pathname}`).toBe(fake.authorizeUrl)
     expect(authorizeUrl.searchParams.get("code_challenge_method")).toBe("S256")
@@ -44,8 +48,12 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
     expect(page.status).toBe(302)
     const back = new URL(page.headers.get("location")!)
     expect(back.pathname).toBe("/v1/auth/idp/callback")
+    browsers.set(back.search, cookie)
     return back.search
   }
+  /** The provider sends the browser that started the sign-in back to our callback, with its cookie. */
+  const finish = (query: string) =>
+    api.get(`/v1/auth/idp/callback${query}`, { headers: { cookie: browsers.get(query) ?? "" } })
   const fragmentOf = (location: string) => {
     const url = new URL(location)
     return { base: `${url.origin}${url.pathname}`, values: Object.fromEntries(new URLSearchParams(url.hash.slice(1))) }
@@ -55,7 +63,7 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
     const subject = unique("octo")
     await idp.runPromise(fake.signIn({ subject, email: `${subject}@example.test`, name: "Octo Cat" }))
     const query = await authorize()
-    const callback = await api.get(`/v1/auth/idp/callback${query}`)
+    const callback = await finish(query)
     expect(callback.status).toBe(302)
     expect(callback.headers.get("cache-control")).toBe("no-store")
     const { base, values } = fragmentOf(callback.headers.get("location")!)
@@ -71,16 +79,16 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
   it("signing in again with the same subject returns the same user", async () => {
     const subject = unique("again")
     await idp.runPromise(fake.signIn({ subject }))
-    const first = fragmentOf((await api.get(`/v1/auth/idp/callback${await authorize()}`)).headers.get("location")!)
-    const second = fragmentOf((await api.get(`/v1/auth/idp/callback${await authorize()}`)).headers.get("location")!)
+    const first = fragmentOf((await finish(await authorize())).headers.get("location")!)
+    const second = fragmentOf((await finish(await authorize())).headers.get("location")!)
     expect(second.values.userId).toBe(first.values.userId)
   })
 
   it("a state is single use: replaying the callback is 400", async () => {
     await idp.runPromise(fake.signIn({ subject: unique("replay") }))
     const query = await authorize()
-    expect((await api.get(`/v1/auth/idp/callback${query}`)).status).toBe(302)
-    const replay = await api.get(`/v1/auth/idp/callback${query}`)
+    expect((await finish(query)).status).toBe(302)
+    const replay = await finish(query)
     expect(replay.status).toBe(400)
     expect(replay.body.code).toBe("bad_request")
   })
@@ -103,7 +111,7 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
     await idp.runPromise(fake.denyNext)
     const query = await authorize()
     expect(new URLSearchParams(query).get("error")).toBe("access_denied")
-    const callback = await api.get(`/v1/auth/idp/callback${query}`)
+    const callback = await finish(query)
     expect(callback.status).toBe(302)
     const { base, values } = fragmentOf(callback.headers.get("location")!)
     expect(base).toBe(appCallback)
@@ -116,7 +124,7 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
     await idp.runPromise(fake.signIn({ subject: unique("refused") }))
     const query = await authorize()
     await idp.runPromise(fake.answerNext("token", { status: 400, body: { error: "invalid_grant" } }))
-    const callback = await api.get(`/v1/auth/idp/callback${query}`)
+    const callback = await finish(query)
     expect(callback.status).toBe(302)
     expect(fragmentOf(callback.headers.get("location")!).values).toMatchObject({ error: "exchange_failed" })
   })
@@ -124,10 +132,34 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
   it("a redirect beyond Latin-1 comes back percent-encoded in Location, not as a broken 500", async () => {
     const subject = unique("snow")
     await idp.runPromise(fake.signIn({ subject }))
-    const callback = await api.get(`/v1/auth/idp/callback${await authorize("http://app.test/☃?x=é")}`)
+    const callback = await finish(await authorize("http://app.test/☃?x=é"))
     expect(callback.status).toBe(302)
     const location = callback.headers.get("location")!
     expect(location).toMatch(/^http:\/\/app\.test\/%E2%98%83\?x=%C3%A9#token=/)
     expect(fragmentOf(location).values.subject).toBe(subject)
+  })
+
+  it("the state is bound to the browser that started sign-in: a missing or different cookie fails with #error=state_mismatch", async () => {
+    await idp.runPromise(fake.signIn({ subject: unique("csrf") }))
+    const start = await api.get(`/v1/auth/idp/start?redirect=${encodeURIComponent(appCallback)}`)
+    const setCookie = start.headers.get("set-cookie")!
+    expect(setCookie).toMatch(/^hostplane_oauth=[A-Za-z0-9_-]{43}; /)
+    expect(setCookie).toContain("HttpOnly")
+    expect(setCookie).toContain("SameSite=Lax")
+    // An attacker's own sign-in, planted in a victim's browser, arrives without the attacker's cookie.
+    const planted = await authorize()
+    const tokensBefore = (await idp.runPromise(fake.stats)).token
+    const victim = await api.get(`/v1/auth/idp/callback${planted}`)
+    expect(victim.status).toBe(302)
+    const { base, values } = fragmentOf(victim.headers.get("location")!)
+    expect(base).toBe(appCallback)
+    expect(values.error).toBe("state_mismatch")
+    expect(values.token).toBeUndefined()
+    expect((await idp.runPromise(fake.stats)).token).toBe(tokensBefore)
+    const other = await authorize()
+    const foreign = await api.get(`/v1/auth/idp/callback${other}`, { headers: { cookie: browsers.get(planted)! } })
+    expect(fragmentOf(foreign.headers.get("location")!).values.error).toBe("state_mismatch")
+    // The state is used up either way: the rightful browser cannot finish it afterwards.
+    expect((await finish(planted)).status).toBe(400)
   })
 })

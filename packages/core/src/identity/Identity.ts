@@ -41,12 +41,18 @@ export class Identity extends Context.Service<
     readonly authenticate: (token: string) => Effect.Effect<Actor, Unauthorized>
     readonly me: (actor: Actor) => Effect.Effect<Me, Unauthorized>
     /** The identity provider's authorize URL; `redirect` must be on the allowlist. */
-    readonly startIdp: (redirect: string) => Effect.Effect<string, BadRequest>
+    /**
+     * The identity provider's authorize URL and its `state`; `redirect` must be on the allowlist. The caller hands
+     * `state` to the browser (a cookie) so that `finishIdp` can tell the browser that started the sign-in.
+     */
+    readonly startIdp: (redirect: string) => Effect.Effect<{ readonly url: string; readonly state: string }, BadRequest>
     /** The client redirect with the session (or the error) in its fragment; 400 when `state` is unknown or used. */
     readonly finishIdp: (input: {
       readonly state: string
       readonly code?: string | undefined
       readonly error?: string | undefined
+      /** The `state` the browser kept from `startIdp`; a missing or different one fails (login CSRF). */
+      readonly browserState: string | undefined
     }) => Effect.Effect<string, BadRequest>
   }
 >()("@hostplane/core/identity/Identity") {
@@ -141,21 +147,30 @@ export class Identity extends Context.Service<
           codeVerifier,
           expiresAt: yield* isoAfter(oauthStateTtl)
         })
-        return yield* idp.value
+        const url = yield* idp.value
           .authorizeUrl({ state, codeChallenge, redirectUri: callbackUri })
           .pipe(Effect.mapError((error) => new BadRequest({ message: error.message })))
+        return { url, state }
       })
 
       const finishIdp = Effect.fn("Identity.finishIdp")(function* (input: {
         readonly state: string
         readonly code?: string | undefined
         readonly error?: string | undefined
+        readonly browserState: string | undefined
       }) {
-        const pending = yield* users.takeOAuthState(yield* tokens.hash(input.state))
+        const stateHash = yield* tokens.hash(input.state)
+        const pending = yield* users.takeOAuthState(stateHash)
         if (Option.isNone(pending) || pending.value.expiresAt <= (yield* nowIso)) {
           return yield* new BadRequest({ message: "unknown, used or expired sign-in state" })
         }
         const back = (values: Record<string, string>) => `${pending.value.redirect.split("#")[0]}#${fragment(values)}`
+        // Someone else's state and code, planted in this browser, would sign it in as them: the state is used up.
+        const fromThisBrowser =
+          input.browserState !== undefined && (yield* tokens.hash(input.browserState)) === stateHash
+        if (!fromThisBrowser) {
+          return back({ error: "state_mismatch", message: "this sign-in was started in another browser: start again" })
+        }
         if (input.error !== undefined && input.error !== "") {
           return back({ error: input.error, message: "the identity provider refused the sign-in" })
         }

@@ -16,7 +16,13 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       query: { redirect: Schema.String },
       success: Redirect,
       error: apiErrors(Errors.BadRequest)
-    }),
+    }).annotateMerge(
+      OpenApi.annotations({
+        description:
+          "Browser navigation only. Sets the `hostplane_oauth` cookie (`__Host-hostplane_oauth` over https) that binds " +
+          "the sign-in to this browser, then redirects (302) to the identity provider."
+      })
+    ),
     HttpApiEndpoint.get("idpCallback", "/auth/idp/callback", {
       query: {
         state: Schema.String,
@@ -25,7 +31,14 @@ export class IdentityApi extends HttpApiGroup.make("identity")
       },
       success: Redirect,
       error: apiErrors(Errors.BadRequest)
-    })
+    }).annotateMerge(
+      OpenApi.annotations({
+        description:
+          "Redirects (302) to the start's `redirect` with the session in the fragment, or `#error=<code>&message=<text>`. " +
+          "A callback without the start's cookie, or with another sign-in's, is `#error=state_mismatch` (login CSRF) " +
+          "and uses the state up. An unknown, used or expired `state` is 400."
+      })
+    )
   )
   .annotateMerge(OpenApi.annotations({ title: "Identity", description: "Sign-in and the current user (spec 4.1)." })) {}
 
