@@ -117,8 +117,9 @@ export class JobRunner extends Context.Service<
             createdAt: row.createdAt
           })
 
-          const abort = Effect.gen(function* () {
-            if (handler.onAbort !== undefined) yield* handler.onAbort(jobAt(row.phase))
+          // `phase` is where the job stands: the phases before it ran, the ones from it on never will.
+          const abort = Effect.fnUntraced(function* (phase: string) {
+            if (handler.onAbort !== undefined) yield* handler.onAbort(jobAt(phase))
             yield* store.finish(row.id, me, "aborted", null, yield* nowIso)
           })
 
@@ -159,7 +160,7 @@ export class JobRunner extends Context.Service<
             )
           })
 
-          if (row.abortRequested) return yield* abort
+          if (row.abortRequested) return yield* abort(row.phase)
           for (let at = index; ;) {
             const phase = phases[at]!
             const exit = yield* Effect.exit(handler.run(phase, jobAt(phase)))
@@ -183,7 +184,9 @@ export class JobRunner extends Context.Service<
             }
             if (!(yield* store.advance(row.id, me, phases[at]!, yield* nowIso))) {
               const now = yield* store.get(row.id)
-              if (Option.isSome(now) && now.value.leaseOwner === me && now.value.abortRequested) return yield* abort
+              if (Option.isSome(now) && now.value.leaseOwner === me && now.value.abortRequested) {
+                return yield* abort(now.value.phase)
+              }
               return yield* Effect.logWarning("job taken over by another runner", { jobId: row.id })
             }
           }
