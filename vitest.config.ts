@@ -14,6 +14,8 @@ export default defineConfig({
     maxWorkers: Os.availableParallelism() + 1,
     // Console output (request logs and other server logs) is buffered per test and shown only when it fails.
     silent: "passed-only",
+    // The report lists every file with its time; single tests only when really slow (vitest's default is 300 ms).
+    slowTestThreshold: 5_000,
     testTimeout: 30_000,
     hookTimeout: 120_000
   }
