@@ -170,7 +170,7 @@ describe("Access policy (spec 4.11) on the memory store", () => {
     )
   )
 
-  it.effect("a code is bound to its host, and used up by any attempt, even at the wrong host", () =>
+  it.effect("a code is bound to its host: refused at another host without being burned for its own", () =>
     withCore()(
       Effect.gen(function* () {
         const access = yield* Access.AccessPolicies
@@ -178,6 +178,7 @@ describe("Access policy (spec 4.11) on the memory store", () => {
         yield* (yield* Projects.Projects).create(admin, "team", "api")
         const { code } = callback((yield* access.authorize(admin, { to: "web.apps.localhost", next: "/" })).url)
         assert.isTrue(Option.isNone(yield* access.exchangeCode("api.apps.localhost", code)))
+        assert.isTrue(Option.isSome(yield* access.exchangeCode("web.apps.localhost", code)))
         assert.isTrue(Option.isNone(yield* access.exchangeCode("web.apps.localhost", code)))
         assert.isTrue(Option.isNone(yield* access.exchangeCode("web.apps.localhost", "made-up")))
         assert.isTrue(Option.isNone(yield* access.exchangeCode("web.apps.localhost", "")))

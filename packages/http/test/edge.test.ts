@@ -296,4 +296,18 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
     expect(revalidated.headers["cache-control"]).toBe("private, max-age=0, must-revalidate")
     expect(revalidated.headers["vary"]).toBe("Cookie")
   })
+
+  it("a sign-in code presented on the wrong host is refused without being burned for its own host", async () => {
+    const { slug, project, host } = await deployed()
+    const other = await deployed()
+    await api.put(`/v1/orgs/${slug}/projects/${project}/access`, { mode: "org" }, { token: suite.admin.token })
+    const authorized = await api.post("/v1/access/authorize", { to: host, next: "/" }, { token: suite.admin.token })
+    const callback = new URL(authorized.body.url)
+    const elsewhere = await edge(other.host, `${callback.pathname}${callback.search}`)
+    expect(elsewhere.status).toBe(403)
+    expect(elsewhere.headers["set-cookie"]).toBeUndefined()
+    const home = await edge(host, `${callback.pathname}${callback.search}`)
+    expect(home.status).toBe(303)
+    expect(home.headers["set-cookie"]![0]).toMatch(/^__Host-service_access=/)
+  })
 })

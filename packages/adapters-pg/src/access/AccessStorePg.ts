@@ -37,9 +37,10 @@ export const layer = Layer.effect(
             RETURNING ${policyColumns}`
     })
     const takeCode = SqlSchema.findOneOption({
-      Request: Schema.String,
+      Request: Schema.Struct({ codeHash: Schema.String, host: Schema.String }),
       Result: CodeRow,
-      execute: (codeHash) => sql`DELETE FROM access_codes WHERE code_hash = ${codeHash} RETURNING ${codeColumns}`
+      execute: ({ codeHash, host }) =>
+        sql`DELETE FROM access_codes WHERE code_hash = ${codeHash} AND host = ${host} RETURNING ${codeColumns}`
     })
     const findActiveHost = SqlSchema.findOneOption({
       Request: Schema.String,
@@ -65,7 +66,7 @@ export const layer = Layer.effect(
         sql`INSERT INTO access_codes (code_hash, host, project_id, org_id, user_id, expires_at, created_at) VALUES (
           ${code.codeHash}, ${code.host}, ${code.projectId}, ${code.orgId}, ${code.userId},
           ${code.expiresAt}::timestamptz, ${code.createdAt}::timestamptz)`.pipe(Effect.asVoid, Effect.orDie),
-      takeCode: (codeHash) => takeCode(codeHash).pipe(Effect.orDie),
+      takeCode: (codeHash, host) => takeCode({ codeHash, host }).pipe(Effect.orDie),
       purgeCodes: (at) =>
         sql`DELETE FROM access_codes WHERE expires_at <= ${at}::timestamptz`.pipe(Effect.asVoid, Effect.orDie),
       findActiveHost: (name) => findActiveHost(name).pipe(Effect.orDie)

@@ -94,7 +94,8 @@ export class AccessPolicies extends Context.Service<
     /**
      * Redeems a one-time code at the host it was issued for: some grant when the code is known, unused, unexpired,
      * issued for `host`, the host still routes to the same project and the user still belongs to the owning org.
-     * Every attempt uses the code up, whatever the answer. The edge then admits the user with `admitsRole`.
+     * Every attempt at its own host uses the code up, whatever the answer; an attempt at another host leaves it, so
+     * a code cannot be burned for its host from elsewhere. The edge then admits the user with `admitsRole`.
      */
     readonly exchangeCode: (host: string, code: string) => Effect.Effect<Option.Option<AccessGrant>>
   }
@@ -229,11 +230,11 @@ export class AccessPolicies extends Context.Service<
 
       const exchangeCode = Effect.fn("AccessPolicies.exchangeCode")(function* (host: string, code: string) {
         if (code.length === 0 || code.length > maxPresented) return Option.none<AccessGrant>()
-        const taken = yield* store.takeCode(yield* tokens.hash(code))
+        const name = parseHost(host)
+        if (Option.isNone(name)) return Option.none<AccessGrant>()
+        const taken = yield* store.takeCode(yield* tokens.hash(code), name.value)
         if (Option.isNone(taken)) return Option.none<AccessGrant>()
         const row = taken.value
-        const name = parseHost(host)
-        if (Option.isNone(name) || name.value !== row.host) return Option.none<AccessGrant>()
         if ((yield* now) >= isoToMillis(row.expiresAt)) return Option.none<AccessGrant>()
         const routed = yield* store.findActiveHost(row.host)
         if (Option.isNone(routed) || routed.value.projectId !== row.projectId) return Option.none<AccessGrant>()

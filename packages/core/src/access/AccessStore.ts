@@ -21,8 +21,11 @@ export class AccessStore extends Context.Service<
     /** Replaces the bypass hash (null clears it); a new hash on a project without a row creates a `public` one. */
     readonly setBypass: (projectId: string, bypassHash: string | null, at: string) => Effect.Effect<void>
     readonly insertCode: (code: AccessCodeRow) => Effect.Effect<void>
-    /** Removes the code and answers it: of concurrent calls for one code at most one gets it. */
-    readonly takeCode: (codeHash: string) => Effect.Effect<Option.Option<AccessCodeRow>>
+    /**
+     * Removes the code issued for `host` and answers it: of concurrent calls for one code at most one gets it. A code
+     * presented at another host is left as it is, so a wrong host cannot burn a code for its own.
+     */
+    readonly takeCode: (codeHash: string, host: string) => Effect.Effect<Option.Option<AccessCodeRow>>
     /** Removes every code that expires at or before `at`. */
     readonly purgeCodes: (at: string) => Effect.Effect<void>
     /** The `active` hostname `name` (lowercase, no trailing dot) with its project; none if unknown or still pending. */

@@ -116,9 +116,20 @@ export const accessStoreSuite = <E>(name: string, store: Layer.Layer<AccessStore
         const project = yield* givenProject
         const code = makeCode(project)
         yield* access.insertCode(code)
-        assert.deepStrictEqual(yield* access.takeCode(code.codeHash), Option.some(code))
-        assert.isTrue(Option.isNone(yield* access.takeCode(code.codeHash)))
-        assert.isTrue(Option.isNone(yield* access.takeCode(`code-${randomSuffix()}`)))
+        assert.deepStrictEqual(yield* access.takeCode(code.codeHash, code.host), Option.some(code))
+        assert.isTrue(Option.isNone(yield* access.takeCode(code.codeHash, code.host)))
+        assert.isTrue(Option.isNone(yield* access.takeCode(`code-${randomSuffix()}`, code.host)))
+      })
+    )
+
+    it.effect("takeCode at another host answers none and leaves the code for its own host", () =>
+      Effect.gen(function* () {
+        const access = yield* Access.AccessStore
+        const project = yield* givenProject
+        const code = makeCode(project)
+        yield* access.insertCode(code)
+        assert.isTrue(Option.isNone(yield* access.takeCode(code.codeHash, `other-${code.host}`)))
+        assert.deepStrictEqual(yield* access.takeCode(code.codeHash, code.host), Option.some(code))
       })
     )
 
@@ -130,7 +141,7 @@ export const accessStoreSuite = <E>(name: string, store: Layer.Layer<AccessStore
         yield* access.insertCode(code)
         const taken = yield* Effect.forEach(
           Array.from({ length: 10 }, () => code.codeHash),
-          (hash) => access.takeCode(hash),
+          (hash) => access.takeCode(hash, code.host),
           { concurrency: "unbounded" }
         )
         assert.strictEqual(taken.filter(Option.isSome).length, 1)
@@ -148,9 +159,9 @@ export const accessStoreSuite = <E>(name: string, store: Layer.Layer<AccessStore
         const late = makeCode(project, { expiresAt: iso(base + minute + 1), createdAt: iso(base) })
         for (const code of [early, edge, late]) yield* access.insertCode(code)
         yield* access.purgeCodes(iso(base + minute))
-        assert.isTrue(Option.isNone(yield* access.takeCode(early.codeHash)))
-        assert.isTrue(Option.isNone(yield* access.takeCode(edge.codeHash)))
-        assert.deepStrictEqual(yield* access.takeCode(late.codeHash), Option.some(late))
+        assert.isTrue(Option.isNone(yield* access.takeCode(early.codeHash, early.host)))
+        assert.isTrue(Option.isNone(yield* access.takeCode(edge.codeHash, edge.host)))
+        assert.deepStrictEqual(yield* access.takeCode(late.codeHash, late.host), Option.some(late))
       })
     )
 
@@ -207,7 +218,7 @@ export const accessStoreSuite = <E>(name: string, store: Layer.Layer<AccessStore
         yield* access.insertCode(code)
         yield* (yield* Projects.ProjectStore).remove(project.id)
         assert.isTrue(Option.isNone(yield* access.findPolicy(project.id)))
-        assert.isTrue(Option.isNone(yield* access.takeCode(code.codeHash)))
+        assert.isTrue(Option.isNone(yield* access.takeCode(code.codeHash, code.host)))
       })
     )
   })

@@ -35,11 +35,12 @@ export const make = (store: MemoryStore): Access.AccessStore["Service"] =>
       write(store, (tables) => {
         tables.accessCodes.set(code.codeHash, { ...code })
       }),
-    takeCode: (codeHash) =>
+    takeCode: (codeHash, host) =>
       write(store, (tables) => {
         const row = tables.accessCodes.get(codeHash)
+        if (row === undefined || row.host !== host) return Option.none()
         tables.accessCodes.delete(codeHash)
-        return Option.fromNullishOr(row)
+        return Option.some(row)
       }),
     purgeCodes: (at) =>
       write(store, (tables) => {
