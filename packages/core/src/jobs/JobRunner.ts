@@ -117,7 +117,7 @@ export class JobRunner extends Context.Service<
             createdAt: row.createdAt
           })
 
-          // `phase` is where the job stands: the phases before it ran, the ones from it on never will.
+          // `phase` is the last phase the job reached: `onAbort` undoes what it and the ones before it did.
           const abort = Effect.fnUntraced(function* (phase: string) {
             if (handler.onAbort !== undefined) yield* handler.onAbort(jobAt(phase))
             yield* store.finish(row.id, me, "aborted", null, yield* nowIso)
