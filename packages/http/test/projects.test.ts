@@ -159,6 +159,10 @@ describe.each(backends)("spec 4.3 projects (%s)", (_name, stores) => {
     expect(again.body.code).toBe("op_in_flight")
     const pending = await api.get(`/v1/orgs/${slug}/operations/${started.body.operationId}`, { token: viewer.token })
     expect(pending.status).toBe(200)
+    // decisions.md part 4's operation shape, exactly.
+    expect(Object.keys(pending.body).sort()).toEqual(
+      ["createdAt", "id", "kind", "phase", "projectId", "terminalCode", "updatedAt"].sort()
+    )
     expect(pending.body).toMatchObject({
       id: started.body.operationId,
       kind: "project_delete",
