@@ -1,6 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Kernel, Orgs, Projects } from "@hostplane/core"
 import { Effect } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import { auditOf, memberOf, signIn, withCore } from "./support/CoreMemory.ts"
 
 /** An org `team` administered by alice, with the project `web`. */
@@ -87,4 +89,17 @@ describe("Mutation, the one write envelope", () => {
       })
     )
   )
+})
+
+describe("the audit log has one writer", () => {
+  it("no core module but Mutation uses the AuditLog port, so every audit action is checked against the list", () => {
+    const root = Path.join(import.meta.dirname, "../src")
+    const users = Fs.readdirSync(root, { recursive: true, encoding: "utf8" })
+      .filter((file) => file.endsWith(".ts"))
+      .filter((file) => /\bAuditLog\b/.test(Fs.readFileSync(Path.join(root, file), "utf8")))
+      .map((file) => file.split(Path.sep).join("/"))
+      .sort()
+    // Audit.ts declares the port, layer.ts names it among the stores.
+    assert.deepStrictEqual(users, ["kernel/Audit.ts", "kernel/Mutation.ts", "layer.ts"])
+  })
 })

@@ -10,13 +10,12 @@ import {
   TooManyInvites
 } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
-import { AuditLog } from "../kernel/Audit.ts"
+import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import type { Role } from "../kernel/Role.ts"
 import { Settings } from "../kernel/Settings.ts"
 import { isoAfter, nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
-import { Transactor } from "../kernel/Transactor.ts"
 import { MailOutbox } from "../mail/Mail.ts"
 import { mailQueue } from "../mail/SendMail.ts"
 import {
@@ -75,9 +74,8 @@ export class Invites extends Context.Service<
     Effect.gen(function* () {
       const store = yield* OrgStore
       const policy = yield* Policy
-      const audit = yield* AuditLog
+      const mutation = yield* Mutation
       const tokens = yield* Tokens
-      const tx = yield* Transactor
       const outbox = yield* MailOutbox
       const enqueueMail = yield* mailQueue
       const settings = yield* Settings
@@ -121,13 +119,11 @@ export class Invites extends Context.Service<
         slug: string,
         input: { readonly email: string; readonly role: Role }
       ) {
-        const { org } = yield* policy.require(actor, slug, "admin")
-        if (org.personal) return yield* personalOrgStaysSolo()
+        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        if (grant.org.personal) return yield* personalOrgStaysSolo()
         const email = input.email.trim().toLowerCase()
-        return yield* tx.withTransaction(
+        return yield* mutation.org(grant, ({ org, at: now }) =>
           Effect.gen(function* () {
-            yield* store.lock(org.id)
-            const now = yield* nowIso
             const members = yield* store.listMembers(org.id)
             if (members.some((m) => m.email !== null && m.email.toLowerCase() === email)) {
               return yield* new AlreadyMember({ message: "someone with this address already is a member" })
@@ -171,22 +167,17 @@ export class Invites extends Context.Service<
               }
               yield* store.insertInvite(row)
             }
-            yield* audit.record({
-              action: "member.invite",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: row.id,
-              data: { role: input.role, renewed: Option.isSome(existing) },
-              at: now
-            })
-            return { invite: toInvite({ ...row, sentAt: null }, now), created: Option.isNone(existing) }
+            return audited(
+              { invite: toInvite({ ...row, sentAt: null }, now), created: Option.isNone(existing) },
+              { action: "member.invite", target: row.id, data: { role: input.role, renewed: Option.isSome(existing) } }
+            )
           })
         )
       })
 
       const revoke = Effect.fn("Invites.revoke")(function* (actor: Actor, slug: string, inviteId: string) {
-        const { org } = yield* policy.require(actor, slug, "admin")
-        yield* tx.withTransaction(
+        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        yield* mutation.org(grant, ({ org }) =>
           Effect.gen(function* () {
             const invite = yield* store.findInvite(org.id, inviteId)
             if (Option.isNone(invite) || invite.value.state !== "pending") {
@@ -194,14 +185,7 @@ export class Invites extends Context.Service<
             }
             yield* store.setInviteState(invite.value.id, "revoked")
             if (invite.value.mailId !== null) yield* outbox.cancel(invite.value.mailId)
-            yield* audit.record({
-              action: "member.uninvite",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: invite.value.id,
-              data: {},
-              at: yield* nowIso
-            })
+            return audited(undefined, { action: "member.uninvite", target: invite.value.id })
           })
         )
       })
@@ -227,13 +211,11 @@ export class Invites extends Context.Service<
       })
 
       const accept = Effect.fn("Invites.accept")(function* (actor: Actor, token: string) {
-        return yield* tx.withTransaction(
+        const found = yield* findByToken(token)
+        return yield* mutation.lockedOrg(actor, found.org.id, (now) =>
           Effect.gen(function* () {
-            const found = yield* findByToken(token)
-            yield* store.lock(found.org.id)
             // Read again under the lock so two accepts of one token cannot both succeed.
             const { invite, org } = yield* findByToken(token)
-            const now = yield* nowIso
             switch (stateOf(invite, now)) {
               case "accepted":
                 return yield* new InviteUsed({ message: "this invite was already used" })
@@ -249,15 +231,10 @@ export class Invites extends Context.Service<
             const added = yield* store.addMember(org.id, actor.userId, invite.role, now)
             yield* store.setInviteState(invite.id, "accepted")
             const role = Option.getOrElse(yield* store.findMembership(org.id, actor.userId), () => invite.role)
-            yield* audit.record({
-              action: "member.accept",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: invite.id,
-              data: { role, alreadyMember: !added },
-              at: now
-            })
-            return { org: toMembership(org, role), alreadyMember: !added }
+            return audited(
+              { org: toMembership(org, role), alreadyMember: !added },
+              { action: "member.accept", target: invite.id, data: { role, alreadyMember: !added } }
+            )
           })
         )
       })

@@ -1,11 +1,9 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { AlreadyMember, Forbidden, LastAdmin, NotFound, PersonalOrg, UserNotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
-import { AuditLog } from "../kernel/Audit.ts"
+import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import type { Role } from "../kernel/Role.ts"
-import { nowIso } from "../kernel/Time.ts"
-import { Transactor } from "../kernel/Transactor.ts"
 import { UserStore } from "../identity/UserStore.ts"
 import type { Member } from "./Org.ts"
 import { OrgStore } from "./OrgStore.ts"
@@ -44,8 +42,7 @@ export class Members extends Context.Service<
       const store = yield* OrgStore
       const users = yield* UserStore
       const policy = yield* Policy
-      const audit = yield* AuditLog
-      const tx = yield* Transactor
+      const mutation = yield* Mutation
 
       const findMember = Effect.fnUntraced(function* (orgId: string, userId: string) {
         const members = yield* store.listMembers(orgId)
@@ -64,75 +61,54 @@ export class Members extends Context.Service<
         slug: string,
         input: { readonly provider: string; readonly subject: string; readonly role: Role }
       ) {
-        const { org } = yield* policy.require(actor, slug, "admin")
-        if (org.personal) return yield* personalOrgStaysSolo()
+        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        if (grant.org.personal) return yield* personalOrgStaysSolo()
         const user = yield* users.findByIdentity(input.provider, input.subject)
         if (Option.isNone(user)) {
           return yield* new UserNotFound({ message: `no user ${input.provider}:${input.subject}` })
         }
-        return yield* tx.withTransaction(
+        return yield* mutation.org(grant, ({ org, at }) =>
           Effect.gen(function* () {
-            const at = yield* nowIso
             const added = yield* store.addMember(org.id, user.value.id, input.role, at)
             if (!added) return yield* new AlreadyMember({ message: "the user already is a member" })
-            yield* audit.record({
+            return audited(yield* findMember(org.id, user.value.id), {
               action: "member.add",
-              orgId: org.id,
-              actorId: actor.userId,
               target: user.value.id,
-              data: { role: input.role },
-              at
+              data: { role: input.role }
             })
-            return yield* findMember(org.id, user.value.id)
           })
         )
       })
 
       const setRole = Effect.fn("Members.setRole")(function* (actor: Actor, slug: string, userId: string, role: Role) {
-        const { org } = yield* policy.require(actor, slug, "admin")
-        return yield* tx.withTransaction(
+        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        // The org lock makes "count admins, then demote" atomic against a concurrent demotion.
+        return yield* mutation.org(grant, ({ org }) =>
           Effect.gen(function* () {
-            // The org lock makes "count admins, then demote" atomic against a concurrent demotion.
-            yield* store.lock(org.id)
-            yield* policy.require(actor, slug, "admin")
             const member = yield* findMember(org.id, userId)
             if (member.role === "admin" && role !== "admin" && (yield* store.countAdmins(org.id)) <= 1) {
               return yield* new LastAdmin({ message: "an organization needs at least one admin" })
             }
             yield* store.setRole(org.id, userId, role)
-            yield* audit.record({
-              action: "member.role",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: userId,
-              data: { from: member.role, role },
-              at: yield* nowIso
-            })
-            return { ...member, role }
+            return audited(
+              { ...member, role },
+              { action: "member.role", target: userId, data: { from: member.role, role } }
+            )
           })
         )
       })
 
       const remove = Effect.fn("Members.remove")(function* (actor: Actor, slug: string, userId: string) {
         const leaving = userId === actor.userId
-        const { org } = yield* policy.require(actor, slug, leaving ? "viewer" : "admin")
-        yield* tx.withTransaction(
+        const grant = yield* mutation.authorizeOrg(actor, slug, leaving ? "viewer" : "admin")
+        yield* mutation.org(grant, ({ org }) =>
           Effect.gen(function* () {
-            yield* store.lock(org.id)
-            yield* policy.require(actor, slug, leaving ? "viewer" : "admin")
             const member = yield* findMember(org.id, userId)
             if (member.role === "admin" && (yield* store.countAdmins(org.id)) <= 1) {
               return yield* new LastAdmin({ message: "the last admin cannot leave or be removed" })
             }
             yield* store.removeMember(org.id, userId)
-            yield* audit.record({
-              action: leaving ? "member.leave" : "member.remove",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: userId,
-              data: {},
-              at: yield* nowIso
-            })
+            return audited(undefined, { action: leaving ? "member.leave" : "member.remove", target: userId })
           })
         )
       })

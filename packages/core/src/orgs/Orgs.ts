@@ -9,11 +9,9 @@ import {
   SlugTaken
 } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
-import { AuditLog } from "../kernel/Audit.ts"
-import { Policy } from "../kernel/Policy.ts"
+import { audited, Mutation } from "../kernel/Mutation.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
-import { Transactor } from "../kernel/Transactor.ts"
 import { MailOutbox } from "../mail/Mail.ts"
 import {
   type CreateOrgInput,
@@ -60,10 +58,8 @@ export class Orgs extends Context.Service<
     Orgs,
     Effect.gen(function* () {
       const store = yield* OrgStore
-      const policy = yield* Policy
-      const audit = yield* AuditLog
+      const mutation = yield* Mutation
       const tokens = yield* Tokens
-      const tx = yield* Transactor
       const outbox = yield* MailOutbox
       // Read once at construction: the host provides the other areas' hooks beside the ports.
       const counters = yield* OrgHoldings
@@ -111,24 +107,16 @@ export class Orgs extends Context.Service<
 
       const create = Effect.fn("Orgs.create")(function* (actor: Actor, input: typeof CreateOrgInput.Type) {
         const name = input.name.trim()
-        const row = yield* tx.withTransaction(
-          Effect.gen(function* () {
-            const org = yield* insertOrg(actor.userId, {
+        const row = yield* mutation.unlocked(actor, () =>
+          Effect.map(
+            insertOrg(actor.userId, {
               name,
               slug: input.slug ?? slugFrom(name),
               derived: input.slug === undefined,
               personal: false
-            })
-            yield* audit.record({
-              action: "org.create",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: org.slug,
-              data: {},
-              at: org.createdAt
-            })
-            return org
-          })
+            }),
+            (org) => audited(org, { action: "org.create", orgId: org.id, target: org.slug })
+          )
         )
         return toOrg(row)
       })
@@ -139,36 +127,24 @@ export class Orgs extends Context.Service<
         )
 
       const rename = Effect.fn("Orgs.rename")(function* (actor: Actor, slug: string, name: string) {
-        const membership = yield* policy.require(actor, slug, "admin")
-        const renamed = yield* tx.withTransaction(
-          Effect.gen(function* () {
-            const row = yield* store.rename(membership.org.id, name.trim())
-            yield* audit.record({
-              action: "org.rename",
-              orgId: row.id,
-              actorId: actor.userId,
-              target: row.slug,
-              data: { name: row.name },
-              at: yield* nowIso
-            })
-            return row
-          })
+        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        return yield* mutation.org(grant, ({ org, role }) =>
+          Effect.map(store.rename(org.id, name.trim()), (row) =>
+            audited(toMembership(row, role), { action: "org.rename", target: row.slug, data: { name: row.name } })
+          )
         )
-        return toMembership(renamed, membership.role)
       })
 
       const remove = Effect.fn("Orgs.remove")(function* (actor: Actor, slug: string, confirm: string) {
-        const { org } = yield* policy.require(actor, slug, "admin")
-        if (confirm.trim() !== org.slug) {
+        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        if (confirm.trim() !== grant.org.slug) {
           return yield* new BadRequest({ message: "confirm must equal the organization slug" })
         }
-        if (org.personal) {
+        if (grant.org.personal) {
           return yield* new PersonalOrg({ message: "a personal organization cannot be deleted" })
         }
-        yield* tx.withTransaction(
+        yield* mutation.org(grant, ({ org }) =>
           Effect.gen(function* () {
-            yield* store.lock(org.id)
-            yield* policy.require(actor, slug, "admin")
             const holdings: Record<string, { count: number; names: ReadonlyArray<string> }> = {}
             for (const counter of counters) {
               const holding = yield* counter.count(org.id)
@@ -188,14 +164,7 @@ export class Orgs extends Context.Service<
               if (invite.mailId !== null) yield* outbox.cancel(invite.mailId)
             }
             yield* store.remove(org.id)
-            yield* audit.record({
-              action: "org.delete",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: org.slug,
-              data: {},
-              at: yield* nowIso
-            })
+            return audited(undefined, { action: "org.delete", target: org.slug })
           })
         )
       })

@@ -9,12 +9,10 @@ import {
   ProjectNameTaken
 } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
-import { AuditLog } from "../kernel/Audit.ts"
+import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { serviceHostnames, Settings } from "../kernel/Settings.ts"
-import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
-import { Transactor } from "../kernel/Transactor.ts"
 import { define, handler, type JobHandler } from "../jobs/Job.ts"
 import { Jobs } from "../jobs/Jobs.ts"
 import { type Operation, operationOf, OperationPayload } from "../operations/Operation.ts"
@@ -63,9 +61,8 @@ export class Projects extends Context.Service<
       const orgStore = yield* OrgStore
       const jobs = yield* Jobs
       const policy = yield* Policy
-      const audit = yield* AuditLog
+      const mutation = yield* Mutation
       const tokens = yield* Tokens
-      const tx = yield* Transactor
       const settings = yield* Settings
       const addonsOf = yield* ProjectAddons
       const deployments = yield* DeploymentStore
@@ -79,15 +76,14 @@ export class Projects extends Context.Service<
       })
 
       const create = Effect.fn("Projects.create")(function* (actor: Actor, slug: string, name: string) {
-        const { org } = yield* policy.require(actor, slug, "member")
+        const grant = yield* mutation.authorizeOrg(actor, slug, "member")
         const hostname = `${name}.${settings.appDomain}`
         if (reserved.has(hostname)) {
           return yield* new HostnameTaken({ message: `${hostname} is one of the service's own hostnames` })
         }
-        return yield* tx.withTransaction(
+        // The org lock serialises creates of one org, so concurrent requests cannot pass the limit together.
+        return yield* mutation.org(grant, ({ org, at }) =>
           Effect.gen(function* () {
-            // The org lock serialises creates of one org, so concurrent requests cannot pass the limit together.
-            yield* orgStore.lock(org.id)
             // A name already used is the answer whatever the count: upgrading would not help (not project_limit).
             if (Option.isSome(yield* store.findByName(org.id, name))) {
               return yield* new ProjectNameTaken({ message: "a project with this name already exists" })
@@ -105,20 +101,12 @@ export class Projects extends Context.Service<
               orgId: org.id,
               name,
               hostname,
-              createdAt: yield* nowIso,
+              createdAt: at,
               liveDeploymentId: null,
               deletingSince: null
             }
             yield* store.insert(row)
-            yield* audit.record({
-              action: "project.create",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: row.id,
-              data: { name },
-              at: row.createdAt
-            })
-            return toProject(row)
+            return audited(toProject(row), { action: "project.create", target: row.id, data: { name } })
           })
         )
       })
@@ -177,13 +165,13 @@ export class Projects extends Context.Service<
         name: string,
         confirm: string
       ) {
-        const { org, project } = yield* policy.requireProject(actor, slug, name, "admin")
-        if (confirm.trim() !== project.name) {
+        // A delete of a project being deleted answers op_in_flight itself, naming the running operation.
+        const grant = yield* mutation.authorizeProject(actor, slug, name, "admin", { deleting: "allow" })
+        if (confirm.trim() !== grant.project.name) {
           return yield* new BadRequest({ message: "confirm must equal the project name" })
         }
-        return yield* tx.withTransaction(
+        return yield* mutation.project(grant, ({ org, project, at }) =>
           Effect.gen(function* () {
-            yield* orgStore.lock(org.id)
             const running = yield* jobs.findUnfinished(projectDelete, project.id)
             const inFlight = (running: Option.Option<{ readonly id: string }>) =>
               new OpInFlight({
@@ -191,7 +179,6 @@ export class Projects extends Context.Service<
                 details: Option.isSome(running) ? { operationId: running.value.id } : {}
               })
             if (Option.isSome(running) || project.deletingSince !== null) return yield* inFlight(running)
-            const at = yield* nowIso
             yield* store.markDeleting(project.id, at)
             const started = yield* jobs.enqueue(
               projectDelete,
@@ -200,15 +187,10 @@ export class Projects extends Context.Service<
             )
             if (Option.isNone(started)) return yield* inFlight(yield* jobs.findUnfinished(projectDelete, project.id))
             const id = started.value
-            yield* audit.record({
-              action: "project.delete",
-              orgId: org.id,
-              actorId: actor.userId,
-              target: project.id,
-              data: { name: project.name, operationId: id },
-              at
-            })
-            return { operationId: id }
+            return audited(
+              { operationId: id },
+              { action: "project.delete", target: project.id, data: { name: project.name, operationId: id } }
+            )
           })
         )
       })
