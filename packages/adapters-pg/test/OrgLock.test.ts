@@ -1,6 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import type { Actor } from "@hostplane/core/kernel/Actor"
 import { UserStore } from "@hostplane/core/identity/UserStore"
+import { makeId } from "@hostplane/core/kernel/Ids"
 import { Members } from "@hostplane/core/orgs/Members"
 import { Orgs } from "@hostplane/core/orgs/Orgs"
 import { OrgStore } from "@hostplane/core/orgs/OrgStore"
@@ -36,7 +37,7 @@ const rendezvousOrgStore = (withLock: boolean) =>
 const givenActor = Effect.fnUntraced(function* (name: string) {
   const subject = `${name}-${crypto.randomUUID()}`
   const { user } = yield* (yield* UserStore).insert(
-    { id: `usr_${crypto.randomUUID()}`, provider: "dev", subject, email: null, name },
+    { id: makeId("usr", `usr_${crypto.randomUUID()}`), provider: "dev", subject, email: null, name },
     new Date().toISOString()
   )
   return {

@@ -2,6 +2,7 @@ import { assert, layer } from "@effect/vitest"
 import { layer as pgStores } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { UserStore } from "@hostplane/core/identity/UserStore"
+import { makeId } from "@hostplane/core/kernel/Ids"
 import { AuditLog } from "@hostplane/core/kernel/Audit"
 import { OrgStore } from "@hostplane/core/orgs/OrgStore"
 import type { OrgRow } from "@hostplane/core/orgs/Org"
@@ -11,7 +12,7 @@ import { SqlClient } from "effect/sql"
 const unique = () => crypto.randomUUID().replaceAll("-", "").slice(0, 20)
 
 const makeOrg = (overrides: Partial<OrgRow> = {}): OrgRow => ({
-  id: `org_${unique()}`,
+  id: makeId("org", `org_${unique()}`),
   slug: `t-${unique()}`,
   name: "Org",
   plan: "free",
@@ -62,7 +63,7 @@ layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)))("PostgreSQL specifi
       const results = yield* Effect.all(
         Array.from({ length: 6 }, () =>
           users.insert(
-            { id: `usr_${unique()}`, provider: "dev", subject, email: null, name: null },
+            { id: makeId("usr", `usr_${unique()}`), provider: "dev", subject, email: null, name: null },
             "2031-01-01T00:00:00.000Z"
           )
         ),

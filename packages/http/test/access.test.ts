@@ -14,7 +14,7 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
   /** Runs a core call the edge would make, on the server's own stores. */
   const edge = <A>(f: (access: Access.AccessPolicies["Service"]) => Effect.Effect<A>) =>
     suite.server.run(Effect.flatMap(Effect.service(Access.AccessPolicies), f).pipe(Effect.provide(services)))
-  const storedPolicy = (projectId: string) =>
+  const storedPolicy = (projectId: Kernel.ProjectId) =>
     suite.server.run(Effect.flatMap(Effect.service(Access.AccessStore), (store) => store.findPolicy(projectId)))
   const everything = async (replies: ReadonlyArray<Reply>) =>
     JSON.stringify({

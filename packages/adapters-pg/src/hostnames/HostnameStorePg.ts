@@ -4,11 +4,12 @@ import { HostnameStore } from "@hostplane/core/hostnames/HostnameStore"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { NullableTimestamp, onUniqueViolation, Timestamp } from "../internal/Rows.ts"
+import { OrgId, ProjectId } from "@hostplane/core/kernel/Ids"
 
 const HostnameRowSchema = Schema.Struct({
   name: Schema.String,
-  projectId: Schema.String,
-  orgId: Schema.String,
+  projectId: ProjectId,
+  orgId: OrgId,
   kind: HostnameKind,
   status: HostnameStatus,
   verifyToken: Schema.NullOr(Schema.String),

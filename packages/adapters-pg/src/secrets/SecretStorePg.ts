@@ -3,11 +3,12 @@ import { SecretStore } from "@hostplane/core/secrets/SecretStore"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Timestamp } from "../internal/Rows.ts"
+import { ProjectId } from "@hostplane/core/kernel/Ids"
 
 const MetaRow = Schema.Struct({ ...SecretMeta.fields, updatedAt: Timestamp })
 
 const SealedRow = Schema.Struct({
-  projectId: Schema.String,
+  projectId: ProjectId,
   name: Schema.String,
   version: Schema.Number,
   keyId: Schema.String,

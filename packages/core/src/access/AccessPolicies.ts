@@ -22,6 +22,7 @@ import {
 import { safeNextPath, type SetAccessPolicyInput } from "./AccessRules.ts"
 import { AccessStore } from "./AccessStore.ts"
 import { PasswordHasher } from "./PasswordHasher.ts"
+import type { ProjectId } from "../kernel/Ids.ts"
 
 /** Random bytes in a bypass secret and in a one-time code. */
 const secretBytes = 32
@@ -86,11 +87,11 @@ export class AccessPolicies extends Context.Service<
       input: AuthorizeInput
     ) => Effect.Effect<AccessAuthorize, NotFound | Forbidden | BadRequest>
     /** The policy the edge enforces for a project; `public` when it never set one. */
-    readonly policyOf: (projectId: string) => Effect.Effect<AccessPolicy>
+    readonly policyOf: (projectId: ProjectId) => Effect.Effect<AccessPolicy>
     /** True only when the project's mode is `password` and `password` matches the stored hash. */
-    readonly checkPassword: (projectId: string, password: string) => Effect.Effect<boolean>
+    readonly checkPassword: (projectId: ProjectId, password: string) => Effect.Effect<boolean>
     /** True when `secret` is the project's current bypass secret (the `Service-Access-Bypass` header), in any mode. */
-    readonly checkBypass: (projectId: string, secret: string) => Effect.Effect<boolean>
+    readonly checkBypass: (projectId: ProjectId, secret: string) => Effect.Effect<boolean>
     /**
      * Redeems a one-time code at the host it was issued for: some grant when the code is known, unused, unexpired,
      * issued for `host`, the host still routes to the same project and the user still belongs to the owning org.
@@ -114,7 +115,7 @@ export class AccessPolicies extends Context.Service<
       const now = Clock.currentTimeMillis
       const iso = (ms: number) => new Date(ms).toISOString()
 
-      const policyOf = Effect.fn("AccessPolicies.policyOf")(function* (projectId: string) {
+      const policyOf = Effect.fn("AccessPolicies.policyOf")(function* (projectId: ProjectId) {
         const row = yield* store.findPolicy(projectId)
         return Option.isSome(row) ? toAccessPolicy(row.value) : defaultAccessPolicy
       })
@@ -214,14 +215,17 @@ export class AccessPolicies extends Context.Service<
         return { url }
       })
 
-      const checkPassword = Effect.fn("AccessPolicies.checkPassword")(function* (projectId: string, password: string) {
+      const checkPassword = Effect.fn("AccessPolicies.checkPassword")(function* (
+        projectId: ProjectId,
+        password: string
+      ) {
         const row = yield* store.findPolicy(projectId)
         if (Option.isNone(row) || row.value.mode !== "password" || row.value.passwordHash === null) return false
         if (passwordProblem(password) !== undefined) return false
         return yield* hasher.verify(password, row.value.passwordHash)
       })
 
-      const checkBypass = Effect.fn("AccessPolicies.checkBypass")(function* (projectId: string, secret: string) {
+      const checkBypass = Effect.fn("AccessPolicies.checkBypass")(function* (projectId: ProjectId, secret: string) {
         if (secret.length === 0 || secret.length > maxPresented) return false
         const row = yield* store.findPolicy(projectId)
         if (Option.isNone(row) || row.value.bypassHash === null) return false

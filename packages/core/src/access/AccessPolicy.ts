@@ -1,6 +1,8 @@
 import { Duration, Schema } from "effect"
 import { atLeast, type Role } from "../kernel/Role.ts"
 import { AccessMode, NextPath } from "./AccessRules.ts"
+import { OrgId, ProjectId, UserId } from "../kernel/Ids.ts"
+import type {} from "../kernel/Ids.ts"
 
 /** AccessPolicy: never carries the password or the bypass secret, only whether each is set. */
 export const AccessPolicy = Schema.Struct({
@@ -39,7 +41,7 @@ export const codeTtl = Duration.seconds(60)
 
 /** The stored policy of a project; the password only as its scrypt hash, the bypass secret only as its SHA-256. */
 export const AccessPolicyRow = Schema.Struct({
-  projectId: Schema.String,
+  projectId: ProjectId,
   mode: AccessMode,
   passwordHash: Schema.NullOr(Schema.String),
   bypassHash: Schema.NullOr(Schema.String),
@@ -57,23 +59,23 @@ export const toAccessPolicy = (row: AccessPolicyRow): AccessPolicy => ({
 export const AccessCodeRow = Schema.Struct({
   codeHash: Schema.String,
   host: Schema.String,
-  projectId: Schema.String,
-  orgId: Schema.String,
-  userId: Schema.String,
+  projectId: ProjectId,
+  orgId: OrgId,
+  userId: UserId,
   expiresAt: Schema.String,
   createdAt: Schema.String
 })
 export type AccessCodeRow = typeof AccessCodeRow.Type
 
 /** An active hostname and the project it routes to. */
-export const AccessHost = Schema.Struct({ name: Schema.String, projectId: Schema.String, orgId: Schema.String })
+export const AccessHost = Schema.Struct({ name: Schema.String, projectId: ProjectId, orgId: OrgId })
 export type AccessHost = typeof AccessHost.Type
 
 /** Who a one-time code was issued to, as the edge learns it from `exchangeCode`. */
 export interface AccessGrant {
-  readonly userId: string
-  readonly projectId: string
-  readonly orgId: string
+  readonly userId: UserId
+  readonly projectId: ProjectId
+  readonly orgId: OrgId
   /** The user's role in the owning org at the time of the exchange. */
   readonly role: Role
 }

@@ -1,25 +1,26 @@
 import { Context, Effect, Option } from "effect"
 import type { AccessCodeRow, AccessHost, AccessPolicyRow } from "./AccessPolicy.ts"
 import type { AccessMode } from "./AccessRules.ts"
+import type { ProjectId } from "../kernel/Ids.ts"
 
 /** Access policies, bypass hashes and one-time codes per project; a code is taken (read and removed) at most once. */
 export class AccessStore extends Context.Service<
   AccessStore,
   {
     /** None for a project that never set a policy. */
-    readonly findPolicy: (projectId: string) => Effect.Effect<Option.Option<AccessPolicyRow>>
+    readonly findPolicy: (projectId: ProjectId) => Effect.Effect<Option.Option<AccessPolicyRow>>
     /**
      * Sets the mode, and the password hash when `passwordHash` is not null (null keeps the stored one); creates the
      * row, without a bypass, when the project has none. Answers the stored row.
      */
     readonly setPolicy: (
-      projectId: string,
+      projectId: ProjectId,
       mode: AccessMode,
       passwordHash: string | null,
       at: string
     ) => Effect.Effect<AccessPolicyRow>
     /** Replaces the bypass hash (null clears it); a new hash on a project without a row creates a `public` one. */
-    readonly setBypass: (projectId: string, bypassHash: string | null, at: string) => Effect.Effect<void>
+    readonly setBypass: (projectId: ProjectId, bypassHash: string | null, at: string) => Effect.Effect<void>
     readonly insertCode: (code: AccessCodeRow) => Effect.Effect<void>
     /**
      * Removes the code issued for `host` and answers it: of concurrent calls for one code at most one gets it. A code

@@ -1,5 +1,6 @@
 import { Schema, Struct } from "effect"
 import { Manifest } from "./Manifest.ts"
+import { DeploymentId, ProjectId, UserId } from "../kernel/Ids.ts"
 
 /** Display-only facts from the `X-Service-Git-*` headers of an upload. */
 export const GitInfo = Schema.Struct({
@@ -12,14 +13,14 @@ export type GitInfo = typeof GitInfo.Type
 
 /** An immutable, versioned record of an uploaded bundle (decisions.md part 4). */
 export const Deployment = Schema.Struct({
-  id: Schema.String,
+  id: DeploymentId,
   version: Schema.Int,
   digest: Schema.String,
   bytes: Schema.Int,
   files: Schema.Int,
   createdAt: Schema.String,
   /** The user id of the uploader. */
-  uploadedBy: Schema.String,
+  uploadedBy: UserId,
   live: Schema.Boolean,
   manifest: Manifest,
   git: Schema.NullOr(GitInfo)
@@ -27,7 +28,7 @@ export const Deployment = Schema.Struct({
 export type Deployment = typeof Deployment.Type
 
 /** The stored deployment; `live` is derived from the project's live pointer. */
-export const DeploymentRow = Schema.Struct({ ...Struct.omit(Deployment.fields, ["live"]), projectId: Schema.String })
+export const DeploymentRow = Schema.Struct({ ...Struct.omit(Deployment.fields, ["live"]), projectId: ProjectId })
 export type DeploymentRow = typeof DeploymentRow.Type
 
 export const toDeployment = (row: DeploymentRow, liveDeploymentId: string | null): Deployment => ({
@@ -43,7 +44,7 @@ export const toDeployment = (row: DeploymentRow, liveDeploymentId: string | null
   git: row.git
 })
 
-export const RollbackInput = Schema.Struct({ deploymentId: Schema.String })
+export const RollbackInput = Schema.Struct({ deploymentId: DeploymentId })
 
 /** A page of a project's deployments, newest first; `nextCursor` fetches the older ones, null on the last page. */
 export const DeploymentList = Schema.Struct({

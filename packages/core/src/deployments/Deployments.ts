@@ -18,6 +18,8 @@ import { type Deployment, type DeploymentList, type DeploymentRow, toDeployment 
 import { DeploymentStore } from "./DeploymentStore.ts"
 import { type GitHeaders, parseGitHeaders } from "./GitHeaders.ts"
 import { bundleTooLarge } from "./Manifest.ts"
+import type { DeploymentId, ProjectId } from "../kernel/Ids.ts"
+import { newId } from "../kernel/Ids.ts"
 
 /** What an upload declares besides its body: the raw `X-Service-Git-*` values and its `Content-Length`, if any. */
 export interface UploadHeaders extends GitHeaders {
@@ -62,13 +64,13 @@ export class Deployments extends Context.Service<
       actor: Actor,
       orgSlug: string,
       projectName: string,
-      deploymentId: string
+      deploymentId: DeploymentId
     ) => Effect.Effect<Deployment, NotFound | Forbidden | OpInFlight>
     /**
      * The deployment a project serves, none before its first upload: what the edge resolves a routed hostname to,
      * then reads files from the ArtifactStore under its `digest`. No authorization: not for API callers.
      */
-    readonly live: (projectId: string) => Effect.Effect<Option.Option<Deployment>>
+    readonly live: (projectId: ProjectId) => Effect.Effect<Option.Option<Deployment>>
   }
 >()("@hostplane/core/deployments/Deployments") {
   static readonly layer = Layer.effect(
@@ -119,7 +121,7 @@ export class Deployments extends Context.Service<
         return yield* mutation.project(grant, ({ project, at }) =>
           Effect.gen(function* () {
             const row: DeploymentRow = {
-              id: yield* tokens.id("dep"),
+              id: yield* newId(tokens, "dep"),
               projectId: project.id,
               version: yield* store.nextVersion(project.id),
               digest: bundle.digest,
@@ -152,7 +154,7 @@ export class Deployments extends Context.Service<
         actor: Actor,
         orgSlug: string,
         projectName: string,
-        deploymentId: string
+        deploymentId: DeploymentId
       ) {
         const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
         return yield* mutation.project(grant, ({ project }) =>
@@ -173,7 +175,7 @@ export class Deployments extends Context.Service<
         )
       })
 
-      const live = Effect.fn("Deployments.live")(function* (projectId: string) {
+      const live = Effect.fn("Deployments.live")(function* (projectId: ProjectId) {
         const project = yield* projects.findById(projectId)
         if (Option.isNone(project) || project.value.liveDeploymentId === null) return Option.none<Deployment>()
         const row = yield* store.get(projectId, project.value.liveDeploymentId)

@@ -12,6 +12,7 @@ import { ProjectStore } from "../projects/ProjectStore.ts"
 import { safeNextPath } from "../access/AccessRules.ts"
 import { assetCandidates, contentTypeOf } from "./AssetPath.ts"
 import { EdgeSessionStore } from "./EdgeSessionStore.ts"
+import type { OrgId, ProjectId, UserId } from "../kernel/Ids.ts"
 
 /**
  * The cookie carrying a visitor's pass on a protected deployment's host. The `__Host-` prefix makes browsers take it
@@ -105,8 +106,8 @@ export class Edge extends Context.Service<
 
       const issuePass = Effect.fnUntraced(function* (
         host: string,
-        projectId: string,
-        userId: string | null,
+        projectId: ProjectId,
+        userId: UserId | null,
         next: string
       ) {
         const value = yield* tokens.secret(32)
@@ -128,8 +129,8 @@ export class Edge extends Context.Service<
       /** Whether the visitor's pass still admits them: an org pass needs the member role today, not only when issued. */
       const passAdmits = Effect.fnUntraced(function* (
         request: EdgeRequest,
-        projectId: string,
-        orgId: string,
+        projectId: ProjectId,
+        orgId: OrgId,
         mode: string
       ) {
         if (request.session === undefined || request.session === "") return false
@@ -165,7 +166,7 @@ export class Edge extends Context.Service<
 
       const serve = Effect.fnUntraced(function* (
         request: EdgeRequest,
-        projectId: string,
+        projectId: ProjectId,
         path: string,
         isPrivate: boolean
       ) {

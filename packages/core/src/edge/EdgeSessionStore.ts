@@ -1,12 +1,13 @@
 import { Context, Effect, Option, Schema } from "effect"
+import { ProjectId, UserId } from "../kernel/Ids.ts"
 
 /** A visitor's pass to a protected deployment on one hostname, set as a cookie by the edge. */
 export const EdgeSessionRow = Schema.Struct({
   tokenHash: Schema.String,
   host: Schema.String,
-  projectId: Schema.String,
+  projectId: ProjectId,
   /** The org member who exchanged an authorize code; null for a pass earned with the shared password. */
-  userId: Schema.NullOr(Schema.String),
+  userId: Schema.NullOr(UserId),
   expiresAt: Schema.String,
   createdAt: Schema.String
 })

@@ -1,11 +1,12 @@
 import { Schema } from "effect"
 import { VerificationRecord, verificationRecord } from "./HostnameName.ts"
+import type { OrgId, ProjectId } from "../kernel/Ids.ts"
 
 /** A hostname routed to a project; names are unique across all orgs. */
 export interface HostnameRow {
   readonly name: string
-  readonly projectId: string
-  readonly orgId: string
+  readonly projectId: ProjectId
+  readonly orgId: OrgId
   readonly kind: "default" | "custom"
   /** `pending_dns` until ownership is proven, then `active` (routed). */
   readonly status: "pending_dns" | "active"
@@ -54,6 +55,6 @@ export const toHostname = (row: HostnameRow, fallbackOrigin: string): Hostname =
 
 /** Where the edge sends a request for an active hostname. */
 export interface HostnameRoute {
-  readonly projectId: string
-  readonly orgId: string
+  readonly projectId: ProjectId
+  readonly orgId: OrgId
 }

@@ -11,6 +11,7 @@ import { OrgStore } from "../orgs/OrgStore.ts"
 import { IdentityProvider } from "./IdentityProvider.ts"
 import type { DevLoginInput, Me, Session, SiteConfig, User, VerifiedIdentity } from "./User.ts"
 import { UserStore } from "./UserStore.ts"
+import { newId } from "../kernel/Ids.ts"
 
 /** How long a started OAuth sign-in may take before its `state` is void. */
 export const oauthStateTtl = Duration.minutes(10)
@@ -88,7 +89,7 @@ export class Identity extends Context.Service<
               }
               return { ...existing.value, ...profile }
             }
-            const fresh: User = { id: yield* tokens.id("usr"), ...identity }
+            const fresh: User = { id: yield* newId(tokens, "usr"), ...identity }
             const inserted = yield* users.insert(fresh, yield* nowIso)
             if (inserted.created) {
               yield* orgs.createPersonal(fresh.id, identity.name ?? identity.subject)

@@ -1,8 +1,9 @@
 import { Schema } from "effect"
 import { OrgMembership } from "../orgs/Org.ts"
+import { UserId } from "../kernel/Ids.ts"
 
 export const User = Schema.Struct({
-  id: Schema.String,
+  id: UserId,
   provider: Schema.String,
   subject: Schema.String,
   email: Schema.NullOr(Schema.String),

@@ -1,8 +1,9 @@
 import { Context } from "effect"
+import type { UserId } from "./Ids.ts"
 
 /** The signed-in user a request acts for; provided by the transport's session check. */
 export interface Actor {
-  readonly userId: string
+  readonly userId: UserId
   readonly provider: string
   readonly subject: string
   /** The profile as read with the session, so `/v1/me` needs no second lookup. */

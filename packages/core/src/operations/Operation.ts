@@ -1,5 +1,6 @@
 import { Option, Schema } from "effect"
 import { type JobRow, TerminalCode } from "../jobs/Job.ts"
+import { OrgId, ProjectId } from "../kernel/Ids.ts"
 
 export { TerminalCode }
 
@@ -18,7 +19,7 @@ export type Operation = typeof Operation.Type
 export const OperationStarted = Schema.Struct({ operationId: Schema.String })
 
 /** The payload every operation kind carries: the org it answers to and the project it works on. */
-export const OperationPayload = Schema.Struct({ orgId: Schema.String, projectId: Schema.String })
+export const OperationPayload = Schema.Struct({ orgId: OrgId, projectId: ProjectId })
 export type OperationPayload = typeof OperationPayload.Type
 
 const decodePayload = Schema.decodeUnknownOption(OperationPayload)

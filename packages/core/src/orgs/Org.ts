@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { Role } from "../kernel/Role.ts"
+import { OrgId } from "../kernel/Ids.ts"
 
 /** Org slugs and project names (decisions.md part 1). */
 export const slugPattern = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/
@@ -13,7 +14,7 @@ export const projectLimitOf = (plan: Plan): number => (plan === "pro" ? 50 : 3)
 
 /** The stored org; `id` never leaves the service. */
 export const OrgRow = Schema.Struct({
-  id: Schema.String,
+  id: OrgId,
   slug: Schema.String,
   name: Schema.String,
   plan: Plan,

@@ -1,4 +1,5 @@
 import { Context, Effect } from "effect"
+import type { OrgId } from "../kernel/Ids.ts"
 
 /** What one area holds in an org, for the `org_not_empty` refusal. */
 export interface Holding {
@@ -10,7 +11,7 @@ export interface Holding {
 export interface HoldingCounter {
   /** Plural kind shown in `details.holdings`: `projects`, `domains`, `repositories`, `zones`. */
   readonly kind: string
-  readonly count: (orgId: string) => Effect.Effect<Holding>
+  readonly count: (orgId: OrgId) => Effect.Effect<Holding>
 }
 
 /** Areas that own things in an org register a counter here; an org is deletable only when every count is 0. */

@@ -24,6 +24,7 @@ import {
 } from "./Org.ts"
 import { OrgHoldings, OrgSubscriptionCheck } from "./OrgHooks.ts"
 import { OrgStore } from "./OrgStore.ts"
+import { newId } from "../kernel/Ids.ts"
 
 /** A slug derived from a display name: lowercase, dashes for everything else, at most 40 characters. */
 export const slugFrom = (name: string): string => {
@@ -79,7 +80,7 @@ export class Orgs extends Context.Service<
         let slug = input.slug
         for (let attempt = 0; ; attempt++) {
           const row: OrgRow = {
-            id: yield* tokens.id("org"),
+            id: yield* newId(tokens, "org"),
             slug,
             name: input.name,
             plan: "free",

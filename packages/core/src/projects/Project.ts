@@ -1,24 +1,25 @@
 import { Schema } from "effect"
 import { Deployment } from "../deployments/Deployment.ts"
 import { Notification, Slug } from "../orgs/Org.ts"
+import { DeploymentId, OrgId, ProjectId } from "../kernel/Ids.ts"
 
 /** The stored project; `orgId` never leaves the service. */
 export const ProjectRow = Schema.Struct({
-  id: Schema.String,
-  orgId: Schema.String,
+  id: ProjectId,
+  orgId: OrgId,
   name: Schema.String,
   /** The issued default hostname, `<name>.<app domain>`. */
   hostname: Schema.String,
   createdAt: Schema.String,
   /** The deployment the edge serves, null before the first upload. */
-  liveDeploymentId: Schema.NullOr(Schema.String),
+  liveDeploymentId: Schema.NullOr(DeploymentId),
   /** Set once a delete has started; the project stays readable until its metadata is removed. */
   deletingSince: Schema.NullOr(Schema.String)
 })
 export type ProjectRow = typeof ProjectRow.Type
 
 export const Project = Schema.Struct({
-  id: Schema.String,
+  id: ProjectId,
   name: Schema.String,
   hostname: Schema.String,
   createdAt: Schema.String

@@ -1,6 +1,7 @@
 import { Context, Effect, Option } from "effect"
 import type { HostnameTaken, ProjectNameTaken } from "../errors/Errors.ts"
 import type { ProjectRow } from "./Project.ts"
+import type { DeploymentId, OrgId, ProjectId } from "../kernel/Ids.ts"
 
 /** Projects. A name is unique in its org; a hostname (default or custom) is unique across all orgs. */
 export class ProjectStore extends Context.Service<
@@ -8,17 +9,17 @@ export class ProjectStore extends Context.Service<
   {
     /** Inserts the project with its default hostname row (kind `default`, already `active`). */
     readonly insert: (project: ProjectRow) => Effect.Effect<void, ProjectNameTaken | HostnameTaken>
-    readonly findByName: (orgId: string, name: string) => Effect.Effect<Option.Option<ProjectRow>>
-    readonly findById: (projectId: string) => Effect.Effect<Option.Option<ProjectRow>>
+    readonly findByName: (orgId: OrgId, name: string) => Effect.Effect<Option.Option<ProjectRow>>
+    readonly findById: (projectId: ProjectId) => Effect.Effect<Option.Option<ProjectRow>>
     /** The org's projects by name. */
-    readonly list: (orgId: string) => Effect.Effect<ReadonlyArray<ProjectRow>>
+    readonly list: (orgId: OrgId) => Effect.Effect<ReadonlyArray<ProjectRow>>
     /** Every project of the org, deleting ones included: they still hold resources. */
-    readonly count: (orgId: string) => Effect.Effect<number>
-    readonly markDeleting: (projectId: string, at: string) => Effect.Effect<void>
-    readonly setLiveDeployment: (projectId: string, deploymentId: string) => Effect.Effect<void>
+    readonly count: (orgId: OrgId) => Effect.Effect<number>
+    readonly markDeleting: (projectId: ProjectId, at: string) => Effect.Effect<void>
+    readonly setLiveDeployment: (projectId: ProjectId, deploymentId: DeploymentId) => Effect.Effect<void>
     /** Stops routing every hostname of the project (the first teardown step). */
-    readonly removeHostnames: (projectId: string) => Effect.Effect<void>
+    readonly removeHostnames: (projectId: ProjectId) => Effect.Effect<void>
     /** Removes the project row and everything that belongs to it; idempotent. */
-    readonly remove: (projectId: string) => Effect.Effect<void>
+    readonly remove: (projectId: ProjectId) => Effect.Effect<void>
   }
 >()("@hostplane/core/projects/ProjectStore") {}

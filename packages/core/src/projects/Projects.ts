@@ -25,6 +25,7 @@ import { UserStore } from "../identity/UserStore.ts"
 import { type Project, type ProjectDetail, type ProjectOverview, type ProjectRow, toProject } from "./Project.ts"
 import { deletePhases, ProjectAddons, ProjectTeardown } from "./ProjectHooks.ts"
 import { ProjectStore } from "./ProjectStore.ts"
+import { newId } from "../kernel/Ids.ts"
 
 /** The project delete (decisions.md part 4): the spec's teardown order, one phase per step. */
 export const projectDelete = define({ kind: "project_delete", payload: OperationPayload, phases: deletePhases })
@@ -97,7 +98,7 @@ export class Projects extends Context.Service<
               })
             }
             const row: ProjectRow = {
-              id: yield* tokens.id("prj"),
+              id: yield* newId(tokens, "prj"),
               orgId: org.id,
               name,
               hostname,

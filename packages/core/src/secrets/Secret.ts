@@ -1,5 +1,6 @@
 import { Redacted, Schema } from "effect"
 import type { Sealed } from "./Sealer.ts"
+import type { ProjectId } from "../kernel/Ids.ts"
 
 /** Secret names (decisions.md part 1): a letter or underscore, then up to 127 letters, digits or underscores. */
 export const secretNamePattern = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
@@ -57,7 +58,7 @@ export type SecretList = typeof SecretList.Type
 
 /** The stored secret: its value only ever sealed, with the id of the key that sealed it. */
 export interface SecretRow {
-  readonly projectId: string
+  readonly projectId: ProjectId
   readonly name: string
   readonly version: number
   readonly sealed: Sealed

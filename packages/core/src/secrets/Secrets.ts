@@ -12,6 +12,7 @@ import {
 } from "./Secret.ts"
 import { Sealer, secretContext } from "./Sealer.ts"
 import { SecretStore } from "./SecretStore.ts"
+import type { ProjectId } from "../kernel/Ids.ts"
 
 /**
  * Project secrets of spec 4.5: values are sealed before they are stored and never leave through the API, an audit row
@@ -46,7 +47,7 @@ export class Secrets extends Context.Service<
      * Every secret of the project, opened, by name: the environment the runtime gives the project's worker. A value
      * that no longer opens (a key missing from the ring, altered data) is a defect, never a silently empty secret.
      */
-    readonly open: (projectId: string) => Effect.Effect<ReadonlyArray<OpenedSecret>>
+    readonly open: (projectId: ProjectId) => Effect.Effect<ReadonlyArray<OpenedSecret>>
   }
 >()("@hostplane/core/secrets/Secrets") {
   static readonly layer = Layer.effect(
@@ -108,7 +109,7 @@ export class Secrets extends Context.Service<
         )
       })
 
-      const open = Effect.fn("Secrets.open")(function* (projectId: string) {
+      const open = Effect.fn("Secrets.open")(function* (projectId: ProjectId) {
         const rows = yield* store.listSealed(projectId)
         return yield* Effect.forEach(rows, (row) =>
           sealer.open(row.sealed, secretContext(projectId, row.name)).pipe(

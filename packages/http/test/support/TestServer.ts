@@ -168,7 +168,7 @@ export interface Suite {
   /** A fresh project in `slug`, created by `admin`. */
   readonly newProject: (
     slug: string
-  ) => Promise<{ readonly name: string; readonly id: string; readonly hostname: string }>
+  ) => Promise<{ readonly name: string; readonly id: Kernel.ProjectId; readonly hostname: string }>
   /** A new user with `role` in `slug`, added by `admin`. */
   readonly withRole: (
     slug: string,
@@ -201,7 +201,7 @@ export const useSuite = (
   suite.newProject = async (slug) => {
     const reply = await api.post(`/v1/orgs/${slug}/projects`, { name: unique("site") }, { token: suite.admin.token })
     if (reply.status !== 201) throw new Error(`project create failed: ${reply.status}`)
-    return { name: reply.body.name, id: reply.body.id, hostname: reply.body.hostname }
+    return { name: reply.body.name, id: Kernel.makeId("prj", reply.body.id), hostname: reply.body.hostname }
   }
   suite.withRole = async (slug, role, profile = {}) => {
     const session = await api.login(unique(role), profile)

@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Access, Hostnames, type Kernel, type Orgs, Projects } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
-import { at, day, givenProject, iso, minute, randomSuffix } from "./Fixtures.ts"
+import { at, day, givenProject, iso, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
 
 /** What the access contract needs beside `AccessStore`: policies and codes belong to projects, hosts are theirs. */
 export type AccessStoreSuiteServices =
@@ -15,7 +15,7 @@ const makeCode = (
   host: project.hostname,
   projectId: project.id,
   orgId: project.orgId,
-  userId: `usr_${randomSuffix()}`,
+  userId: uniqueId("usr"),
   expiresAt: at(minute),
   createdAt: at(0),
   ...overrides

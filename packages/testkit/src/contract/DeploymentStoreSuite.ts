@@ -1,25 +1,25 @@
 import { assert, layer } from "@effect/vitest"
-import { Deployments, Orgs, Projects } from "@hostplane/core"
+import { Deployments, Kernel, Orgs, Projects } from "@hostplane/core"
 import { Effect, Exit, type Layer, Option } from "effect"
-import { at, givenProject, minute, randomSuffix } from "./Fixtures.ts"
+import { at, givenProject, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
 
 /** What the deployment contract needs beside `DeploymentStore`: deployments belong to projects, which belong to orgs. */
 export type DeploymentStoreSuiteServices = Deployments.DeploymentStore | Projects.ProjectStore | Orgs.OrgStore
 
 /** Deployment `version` of `projectId`, created `version` minutes in. */
 export const makeDeployment = (
-  projectId: string,
+  projectId: Kernel.ProjectId,
   version: number,
   overrides: Partial<Deployments.DeploymentRow> = {}
 ): Deployments.DeploymentRow => ({
-  id: `dep_${randomSuffix()}`,
+  id: uniqueId("dep"),
   projectId,
   version,
   digest: `sha256:${randomSuffix().repeat(4).slice(0, 64).padEnd(64, "0")}`,
   bytes: 1024 * version,
   files: version,
   createdAt: at(version * minute),
-  uploadedBy: `usr_${randomSuffix()}`,
+  uploadedBy: uniqueId("usr"),
   manifest: { name: "site" },
   git: null,
   ...overrides
@@ -101,7 +101,7 @@ export const deploymentStoreSuite = <E>(name: string, store: Layer.Layer<Deploym
         const { project, rows } = yield* givenDeployments(1)
         const other = yield* givenProject
         assert.isTrue(Option.isNone(yield* deployments.get(other.id, rows[0]!.id)))
-        assert.isTrue(Option.isNone(yield* deployments.get(project.id, `dep_${randomSuffix()}`)))
+        assert.isTrue(Option.isNone(yield* deployments.get(project.id, uniqueId("dep"))))
       })
     )
 
@@ -130,7 +130,7 @@ export const deploymentStoreSuite = <E>(name: string, store: Layer.Layer<Deploym
     it.effect("a deployment of an unknown project is refused as a defect, and nothing is written", () =>
       Effect.gen(function* () {
         const deployments = yield* Deployments.DeploymentStore
-        const orphan = makeDeployment(`prj_${randomSuffix()}`, 1)
+        const orphan = makeDeployment(uniqueId("prj"), 1)
         const exit = yield* Effect.exit(deployments.insert(orphan))
         assert.isTrue(Exit.hasDies(exit))
         assert.deepStrictEqual(yield* deployments.list(orphan.projectId, 10), [])

@@ -1,21 +1,21 @@
 import { assert, layer } from "@effect/vitest"
-import { Edge, Orgs, Projects } from "@hostplane/core"
+import { Edge, Kernel, Orgs, Projects } from "@hostplane/core"
 import { Effect, Exit, type Layer, Option } from "effect"
-import { at, day, givenProject, minute, randomSuffix } from "./Fixtures.ts"
+import { at, day, givenProject, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
 
 /** What the edge-session contract needs beside `EdgeSessionStore`: sessions belong to projects, which belong to orgs. */
 export type EdgeSessionStoreSuiteServices = Edge.EdgeSessionStore | Projects.ProjectStore | Orgs.OrgStore
 
 /** A pass to `host` of `projectId`, issued at 0 and good for 12 hours. */
 export const makeEdgeSession = (
-  projectId: string,
+  projectId: Kernel.ProjectId,
   host: string,
   overrides: Partial<Edge.EdgeSessionRow> = {}
 ): Edge.EdgeSessionRow => ({
   tokenHash: `hash-${randomSuffix()}`,
   host,
   projectId,
-  userId: `usr_${randomSuffix()}`,
+  userId: uniqueId("usr"),
   expiresAt: at(12 * 60 * minute),
   createdAt: at(0),
   ...overrides
@@ -66,7 +66,7 @@ export const edgeSessionStoreSuite = <E>(name: string, store: Layer.Layer<EdgeSe
     it.effect("a session of an unknown project is refused as a defect, and nothing is written", () =>
       Effect.gen(function* () {
         const sessions = yield* Edge.EdgeSessionStore
-        const orphan = makeEdgeSession(`prj_${randomSuffix()}`, `h${randomSuffix()}.example`)
+        const orphan = makeEdgeSession(uniqueId("prj"), `h${randomSuffix()}.example`)
         assert.isTrue(Exit.hasDies(yield* Effect.exit(sessions.insert(orphan))))
         assert.isTrue(Option.isNone(yield* sessions.find(orphan.tokenHash, orphan.host, at(0))))
       })

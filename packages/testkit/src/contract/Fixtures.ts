@@ -1,10 +1,15 @@
-import { type Identity, type Mail, Orgs, Projects } from "@hostplane/core"
+import { type Identity, Kernel, type Mail, Orgs, Projects } from "@hostplane/core"
 import { Effect } from "effect"
 
 /** 20 random lowercase hex characters: ids and slugs no other test (or test run) on a shared database uses. */
 export const randomSuffix = (): string => globalThis.crypto.randomUUID().replaceAll("-", "").slice(0, 20)
 
-export const uniqueId = (prefix: string): string => `${prefix}_${randomSuffix()}`
+/** A fresh id; the id kinds of decisions.md come back branded (`uniqueId("prj")` is a `ProjectId`). */
+export function uniqueId<P extends Kernel.IdPrefix>(prefix: P): Kernel.IdOf<P>
+export function uniqueId(prefix: string): string
+export function uniqueId(prefix: string): string {
+  return `${prefix}_${randomSuffix()}`
+}
 
 /** A valid org slug (`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`) unique to the caller. */
 export const uniqueSlug = (): string => `t-${randomSuffix()}`
@@ -22,7 +27,7 @@ export const day = 24 * 60 * minute
 export const makeUser = (overrides: Partial<Identity.User> = {}): Identity.User => {
   const suffix = randomSuffix()
   return {
-    id: `usr_${suffix}`,
+    id: Kernel.makeId("usr", `usr_${suffix}`),
     provider: "contract",
     subject: `subject-${suffix}`,
     email: `user-${suffix}@example.test`,
@@ -42,7 +47,7 @@ export const makeOrg = (overrides: Partial<Orgs.OrgRow> = {}): Orgs.OrgRow => ({
 })
 
 /** A project row of `orgId` named uniquely, with its default hostname under a test app domain. */
-export const makeProject = (orgId: string, overrides: Partial<Projects.ProjectRow> = {}): Projects.ProjectRow => {
+export const makeProject = (orgId: Kernel.OrgId, overrides: Partial<Projects.ProjectRow> = {}): Projects.ProjectRow => {
   const name = overrides.name ?? `p-${randomSuffix()}`
   return {
     id: uniqueId("prj"),

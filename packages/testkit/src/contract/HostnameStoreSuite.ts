@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Hostnames, Orgs, Projects } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
-import { day, iso, makeOrg, minute, randomSuffix } from "./Fixtures.ts"
+import { day, iso, makeOrg, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
 
 /** What the hostname contract needs beside `HostnameStore`: rows belong to projects, which belong to orgs. */
 export type HostnameStoreSuiteServices = Hostnames.HostnameStore | Projects.ProjectStore | Orgs.OrgStore
@@ -36,7 +36,7 @@ const inWindow = <A, E, R>(test: (window: Window) => Effect.Effect<A, E, R>) =>
         yield* orgs.insert(org)
         const name = `p-${randomSuffix()}`
         const row: Projects.ProjectRow = {
-          id: `prj_${randomSuffix()}`,
+          id: uniqueId("prj"),
           orgId: org.id,
           name,
           hostname: `${name}.apps.contract.test`,

@@ -1,9 +1,9 @@
 import { assert, layer } from "@effect/vitest"
-import { Deployments, Edge, Hostnames, Orgs, Projects, Secrets } from "@hostplane/core"
+import { Deployments, Edge, Hostnames, Kernel, Orgs, Projects, Secrets } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
 import { makeDeployment } from "./DeploymentStoreSuite.ts"
 import { makeEdgeSession } from "./EdgeSessionStoreSuite.ts"
-import { at, day, makeOrg, makeProject, minute, randomSuffix } from "./Fixtures.ts"
+import { at, day, makeOrg, makeProject, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
 
 /** What the project contract needs beside `ProjectStore`: projects belong to orgs, and own the rows a remove drops. */
 export type ProjectStoreSuiteServices =
@@ -21,7 +21,7 @@ const givenOrg = Effect.gen(function* () {
 }).pipe(Effect.orDie)
 
 /** A project inserted into `orgId`. */
-const given = (orgId: string, overrides: Partial<Projects.ProjectRow> = {}) =>
+const given = (orgId: Kernel.OrgId, overrides: Partial<Projects.ProjectRow> = {}) =>
   Effect.gen(function* () {
     const row = makeProject(orgId, overrides)
     yield* (yield* Projects.ProjectStore).insert(row)
@@ -41,7 +41,7 @@ export const projectStoreSuite = <E>(name: string, store: Layer.Layer<ProjectSto
         assert.deepStrictEqual(yield* projects.findByName(org.id, row.name), Option.some(row))
         assert.isTrue(Option.isNone(yield* projects.findByName(other.id, row.name)))
         assert.isTrue(Option.isNone(yield* projects.findByName(org.id, `p-${randomSuffix()}`)))
-        assert.isTrue(Option.isNone(yield* projects.findById(`prj_${randomSuffix()}`)))
+        assert.isTrue(Option.isNone(yield* projects.findById(uniqueId("prj"))))
       })
     )
 
@@ -168,14 +168,14 @@ export const projectStoreSuite = <E>(name: string, store: Layer.Layer<ProjectSto
       Effect.gen(function* () {
         const projects = yield* Projects.ProjectStore
         const row = yield* given((yield* givenOrg).id)
-        yield* projects.setLiveDeployment(row.id, "dep_first")
-        yield* projects.setLiveDeployment(row.id, "dep_second")
+        yield* projects.setLiveDeployment(row.id, Kernel.makeId("dep", "dep_first"))
+        yield* projects.setLiveDeployment(row.id, Kernel.makeId("dep", "dep_second"))
         assert.deepStrictEqual(
           yield* projects.findById(row.id),
-          Option.some({ ...row, liveDeploymentId: "dep_second" })
+          Option.some({ ...row, liveDeploymentId: Kernel.makeId("dep", "dep_second") })
         )
-        const unknown = `prj_${randomSuffix()}`
-        yield* projects.setLiveDeployment(unknown, "dep_x")
+        const unknown = uniqueId("prj")
+        yield* projects.setLiveDeployment(unknown, uniqueId("dep"))
         yield* projects.markDeleting(unknown, at(0))
         yield* projects.removeHostnames(unknown)
         yield* projects.remove(unknown)
