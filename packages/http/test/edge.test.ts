@@ -1,5 +1,6 @@
 import { bundleOf, manifestEntry } from "@hostplane/testkit"
-import { Effect } from "effect"
+import { Access } from "@hostplane/core"
+import { Effect, Layer } from "effect"
 import * as Http from "node:http"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
@@ -23,43 +24,54 @@ const assets = (version: string) => [
   }
 ]
 
+interface EdgeOptions {
+  readonly method?: string
+  readonly headers?: Record<string, string>
+  readonly body?: string
+}
+
+const edgeCall = (base: string, host: string, path: string, options: EdgeOptions = {}) =>
+  new Promise<EdgeReply>((resolve, reject) => {
+    const url = new URL(base)
+    const request = Http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path,
+        method: options.method ?? "GET",
+        headers: { host, ...options.headers }
+      },
+      (response) => {
+        const chunks: Array<Buffer> = []
+        response.on("data", (chunk: Buffer) => chunks.push(chunk))
+        response.on("end", () => {
+          const body = Buffer.concat(chunks)
+          resolve({
+            status: response.statusCode!,
+            headers: response.headers,
+            body,
+            json: () => JSON.parse(body.toString())
+          })
+        })
+      }
+    )
+    request.on("error", reject)
+    request.end(options.body)
+  })
+
+const passwordPost = (password: string, next = "/") => ({
+  method: "POST",
+  headers: { "content-type": "application/x-www-form-urlencoded" },
+  body: new URLSearchParams({ password, next }).toString()
+})
+
 describe.each(backends)("the reference edge (%s)", (_name, stores) => {
   const suite = useSuite(stores)
   const { api } = suite
 
   /** A raw request to the edge with a chosen Host header (fetch may not set Host). */
-  const edge = (
-    host: string,
-    path: string,
-    options: { method?: string; headers?: Record<string, string>; body?: string } = {}
-  ) =>
-    new Promise<EdgeReply>((resolve, reject) => {
-      const url = new URL(suite.server.edgeUrl)
-      const request = Http.request(
-        {
-          host: url.hostname,
-          port: url.port,
-          path,
-          method: options.method ?? "GET",
-          headers: { host, ...options.headers }
-        },
-        (response) => {
-          const chunks: Array<Buffer> = []
-          response.on("data", (chunk: Buffer) => chunks.push(chunk))
-          response.on("end", () => {
-            const body = Buffer.concat(chunks)
-            resolve({
-              status: response.statusCode!,
-              headers: response.headers,
-              body,
-              json: () => JSON.parse(body.toString())
-            })
-          })
-        }
-      )
-      request.on("error", reject)
-      request.end(options.body)
-    })
+  const edge = (host: string, path: string, options: EdgeOptions = {}) =>
+    edgeCall(suite.server.edgeUrl, host, path, options)
 
   const upload = async (slug: string, project: string, version: string) => {
     const bytes = await Effect.runPromise(bundleOf(assets(version)))
@@ -309,5 +321,77 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
     const home = await edge(host, `${callback.pathname}${callback.search}`)
     expect(home.status).toBe(303)
     expect(home.headers["set-cookie"]![0]).toMatch(/^__Host-service_access=/)
+  })
+
+  it("password attempts are limited per client and host: the 11th within a minute is 429 with Retry-After", async () => {
+    const { slug, project, host } = await deployed()
+    const other = await deployed()
+    for (const target of [{ slug, project }, other]) {
+      await api.put(
+        `/v1/orgs/${target.slug}/projects/${target.project}/access`,
+        { mode: "password", password: "correct horse" },
+        { token: suite.admin.token }
+      )
+    }
+    for (let i = 0; i < 10; i++) {
+      expect((await edge(host, "/__service/access/password", passwordPost("wrong guess"))).status).toBe(401)
+    }
+    const limited = await edge(host, "/__service/access/password", passwordPost("correct horse"))
+    expect(limited.status).toBe(429)
+    expect(limited.json().code).toBe("rate_limited")
+    const wait = Number(limited.headers["retry-after"])
+    expect(wait).toBeGreaterThanOrEqual(1)
+    expect(wait).toBeLessThanOrEqual(60)
+    const page = await edge(host, "/__service/access/password", {
+      ...passwordPost("correct horse"),
+      headers: { ...passwordPost("").headers, accept: "text/html" }
+    })
+    expect(page.status).toBe(429)
+    expect(page.headers["retry-after"]).toBeDefined()
+    // Another host keeps its own count.
+    expect((await edge(other.host, "/__service/access/password", passwordPost("correct horse"))).status).toBe(303)
+  })
+})
+
+describe.each(backends)("the reference edge bounds password hashing (%s)", (_name, stores) => {
+  const calls = { running: 0, most: 0 }
+  const countingHasher = Layer.succeed(Access.PasswordHasher)({
+    hash: (password) => Effect.succeed(`plain$${password}`),
+    verify: (password, encoded) =>
+      Effect.gen(function* () {
+        calls.running += 1
+        calls.most = Math.max(calls.most, calls.running)
+        yield* Effect.sleep("150 millis")
+        calls.running -= 1
+        return encoded === `plain$${password}`
+      })
+  })
+  const suite = useSuite(stores, {}, undefined, undefined, { passwordHasher: countingHasher })
+
+  it(`at most ${Access.concurrentHashing} password checks hash at once, however many guesses arrive`, async () => {
+    const slug = await suite.newOrg()
+    const hosts: Array<string> = []
+    for (let i = 0; i < 3; i++) {
+      const project = await suite.newProject(slug)
+      await suite.api.put(
+        `/v1/orgs/${slug}/projects/${project.name}/access`,
+        { mode: "password", password: "correct horse" },
+        { token: suite.admin.token }
+      )
+      hosts.push(project.hostname)
+    }
+    calls.most = 0
+    const replies = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        edgeCall(
+          suite.server.edgeUrl,
+          hosts[i % hosts.length]!,
+          "/__service/access/password",
+          passwordPost("wrong guess")
+        )
+      )
+    )
+    expect(replies.map((reply) => reply.status)).toEqual(Array.from({ length: 12 }, () => 401))
+    expect(calls.most).toBe(Access.concurrentHashing)
   })
 })

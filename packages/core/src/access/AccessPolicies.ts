@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Semaphore } from "effect"
 import { BadRequest, type Forbidden, NotFound, type OpInFlight } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { parseHost } from "../kernel/HostName.ts"
@@ -37,6 +37,12 @@ const sameDigest = (a: string, b: string): boolean => {
   for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i)
   return diff === 0
 }
+
+/**
+ * Password hashes computed at once. scrypt runs on libuv's small thread pool, which also reads the files the edge
+ * serves: unbounded guessing at one project's form would slow every other project's assets.
+ */
+export const concurrentHashing = 2
 
 const passwordProblem = (password: string): string | undefined => {
   const length = [...password].length
@@ -107,6 +113,7 @@ export class AccessPolicies extends Context.Service<
       const store = yield* AccessStore
       const orgs = yield* OrgStore
       const hasher = yield* PasswordHasher
+      const hashing = yield* Semaphore.make(concurrentHashing)
       const policy = yield* Policy
       const mutation = yield* Mutation
       const tokens = yield* Tokens
@@ -135,7 +142,8 @@ export class AccessPolicies extends Context.Service<
         const problem = input.password === undefined ? undefined : passwordProblem(input.password)
         if (problem !== undefined) return yield* new BadRequest({ message: problem })
         // Hashing is deliberately slow: it runs before the transaction, so the org lock is held only for the write.
-        const passwordHash = input.password === undefined ? null : yield* hasher.hash(input.password)
+        const passwordHash =
+          input.password === undefined ? null : yield* hashing.withPermits(1)(hasher.hash(input.password))
         return yield* mutation.project(grant, ({ project, at }) =>
           Effect.gen(function* () {
             const current = yield* store.findPolicy(project.id)
@@ -222,7 +230,7 @@ export class AccessPolicies extends Context.Service<
         const row = yield* store.findPolicy(projectId)
         if (Option.isNone(row) || row.value.mode !== "password" || row.value.passwordHash === null) return false
         if (passwordProblem(password) !== undefined) return false
-        return yield* hasher.verify(password, row.value.passwordHash)
+        return yield* hashing.withPermits(1)(hasher.verify(password, row.value.passwordHash))
       })
 
       const checkBypass = Effect.fn("AccessPolicies.checkBypass")(function* (projectId: ProjectId, secret: string) {

@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import { AccessPolicies } from "../access/AccessPolicies.ts"
 import { admitsRole } from "../access/AccessPolicy.ts"
 import { ArtifactStore, type StoredFile } from "../deployments/ArtifactStore.ts"
@@ -37,6 +37,8 @@ export interface EdgeRequest {
   readonly wantsHtml: boolean
   /** The fields of a posted form (`/__service/access/password`). */
   readonly form?: Readonly<Record<string, string>> | undefined
+  /** Who is asking (the remote address), for limiting password attempts per client. */
+  readonly client?: string | undefined
 }
 
 export type EdgeAnswer =
@@ -57,8 +59,15 @@ export type EdgeAnswer =
       readonly location: string
       readonly setSession?: { readonly value: string; readonly maxAge: number }
     }
-  | { readonly _tag: "Problem"; readonly status: number; readonly code: string; readonly message: string }
-  | { readonly _tag: "Page"; readonly status: number; readonly html: string }
+  | {
+      readonly _tag: "Problem"
+      readonly status: number
+      readonly code: string
+      readonly message: string
+      /** Seconds to wait before trying again (429). */
+      readonly retryAfter?: number
+    }
+  | { readonly _tag: "Page"; readonly status: number; readonly html: string; readonly retryAfter?: number }
 
 const problem = (status: number, code: string, message: string): EdgeAnswer => ({
   _tag: "Problem",
@@ -80,6 +89,29 @@ const passwordPage = (next: string, failed: boolean) =>
       `<input type="hidden" name="next" value="${escapeHtml(next)}">` +
       `<label>Password <input type="password" name="password" autofocus required></label> <button>Open</button></form>`
   )
+
+/** Password attempts one client may make at one host per window; more are 429 until the window ends. */
+export const passwordAttempts = { limit: 10, window: Duration.minutes(1) } as const
+
+/**
+ * Counts password attempts per client and host in fixed windows, in this process's memory (each replica counts its
+ * own). Answers the seconds to wait when the attempt is over the limit, else counts it.
+ */
+const attemptLimiter = () => {
+  const windows = new Map<string, { count: number; endsAt: number }>()
+  const windowMs = Duration.toMillis(passwordAttempts.window)
+  return (key: string, now: number): number | undefined => {
+    if (windows.size > 10_000) for (const [k, w] of windows) if (w.endsAt <= now) windows.delete(k)
+    const current = windows.get(key)
+    if (current === undefined || current.endsAt <= now) {
+      windows.set(key, { count: 1, endsAt: now + windowMs })
+      return undefined
+    }
+    if (current.count >= passwordAttempts.limit) return Math.max(1, Math.ceil((current.endsAt - now) / 1000))
+    current.count += 1
+    return undefined
+  }
+}
 
 /**
  * The reference edge's rules (spec 3 and 4.11): routes a verified hostname to its project's live deployment, serves
@@ -103,6 +135,7 @@ export class Edge extends Context.Service<
       const orgs = yield* OrgStore
       const tokens = yield* Tokens
       const settings = yield* Settings
+      const passwordAttempt = attemptLimiter()
 
       const issuePass = Effect.fnUntraced(function* (
         host: string,
@@ -157,6 +190,17 @@ export class Edge extends Context.Service<
         if (path === "/__service/access/password" && request.method === "POST") {
           const route = yield* hostnames.routeOf(request.host)
           if (Option.isNone(route)) return problem(404, "unknown_hostname", `${request.host} is not connected`)
+          const wait = passwordAttempt(`${request.client ?? ""} ${request.host}`, yield* Clock.currentTimeMillis)
+          if (wait !== undefined) {
+            return request.wantsHtml
+              ? ({
+                  _tag: "Page",
+                  status: 429,
+                  retryAfter: wait,
+                  html: page("Too many attempts", `<p>Wait ${wait} seconds, then try the password again.</p>`)
+                } satisfies EdgeAnswer)
+              : { ...problem(429, "rate_limited", "too many password attempts: try again later"), retryAfter: wait }
+          }
           const ok = yield* access.checkPassword(route.value.projectId, request.form?.["password"] ?? "")
           if (!ok) return { _tag: "Page", status: 401, html: passwordPage(safeNext, true) } satisfies EdgeAnswer
           return yield* issuePass(request.host, route.value.projectId, null, safeNext)

@@ -1,5 +1,5 @@
 import { Edge, Kernel } from "@hostplane/core"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { withAsciiLocation } from "../server/RequestPipeline.ts"
 
@@ -45,6 +45,9 @@ const servicePage = {
   "referrer-policy": "no-referrer"
 }
 
+const retryAfter = (seconds: number | undefined): Record<string, string> =>
+  seconds === undefined ? {} : { "retry-after": String(seconds) }
+
 const toResponse = (answer: Edge.EdgeAnswer) => {
   switch (answer._tag) {
     case "File": {
@@ -75,9 +78,15 @@ const toResponse = (answer: Edge.EdgeAnswer) => {
               }
       })
     case "Problem":
-      return HttpServerResponse.jsonUnsafe({ code: answer.code, message: answer.message }, { status: answer.status })
+      return HttpServerResponse.jsonUnsafe(
+        { code: answer.code, message: answer.message },
+        { status: answer.status, headers: retryAfter(answer.retryAfter) }
+      )
     case "Page":
-      return HttpServerResponse.html(answer.html).pipe(HttpServerResponse.setStatus(answer.status))
+      return HttpServerResponse.html(answer.html).pipe(
+        HttpServerResponse.setStatus(answer.status),
+        HttpServerResponse.setHeaders(retryAfter(answer.retryAfter))
+      )
   }
 }
 
@@ -99,7 +108,8 @@ export const edgeApp = Effect.gen(function* () {
     session: request.cookies[Edge.accessCookie],
     ifNoneMatch: request.headers["if-none-match"],
     wantsHtml: (request.headers["accept"] ?? "").includes("text/html"),
-    form: isPasswordPost ? yield* readForm(request) : undefined
+    form: isPasswordPost ? yield* readForm(request) : undefined,
+    client: Option.getOrUndefined(request.remoteAddress)
   })
   const served = toResponse(answer)
   const own = answer._tag !== "File" && answer._tag !== "NotModified"

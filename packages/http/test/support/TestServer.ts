@@ -31,6 +31,8 @@ const testCrypto: Layer.Layer<Crypto> = Layer.merge(
 export interface TestServerOptions {
   /** Bundle limits instead of decisions.md's (small ones keep 413 tests fast); each one left out keeps its default. */
   readonly bundleLimits?: Partial<Deployments.BundleLimits>
+  /** The access password hasher instead of low-cost scrypt (to observe how the server calls it). */
+  readonly passwordHasher?: Layer.Layer<Access.PasswordHasher>
 }
 
 export interface TestServer {
@@ -61,7 +63,13 @@ export const startTestServer = async (
   )
   const ports = extra.pipe(
     Layer.provideMerge(
-      Layer.mergeAll(stores, Kernel.Settings.make({ devAuth: true, ...settings }), dns, testCrypto, bundles)
+      Layer.mergeAll(
+        stores,
+        Kernel.Settings.make({ devAuth: true, ...settings }),
+        dns,
+        options.passwordHasher === undefined ? testCrypto : Layer.merge(testCrypto, options.passwordHasher),
+        bundles
+      )
     ),
     Layer.provide(Logger.layer([]))
   )
