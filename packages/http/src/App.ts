@@ -19,13 +19,16 @@ import { HostnamesHandlers } from "./hostnames/HostnamesHandlers.ts"
 import { InvitesHandlers, MembersHandlers, OrgsHandlers } from "./orgs/OrgsHandlers.ts"
 import { ProjectsHandlers } from "./projects/ProjectsHandlers.ts"
 import { SecretsHandlers } from "./secrets/SecretsHandlers.ts"
+import { invitePage, invitePagePath } from "./orgs/InvitePage.ts"
 import { apiIndex } from "./server/ApiIndex.ts"
+import { documentAnnotations } from "./server/OpenApiDocument.ts"
 import { type KnownRoute, requestPipeline, routePattern } from "./server/RequestPipeline.ts"
 
 const knownRoutes = (api: typeof Api | typeof ApiWithDevAuth): ReadonlyArray<KnownRoute> => [
   { method: "GET", template: "/v1/openapi.json", pattern: routePattern("/v1/openapi.json") },
   { method: "GET", template: "/v1/docs", pattern: routePattern("/v1/docs") },
   { method: "GET", template: "/v1", pattern: routePattern("/v1") },
+  { method: "GET", template: invitePagePath, pattern: routePattern(invitePagePath) },
   ...Object.values(api.groups).flatMap((group) =>
     Object.values(group.endpoints).map((endpoint) => ({
       method: endpoint.method,
@@ -55,18 +58,23 @@ const handlers = Layer.mergeAll(
 export const routes = Layer.unwrap(
   Effect.gen(function* () {
     const settings = yield* Kernel.Settings
+    // The document names this deployment's URL as its server.
+    const document = documentAnnotations(settings.publicUrl)
     const api = settings.devAuth
       ? Layer.merge(
-          HttpApiBuilder.layer(ApiWithDevAuth, { openapiPath: "/v1/openapi.json" }),
-          HttpApiScalar.layer(ApiWithDevAuth, { path: "/v1/docs" })
+          HttpApiBuilder.layer(ApiWithDevAuth.annotateMerge(document), { openapiPath: "/v1/openapi.json" }),
+          HttpApiScalar.layer(ApiWithDevAuth.annotateMerge(document), { path: "/v1/docs" })
         )
       : Layer.merge(
-          HttpApiBuilder.layer(Api, { openapiPath: "/v1/openapi.json" }),
-          HttpApiScalar.layer(Api, { path: "/v1/docs" })
+          HttpApiBuilder.layer(Api.annotateMerge(document), { openapiPath: "/v1/openapi.json" }),
+          HttpApiScalar.layer(Api.annotateMerge(document), { path: "/v1/docs" })
         )
-    return Layer.mergeAll(api, apiIndex, requestPipeline(knownRoutes(settings.devAuth ? ApiWithDevAuth : Api))).pipe(
-      Layer.provide(handlers)
-    )
+    return Layer.mergeAll(
+      api,
+      apiIndex,
+      invitePage,
+      requestPipeline(knownRoutes(settings.devAuth ? ApiWithDevAuth : Api))
+    ).pipe(Layer.provide(handlers))
   })
 )
 

@@ -4,6 +4,9 @@ import { isoAfter, nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { type IdempotencyRecord, IdempotencyStore, type StoredResponse } from "./IdempotencyStore.ts"
 
+/** An `Idempotency-Key` value: an opaque string of 1 to 255 visible ASCII characters (as Stripe allows). */
+export const keyPattern = /^[\x21-\x7e]{1,255}$/
+
 /** The attempt that runs a keyed request, holding the key. */
 export interface Claim {
   readonly userId: string

@@ -3,7 +3,7 @@ import { Role } from "../kernel/Role.ts"
 import { OrgId } from "../kernel/Ids.ts"
 
 /** Org slugs and project names (decisions.md part 1). */
-export const slugPattern = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/
+export const slugPattern = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/u
 export const Slug = Schema.String.check(Schema.isPattern(slugPattern))
 
 export const Plan = Schema.Literals(["free", "pro"])

@@ -3,7 +3,7 @@ import type { Sealed } from "./Sealer.ts"
 import type { ProjectId } from "../kernel/Ids.ts"
 
 /** Secret names (decisions.md part 1): a letter or underscore, then up to 127 letters, digits or underscores. */
-export const secretNamePattern = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
+export const secretNamePattern = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/u
 
 /** The exact names the runtime binds itself; a secret of that name would shadow the binding. */
 export const reservedSecretNames: ReadonlyArray<string> = ["DB", "ASSETS"]

@@ -55,15 +55,17 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
       },
       success: Deployments.DeploymentList,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
-    }).annotateMerge(
-      describe(
-        [
-          "Viewer or higher. Newest first; `live` marks the deployment the project serves. Query `limit` (1..200,",
-          "default 50) and `cursor` (the `nextCursor` of the previous page; null on the last page). A cursor this list",
-          "did not hand out is 400."
-        ].join(" ")
-      )
-    ),
+    })
+      .annotate(OpenApi.Summary, "List deployments")
+      .annotateMerge(
+        describe(
+          [
+            "Viewer or higher. Newest first; `live` marks the deployment the project serves. Query `limit` (1..200,",
+            "default 50) and `cursor` (the `nextCursor` of the previous page; null on the last page). A cursor this list",
+            "did not hand out is 400."
+          ].join(" ")
+        )
+      ),
     HttpApiEndpoint.post("upload", "/orgs/:orgSlug/projects/:projectName/deployments", {
       params: ProjectRef,
       headers: gitHeaders,
@@ -77,22 +79,26 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
         Errors.PayloadTooLarge,
         Errors.OpInFlight
       )
-    }).annotateMerge(describe(uploadDescription)),
+    })
+      .annotate(OpenApi.Summary, "Upload a bundle (deploy)")
+      .annotateMerge(describe(uploadDescription)),
     HttpApiEndpoint.post("rollback", "/orgs/:orgSlug/projects/:projectName/rollback", {
       params: ProjectRef,
       payload: Deployments.RollbackInput,
       success: Deployments.Deployment,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.OpInFlight)
-    }).annotateMerge(
-      describe(
-        [
-          "Member or higher. Body `{ deploymentId }`: any deployment of this project (older, or newer after an earlier",
-          "rollback). Moves the live pointer only: no deployment is created and the served bytes are the very ones",
-          "uploaded then. An id that is unknown or belongs to another project is 404. Rolling back to the live",
-          "deployment changes nothing. A project being deleted is 409 `op_in_flight`. Audit `deployment.rollback`."
-        ].join(" ")
+    })
+      .annotate(OpenApi.Summary, "Roll back to another deployment")
+      .annotateMerge(
+        describe(
+          [
+            "Member or higher. Body `{ deploymentId }`: any deployment of this project (older, or newer after an earlier",
+            "rollback). Moves the live pointer only: no deployment is created and the served bytes are the very ones",
+            "uploaded then. An id that is unknown or belongs to another project is 404. Rolling back to the live",
+            "deployment changes nothing. A project being deleted is 409 `op_in_flight`. Audit `deployment.rollback`."
+          ].join(" ")
+        )
       )
-    )
   )
   .middleware(Authentication)
   .annotateMerge(

@@ -16,47 +16,55 @@ export class HostnamesApi extends HttpApiGroup.make("hostnames")
       params: ProjectRef,
       success: Hostnames.HostnameList,
       error: apiErrors(Errors.NotFound, Errors.Forbidden)
-    }).annotateMerge(
-      describe("viewer. The default hostname first (`kind: default`, always `active`), then custom ones.")
-    ),
+    })
+      .annotate(OpenApi.Summary, "List hostnames")
+      .annotateMerge(
+        describe("viewer. The default hostname first (`kind: default`, always `active`), then custom ones.")
+      ),
     HttpApiEndpoint.post("add", base, {
       params: ProjectRef,
       payload: Hostnames.AddHostnameInput,
       success: Hostnames.Hostname,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.HostnameTaken, Errors.OpInFlight)
-    }).annotateMerge(
-      describe(
-        [
-          "member. The name is normalized to lowercase punycode without a trailing dot; wildcards, IP addresses and",
-          "names under the service's own domains are 400 `bad_request` (`details.reason` says why). The record starts",
-          "`pending_dns` with a random `verify` TXT record and reserves the name in every org; the same project adding",
-          "it again gets the existing row unchanged. Ownership is proven by the TXT record, by a CNAME of the name to",
-          "`cname` (the fallback origin), or by the name lying in a DNS zone of the same org; a check runs every minute",
-          "and on `POST .../verify`. A project being deleted is 409 `op_in_flight`. Audit `hostname.add`."
-        ].join(" ")
-      )
-    ),
+    })
+      .annotate(OpenApi.Summary, "Add a custom hostname")
+      .annotateMerge(
+        describe(
+          [
+            "member. The name is normalized to lowercase punycode without a trailing dot; wildcards, IP addresses and",
+            "names under the service's own domains are 400 `bad_request` (`details.reason` says why). The record starts",
+            "`pending_dns` with a random `verify` TXT record and reserves the name in every org; the same project adding",
+            "it again gets the existing row unchanged. Ownership is proven by the TXT record, by a CNAME of the name to",
+            "`cname` (the fallback origin), or by the name lying in a DNS zone of the same org; a check runs every minute",
+            "and on `POST .../verify`. A project being deleted is 409 `op_in_flight`. Audit `hostname.add`."
+          ].join(" ")
+        )
+      ),
     HttpApiEndpoint.delete("remove", `${base}/:host`, {
       params: hostname,
       success: HttpApiSchema.NoContent,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.OpInFlight)
-    }).annotateMerge(
-      describe(
-        "member. Stops routing the name and frees it. The default hostname is 400. A project being deleted is 409 " +
-          "`op_in_flight`. Audit `hostname.delete`."
-      )
-    ),
+    })
+      .annotate(OpenApi.Summary, "Remove a custom hostname")
+      .annotateMerge(
+        describe(
+          "member. Stops routing the name and frees it. The default hostname is 400. A project being deleted is 409 " +
+            "`op_in_flight`. Audit `hostname.delete`."
+        )
+      ),
     HttpApiEndpoint.post("verify", `${base}/:host/verify`, {
       params: hostname,
       success: Hostnames.Hostname,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.OpInFlight)
-    }).annotateMerge(
-      describe(
-        "member. Checks ownership now: on success the status becomes `active` and `verifiedAt` is set; otherwise " +
-          "the status is unchanged and `lastError` holds what DNS showed. An `active` name is answered unchanged. " +
-          "A project being deleted is 409 `op_in_flight`."
+    })
+      .annotate(OpenApi.Summary, "Verify a custom hostname now")
+      .annotateMerge(
+        describe(
+          "member. Checks ownership now: on success the status becomes `active` and `verifiedAt` is set; otherwise " +
+            "the status is unchanged and `lastError` holds what DNS showed. An `active` name is answered unchanged. " +
+            "A project being deleted is 409 `op_in_flight`."
+        )
       )
-    )
   )
   .middleware(Authentication)
   .annotateMerge(

@@ -3,9 +3,7 @@ import { Effect, Exit, Option, Stream } from "effect"
 import { Cookies, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash, type Hash } from "node:crypto"
 
-/** The header, its value rule (RFC draft `Idempotency-Key`: an opaque string; Stripe allows up to 255 characters). */
-export const headerName = "idempotency-key"
-export const keyPattern = /^[\x21-\x7e]{1,255}$/
+const headerName = "idempotency-key"
 
 /** Response headers that belong to one delivery, not to the answer a retry replays. */
 const perDelivery = new Set(["x-request-id", "date", "content-length", "transfer-encoding", "connection", "set-cookie"])
@@ -112,7 +110,7 @@ export const idempotencyKeys = Effect.gen(function* () {
       if (request.method !== "POST" || key === undefined || token === undefined) return yield* httpApp
       const actor = yield* Effect.option(identity.authenticate(token))
       if (Option.isNone(actor)) return yield* httpApp
-      if (!keyPattern.test(key)) {
+      if (!Idempotency.keyPattern.test(key)) {
         return envelope(400, "bad_request", "Idempotency-Key must be 1 to 255 visible ASCII characters")
       }
       const whole = readsWhole(request)

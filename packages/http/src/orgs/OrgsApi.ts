@@ -11,18 +11,20 @@ const access = apiErrors(Errors.NotFound, Errors.Forbidden)
 /** Spec 4.2: organizations and their notifications. */
 export class OrgsApi extends HttpApiGroup.make("orgs")
   .add(
-    HttpApiEndpoint.get("list", "/orgs", { success: items(Orgs.OrgMembership) }),
+    HttpApiEndpoint.get("list", "/orgs", { success: items(Orgs.OrgMembership) })
+      .annotate(OpenApi.Summary, "List my organizations")
+      .annotate(OpenApi.Summary, "List my organizations"),
     HttpApiEndpoint.post("create", "/orgs", {
       payload: Orgs.CreateOrgInput,
       success: Orgs.Org.pipe(HttpApiSchema.status(201)),
       error: apiErrors(Errors.SlugTaken)
-    }),
+    }).annotate(OpenApi.Summary, "Create an organization"),
     HttpApiEndpoint.patch("rename", "/orgs/:orgSlug", {
       params: OrgRef,
       payload: Orgs.RenameOrgInput,
       success: Orgs.OrgMembership,
       error: access
-    }),
+    }).annotate(OpenApi.Summary, "Rename an organization"),
     HttpApiEndpoint.delete("remove", "/orgs/:orgSlug", {
       params: OrgRef,
       payload: Orgs.DeleteOrgInput,
@@ -35,13 +37,13 @@ export class OrgsApi extends HttpApiGroup.make("orgs")
         Errors.OrgNotEmpty,
         Errors.ActiveSubscription
       )
-    }),
+    }).annotate(OpenApi.Summary, "Delete an organization"),
     HttpApiEndpoint.get("notifications", "/orgs/:orgSlug/notifications", {
       params: OrgRef,
       query: { limit: Schema.optionalKey(Orgs.PageLimit) },
       success: items(Orgs.Notification),
       error: access
-    })
+    }).annotate(OpenApi.Summary, "List an organization's notifications")
   )
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({ title: "Organizations", description: "Organizations (spec 4.2)." })) {}
@@ -55,24 +57,24 @@ export class MembersApi extends HttpApiGroup.make("members")
       params: OrgRef,
       success: items(Orgs.Member),
       error: access
-    }),
+    }).annotate(OpenApi.Summary, "List members"),
     HttpApiEndpoint.post("add", "/orgs/:orgSlug/members", {
       params: OrgRef,
       payload: Orgs.AddMemberInput,
       success: Orgs.Member.pipe(HttpApiSchema.status(201)),
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.PersonalOrg, Errors.UserNotFound, Errors.AlreadyMember)
-    }),
+    }).annotate(OpenApi.Summary, "Add an existing user as a member"),
     HttpApiEndpoint.put("setRole", "/orgs/:orgSlug/members/:userId", {
       params: member,
       payload: Orgs.SetRoleInput,
       success: Orgs.Member,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.LastAdmin)
-    }),
+    }).annotate(OpenApi.Summary, "Change a member's role"),
     HttpApiEndpoint.delete("remove", "/orgs/:orgSlug/members/:userId", {
       params: member,
       success: HttpApiSchema.NoContent,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.LastAdmin)
-    })
+    }).annotate(OpenApi.Summary, "Remove a member, or leave")
   )
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({ title: "Members", description: "Organization members (spec 4.2)." })) {}
@@ -84,7 +86,9 @@ export class InvitesApi extends HttpApiGroup.make("invites")
       params: OrgRef,
       success: items(Orgs.Invite),
       error: access
-    }).middleware(Authentication),
+    })
+      .annotate(OpenApi.Summary, "List pending and expired invites")
+      .middleware(Authentication),
     HttpApiEndpoint.post("create", "/orgs/:orgSlug/invites", {
       params: OrgRef,
       payload: Orgs.CreateInviteInput,
@@ -96,17 +100,21 @@ export class InvitesApi extends HttpApiGroup.make("invites")
         Errors.AlreadyMember,
         Errors.TooManyInvites
       )
-    }).middleware(Authentication),
+    })
+      .annotate(OpenApi.Summary, "Invite someone by email")
+      .middleware(Authentication),
     HttpApiEndpoint.delete("revoke", "/orgs/:orgSlug/invites/:inviteId", {
       params: { ...OrgRef, inviteId: Schema.String },
       success: HttpApiSchema.NoContent,
       error: access
-    }).middleware(Authentication),
+    })
+      .annotate(OpenApi.Summary, "Revoke an invite")
+      .middleware(Authentication),
     HttpApiEndpoint.get("view", "/invites/:token", {
       params: { token: Schema.String },
       success: Orgs.InviteView,
       error: apiErrors(Errors.NotFound)
-    }),
+    }).annotate(OpenApi.Summary, "Preview an invite by its token"),
     HttpApiEndpoint.post("accept", "/invites/:token/accept", {
       params: { token: Schema.String },
       success: Orgs.AcceptedInvite,
@@ -117,6 +125,8 @@ export class InvitesApi extends HttpApiGroup.make("invites")
         Errors.InviteRevoked,
         Errors.InviteExpired
       )
-    }).middleware(Authentication)
+    })
+      .annotate(OpenApi.Summary, "Accept an invite")
+      .middleware(Authentication)
   )
   .annotateMerge(OpenApi.annotations({ title: "Invites", description: "Invitations (spec 4.2 and part 3)." })) {}

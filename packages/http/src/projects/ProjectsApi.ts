@@ -14,7 +14,7 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
       params: OrgRef,
       success: Schema.Struct({ items: Schema.Array(Projects.Project) }),
       error: access
-    }),
+    }).annotate(OpenApi.Summary, "List projects"),
     HttpApiEndpoint.post("create", "/orgs/:orgSlug/projects", {
       params: OrgRef,
       payload: Projects.CreateProjectInput,
@@ -26,28 +26,28 @@ export class ProjectsApi extends HttpApiGroup.make("projects")
         Errors.HostnameTaken,
         Errors.ProjectLimitReached
       )
-    }),
+    }).annotate(OpenApi.Summary, "Create a project"),
     HttpApiEndpoint.get("get", "/orgs/:orgSlug/projects/:projectName", {
       params: ProjectRef,
       success: Projects.ProjectDetail,
       error: access
-    }),
+    }).annotate(OpenApi.Summary, "Read a project"),
     HttpApiEndpoint.get("overview", "/orgs/:orgSlug/projects/:projectName/overview", {
       params: ProjectRef,
       success: Projects.ProjectOverview,
       error: access
-    }),
+    }).annotate(OpenApi.Summary, "Read a project's overview"),
     HttpApiEndpoint.delete("remove", "/orgs/:orgSlug/projects/:projectName", {
       params: ProjectRef,
       payload: Projects.DeleteProjectInput,
       success: Operations.OperationStarted.pipe(HttpApiSchema.status(202)),
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.OpInFlight)
-    }),
+    }).annotate(OpenApi.Summary, "Delete a project"),
     HttpApiEndpoint.get("operation", "/orgs/:orgSlug/operations/:opId", {
       params: { ...OrgRef, opId: Schema.String },
       success: Operations.Operation,
       error: access
-    })
+    }).annotate(OpenApi.Summary, "Read an operation")
   )
   .middleware(Authentication)
   .annotateMerge(

@@ -190,7 +190,8 @@ const withEnvelope = (response: HttpServerResponse.HttpServerResponse) => {
   const contentType =
     response.headers["content-type"] ??
     (response.body._tag === "Uint8Array" || response.body._tag === "Raw" ? response.body.contentType : undefined)
-  if (response.body._tag !== "Empty" && contentType?.startsWith("application/json")) return response
+  // A page (the invite page's 404) is a deliberate body too.
+  if (response.body._tag !== "Empty" && /^(application\/json|text\/html)/.test(contentType ?? "")) return response
   return json(response.status, envelope, { ...response.headers, "content-type": "application/json" })
 }
 

@@ -1,0 +1,131 @@
+import { Orgs, Secrets } from "@hostplane/core"
+import { layerMemory } from "@hostplane/testkit"
+import { Layer } from "effect"
+import { describe, expect, it } from "vitest"
+import { hostnamePattern } from "../src/server/OpenApiDocument.ts"
+import { useSuite } from "./support/TestServer.ts"
+
+type Json = Record<string, any>
+
+const methods = ["get", "put", "post", "delete", "patch"]
+
+/** Every operation of the served document, as `[METHOD path, operation]`. */
+const operationsOf = (document: Json): Array<[string, Json]> =>
+  Object.entries<Json>(document.paths).flatMap(([path, item]) =>
+    methods
+      .filter((method) => item[method] !== undefined)
+      .map((method): [string, Json] => [`${method.toUpperCase()} ${path}`, item[method]])
+  )
+
+/** Every `additionalProperties` value anywhere in the document. */
+const closedObjects = (node: unknown, at = "#"): Array<string> => {
+  if (Array.isArray(node)) return node.flatMap((item, i) => closedObjects(item, `${at}/${i}`))
+  if (node === null || typeof node !== "object") return []
+  return Object.entries(node as Json).flatMap(([key, value]) =>
+    key === "additionalProperties" && value === false ? [at] : closedObjects(value, `${at}/${key}`)
+  )
+}
+
+const codesOf = (response: Json | undefined): Array<string> =>
+  JSON.stringify(response ?? {}).match(/"enum":\["[a-z_]+"\]/g) ?? []
+
+describe("GET /v1/openapi.json describes what the server does", () => {
+  const suite = useSuite(() => Layer.fresh(layerMemory), { publicUrl: "https://console.example.test" })
+  const document = async () => (await suite.api.get("/v1/openapi.json")).body as Json
+
+  it("every operation has a summary, and ids are unique", async () => {
+    const operations = operationsOf(await document())
+    expect(operations.length).toBeGreaterThan(30)
+    for (const [name, operation] of operations) {
+      expect(typeof operation.summary === "string" && operation.summary.length > 3, name).toBe(true)
+    }
+    expect(new Set(operations.map(([, operation]) => operation.operationId)).size).toBe(operations.length)
+  })
+
+  it("names the deployment's public URL as its server; the paths carry /v1", async () => {
+    const doc = await document()
+    expect(doc.servers).toEqual([{ url: "https://console.example.test", description: expect.any(String) }])
+    for (const path of Object.keys(doc.paths)) expect(path.startsWith("/v1/")).toBe(true)
+  })
+
+  it("every operation with a body, query or header answers 400 bad_request", async () => {
+    for (const [name, operation] of operationsOf(await document())) {
+      const validated =
+        operation.requestBody !== undefined || (operation.parameters ?? []).some((p: Json) => p.in !== "path")
+      if (!validated) continue
+      expect(operation.responses["400"], name).toBeDefined()
+      expect(JSON.stringify(operation.responses["400"]), name).toMatch(/bad_request/)
+    }
+  })
+
+  it("no object is closed: unknown fields are accepted (and ignored), as the API does", async () => {
+    expect(closedObjects(await document())).toEqual([])
+    const reply = await suite.api.post("/v1/orgs", { name: "Open", extra: true }, { token: suite.admin.token })
+    expect(reply.status).toBe(201)
+  })
+
+  it("the name patterns the server enforces are patterns: org slug, project name, secret name, hostname", async () => {
+    const doc = await document()
+    const expected: Record<string, string> = {
+      orgSlug: Orgs.slugPattern.source,
+      projectName: Orgs.slugPattern.source,
+      secretName: Secrets.secretNamePattern.source,
+      host: hostnamePattern
+    }
+    const seen = new Set<string>()
+    for (const [name, operation] of operationsOf(doc)) {
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in !== "path" || expected[parameter.name] === undefined) continue
+        seen.add(parameter.name)
+        expect(parameter.schema.pattern, `${name} ${parameter.name}`).toBe(expected[parameter.name])
+      }
+    }
+    expect([...seen].sort()).toEqual(Object.keys(expected).sort())
+    const body = (path: string) => doc.paths[path].post.requestBody.content["application/json"].schema
+    expect(body("/v1/orgs").properties.slug.pattern).toBe(Orgs.slugPattern.source)
+    expect(body("/v1/orgs/{orgSlug}/projects").properties.name.pattern).toBe(Orgs.slugPattern.source)
+    // The patterns are the server's own: a name outside one is refused.
+    expect(new RegExp(hostnamePattern).test("www.example.com")).toBe(true)
+    expect(new RegExp(hostnamePattern).test("WWW.example.com")).toBe(false)
+    const bad = await suite.api.post("/v1/orgs", { name: "x", slug: "Not-A-Slug" }, { token: suite.admin.token })
+    expect(bad.status).toBe(400)
+  })
+
+  it("sign-in is the bearer scheme (so the docs' examples send Authorization: Bearer), never Basic", async () => {
+    const doc = await document()
+    expect(doc.components.securitySchemes).toEqual({
+      bearer: { type: "http", scheme: "bearer", description: expect.any(String) }
+    })
+    const docs = await suite.api.get("/v1/docs")
+    expect(docs.status).toBe(200)
+    // The page renders the document it embeds: the same bearer scheme, with the deployment's server.
+    const page = docs.body as string
+    expect(page.includes('"securitySchemes":{"bearer":{"type":"http","scheme":"bearer"')).toBe(true)
+    expect(page.includes('"servers":[{"url":"https://console.example.test"')).toBe(true)
+    expect(/"scheme":"basic"/i.test(page)).toBe(false)
+  })
+
+  it("every POST with a session takes Idempotency-Key and may answer 422 idempotency_key_reused", async () => {
+    const posts = operationsOf(await document()).filter(
+      ([name, operation]) => name.startsWith("POST") && (operation.security ?? []).some((s: Json) => "bearer" in s)
+    )
+    expect(posts.length).toBeGreaterThan(8)
+    for (const [name, operation] of posts) {
+      const header = (operation.parameters ?? []).find((p: Json) => p.name === "Idempotency-Key")
+      expect(header, name).toMatchObject({ in: "header", required: false, schema: { maxLength: 255 } })
+      expect(codesOf(operation.responses["422"]), name).toContain('"enum":["idempotency_key_reused"]')
+    }
+    const login = (await document()).paths["/v1/auth/dev/login"].post
+    expect((login.parameters ?? []).map((p: Json) => p.name)).not.toContain("Idempotency-Key")
+  })
+
+  it("answers that carry a secret declare Cache-Control: no-store", async () => {
+    const doc = await document()
+    const noStore = (operation: Json, status: string) => operation.responses[status].headers?.["cache-control"]
+    expect(noStore(doc.paths["/v1/auth/dev/login"].post, "200").schema.enum).toEqual(["no-store"])
+    expect(noStore(doc.paths["/v1/access/authorize"].post, "200").schema.enum).toEqual(["no-store"])
+    expect(
+      noStore(doc.paths["/v1/orgs/{orgSlug}/projects/{projectName}/access/bypass"].post, "200").schema.enum
+    ).toEqual(["no-store"])
+  })
+})
