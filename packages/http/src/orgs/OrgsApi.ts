@@ -11,9 +11,10 @@ const access = apiErrors(Errors.NotFound, Errors.Forbidden)
 /** Spec 4.2: organizations and their notifications. */
 export class OrgsApi extends HttpApiGroup.make("orgs")
   .add(
-    HttpApiEndpoint.get("list", "/orgs", { success: items(Orgs.OrgMembership) })
-      .annotate(OpenApi.Summary, "List my organizations")
-      .annotate(OpenApi.Summary, "List my organizations"),
+    HttpApiEndpoint.get("list", "/orgs", { success: items(Orgs.OrgMembership) }).annotate(
+      OpenApi.Summary,
+      "List my organizations"
+    ),
     HttpApiEndpoint.post("create", "/orgs", {
       payload: Orgs.CreateOrgInput,
       success: Orgs.Org.pipe(HttpApiSchema.status(201)),
