@@ -351,6 +351,30 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
     // Another host keeps its own count.
     expect((await edge(other.host, "/__service/access/password", passwordPost("correct horse"))).status).toBe(303)
   })
+
+  it("changing the shared password ends the passes issued under the old one; changing only the mode does not", async () => {
+    const { slug, project, host } = await deployed()
+    const setAccess = (body: object) =>
+      api.put(`/v1/orgs/${slug}/projects/${project}/access`, body, { token: suite.admin.token })
+    const passFor = async (password: string) => {
+      const posted = await edge(host, "/__service/access/password", passwordPost(password))
+      expect(posted.status).toBe(303)
+      return posted.headers["set-cookie"]![0]!.split(";")[0]!
+    }
+    await setAccess({ mode: "password", password: "first password" })
+    const first = await passFor("first password")
+    expect((await edge(host, "/app.js", { headers: { cookie: first } })).status).toBe(200)
+    await setAccess({ mode: "org" })
+    await setAccess({ mode: "password" })
+    expect((await edge(host, "/app.js", { headers: { cookie: first } })).status).toBe(200)
+    await setAccess({ mode: "password", password: "second password" })
+    expect((await edge(host, "/app.js", { headers: { cookie: first } })).status).toBe(401)
+    const second = await passFor("second password")
+    expect((await edge(host, "/app.js", { headers: { cookie: second } })).status).toBe(200)
+    // Setting the same password again is a new one too: every pass so far ends.
+    await setAccess({ mode: "password", password: "second password" })
+    expect((await edge(host, "/app.js", { headers: { cookie: second } })).status).toBe(401)
+  })
 })
 
 describe.each(backends)("the reference edge bounds password hashing (%s)", (_name, stores) => {

@@ -13,7 +13,7 @@ export const layer = Layer.effect(
   AccessStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const policyColumns = sql`project_id, mode, password_hash, bypass_hash, updated_at`
+    const policyColumns = sql`project_id, mode, password_hash, password_generation, bypass_hash, updated_at`
     const codeColumns = sql`code_hash, host, project_id, org_id, user_id, expires_at, created_at`
 
     const findPolicy = SqlSchema.findOneOption({
@@ -28,11 +28,12 @@ export const layer = Layer.effect(
       }),
       Result: PolicyRow,
       execute: ({ projectId, mode, passwordHash, at }) =>
-        sql`INSERT INTO access_policies (project_id, mode, password_hash, bypass_hash, updated_at)
-            VALUES (${projectId}, ${mode}, ${passwordHash}, NULL, ${at}::timestamptz)
+        sql`INSERT INTO access_policies (project_id, mode, password_hash, password_generation, bypass_hash, updated_at)
+            VALUES (${projectId}, ${mode}, ${passwordHash}, ${passwordHash === null ? 0 : 1}, NULL, ${at}::timestamptz)
             ON CONFLICT (project_id) DO UPDATE SET
               mode = EXCLUDED.mode,
               password_hash = COALESCE(EXCLUDED.password_hash, access_policies.password_hash),
+              password_generation = access_policies.password_generation + EXCLUDED.password_generation,
               updated_at = EXCLUDED.updated_at
             RETURNING ${policyColumns}`
     })

@@ -14,14 +14,17 @@ export const layer = Layer.effect(
       Request: Schema.Struct({ tokenHash: Schema.String, host: Schema.String, now: Schema.String }),
       Result: EdgeSessionRowSchema,
       execute: ({ tokenHash, host, now }) => sql`
-        SELECT token_hash, host, project_id, user_id, expires_at, created_at FROM edge_sessions
+        SELECT token_hash, host, project_id, user_id, password_generation, expires_at, created_at FROM edge_sessions
         WHERE token_hash = ${tokenHash} AND host = ${host} AND expires_at > ${now}::timestamptz`
     })
     return EdgeSessionStore.of({
       insert: (row) =>
-        sql`INSERT INTO edge_sessions (token_hash, host, project_id, user_id, expires_at, created_at) VALUES (
-          ${row.tokenHash}, ${row.host}, ${row.projectId}, ${row.userId}, ${row.expiresAt}::timestamptz,
-          ${row.createdAt}::timestamptz)`.pipe(Effect.asVoid, Effect.orDie),
+        sql`INSERT INTO edge_sessions (token_hash, host, project_id, user_id, password_generation, expires_at,
+          created_at) VALUES (${row.tokenHash}, ${row.host}, ${row.projectId}, ${row.userId},
+          ${row.passwordGeneration}, ${row.expiresAt}::timestamptz, ${row.createdAt}::timestamptz)`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
       find: (tokenHash, host, now) => find({ tokenHash, host, now }).pipe(Effect.orDie)
     })
   })

@@ -7,6 +7,7 @@ import addHostnameChecks from "./0006_add_hostname_checks.ts"
 import createEdgeSessions from "./0007_create_edge_sessions.ts"
 import createIdempotencyKeys from "./0008_create_idempotency_keys.ts"
 import createJobs from "./0009_create_jobs.ts"
+import addPasswordGeneration from "./0010_add_password_generation.ts"
 
 /** Every migration of this package by `<id>_<name>`; a shipped entry is never edited, only followed. */
 export const migrations = {
@@ -18,5 +19,6 @@ export const migrations = {
   "0006_add_hostname_checks": addHostnameChecks,
   "0007_create_edge_sessions": createEdgeSessions,
   "0008_create_idempotency_keys": createIdempotencyKeys,
-  "0009_create_jobs": createJobs
+  "0009_create_jobs": createJobs,
+  "0010_add_password_generation": addPasswordGeneration
 }

@@ -96,6 +96,10 @@ export class AccessPolicies extends Context.Service<
     readonly policyOf: (projectId: ProjectId) => Effect.Effect<AccessPolicy>
     /** True only when the project's mode is `password` and `password` matches the stored hash. */
     readonly checkPassword: (projectId: ProjectId, password: string) => Effect.Effect<boolean>
+    /** As `checkPassword`, answering the password generation the right password belongs to (for the pass). */
+    readonly passwordPass: (projectId: ProjectId, password: string) => Effect.Effect<Option.Option<number>>
+    /** The project's current password generation: a password pass from an earlier one no longer admits. */
+    readonly passwordGeneration: (projectId: ProjectId) => Effect.Effect<number>
     /** True when `secret` is the project's current bypass secret (the `Service-Access-Bypass` header), in any mode. */
     readonly checkBypass: (projectId: ProjectId, secret: string) => Effect.Effect<boolean>
     /**
@@ -223,14 +227,24 @@ export class AccessPolicies extends Context.Service<
         return { url }
       })
 
-      const checkPassword = Effect.fn("AccessPolicies.checkPassword")(function* (
-        projectId: ProjectId,
-        password: string
-      ) {
+      const passwordPass = Effect.fn("AccessPolicies.passwordPass")(function* (projectId: ProjectId, password: string) {
         const row = yield* store.findPolicy(projectId)
-        if (Option.isNone(row) || row.value.mode !== "password" || row.value.passwordHash === null) return false
-        if (passwordProblem(password) !== undefined) return false
-        return yield* hashing.withPermits(1)(hasher.verify(password, row.value.passwordHash))
+        if (Option.isNone(row) || row.value.mode !== "password" || row.value.passwordHash === null) {
+          return Option.none<number>()
+        }
+        if (passwordProblem(password) !== undefined) return Option.none<number>()
+        const ok = yield* hashing.withPermits(1)(hasher.verify(password, row.value.passwordHash))
+        return ok ? Option.some(row.value.passwordGeneration) : Option.none<number>()
+      })
+
+      const checkPassword = (projectId: ProjectId, password: string) =>
+        Effect.map(passwordPass(projectId, password), Option.isSome)
+
+      const passwordGeneration = Effect.fn("AccessPolicies.passwordGeneration")(function* (projectId: ProjectId) {
+        return Option.match(yield* store.findPolicy(projectId), {
+          onNone: () => 0,
+          onSome: (row) => row.passwordGeneration
+        })
       })
 
       const checkBypass = Effect.fn("AccessPolicies.checkBypass")(function* (projectId: ProjectId, secret: string) {
@@ -268,6 +282,8 @@ export class AccessPolicies extends Context.Service<
         authorize,
         policyOf,
         checkPassword,
+        passwordPass,
+        passwordGeneration,
         checkBypass,
         exchangeCode
       })

@@ -44,6 +44,8 @@ export const AccessPolicyRow = Schema.Struct({
   projectId: ProjectId,
   mode: AccessMode,
   passwordHash: Schema.NullOr(Schema.String),
+  /** Raised by every new password (0 before the first): passes earned under an older one no longer admit. */
+  passwordGeneration: Schema.Int,
   bypassHash: Schema.NullOr(Schema.String),
   updatedAt: Schema.String
 })

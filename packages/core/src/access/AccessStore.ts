@@ -10,8 +10,8 @@ export class AccessStore extends Context.Service<
     /** None for a project that never set a policy. */
     readonly findPolicy: (projectId: ProjectId) => Effect.Effect<Option.Option<AccessPolicyRow>>
     /**
-     * Sets the mode, and the password hash when `passwordHash` is not null (null keeps the stored one); creates the
-     * row, without a bypass, when the project has none. Answers the stored row.
+     * Sets the mode, and the password hash when `passwordHash` is not null (null keeps the stored one), raising the
+     * password generation by one; creates the row, without a bypass, when the project has none. Answers the stored row.
      */
     readonly setPolicy: (
       projectId: ProjectId,

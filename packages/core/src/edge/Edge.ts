@@ -140,7 +140,7 @@ export class Edge extends Context.Service<
       const issuePass = Effect.fnUntraced(function* (
         host: string,
         projectId: ProjectId,
-        userId: UserId | null,
+        holder: { readonly userId: UserId } | { readonly passwordGeneration: number },
         next: string
       ) {
         const value = yield* tokens.secret(32)
@@ -148,7 +148,8 @@ export class Edge extends Context.Service<
           tokenHash: yield* tokens.hash(value),
           host,
           projectId,
-          userId,
+          userId: "userId" in holder ? holder.userId : null,
+          passwordGeneration: "passwordGeneration" in holder ? holder.passwordGeneration : null,
           expiresAt: yield* isoAfter(edgeSessionTtl),
           createdAt: yield* nowIso
         })
@@ -169,7 +170,13 @@ export class Edge extends Context.Service<
         if (request.session === undefined || request.session === "") return false
         const pass = yield* sessions.find(yield* tokens.hash(request.session), request.host, yield* nowIso)
         if (Option.isNone(pass) || pass.value.projectId !== projectId) return false
-        if (mode === "password") return pass.value.userId === null
+        // A new password ends the passes earned with the old one.
+        if (mode === "password") {
+          return (
+            pass.value.userId === null &&
+            pass.value.passwordGeneration === (yield* access.passwordGeneration(projectId))
+          )
+        }
         if (pass.value.userId === null) return false
         const role = yield* orgs.findMembership(orgId, pass.value.userId)
         return Option.isSome(role) && admitsRole("org", role.value)
@@ -185,7 +192,7 @@ export class Edge extends Context.Service<
           if (!admitsRole("org", grant.value.role)) {
             return problem(403, "forbidden", "this deployment is open to members of its organization")
           }
-          return yield* issuePass(request.host, grant.value.projectId, grant.value.userId, safeNext)
+          return yield* issuePass(request.host, grant.value.projectId, { userId: grant.value.userId }, safeNext)
         }
         if (path === "/__service/access/password" && request.method === "POST") {
           const route = yield* hostnames.routeOf(request.host)
@@ -201,9 +208,16 @@ export class Edge extends Context.Service<
                 } satisfies EdgeAnswer)
               : { ...problem(429, "rate_limited", "too many password attempts: try again later"), retryAfter: wait }
           }
-          const ok = yield* access.checkPassword(route.value.projectId, request.form?.["password"] ?? "")
-          if (!ok) return { _tag: "Page", status: 401, html: passwordPage(safeNext, true) } satisfies EdgeAnswer
-          return yield* issuePass(request.host, route.value.projectId, null, safeNext)
+          const generation = yield* access.passwordPass(route.value.projectId, request.form?.["password"] ?? "")
+          if (Option.isNone(generation)) {
+            return { _tag: "Page", status: 401, html: passwordPage(safeNext, true) } satisfies EdgeAnswer
+          }
+          return yield* issuePass(
+            request.host,
+            route.value.projectId,
+            { passwordGeneration: generation.value },
+            safeNext
+          )
         }
         return problem(404, "not_found", `no system route ${path}`)
       })

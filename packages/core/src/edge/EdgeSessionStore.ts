@@ -8,6 +8,8 @@ export const EdgeSessionRow = Schema.Struct({
   projectId: ProjectId,
   /** The org member who exchanged an authorize code; null for a pass earned with the shared password. */
   userId: Schema.NullOr(UserId),
+  /** The password generation a shared-password pass was earned under; null for a member's pass. */
+  passwordGeneration: Schema.NullOr(Schema.Int),
   expiresAt: Schema.String,
   createdAt: Schema.String
 })

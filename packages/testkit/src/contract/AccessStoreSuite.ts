@@ -40,6 +40,7 @@ export const accessStoreSuite = <E>(name: string, store: Layer.Layer<AccessStore
           projectId: project.id,
           mode: "password",
           passwordHash: "$scrypt$one",
+          passwordGeneration: 1,
           bypassHash: null,
           updatedAt: at(0)
         }
@@ -59,11 +60,13 @@ export const accessStoreSuite = <E>(name: string, store: Layer.Layer<AccessStore
           projectId: project.id,
           mode: "org",
           passwordHash: "$scrypt$one",
+          passwordGeneration: 1,
           bypassHash: "bypass-1",
           updatedAt: at(2 * minute)
         })
         const replaced = yield* access.setPolicy(project.id, "public", "$scrypt$two", at(3 * minute))
         assert.strictEqual(replaced.passwordHash, "$scrypt$two")
+        assert.strictEqual(replaced.passwordGeneration, 2)
         assert.strictEqual(replaced.bypassHash, "bypass-1")
         assert.deepStrictEqual(yield* access.findPolicy(project.id), Option.some(replaced))
       })
@@ -80,6 +83,7 @@ export const accessStoreSuite = <E>(name: string, store: Layer.Layer<AccessStore
             projectId: project.id,
             mode: "public",
             passwordHash: null,
+            passwordGeneration: 0,
             bypassHash: "bypass-1",
             updatedAt: at(0)
           })
@@ -94,6 +98,7 @@ export const accessStoreSuite = <E>(name: string, store: Layer.Layer<AccessStore
             projectId: project.id,
             mode: "password",
             passwordHash: "$scrypt$p",
+            passwordGeneration: 1,
             bypassHash: null,
             updatedAt: at(3 * minute)
           })

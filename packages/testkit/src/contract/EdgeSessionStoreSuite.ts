@@ -16,6 +16,7 @@ export const makeEdgeSession = (
   host,
   projectId,
   userId: uniqueId("usr"),
+  passwordGeneration: null,
   expiresAt: at(12 * 60 * minute),
   createdAt: at(0),
   ...overrides
@@ -29,7 +30,7 @@ export const edgeSessionStoreSuite = <E>(name: string, store: Layer.Layer<EdgeSe
         const sessions = yield* Edge.EdgeSessionStore
         const project = yield* givenProject
         const member = makeEdgeSession(project.id, project.hostname)
-        const password = makeEdgeSession(project.id, project.hostname, { userId: null })
+        const password = makeEdgeSession(project.id, project.hostname, { userId: null, passwordGeneration: 3 })
         yield* sessions.insert(member)
         yield* sessions.insert(password)
         assert.deepStrictEqual(yield* sessions.find(member.tokenHash, member.host, at(minute)), Option.some(member))

@@ -13,6 +13,7 @@ export const make = (store: MemoryStore): Access.AccessStore["Service"] =>
           projectId,
           mode,
           passwordHash: passwordHash ?? current?.passwordHash ?? null,
+          passwordGeneration: (current?.passwordGeneration ?? 0) + (passwordHash === null ? 0 : 1),
           bypassHash: current?.bypassHash ?? null,
           updatedAt: at
         }
@@ -27,6 +28,7 @@ export const make = (store: MemoryStore): Access.AccessStore["Service"] =>
           projectId,
           mode: current?.mode ?? "public",
           passwordHash: current?.passwordHash ?? null,
+          passwordGeneration: current?.passwordGeneration ?? 0,
           bypassHash,
           updatedAt: at
         })
