@@ -1,5 +1,5 @@
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
-import { Kernel } from "@hostplane/core"
+import { configLayer } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Layer } from "effect"
@@ -11,7 +11,7 @@ it("a host server mounts hostplane's /v1 beside its own routes", async () => {
   const host = await startHost(
     Layer.mergeAll(
       layerMemory,
-      Kernel.Settings.make({ devAuth: true }),
+      configLayer({ identity: { devAuth: true } }),
       dnsNone,
       SealerAesGcm.layerEphemeral,
       PasswordHasherScrypt.layer,

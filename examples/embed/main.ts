@@ -2,7 +2,7 @@
 import * as Pg from "@hostplane/adapters-pg"
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
-import { Hostnames, Kernel } from "@hostplane/core"
+import { configLayer, Hostnames } from "@hostplane/core"
 import { Layer, Redacted } from "effect"
 import { startHost } from "./host.ts"
 
@@ -13,7 +13,8 @@ if (databaseUrl === undefined) throw new Error("set DATABASE_URL to the host's P
 // custom hostnames are verified through (SERVICE_DNS_RESOLVERS, else the system's).
 const ports = Layer.mergeAll(
   Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layer(Redacted.make(databaseUrl)))),
-  Kernel.Settings.make({ publicUrl: "http://127.0.0.1:3000", devAuth: true }),
+  // Each area's config: the shared settings and the sign-in ones (the rest keep their defaults).
+  configLayer({ settings: { publicUrl: "http://127.0.0.1:3000" }, identity: { devAuth: true } }),
   DnsResolverUdp.layerConfig,
   Hostnames.HostedZones.layerNone,
   // Secrets are sealed with SERVICE_SEAL_KEY (else the key file .hostplane/seal.key); access passwords use scrypt.

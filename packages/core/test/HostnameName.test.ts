@@ -4,10 +4,13 @@ import * as Hostnames from "@hostplane/core/hostnames/index"
 import * as Kernel from "@hostplane/core/kernel/index"
 import { Effect, Layer, Option, Result, Schema } from "effect"
 
-const settings = Kernel.makeSettings({
-  appDomain: "apps.hostplane.dev",
-  serviceDomains: ["hostplane.dev", "hostplane-usercontent.net"]
-})
+const settings = {
+  ...Kernel.makeSettings({
+    appDomain: "apps.hostplane.dev",
+    serviceDomains: ["hostplane.dev", "hostplane-usercontent.net"]
+  }),
+  fallbackOrigin: "fallback.apps.hostplane.dev"
+}
 
 const accepted: ReadonlyArray<readonly [string, string]> = [
   ["www.example.com", "www.example.com"],

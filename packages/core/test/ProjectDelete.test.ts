@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Hostnames, Jobs, Kernel, Orgs, Projects, services } from "@hostplane/core"
+import { configLayer, Hostnames, Jobs, Orgs, Projects, services } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Duration, Effect, Layer, Option } from "effect"
@@ -33,7 +33,7 @@ describe("project delete (spec 4.3) as a durable operation", () => {
         Layer.provideMerge(
           Layer.mergeAll(
             layerMemory,
-            Kernel.Settings.make(),
+            configLayer(),
             dnsNone,
             testCrypto,
             testBundles,

@@ -1,7 +1,9 @@
 import {
   type Access,
+  type Configs,
   type Deployments,
   type Hostnames,
+  Identity,
   Kernel,
   type Secrets,
   services,
@@ -52,15 +54,16 @@ const handlers = Layer.mergeAll(
 ).pipe(Layer.provide(AuthenticationLive))
 
 /**
- * The `/v1` routes on an `HttpRouter`: the API (with the dev login only when `Settings.devAuth` is on),
+ * The `/v1` routes on an `HttpRouter`: the API (with the dev login only when `IdentityConfig.devAuth` is on),
  * `/v1/openapi.json`, `/v1/docs`, and the pipeline that gives every response the envelope and a request id.
  */
 export const routes = Layer.unwrap(
   Effect.gen(function* () {
     const settings = yield* Kernel.Settings
+    const { devAuth } = yield* Identity.IdentityConfig
     // The document names this deployment's URL as its server.
     const document = documentAnnotations(settings.publicUrl)
-    const api = settings.devAuth
+    const api = devAuth
       ? Layer.merge(
           HttpApiBuilder.layer(ApiWithDevAuth.annotateMerge(document), { openapiPath: "/v1/openapi.json" }),
           HttpApiScalar.layer(ApiWithDevAuth.annotateMerge(document), { path: "/v1/docs" })
@@ -69,12 +72,9 @@ export const routes = Layer.unwrap(
           HttpApiBuilder.layer(Api.annotateMerge(document), { openapiPath: "/v1/openapi.json" }),
           HttpApiScalar.layer(Api.annotateMerge(document), { path: "/v1/docs" })
         )
-    return Layer.mergeAll(
-      api,
-      apiIndex,
-      invitePage,
-      requestPipeline(knownRoutes(settings.devAuth ? ApiWithDevAuth : Api))
-    ).pipe(Layer.provide(handlers))
+    return Layer.mergeAll(api, apiIndex, invitePage, requestPipeline(knownRoutes(devAuth ? ApiWithDevAuth : Api))).pipe(
+      Layer.provide(handlers)
+    )
   })
 )
 
@@ -84,7 +84,7 @@ export const routes = Layer.unwrap(
  */
 export type Ports =
   | Stores
-  | Kernel.Settings
+  | Configs
   | Hostnames.DnsResolver
   | Hostnames.HostedZones
   /** Seals project secrets at rest (`SealerAesGcm` in adapters-providers). */

@@ -137,9 +137,8 @@ describe.each(backends)("hostile input on /v1 (%s)", (_name, stores) => {
 
 describe.each(backends)("hostile names and numbers (%s)", (_name, stores) => {
   const suite = useSuite(stores, {
-    appDomain: "hostplane.localhost",
-    publicUrl: "http://console.hostplane.localhost:8080",
-    mailDomain: "mail.hostplane.localhost"
+    settings: { appDomain: "hostplane.localhost", publicUrl: "http://console.hostplane.localhost:8080" },
+    mail: { mailDomain: "mail.hostplane.localhost" }
   })
   const { api } = suite
 

@@ -110,7 +110,7 @@ describe.each(backends)("spec 4.1 login and identity (%s)", (_name, stores) => {
 describe.each(backends)("dev login is not registered when SERVICE_ENABLE_DEV_AUTH is off (%s)", (_name, stores) => {
   let server: TestServer
   beforeAll(async () => {
-    server = await startTestServer(stores(), { devAuth: false })
+    server = await startTestServer(stores(), { identity: { devAuth: false } })
   })
   afterAll(() => server.close())
 

@@ -254,7 +254,7 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
 describe.each(backends)("spec part 3: invite expiry (%s)", (_name, stores) => {
   let server: TestServer
   beforeAll(async () => {
-    server = await startTestServer(stores(), { inviteTtl: Duration.seconds(1) })
+    server = await startTestServer(stores(), { invites: { inviteTtl: Duration.seconds(1) } })
   })
   afterAll(() => server.close())
 

@@ -17,7 +17,7 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
     fake = await idp.runPromise(Effect.service(FakeIdentityProvider))
     server = await startTestServer(
       stores(),
-      { oauthRedirects: ["http://app.test/"] },
+      { identity: { oauthRedirects: ["http://app.test/"] } },
       IdentityProviderOAuth.layer({
         authorizeUrl: fake.authorizeUrl,
         tokenUrl: fake.tokenUrl,

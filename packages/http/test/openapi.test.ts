@@ -30,7 +30,7 @@ const codesOf = (response: Json | undefined): Array<string> =>
   JSON.stringify(response ?? {}).match(/"enum":\["[a-z_]+"\]/g) ?? []
 
 describe("GET /v1/openapi.json describes what the server does", () => {
-  const suite = useSuite(() => Layer.fresh(layerMemory), { publicUrl: "https://console.example.test" })
+  const suite = useSuite(() => Layer.fresh(layerMemory), { settings: { publicUrl: "https://console.example.test" } })
   const document = async () => (await suite.api.get("/v1/openapi.json")).body as Json
 
   it("every operation has a summary, and ids are unique", async () => {

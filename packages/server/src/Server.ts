@@ -10,7 +10,7 @@ import {
   TokensNode
 } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
-import { Hostnames, jobHandlers, Jobs, Kernel, services } from "@hostplane/core"
+import { configLayerFromEnv, Hostnames, jobHandlers, Jobs, services } from "@hostplane/core"
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
@@ -37,7 +37,8 @@ export const ServerLive = Layer.unwrap(
     const edgeListen = parseListen(
       yield* Config.String("SERVICE_EDGE_LISTEN").pipe(Config.withDefault("127.0.0.1:8081"))
     )
-    const settings = Kernel.Settings.layerConfig({ devAuthDefault: embedded })
+    // Each area reads its own SERVICE_* settings.
+    const settings = configLayerFromEnv({ devAuthDefault: embedded })
     const dataDir = yield* Config.String("SERVICE_DATA_DIR").pipe(Config.withDefault(".hostplane"))
     const embeddedPostgres = embedded ? Path.resolve(dataDir, "pg") : undefined
     const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig({ embeddedDirectory: embeddedPostgres })))

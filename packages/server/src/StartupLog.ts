@@ -1,4 +1,4 @@
-import { Kernel } from "@hostplane/core"
+import { Identity, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 
 /** Where the standalone server listens and keeps its data, as the start-up log reports it. */
@@ -21,6 +21,7 @@ export const localUrl = ({ host, port }: StartupInfo["listen"]): string => {
  */
 export const logStartup = Effect.fn("Server.logStartup")(function* (info: StartupInfo) {
   const settings = yield* Kernel.Settings
+  const { devAuth } = yield* Identity.IdentityConfig
   const api = `${localUrl(info.listen)}/v1`
   const edge = localUrl(info.edgeListen)
   yield* Effect.logInfo(`hostplane is up: API ${api} (docs ${api}/docs)`, {
@@ -31,9 +32,9 @@ export const logStartup = Effect.fn("Server.logStartup")(function* (info: Startu
     projectUrls: `http://<project>.${settings.appDomain}:${info.edgeListen.port}/`,
     publicUrl: settings.publicUrl,
     database: info.embeddedPostgres === undefined ? "DATABASE_URL" : `embedded PostgreSQL in ${info.embeddedPostgres}`,
-    devLogin: settings.devAuth
+    devLogin: devAuth
   })
-  if (settings.devAuth) {
+  if (devAuth) {
     yield* Effect.logWarning("dev login is ON (POST /v1/auth/dev/login): never expose this server publicly")
   }
 })

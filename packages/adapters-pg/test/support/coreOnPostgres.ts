@@ -2,7 +2,7 @@ import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } f
 import * as Pg from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { services } from "@hostplane/core"
-import { Settings } from "@hostplane/core/kernel/Settings"
+import { configLayer } from "@hostplane/core/configs"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import type { OrgStore } from "@hostplane/core/orgs/OrgStore"
 import { Layer } from "effect"
@@ -18,7 +18,7 @@ export const coreOnPostgres = (orgStore: Layer.Layer<OrgStore, never, SqlClient.
         orgStore,
         SealerAesGcm.layerEphemeral,
         PasswordHasherScrypt.layerWith({ logN: 10, r: 8, p: 1 }),
-        Settings.make(),
+        configLayer(),
         dnsNone,
         BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerTemp))
       )

@@ -1,6 +1,6 @@
 import { Duration, Effect, Option, Schema } from "effect"
 import { define, handler, type JobHandler, stop } from "../jobs/Job.ts"
-import { Settings } from "../kernel/Settings.ts"
+import { HostnamesConfig } from "./HostnamesConfig.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { checkOwnership, type DnsResolver, type OwnershipCheck } from "./DnsResolver.ts"
 import type { HostedZones } from "./HostedZones.ts"
@@ -14,14 +14,14 @@ import { HostnameStore } from "./HostnameStore.ts"
  */
 export const ownershipSteps = Effect.gen(function* () {
   const store = yield* HostnameStore
-  const settings = yield* Settings
+  const config = yield* HostnamesConfig
   const dns = yield* Effect.context<DnsResolver | HostedZones>()
   const observe = (row: HostnameRow, verifyToken: string) =>
     checkOwnership({
       host: row.name,
       orgId: row.orgId,
       verify: verificationRecord(row.name, verifyToken),
-      fallbackOrigin: settings.fallbackOrigin
+      fallbackOrigin: config.fallbackOrigin
     }).pipe(Effect.provideContext(dns))
   const record = Effect.fnUntraced(function* (row: HostnameRow, verifyToken: string, outcome: OwnershipCheck) {
     if (!outcome.verified) return yield* store.recordFailure(row.name, verifyToken, outcome.observed)
@@ -58,7 +58,7 @@ export const hostnameCheck = define({
 export const hostnameCheckHandler: Effect.Effect<
   JobHandler,
   never,
-  HostnameStore | Settings | DnsResolver | HostedZones
+  HostnameStore | HostnamesConfig | DnsResolver | HostedZones
 > = Effect.gen(function* () {
   const store = yield* HostnameStore
   const check = yield* ownershipCheck

@@ -2,6 +2,7 @@ import { Effect, Result, Schema } from "effect"
 import { BadRequest } from "../errors/Errors.ts"
 import { canonicalHost } from "../kernel/HostName.ts"
 import type { SettingsShape } from "../kernel/Settings.ts"
+import type { HostnamesConfigShape } from "./HostnamesConfig.ts"
 
 /** Why a custom hostname was refused; carried as `details.reason` of the 400 `bad_request`. */
 export type HostnameProblem =
@@ -19,7 +20,8 @@ export type HostnameProblem =
   | "service_domain"
 
 /** The settings a hostname is checked against: the app domain, the service's other own domains and the fallback origin. */
-export type HostnameSettings = Pick<SettingsShape, "appDomain" | "serviceDomains" | "fallbackOrigin">
+export type HostnameSettings = Pick<SettingsShape, "appDomain" | "serviceDomains"> &
+  Pick<HostnamesConfigShape, "fallbackOrigin">
 
 /** The owner name of the ownership TXT record is this label under the hostname. */
 export const verificationLabel = "_service-verify"

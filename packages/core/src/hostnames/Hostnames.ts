@@ -5,6 +5,7 @@ import { audited, Mutation, unaudited } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { canonicalHost } from "../kernel/HostName.ts"
 import { Settings } from "../kernel/Settings.ts"
+import { HostnamesConfig } from "./HostnamesConfig.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { type Hostname, type HostnameRoute, type HostnameRow, toHostname } from "./Hostname.ts"
 import { normalizeHostname, normalizeHostnameResult } from "./HostnameName.ts"
@@ -59,7 +60,8 @@ export class Hostnames extends Context.Service<
       const policy = yield* Policy
       const mutation = yield* Mutation
       const tokens = yield* Tokens
-      const settings = yield* Settings
+      // The service's own names, which a custom hostname may not take.
+      const settings = { ...(yield* Settings), ...(yield* HostnamesConfig) }
       const { observe, record } = yield* ownershipSteps
       const jobs = yield* Jobs
 

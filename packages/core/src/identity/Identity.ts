@@ -1,7 +1,9 @@
 import { Context, Duration, Effect, Layer, Option } from "effect"
 import { BadRequest, Unauthorized } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
+import { HostnamesConfig } from "../hostnames/HostnamesConfig.ts"
 import { Settings } from "../kernel/Settings.ts"
+import { IdentityConfig } from "./IdentityConfig.ts"
 import { isoAfter, nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { Transactor } from "../kernel/Transactor.ts"
@@ -66,13 +68,15 @@ export class Identity extends Context.Service<
       const tokens = yield* Tokens
       const tx = yield* Transactor
       const settings = yield* Settings
+      const identityConfig = yield* IdentityConfig
+      const { dnsNameservers } = yield* HostnamesConfig
       const idp = yield* Effect.serviceOption(IdentityProvider)
 
       const config = Effect.succeed<SiteConfig>({
         productName: settings.productName,
         publicUrl: settings.publicUrl,
         appDomain: settings.appDomain,
-        nameservers: settings.dnsNameservers
+        nameservers: dnsNameservers
       })
 
       const signIn = Effect.fn("Identity.signIn")(function* (identity: VerifiedIdentity) {
@@ -98,7 +102,7 @@ export class Identity extends Context.Service<
           })
         )
         const token = yield* tokens.secret(32)
-        const expiresAt = yield* isoAfter(settings.sessionTtl)
+        const expiresAt = yield* isoAfter(identityConfig.sessionTtl)
         yield* users.insertSession({
           tokenHash: yield* tokens.hash(token),
           userId: user.id,
@@ -133,7 +137,7 @@ export class Identity extends Context.Service<
       const callbackUri = `${settings.publicUrl}/v1/auth/idp/callback`
 
       const startIdp = Effect.fn("Identity.startIdp")(function* (redirect: string) {
-        if (!redirectAllowed(redirect, settings.oauthRedirects)) {
+        if (!redirectAllowed(redirect, identityConfig.oauthRedirects)) {
           return yield* new BadRequest({ message: "redirect is not on the allowlist (SERVICE_OAUTH_REDIRECTS)" })
         }
         if (Option.isNone(idp)) {

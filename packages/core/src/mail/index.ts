@@ -1,2 +1,3 @@
 export * from "./Mail.ts"
 export * from "./SendMail.ts"
+export * from "./MailConfig.ts"

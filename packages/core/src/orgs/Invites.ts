@@ -14,6 +14,8 @@ import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import type { Role } from "../kernel/Role.ts"
 import { Settings } from "../kernel/Settings.ts"
+import { MailConfig } from "../mail/MailConfig.ts"
+import { InvitesConfig } from "./InvitesConfig.ts"
 import { isoAfter, nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { MailOutbox } from "../mail/Mail.ts"
@@ -79,6 +81,8 @@ export class Invites extends Context.Service<
       const outbox = yield* MailOutbox
       const enqueueMail = yield* mailQueue
       const settings = yield* Settings
+      const { mailFrom } = yield* MailConfig
+      const { inviteTtl } = yield* InvitesConfig
 
       const list = Effect.fn("Invites.list")(function* (actor: Actor, slug: string) {
         const { org } = yield* policy.require(actor, slug, "admin")
@@ -98,7 +102,7 @@ export class Invites extends Context.Service<
         yield* enqueueMail(
           {
             id,
-            from: settings.mailFrom,
+            from: mailFrom,
             to: email,
             subject: `You are invited to ${org.name} on ${settings.productName}`,
             text: [
@@ -130,7 +134,7 @@ export class Invites extends Context.Service<
             }
             const token = yield* tokens.secret(32)
             const tokenHash = yield* tokens.hash(token)
-            const expiresAt = yield* isoAfter(settings.inviteTtl)
+            const expiresAt = yield* isoAfter(inviteTtl)
             const existing = yield* store.findOpenInvite(org.id, email)
             let row: Omit<InviteRow, "sentAt">
             // A new row, or an expired one coming back to life, counts against the pending limit.

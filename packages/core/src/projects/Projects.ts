@@ -11,7 +11,8 @@ import {
 import type { Actor } from "../kernel/Actor.ts"
 import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
-import { serviceHostnames, Settings } from "../kernel/Settings.ts"
+import { Settings } from "../kernel/Settings.ts"
+import { serviceHostnames } from "./ServiceHostnames.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { define, handler, type JobHandler } from "../jobs/Job.ts"
 import { Jobs } from "../jobs/Jobs.ts"
@@ -69,7 +70,7 @@ export class Projects extends Context.Service<
       const deployments = yield* DeploymentStore
       const users = yield* UserStore
 
-      const reserved = serviceHostnames(settings)
+      const reserved = yield* serviceHostnames
 
       const list = Effect.fn("Projects.list")(function* (actor: Actor, slug: string) {
         const { org } = yield* policy.require(actor, slug, "viewer")

@@ -1,5 +1,5 @@
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
-import { Identity, Kernel, Mail, Orgs, services } from "@hostplane/core"
+import { configLayer, Identity, Kernel, Mail, Orgs, services } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Layer, Option } from "effect"
@@ -26,7 +26,7 @@ export const coreMemory = (
     Layer.succeed(Orgs.OrgSubscriptionCheck, options.hasSubscription ?? (() => Effect.succeed(false)))
   )
   return services.pipe(
-    Layer.provideMerge(Layer.mergeAll(layerMemory, Kernel.Settings.make(), dnsNone, hooks, testCrypto, testBundles))
+    Layer.provideMerge(Layer.mergeAll(layerMemory, configLayer(), dnsNone, hooks, testCrypto, testBundles))
   )
 }
 

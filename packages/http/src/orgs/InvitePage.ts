@@ -128,6 +128,7 @@ export const invitePage = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const invites = yield* Orgs.Invites
     const settings = yield* Kernel.Settings
+    const { devAuth } = yield* Identity.IdentityConfig
     const signInOffered = Option.isSome(yield* Effect.serviceOption(Identity.IdentityProvider))
     yield* router.add(
       "GET",
@@ -149,10 +150,10 @@ export const invitePage = HttpRouter.use((router) =>
         const here = `${settings.publicUrl}/invites/${encodeURIComponent(token ?? "")}`
         const signIn = signInOffered
           ? `<a class="button" href="/v1/auth/idp/start?redirect=${escapeHtml(encodeURIComponent(here))}">Sign in to accept</a>`
-          : settings.devAuth
+          : devAuth
             ? ""
             : "<p>Sign-in is not configured on this server.</p>"
-        const devSignIn = settings.devAuth
+        const devSignIn = devAuth
           ? `<form id="dev-sign-in"><input name="subject" required placeholder="dev subject" aria-label="dev subject"><button class="secondary">Dev sign-in</button></form>`
           : ""
         const body = `<h1>Join ${escapeHtml(invite.orgName)} on ${product}</h1>

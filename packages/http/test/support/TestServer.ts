@@ -1,6 +1,16 @@
 import { afterAll, beforeAll } from "vitest"
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
-import { type Access, type Deployments, type Hostnames, Kernel, Orgs, type Secrets } from "@hostplane/core"
+import {
+  type Access,
+  type ConfigOverrides,
+  type Configs,
+  configLayer,
+  type Deployments,
+  type Hostnames,
+  Kernel,
+  Orgs,
+  type Secrets
+} from "@hostplane/core"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Layer, Logger, Option } from "effect"
 import * as Fs from "node:fs/promises"
@@ -12,10 +22,7 @@ import type { Ports } from "../../src/App.ts"
 import { makeNodeListener } from "../../src/server/NodeListener.ts"
 
 /** The store ports a backend provides; settings and DNS come from the test. */
-export type Stores = Exclude<
-  Ports,
-  Kernel.Settings | Dns | Crypto | Deployments.BundleReader | Deployments.ArtifactStore
->
+export type Stores = Exclude<Ports, Configs | Dns | Crypto | Deployments.BundleReader | Deployments.ArtifactStore>
 
 /** What hostname verification asks: a resolver and the hosted zones. */
 export type Dns = Hostnames.DnsResolver | Hostnames.HostedZones
@@ -49,7 +56,7 @@ export interface TestServer {
 /** Serves the real router over loopback HTTP on an ephemeral port, built through the exported Node listener. */
 export const startTestServer = async (
   stores: Layer.Layer<Stores, unknown>,
-  settings: Partial<Kernel.SettingsShape> = {},
+  settings: ConfigOverrides = {},
   /** Hooks of other areas (holdings, subscription check) built on the same stores. */
   extra: Layer.Layer<never, unknown, Ports> = Layer.empty,
   /** DNS for hostname verification; by default no name exists (a `FakeDnsServer` resolver for hostname suites). */
@@ -65,7 +72,7 @@ export const startTestServer = async (
     Layer.provideMerge(
       Layer.mergeAll(
         stores,
-        Kernel.Settings.make({ devAuth: true, ...settings }),
+        configLayer({ ...settings, identity: { devAuth: true, ...settings.identity } }),
         dns,
         options.passwordHasher === undefined ? testCrypto : Layer.merge(testCrypto, options.passwordHasher),
         bundles
@@ -192,7 +199,7 @@ export interface Suite {
  */
 export const useSuite = (
   stores: () => Layer.Layer<Stores, unknown>,
-  settings: Partial<Kernel.SettingsShape> = {},
+  settings: ConfigOverrides = {},
   extra?: Layer.Layer<never, unknown, Ports>,
   dns?: Layer.Layer<Dns, unknown>,
   options?: TestServerOptions

@@ -1,0 +1,36 @@
+import { Layer } from "effect"
+import { HostnamesConfig, type HostnamesConfigShape } from "./hostnames/HostnamesConfig.ts"
+import { IdentityConfig, type IdentityConfigShape } from "./identity/IdentityConfig.ts"
+import { Settings, type SettingsShape } from "./kernel/Settings.ts"
+import { MailConfig, type MailConfigShape } from "./mail/MailConfig.ts"
+import { InvitesConfig, type InvitesConfigShape } from "./orgs/InvitesConfig.ts"
+
+/** Every area's config: the shared `Settings` and the one service per area that reads its own settings. */
+export type Configs = Settings | IdentityConfig | HostnamesConfig | MailConfig | InvitesConfig
+
+/** Explicit values for `configLayer`, by area; anything left out takes its default. */
+export interface ConfigOverrides {
+  readonly settings?: Partial<SettingsShape>
+  readonly identity?: Partial<IdentityConfigShape>
+  readonly hostnames?: Partial<HostnamesConfigShape>
+  readonly mail?: Partial<MailConfigShape>
+  readonly invites?: Partial<InvitesConfigShape>
+}
+
+/** Every area's config from explicit values (tests, embedding hosts), each area's `make`. */
+export const configLayer = (overrides: ConfigOverrides = {}): Layer.Layer<Configs> =>
+  Layer.mergeAll(
+    IdentityConfig.make(overrides.identity),
+    HostnamesConfig.make(overrides.hostnames),
+    MailConfig.make(overrides.mail),
+    InvitesConfig.make(overrides.invites)
+  ).pipe(Layer.provideMerge(Settings.make(overrides.settings)))
+
+/** Every area's config from the `SERVICE_*` environment, each area's `layerConfig`. */
+export const configLayerFromEnv = (options: { readonly devAuthDefault: boolean }) =>
+  Layer.mergeAll(
+    IdentityConfig.layerConfig(options),
+    HostnamesConfig.layerConfig,
+    MailConfig.layerConfig,
+    InvitesConfig.layerConfig
+  ).pipe(Layer.provideMerge(Settings.layerConfig))

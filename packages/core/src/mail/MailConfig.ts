@@ -1,0 +1,43 @@
+import { Config, Context, Effect, Layer } from "effect"
+import { optionalSetting } from "../kernel/Settings.ts"
+
+/** The mail settings of decisions.md part 2. */
+export interface MailConfigShape {
+  /** The project mail domain; empty means email grants answer 409 `email_unavailable`. */
+  readonly mailDomain: string
+  /** The sender of service mail. */
+  readonly mailFrom: string
+}
+
+const makeMailConfig = (overrides: Partial<MailConfigShape>): MailConfigShape => {
+  const mailDomain = overrides.mailDomain ?? ""
+  return {
+    mailDomain,
+    mailFrom:
+      overrides.mailFrom ??
+      (mailDomain === "" ? "hostplane <no-reply@localhost>" : `hostplane <no-reply@${mailDomain}>`)
+  }
+}
+
+/** Mail settings; the sender defaults to `no-reply@` the mail domain. */
+export class MailConfig extends Context.Service<MailConfig, MailConfigShape>()("@hostplane/core/mail/MailConfig") {
+  static readonly make = (overrides: Partial<MailConfigShape> = {}) =>
+    Layer.succeed(MailConfig, makeMailConfig(overrides))
+
+  /** `SERVICE_MAIL_DOMAIN`, `SERVICE_MAIL_FROM`. */
+  static readonly layerConfig = Layer.effect(
+    MailConfig,
+    Effect.map(
+      Config.all({
+        mailDomain: optionalSetting("SERVICE_MAIL_DOMAIN"),
+        mailFrom: optionalSetting("SERVICE_MAIL_FROM")
+      }),
+      (env) => {
+        const overrides: { -readonly [K in keyof MailConfigShape]?: MailConfigShape[K] } = {}
+        if (env.mailDomain._tag === "Some") overrides.mailDomain = env.mailDomain.value.toLowerCase()
+        if (env.mailFrom._tag === "Some") overrides.mailFrom = env.mailFrom.value
+        return makeMailConfig(overrides)
+      }
+    )
+  )
+}

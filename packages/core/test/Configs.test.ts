@@ -1,0 +1,83 @@
+import { assert, describe, it } from "@effect/vitest"
+import { configLayer, configLayerFromEnv, Hostnames, Identity, Kernel, Mail, Orgs } from "@hostplane/core"
+import { ConfigProvider, Duration, Effect, Layer } from "effect"
+
+const read = Effect.gen(function* () {
+  return {
+    settings: yield* Kernel.Settings,
+    identity: yield* Identity.IdentityConfig,
+    hostnames: yield* Hostnames.HostnamesConfig,
+    mail: yield* Mail.MailConfig,
+    invites: yield* Orgs.InvitesConfig
+  }
+})
+
+const fromEnv = (env: Record<string, string>, devAuthDefault = false) =>
+  read.pipe(
+    Effect.provide(
+      configLayerFromEnv({ devAuthDefault }).pipe(
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
+      )
+    )
+  )
+
+describe("per-area config", () => {
+  it.effect("with no environment every area takes decisions.md's defaults", () =>
+    Effect.gen(function* () {
+      const all = yield* fromEnv({}, true)
+      assert.deepStrictEqual(all.settings, {
+        productName: "hostplane",
+        publicUrl: "http://localhost:8080",
+        appDomain: "apps.localhost",
+        serviceDomains: ["apps.localhost"]
+      })
+      assert.deepStrictEqual(all.identity.oauthRedirects, ["http://localhost:8080"])
+      assert.isTrue(all.identity.devAuth)
+      assert.strictEqual(Duration.toMillis(all.identity.sessionTtl), Duration.toMillis(Duration.days(30)))
+      assert.deepStrictEqual(all.hostnames, {
+        fallbackOrigin: "fallback.apps.localhost",
+        dnsNameservers: ["ns1.hostplane.localhost", "ns2.hostplane.localhost"]
+      })
+      assert.deepStrictEqual(all.mail, { mailDomain: "", mailFrom: "hostplane <no-reply@localhost>" })
+      assert.strictEqual(Duration.toMillis(all.invites.inviteTtl), Duration.toMillis(Duration.days(7)))
+    })
+  )
+
+  it.effect("each area reads its own SERVICE_* settings; defaults follow the shared ones", () =>
+    Effect.gen(function* () {
+      const all = yield* fromEnv({
+        SERVICE_PUBLIC_URL: "https://console.example.com/",
+        SERVICE_APP_DOMAIN: "Apps.Example.com",
+        SERVICE_DOMAINS: "example.com, example.net",
+        SERVICE_MAIL_DOMAIN: "Mail.Example.com",
+        SERVICE_DNS_NAMESERVERS: "ns1.example.com,ns2.example.com",
+        SERVICE_ENABLE_DEV_AUTH: "false",
+        SERVICE_SESSION_TTL: "12 hours"
+      })
+      assert.strictEqual(all.settings.publicUrl, "https://console.example.com")
+      assert.deepStrictEqual(all.settings.serviceDomains, ["apps.example.com", "example.com", "example.net"])
+      assert.deepStrictEqual(all.identity.oauthRedirects, ["https://console.example.com"])
+      assert.isFalse(all.identity.devAuth)
+      assert.strictEqual(Duration.toMillis(all.identity.sessionTtl), Duration.toMillis(Duration.hours(12)))
+      assert.strictEqual(all.hostnames.fallbackOrigin, "fallback.apps.example.com")
+      assert.deepStrictEqual(all.hostnames.dnsNameservers, ["ns1.example.com", "ns2.example.com"])
+      assert.deepStrictEqual(all.mail, {
+        mailDomain: "mail.example.com",
+        mailFrom: "hostplane <no-reply@mail.example.com>"
+      })
+    })
+  )
+
+  it.effect("configLayer takes explicit values by area", () =>
+    Effect.gen(function* () {
+      const all = yield* read.pipe(
+        Effect.provide(
+          configLayer({ settings: { appDomain: "apps.test" }, hostnames: { fallbackOrigin: "edge.test" } })
+        )
+      )
+      assert.strictEqual(all.settings.appDomain, "apps.test")
+      assert.strictEqual(all.hostnames.fallbackOrigin, "edge.test")
+      assert.isFalse(all.identity.devAuth)
+    })
+  )
+})
