@@ -177,6 +177,17 @@ describe.each(backends)("hostile names and numbers (%s)", (_name, stores) => {
     expect((await api.post(`/v1/orgs/${slug}/projects`, { name: "site\n" }, { token })).status).toBe(400)
   })
 
+  it("a profile name with controls or over 100 characters still makes a valid personal org display name", async () => {
+    const session = await api.login(unique("profile"), { name: `Mallory\u001b[2J\nAdmin ${"x".repeat(150)}` })
+    const me = await api.get("/v1/me", { token: session.token })
+    const personal = me.body.orgs.find((org: { personal: boolean }) => org.personal)
+    expect(personal.name).toMatch(/^Mallory \[2J Admin x+$/)
+    expect(Array.from(personal.name as string).length).toBe(100)
+    // The name it got is one the API itself accepts on rename.
+    const renamed = await api.patch(`/v1/orgs/${personal.slug}`, { name: personal.name }, { token: session.token })
+    expect(renamed.status).toBe(200)
+  })
+
   it("?limit out of 1..200 or not an integer is 400 on every paged list; 1 and 200 are fine", async () => {
     const token = suite.admin.token
     const slug = await suite.newOrg()

@@ -59,6 +59,16 @@ export const DisplayName = Schema.String.check(
   Schema.makeFilter((name: string) => !controlCharacter.test(name) || "must not contain control characters")
 )
 
+/**
+ * The nearest `DisplayName` to a name taken from elsewhere (an identity provider's profile, a subject): controls become
+ * spaces, runs of space collapse, at most 100 characters (code points) are kept; `fallback` when nothing is left.
+ */
+export const toDisplayName = (text: string, fallback: string): string => {
+  const plain = text.toWellFormed().replace(new RegExp(controlCharacter.source, "gu"), " ").replace(/\s+/gu, " ").trim()
+  const cut = Array.from(plain).slice(0, 100).join("").trim()
+  return cut === "" ? fallback : cut
+}
+
 export const OrgName = DisplayName
 
 export const CreateOrgInput = Schema.Struct({ name: OrgName, slug: Schema.optionalKey(Slug) })

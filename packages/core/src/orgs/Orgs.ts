@@ -19,6 +19,7 @@ import {
   type OrgMembership,
   type OrgRow,
   slugPattern,
+  toDisplayName,
   toMembership,
   toOrg
 } from "./Org.ts"
@@ -122,10 +123,11 @@ export class Orgs extends Context.Service<
         return toOrg(row)
       })
 
-      const createPersonal = (userId: string, displayName: string) =>
-        insertOrg(userId, { name: displayName, slug: slugFrom(displayName), derived: true, personal: true }).pipe(
-          Effect.orDie
-        )
+      const createPersonal = (userId: string, displayName: string) => {
+        // A profile name is whatever the identity provider says: it becomes a display name the API would accept.
+        const name = toDisplayName(displayName, "Personal")
+        return insertOrg(userId, { name, slug: slugFrom(name), derived: true, personal: true }).pipe(Effect.orDie)
+      }
 
       const rename = Effect.fn("Orgs.rename")(function* (actor: Actor, slug: string, name: string) {
         const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
