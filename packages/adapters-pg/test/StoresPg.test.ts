@@ -98,7 +98,7 @@ layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)))("PostgreSQL specifi
       const org = makeOrg()
       yield* orgs.insert(org)
       const invite = {
-        id: `inv_${unique()}`,
+        id: makeId("inv", `inv_${unique()}`),
         orgId: org.id,
         email: "twice@example.test",
         role: "member" as const,
@@ -110,7 +110,7 @@ layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)))("PostgreSQL specifi
       }
       yield* orgs.insertInvite(invite)
       const exit = yield* Effect.exit(
-        orgs.insertInvite({ ...invite, id: `inv_${unique()}`, tokenHash: `hash-${unique()}` })
+        orgs.insertInvite({ ...invite, id: makeId("inv", `inv_${unique()}`), tokenHash: `hash-${unique()}` })
       )
       assert.isTrue(Exit.hasDies(exit))
     })

@@ -211,7 +211,10 @@ describe("Invites (spec 4.2 and part 3) on the memory store", () => {
         assert.strictEqual((yield* Effect.flip(invites.revoke(admin, "team", revoked.inviteId)))._tag, "NotFound")
         assert.strictEqual((yield* Effect.flip(invites.revoke(admin, "team", accepted.inviteId)))._tag, "NotFound")
         assert.strictEqual((yield* Effect.flip(invites.revoke(admin, "other", pending.inviteId)))._tag, "NotFound")
-        assert.strictEqual((yield* Effect.flip(invites.revoke(admin, "team", "inv_unknown")))._tag, "NotFound")
+        assert.strictEqual(
+          (yield* Effect.flip(invites.revoke(admin, "team", Kernel.makeId("inv", "inv_unknown"))))._tag,
+          "NotFound"
+        )
       })
     )
   )

@@ -1,4 +1,4 @@
-import { Mail, Orgs } from "@hostplane/core"
+import { type Kernel, Mail, Orgs } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { Effect, Layer, Option } from "effect"
 import { describe, expect, it } from "vitest"
@@ -10,7 +10,7 @@ describe("the invitation link <public url>/invites/<token> resolves to a page", 
   const { api } = suite
 
   /** The link of the queued invitation mail, and its path on the test server. */
-  const linkOf = async (slug: string, inviteId: string) => {
+  const linkOf = async (slug: string, inviteId: Kernel.InviteId) => {
     const mail = await suite.server.run(
       Effect.gen(function* () {
         const store = yield* Orgs.OrgStore

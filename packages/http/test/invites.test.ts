@@ -1,4 +1,4 @@
-import { Jobs, Mail, Orgs } from "@hostplane/core"
+import { Jobs, type Kernel, Mail, Orgs } from "@hostplane/core"
 import { Duration, Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
@@ -11,7 +11,7 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
   const newOrg = () => suite.newOrg("Crew")
 
   /** The queued invitation mail of an invite, read from the outbox. */
-  const mailOf = (slug: string, inviteId: string) =>
+  const mailOf = (slug: string, inviteId: Kernel.InviteId) =>
     suite.server.run(
       Effect.gen(function* () {
         const store = yield* Orgs.OrgStore
@@ -21,7 +21,7 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
         return Option.getOrThrow(yield* outbox.get(invite.mailId!))
       })
     )
-  const tokenOf = async (slug: string, inviteId: string) => {
+  const tokenOf = async (slug: string, inviteId: Kernel.InviteId) => {
     const mail = await mailOf(slug, inviteId)
     const match = /http:\/\/localhost:8080\/invites\/([A-Za-z0-9_-]{43})/.exec(mail.text)
     expect(match).not.toBeNull()

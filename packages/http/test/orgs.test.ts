@@ -15,7 +15,7 @@ const hooks = Layer.mergeAll(
       return [
         {
           kind: "projects",
-          count: (orgId: string) =>
+          count: (orgId: Kernel.OrgId) =>
             Effect.map(store.findById(orgId), (row) => {
               const count = Option.isSome(row) ? holdingsFor(row.value.slug) : 0
               return { count, names: count > 0 ? ["web", "api"] : [] }
@@ -28,7 +28,7 @@ const hooks = Layer.mergeAll(
     Orgs.OrgSubscriptionCheck,
     Effect.gen(function* () {
       const store = yield* Orgs.OrgStore
-      return (orgId: string) =>
+      return (orgId: Kernel.OrgId) =>
         Effect.map(store.findById(orgId), (row) => Option.isSome(row) && row.value.name === "Paying")
     })
   )

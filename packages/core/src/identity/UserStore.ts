@@ -1,9 +1,10 @@
 import { Context, Effect, Option, Schema } from "effect"
 import type { User } from "./User.ts"
+import { UserId } from "../kernel/Ids.ts"
 
 export const SessionRow = Schema.Struct({
   tokenHash: Schema.String,
-  userId: Schema.String,
+  userId: UserId,
   expiresAt: Schema.String,
   createdAt: Schema.String
 })
@@ -23,14 +24,14 @@ export class UserStore extends Context.Service<
   UserStore,
   {
     readonly findByIdentity: (provider: string, subject: string) => Effect.Effect<Option.Option<User>>
-    readonly findById: (userId: string) => Effect.Effect<Option.Option<User>>
+    readonly findById: (userId: UserId) => Effect.Effect<Option.Option<User>>
     /** Inserts the user, or returns the existing one for the same provider and subject. */
     readonly insert: (
       user: User,
       createdAt: string
     ) => Effect.Effect<{ readonly user: User; readonly created: boolean }>
     readonly updateProfile: (
-      userId: string,
+      userId: UserId,
       profile: { readonly email: string | null; readonly name: string | null }
     ) => Effect.Effect<void>
     readonly insertSession: (session: SessionRow) => Effect.Effect<void>

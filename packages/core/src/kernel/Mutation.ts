@@ -9,6 +9,7 @@ import { type Membership, Policy, type ProjectAccess } from "./Policy.ts"
 import type { Role } from "./Role.ts"
 import { nowIso } from "./Time.ts"
 import { Transactor } from "./Transactor.ts"
+import type { OrgId } from "./Ids.ts"
 
 /** What a change leaves in the audit log; the actor, the time and (unless given) the org come from the envelope. */
 export interface AuditEntry {
@@ -16,7 +17,7 @@ export interface AuditEntry {
   readonly target: string | null
   readonly data?: Record<string, unknown>
   /** Only for a write that makes its org (`org.create`): the envelope has no org to take it from. */
-  readonly orgId?: string
+  readonly orgId?: OrgId
 }
 
 /** A change's answer and the audit row it commits with; none for a write the audit log leaves out (a repeat). */
@@ -92,7 +93,7 @@ export class Mutation extends Context.Service<
     /** Org lock, the change, its audit row: for a write authorized otherwise than by a role (an invite token). */
     readonly lockedOrg: <A, E, R>(
       actor: Actor,
-      orgId: string,
+      orgId: OrgId,
       change: (at: string) => Effect.Effect<Audited<A>, E, R>
     ) => Effect.Effect<A, E, R>
     /** The change and its audit row in one transaction, with no org to lock: an org's creation. */
@@ -114,7 +115,7 @@ export class Mutation extends Context.Service<
       /** Runs the change and records its audit row; the caller provides the transaction. */
       const commit = <A, E, R>(
         actor: Actor,
-        orgId: string | null,
+        orgId: OrgId | null,
         change: (at: string) => Effect.Effect<Audited<A>, E, R>
       ): Effect.Effect<A, E, R> =>
         Effect.gen(function* () {
@@ -186,7 +187,7 @@ export class Mutation extends Context.Service<
 
       const lockedOrg = Effect.fn("Mutation.lockedOrg")(function* <A, E, R>(
         actor: Actor,
-        orgId: string,
+        orgId: OrgId,
         change: (at: string) => Effect.Effect<Audited<A>, E, R>
       ) {
         return yield* tx.withTransaction(Effect.andThen(orgs.lock(orgId), commit(actor, orgId, change)))

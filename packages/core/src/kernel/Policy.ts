@@ -6,6 +6,7 @@ import type { ProjectRow } from "../projects/Project.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
 import type { Actor } from "./Actor.ts"
 import { atLeast, type Role } from "./Role.ts"
+import type { OrgId } from "./Ids.ts"
 
 export interface Membership {
   readonly org: OrgRow
@@ -32,7 +33,7 @@ export class Policy extends Context.Service<
      * For an org reached through a public name (a routed hostname) rather than its slug, so its existence is no
      * secret: no membership and a role below the minimum are both 403.
      */
-    readonly requireOrgRole: (actor: Actor, orgId: string, minimum: Role) => Effect.Effect<Membership, Forbidden>
+    readonly requireOrgRole: (actor: Actor, orgId: OrgId, minimum: Role) => Effect.Effect<Membership, Forbidden>
     /**
      * `require` again for an org already authorized, read as it now stands (under its lock, a concurrent delete,
      * removal or demotion has committed): gone or no longer a member is 404, a lower role 403.
@@ -82,7 +83,7 @@ export class Policy extends Context.Service<
         return { ...membership, project: project.value }
       })
 
-      const requireOrgRole = Effect.fn("Policy.requireOrgRole")(function* (actor: Actor, orgId: string, minimum: Role) {
+      const requireOrgRole = Effect.fn("Policy.requireOrgRole")(function* (actor: Actor, orgId: OrgId, minimum: Role) {
         const org = yield* orgs.findById(orgId)
         const role = Option.isSome(org) ? yield* orgs.findMembership(orgId, actor.userId) : Option.none()
         if (Option.isNone(org) || Option.isNone(role)) {

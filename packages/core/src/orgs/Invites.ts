@@ -31,6 +31,8 @@ import {
 } from "./Org.ts"
 import { personalOrgStaysSolo } from "./Members.ts"
 import { OrgStore } from "./OrgStore.ts"
+import type { InviteId } from "../kernel/Ids.ts"
+import { newId } from "../kernel/Ids.ts"
 
 /** Pending invites an org may hold at once (decisions.md part 3). */
 export const maxPendingInvites = 50
@@ -63,7 +65,7 @@ export class Invites extends Context.Service<
       { readonly invite: Invite; readonly created: boolean },
       NotFound | Forbidden | PersonalOrg | AlreadyMember | TooManyInvites
     >
-    readonly revoke: (actor: Actor, slug: string, inviteId: string) => Effect.Effect<void, NotFound | Forbidden>
+    readonly revoke: (actor: Actor, slug: string, inviteId: InviteId) => Effect.Effect<void, NotFound | Forbidden>
     readonly view: (token: string) => Effect.Effect<InviteView, NotFound>
     readonly accept: (
       actor: Actor,
@@ -159,7 +161,7 @@ export class Invites extends Context.Service<
               yield* store.updateInvite(row)
             } else {
               row = {
-                id: yield* tokens.id("inv"),
+                id: yield* newId(tokens, "inv"),
                 orgId: org.id,
                 email,
                 role: input.role,
@@ -179,7 +181,7 @@ export class Invites extends Context.Service<
         )
       })
 
-      const revoke = Effect.fn("Invites.revoke")(function* (actor: Actor, slug: string, inviteId: string) {
+      const revoke = Effect.fn("Invites.revoke")(function* (actor: Actor, slug: string, inviteId: InviteId) {
         const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
         yield* mutation.org(grant, ({ org }) =>
           Effect.gen(function* () {

@@ -7,6 +7,7 @@ import type { Role } from "../kernel/Role.ts"
 import { UserStore } from "../identity/UserStore.ts"
 import type { Member } from "./Org.ts"
 import { OrgStore } from "./OrgStore.ts"
+import type { OrgId, UserId } from "../kernel/Ids.ts"
 
 /** Spec part 2: a personal org is a one-person org, so it takes no members and no invites. */
 export const personalOrgStaysSolo = () =>
@@ -25,14 +26,14 @@ export class Members extends Context.Service<
     readonly setRole: (
       actor: Actor,
       slug: string,
-      userId: string,
+      userId: UserId,
       role: Role
     ) => Effect.Effect<Member, NotFound | Forbidden | LastAdmin>
     /** Removing someone else needs admin; removing yourself is leaving and needs only membership. */
     readonly remove: (
       actor: Actor,
       slug: string,
-      userId: string
+      userId: UserId
     ) => Effect.Effect<void, NotFound | Forbidden | LastAdmin>
   }
 >()("@hostplane/core/orgs/Members") {
@@ -44,7 +45,7 @@ export class Members extends Context.Service<
       const policy = yield* Policy
       const mutation = yield* Mutation
 
-      const findMember = Effect.fnUntraced(function* (orgId: string, userId: string) {
+      const findMember = Effect.fnUntraced(function* (orgId: OrgId, userId: UserId) {
         const members = yield* store.listMembers(orgId)
         const member = members.find((m) => m.userId === userId)
         if (member === undefined) return yield* new NotFound({ message: `member ${userId} not found` })
@@ -80,7 +81,7 @@ export class Members extends Context.Service<
         )
       })
 
-      const setRole = Effect.fn("Members.setRole")(function* (actor: Actor, slug: string, userId: string, role: Role) {
+      const setRole = Effect.fn("Members.setRole")(function* (actor: Actor, slug: string, userId: UserId, role: Role) {
         const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
         // The org lock makes "count admins, then demote" atomic against a concurrent demotion.
         return yield* mutation.org(grant, ({ org }) =>
@@ -98,7 +99,7 @@ export class Members extends Context.Service<
         )
       })
 
-      const remove = Effect.fn("Members.remove")(function* (actor: Actor, slug: string, userId: string) {
+      const remove = Effect.fn("Members.remove")(function* (actor: Actor, slug: string, userId: UserId) {
         const leaving = userId === actor.userId
         const grant = yield* mutation.authorizeOrg(actor, slug, leaving ? "viewer" : "admin")
         yield* mutation.org(grant, ({ org }) =>

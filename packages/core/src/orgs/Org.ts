@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { Role } from "../kernel/Role.ts"
-import { OrgId } from "../kernel/Ids.ts"
+import { InviteId, OrgId, UserId } from "../kernel/Ids.ts"
 
 /** Org slugs and project names (decisions.md part 1). */
 export const slugPattern = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/u
@@ -76,7 +76,7 @@ export const RenameOrgInput = Schema.Struct({ name: OrgName })
 export const DeleteOrgInput = Schema.Struct({ confirm: Schema.String })
 
 export const Member = Schema.Struct({
-  userId: Schema.String,
+  userId: UserId,
   provider: Schema.String,
   subject: Schema.String,
   email: Schema.NullOr(Schema.String),
@@ -98,8 +98,8 @@ export type InviteState = typeof InviteState.Type
 
 /** The stored invite: the token exists only as its hash. */
 export const InviteRow = Schema.Struct({
-  id: Schema.String,
-  orgId: Schema.String,
+  id: InviteId,
+  orgId: OrgId,
   email: Schema.String,
   role: Role,
   tokenHash: Schema.String,
@@ -114,7 +114,7 @@ export const InviteRow = Schema.Struct({
 export type InviteRow = typeof InviteRow.Type
 
 export const Invite = Schema.Struct({
-  inviteId: Schema.String,
+  inviteId: InviteId,
   email: Schema.String,
   role: Role,
   state: InviteState,

@@ -20,7 +20,7 @@ export const OrgHoldings = Context.Reference<ReadonlyArray<HoldingCounter>>("@ho
 })
 
 /** Answers whether an org has a live paid subscription; billing replaces the default. */
-export const OrgSubscriptionCheck = Context.Reference<(orgId: string) => Effect.Effect<boolean>>(
+export const OrgSubscriptionCheck = Context.Reference<(orgId: OrgId) => Effect.Effect<boolean>>(
   "@hostplane/core/orgs/OrgSubscriptionCheck",
   { defaultValue: () => () => Effect.succeed(false) }
 )

@@ -2,6 +2,7 @@ import { Context, Effect, Option } from "effect"
 import type { SlugTaken } from "../errors/Errors.ts"
 import type { Role } from "../kernel/Role.ts"
 import type { InviteRow, Member, Notification, NotificationRow, OrgRow } from "./Org.ts"
+import type { InviteId, OrgId, UserId } from "../kernel/Ids.ts"
 
 export interface MembershipRow {
   readonly org: OrgRow
@@ -13,32 +14,32 @@ export class OrgStore extends Context.Service<
   OrgStore,
   {
     readonly findBySlug: (slug: string) => Effect.Effect<Option.Option<OrgRow>>
-    readonly findById: (orgId: string) => Effect.Effect<Option.Option<OrgRow>>
+    readonly findById: (orgId: OrgId) => Effect.Effect<Option.Option<OrgRow>>
     /** Serialises writers of one org until the surrounding transaction ends. */
-    readonly lock: (orgId: string) => Effect.Effect<void>
+    readonly lock: (orgId: OrgId) => Effect.Effect<void>
     readonly insert: (org: OrgRow) => Effect.Effect<void, SlugTaken>
-    readonly rename: (orgId: string, name: string) => Effect.Effect<OrgRow>
+    readonly rename: (orgId: OrgId, name: string) => Effect.Effect<OrgRow>
     /** Removes the org with its memberships, invites and notifications. */
-    readonly remove: (orgId: string) => Effect.Effect<void>
-    readonly findMembership: (orgId: string, userId: string) => Effect.Effect<Option.Option<Role>>
-    readonly membershipsOf: (userId: string) => Effect.Effect<ReadonlyArray<MembershipRow>>
-    readonly listMembers: (orgId: string) => Effect.Effect<ReadonlyArray<Member>>
+    readonly remove: (orgId: OrgId) => Effect.Effect<void>
+    readonly findMembership: (orgId: OrgId, userId: UserId) => Effect.Effect<Option.Option<Role>>
+    readonly membershipsOf: (userId: UserId) => Effect.Effect<ReadonlyArray<MembershipRow>>
+    readonly listMembers: (orgId: OrgId) => Effect.Effect<ReadonlyArray<Member>>
     /** False when the user already is a member. */
-    readonly addMember: (orgId: string, userId: string, role: Role, joinedAt: string) => Effect.Effect<boolean>
-    readonly setRole: (orgId: string, userId: string, role: Role) => Effect.Effect<void>
-    readonly removeMember: (orgId: string, userId: string) => Effect.Effect<void>
-    readonly countAdmins: (orgId: string) => Effect.Effect<number>
+    readonly addMember: (orgId: OrgId, userId: UserId, role: Role, joinedAt: string) => Effect.Effect<boolean>
+    readonly setRole: (orgId: OrgId, userId: UserId, role: Role) => Effect.Effect<void>
+    readonly removeMember: (orgId: OrgId, userId: UserId) => Effect.Effect<void>
+    readonly countAdmins: (orgId: OrgId) => Effect.Effect<number>
     readonly insertInvite: (invite: Omit<InviteRow, "sentAt">) => Effect.Effect<void>
     readonly updateInvite: (invite: Omit<InviteRow, "sentAt">) => Effect.Effect<void>
-    readonly findInvite: (orgId: string, inviteId: string) => Effect.Effect<Option.Option<InviteRow>>
+    readonly findInvite: (orgId: OrgId, inviteId: InviteId) => Effect.Effect<Option.Option<InviteRow>>
     readonly findInviteByToken: (tokenHash: string) => Effect.Effect<Option.Option<InviteRow>>
     /** The invite still open for this address (stored state `pending`, expired or not). */
-    readonly findOpenInvite: (orgId: string, email: string) => Effect.Effect<Option.Option<InviteRow>>
+    readonly findOpenInvite: (orgId: OrgId, email: string) => Effect.Effect<Option.Option<InviteRow>>
     /** Stored `pending` invites, newest first; the caller tells pending from expired. */
-    readonly listOpenInvites: (orgId: string) => Effect.Effect<ReadonlyArray<InviteRow>>
-    readonly setInviteState: (inviteId: string, state: "accepted" | "revoked") => Effect.Effect<void>
+    readonly listOpenInvites: (orgId: OrgId) => Effect.Effect<ReadonlyArray<InviteRow>>
+    readonly setInviteState: (inviteId: InviteId, state: "accepted" | "revoked") => Effect.Effect<void>
     readonly insertNotification: (notification: NotificationRow) => Effect.Effect<void>
     /** Newest first. */
-    readonly listNotifications: (orgId: string, limit: number) => Effect.Effect<ReadonlyArray<Notification>>
+    readonly listNotifications: (orgId: OrgId, limit: number) => Effect.Effect<ReadonlyArray<Notification>>
   }
 >()("@hostplane/core/orgs/OrgStore") {}

@@ -26,6 +26,7 @@ import {
 import { OrgHoldings, OrgSubscriptionCheck } from "./OrgHooks.ts"
 import { OrgStore } from "./OrgStore.ts"
 import { newId } from "../kernel/Ids.ts"
+import type { UserId } from "../kernel/Ids.ts"
 
 /** A slug derived from a display name: lowercase, dashes for everything else, at most 40 characters. */
 export const slugFrom = (name: string): string => {
@@ -47,7 +48,7 @@ export class Orgs extends Context.Service<
     readonly list: (actor: Actor) => Effect.Effect<ReadonlyArray<OrgMembership>>
     readonly create: (actor: Actor, input: typeof CreateOrgInput.Type) => Effect.Effect<Org, SlugTaken>
     /** The personal org made at a user's first sign-in, inside the caller's transaction. */
-    readonly createPersonal: (userId: string, displayName: string) => Effect.Effect<OrgRow>
+    readonly createPersonal: (userId: UserId, displayName: string) => Effect.Effect<OrgRow>
     readonly rename: (actor: Actor, slug: string, name: string) => Effect.Effect<OrgMembership, NotFound | Forbidden>
     readonly remove: (
       actor: Actor,
@@ -74,7 +75,7 @@ export class Orgs extends Context.Service<
 
       /** Inserts an org with `creatorId` as admin; a derived slug gets a random suffix until it is free. */
       const insertOrg = Effect.fnUntraced(function* (
-        creatorId: string,
+        creatorId: UserId,
         input: { readonly name: string; readonly slug: string; readonly derived: boolean; readonly personal: boolean }
       ) {
         const createdAt = yield* nowIso
@@ -123,7 +124,7 @@ export class Orgs extends Context.Service<
         return toOrg(row)
       })
 
-      const createPersonal = (userId: string, displayName: string) => {
+      const createPersonal = (userId: UserId, displayName: string) => {
         // A profile name is whatever the identity provider says: it becomes a display name the API would accept.
         const name = toDisplayName(displayName, "Personal")
         return insertOrg(userId, { name, slug: slugFrom(name), derived: true, personal: true }).pipe(Effect.orDie)

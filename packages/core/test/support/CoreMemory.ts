@@ -78,14 +78,14 @@ export const auditOf = Effect.fnUntraced(function* (slug: string, action?: strin
 })
 
 /** The invitation email of an invite, read from the outbox. */
-export const inviteMail = Effect.fnUntraced(function* (slug: string, inviteId: string) {
+export const inviteMail = Effect.fnUntraced(function* (slug: string, inviteId: Kernel.InviteId) {
   const invite = Option.getOrThrow(yield* (yield* Orgs.OrgStore).findInvite(yield* orgIdOf(slug), inviteId))
   if (invite.mailId === null) return yield* Effect.die("the invite has no mail")
   return Option.getOrThrow(yield* (yield* Mail.MailOutbox).get(invite.mailId))
 })
 
 /** The token of an invite, taken from the `<publicUrl>/invites/<token>` link of its email. */
-export const inviteToken = Effect.fnUntraced(function* (slug: string, inviteId: string) {
+export const inviteToken = Effect.fnUntraced(function* (slug: string, inviteId: Kernel.InviteId) {
   const mail = yield* inviteMail(slug, inviteId)
   const link = /http:\/\/localhost:8080\/invites\/([A-Za-z0-9_-]+)/.exec(mail.text)
   if (link === null) return yield* Effect.die(`no invite link in ${mail.text}`)

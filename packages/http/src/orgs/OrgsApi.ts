@@ -1,4 +1,4 @@
-import { Errors, Orgs } from "@hostplane/core"
+import { Errors, Kernel, Orgs } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
@@ -49,7 +49,7 @@ export class OrgsApi extends HttpApiGroup.make("orgs")
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({ title: "Organizations", description: "Organizations (spec 4.2)." })) {}
 
-const member = { ...OrgRef, userId: Schema.String }
+const member = { ...OrgRef, userId: Kernel.UserId }
 
 /** Spec 4.2: members of an organization. */
 export class MembersApi extends HttpApiGroup.make("members")
@@ -105,7 +105,7 @@ export class InvitesApi extends HttpApiGroup.make("invites")
       .annotate(OpenApi.Summary, "Invite someone by email")
       .middleware(Authentication),
     HttpApiEndpoint.delete("revoke", "/orgs/:orgSlug/invites/:inviteId", {
-      params: { ...OrgRef, inviteId: Schema.String },
+      params: { ...OrgRef, inviteId: Kernel.InviteId },
       success: HttpApiSchema.NoContent,
       error: access
     })

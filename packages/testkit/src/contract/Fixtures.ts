@@ -71,12 +71,12 @@ export const givenProject = Effect.gen(function* () {
 }).pipe(Effect.orDie)
 
 export const makeInvite = (
-  orgId: string,
+  orgId: Kernel.OrgId,
   overrides: Partial<Omit<Orgs.InviteRow, "sentAt">> = {}
 ): Omit<Orgs.InviteRow, "sentAt"> => {
   const suffix = randomSuffix()
   return {
-    id: `inv_${suffix}`,
+    id: Kernel.makeId("inv", `inv_${suffix}`),
     orgId,
     email: `invitee-${suffix}@example.test`,
     role: "member",

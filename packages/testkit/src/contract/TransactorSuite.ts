@@ -63,7 +63,7 @@ const writeEverything = Effect.gen(function* () {
   return { write, visible, org, user }
 })
 
-const orgName = (orgId: string) =>
+const orgName = (orgId: Kernel.OrgId) =>
   Effect.map(
     Effect.flatMap(Orgs.OrgStore, (orgs) => orgs.findById(orgId)),
     (org) => Option.getOrThrow(org).name
