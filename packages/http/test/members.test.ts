@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
+import { itChecksRoles } from "./support/roleMatrix.ts"
 import { auditOf, unique, useSuite } from "./support/TestServer.ts"
 
 describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
@@ -10,18 +11,49 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
   const add = (slug: string, role: "viewer" | "member" | "admin") =>
     suite.withRole(slug, role, { email: `${unique("m")}@example.test` })
 
-  it("GET members: member or higher 200; viewer 403; outsider 404", async () => {
+  const members = (slug: string) => `/v1/orgs/${slug}/members`
+  itChecksRoles(suite, {
+    name: "GET members",
+    min: "member",
+    request: (slug) => ({ method: "GET", path: members(slug) }),
+    ok: 200
+  })
+  itChecksRoles(suite, {
+    name: "POST members",
+    min: "admin",
+    request: async (slug) => {
+      const user = await api.login(unique("new"))
+      return { method: "POST", path: members(slug), body: { provider: "dev", subject: user.subject, role: "member" } }
+    },
+    ok: 201
+  })
+  itChecksRoles(suite, {
+    name: "PUT member role",
+    min: "admin",
+    request: async (slug) => ({
+      method: "PUT",
+      path: `${members(slug)}/${(await add(slug, "member")).userId}`,
+      body: { role: "viewer" }
+    }),
+    ok: 200
+  })
+  itChecksRoles(suite, {
+    name: "DELETE another member",
+    min: "admin",
+    request: async (slug) => ({ method: "DELETE", path: `${members(slug)}/${(await add(slug, "member")).userId}` }),
+    ok: 204
+  })
+
+  it("GET members lists every member with its fields", async () => {
     const slug = await newOrg()
     const member = await add(slug, "member")
-    const viewer = await add(slug, "viewer")
+    await add(slug, "viewer")
     const reply = await api.get(`/v1/orgs/${slug}/members`, { token: member.token })
     expect(reply.status).toBe(200)
     expect(reply.body.items).toHaveLength(3)
     const self = reply.body.items.find((m: { userId: string }) => m.userId === member.userId)
     expect(Object.keys(self).sort()).toEqual(["email", "joinedAt", "name", "provider", "role", "subject", "userId"])
     expect(self).toMatchObject({ provider: "dev", subject: member.subject, role: "member" })
-    expect((await api.get(`/v1/orgs/${slug}/members`, { token: viewer.token })).status).toBe(403)
-    expect((await api.get(`/v1/orgs/${slug}/members`, { token: suite.outsider.token })).status).toBe(404)
   })
 
   it("POST members adds an existing user (201 Member) and writes member.add", async () => {
@@ -61,12 +93,9 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     expect(reply.body.code).toBe("already_member")
   })
 
-  it("POST members: member is 403, outsider 404, bad role 400", async () => {
+  it("POST members: bad role 400", async () => {
     const slug = await newOrg()
-    const member = await add(slug, "member")
     const body = { provider: "dev", subject: suite.outsider.subject, role: "member" }
-    expect((await api.post(`/v1/orgs/${slug}/members`, body, { token: member.token })).status).toBe(403)
-    expect((await api.post(`/v1/orgs/${slug}/members`, body, { token: suite.outsider.token })).status).toBe(404)
     const bad = await api.post(`/v1/orgs/${slug}/members`, { ...body, role: "owner" }, { token: suite.admin.token })
     expect(bad.status).toBe(400)
     expect(bad.body.code).toBe("bad_request")
@@ -109,23 +138,19 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     expect(reply.body.role).toBe("viewer")
   })
 
-  it("PUT role: member 403, outsider 404, unknown user 404, bad role 400", async () => {
+  it("PUT role: unknown user 404, bad role 400", async () => {
     const slug = await newOrg()
     const member = await add(slug, "member")
     const path = `/v1/orgs/${slug}/members/${member.userId}`
-    expect((await api.put(path, { role: "admin" }, { token: member.token })).status).toBe(403)
-    expect((await api.put(path, { role: "admin" }, { token: suite.outsider.token })).status).toBe(404)
     expect(
       (await api.put(`/v1/orgs/${slug}/members/usr_nobody`, { role: "admin" }, { token: suite.admin.token })).status
     ).toBe(404)
     expect((await api.put(path, { role: "root" }, { token: suite.admin.token })).status).toBe(400)
   })
 
-  it("DELETE another member needs admin (204, member.remove); a member removing someone is 403", async () => {
+  it("DELETE another member by an admin: 204, member.remove; the removed member no longer sees the org", async () => {
     const slug = await newOrg()
-    const a = await add(slug, "member")
     const b = await add(slug, "member")
-    expect((await api.delete(`/v1/orgs/${slug}/members/${b.userId}`, undefined, { token: a.token })).status).toBe(403)
     const reply = await api.delete(`/v1/orgs/${slug}/members/${b.userId}`, undefined, { token: suite.admin.token })
     expect(reply.status).toBe(204)
     const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.remove")
@@ -151,12 +176,8 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     expect(reply.body.code).toBe("last_admin")
   })
 
-  it("DELETE member: outsider 404, unknown member 404", async () => {
+  it("DELETE member: unknown member 404", async () => {
     const slug = await newOrg()
-    const member = await add(slug, "member")
-    expect(
-      (await api.delete(`/v1/orgs/${slug}/members/${member.userId}`, undefined, { token: suite.outsider.token })).status
-    ).toBe(404)
     expect(
       (await api.delete(`/v1/orgs/${slug}/members/usr_nobody`, undefined, { token: suite.admin.token })).status
     ).toBe(404)
