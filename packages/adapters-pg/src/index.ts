@@ -1,4 +1,5 @@
-import { Layer } from "effect"
+import { storesOf } from "./Area.ts"
+import { areas } from "./areas.ts"
 import * as AccessStorePg from "./access/AccessStorePg.ts"
 import * as AuditLogPg from "./kernel/AuditLogPg.ts"
 import * as TransactorPg from "./kernel/TransactorPg.ts"
@@ -16,6 +17,8 @@ import * as UserStorePg from "./identity/UserStorePg.ts"
 export * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 export * as PgDatabase from "./PgDatabase.ts"
 export { migrations } from "./migrations/index.ts"
+export { type AnyAreaPg, type AreaPg, areaPg, migrationsOf, type Migrations, storesOf } from "./Area.ts"
+export { areas } from "./areas.ts"
 export {
   AccessStorePg,
   AuditLogPg,
@@ -23,8 +26,8 @@ export {
   EdgeSessionStorePg,
   HostnameStorePg,
   IdempotencyStorePg,
-  JobStorePg,
   MailOutboxPg,
+  JobStorePg,
   OrgStorePg,
   ProjectStorePg,
   SecretStorePg,
@@ -33,18 +36,4 @@ export {
 }
 
 /** Every store port of core on one `SqlClient` built by `PgDatabase` (it relies on that client's name transforms). */
-export const layer = Layer.mergeAll(
-  UserStorePg.layer,
-  OrgStorePg.layer,
-  MailOutboxPg.layer,
-  AuditLogPg.layer,
-  TransactorPg.layer,
-  ProjectStorePg.layer,
-  JobStorePg.layer,
-  DeploymentStorePg.layer,
-  EdgeSessionStorePg.layer,
-  SecretStorePg.layer,
-  AccessStorePg.layer,
-  HostnameStorePg.layer,
-  IdempotencyStorePg.layer
-)
+export const layer = storesOf(areas)

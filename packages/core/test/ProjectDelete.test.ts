@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { configLayer, Hostnames, Jobs, Orgs, Projects, services } from "@hostplane/core"
+import { area, configLayer, Hostnames, Jobs, Orgs, Projects, servicesWith } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Duration, Effect, Layer, Option } from "effect"
@@ -29,17 +29,14 @@ describe("project delete (spec 4.3) as a durable operation", () => {
     "runs the teardown in the spec's order and resumes at the failed phase without repeating earlier ones",
     () => {
       const { calls, steps } = recorder()
-      const core = services.pipe(
-        Layer.provideMerge(
-          Layer.mergeAll(
-            layerMemory,
-            configLayer(),
-            dnsNone,
-            testCrypto,
-            testBundles,
-            Layer.succeed(Projects.ProjectTeardown, steps)
-          )
-        )
+      const recording = area({
+        name: "recording",
+        stores: [],
+        services: Layer.empty,
+        teardown: steps.map((step) => Effect.succeed(step))
+      })
+      const core = servicesWith([recording]).pipe(
+        Layer.provideMerge(Layer.mergeAll(layerMemory, configLayer(), dnsNone, testCrypto, testBundles))
       )
       return Effect.gen(function* () {
         yield* TestClock.setTime(start)

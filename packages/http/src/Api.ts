@@ -1,11 +1,8 @@
+import type { NonEmptyReadonlyArray } from "effect/Array"
 import { HttpApi, OpenApi } from "effect/http-api"
-import { AccessApi } from "./access/AccessApi.ts"
-import { DeploymentsApi } from "./deployments/DeploymentsApi.ts"
-import { HostnamesApi } from "./hostnames/HostnamesApi.ts"
-import { DevAuthApi, IdentityApi } from "./identity/IdentityApi.ts"
-import { InvitesApi, MembersApi, OrgsApi } from "./orgs/OrgsApi.ts"
-import { ProjectsApi } from "./projects/ProjectsApi.ts"
-import { SecretsApi } from "./secrets/SecretsApi.ts"
+import { type AnyAreaHttp, apiId, apiPrefix, type GroupsOf } from "./Area.ts"
+import { areas } from "./areas.ts"
+import { DevAuthApi } from "./identity/IdentityApi.ts"
 import { documentAnnotations } from "./server/OpenApiDocument.ts"
 
 const description = [
@@ -17,20 +14,16 @@ const description = [
   "A POST made with a session takes an optional `Idempotency-Key` header: a retry with the same key gets the first answer again."
 ].join("\n\n")
 
+/** The `/v1` API of a list of areas: every area's groups, in list order, fully typed. */
+export const apiOf = <const As extends NonEmptyReadonlyArray<AnyAreaHttp>>(areas: As) =>
+  HttpApi.make(apiId)
+    .add(...(areas.flatMap((area) => area.groups) as unknown as NonEmptyReadonlyArray<GroupsOf<As[number]>>))
+    .prefix(apiPrefix)
+    .annotateMerge(OpenApi.annotations({ title: "hostplane control API", version: "1", description }))
+    .annotateMerge(documentAnnotations())
+
 /** The `/v1` API as served in production (no dev login). */
-export class Api extends HttpApi.make("hostplane")
-  .add(IdentityApi)
-  .add(OrgsApi)
-  .add(MembersApi)
-  .add(InvitesApi)
-  .add(ProjectsApi)
-  .add(DeploymentsApi)
-  .add(SecretsApi)
-  .add(AccessApi)
-  .add(HostnamesApi)
-  .prefix("/v1")
-  .annotateMerge(OpenApi.annotations({ title: "hostplane control API", version: "1", description }))
-  .annotateMerge(documentAnnotations()) {}
+export class Api extends apiOf(areas) {}
 
 /** The same API with the local dev login of spec 4.1. */
-export class ApiWithDevAuth extends Api.add(DevAuthApi.prefix("/v1")) {}
+export class ApiWithDevAuth extends Api.add(DevAuthApi.prefix(apiPrefix)) {}

@@ -1,38 +1,28 @@
-import {
-  type Access,
-  type Configs,
-  type Deployments,
-  type Hostnames,
-  Identity,
-  Kernel,
-  type Secrets,
-  services,
-  type Stores
-} from "@hostplane/core"
+import { Identity, Kernel, type Ports as CorePorts, services } from "@hostplane/core"
 import { Effect, Layer } from "effect"
+import type { NonEmptyReadonlyArray } from "effect/Array"
 import { HttpRouter } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
-import { AccessHandlers } from "./access/AccessHandlers.ts"
-import { Api, ApiWithDevAuth } from "./Api.ts"
+import { type HttpApi, HttpApiBuilder, type HttpApiEndpoint, type HttpApiGroup, HttpApiScalar } from "effect/http-api"
+import { apiOf } from "./Api.ts"
+import { type AnyAreaHttp, apiPrefix, type HandlersOf } from "./Area.ts"
+import { areas } from "./areas.ts"
 import { AuthenticationLive } from "./auth/Authentication.ts"
-import { DeploymentsHandlers } from "./deployments/DeploymentsHandlers.ts"
-import { DevAuthHandlers, IdentityHandlers } from "./identity/IdentityHandlers.ts"
-import { HostnamesHandlers } from "./hostnames/HostnamesHandlers.ts"
-import { InvitesHandlers, MembersHandlers, OrgsHandlers } from "./orgs/OrgsHandlers.ts"
-import { ProjectsHandlers } from "./projects/ProjectsHandlers.ts"
-import { SecretsHandlers } from "./secrets/SecretsHandlers.ts"
+import { DevAuthApi } from "./identity/IdentityApi.ts"
 import { invitePage, invitePagePath } from "./orgs/InvitePage.ts"
 import { apiIndex } from "./server/ApiIndex.ts"
 import { documentAnnotations } from "./server/OpenApiDocument.ts"
 import { type KnownRoute, requestPipeline, routePattern } from "./server/RequestPipeline.ts"
 
-const knownRoutes = (api: typeof Api | typeof ApiWithDevAuth): ReadonlyArray<KnownRoute> => [
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyApi = HttpApi.HttpApi<string, any>
+
+const knownRoutes = (api: AnyApi): ReadonlyArray<KnownRoute> => [
   { method: "GET", template: "/v1/openapi.json", pattern: routePattern("/v1/openapi.json") },
   { method: "GET", template: "/v1/docs", pattern: routePattern("/v1/docs") },
   { method: "GET", template: "/v1", pattern: routePattern("/v1") },
   { method: "GET", template: invitePagePath, pattern: routePattern(invitePagePath) },
-  ...Object.values(api.groups).flatMap((group) =>
-    Object.values(group.endpoints).map((endpoint) => ({
+  ...Object.values(api.groups as Record<string, HttpApiGroup.Constraint>).flatMap((group) =>
+    Object.values(group.endpoints as Record<string, HttpApiEndpoint.Top>).map((endpoint) => ({
       method: endpoint.method,
       template: endpoint.path,
       pattern: routePattern(endpoint.path)
@@ -40,61 +30,53 @@ const knownRoutes = (api: typeof Api | typeof ApiWithDevAuth): ReadonlyArray<Kno
   )
 ]
 
-const handlers = Layer.mergeAll(
-  IdentityHandlers,
-  DevAuthHandlers,
-  OrgsHandlers,
-  MembersHandlers,
-  InvitesHandlers,
-  ProjectsHandlers,
-  DeploymentsHandlers,
-  SecretsHandlers,
-  AccessHandlers,
-  HostnamesHandlers
-).pipe(Layer.provide(AuthenticationLive))
+/** What the routes of a list of areas need: the router, the settings and the services their handlers use. */
+export type RoutesNeeds<As extends ReadonlyArray<AnyAreaHttp>> =
+  | HttpRouter.HttpRouter
+  | Kernel.Settings
+  | Identity.IdentityConfig
+  | Layer.Services<typeof AuthenticationLive>
+  | Exclude<Layer.Services<HandlersOf<As[number]>>, Layer.Success<typeof AuthenticationLive>>
 
 /**
- * The `/v1` routes on an `HttpRouter`: the API (with the dev login only when `IdentityConfig.devAuth` is on),
- * `/v1/openapi.json`, `/v1/docs`, and the pipeline that gives every response the envelope and a request id.
+ * The `/v1` routes of a list of areas on an `HttpRouter`: the API (with the dev login only when `IdentityConfig.devAuth`
+ * is on), `/v1/openapi.json`, `/v1/docs`, and the pipeline that gives every response the envelope and a request id.
  */
-export const routes = Layer.unwrap(
-  Effect.gen(function* () {
-    const settings = yield* Kernel.Settings
-    const { devAuth } = yield* Identity.IdentityConfig
-    // The document names this deployment's URL as its server.
-    const document = documentAnnotations(settings.publicUrl)
-    const api = devAuth
-      ? Layer.merge(
-          HttpApiBuilder.layer(ApiWithDevAuth.annotateMerge(document), { openapiPath: "/v1/openapi.json" }),
-          HttpApiScalar.layer(ApiWithDevAuth.annotateMerge(document), { path: "/v1/docs" })
-        )
-      : Layer.merge(
-          HttpApiBuilder.layer(Api.annotateMerge(document), { openapiPath: "/v1/openapi.json" }),
-          HttpApiScalar.layer(Api.annotateMerge(document), { path: "/v1/docs" })
-        )
-    return Layer.mergeAll(api, apiIndex, invitePage, requestPipeline(knownRoutes(devAuth ? ApiWithDevAuth : Api))).pipe(
-      Layer.provide(handlers)
-    )
-  })
-)
+export const routesOf = <const As extends NonEmptyReadonlyArray<AnyAreaHttp>>(
+  areas: As
+): Layer.Layer<never, never, RoutesNeeds<As>> => {
+  const production: AnyApi = apiOf(areas)
+  const development: AnyApi = apiOf(areas).add(DevAuthApi.prefix(apiPrefix))
+  const handlers = Layer.mergeAll(...(areas.map((area) => area.handlers) as [AnyAreaHttp["handlers"]])).pipe(
+    Layer.provide(AuthenticationLive)
+  )
+  return Layer.unwrap(
+    Effect.gen(function* () {
+      const settings = yield* Kernel.Settings
+      const { devAuth } = yield* Identity.IdentityConfig
+      const api = devAuth ? development : production
+      // The document names this deployment's URL as its server.
+      const documented = api.annotateMerge(documentAnnotations(settings.publicUrl))
+      return Layer.mergeAll(
+        HttpApiBuilder.layer(documented, { openapiPath: "/v1/openapi.json" }),
+        HttpApiScalar.layer(documented, { path: "/v1/docs" }),
+        apiIndex,
+        invitePage,
+        requestPipeline(knownRoutes(api))
+      ).pipe(Layer.provide(handlers))
+    })
+  ) as Layer.Layer<never, never, any>
+}
+
+/** The routes of every area of this package. */
+export const routes = routesOf(areas)
 
 /**
- * The ports the routes need from the host: the stores, the settings, the DNS that hostname verification asks, the
- * secret sealer, the access password hasher and the bundle reader.
+ * The ports the routes need from the host, as every area declares them: the stores, the settings, the DNS that
+ * hostname verification asks, the secret sealer (`SealerAesGcm`), the access password hasher (`PasswordHasherScrypt`),
+ * the bundle reader and artifact store (`BundleReader` over `ArtifactStoreDisk`), all in adapters-providers.
  */
-export type Ports =
-  | Stores
-  | Configs
-  | Hostnames.DnsResolver
-  | Hostnames.HostedZones
-  /** Seals project secrets at rest (`SealerAesGcm` in adapters-providers). */
-  | Secrets.Sealer
-  /** Hashes the project access password (`PasswordHasherScrypt` in adapters-providers). */
-  | Access.PasswordHasher
-  /** Reads uploaded bundles into the artifact store (`BundleReader` over `ArtifactStoreDisk` in adapters-providers). */
-  | Deployments.BundleReader
-  /** Serves bundle files to the edge (`ArtifactStoreDisk`). */
-  | Deployments.ArtifactStore
+export type Ports = CorePorts
 
 /**
  * Router settings every host of `app` should use: path parameters up to 1024 characters, so a 128-character secret
@@ -110,3 +92,12 @@ export const routerLayer = HttpRouter.layer.pipe(Layer.provide(Layer.succeed(Htt
  * services stay in the output so the edge listener built beside the API shares them.
  */
 export const app = routes.pipe(Layer.provideMerge(services))
+
+/**
+ * The routes of `httpAreas` on the services of `core` (`servicesWith(...)` for extra core areas): how a host or a
+ * test adds its own areas to both.
+ */
+export const appWith = <const As extends NonEmptyReadonlyArray<AnyAreaHttp>, Out, E, In>(
+  httpAreas: As,
+  core: Layer.Layer<Out, E, In>
+) => routesOf(httpAreas).pipe(Layer.provideMerge(core))

@@ -1,5 +1,7 @@
 export * from "./Api.ts"
-export { app, type Ports, routerConfig, routerLayer, routes } from "./App.ts"
+export { app, appWith, type Ports, routerConfig, routerLayer, routes, routesOf } from "./App.ts"
+export { type AnyAreaHttp, apiId, apiPrefix, areaApi, type AreaHttp, areaHttp } from "./Area.ts"
+export { areas } from "./areas.ts"
 export { edgeApp } from "./edge/EdgeApp.ts"
 export { apiError, apiErrors, Envelope } from "./errors/ApiError.ts"
 export { makeNodeListener, type NodeListener } from "./server/NodeListener.ts"

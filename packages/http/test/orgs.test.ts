@@ -1,4 +1,5 @@
-import { Kernel, Mail, Orgs } from "@hostplane/core"
+import { area, Kernel, Mail, Orgs, servicesWith } from "@hostplane/core"
+import { appWith, areas } from "@hostplane/http"
 import { Effect, Layer, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
@@ -7,32 +8,27 @@ import { auditOf, client, type Client, startTestServer, type TestServer, unique 
 /** Orgs whose slug starts with these hold things or pay, to exercise the delete refusals. */
 const holdingsFor = (slug: string) => (slug.startsWith("holding-") ? 2 : 0)
 
-const hooks = Layer.mergeAll(
-  Layer.effect(
-    Orgs.OrgHoldings,
-    Effect.gen(function* () {
-      const store = yield* Orgs.OrgStore
-      return [
-        {
-          kind: "projects",
-          count: (orgId: Kernel.OrgId) =>
-            Effect.map(store.findById(orgId), (row) => {
-              const count = Option.isSome(row) ? holdingsFor(row.value.slug) : 0
-              return { count, names: count > 0 ? ["web", "api"] : [] }
-            })
-        }
-      ]
-    })
-  ),
-  Layer.effect(
-    Orgs.OrgSubscriptionCheck,
-    Effect.gen(function* () {
-      const store = yield* Orgs.OrgStore
-      return (orgId: Kernel.OrgId) =>
-        Effect.map(store.findById(orgId), (row) => Option.isSome(row) && row.value.name === "Paying")
-    })
+/** A fixture area that holds things in some orgs and bills others, to exercise the delete refusals. */
+const holdingArea = area({
+  name: "fixture-holdings",
+  stores: [],
+  services: Layer.empty,
+  holdings: [
+    Effect.map(Effect.service(Orgs.OrgStore), (store) => ({
+      kind: "projects",
+      count: (orgId: Kernel.OrgId) =>
+        Effect.map(store.findById(orgId), (row) => {
+          const count = Option.isSome(row) ? holdingsFor(row.value.slug) : 0
+          return { count, names: count > 0 ? ["web", "api"] : [] }
+        })
+    }))
+  ],
+  subscription: Effect.map(
+    Effect.service(Orgs.OrgStore),
+    (store) => (orgId: Kernel.OrgId) =>
+      Effect.map(store.findById(orgId), (row) => Option.isSome(row) && row.value.name === "Paying")
   )
-)
+})
 
 describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
   let server: TestServer
@@ -40,7 +36,9 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
   let admin: { token: string; userId: string }
   let outsider: { token: string }
   beforeAll(async () => {
-    server = await startTestServer(stores(), {}, hooks)
+    server = await startTestServer(stores(), {}, undefined, undefined, {
+      served: appWith(areas, servicesWith([holdingArea]))
+    })
     api = client(server.url)
     admin = await api.login(unique("admin"))
     outsider = await api.login(unique("outsider"))

@@ -43,9 +43,10 @@ export const ServerLive = Layer.unwrap(
     const embeddedPostgres = embedded ? Path.resolve(dataDir, "pg") : undefined
     const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig({ embeddedDirectory: embeddedPostgres })))
     // One runner for every job kind: mail sends (SMTP or the outbox folder), hostname checks, project deletes.
+    // Its handlers are every area's `jobs`, built on the same `services` build the routes use.
     const jobs = Jobs.JobRunner.background().pipe(
       Layer.provide(jobHandlers),
-      Layer.provide(MailTransportAuto.layerConfig)
+      Layer.provide(Layer.merge(services, MailTransportAuto.layerConfig))
     )
     // Hostname ownership is checked through SERVICE_DNS_RESOLVERS (else the system's); no zone is hosted yet.
     const dns = Layer.merge(DnsResolverUdp.layerConfig, Hostnames.HostedZones.layerNone)

@@ -1,2 +1,3 @@
 export * from "./Idempotency.ts"
 export * from "./IdempotencyStore.ts"
+export * from "./IdempotencyArea.ts"

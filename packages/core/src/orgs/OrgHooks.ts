@@ -1,4 +1,4 @@
-import { Context, Effect } from "effect"
+import { Context, type Effect } from "effect"
 import type { OrgId } from "../kernel/Ids.ts"
 
 /** What one area holds in an org, for the `org_not_empty` refusal. */
@@ -14,13 +14,15 @@ export interface HoldingCounter {
   readonly count: (orgId: OrgId) => Effect.Effect<Holding>
 }
 
-/** Areas that own things in an org register a counter here; an org is deletable only when every count is 0. */
-export const OrgHoldings = Context.Reference<ReadonlyArray<HoldingCounter>>("@hostplane/core/orgs/OrgHoldings", {
-  defaultValue: () => []
-})
+/** Every registered area's holdings counter; an org is deletable only when every count is 0. */
+export class OrgHoldings extends Context.Service<OrgHoldings, ReadonlyArray<HoldingCounter>>()(
+  "@hostplane/core/orgs/OrgHoldings"
+) {}
 
-/** Answers whether an org has a live paid subscription; billing replaces the default. */
-export const OrgSubscriptionCheck = Context.Reference<(orgId: OrgId) => Effect.Effect<boolean>>(
-  "@hostplane/core/orgs/OrgSubscriptionCheck",
-  { defaultValue: () => () => Effect.succeed(false) }
-)
+/** Answers whether an org has a live paid subscription (decisions.md part 4); billing contributes one. */
+export type SubscriptionCheck = (orgId: OrgId) => Effect.Effect<boolean>
+
+/** True when any registered area's check says the org pays; false when no area contributes one. */
+export class OrgSubscriptionCheck extends Context.Service<OrgSubscriptionCheck, SubscriptionCheck>()(
+  "@hostplane/core/orgs/OrgSubscriptionCheck"
+) {}

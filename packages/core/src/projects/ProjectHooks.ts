@@ -1,7 +1,6 @@
-import { Context, Effect } from "effect"
+import { Context, type Effect } from "effect"
 import type { Job } from "../jobs/Job.ts"
 import type { OperationPayload } from "../operations/Operation.ts"
-import { type Addons, noAddons } from "./Project.ts"
 import type { ProjectRow } from "./Project.ts"
 
 /** The teardown order of a project delete (spec 4.3). */
@@ -14,16 +13,7 @@ export interface TeardownStep {
   readonly run: (project: ProjectRow, operation: Job<OperationPayload>) => Effect.Effect<void>
 }
 
-/** Areas holding project data (node data, storage, repositories, backups) register their teardown here. */
-export const ProjectTeardown = Context.Reference<ReadonlyArray<TeardownStep>>(
-  "@hostplane/core/projects/ProjectTeardown",
-  {
-    defaultValue: () => []
-  }
-)
-
-/** Which add-ons a project has been granted; the add-on areas replace the default. */
-export const ProjectAddons = Context.Reference<(projectId: string) => Effect.Effect<Addons>>(
-  "@hostplane/core/projects/ProjectAddons",
-  { defaultValue: () => () => Effect.succeed(noAddons) }
-)
+/** Every registered area's teardown steps, in area order within each phase. */
+export class ProjectTeardown extends Context.Service<ProjectTeardown, ReadonlyArray<TeardownStep>>()(
+  "@hostplane/core/projects/ProjectTeardown"
+) {}

@@ -24,7 +24,8 @@ import { toDeployment } from "../deployments/Deployment.ts"
 import { DeploymentStore } from "../deployments/DeploymentStore.ts"
 import { UserStore } from "../identity/UserStore.ts"
 import { type Project, type ProjectDetail, type ProjectOverview, type ProjectRow, toProject } from "./Project.ts"
-import { deletePhases, ProjectAddons, ProjectTeardown } from "./ProjectHooks.ts"
+import { addonFlags, AddonRegistry } from "../addons/Addon.ts"
+import { deletePhases, ProjectTeardown } from "./ProjectHooks.ts"
 import { ProjectStore } from "./ProjectStore.ts"
 import { newId } from "../kernel/Ids.ts"
 
@@ -66,7 +67,8 @@ export class Projects extends Context.Service<
       const mutation = yield* Mutation
       const tokens = yield* Tokens
       const settings = yield* Settings
-      const addonsOf = yield* ProjectAddons
+      const registry = yield* AddonRegistry
+      const addonsOf = (projectId: string) => addonFlags(registry, projectId)
       const deployments = yield* DeploymentStore
       const users = yield* UserStore
 
@@ -210,7 +212,7 @@ export class Projects extends Context.Service<
 }
 
 /** The project delete: routing first, metadata last; each phase runs the areas' idempotent teardown steps. */
-export const projectDeleteHandler: Effect.Effect<JobHandler, never, ProjectStore> = Effect.gen(function* () {
+export const projectDeleteHandler: Effect.Effect<JobHandler, never, ProjectStore | ProjectTeardown> = Effect.gen(function* () {
   const store = yield* ProjectStore
   const steps = yield* ProjectTeardown
   return handler(projectDelete, {

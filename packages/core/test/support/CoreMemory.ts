@@ -1,5 +1,5 @@
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
-import { configLayer, Identity, Kernel, Mail, Orgs, services } from "@hostplane/core"
+import { area, configLayer, Identity, Kernel, Mail, Orgs, servicesWith } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Layer, Option } from "effect"
@@ -21,12 +21,16 @@ export const coreMemory = (
     readonly hasSubscription?: (orgId: string) => Effect.Effect<boolean>
   } = {}
 ) => {
-  const hooks = Layer.mergeAll(
-    Layer.succeed(Orgs.OrgHoldings, options.holdings ?? []),
-    Layer.succeed(Orgs.OrgSubscriptionCheck, options.hasSubscription ?? (() => Effect.succeed(false)))
-  )
-  return services.pipe(
-    Layer.provideMerge(Layer.mergeAll(layerMemory, configLayer(), dnsNone, hooks, testCrypto, testBundles))
+  // The test's holdings and subscription check arrive as one more area, beside core's own.
+  const fixture = area({
+    name: "fixture",
+    stores: [],
+    services: Layer.empty,
+    holdings: (options.holdings ?? []).map((counter) => Effect.succeed(counter)),
+    ...(options.hasSubscription === undefined ? {} : { subscription: Effect.succeed(options.hasSubscription) })
+  })
+  return servicesWith([fixture]).pipe(
+    Layer.provideMerge(Layer.mergeAll(layerMemory, configLayer(), dnsNone, testCrypto, testBundles))
   )
 }
 

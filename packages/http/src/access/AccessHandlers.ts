@@ -1,13 +1,16 @@
 import { Access, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { ApiWithDevAuth } from "../Api.ts"
+import { areaApi } from "../Area.ts"
+import { AccessApi } from "./AccessApi.ts"
 import { noStore } from "../server/NoStore.ts"
+
+const api = areaApi(AccessApi)
 
 const actor = Effect.service(Kernel.CurrentActor)
 
 export const AccessHandlers = HttpApiBuilder.group(
-  ApiWithDevAuth,
+  api,
   "access",
   Effect.fn(function* (handlers) {
     const policies = yield* Access.AccessPolicies

@@ -2,7 +2,10 @@ import { Deployments, Kernel } from "@hostplane/core"
 import { Effect, Stream } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { ApiWithDevAuth } from "../Api.ts"
+import { areaApi } from "../Area.ts"
+import { DeploymentsApi } from "./DeploymentsApi.ts"
+
+const api = areaApi(DeploymentsApi)
 
 const actor = Effect.service(Kernel.CurrentActor)
 
@@ -21,7 +24,7 @@ const declaredLength = (request: HttpServerRequest.HttpServerRequest) => {
 }
 
 export const DeploymentsHandlers = HttpApiBuilder.group(
-  ApiWithDevAuth,
+  api,
   "deployments",
   Effect.fn(function* (handlers) {
     const deployments = yield* Deployments.Deployments

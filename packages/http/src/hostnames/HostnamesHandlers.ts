@@ -1,12 +1,15 @@
 import { Hostnames, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { ApiWithDevAuth } from "../Api.ts"
+import { areaApi } from "../Area.ts"
+import { HostnamesApi } from "./HostnamesApi.ts"
+
+const api = areaApi(HostnamesApi)
 
 const actor = Effect.service(Kernel.CurrentActor)
 
 export const HostnamesHandlers = HttpApiBuilder.group(
-  ApiWithDevAuth,
+  api,
   "hostnames",
   Effect.fn(function* (handlers) {
     const hostnames = yield* Hostnames.Hostnames

@@ -2,8 +2,11 @@ import { Identity, Kernel } from "@hostplane/core"
 import { Duration, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { ApiWithDevAuth } from "../Api.ts"
+import { areaApi } from "../Area.ts"
+import { DevAuthApi, IdentityApi } from "./IdentityApi.ts"
 import { noStore } from "../server/NoStore.ts"
+
+const api = areaApi(IdentityApi, DevAuthApi)
 
 const oauthStateMaxAge = Math.floor(Duration.toSeconds(Identity.oauthStateTtl))
 
@@ -20,7 +23,7 @@ const stateCookieOf = (publicUrl: string) => {
 }
 
 export const IdentityHandlers = HttpApiBuilder.group(
-  ApiWithDevAuth,
+  api,
   "identity",
   Effect.fn(function* (handlers) {
     const identity = yield* Identity.Identity
@@ -47,7 +50,7 @@ export const IdentityHandlers = HttpApiBuilder.group(
 )
 
 export const DevAuthHandlers = HttpApiBuilder.group(
-  ApiWithDevAuth,
+  api,
   "devAuth",
   Effect.fn(function* (handlers) {
     const identity = yield* Identity.Identity

@@ -2,12 +2,15 @@ import { Kernel, Orgs } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { ApiWithDevAuth } from "../Api.ts"
+import { areaApi } from "../Area.ts"
+import { InvitesApi, MembersApi, OrgsApi } from "./OrgsApi.ts"
+
+const api = areaApi(OrgsApi, MembersApi, InvitesApi)
 
 const actor = Effect.service(Kernel.CurrentActor)
 
 export const OrgsHandlers = HttpApiBuilder.group(
-  ApiWithDevAuth,
+  api,
   "orgs",
   Effect.fn(function* (handlers) {
     const orgs = yield* Orgs.Orgs
@@ -30,7 +33,7 @@ export const OrgsHandlers = HttpApiBuilder.group(
 )
 
 export const MembersHandlers = HttpApiBuilder.group(
-  ApiWithDevAuth,
+  api,
   "members",
   Effect.fn(function* (handlers) {
     const members = yield* Orgs.Members
@@ -46,7 +49,7 @@ export const MembersHandlers = HttpApiBuilder.group(
 )
 
 export const InvitesHandlers = HttpApiBuilder.group(
-  ApiWithDevAuth,
+  api,
   "invites",
   Effect.fn(function* (handlers) {
     const invites = yield* Orgs.Invites

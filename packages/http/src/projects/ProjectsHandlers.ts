@@ -1,12 +1,15 @@
 import { Kernel, Projects } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { ApiWithDevAuth } from "../Api.ts"
+import { areaApi } from "../Area.ts"
+import { ProjectsApi } from "./ProjectsApi.ts"
+
+const api = areaApi(ProjectsApi)
 
 const actor = Effect.service(Kernel.CurrentActor)
 
 export const ProjectsHandlers = HttpApiBuilder.group(
-  ApiWithDevAuth,
+  api,
   "projects",
   Effect.fn(function* (handlers) {
     const projects = yield* Projects.Projects

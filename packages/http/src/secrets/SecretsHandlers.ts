@@ -1,12 +1,15 @@
 import { Kernel, Secrets } from "@hostplane/core"
 import { Effect, Redacted } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { ApiWithDevAuth } from "../Api.ts"
+import { areaApi } from "../Area.ts"
+import { SecretsApi } from "./SecretsApi.ts"
+
+const api = areaApi(SecretsApi)
 
 const actor = Effect.service(Kernel.CurrentActor)
 
 export const SecretsHandlers = HttpApiBuilder.group(
-  ApiWithDevAuth,
+  api,
   "secrets",
   Effect.fn(function* (handlers) {
     const secrets = yield* Secrets.Secrets

@@ -1,8 +1,12 @@
 import { NodeHttpServer } from "@effect/platform-node"
+import type { services } from "@hostplane/core"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { HttpRouter } from "effect/http"
 import type * as Http from "node:http"
 import { app, type Ports, routerLayer } from "../App.ts"
+
+/** What the served layer gives the host besides the routes: every core service and the registry. */
+type Services = Layer.Success<typeof services>
 import { edgeApp } from "../edge/EdgeApp.ts"
 
 export interface NodeListener<R> {
@@ -20,9 +24,13 @@ export interface NodeListener<R> {
  * Builds hostplane as a request listener to mount inside a host's own Node server. `ports` provides the stores,
  * `Settings`, optional adapters and any background runners that should live as long as the listener.
  */
-export const makeNodeListener = async <E>(ports: Layer.Layer<Ports, E>): Promise<NodeListener<Ports>> => {
+export const makeNodeListener = async <E>(
+  ports: Layer.Layer<Ports, E>,
+  /** The routes and services to serve: `app`, or `appWith(...)` for a host's (or a test's) extra areas. */
+  served: Layer.Layer<Services, unknown, Ports | HttpRouter.HttpRouter> = app
+): Promise<NodeListener<Ports | Services>> => {
   const scope = Effect.runSync(Scope.make())
-  const layer = app.pipe(
+  const layer = served.pipe(
     Layer.provideMerge(routerLayer),
     Layer.provideMerge(ports),
     Layer.provideMerge(NodeHttpServer.layerHttpServices)

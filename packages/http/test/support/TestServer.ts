@@ -9,7 +9,8 @@ import {
   type Hostnames,
   Kernel,
   Orgs,
-  type Secrets
+  type Secrets,
+  type services
 } from "@hostplane/core"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Layer, Logger, Option } from "effect"
@@ -40,7 +41,12 @@ export interface TestServerOptions {
   readonly bundleLimits?: Partial<Deployments.BundleLimits>
   /** The access password hasher instead of low-cost scrypt (to observe how the server calls it). */
   readonly passwordHasher?: Layer.Layer<Access.PasswordHasher>
+  /** The routes and services to serve instead of `app`: `appWith(...)` with fixture areas. */
+  readonly served?: Parameters<typeof makeNodeListener>[1]
 }
+
+/** What `run` may use: the ports and every service the server built. */
+export type Served = Ports | Layer.Success<typeof services>
 
 export interface TestServer {
   readonly url: string
@@ -49,7 +55,7 @@ export interface TestServer {
   /** The server's own ArtifactStore folder (removed on close): uploads land here. */
   readonly artifactDir: string
   /** Runs an effect against the same ports the server uses (to read audit rows, the outbox, ...). */
-  readonly run: <A, E>(effect: Effect.Effect<A, E, Ports>) => Promise<A>
+  readonly run: <A, E>(effect: Effect.Effect<A, E, Served>) => Promise<A>
   readonly close: () => Promise<void>
 }
 
@@ -57,7 +63,7 @@ export interface TestServer {
 export const startTestServer = async (
   stores: Layer.Layer<Stores, unknown>,
   settings: ConfigOverrides = {},
-  /** Hooks of other areas (holdings, subscription check) built on the same stores. */
+  /** More layers built on the same ports (a log capture). */
   extra: Layer.Layer<never, unknown, Ports> = Layer.empty,
   /** DNS for hostname verification; by default no name exists (a `FakeDnsServer` resolver for hostname suites). */
   dns: Layer.Layer<Dns, unknown> = dnsNone,
@@ -80,7 +86,7 @@ export const startTestServer = async (
     ),
     Layer.provide(Logger.layer([]))
   )
-  const { listener, edgeListener, context, dispose } = await makeNodeListener(ports)
+  const { listener, edgeListener, context, dispose } = await makeNodeListener(ports, options.served)
   const server = Http.createServer(listener)
   const edge = Http.createServer(edgeListener)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))

@@ -1,0 +1,28 @@
+import { AccessAreaPg } from "./access/AccessAreaPg.ts"
+import { DeploymentsAreaPg } from "./deployments/DeploymentsAreaPg.ts"
+import { EdgeAreaPg } from "./edge/EdgeAreaPg.ts"
+import { IdempotencyAreaPg } from "./idempotency/IdempotencyAreaPg.ts"
+import { HostnamesAreaPg } from "./hostnames/HostnamesAreaPg.ts"
+import { IdentityAreaPg } from "./identity/IdentityAreaPg.ts"
+import { JobsAreaPg } from "./jobs/JobsAreaPg.ts"
+import { KernelAreaPg } from "./kernel/KernelAreaPg.ts"
+import { MailAreaPg } from "./mail/MailAreaPg.ts"
+import { OrgsAreaPg } from "./orgs/OrgsAreaPg.ts"
+import { ProjectsAreaPg } from "./projects/ProjectsAreaPg.ts"
+import { SecretsAreaPg } from "./secrets/SecretsAreaPg.ts"
+
+/** Every area on PostgreSQL, in core's order. */
+export const areas = [
+  KernelAreaPg,
+  JobsAreaPg,
+  MailAreaPg,
+  OrgsAreaPg,
+  IdentityAreaPg,
+  ProjectsAreaPg,
+  DeploymentsAreaPg,
+  SecretsAreaPg,
+  AccessAreaPg,
+  HostnamesAreaPg,
+  EdgeAreaPg,
+  IdempotencyAreaPg
+] as const

@@ -1,0 +1,130 @@
+import { type Context, Effect, Layer } from "effect"
+import { type AddonProvider, AddonRegistry } from "./addons/Addon.ts"
+import { Mutation } from "./kernel/Mutation.ts"
+import { Policy } from "./kernel/Policy.ts"
+import { Tokens } from "./kernel/Tokens.ts"
+import type { JobHandler } from "./jobs/Job.ts"
+import { JobHandlers } from "./jobs/JobRunner.ts"
+import { type HoldingCounter, OrgHoldings, OrgSubscriptionCheck, type SubscriptionCheck } from "./orgs/OrgHooks.ts"
+import { ProjectTeardown, type TeardownStep } from "./projects/ProjectHooks.ts"
+
+/**
+ * What one area contributes to core. Holdings, the subscription check and the add-on are read when `Orgs` and
+ * `Projects` are built, so they may use ports and kernel services only; teardown steps are read by the project
+ * delete, so they may use any area's services. Job handlers are built where a runner runs (`jobHandlers`), from the
+ * services and what only a runner needs (a mail transport).
+ */
+export interface Area<S extends Context.Key<any, any>, Out, E, In, RPorts, RAny, RJobs> {
+  readonly name: string
+  /** The store ports this area owns: every store adapter family provides them (`Stores`). */
+  readonly stores: ReadonlyArray<S>
+  /** The area's services; they may use the services of the areas listed before it. */
+  readonly services: Layer.Layer<Out, E, In>
+  readonly holdings?: ReadonlyArray<Effect.Effect<HoldingCounter, never, RPorts>>
+  readonly subscription?: Effect.Effect<SubscriptionCheck, never, RPorts>
+  readonly addon?: Effect.Effect<AddonProvider, never, RPorts>
+  readonly teardown?: ReadonlyArray<Effect.Effect<TeardownStep, never, RAny>>
+  readonly jobs?: ReadonlyArray<Effect.Effect<JobHandler, never, RJobs>>
+}
+
+/** Any area (a layer's output is contravariant, so "any output" is `never`). */
+export type AnyArea = Area<any, never, any, any, any, any, any>
+
+/** Declares an area, keeping every type it contributes. */
+export const area = <
+  S extends Context.Key<any, any> = never,
+  Out = never,
+  E = never,
+  In = never,
+  RPorts = never,
+  RAny = never,
+  RJobs = never
+>(
+  area: Area<S, Out, E, In, RPorts, RAny, RJobs>
+): Area<S, Out, E, In, RPorts, RAny, RJobs> => area
+
+type StoresOf<A> = A extends Area<infer S, never, any, any, any, any, any> ? Context.Service.Identifier<S> : never
+type OutOf<A> = A extends Area<any, infer Out, any, any, any, any, any> ? Out : never
+type ErrorOf<A> = A extends Area<any, never, infer E, any, any, any, any> ? E : never
+type NeedsOf<A> = A extends Area<any, never, any, infer In, infer RPorts, infer RAny, any> ? In | RPorts | RAny : never
+type JobNeedsOf<A> = A extends Area<any, never, any, any, any, any, infer RJobs> ? RJobs : never
+
+/** The services core builds beneath every area: authorization, the write envelope and ids. */
+export type KernelServices = Mutation | Policy | Tokens
+
+/** The services folded from the areas' contributions. */
+export type RegistryServices = OrgHoldings | OrgSubscriptionCheck | AddonRegistry | ProjectTeardown
+
+/** The store ports of a list of areas. */
+export type Stores<As extends ReadonlyArray<AnyArea>> = StoresOf<As[number]>
+
+/** Everything `services(areas)` builds. */
+export type Services<As extends ReadonlyArray<AnyArea>> = KernelServices | RegistryServices | OutOf<As[number]>
+
+/** What the host provides to `services(areas)`: the ports, `Settings` and the other outside services. */
+export type Ports<As extends ReadonlyArray<AnyArea>> = Exclude<
+  NeedsOf<As[number]> | Layer.Services<typeof kernel>,
+  Services<As>
+>
+
+const kernel = Mutation.layer.pipe(Layer.provideMerge(Policy.layer), Layer.provideMerge(Tokens.layerDefault))
+
+/**
+ * Folds a list of areas into one layer: the kernel, then the holdings, subscription check and add-on registry,
+ * then each area's services in list order, then the teardown steps and job handlers. Every contribution of every
+ * area is present at once; nothing is registered by appending to an ambient value.
+ */
+export const services = <const As extends ReadonlyArray<AnyArea>>(
+  areas: As
+): Layer.Layer<Services<As>, ErrorOf<As[number]>, Ports<As>> => {
+  const all = <A>(pick: (area: AnyArea) => ReadonlyArray<Effect.Effect<A, never, any>> | undefined) =>
+    Effect.all(areas.flatMap((area) => pick(area) ?? []))
+  const early = Layer.mergeAll(
+    Layer.effect(
+      OrgHoldings,
+      all((area) => area.holdings)
+    ),
+    Layer.effect(
+      OrgSubscriptionCheck,
+      Effect.map(
+        all((area) => (area.subscription === undefined ? [] : [area.subscription])),
+        (checks): SubscriptionCheck =>
+          (orgId) =>
+            Effect.map(
+              Effect.forEach(checks, (check) => check(orgId)),
+              (answers) => answers.some((paying) => paying)
+            )
+      )
+    ),
+    Layer.effect(
+      AddonRegistry,
+      Effect.flatMap(
+        all((area) => (area.addon === undefined ? [] : [area.addon])),
+        (providers) => {
+          const byName = new Map(providers.map((provider) => [provider.name, provider]))
+          return byName.size === providers.length
+            ? Effect.succeed(byName)
+            : Effect.die(new Error("two areas register the same add-on"))
+        }
+      )
+    )
+  ).pipe(Layer.provideMerge(kernel))
+  const areaServices = areas.reduce<Layer.Layer<any, any, any>>(
+    (below, area) => area.services.pipe(Layer.provideMerge(below)),
+    early
+  )
+  const late = Layer.effect(
+    ProjectTeardown,
+    all((area) => area.teardown)
+  )
+  return late.pipe(Layer.provideMerge(areaServices))
+}
+
+/**
+ * The handlers of every area's job kinds, for a `JobRunner`: the one place the areas' `jobs` are folded. They need
+ * the services (provide `services(areas)`) and what only a runner uses, such as a `MailTransport`.
+ */
+export const jobHandlers = <const As extends ReadonlyArray<AnyArea>>(
+  areas: As
+): Layer.Layer<JobHandlers, never, JobNeedsOf<As[number]>> =>
+  JobHandlers.layer(areas.flatMap((area) => area.jobs ?? []))

@@ -1,0 +1,28 @@
+import { AccessArea } from "./access/AccessArea.ts"
+import { DeploymentsArea } from "./deployments/DeploymentsArea.ts"
+import { EdgeArea } from "./edge/EdgeArea.ts"
+import { IdempotencyArea } from "./idempotency/IdempotencyArea.ts"
+import { HostnamesArea } from "./hostnames/HostnamesArea.ts"
+import { JobsArea } from "./jobs/JobsArea.ts"
+import { IdentityArea } from "./identity/IdentityArea.ts"
+import { KernelArea } from "./kernel/KernelArea.ts"
+import { MailArea } from "./mail/MailArea.ts"
+import { OrgsArea } from "./orgs/OrgsArea.ts"
+import { ProjectsArea } from "./projects/ProjectsArea.ts"
+import { SecretsArea } from "./secrets/SecretsArea.ts"
+
+/** Every area of core, in dependency order: an area may use the services of the areas before it. */
+export const areas = [
+  KernelArea,
+  JobsArea,
+  MailArea,
+  OrgsArea,
+  IdentityArea,
+  ProjectsArea,
+  DeploymentsArea,
+  SecretsArea,
+  AccessArea,
+  HostnamesArea,
+  EdgeArea,
+  IdempotencyArea
+] as const

@@ -1,0 +1,12 @@
+import { area } from "../Area.ts"
+import { hostnameCheckHandler } from "./HostnameCheck.ts"
+import { Hostnames } from "./Hostnames.ts"
+import { HostnameStore } from "./HostnameStore.ts"
+
+/** Spec 4.4: custom hostnames and their verification. */
+export const HostnamesArea = area({
+  name: "hostnames",
+  stores: [HostnameStore],
+  services: Hostnames.layer,
+  jobs: [hostnameCheckHandler]
+})

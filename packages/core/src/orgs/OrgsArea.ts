@@ -1,0 +1,14 @@
+import { Layer } from "effect"
+import { area } from "../Area.ts"
+import { Invites } from "./Invites.ts"
+import { Members } from "./Members.ts"
+import { Notifications } from "./Notifications.ts"
+import { Orgs } from "./Orgs.ts"
+import { OrgStore } from "./OrgStore.ts"
+
+/** Spec 4.2: orgs, members, invites and notifications. */
+export const OrgsArea = area({
+  name: "orgs",
+  stores: [OrgStore],
+  services: Layer.mergeAll(Members.layer, Invites.layer, Notifications.layer).pipe(Layer.provideMerge(Orgs.layer))
+})

@@ -1,0 +1,18 @@
+import { AccessAreaHttp } from "./access/AccessAreaHttp.ts"
+import { DeploymentsAreaHttp } from "./deployments/DeploymentsAreaHttp.ts"
+import { HostnamesAreaHttp } from "./hostnames/HostnamesAreaHttp.ts"
+import { IdentityAreaHttp } from "./identity/IdentityAreaHttp.ts"
+import { OrgsAreaHttp } from "./orgs/OrgsAreaHttp.ts"
+import { ProjectsAreaHttp } from "./projects/ProjectsAreaHttp.ts"
+import { SecretsAreaHttp } from "./secrets/SecretsAreaHttp.ts"
+
+/** Every area's `/v1` groups and handlers; the root API adds the groups in this order. */
+export const areas = [
+  IdentityAreaHttp,
+  OrgsAreaHttp,
+  ProjectsAreaHttp,
+  DeploymentsAreaHttp,
+  SecretsAreaHttp,
+  AccessAreaHttp,
+  HostnamesAreaHttp
+] as const

@@ -1,0 +1,14 @@
+import { areaHttp } from "../Area.ts"
+import { DeploymentsApi } from "./DeploymentsApi.ts"
+import { DeploymentsHandlers } from "./DeploymentsHandlers.ts"
+
+export const DeploymentsAreaHttp = areaHttp({
+  name: "deployments",
+  groups: [DeploymentsApi],
+  handlers: DeploymentsHandlers,
+  routes: [
+    "GET /v1/orgs/{orgSlug}/projects/{projectName}/deployments",
+    "POST /v1/orgs/{orgSlug}/projects/{projectName}/deployments",
+    "POST /v1/orgs/{orgSlug}/projects/{projectName}/rollback"
+  ]
+})

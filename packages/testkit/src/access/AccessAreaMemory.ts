@@ -1,0 +1,9 @@
+import { areaMemory } from "../Area.ts"
+import { accessStoreSuite } from "../contract/AccessStoreSuite.ts"
+import * as AccessStoreMemory from "../memory/AccessStoreMemory.ts"
+
+export const AccessAreaMemory = areaMemory({
+  name: "access",
+  stores: AccessStoreMemory.layer,
+  suites: [accessStoreSuite]
+})

@@ -1,0 +1,28 @@
+import { AccessAreaMemory } from "./access/AccessAreaMemory.ts"
+import { DeploymentsAreaMemory } from "./deployments/DeploymentsAreaMemory.ts"
+import { EdgeAreaMemory } from "./edge/EdgeAreaMemory.ts"
+import { IdempotencyAreaMemory } from "./idempotency/IdempotencyAreaMemory.ts"
+import { HostnamesAreaMemory } from "./hostnames/HostnamesAreaMemory.ts"
+import { IdentityAreaMemory } from "./identity/IdentityAreaMemory.ts"
+import { JobsAreaMemory } from "./jobs/JobsAreaMemory.ts"
+import { KernelAreaMemory } from "./kernel/KernelAreaMemory.ts"
+import { MailAreaMemory } from "./mail/MailAreaMemory.ts"
+import { OrgsAreaMemory } from "./orgs/OrgsAreaMemory.ts"
+import { ProjectsAreaMemory } from "./projects/ProjectsAreaMemory.ts"
+import { SecretsAreaMemory } from "./secrets/SecretsAreaMemory.ts"
+
+/** Every area's memory stores and contract suites, in core's order. */
+export const areas = [
+  KernelAreaMemory,
+  JobsAreaMemory,
+  MailAreaMemory,
+  OrgsAreaMemory,
+  IdentityAreaMemory,
+  ProjectsAreaMemory,
+  DeploymentsAreaMemory,
+  SecretsAreaMemory,
+  AccessAreaMemory,
+  HostnamesAreaMemory,
+  EdgeAreaMemory,
+  IdempotencyAreaMemory
+] as const

@@ -1,0 +1,9 @@
+import { areaMemory } from "../Area.ts"
+import { deploymentStoreSuite } from "../contract/DeploymentStoreSuite.ts"
+import * as DeploymentStoreMemory from "../memory/DeploymentStoreMemory.ts"
+
+export const DeploymentsAreaMemory = areaMemory({
+  name: "deployments",
+  stores: DeploymentStoreMemory.layer,
+  suites: [deploymentStoreSuite]
+})

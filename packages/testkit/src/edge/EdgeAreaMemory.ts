@@ -1,0 +1,9 @@
+import { areaMemory } from "../Area.ts"
+import { edgeSessionStoreSuite } from "../contract/EdgeSessionStoreSuite.ts"
+import * as EdgeSessionStoreMemory from "../memory/EdgeSessionStoreMemory.ts"
+
+export const EdgeAreaMemory = areaMemory({
+  name: "edge",
+  stores: EdgeSessionStoreMemory.layer,
+  suites: [edgeSessionStoreSuite]
+})

@@ -1,0 +1,9 @@
+import { areaMemory } from "../Area.ts"
+import { hostnameStoreSuite } from "../contract/HostnameStoreSuite.ts"
+import * as HostnameStoreMemory from "../memory/HostnameStoreMemory.ts"
+
+export const HostnamesAreaMemory = areaMemory({
+  name: "hostnames",
+  stores: HostnameStoreMemory.layer,
+  suites: [hostnameStoreSuite]
+})

@@ -1,0 +1,9 @@
+import { areaMemory } from "../Area.ts"
+import { idempotencyStoreSuite } from "../contract/IdempotencyStoreSuite.ts"
+import * as IdempotencyStoreMemory from "../memory/IdempotencyStoreMemory.ts"
+
+export const IdempotencyAreaMemory = areaMemory({
+  name: "idempotency",
+  stores: IdempotencyStoreMemory.layer,
+  suites: [idempotencyStoreSuite]
+})

@@ -1,0 +1,9 @@
+import { areaMemory } from "../Area.ts"
+import { userStoreSuite } from "../contract/UserStoreSuite.ts"
+import * as UserStoreMemory from "../memory/UserStoreMemory.ts"
+
+export const IdentityAreaMemory = areaMemory({
+  name: "identity",
+  stores: UserStoreMemory.layer,
+  suites: [userStoreSuite]
+})

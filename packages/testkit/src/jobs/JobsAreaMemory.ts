@@ -1,0 +1,5 @@
+import { areaMemory } from "../Area.ts"
+import { jobStoreSuite } from "../contract/JobStoreSuite.ts"
+import * as JobStoreMemory from "../memory/JobStoreMemory.ts"
+
+export const JobsAreaMemory = areaMemory({ name: "jobs", stores: JobStoreMemory.layer, suites: [jobStoreSuite] })

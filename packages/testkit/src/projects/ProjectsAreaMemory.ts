@@ -1,0 +1,9 @@
+import { areaMemory } from "../Area.ts"
+import { projectStoreSuite } from "../contract/ProjectStoreSuite.ts"
+import * as ProjectStoreMemory from "../memory/ProjectStoreMemory.ts"
+
+export const ProjectsAreaMemory = areaMemory({
+  name: "projects",
+  stores: ProjectStoreMemory.layer,
+  suites: [projectStoreSuite]
+})

@@ -1,0 +1,9 @@
+import { areaMemory } from "../Area.ts"
+import { secretStoreSuite } from "../contract/SecretStoreSuite.ts"
+import * as SecretStoreMemory from "../memory/SecretStoreMemory.ts"
+
+export const SecretsAreaMemory = areaMemory({
+  name: "secrets",
+  stores: SecretStoreMemory.layer,
+  suites: [secretStoreSuite]
+})
