@@ -62,9 +62,18 @@ describe("area registry", () => {
       const { holdings, teardown, jobs, addons, paying } = yield* registry
       const declared = (pick: (area: (typeof areas)[number]) => ReadonlyArray<unknown> | undefined) =>
         areas.flatMap((area) => pick(area) ?? []).length
-      assert.strictEqual(holdings.length, declared((area) => ("holdings" in area ? area.holdings : undefined)))
-      assert.strictEqual(teardown.length, declared((area) => ("teardown" in area ? area.teardown : undefined)))
-      assert.strictEqual(jobs.length, declared((area) => ("jobs" in area ? area.jobs : undefined)))
+      assert.strictEqual(
+        holdings.length,
+        declared((area) => ("holdings" in area ? area.holdings : undefined))
+      )
+      assert.strictEqual(
+        teardown.length,
+        declared((area) => ("teardown" in area ? area.teardown : undefined))
+      )
+      assert.strictEqual(
+        jobs.length,
+        declared((area) => ("jobs" in area ? area.jobs : undefined))
+      )
       assert.include(
         holdings.map((counter) => counter.kind),
         "projects"
