@@ -1,16 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import {
-  Addons,
-  area,
-  areas,
-  jobHandlersWith,
-  Jobs,
-  Kernel,
-  Mail,
-  Orgs,
-  Projects,
-  servicesWith
-} from "@hostplane/core"
+import { Addons, area, areas, jobHandlersWith, Jobs, Kernel, Mail, Orgs, Projects, servicesWith } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Exit, Layer, Schema } from "effect"
@@ -95,9 +84,7 @@ describe("area registry", () => {
       assert.deepStrictEqual(kinds(jobs).slice(-3), ["alpha_job", "beta_job", "gamma_job"])
       assert.includeMembers(kinds(jobs), ["send_mail", "hostname_check", Projects.projectDelete.kind])
       assert.isTrue(paying, "one area's check saying the org pays is enough")
-    }).pipe(
-      Effect.provide(registryWith([fixture("alpha", false), fixture("beta", true), fixture("gamma", false)]))
-    )
+    }).pipe(Effect.provide(registryWith([fixture("alpha", false), fixture("beta", true), fixture("gamma", false)])))
   )
 
   it.effect("two areas registering the same add-on is refused when the services are built", () =>

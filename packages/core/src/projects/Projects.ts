@@ -212,22 +212,24 @@ export class Projects extends Context.Service<
 }
 
 /** The project delete: routing first, metadata last; each phase runs the areas' idempotent teardown steps. */
-export const projectDeleteHandler: Effect.Effect<JobHandler, never, ProjectStore | ProjectTeardown> = Effect.gen(function* () {
-  const store = yield* ProjectStore
-  const steps = yield* ProjectTeardown
-  return handler(projectDelete, {
-    run: (phase, job) =>
-      Effect.gen(function* () {
-        const project = yield* store.findById(job.payload.projectId)
-        if (Option.isNone(project)) return
-        if (phase === "routing") yield* store.removeHostnames(project.value.id)
-        for (const step of steps) {
-          if (step.phase === phase) yield* step.run(project.value, job)
-        }
-        if (phase === "metadata") yield* store.remove(project.value.id)
-      })
-  })
-})
+export const projectDeleteHandler: Effect.Effect<JobHandler, never, ProjectStore | ProjectTeardown> = Effect.gen(
+  function* () {
+    const store = yield* ProjectStore
+    const steps = yield* ProjectTeardown
+    return handler(projectDelete, {
+      run: (phase, job) =>
+        Effect.gen(function* () {
+          const project = yield* store.findById(job.payload.projectId)
+          if (Option.isNone(project)) return
+          if (phase === "routing") yield* store.removeHostnames(project.value.id)
+          for (const step of steps) {
+            if (step.phase === phase) yield* step.run(project.value, job)
+          }
+          if (phase === "metadata") yield* store.remove(project.value.id)
+        })
+    })
+  }
+)
 
 /** The projects of an org for `org_not_empty`. */
 export const projectHoldings = Effect.map(Effect.service(ProjectStore), (store): HoldingCounter => ({
