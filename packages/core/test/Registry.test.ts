@@ -1,5 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Addons, area, areas, jobHandlersWith, Jobs, Kernel, Mail, Orgs, Projects, servicesWith } from "@hostplane/core"
+import {
+  Addons,
+  area,
+  areas,
+  Hostnames,
+  jobHandlersWith,
+  Jobs,
+  Kernel,
+  Mail,
+  Orgs,
+  Projects,
+  servicesWith
+} from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Exit, Layer, Schema } from "effect"
@@ -67,7 +79,11 @@ describe("area registry", () => {
         holdings.map((counter) => counter.kind),
         "projects"
       )
-      assert.includeMembers(kinds(jobs), ["send_mail", "hostname_check", Projects.projectDelete.kind])
+      assert.includeMembers(kinds(jobs), [
+        Mail.sendMail.kind,
+        Hostnames.hostnameCheck.kind,
+        Projects.projectDelete.kind
+      ])
       assert.strictEqual(addons.size, 0)
       assert.isFalse(paying, "no area contributes a subscription check: nobody pays")
     }).pipe(Effect.provide(registryWith([])))
@@ -82,7 +98,11 @@ describe("area registry", () => {
       )
       assert.strictEqual(teardown.length, 3)
       assert.deepStrictEqual(kinds(jobs).slice(-3), ["alpha_job", "beta_job", "gamma_job"])
-      assert.includeMembers(kinds(jobs), ["send_mail", "hostname_check", Projects.projectDelete.kind])
+      assert.includeMembers(kinds(jobs), [
+        Mail.sendMail.kind,
+        Hostnames.hostnameCheck.kind,
+        Projects.projectDelete.kind
+      ])
       assert.isTrue(paying, "one area's check saying the org pays is enough")
     }).pipe(Effect.provide(registryWith([fixture("alpha", false), fixture("beta", true), fixture("gamma", false)])))
   )
