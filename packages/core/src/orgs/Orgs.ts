@@ -64,7 +64,7 @@ export class Orgs extends Context.Service<
       const mutation = yield* Mutation
       const tokens = yield* Tokens
       const outbox = yield* MailOutbox
-      // Read once at construction: the host provides the other areas' hooks beside the ports.
+      // Read once at construction: every registered area's holdings and subscription check, folded by the registry.
       const counters = yield* OrgHoldings
       const hasSubscription = yield* OrgSubscriptionCheck
 
