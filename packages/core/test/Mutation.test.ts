@@ -99,7 +99,7 @@ describe("the audit log has one writer", () => {
       .filter((file) => /\bAuditLog\b/.test(Fs.readFileSync(Path.join(root, file), "utf8")))
       .map((file) => file.split(Path.sep).join("/"))
       .sort()
-    // Audit.ts declares the port, layer.ts names it among the stores.
-    assert.deepStrictEqual(users, ["kernel/Audit.ts", "kernel/Mutation.ts", "layer.ts"])
+    // Audit.ts declares the port, KernelArea.ts names it among the kernel's stores.
+    assert.deepStrictEqual(users, ["kernel/Audit.ts", "kernel/KernelArea.ts", "kernel/Mutation.ts"])
   })
 })
