@@ -6,7 +6,7 @@ import {
   Hostnames,
   jobHandlersWith,
   Jobs,
-  Kernel,
+  configLayer,
   Mail,
   Orgs,
   Projects,
@@ -17,7 +17,7 @@ import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Exit, Layer, Schema } from "effect"
 import { testBundles, testCrypto } from "./support/CoreMemory.ts"
 
-const ports = Layer.mergeAll(layerMemory, Kernel.Settings.make(), dnsNone, testCrypto, testBundles)
+const ports = Layer.mergeAll(layerMemory, configLayer(), dnsNone, testCrypto, testBundles)
 
 /** What only a runner needs: a mail transport (never called here). */
 const transport = Layer.succeed(Mail.MailTransport, { send: () => Effect.void })
