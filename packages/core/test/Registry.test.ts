@@ -5,6 +5,7 @@ import {
   areas,
   Hostnames,
   jobHandlersWith,
+  Kernel,
   Jobs,
   configLayer,
   Mail,
@@ -34,7 +35,7 @@ const registry = Effect.all({
   teardown: Projects.ProjectTeardown,
   jobs: Jobs.JobHandlers,
   addons: Addons.AddonRegistry,
-  paying: Effect.flatMap(Orgs.OrgSubscriptionCheck, (check) => check("org_1"))
+  paying: Effect.flatMap(Orgs.OrgSubscriptionCheck, (check) => check(Kernel.OrgId.make("org_1")))
 })
 
 const kinds = (handlers: ReadonlyArray<Jobs.JobHandler>) => handlers.map((handler) => handler.definition.kind)
