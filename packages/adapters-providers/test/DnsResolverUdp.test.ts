@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
 import * as Hostnames from "@hostplane/core/hostnames/index"
+import * as Kernel from "@hostplane/core/kernel/index"
 import { FakeDnsServer } from "@hostplane/testkit/dns/FakeDnsServer"
 import { ConfigProvider, Effect, Option } from "effect"
 
@@ -220,7 +221,12 @@ describe("checkOwnership over real DNS (spec 4.4 verify)", () => {
   const host = "shop.example.com"
   const verify = Hostnames.verificationRecord(host, "tok123")
   const check = (server: FakeDnsServer["Service"]) =>
-    Hostnames.checkOwnership({ host, orgId: "org_a", verify, fallbackOrigin: "fallback.apps.example.net" }).pipe(
+    Hostnames.checkOwnership({
+      host,
+      orgId: Kernel.makeId("org", "org_a"),
+      verify,
+      fallbackOrigin: "fallback.apps.example.net"
+    }).pipe(
       Effect.provide(DnsResolverUdp.layer({ servers: [server.address], timeout: "1 second" })),
       Effect.provide(Hostnames.HostedZones.layerNone),
       Effect.orDie

@@ -157,7 +157,7 @@ const fakeDns = (dns: FakeDns) =>
 
 const host = "shop.example.com"
 const verify = Hostnames.verificationRecord(host, "tok123")
-const check = (dns: FakeDns, orgId = "org_a") =>
+const check = (dns: FakeDns, orgId = Kernel.makeId("org", "org_a")) =>
   Hostnames.checkOwnership({ host, orgId, verify, fallbackOrigin: "fallback.apps.hostplane.dev" }).pipe(
     Effect.provide(fakeDns(dns))
   )

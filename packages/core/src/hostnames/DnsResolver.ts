@@ -2,6 +2,7 @@ import { Context, Effect, Option, Schema } from "effect"
 import { canonicalHost } from "../kernel/HostName.ts"
 import { HostedZones } from "./HostedZones.ts"
 import type { VerificationRecord } from "./HostnameName.ts"
+import type { OrgId } from "../kernel/Ids.ts"
 
 /** What went wrong with a lookup: the name does not exist, it has no record of the type, or the resolver failed. */
 export const DnsLookupReason = Schema.Literals(["nxdomain", "nodata", "timeout", "servfail", "refused", "network"])
@@ -38,7 +39,7 @@ export interface OwnershipInput {
   /** The normalized hostname. */
   readonly host: string
   /** The org of the project the hostname belongs to. */
-  readonly orgId: string
+  readonly orgId: OrgId
   /** The hostname's guidance record, as stored. */
   readonly verify: VerificationRecord
   /** The setting `SERVICE_FALLBACK_ORIGIN`. */

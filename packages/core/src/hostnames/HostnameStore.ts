@@ -1,6 +1,7 @@
 import { Context, Effect, Option } from "effect"
 import type { HostnameTaken } from "../errors/Errors.ts"
 import type { HostnameRow } from "./Hostname.ts"
+import type { ProjectId } from "../kernel/Ids.ts"
 
 /**
  * Hostname rows (spec 4.4). A name is unique across all orgs, default and custom alike. The background checks of
@@ -11,7 +12,7 @@ export class HostnameStore extends Context.Service<
   {
     readonly find: (name: string) => Effect.Effect<Option.Option<HostnameRow>>
     /** The project's hostnames: the default one first, then custom ones by creation time and name. */
-    readonly listByProject: (projectId: string) => Effect.Effect<ReadonlyArray<HostnameRow>>
+    readonly listByProject: (projectId: ProjectId) => Effect.Effect<ReadonlyArray<HostnameRow>>
     /** Inserts a row; a taken name fails with `HostnameTaken`. */
     readonly insert: (row: HostnameRow) => Effect.Effect<void, HostnameTaken>
     readonly remove: (name: string) => Effect.Effect<void>

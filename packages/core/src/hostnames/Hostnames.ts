@@ -12,6 +12,7 @@ import { normalizeHostname, normalizeHostnameResult } from "./HostnameName.ts"
 import { HostnameStore } from "./HostnameStore.ts"
 import { hostnameCheck, ownershipSteps } from "./HostnameCheck.ts"
 import { Jobs } from "../jobs/Jobs.ts"
+import type { ProjectId } from "../kernel/Ids.ts"
 
 /** Custom hostnames of spec 4.4: reserved across all orgs on add, routed once ownership is proven. */
 export class Hostnames extends Context.Service<
@@ -71,7 +72,7 @@ export class Hostnames extends Context.Service<
       const keyOf = (host: string) =>
         Result.getOrElse(normalizeHostnameResult(host, settings), () => canonicalHost(host))
 
-      const findIn = Effect.fnUntraced(function* (projectId: string, host: string) {
+      const findIn = Effect.fnUntraced(function* (projectId: ProjectId, host: string) {
         const row = yield* store.find(keyOf(host))
         if (Option.isNone(row) || row.value.projectId !== projectId) {
           return yield* new NotFound({ message: `hostname ${host} not found` })

@@ -27,7 +27,7 @@ import { type Project, type ProjectDetail, type ProjectOverview, type ProjectRow
 import { addonFlags, AddonRegistry } from "../addons/Addon.ts"
 import { deletePhases, ProjectTeardown } from "./ProjectHooks.ts"
 import { ProjectStore } from "./ProjectStore.ts"
-import { newId } from "../kernel/Ids.ts"
+import { makeId, newId, type OperationId } from "../kernel/Ids.ts"
 
 /** The project delete (decisions.md part 4): the spec's teardown order, one phase per step. */
 export const projectDelete = define({ kind: "project_delete", payload: OperationPayload, phases: deletePhases })
@@ -53,7 +53,7 @@ export class Projects extends Context.Service<
       slug: string,
       name: string,
       confirm: string
-    ) => Effect.Effect<{ readonly operationId: string }, NotFound | Forbidden | BadRequest | OpInFlight>
+    ) => Effect.Effect<{ readonly operationId: OperationId }, NotFound | Forbidden | BadRequest | OpInFlight>
     readonly operation: (actor: Actor, slug: string, opId: string) => Effect.Effect<Operation, NotFound | Forbidden>
   }
 >()("@hostplane/core/projects/Projects") {
@@ -190,7 +190,7 @@ export class Projects extends Context.Service<
               { id: yield* tokens.id("op"), key: project.id }
             )
             if (Option.isNone(started)) return yield* inFlight(yield* jobs.findUnfinished(projectDelete, project.id))
-            const id = started.value
+            const id = makeId("op", started.value)
             return audited(
               { operationId: id },
               { action: "project.delete", target: project.id, data: { name: project.name, operationId: id } }
