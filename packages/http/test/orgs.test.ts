@@ -1,9 +1,10 @@
 import { area, Kernel, Mail, Orgs, servicesWith } from "@hostplane/core"
 import { appWith, areas } from "@hostplane/http"
 import { Effect, Layer, Option } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { auditOf, client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
+import { itChecksRoles } from "./support/roleMatrix.ts"
+import { auditOf, type Session, type TestServer, unique, useSuite } from "./support/TestServer.ts"
 
 /** Orgs whose slug starts with these hold things or pay, to exercise the delete refusals. */
 const holdingsFor = (slug: string) => (slug.startsWith("holding-") ? 2 : 0)
@@ -31,19 +32,14 @@ const holdingArea = area({
 })
 
 describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
+  const suite = useSuite(stores, {}, undefined, undefined, { served: appWith(areas, servicesWith([holdingArea])) })
+  const { api } = suite
   let server: TestServer
-  let api: Client
-  let admin: { token: string; userId: string }
-  let outsider: { token: string }
-  beforeAll(async () => {
-    server = await startTestServer(stores(), {}, undefined, undefined, {
-      served: appWith(areas, servicesWith([holdingArea]))
-    })
-    api = client(server.url)
-    admin = await api.login(unique("admin"))
-    outsider = await api.login(unique("outsider"))
+  let admin: Session
+  let outsider: Session
+  beforeAll(() => {
+    ;({ server, admin, outsider } = suite)
   })
-  afterAll(() => server.close())
 
   const createOrg = async (name: string, slug?: string) => {
     const reply = await api.post("/v1/orgs", slug === undefined ? { name } : { name, slug }, { token: admin.token })
@@ -130,15 +126,27 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     expect(audit.find((e) => e.action === "org.rename")).toMatchObject({ actorId: admin.userId, target: slug })
   })
 
-  it("PATCH by a member is 403, by an outsider or for a missing org 404", async () => {
+  itChecksRoles(suite, {
+    name: "PATCH org",
+    min: "admin",
+    request: (slug) => ({ method: "PATCH", path: `/v1/orgs/${slug}`, body: { name: "Renamed" } }),
+    ok: 200
+  })
+  itChecksRoles(suite, {
+    name: "DELETE org",
+    min: "admin",
+    request: (slug) => ({ method: "DELETE", path: `/v1/orgs/${slug}`, body: { confirm: slug } }),
+    ok: 204
+  })
+  itChecksRoles(suite, {
+    name: "GET notifications",
+    min: "viewer",
+    request: (slug) => ({ method: "GET", path: `/v1/orgs/${slug}/notifications` }),
+    ok: 200
+  })
+
+  it("PATCH for a missing org is 404; an empty name 400", async () => {
     const { slug } = await createOrg("Guarded", unique("grd"))
-    const member = await memberWith(slug, "member")
-    const low = await api.patch(`/v1/orgs/${slug}`, { name: "x" }, { token: member.token })
-    expect(low.status).toBe(403)
-    expect(low.body.code).toBe("forbidden")
-    const foreign = await api.patch(`/v1/orgs/${slug}`, { name: "x" }, { token: outsider.token })
-    expect(foreign.status).toBe(404)
-    expect(foreign.body.code).toBe("not_found")
     const missing = await api.patch(`/v1/orgs/${unique("nope")}`, { name: "x" }, { token: admin.token })
     expect(missing.status).toBe(404)
     const empty = await api.patch(`/v1/orgs/${slug}`, { name: "" }, { token: admin.token })
@@ -214,14 +222,7 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     expect(reply.body.code).toBe("active_subscription")
   })
 
-  it("DELETE by a member is 403, by an outsider 404", async () => {
-    const { slug } = await createOrg("Safe", unique("safe"))
-    const member = await memberWith(slug, "member")
-    expect((await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: member.token })).status).toBe(403)
-    expect((await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: outsider.token })).status).toBe(404)
-  })
-
-  it("notifications: viewer or higher, newest first, limit honoured; outsider 404", async () => {
+  it("notifications: newest first, limit honoured", async () => {
     const { slug } = await createOrg("Noticed", unique("ntf"))
     const viewer = await memberWith(slug, "viewer")
     await server.run(
@@ -256,6 +257,5 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     expect(limited.body.items).toHaveLength(1)
     const badLimit = await api.get(`/v1/orgs/${slug}/notifications?limit=abc`, { token: viewer.token })
     expect(badLimit.status).toBe(400)
-    expect((await api.get(`/v1/orgs/${slug}/notifications`, { token: outsider.token })).status).toBe(404)
   })
 })
