@@ -11,6 +11,9 @@ export interface Request {
   readonly body?: unknown
 }
 
+/** Sends a request the JSON client cannot (a binary upload) for `token`, or without a login when it is left out. */
+export type Send = (token: string | undefined) => Promise<Reply>
+
 export interface Operation<F> {
   /** Names the test: `<name>: ...`. */
   readonly name: string
@@ -19,7 +22,7 @@ export interface Operation<F> {
   /** Made once per operation by the org's admin in a fresh org (a project, ...). */
   readonly setup?: (slug: string) => Promise<F>
   /** The request for one caller; called once per caller so a write that consumes its target gets a fresh one. */
-  readonly request: (slug: string, fixture: F) => Request | Promise<Request>
+  readonly request: (slug: string, fixture: F) => Request | Send | Promise<Request | Send>
   /** The success status; any 2xx when left out. */
   readonly ok?: number
 }
@@ -34,7 +37,9 @@ export const itChecksRoles = <F = undefined>(suite: Suite, operation: Operation<
     const slug = await suite.newOrg()
     const fixture = (operation.setup === undefined ? undefined : await operation.setup(slug)) as F
     const send = async (session: Session | undefined): Promise<Reply> => {
-      const { method, path, body } = await operation.request(slug, fixture)
+      const request = await operation.request(slug, fixture)
+      if (typeof request === "function") return request(session?.token)
+      const { method, path, body } = request
       const options: CallOptions = session === undefined ? { body } : { body, token: session.token }
       return suite.api.call(method, path, options)
     }
