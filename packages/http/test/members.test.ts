@@ -68,6 +68,8 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     expect(reply.body).toMatchObject({ userId: user.userId, role: "viewer", provider: "dev", subject: user.subject })
     const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.add")
     expect(event).toMatchObject({ actorId: suite.admin.userId, target: user.userId, data: { role: "viewer" } })
+    const orgs = await api.get("/v1/orgs", { token: user.token })
+    expect(orgs.body.items).toContainEqual(expect.objectContaining({ slug, role: "viewer" }))
   })
 
   it("POST members for an unknown user is 404 user_not_found", async () => {
@@ -91,6 +93,8 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     )
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("already_member")
+    const added = (await auditOf(suite.server, slug)).filter((e) => e.action === "member.add")
+    expect(added.map((e) => e.target)).toEqual([member.userId])
   })
 
   it("POST members: bad role 400", async () => {
@@ -124,9 +128,12 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     )
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("last_admin")
+    const listed = await api.get(`/v1/orgs/${slug}/members`, { token: suite.admin.token })
+    expect(listed.body.items.find((m: { userId: string }) => m.userId === suite.admin.userId).role).toBe("admin")
+    expect((await auditOf(suite.server, slug)).filter((e) => e.action === "member.role")).toEqual([])
   })
 
-  it("an admin may demote themself while another admin remains", async () => {
+  it("an admin may demote themself while another admin remains, and then may not promote themself back", async () => {
     const slug = await newOrg()
     await add(slug, "admin")
     const reply = await api.put(
@@ -136,15 +143,23 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     )
     expect(reply.status).toBe(200)
     expect(reply.body.role).toBe("viewer")
+    const back = await api.put(
+      `/v1/orgs/${slug}/members/${suite.admin.userId}`,
+      { role: "admin" },
+      { token: suite.admin.token }
+    )
+    expect(back.status).toBe(403)
+    expect(back.body.code).toBe("forbidden")
   })
 
-  it("PUT role: unknown user 404, bad role 400", async () => {
+  it("PUT role: unknown user or a user outside the org 404, bad role 400", async () => {
     const slug = await newOrg()
     const member = await add(slug, "member")
     const path = `/v1/orgs/${slug}/members/${member.userId}`
-    expect(
-      (await api.put(`/v1/orgs/${slug}/members/usr_nobody`, { role: "admin" }, { token: suite.admin.token })).status
-    ).toBe(404)
+    for (const userId of ["usr_nobody", suite.outsider.userId]) {
+      const reply = await api.put(`/v1/orgs/${slug}/members/${userId}`, { role: "admin" }, { token: suite.admin.token })
+      expect(reply.status).toBe(404)
+    }
     expect((await api.put(path, { role: "root" }, { token: suite.admin.token })).status).toBe(400)
   })
 
@@ -155,6 +170,8 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     expect(reply.status).toBe(204)
     const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.remove")
     expect(event).toMatchObject({ actorId: suite.admin.userId, target: b.userId })
+    const listed = await api.get(`/v1/orgs/${slug}/members`, { token: suite.admin.token })
+    expect(listed.body.items.map((m: { userId: string }) => m.userId)).not.toContain(b.userId)
     expect((await api.get(`/v1/orgs/${slug}/members`, { token: b.token })).status).toBe(404)
   })
 
@@ -165,6 +182,8 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     expect(reply.status).toBe(204)
     const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.leave")
     expect(event).toMatchObject({ actorId: viewer.userId, target: viewer.userId })
+    const orgs = await api.get("/v1/orgs", { token: viewer.token })
+    expect(orgs.body.items.map((o: { slug: string }) => o.slug)).not.toContain(slug)
   })
 
   it("the last admin cannot leave or be removed: 409 last_admin", async () => {
@@ -176,10 +195,39 @@ describe.each(backends)("spec 4.2 members (%s)", (_name, stores) => {
     expect(reply.body.code).toBe("last_admin")
   })
 
-  it("DELETE member: unknown member 404", async () => {
+  it("with a second admin the first may leave; the one left is then the last admin (409 last_admin)", async () => {
     const slug = await newOrg()
-    expect(
-      (await api.delete(`/v1/orgs/${slug}/members/usr_nobody`, undefined, { token: suite.admin.token })).status
-    ).toBe(404)
+    const first = await add(slug, "admin")
+    const second = await add(slug, "member")
+    const promoted = await api.put(
+      `/v1/orgs/${slug}/members/${second.userId}`,
+      { role: "admin" },
+      { token: first.token }
+    )
+    expect(promoted.status).toBe(200)
+    for (const session of [suite.admin, first]) {
+      const left = await api.delete(`/v1/orgs/${slug}/members/${session.userId}`, undefined, { token: session.token })
+      expect(left.status).toBe(204)
+    }
+    const listed = await api.get(`/v1/orgs/${slug}/members`, { token: second.token })
+    expect(listed.body.items.map((m: { userId: string; role: string }) => [m.userId, m.role])).toEqual([
+      [second.userId, "admin"]
+    ])
+    const last = await api.delete(`/v1/orgs/${slug}/members/${second.userId}`, undefined, { token: second.token })
+    expect(last.status).toBe(409)
+    expect(last.body.code).toBe("last_admin")
+  })
+
+  it("DELETE member: an unknown user or one outside the org is 404; so is an outsider removing themself", async () => {
+    const slug = await newOrg()
+    for (const userId of ["usr_nobody", suite.outsider.userId]) {
+      expect(
+        (await api.delete(`/v1/orgs/${slug}/members/${userId}`, undefined, { token: suite.admin.token })).status
+      ).toBe(404)
+    }
+    const self = await api.delete(`/v1/orgs/${slug}/members/${suite.outsider.userId}`, undefined, {
+      token: suite.outsider.token
+    })
+    expect(self.status).toBe(404)
   })
 })
