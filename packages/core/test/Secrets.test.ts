@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Kernel, Orgs, Projects, Secrets } from "@hostplane/core"
+import { Orgs, Projects, Secrets } from "@hostplane/core"
 import { Effect, Redacted } from "effect"
-import { auditOf, memberOf, signIn, withCore } from "./support/CoreMemory.ts"
+import { signIn, withCore } from "./support/CoreMemory.ts"
 
 /** An org `team` administered by alice, with the project `web`. */
 const team = Effect.gen(function* () {
@@ -49,26 +49,6 @@ describe("Secrets (spec 4.5) on the memory store", () => {
     )
   )
 
-  it.effect("audit secret.set and secret.delete hold the name only, never the value", () =>
-    withCore()(
-      Effect.gen(function* () {
-        const secrets = yield* Secrets.Secrets
-        const { admin, project } = yield* team
-        yield* secrets.put(admin, "team", "web", "DATABASE_PASSWORD", value("hunter2-very-secret"))
-        yield* secrets.remove(admin, "team", "web", "DATABASE_PASSWORD")
-        const audit = (yield* auditOf("team")).filter((event) => event.action.startsWith("secret."))
-        assert.deepStrictEqual(
-          audit.map((event) => [event.action, event.actorId, event.target, event.data]),
-          [
-            ["secret.set", admin.userId, project.id, { name: "DATABASE_PASSWORD" }],
-            ["secret.delete", admin.userId, project.id, { name: "DATABASE_PASSWORD" }]
-          ]
-        )
-        assert.notInclude(JSON.stringify(yield* (yield* Kernel.AuditLog).list({})), "hunter2")
-      })
-    )
-  )
-
   it.effect("bad names are 400 bad_request; DB, ASSETS and SERVICE_* in any case are 400 reserved_name", () =>
     withCore()(
       Effect.gen(function* () {
@@ -85,47 +65,6 @@ describe("Secrets (spec 4.5) on the memory store", () => {
         for (const name of ["_", "DBX", "MY_DB", "ASSETS_URL", "SERVICEX", `A${"B".repeat(127)}`]) {
           assert.strictEqual((yield* secrets.put(admin, "team", "web", name, value("v"))).version, 1, name)
         }
-      })
-    )
-  )
-
-  it.effect("a value over 64 KiB of UTF-8 or with a lone surrogate is 400; exactly 64 KiB is accepted", () =>
-    withCore()(
-      Effect.gen(function* () {
-        const secrets = yield* Secrets.Secrets
-        const { admin } = yield* team
-        assert.strictEqual((yield* secrets.put(admin, "team", "web", "MAX", value("x".repeat(65536)))).version, 1)
-        assert.strictEqual((yield* secrets.put(admin, "team", "web", "EMPTY", value(""))).version, 1)
-        for (const bad of ["x".repeat(65537), "é".repeat(32769), "a\ud800b"]) {
-          const error = yield* Effect.flip(secrets.put(admin, "team", "web", "BIG", value(bad)))
-          assert.strictEqual(error._tag, "BadRequest")
-          assert.notInclude(error.message, "xxxx")
-        }
-      })
-    )
-  )
-
-  it.effect("members may list, put and delete; a viewer gets 403; an outsider 404; an unknown secret 404", () =>
-    withCore()(
-      Effect.gen(function* () {
-        const secrets = yield* Secrets.Secrets
-        const { admin } = yield* team
-        const { actor: member } = yield* memberOf(admin, "team", "mia", "member")
-        const { actor: viewer } = yield* memberOf(admin, "team", "vic", "viewer")
-        const { actor: outsider } = yield* signIn("olga")
-        yield* secrets.put(member, "team", "web", "K", value("v"))
-        assert.deepStrictEqual(
-          (yield* secrets.list(member, "team", "web")).map((meta) => meta.name),
-          ["K"]
-        )
-        assert.strictEqual((yield* Effect.flip(secrets.list(viewer, "team", "web")))._tag, "Forbidden")
-        assert.strictEqual((yield* Effect.flip(secrets.put(viewer, "team", "web", "K", value("v"))))._tag, "Forbidden")
-        assert.strictEqual((yield* Effect.flip(secrets.remove(viewer, "team", "web", "K")))._tag, "Forbidden")
-        assert.strictEqual((yield* Effect.flip(secrets.list(outsider, "team", "web")))._tag, "NotFound")
-        assert.strictEqual((yield* Effect.flip(secrets.list(member, "team", "nope")))._tag, "NotFound")
-        assert.strictEqual((yield* Effect.flip(secrets.remove(member, "team", "web", "NOPE")))._tag, "NotFound")
-        yield* secrets.remove(member, "team", "web", "K")
-        assert.deepStrictEqual(yield* secrets.list(member, "team", "web"), [])
       })
     )
   )
