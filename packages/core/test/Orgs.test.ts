@@ -4,26 +4,6 @@ import { Effect, Option } from "effect"
 import { auditOf, memberOf, orgIdOf, signIn, withCore } from "./support/CoreMemory.ts"
 
 describe("Orgs (spec 4.2) on the memory store", () => {
-  it.effect("POST /v1/orgs: creator becomes admin of a non-personal org", () =>
-    withCore()(
-      Effect.gen(function* () {
-        const orgs = yield* Orgs.Orgs
-        const { actor } = yield* signIn("alice")
-        const org = yield* orgs.create(actor, { name: "Acme Corp" })
-        assert.deepStrictEqual(org, {
-          slug: "acme-corp",
-          name: "Acme Corp",
-          plan: "free",
-          personal: false,
-          createdAt: "2030-01-01T00:00:00.000Z"
-        })
-        const listed = (yield* orgs.list(actor)).find((m) => m.slug === "acme-corp")
-        assert.strictEqual(listed?.role, "admin")
-        assert.strictEqual(listed?.projectLimit, 3)
-      })
-    )
-  )
-
   it.effect("the slug is derived from the name when absent, with a suffix when that slug is taken", () =>
     withCore()(
       Effect.gen(function* () {
@@ -33,20 +13,6 @@ describe("Orgs (spec 4.2) on the memory store", () => {
         const again = yield* orgs.create(actor, { name: "Unicode Co" })
         assert.match(again.slug, /^unicode-co-[a-z0-9]{1,5}$/)
         assert.strictEqual((yield* orgs.create(actor, { name: "!!!" })).slug, "org")
-      })
-    )
-  )
-
-  it.effect("an explicit slug that is taken is 409 slug_taken", () =>
-    withCore()(
-      Effect.gen(function* () {
-        const orgs = yield* Orgs.Orgs
-        const { actor } = yield* signIn("alice")
-        yield* orgs.create(actor, { name: "First", slug: "shared" })
-        const error = yield* Effect.flip(orgs.create(actor, { name: "Second", slug: "shared" }))
-        assert.strictEqual(error._tag, "SlugTaken")
-        assert.strictEqual((yield* orgs.list(actor)).filter((m) => m.slug === "shared")[0]?.name, "First")
-        assert.strictEqual((yield* orgs.list(actor)).length, 2)
       })
     )
   )
@@ -70,34 +36,6 @@ describe("Orgs (spec 4.2) on the memory store", () => {
     )
   )
 
-  it.effect("rename needs admin: a member is 403, an outsider is 404", () =>
-    withCore()(
-      Effect.gen(function* () {
-        const orgs = yield* Orgs.Orgs
-        const { actor: admin } = yield* signIn("alice")
-        yield* orgs.create(admin, { name: "Team", slug: "team" })
-        const { actor: member } = yield* memberOf(admin, "team", "bob", "member")
-        const { actor: outsider } = yield* signIn("eve")
-        assert.strictEqual((yield* Effect.flip(orgs.rename(member, "team", "X")))._tag, "Forbidden")
-        assert.strictEqual((yield* Effect.flip(orgs.rename(outsider, "team", "X")))._tag, "NotFound")
-        assert.strictEqual((yield* Effect.flip(orgs.rename(admin, "no-such-org", "X")))._tag, "NotFound")
-      })
-    )
-  )
-
-  it.effect("DELETE with confirm different from the slug is 400", () =>
-    withCore()(
-      Effect.gen(function* () {
-        const orgs = yield* Orgs.Orgs
-        const { actor } = yield* signIn("alice")
-        yield* orgs.create(actor, { name: "Team", slug: "team" })
-        const error = yield* Effect.flip(orgs.remove(actor, "team", "Team"))
-        assert.strictEqual(error._tag, "BadRequest")
-        assert.isTrue((yield* orgs.list(actor)).some((m) => m.slug === "team"))
-      })
-    )
-  )
-
   it.effect("DELETE trims whitespace around confirm, is 204, and the audit org.delete survives the org", () =>
     withCore()(
       Effect.gen(function* () {
@@ -116,17 +54,6 @@ describe("Orgs (spec 4.2) on the memory store", () => {
           [[actor.userId, "team"]]
         )
         assert.isTrue((yield* (yield* Kernel.AuditLog).list({ orgId })).some((e) => e.action === "member.add"))
-      })
-    )
-  )
-
-  it.effect("a personal org cannot be deleted: 409 personal_org", () =>
-    withCore()(
-      Effect.gen(function* () {
-        const orgs = yield* Orgs.Orgs
-        const { actor } = yield* signIn("alice")
-        const error = yield* Effect.flip(orgs.remove(actor, "alice", "alice"))
-        assert.strictEqual(error._tag, "PersonalOrg")
       })
     )
   )
@@ -177,31 +104,4 @@ describe("Orgs (spec 4.2) on the memory store", () => {
       })
     )
   })
-
-  it.effect("an org with a live paid subscription is 409 active_subscription", () =>
-    withCore({ hasSubscription: () => Effect.succeed(true) })(
-      Effect.gen(function* () {
-        const orgs = yield* Orgs.Orgs
-        const { actor } = yield* signIn("alice")
-        yield* orgs.create(actor, { name: "Team", slug: "team" })
-        const error = yield* Effect.flip(orgs.remove(actor, "team", "team"))
-        assert.strictEqual(error._tag, "ActiveSubscription")
-        assert.isTrue((yield* orgs.list(actor)).some((m) => m.slug === "team"))
-      })
-    )
-  )
-
-  it.effect("delete needs admin: a member is 403, an outsider is 404", () =>
-    withCore()(
-      Effect.gen(function* () {
-        const orgs = yield* Orgs.Orgs
-        const { actor: admin } = yield* signIn("alice")
-        yield* orgs.create(admin, { name: "Team", slug: "team" })
-        const { actor: member } = yield* memberOf(admin, "team", "bob", "member")
-        const { actor: outsider } = yield* signIn("eve")
-        assert.strictEqual((yield* Effect.flip(orgs.remove(member, "team", "team")))._tag, "Forbidden")
-        assert.strictEqual((yield* Effect.flip(orgs.remove(outsider, "team", "team")))._tag, "NotFound")
-      })
-    )
-  )
 })

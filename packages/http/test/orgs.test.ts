@@ -94,6 +94,10 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     const reply = await api.post("/v1/orgs", { name: "Second", slug }, { token: outsider.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("slug_taken")
+    const mine = (await api.get("/v1/orgs", { token: admin.token })).body.items
+    expect(mine.find((o: { slug: string }) => o.slug === slug)).toMatchObject({ name: "First" })
+    const theirs = (await api.get("/v1/orgs", { token: outsider.token })).body.items
+    expect(theirs.map((o: { slug: string }) => o.slug)).not.toContain(slug)
   })
 
   it("an invalid slug or empty name is 400 bad_request", async () => {
@@ -204,6 +208,8 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     const reply = await api.delete(`/v1/orgs/${personal}`, { confirm: personal }, { token: admin.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("personal_org")
+    const mine = (await api.get("/v1/orgs", { token: admin.token })).body.items
+    expect(mine.map((o: { slug: string }) => o.slug)).toContain(personal)
   })
 
   it("DELETE of an org that holds projects is 409 org_not_empty with details.holdings", async () => {
@@ -220,6 +226,8 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: admin.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("active_subscription")
+    const mine = (await api.get("/v1/orgs", { token: admin.token })).body.items
+    expect(mine.map((o: { slug: string }) => o.slug)).toContain(slug)
   })
 
   it("notifications: newest first, limit honoured", async () => {
