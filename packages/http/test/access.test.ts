@@ -240,7 +240,13 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
   it("authorize: an unknown host is 404; a next that is not a same-site path is 400; no org role is 403; no login 401", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
-    for (const to of [`nope-${unique("x")}.apps.localhost`, "example.com", "", `${project.hostname}/path`]) {
+    for (const to of [
+      `nope-${unique("x")}.apps.localhost`,
+      "example.com",
+      "",
+      `${project.hostname}/path`,
+      `${project.hostname}:443`
+    ]) {
       const reply = await api.post("/v1/access/authorize", { to, next: "/" }, { token: suite.admin.token })
       expect(reply.status, to).toBe(404)
       expect(reply.body.code).toBe("not_found")
