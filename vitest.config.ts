@@ -1,4 +1,3 @@
-import * as Os from "node:os"
 import { defineConfig } from "vitest/config"
 
 export default defineConfig({
@@ -10,8 +9,6 @@ export default defineConfig({
     // Files of one worker share its modules instead of evaluating them again per file (about 40% less CPU), so a
     // test file must leave no global state behind: no process.env writes, global stubs or mocks, timers left faked.
     isolate: false,
-    // One worker more than cores: much of a test's time is spent waiting on PostgreSQL, sockets and timers.
-    maxWorkers: Os.availableParallelism() + 1,
     // Console output (request logs and other server logs) is buffered per test and shown only when it fails.
     silent: "passed-only",
     // The report lists every file with its time; single tests only when really slow (vitest's default is 300 ms).

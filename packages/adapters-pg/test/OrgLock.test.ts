@@ -10,10 +10,9 @@ import { Deferred, Effect, Layer, Option, Ref, Result } from "effect"
 import { coreOnPostgres } from "./support/coreOnPostgres.ts"
 
 /**
- * The PostgreSQL `OrgStore` whose `countAdmins` waits until two callers have arrived, so two "count admins, then
- * demote" transactions that are not serialised both count before either demotes. `withLock: false` turns `lock`
- * into a no-op. With the lock the second caller cannot arrive, so the first gives up after 1 s; without it the
- * wait only guards against a hang, long enough for the second caller to arrive on a loaded machine.
+ * The PostgreSQL `OrgStore` whose `countAdmins` waits (up to 1 s) until two callers have arrived, so two
+ * "count admins, then demote" transactions that are not serialised both count before either demotes.
+ * `withLock: false` turns `lock` into a no-op.
  */
 const rendezvousOrgStore = (withLock: boolean) =>
   Layer.effect(
@@ -24,7 +23,7 @@ const rendezvousOrgStore = (withLock: boolean) =>
       const bothArrived = yield* Deferred.make<void>()
       const rendezvous = Effect.gen(function* () {
         if ((yield* Ref.updateAndGet(arrived, (n) => n + 1)) >= 2) yield* Deferred.succeed(bothArrived, undefined)
-        yield* Deferred.await(bothArrived).pipe(Effect.timeoutOption(withLock ? "1 second" : "20 seconds"))
+        yield* Deferred.await(bothArrived).pipe(Effect.timeoutOption("1 second"))
       })
       return OrgStore.of({
         ...store,
