@@ -42,7 +42,7 @@ export const layer = Layer.effect(
       Request: Schema.String,
       Result: HostnameRowSchema,
       execute: (projectId) => sql`SELECT ${columns} FROM hostnames WHERE project_id = ${projectId}
-        ORDER BY kind = 'default' DESC, created_at, name`
+        ORDER BY kind = 'default' DESC, created_at, name COLLATE "C"`
     })
     return HostnameStore.of({
       find: (name) => find(name).pipe(Effect.orDie),

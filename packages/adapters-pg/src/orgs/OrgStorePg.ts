@@ -78,7 +78,7 @@ export const layer = Layer.effect(
         SELECT ${orgColumns}, ms.role
         FROM memberships ms JOIN orgs o ON o.id = ms.org_id
         WHERE ms.user_id = ${userId}
-        ORDER BY ms.joined_at, o.slug`
+        ORDER BY ms.joined_at, o.slug COLLATE "C"`
     })
 
     const listMembers = SqlSchema.findAll({
@@ -88,7 +88,7 @@ export const layer = Layer.effect(
         SELECT u.id AS user_id, u.provider, u.subject, u.email, u.name, ms.role, ms.joined_at
         FROM memberships ms JOIN users u ON u.id = ms.user_id
         WHERE ms.org_id = ${orgId}
-        ORDER BY ms.joined_at, u.id`
+        ORDER BY ms.joined_at, u.id COLLATE "C"`
     })
 
     const findMembership = SqlSchema.findOneOption({
@@ -107,7 +107,7 @@ export const layer = Layer.effect(
       Request: Schema.String,
       Result: InviteRowSchema,
       execute: (orgId) =>
-        sql`${selectInvites} WHERE i.org_id = ${orgId} AND i.state = 'pending' ORDER BY i.created_at DESC, i.id DESC`
+        sql`${selectInvites} WHERE i.org_id = ${orgId} AND i.state = 'pending' ORDER BY i.created_at DESC, i.id COLLATE "C" DESC`
     })
 
     const listNotifications = SqlSchema.findAll({
@@ -117,7 +117,7 @@ export const layer = Layer.effect(
         SELECT n.id, n.kind, n.message, n.project_name, n.created_at, m.sent_at
         FROM notifications n LEFT JOIN mail_outbox m ON m.id = n.mail_id AND m.state = 'sent'
         WHERE n.org_id = ${orgId}
-        ORDER BY n.created_at DESC, n.id DESC
+        ORDER BY n.created_at DESC, n.id COLLATE "C" DESC
         LIMIT ${limit}`
     })
 
