@@ -10,8 +10,8 @@ import { Deferred, Effect, Layer, Option, Ref, Result } from "effect"
 import { coreOnPostgres } from "./support/coreOnPostgres.ts"
 
 /**
- * The PostgreSQL `OrgStore` whose `countAdmins` waits (up to 1 s) until two callers have arrived, so two
- * "count admins, then demote" transactions that are not serialised both count before either demotes.
+ * The PostgreSQL `OrgStore` whose `countAdmins` counts and then waits (up to 1 s) until two callers have counted, so
+ * two "count admins, then demote" transactions that are not serialised both count before either demotes.
  * `withLock: false` turns `lock` into a no-op.
  */
 const rendezvousOrgStore = (withLock: boolean) =>
@@ -28,7 +28,9 @@ const rendezvousOrgStore = (withLock: boolean) =>
       return OrgStore.of({
         ...store,
         lock: withLock ? store.lock : () => Effect.void,
-        countAdmins: (orgId) => Effect.andThen(rendezvous, store.countAdmins(orgId))
+        // Count first, then wait: neither caller can demote before both have counted, however the two fibers are
+        // scheduled after the rendezvous (waiting before the count let one count after the other had committed).
+        countAdmins: (orgId) => Effect.tap(store.countAdmins(orgId), () => rendezvous)
       })
     })
   ).pipe(Layer.provide(OrgStorePg.layer))
