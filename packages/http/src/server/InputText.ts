@@ -120,11 +120,18 @@ export const requestIssues = (
     const bytes = yield* request.arrayBuffer
     if (bytes.byteLength === 0) return Option.none()
     // Not JSON (malformed, or a bundle sent with the wrong type): the route's own 400 or 415 answers it.
-    const parsed = Result.try((): unknown => JSON.parse(lenientUtf8.decode(bytes)))
-    if (Result.isFailure(parsed)) return Option.none()
-    if (Result.isFailure(Result.try(() => strictUtf8.decode(bytes)))) {
-      return Option.some([{ path: ["body"], message: "must be UTF-8" }])
+    const isJsonText = (text: string) => Result.try((): unknown => JSON.parse(text))
+    const strict = Result.try(() => strictUtf8.decode(bytes))
+    if (Result.isFailure(strict)) {
+      return Result.isFailure(isJsonText(lenientUtf8.decode(bytes)))
+        ? Option.none()
+        : Option.some([{ path: ["body"], message: "must be UTF-8" }])
     }
+    // Well-formed UTF-8 holds no unpaired surrogate, and a raw NUL is no JSON: only a `\u` escape can carry either,
+    // so the common body is not parsed twice (the API parses it again).
+    if (!strict.success.includes("\\u")) return Option.none()
+    const parsed = isJsonText(strict.success)
+    if (Result.isFailure(parsed)) return Option.none()
     const inBody = jsonIssues(parsed.success)
     return inBody.length > 0 ? Option.some(inBody) : Option.none()
   })
