@@ -107,6 +107,36 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
     }
   })
 
+  it("a native app's loopback redirect (RFC 8252) is allowed on any port; look-alikes are 400", async () => {
+    const subject = unique("native")
+    await idp.runPromise(fake.signIn({ subject }))
+    const loopback = "http://127.0.0.1:49321/callback/n0nce"
+    const callback = await finish(await authorize(loopback))
+    const { base, values } = fragmentOf(callback.headers.get("location")!)
+    expect(base).toBe(loopback)
+    expect(values.subject).toBe(subject)
+    for (const port of [1, 8080, 65535]) {
+      expect((await api.get(`/v1/auth/idp/start?redirect=${encodeURIComponent(`http://[::1]:${port}/`)}`)).status).toBe(
+        302
+      )
+    }
+    for (const redirect of [
+      "http://127.0.0.1/cb",
+      "http://127.0.0.1:0/cb",
+      "http://127.0.0.1:65536/cb",
+      "https://127.0.0.1:8443/cb",
+      "http://127.0.0.1:8080@evil.test/cb",
+      "http://127.0.0.1:8080\\@evil.test/",
+      "http://127.0.0.1.evil.test:8080/cb",
+      "http://127.0.0.2:8080/cb",
+      "http://localhost:8080/cb",
+      "http://127.0.0.1:8080"
+    ]) {
+      const reply = await api.get(`/v1/auth/idp/start?redirect=${encodeURIComponent(redirect)}`)
+      expect(reply.status, redirect).toBe(400)
+    }
+  })
+
   it("a sign-in the provider denies comes back as #error=<code>&message=<text>", async () => {
     await idp.runPromise(fake.denyNext)
     const query = await authorize()

@@ -23,11 +23,24 @@ export const oauthStateTtl = Duration.minutes(10)
  * `https://app.example/cb` but not `https://app.example.evil.test`.
  */
 export const redirectAllowed = (redirect: string, allowlist: ReadonlyArray<string>): boolean =>
+  isLoopbackRedirect(redirect) ||
   allowlist.some((entry) => {
     if (!redirect.startsWith(entry)) return false
     const next = redirect.charAt(entry.length)
     return next === "" || entry.endsWith("/") || next === "/" || next === "?" || next === "#"
   })
+
+/**
+ * RFC 8252 7.3: a native app (the `hostplane` CLI) listens on a loopback IP literal with a port chosen when it starts,
+ * so `http://127.0.0.1:<any port>/...` and `http://[::1]:<any port>/...` are always allowed. The token can only reach a
+ * process on the signing-in user's own machine; `localhost` is not (a name, which DNS or a hosts file may rebind).
+ */
+export const isLoopbackRedirect = (redirect: string): boolean => {
+  const match = /^http:\/\/(127\.0\.0\.1|\[::1\]):([0-9]{1,5})\/[\x21-\x5b\x5d-\x7e]*$/.exec(redirect)
+  if (match === null) return false
+  const port = Number(match[2])
+  return port >= 1 && port <= 65535
+}
 
 const fragment = (values: Record<string, string>): string =>
   Object.entries(values)

@@ -27,7 +27,9 @@ export class IdentityApi extends HttpApiGroup.make("identity")
         OpenApi.annotations({
           description:
             "Browser navigation only. Sets the `hostplane_oauth` cookie (`__Host-hostplane_oauth` over https) that binds " +
-            "the sign-in to this browser, then redirects (302) to the identity provider."
+            "the sign-in to this browser, then redirects (302) to the identity provider. `redirect` must start with an " +
+            "entry of `SERVICE_OAUTH_REDIRECTS`, or be a native app's loopback address (RFC 8252: " +
+            "`http://127.0.0.1:<any port>/...` or `http://[::1]:<any port>/...`); else 400."
         })
       ),
     HttpApiEndpoint.get("idpCallback", "/auth/idp/callback", {
