@@ -63,6 +63,38 @@ describe("the jobs engine: phases, failures, abort, repeats", () => {
   })
 
   it.effect(
+    "runNow drives one job in the caller's fiber before it is due, and leaves a held or finished job alone",
+    () => {
+      const { calls, handler } = recorder(restore, (phase, attempts) =>
+        phase === "sealing" && attempts === 1 ? new Jobs.JobFailure({ message: "busy", retryable: true }) : undefined
+      )
+      return withEngine(
+        Effect.gen(function* () {
+          const jobs = yield* Jobs.Jobs
+          const later = new Date(start + 60_000).toISOString()
+          const id = Option.getOrThrow(yield* jobs.enqueue(restore, { database: "db1" }, { runAt: later }))
+          const other = Option.getOrThrow(yield* jobs.enqueue(restore, { database: "db2" }, { runAt: later }))
+          const waiting = Option.getOrThrow(yield* jobs.runNow(yield* handler, id))
+          assert.deepStrictEqual([waiting.phase, waiting.terminalCode, waiting.lastError], ["sealing", null, "busy"])
+          const done = Option.getOrThrow(yield* jobs.runNow(yield* handler, id))
+          assert.deepStrictEqual([done.terminalCode, done.attempts], ["done", 2])
+          assert.deepStrictEqual(calls, ["draining", "sealing", "sealing", "committing", "reactivation"])
+          assert.strictEqual((yield* jobOf(other)).attempts, 0, "only the job asked for runs")
+          assert.isTrue(Option.isNone(yield* jobs.runNow(yield* handler, id)), "a finished job is left alone")
+          const store = yield* Jobs.JobStore
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              const { owner } = yield* store.register
+              yield* store.claimJob(owner, other, new Date(start).toISOString(), later)
+              assert.isTrue(Option.isNone(yield* jobs.runNow(yield* handler, other)), "held by a live runner")
+            })
+          )
+        })
+      )
+    }
+  )
+
+  it.effect(
     "a failed phase waits for its backoff, then resumes there; after maxAttempts the job fails and onFailed runs",
     () => {
       const { calls, handler } = recorder(restore, (phase) =>

@@ -76,6 +76,28 @@ export const layer = Layer.effect(
         )
         SELECT ${columns} FROM claimed ORDER BY due_at, id`
     })
+    const claimJob = SqlSchema.findOneOption({
+      Request: Schema.Struct({
+        owner: Schema.String,
+        id: Schema.String,
+        now: Schema.String,
+        leaseUntil: Schema.String
+      }),
+      Result: JobRowSchema,
+      execute: ({ owner, id, now, leaseUntil }) => sql`
+        WITH live AS MATERIALIZED (${liveKeys}), free AS (
+          SELECT id FROM jobs
+          WHERE id = ${id} AND terminal_code IS NULL
+            AND (lease_owner IS NULL OR lease_until <= ${now}::timestamptz
+              OR split_part(lease_owner, '.', 1) NOT IN (SELECT objid FROM live))
+          FOR UPDATE OF jobs SKIP LOCKED
+        ), claimed AS (
+          UPDATE jobs j SET lease_owner = ${owner}, lease_until = ${leaseUntil}::timestamptz, attempts = j.attempts + 1
+          FROM free WHERE j.id = free.id
+          RETURNING j.*
+        )
+        SELECT ${columns} FROM claimed`
+    })
     const changed = (rows: ReadonlyArray<unknown>) => rows.length > 0
 
     const register = Effect.gen(function* () {
@@ -118,6 +140,7 @@ export const layer = Layer.effect(
         kinds.length === 0 || limit <= 0
           ? Effect.succeed([])
           : claim({ owner, kinds, now, leaseUntil, limit }).pipe(Effect.orDie),
+      claimJob: (owner, id, now, leaseUntil) => claimJob({ owner, id, now, leaseUntil }).pipe(Effect.orDie),
       renew: (owner, ids, leaseUntil) =>
         ids.length === 0
           ? Effect.succeed([])

@@ -1,7 +1,10 @@
-import { Cause, Context, Duration, Effect, Exit, Layer, Option, Ref, Schema, Scope } from "effect"
-import { isoAfter, nowIso } from "../kernel/Time.ts"
-import { defaultBackoff, defaultMaxAttempts, type Job, JobFailure, type JobHandler, type JobRow, stop } from "./Job.ts"
+import { Context, Duration, Effect, Layer, Ref, Schema, Scope } from "effect"
+import { nowIso } from "../kernel/Time.ts"
+import type { JobHandler, JobRow } from "./Job.ts"
+import { defaultJobRunnerOptions, iso, jobDriver, type JobRunnerOptions } from "./JobDriver.ts"
 import { JobStore, type RunnerRegistration } from "./JobStore.ts"
+
+export { defaultJobRunnerOptions, type JobRunnerOptions } from "./JobDriver.ts"
 
 /** The handlers of every job kind this process runs. */
 export class JobHandlers extends Context.Service<JobHandlers, ReadonlyArray<JobHandler>>()(
@@ -16,32 +19,6 @@ export class JobHandlers extends Context.Service<JobHandlers, ReadonlyArray<JobH
       Effect.forEach(handlers, (handler): Effect.Effect<JobHandler, never, Effect.Services<H>> => handler)
     )
 }
-
-export interface JobRunnerOptions {
-  /** How often an idle runner looks for due jobs. */
-  readonly interval: Duration.Duration
-  /** How long a claim holds a job without a heartbeat; a dead process's jobs are free sooner (see the README). */
-  readonly lease: Duration.Duration
-  /** How often a running job's lease is renewed. */
-  readonly heartbeat: Duration.Duration
-  /** Jobs one runner works on at once. */
-  readonly concurrency: number
-}
-
-export const defaultJobRunnerOptions: JobRunnerOptions = {
-  interval: Duration.seconds(1),
-  lease: Duration.seconds(20),
-  heartbeat: Duration.seconds(5),
-  concurrency: 8
-}
-
-const iso = (ms: number) => new Date(ms).toISOString()
-
-const errorText = (cause: Cause.Cause<JobFailure>): string =>
-  Option.match(Cause.findErrorOption(cause), {
-    onSome: (failure) => failure.message,
-    onNone: () => Cause.pretty(cause)
-  })
 
 /**
  * Claims due jobs of the kinds it has handlers for and drives each phase by phase. Several runners (processes,
@@ -96,122 +73,8 @@ export class JobRunner extends Context.Service<
           })
         }
 
-        const drive = Effect.fnUntraced(function* (me: string, row: JobRow, claimedAt: number) {
-          const handler = byKind.get(row.kind)!
-          const definition = handler.definition
-          const phases = definition.phases
-          const payload = yield* Schema.decodeUnknownEffect(definition.payload)(row.payload).pipe(Effect.option)
-          const index = phases.indexOf(row.phase)
-          if (Option.isNone(payload) || index < 0) {
-            const error = Option.isNone(payload) ? "the payload does not decode" : `unknown phase ${row.phase}`
-            yield* Effect.logError("job cannot run", { jobId: row.id, kind: row.kind, error })
-            return yield* store.finish(row.id, me, "failed", error, yield* nowIso)
-          }
-          const jobAt = (phase: string): Job<unknown> => ({
-            id: row.id,
-            kind: row.kind,
-            key: row.key,
-            payload: payload.value,
-            phase,
-            attempts: row.attempts,
-            createdAt: row.createdAt
-          })
-
-          // `phase` is the last phase the job reached: `onAbort` undoes what it and the ones before it did.
-          const abort = Effect.fnUntraced(function* (phase: string) {
-            if (handler.onAbort !== undefined) yield* handler.onAbort(jobAt(phase))
-            yield* store.finish(row.id, me, "aborted", null, yield* nowIso)
-          })
-
-          const failed = Effect.fnUntraced(function* (phase: string, cause: Cause.Cause<JobFailure>) {
-            const error = errorText(cause)
-            const at = yield* nowIso
-            const final = Option.match(Cause.findErrorOption(cause), {
-              onSome: (failure) => !failure.retryable,
-              onNone: () => false
-            })
-            yield* Effect.logWarning("job phase failed", { jobId: row.id, kind: row.kind, phase, error })
-            if (definition.every !== undefined && !final) {
-              // A repeating job tries again in its next round.
-              return yield* store.reschedule(
-                row.id,
-                me,
-                {
-                  phase: phases[0],
-                  runAt: iso(claimedAt + Duration.toMillis(definition.every)),
-                  error,
-                  resetAttempts: true
-                },
-                at
-              )
-            }
-            if (final || row.attempts >= (definition.maxAttempts ?? defaultMaxAttempts)) {
-              if (yield* store.finish(row.id, me, "failed", error, at)) {
-                if (handler.onFailed !== undefined) yield* handler.onFailed(jobAt(phase), error)
-              }
-              return
-            }
-            const delay = (definition.backoff ?? defaultBackoff)(row.attempts)
-            yield* store.reschedule(
-              row.id,
-              me,
-              { phase, runAt: yield* isoAfter(delay), error, resetAttempts: false },
-              at
-            )
-          })
-
-          if (row.abortRequested) return yield* abort(row.phase)
-          for (let at = index; ;) {
-            const phase = phases[at]!
-            const exit = yield* Effect.exit(handler.run(phase, jobAt(phase)))
-            if (Exit.isFailure(exit)) return yield* failed(phase, exit.cause)
-            at++
-            if (exit.value === stop || at >= phases.length) {
-              if (exit.value !== stop && definition.every !== undefined) {
-                return yield* store.reschedule(
-                  row.id,
-                  me,
-                  {
-                    phase: phases[0],
-                    runAt: iso(claimedAt + Duration.toMillis(definition.every)),
-                    error: null,
-                    resetAttempts: true
-                  },
-                  yield* nowIso
-                )
-              }
-              return yield* store.finish(row.id, me, "done", null, yield* nowIso)
-            }
-            if (!(yield* store.advance(row.id, me, phases[at]!, yield* nowIso))) {
-              const now = yield* store.get(row.id)
-              if (Option.isSome(now) && now.value.leaseOwner === me && now.value.abortRequested) {
-                return yield* abort(now.value.phase)
-              }
-              return yield* Effect.logWarning("job taken over by another runner", { jobId: row.id })
-            }
-          }
-        })
-
-        // The heartbeat renews the lease while the job runs; if the lease is lost, the job's fiber stops.
-        const heartbeat = (me: string, id: string) =>
-          Effect.gen(function* () {
-            for (;;) {
-              yield* Effect.sleep(settings.heartbeat)
-              const held = yield* store.renew(me, [id], yield* isoAfter(settings.lease))
-              if (held.length === 0) return yield* Effect.logWarning("job lease lost; stopping it", { jobId: id })
-            }
-          })
-
-        const runJob = (me: string, row: JobRow, claimedAt: number) =>
-          Effect.raceFirst(drive(me, row, claimedAt), heartbeat(me, row.id)).pipe(
-            Effect.asVoid,
-            Effect.catchCause((cause) =>
-              Cause.hasInterruptsOnly(cause)
-                ? Effect.failCause(cause)
-                : Effect.logError("job runner failed", { jobId: row.id, cause })
-            ),
-            Effect.withSpan("JobRunner.run", { attributes: { jobId: row.id, kind: row.kind } })
-          )
+        const run = jobDriver(store, settings)
+        const runJob = (me: string, row: JobRow, claimedAt: number) => run(me, byKind.get(row.kind)!, row, claimedAt)
 
         const claim = Effect.fnUntraced(function* (limit: number) {
           if (limit <= 0 || kinds.length === 0) return { me: "", claimedAt: 0, rows: [] as ReadonlyArray<JobRow> }

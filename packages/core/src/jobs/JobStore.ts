@@ -55,6 +55,16 @@ export class JobStore extends Context.Service<
       leaseUntil: string,
       limit: number
     ) => Effect.Effect<ReadonlyArray<JobRow>>
+    /**
+     * Claims the unfinished job `id` for `owner` as `claim` would, whether it is due yet or not (a caller that needs
+     * it done now, such as a resent request), unless another live runner holds it; counts an attempt.
+     */
+    readonly claimJob: (
+      owner: string,
+      id: string,
+      now: string,
+      leaseUntil: string
+    ) => Effect.Effect<Option.Option<JobRow>>
     /** Extends the leases `owner` still holds among `ids`; answers those ids. */
     readonly renew: (
       owner: string,

@@ -1,7 +1,8 @@
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
-import { abortablePhases, type JobDefinition, type JobRow } from "./Job.ts"
+import { abortablePhases, type JobDefinition, type JobHandler, type JobRow } from "./Job.ts"
+import { defaultJobRunnerOptions, iso, jobDriver } from "./JobDriver.ts"
 import { JobStore } from "./JobStore.ts"
 
 export interface EnqueueOptions {
@@ -29,6 +30,12 @@ export class Jobs extends Context.Service<
      * undoes it and ends it `aborted`. False when the job is not there or not abortable (at or past that phase).
      */
     readonly abort: <P>(definition: JobDefinition<P>, id: string) => Effect.Effect<boolean>
+    /**
+     * Runs the unfinished job `id` in this fiber now, as a runner would (lease, heartbeat, phases, backoff), until it
+     * ends or waits; none when another live runner holds it or it has finished. A request that must answer with the
+     * job's outcome (a domain purchase) drives it this way, and a runner takes it over if this process dies.
+     */
+    readonly runNow: <P>(handler: JobHandler<P>, id: string) => Effect.Effect<Option.Option<JobRow>>
   }
 >()("@hostplane/core/jobs/Jobs") {
   static readonly layer = Layer.effect(
@@ -36,6 +43,7 @@ export class Jobs extends Context.Service<
     Effect.gen(function* () {
       const store = yield* JobStore
       const tokens = yield* Tokens
+      const drive = jobDriver(store, defaultJobRunnerOptions)
       return Jobs.of({
         enqueue: Effect.fn("Jobs.enqueue")(function* <P>(
           definition: JobDefinition<P>,
@@ -61,6 +69,19 @@ export class Jobs extends Context.Service<
           const row = yield* store.get(id)
           if (Option.isNone(row) || row.value.kind !== definition.kind) return false
           return yield* store.requestAbort(id, abortablePhases(definition), yield* nowIso)
+        }),
+        runNow: Effect.fn("Jobs.runNow")(function* <P>(handler: JobHandler<P>, id: string) {
+          return yield* Effect.scoped(
+            Effect.gen(function* () {
+              const { owner } = yield* store.register
+              const claimedAt = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+              const lease = Duration.toMillis(defaultJobRunnerOptions.lease)
+              const row = yield* store.claimJob(owner, id, iso(claimedAt), iso(claimedAt + lease))
+              if (Option.isNone(row) || row.value.kind !== handler.definition.kind) return Option.none<JobRow>()
+              yield* drive(owner, handler, row.value, claimedAt)
+              return yield* store.get(id)
+            })
+          )
         })
       })
     })

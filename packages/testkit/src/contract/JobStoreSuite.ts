@@ -179,6 +179,28 @@ export const jobStoreSuite = <E>(name: string, store: Layer.Layer<Jobs.JobStore,
       )
     )
 
+    it.effect("claimJob takes one job by id before it is due, never one held by a live runner or finished", () =>
+      inWindow((w) =>
+        Effect.gen(function* () {
+          const jobs = yield* Jobs.JobStore
+          const first = yield* w.runner
+          const second = yield* w.runner
+          const job = yield* w.insert(day)
+          const other = yield* w.insert(0)
+          const claimed = yield* jobs.claimJob(first, job.id, w.t(0), w.t(minute))
+          assert.strictEqual(Option.getOrThrow(claimed).leaseOwner, first)
+          assert.strictEqual(Option.getOrThrow(claimed).attempts, 1)
+          assert.isTrue(Option.isNone(yield* jobs.claimJob(second, job.id, w.t(1_000), w.t(minute))))
+          assert.deepStrictEqual(ids(yield* w.claim(second, 1_000, minute)), [other.id], "only the one asked for")
+          const again = yield* jobs.claimJob(second, job.id, w.t(minute), w.t(2 * minute))
+          assert.strictEqual(Option.getOrThrow(again).leaseOwner, second, "once its lease ends")
+          assert.isTrue(yield* jobs.finish(job.id, second, "done", null, w.t(minute)))
+          assert.isTrue(Option.isNone(yield* jobs.claimJob(first, job.id, w.t(day), w.t(2 * day))))
+          assert.isTrue(Option.isNone(yield* jobs.claimJob(first, "job_missing", w.t(0), w.t(minute))))
+        })
+      )
+    )
+
     it.effect("claim takes at most limit jobs, the earliest due first", () =>
       inWindow((w) =>
         Effect.gen(function* () {

@@ -99,6 +99,20 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
             return claimed
           })
       ),
+    claimJob: (owner, id, now, leaseUntil) =>
+      write(store, (tables) => {
+        const row = tables.jobs.get(id)
+        const free =
+          row !== undefined &&
+          unfinished(row) &&
+          (row.leaseOwner === null ||
+            (row.leaseUntil !== null && row.leaseUntil <= now) ||
+            !runners.has(row.leaseOwner))
+        if (!free) return Option.none()
+        const claimed = { ...row, leaseOwner: owner, leaseUntil, attempts: row.attempts + 1 }
+        tables.jobs.set(id, claimed)
+        return Option.some(claimed)
+      }),
     renew: (owner, ids, leaseUntil) =>
       write(store, (tables) => ids.filter((id) => updateHeld(tables, id, owner, (row) => ({ ...row, leaseUntil })))),
     advance: (id, owner, phase, at) =>
