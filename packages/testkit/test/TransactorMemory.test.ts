@@ -1,9 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Kernel, Orgs } from "@hostplane/core"
-import { ContractFixtures, layerMemory } from "@hostplane/testkit"
+import { ContractFixtures, layerMemory, OrgStoreMemory, TransactorMemory } from "@hostplane/testkit"
+import { memoryTable, MemoryState, read, write } from "@hostplane/testkit/memory/MemoryState"
 import { Deferred, Effect, Fiber, Layer, Option } from "effect"
 
 const { makeOrg } = ContractFixtures
+
+/** A table no area declares: a store holds it once it is first used. */
+const notes = memoryTable("test.notes", () => new Map<string, string>())
 
 /** Semantics only the memory store promises, beyond the PostgreSQL-equal contract suites. */
 describe("memory Transactor", () => {
@@ -130,5 +134,49 @@ describe("memory Transactor", () => {
       }).pipe(Effect.provide(layerMemory), Effect.timeout("2 seconds"))
       assert.isTrue(Option.isNone(found))
     })
+  )
+
+  it.effect("a table first used inside a failed transaction or savepoint is rolled back with the others", () =>
+    Effect.gen(function* () {
+      const store = yield* MemoryState
+      const tx = yield* Kernel.Transactor
+      const orgs = yield* Orgs.OrgStore
+      const kept = makeOrg()
+      const dropped = makeOrg()
+      const notesOf = read(store, (tables) => [...tables(notes)])
+      yield* Effect.flip(
+        tx.withTransaction(
+          Effect.gen(function* () {
+            yield* orgs.insert(dropped)
+            yield* write(store, (tables) => tables(notes).set("a", "failed transaction"))
+            assert.deepStrictEqual(yield* notesOf, [["a", "failed transaction"]])
+            return yield* Effect.fail("roll back")
+          })
+        )
+      )
+      assert.deepStrictEqual(yield* notesOf, [])
+      assert.isTrue(Option.isNone(yield* orgs.findById(dropped.id)))
+      yield* tx.withTransaction(
+        Effect.gen(function* () {
+          yield* write(store, (tables) => tables(notes).set("b", "outer"))
+          yield* Effect.flip(
+            tx.withTransaction(
+              Effect.gen(function* () {
+                yield* orgs.insert(kept)
+                yield* write(store, (tables) => tables(notes).set("c", "savepoint"))
+                return yield* Effect.fail("roll back the savepoint")
+              })
+            )
+          )
+          yield* orgs.insert(kept)
+        })
+      )
+      assert.deepStrictEqual(yield* notesOf, [["b", "outer"]])
+      assert.deepStrictEqual(yield* orgs.findById(kept.id), Option.some(kept))
+    }).pipe(
+      Effect.provide(
+        Layer.mergeAll(OrgStoreMemory.layer, TransactorMemory.layer).pipe(Layer.provideMerge(MemoryState.layer))
+      )
+    )
   )
 })

@@ -1,6 +1,6 @@
 import { areaMemory } from "../Area.ts"
 import { accessStoreSuite } from "../contract/AccessStoreSuite.ts"
-import * as AccessStoreMemory from "../memory/AccessStoreMemory.ts"
+import * as AccessStoreMemory from "./AccessStoreMemory.ts"
 
 export const AccessAreaMemory = areaMemory({
   name: "access",

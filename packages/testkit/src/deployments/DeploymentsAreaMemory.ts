@@ -1,6 +1,6 @@
 import { areaMemory } from "../Area.ts"
 import { deploymentStoreSuite } from "../contract/DeploymentStoreSuite.ts"
-import * as DeploymentStoreMemory from "../memory/DeploymentStoreMemory.ts"
+import * as DeploymentStoreMemory from "./DeploymentStoreMemory.ts"
 
 export const DeploymentsAreaMemory = areaMemory({
   name: "deployments",

@@ -1,6 +1,6 @@
 import { areaMemory } from "../Area.ts"
 import { edgeSessionStoreSuite } from "../contract/EdgeSessionStoreSuite.ts"
-import * as EdgeSessionStoreMemory from "../memory/EdgeSessionStoreMemory.ts"
+import * as EdgeSessionStoreMemory from "./EdgeSessionStoreMemory.ts"
 
 export const EdgeAreaMemory = areaMemory({
   name: "edge",

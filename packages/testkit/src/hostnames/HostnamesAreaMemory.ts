@@ -1,6 +1,6 @@
 import { areaMemory } from "../Area.ts"
 import { hostnameStoreSuite } from "../contract/HostnameStoreSuite.ts"
-import * as HostnameStoreMemory from "../memory/HostnameStoreMemory.ts"
+import * as HostnameStoreMemory from "./HostnameStoreMemory.ts"
 
 export const HostnamesAreaMemory = areaMemory({
   name: "hostnames",

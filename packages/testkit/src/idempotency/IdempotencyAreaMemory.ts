@@ -1,6 +1,6 @@
 import { areaMemory } from "../Area.ts"
 import { idempotencyStoreSuite } from "../contract/IdempotencyStoreSuite.ts"
-import * as IdempotencyStoreMemory from "../memory/IdempotencyStoreMemory.ts"
+import * as IdempotencyStoreMemory from "./IdempotencyStoreMemory.ts"
 
 export const IdempotencyAreaMemory = areaMemory({
   name: "idempotency",

@@ -1,6 +1,6 @@
 import { areaMemory } from "../Area.ts"
 import { userStoreSuite } from "../contract/UserStoreSuite.ts"
-import * as UserStoreMemory from "../memory/UserStoreMemory.ts"
+import * as UserStoreMemory from "./UserStoreMemory.ts"
 
 export const IdentityAreaMemory = areaMemory({
   name: "identity",

@@ -2,7 +2,7 @@ import { Layer } from "effect"
 import { areaMemory } from "../Area.ts"
 import { auditLogSuite } from "../contract/AuditLogSuite.ts"
 import { transactorSuite } from "../contract/TransactorSuite.ts"
-import * as AuditLogMemory from "../memory/AuditLogMemory.ts"
+import * as AuditLogMemory from "./AuditLogMemory.ts"
 import * as TransactorMemory from "../memory/TransactorMemory.ts"
 
 export const KernelAreaMemory = areaMemory({

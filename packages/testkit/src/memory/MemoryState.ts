@@ -1,107 +1,54 @@
-import type {
-  Access,
-  Deployments,
-  Edge,
-  Idempotency,
-  Identity,
-  Jobs,
-  Kernel,
-  Mail,
-  Orgs,
-  Projects,
-  Secrets
-} from "@hostplane/core"
-import type { HostnameRow } from "@hostplane/core/hostnames/Hostname"
 import { Context, Effect, Exit, Layer, Semaphore } from "effect"
 
-export interface UserRecord {
-  readonly user: Identity.User
-  readonly createdAt: string
+/**
+ * Memory tables are declared by the area that owns them, in its own testkit folder:
+ *
+ *   export const repos = memoryTable("git.repos", () => new Map<RepoId, RepoRow>())
+ *   read(store, (tables) => tables(repos).get(id))
+ *   write(store, (tables) => tables(repos).set(id, row))
+ *
+ * A table is a `Map` or an array of immutable rows (writes replace rows, so a snapshot copies only the containers).
+ * It is created empty on first use; transactions snapshot and roll back every table the store holds, so a table
+ * first used inside a transaction that fails is gone again afterwards. Names are `<area>.<table>` and unique.
+ */
+export interface MemoryTable<T extends TableValue> {
+  readonly name: string
+  readonly empty: () => T
 }
 
-export interface MemberRecord {
-  readonly orgId: string
-  readonly userId: string
-  readonly role: Kernel.Role
-  readonly joinedAt: string
-  readonly seq: number
-}
+type TableValue = Map<any, any> | Array<any>
+
+export const memoryTable = <T extends TableValue>(name: string, empty: () => T): MemoryTable<T> => ({ name, empty })
+
+/** The tables one `read` or `write` sees: `tables(repos)` is that store's table `repos`. */
+export type Tables = <T extends TableValue>(table: MemoryTable<T>) => T
+
+type TableMap = Map<string, TableValue>
+
+const tablesOf =
+  (map: TableMap): Tables =>
+  <T extends TableValue>(table: MemoryTable<T>): T => {
+    let value = map.get(table.name)
+    if (value === undefined) map.set(table.name, (value = table.empty()))
+    return value as T
+  }
+
+/** Copies every table (maps and arrays are copied, rows are shared since they are immutable). */
+const copyTables = (map: TableMap): TableMap =>
+  new Map([...map].map(([name, table]) => [name, Array.isArray(table) ? [...table] : new Map(table)]))
 
 export interface Sequenced<Row> {
   readonly row: Row
   readonly seq: number
 }
 
-/** Every table of the in-memory store. Rows are immutable: writes replace them, so a snapshot copies only the maps. */
-export interface Tables {
-  readonly users: Map<string, UserRecord>
-  readonly sessions: Map<string, Identity.SessionRow>
-  readonly oauthStates: Map<string, Identity.OAuthStateRow>
-  readonly orgs: Map<string, Orgs.OrgRow>
-  /** Keyed by `memberKey(orgId, userId)`. */
-  readonly members: Map<string, MemberRecord>
-  readonly invites: Map<string, Sequenced<Omit<Orgs.InviteRow, "sentAt">>>
-  readonly notifications: Map<string, Sequenced<Orgs.NotificationRow>>
-  readonly outbox: Map<string, Sequenced<Mail.OutboxRow>>
-  readonly audit: Array<Kernel.AuditEvent>
-  readonly projects: Map<string, Projects.ProjectRow>
-  /** Keyed by hostname. */
-  readonly hostnames: Map<string, HostnameRow>
-  readonly jobs: Map<string, Jobs.JobRow>
-  readonly deployments: Map<string, Deployments.DeploymentRow>
-  /** Keyed by token hash. */
-  readonly edgeSessions: Map<string, Edge.EdgeSessionRow>
-  /** Keyed by `secretKey(projectId, name)`. */
-  readonly secrets: Map<string, Secrets.SecretRow>
-  /** Keyed by project id. */
-  readonly accessPolicies: Map<string, Access.AccessPolicyRow>
-  /** Keyed by code hash. */
-  readonly accessCodes: Map<string, Access.AccessCodeRow>
-  /** Keyed by user id and key. */
-  readonly idempotencyKeys: Map<string, Idempotency.IdempotencyRecord>
-}
-
-const emptyTables = (): Tables => ({
-  users: new Map(),
-  sessions: new Map(),
-  oauthStates: new Map(),
-  orgs: new Map(),
-  members: new Map(),
-  invites: new Map(),
-  notifications: new Map(),
-  outbox: new Map(),
-  audit: [],
-  projects: new Map(),
-  hostnames: new Map(),
-  jobs: new Map(),
-  deployments: new Map(),
-  edgeSessions: new Map(),
-  secrets: new Map(),
-  accessPolicies: new Map(),
-  accessCodes: new Map(),
-  idempotencyKeys: new Map()
-})
-
-/** Copies every table (maps and arrays are copied, rows are shared since they are immutable). */
-const copyTables = (tables: Tables): Tables =>
-  Object.fromEntries(
-    Object.entries(tables).map(([name, table]) => [
-      name,
-      Array.isArray(table) ? [...table] : new Map(table as Map<unknown, unknown>)
-    ])
-  ) as unknown as Tables
-
-export const secretKey = (projectId: string, name: string): string => `${projectId}\u0000${name}`
-
-export const memberKey = (orgId: string, userId: string): string => `${orgId}\u0000${userId}`
-
 /**
  * The one state object behind every memory adapter. Transactions are serialised by one permit; `committed` is the
  * state as it was when the running transaction began, which is what readers outside that transaction see.
  */
 export interface MemoryStore {
-  tables: Tables
-  committed: Tables | undefined
+  tables: TableMap
+  committed: TableMap | undefined
   readonly permit: Semaphore.Semaphore
   /** Monotonic insertion counter, the tie-breaker of "newest first". */
   seq: number
@@ -125,7 +72,7 @@ const holds = (held: ReadonlyArray<Hold>, store: MemoryStore): boolean =>
 export class MemoryState extends Context.Service<MemoryState, MemoryStore>()("@hostplane/testkit/memory/MemoryState") {
   /** A fresh, empty store on every build. */
   static readonly layer = Layer.sync(MemoryState, () =>
-    MemoryState.of({ tables: emptyTables(), committed: undefined, permit: Semaphore.makeUnsafe(1), seq: 0 })
+    MemoryState.of({ tables: new Map(), committed: undefined, permit: Semaphore.makeUnsafe(1), seq: 0 })
   )
 }
 
@@ -133,7 +80,9 @@ export const nextSeq = (store: MemoryStore): number => ++store.seq
 
 /** Reads the tables this fiber may see: its own writes inside a transaction, the committed state outside one. */
 export const read = <A>(store: MemoryStore, f: (tables: Tables) => A): Effect.Effect<A> =>
-  Effect.map(InTransaction, (held) => f(holds(held, store) ? store.tables : (store.committed ?? store.tables)))
+  Effect.map(InTransaction, (held) =>
+    f(tablesOf(holds(held, store) ? store.tables : (store.committed ?? store.tables)))
+  )
 
 /**
  * Applies a write. Inside a transaction it joins it; outside one it is its own single-statement transaction and
@@ -141,7 +90,7 @@ export const read = <A>(store: MemoryStore, f: (tables: Tables) => A): Effect.Ef
  */
 export const write = <A>(store: MemoryStore, f: (tables: Tables) => A): Effect.Effect<A> =>
   Effect.flatMap(InTransaction, (held) => {
-    const apply = Effect.sync(() => f(store.tables))
+    const apply = Effect.sync(() => f(tablesOf(store.tables)))
     return holds(held, store) ? apply : store.permit.withPermit(apply)
   })
 

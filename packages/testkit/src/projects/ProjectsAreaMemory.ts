@@ -1,6 +1,6 @@
 import { areaMemory } from "../Area.ts"
 import { projectStoreSuite } from "../contract/ProjectStoreSuite.ts"
-import * as ProjectStoreMemory from "../memory/ProjectStoreMemory.ts"
+import * as ProjectStoreMemory from "./ProjectStoreMemory.ts"
 
 export const ProjectsAreaMemory = areaMemory({
   name: "projects",

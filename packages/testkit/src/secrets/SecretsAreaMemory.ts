@@ -1,6 +1,6 @@
 import { areaMemory } from "../Area.ts"
 import { secretStoreSuite } from "../contract/SecretStoreSuite.ts"
-import * as SecretStoreMemory from "../memory/SecretStoreMemory.ts"
+import * as SecretStoreMemory from "./SecretStoreMemory.ts"
 
 export const SecretsAreaMemory = areaMemory({
   name: "secrets",

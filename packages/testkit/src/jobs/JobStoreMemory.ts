@@ -1,6 +1,8 @@
 import { Jobs } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
-import { MemoryState, type MemoryStore, read, type Tables, write } from "./MemoryState.ts"
+import { MemoryState, memoryTable, type MemoryStore, read, type Tables, write } from "../memory/MemoryState.ts"
+
+export const jobRows = memoryTable("jobs.jobs", () => new Map<string, Jobs.JobRow>())
 
 /** The runners registered on each store and not closed yet: the memory store's notion of a live process. */
 const liveRunners = new WeakMap<MemoryStore, Set<string>>()
@@ -19,11 +21,11 @@ const updateHeld = (
   owner: string,
   f: (row: Jobs.JobRow) => Jobs.JobRow | undefined
 ): boolean => {
-  const row = tables.jobs.get(id)
+  const row = tables(jobRows).get(id)
   if (row === undefined || !unfinished(row) || row.leaseOwner !== owner) return false
   const next = f(row)
   if (next === undefined) return false
-  tables.jobs.set(id, next)
+  tables(jobRows).set(id, next)
   return true
 }
 
@@ -37,11 +39,13 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
     insert: (job) =>
       write(store, (tables) => {
         const taken =
-          tables.jobs.has(job.id) ||
+          tables(jobRows).has(job.id) ||
           (job.key !== null &&
-            [...tables.jobs.values()].some((row) => row.kind === job.kind && row.key === job.key && unfinished(row)))
+            [...tables(jobRows).values()].some(
+              (row) => row.kind === job.kind && row.key === job.key && unfinished(row)
+            ))
         if (taken) return false
-        tables.jobs.set(job.id, {
+        tables(jobRows).set(job.id, {
           ...job,
           payload: structuredClone(job.payload),
           terminalCode: null,
@@ -54,11 +58,11 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
         })
         return true
       }),
-    get: (id) => read(store, (tables) => Option.fromNullishOr(tables.jobs.get(id))),
+    get: (id) => read(store, (tables) => Option.fromNullishOr(tables(jobRows).get(id))),
     findUnfinished: (kind, key) =>
       read(store, (tables) =>
         Option.fromNullishOr(
-          [...tables.jobs.values()].find((row) => row.kind === kind && row.key === key && unfinished(row))
+          [...tables(jobRows).values()].find((row) => row.kind === kind && row.key === key && unfinished(row))
         )
       ),
     register: Effect.acquireRelease(
@@ -71,9 +75,9 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
         Effect.andThen(
           Effect.sync(() => runners.delete(owner)),
           write(store, (tables) => {
-            for (const row of tables.jobs.values()) {
+            for (const row of tables(jobRows).values()) {
               if (row.leaseOwner === owner && unfinished(row)) {
-                tables.jobs.set(row.id, { ...row, leaseOwner: null, leaseUntil: null })
+                tables(jobRows).set(row.id, { ...row, leaseOwner: null, leaseUntil: null })
               }
             }
           })
@@ -81,7 +85,7 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
     ).pipe(Effect.map((owner) => ({ owner, alive: Effect.sync(() => runners.has(owner)) }))),
     claim: (owner, kinds, now, leaseUntil, limit) =>
       write(store, (tables) =>
-        [...tables.jobs.values()]
+        [...tables(jobRows).values()]
           .filter(
             (row) =>
               unfinished(row) &&
@@ -95,7 +99,7 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
           .slice(0, Math.max(limit, 0))
           .map((row) => {
             const claimed = { ...row, leaseOwner: owner, leaseUntil, attempts: row.attempts + 1 }
-            tables.jobs.set(row.id, claimed)
+            tables(jobRows).set(row.id, claimed)
             return claimed
           })
       ),
@@ -145,9 +149,9 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
       ),
     requestAbort: (id, phases, at) =>
       write(store, (tables) => {
-        const row = tables.jobs.get(id)
+        const row = tables(jobRows).get(id)
         if (row === undefined || !unfinished(row) || !phases.includes(row.phase)) return false
-        tables.jobs.set(id, {
+        tables(jobRows).set(id, {
           ...row,
           abortRequested: true,
           runAt: row.runAt < at ? row.runAt : at,

@@ -1,12 +1,23 @@
 import { Mail } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
-import { MemoryState, type MemoryStore, nextSeq, read, type Tables, write } from "./MemoryState.ts"
+import {
+  MemoryState,
+  memoryTable,
+  type MemoryStore,
+  nextSeq,
+  read,
+  type Sequenced,
+  type Tables,
+  write
+} from "../memory/MemoryState.ts"
+
+export const outboxRows = memoryTable("mail.outbox", () => new Map<string, Sequenced<Mail.OutboxRow>>())
 
 const update = (tables: Tables, id: string, f: (row: Mail.OutboxRow) => Mail.OutboxRow | undefined): void => {
-  const existing = tables.outbox.get(id)
+  const existing = tables(outboxRows).get(id)
   if (existing === undefined) return
   const row = f(existing.row)
-  if (row !== undefined) tables.outbox.set(id, { ...existing, row })
+  if (row !== undefined) tables(outboxRows).set(id, { ...existing, row })
 }
 
 /** `MailOutbox` on the shared memory state. */
@@ -14,8 +25,8 @@ export const make = (store: MemoryStore): Mail.MailOutbox["Service"] =>
   Mail.MailOutbox.of({
     enqueue: (message, createdAt) =>
       write(store, (tables) => {
-        if (tables.outbox.has(message.id)) throw new Error(`duplicate mail id ${message.id}`)
-        tables.outbox.set(message.id, {
+        if (tables(outboxRows).has(message.id)) throw new Error(`duplicate mail id ${message.id}`)
+        tables(outboxRows).set(message.id, {
           row: {
             id: message.id,
             from: message.from,
@@ -48,7 +59,8 @@ export const make = (store: MemoryStore): Mail.MailOutbox["Service"] =>
       write(store, (tables) =>
         update(tables, id, (row) => (row.state === "queued" ? { ...row, state: "cancelled" } : undefined))
       ),
-    get: (id) => read(store, (tables) => Option.map(Option.fromNullishOr(tables.outbox.get(id)), (entry) => entry.row))
+    get: (id) =>
+      read(store, (tables) => Option.map(Option.fromNullishOr(tables(outboxRows).get(id)), (entry) => entry.row))
   })
 
 export const layer: Layer.Layer<Mail.MailOutbox, never, MemoryState> = Layer.effect(

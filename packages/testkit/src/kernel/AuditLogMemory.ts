@@ -1,13 +1,15 @@
 import { Kernel } from "@hostplane/core"
 import { Effect, Layer } from "effect"
-import { MemoryState, type MemoryStore, read, write } from "./MemoryState.ts"
+import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memory/MemoryState.ts"
+
+export const auditEvents = memoryTable("kernel.audit", (): Array<Kernel.AuditEvent> => [])
 
 /** `AuditLog` on the shared memory state: append-only, listed in the order recorded, untouched by org removal. */
 export const make = (store: MemoryStore): Kernel.AuditLog["Service"] =>
   Kernel.AuditLog.of({
     record: (event) =>
       write(store, (tables) => {
-        tables.audit.push(
+        tables(auditEvents).push(
           Object.freeze({
             action: event.action,
             orgId: event.orgId,
@@ -20,7 +22,7 @@ export const make = (store: MemoryStore): Kernel.AuditLog["Service"] =>
       }),
     list: (filter) =>
       read(store, (tables) =>
-        tables.audit.filter(
+        tables(auditEvents).filter(
           (event) =>
             (filter.orgId === undefined || event.orgId === filter.orgId) &&
             (filter.action === undefined || event.action === filter.action)

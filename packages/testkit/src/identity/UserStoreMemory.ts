@@ -1,9 +1,18 @@
 import { Identity } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
-import { MemoryState, type MemoryStore, read, type Tables, write } from "./MemoryState.ts"
+import { MemoryState, memoryTable, type MemoryStore, read, type Tables, write } from "../memory/MemoryState.ts"
+
+export interface UserRecord {
+  readonly user: Identity.User
+  readonly createdAt: string
+}
+
+export const userRows = memoryTable("identity.users", () => new Map<string, UserRecord>())
+export const sessionRows = memoryTable("identity.sessions", () => new Map<string, Identity.SessionRow>())
+export const oauthStateRows = memoryTable("identity.oauthStates", () => new Map<string, Identity.OAuthStateRow>())
 
 const byIdentity = (tables: Tables, provider: string, subject: string): Option.Option<Identity.User> => {
-  for (const record of tables.users.values()) {
+  for (const record of tables(userRows).values()) {
     if (record.user.provider === provider && record.user.subject === subject) return Option.some(record.user)
   }
   return Option.none()
@@ -14,12 +23,12 @@ export const make = (store: MemoryStore): Identity.UserStore["Service"] =>
   Identity.UserStore.of({
     findByIdentity: (provider, subject) => read(store, (tables) => byIdentity(tables, provider, subject)),
     findById: (userId) =>
-      read(store, (tables) => Option.map(Option.fromNullishOr(tables.users.get(userId)), (r) => r.user)),
+      read(store, (tables) => Option.map(Option.fromNullishOr(tables(userRows).get(userId)), (r) => r.user)),
     insert: (user, createdAt) =>
       write(store, (tables) => {
         const existing = byIdentity(tables, user.provider, user.subject)
         if (Option.isSome(existing)) return { user: existing.value, created: false }
-        if (tables.users.has(user.id)) throw new Error(`duplicate user id ${user.id}`)
+        if (tables(userRows).has(user.id)) throw new Error(`duplicate user id ${user.id}`)
         const row: Identity.User = {
           id: user.id,
           provider: user.provider,
@@ -27,37 +36,40 @@ export const make = (store: MemoryStore): Identity.UserStore["Service"] =>
           email: user.email,
           name: user.name
         }
-        tables.users.set(user.id, { user: row, createdAt })
+        tables(userRows).set(user.id, { user: row, createdAt })
         return { user: row, created: true }
       }),
     updateProfile: (userId, profile) =>
       write(store, (tables) => {
-        const record = tables.users.get(userId)
+        const record = tables(userRows).get(userId)
         if (record !== undefined) {
-          tables.users.set(userId, { ...record, user: { ...record.user, email: profile.email, name: profile.name } })
+          tables(userRows).set(userId, {
+            ...record,
+            user: { ...record.user, email: profile.email, name: profile.name }
+          })
         }
       }),
     insertSession: (session) =>
       write(store, (tables) => {
-        if (tables.sessions.has(session.tokenHash)) throw new Error("duplicate session token hash")
-        tables.sessions.set(session.tokenHash, { ...session })
+        if (tables(sessionRows).has(session.tokenHash)) throw new Error("duplicate session token hash")
+        tables(sessionRows).set(session.tokenHash, { ...session })
       }),
     findSession: (tokenHash, now) =>
       read(store, (tables) => {
-        const session = tables.sessions.get(tokenHash)
+        const session = tables(sessionRows).get(tokenHash)
         if (session === undefined || !(session.expiresAt > now)) return Option.none()
-        return Option.map(Option.fromNullishOr(tables.users.get(session.userId)), (r) => r.user)
+        return Option.map(Option.fromNullishOr(tables(userRows).get(session.userId)), (r) => r.user)
       }),
     insertOAuthState: (state) =>
       write(store, (tables) => {
-        if (tables.oauthStates.has(state.stateHash)) throw new Error("duplicate OAuth state hash")
-        tables.oauthStates.set(state.stateHash, { ...state })
+        if (tables(oauthStateRows).has(state.stateHash)) throw new Error("duplicate OAuth state hash")
+        tables(oauthStateRows).set(state.stateHash, { ...state })
       }),
     takeOAuthState: (stateHash) =>
       write(store, (tables) => {
-        const state = tables.oauthStates.get(stateHash)
+        const state = tables(oauthStateRows).get(stateHash)
         if (state === undefined) return Option.none()
-        tables.oauthStates.delete(stateHash)
+        tables(oauthStateRows).delete(stateHash)
         return Option.some(state)
       })
   })

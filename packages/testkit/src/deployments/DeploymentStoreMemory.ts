@@ -1,10 +1,15 @@
 import { Deployments } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
-import { MemoryState, type MemoryStore, read, write } from "./MemoryState.ts"
+import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memory/MemoryState.ts"
+import { projectRows } from "../projects/ProjectStoreMemory.ts"
+
+export const deploymentRows = memoryTable("deployments.deployments", () => new Map<string, Deployments.DeploymentRow>())
 
 const ofProject = (store: MemoryStore, projectId: string) =>
   read(store, (tables) =>
-    [...tables.deployments.values()].filter((row) => row.projectId === projectId).sort((a, b) => b.version - a.version)
+    [...tables(deploymentRows).values()]
+      .filter((row) => row.projectId === projectId)
+      .sort((a, b) => b.version - a.version)
   )
 
 export const make = (store: MemoryStore): Deployments.DeploymentStore["Service"] =>
@@ -13,12 +18,12 @@ export const make = (store: MemoryStore): Deployments.DeploymentStore["Service"]
     insert: (row) =>
       write(store, (tables) => {
         // PostgreSQL's foreign key: a deployment of no project is a bug in the caller.
-        if (!tables.projects.has(row.projectId)) throw new Error(`no project ${row.projectId}`)
-        tables.deployments.set(row.id, row)
+        if (!tables(projectRows).has(row.projectId)) throw new Error(`no project ${row.projectId}`)
+        tables(deploymentRows).set(row.id, row)
       }),
     get: (projectId, id) =>
       read(store, (tables) =>
-        Option.filter(Option.fromNullishOr(tables.deployments.get(id)), (row) => row.projectId === projectId)
+        Option.filter(Option.fromNullishOr(tables(deploymentRows).get(id)), (row) => row.projectId === projectId)
       ),
     list: (projectId, limit, beforeVersion = Infinity) =>
       Effect.map(ofProject(store, projectId), (rows) =>

@@ -1,6 +1,9 @@
 import { Idempotency } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
-import { MemoryState, type MemoryStore, write } from "./MemoryState.ts"
+import { MemoryState, memoryTable, type MemoryStore, write } from "../memory/MemoryState.ts"
+
+/** Keyed by user id and key. */
+export const idempotencyRows = memoryTable("idempotency.keys", () => new Map<string, Idempotency.IdempotencyRecord>())
 
 type Record = Idempotency.IdempotencyRecord
 
@@ -14,25 +17,25 @@ const update = (
   change: (row: Record) => Record | undefined
 ) =>
   write(store, (tables) => {
-    const row = tables.idempotencyKeys.get(keyOf(userId, key))
+    const row = tables(idempotencyRows).get(keyOf(userId, key))
     if (row === undefined || row.claimId !== claimId || row.response !== null) return
     const next = change(row)
-    if (next === undefined) tables.idempotencyKeys.delete(keyOf(userId, key))
-    else tables.idempotencyKeys.set(keyOf(userId, key), next)
+    if (next === undefined) tables(idempotencyRows).delete(keyOf(userId, key))
+    else tables(idempotencyRows).set(keyOf(userId, key), next)
   })
 
 export const make = (store: MemoryStore): Idempotency.IdempotencyStore["Service"] =>
   Idempotency.IdempotencyStore.of({
     claim: (input) =>
       write(store, (tables) => {
-        for (const [id, row] of tables.idempotencyKeys) {
-          if (row.expiresAt <= input.now) tables.idempotencyKeys.delete(id)
+        for (const [id, row] of tables(idempotencyRows)) {
+          if (row.expiresAt <= input.now) tables(idempotencyRows).delete(id)
         }
-        const held = tables.idempotencyKeys.get(keyOf(input.userId, input.key))
+        const held = tables(idempotencyRows).get(keyOf(input.userId, input.key))
         if (held !== undefined && !(held.response === null && held.leaseUntil <= input.now)) {
           return Option.some(held)
         }
-        tables.idempotencyKeys.set(keyOf(input.userId, input.key), {
+        tables(idempotencyRows).set(keyOf(input.userId, input.key), {
           userId: input.userId,
           key: input.key,
           method: input.method,

@@ -1,22 +1,43 @@
-import { Errors, Orgs } from "@hostplane/core"
+import { Errors, type Kernel, Orgs } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
 import {
   awaitTransactions,
-  memberKey,
   MemoryState,
+  memoryTable,
   type MemoryStore,
   nextSeq,
   read,
   type Sequenced,
   type Tables,
   write
-} from "./MemoryState.ts"
+} from "../memory/MemoryState.ts"
+import { userRows } from "../identity/UserStoreMemory.ts"
+import { outboxRows } from "../mail/MailOutboxMemory.ts"
 
 type StoredInvite = Omit<Orgs.InviteRow, "sentAt">
 
+export interface MemberRecord {
+  readonly orgId: string
+  readonly userId: string
+  readonly role: Kernel.Role
+  readonly joinedAt: string
+  readonly seq: number
+}
+
+export const memberKey = (orgId: string, userId: string): string => `${orgId}\u0000${userId}`
+
+export const orgRows = memoryTable("orgs.orgs", () => new Map<string, Orgs.OrgRow>())
+/** Keyed by `memberKey(orgId, userId)`. */
+export const memberRows = memoryTable("orgs.members", () => new Map<string, MemberRecord>())
+export const inviteRows = memoryTable("orgs.invites", () => new Map<string, Sequenced<StoredInvite>>())
+export const notificationRows = memoryTable(
+  "orgs.notifications",
+  () => new Map<string, Sequenced<Orgs.NotificationRow>>()
+)
+
 /** When the outbox row `mailId` went out, as PostgreSQL derives it with a join. */
 const sentAtOf = (tables: Tables, mailId: string | null): string | null => {
-  const mail = mailId === null ? undefined : tables.outbox.get(mailId)
+  const mail = mailId === null ? undefined : tables(outboxRows).get(mailId)
   return mail !== undefined && mail.row.state === "sent" ? mail.row.sentAt : null
 }
 
@@ -53,14 +74,14 @@ const findInviteWhere = (
   tables: Tables,
   predicate: (invite: StoredInvite) => boolean
 ): Option.Option<Orgs.InviteRow> => {
-  for (const { row } of tables.invites.values()) {
+  for (const { row } of tables(inviteRows).values()) {
     if (predicate(row)) return Option.some(toInviteRow(tables, row))
   }
   return Option.none()
 }
 
 const membersOf = (tables: Tables, orgId: string) =>
-  [...tables.members.values()]
+  [...tables(memberRows).values()]
     .filter((member) => member.orgId === orgId)
     .sort((a, b) => (a.joinedAt < b.joinedAt ? -1 : a.joinedAt > b.joinedAt ? 1 : a.seq - b.seq))
 
@@ -68,14 +89,14 @@ const membersOf = (tables: Tables, orgId: string) =>
 export const make = (store: MemoryStore): Orgs.OrgStore["Service"] =>
   Orgs.OrgStore.of({
     findBySlug: (slug) =>
-      read(store, (tables) => Option.fromNullishOr([...tables.orgs.values()].find((org) => org.slug === slug))),
-    findById: (orgId) => read(store, (tables) => Option.fromNullishOr(tables.orgs.get(orgId))),
+      read(store, (tables) => Option.fromNullishOr([...tables(orgRows).values()].find((org) => org.slug === slug))),
+    findById: (orgId) => read(store, (tables) => Option.fromNullishOr(tables(orgRows).get(orgId))),
     lock: () => awaitTransactions(store),
     insert: (org) =>
       write(store, (tables) => {
-        if ([...tables.orgs.values()].some((existing) => existing.slug === org.slug)) return false
-        if (tables.orgs.has(org.id)) throw new Error(`duplicate org id ${org.id}`)
-        tables.orgs.set(org.id, { ...org })
+        if ([...tables(orgRows).values()].some((existing) => existing.slug === org.slug)) return false
+        if (tables(orgRows).has(org.id)) throw new Error(`duplicate org id ${org.id}`)
+        tables(orgRows).set(org.id, { ...org })
         return true
       }).pipe(
         Effect.flatMap((inserted) =>
@@ -84,39 +105,39 @@ export const make = (store: MemoryStore): Orgs.OrgStore["Service"] =>
       ),
     rename: (orgId, name) =>
       write(store, (tables) => {
-        const org = tables.orgs.get(orgId)
+        const org = tables(orgRows).get(orgId)
         if (org === undefined) throw new Error(`no org ${orgId}`)
         const renamed = { ...org, name }
-        tables.orgs.set(orgId, renamed)
+        tables(orgRows).set(orgId, renamed)
         return renamed
       }),
     remove: (orgId) =>
       write(store, (tables) => {
-        tables.orgs.delete(orgId)
-        for (const [key, member] of tables.members) if (member.orgId === orgId) tables.members.delete(key)
-        for (const [id, invite] of tables.invites) if (invite.row.orgId === orgId) tables.invites.delete(id)
-        for (const [id, notification] of tables.notifications) {
-          if (notification.row.orgId === orgId) tables.notifications.delete(id)
+        tables(orgRows).delete(orgId)
+        for (const [key, member] of tables(memberRows)) if (member.orgId === orgId) tables(memberRows).delete(key)
+        for (const [id, invite] of tables(inviteRows)) if (invite.row.orgId === orgId) tables(inviteRows).delete(id)
+        for (const [id, notification] of tables(notificationRows)) {
+          if (notification.row.orgId === orgId) tables(notificationRows).delete(id)
         }
       }),
     findMembership: (orgId, userId) =>
       read(store, (tables) =>
-        Option.map(Option.fromNullishOr(tables.members.get(memberKey(orgId, userId))), (m) => m.role)
+        Option.map(Option.fromNullishOr(tables(memberRows).get(memberKey(orgId, userId))), (m) => m.role)
       ),
     membershipsOf: (userId) =>
       read(store, (tables) =>
-        [...tables.members.values()]
+        [...tables(memberRows).values()]
           .filter((member) => member.userId === userId)
           .sort((a, b) => (a.joinedAt < b.joinedAt ? -1 : a.joinedAt > b.joinedAt ? 1 : a.seq - b.seq))
           .flatMap((member) => {
-            const org = tables.orgs.get(member.orgId)
+            const org = tables(orgRows).get(member.orgId)
             return org === undefined ? [] : [{ org, role: member.role }]
           })
       ),
     listMembers: (orgId) =>
       read(store, (tables) =>
         membersOf(tables, orgId).flatMap((member): Array<Orgs.Member> => {
-          const user = tables.users.get(member.userId)?.user
+          const user = tables(userRows).get(member.userId)?.user
           if (user === undefined) return []
           return [
             {
@@ -134,33 +155,33 @@ export const make = (store: MemoryStore): Orgs.OrgStore["Service"] =>
     addMember: (orgId, userId, role, joinedAt) =>
       write(store, (tables) => {
         const key = memberKey(orgId, userId)
-        if (tables.members.has(key)) return false
-        if (!tables.orgs.has(orgId)) throw new Error(`no org ${orgId}`)
-        if (!tables.users.has(userId)) throw new Error(`no user ${userId}`)
-        tables.members.set(key, { orgId, userId, role, joinedAt, seq: nextSeq(store) })
+        if (tables(memberRows).has(key)) return false
+        if (!tables(orgRows).has(orgId)) throw new Error(`no org ${orgId}`)
+        if (!tables(userRows).has(userId)) throw new Error(`no user ${userId}`)
+        tables(memberRows).set(key, { orgId, userId, role, joinedAt, seq: nextSeq(store) })
         return true
       }),
     setRole: (orgId, userId, role) =>
       write(store, (tables) => {
         const key = memberKey(orgId, userId)
-        const member = tables.members.get(key)
-        if (member !== undefined) tables.members.set(key, { ...member, role })
+        const member = tables(memberRows).get(key)
+        if (member !== undefined) tables(memberRows).set(key, { ...member, role })
       }),
     removeMember: (orgId, userId) =>
       write(store, (tables) => {
-        tables.members.delete(memberKey(orgId, userId))
+        tables(memberRows).delete(memberKey(orgId, userId))
       }),
     countAdmins: (orgId) => read(store, (tables) => membersOf(tables, orgId).filter((m) => m.role === "admin").length),
     insertInvite: (invite) =>
       write(store, (tables) => {
-        if (tables.invites.has(invite.id)) throw new Error(`duplicate invite id ${invite.id}`)
-        if (!tables.orgs.has(invite.orgId)) throw new Error(`no org ${invite.orgId}`)
-        tables.invites.set(invite.id, { row: storedInvite(invite), seq: nextSeq(store) })
+        if (tables(inviteRows).has(invite.id)) throw new Error(`duplicate invite id ${invite.id}`)
+        if (!tables(orgRows).has(invite.orgId)) throw new Error(`no org ${invite.orgId}`)
+        tables(inviteRows).set(invite.id, { row: storedInvite(invite), seq: nextSeq(store) })
       }),
     updateInvite: (invite) =>
       write(store, (tables) => {
-        const existing = tables.invites.get(invite.id)
-        if (existing !== undefined) tables.invites.set(invite.id, { ...existing, row: storedInvite(invite) })
+        const existing = tables(inviteRows).get(invite.id)
+        if (existing !== undefined) tables(inviteRows).set(invite.id, { ...existing, row: storedInvite(invite) })
       }),
     findInvite: (orgId, inviteId) =>
       read(store, (tables) => findInviteWhere(tables, (invite) => invite.id === inviteId && invite.orgId === orgId)),
@@ -172,21 +193,22 @@ export const make = (store: MemoryStore): Orgs.OrgStore["Service"] =>
       ),
     listOpenInvites: (orgId) =>
       read(store, (tables) =>
-        [...tables.invites.values()]
+        [...tables(inviteRows).values()]
           .filter(({ row }) => row.orgId === orgId && row.state === "pending")
           .sort(newestFirst)
           .map(({ row }) => toInviteRow(tables, row))
       ),
     setInviteState: (inviteId, state) =>
       write(store, (tables) => {
-        const existing = tables.invites.get(inviteId)
-        if (existing !== undefined) tables.invites.set(inviteId, { ...existing, row: { ...existing.row, state } })
+        const existing = tables(inviteRows).get(inviteId)
+        if (existing !== undefined) tables(inviteRows).set(inviteId, { ...existing, row: { ...existing.row, state } })
       }),
     insertNotification: (notification) =>
       write(store, (tables) => {
-        if (tables.notifications.has(notification.id)) throw new Error(`duplicate notification id ${notification.id}`)
-        if (!tables.orgs.has(notification.orgId)) throw new Error(`no org ${notification.orgId}`)
-        tables.notifications.set(notification.id, {
+        if (tables(notificationRows).has(notification.id))
+          throw new Error(`duplicate notification id ${notification.id}`)
+        if (!tables(orgRows).has(notification.orgId)) throw new Error(`no org ${notification.orgId}`)
+        tables(notificationRows).set(notification.id, {
           row: {
             id: notification.id,
             orgId: notification.orgId,
@@ -201,7 +223,7 @@ export const make = (store: MemoryStore): Orgs.OrgStore["Service"] =>
       }),
     listNotifications: (orgId, limit) =>
       read(store, (tables) =>
-        [...tables.notifications.values()]
+        [...tables(notificationRows).values()]
           .filter(({ row }) => row.orgId === orgId)
           .sort(newestFirst)
           .slice(0, Math.max(limit, 0))

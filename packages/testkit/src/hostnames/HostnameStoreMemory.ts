@@ -1,6 +1,10 @@
 import { Errors, Hostnames } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
-import { MemoryState, type MemoryStore, read, write } from "./MemoryState.ts"
+import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memory/MemoryState.ts"
+import { projectRows } from "../projects/ProjectStoreMemory.ts"
+
+/** Keyed by hostname. */
+export const hostnameRows = memoryTable("hostnames.hostnames", () => new Map<string, Hostnames.HostnameRow>())
 
 const byListOrder = (a: Hostnames.HostnameRow, b: Hostnames.HostnameRow): number =>
   a.kind !== b.kind
@@ -25,27 +29,27 @@ const updateOwn = (
   f: (row: Hostnames.HostnameRow) => Hostnames.HostnameRow
 ) =>
   write(store, (tables) => {
-    const row = tables.hostnames.get(name)
+    const row = tables(hostnameRows).get(name)
     if (row === undefined || row.verifyToken !== verifyToken) return Option.none<Hostnames.HostnameRow>()
     const next = f(row)
-    tables.hostnames.set(name, next)
+    tables(hostnameRows).set(name, next)
     return Option.some(next)
   })
 
 /** `HostnameStore` on the shared memory state; names are unique across projects, as the default rows of projects. */
 export const make = (store: MemoryStore): Hostnames.HostnameStore["Service"] =>
   Hostnames.HostnameStore.of({
-    find: (name) => read(store, (tables) => Option.fromNullishOr(tables.hostnames.get(name))),
+    find: (name) => read(store, (tables) => Option.fromNullishOr(tables(hostnameRows).get(name))),
     listByProject: (projectId) =>
       read(store, (tables) =>
-        [...tables.hostnames.values()].filter((row) => row.projectId === projectId).sort(byListOrder)
+        [...tables(hostnameRows).values()].filter((row) => row.projectId === projectId).sort(byListOrder)
       ),
     insert: (row) =>
       Effect.flatMap(
         write(store, (tables) => {
-          if (tables.hostnames.has(row.name)) return false
-          if (!tables.projects.has(row.projectId)) throw new Error(`no project ${row.projectId}`)
-          tables.hostnames.set(row.name, row)
+          if (tables(hostnameRows).has(row.name)) return false
+          if (!tables(projectRows).has(row.projectId)) throw new Error(`no project ${row.projectId}`)
+          tables(hostnameRows).set(row.name, row)
           return true
         }),
         (inserted) =>
@@ -53,7 +57,7 @@ export const make = (store: MemoryStore): Hostnames.HostnameStore["Service"] =>
       ),
     remove: (name) =>
       write(store, (tables) => {
-        tables.hostnames.delete(name)
+        tables(hostnameRows).delete(name)
       }),
     markActive: (name, verifyToken, at) =>
       updateOwn(store, name, verifyToken, (row) => ({
