@@ -105,7 +105,7 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
       ),
     claimJob: (owner, id, now, leaseUntil) =>
       write(store, (tables) => {
-        const row = tables.jobs.get(id)
+        const row = tables(jobRows).get(id)
         const free =
           row !== undefined &&
           unfinished(row) &&
@@ -114,7 +114,7 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
             !runners.has(row.leaseOwner))
         if (!free) return Option.none()
         const claimed = { ...row, leaseOwner: owner, leaseUntil, attempts: row.attempts + 1 }
-        tables.jobs.set(id, claimed)
+        tables(jobRows).set(id, claimed)
         return Option.some(claimed)
       }),
     renew: (owner, ids, leaseUntil) =>
