@@ -1,5 +1,5 @@
 import { areaMemory } from "../Area.ts"
-import { accessStoreSuite } from "../contract/AccessStoreSuite.ts"
+import { accessStoreSuite } from "./AccessStoreSuite.ts"
 import * as AccessStoreMemory from "./AccessStoreMemory.ts"
 
 export const AccessAreaMemory = areaMemory({

@@ -1,5 +1,5 @@
 import { areaMemory } from "../Area.ts"
-import { deploymentStoreSuite } from "../contract/DeploymentStoreSuite.ts"
+import { deploymentStoreSuite } from "./DeploymentStoreSuite.ts"
 import * as DeploymentStoreMemory from "./DeploymentStoreMemory.ts"
 
 export const DeploymentsAreaMemory = areaMemory({

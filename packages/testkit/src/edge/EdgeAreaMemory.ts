@@ -1,5 +1,5 @@
 import { areaMemory } from "../Area.ts"
-import { edgeSessionStoreSuite } from "../contract/EdgeSessionStoreSuite.ts"
+import { edgeSessionStoreSuite } from "./EdgeSessionStoreSuite.ts"
 import * as EdgeSessionStoreMemory from "./EdgeSessionStoreMemory.ts"
 
 export const EdgeAreaMemory = areaMemory({

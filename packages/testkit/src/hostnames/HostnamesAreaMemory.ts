@@ -1,5 +1,5 @@
 import { areaMemory } from "../Area.ts"
-import { hostnameStoreSuite } from "../contract/HostnameStoreSuite.ts"
+import { hostnameStoreSuite } from "./HostnameStoreSuite.ts"
 import * as HostnameStoreMemory from "./HostnameStoreMemory.ts"
 
 export const HostnamesAreaMemory = areaMemory({

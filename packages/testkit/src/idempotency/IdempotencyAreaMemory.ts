@@ -1,5 +1,5 @@
 import { areaMemory } from "../Area.ts"
-import { idempotencyStoreSuite } from "../contract/IdempotencyStoreSuite.ts"
+import { idempotencyStoreSuite } from "./IdempotencyStoreSuite.ts"
 import * as IdempotencyStoreMemory from "./IdempotencyStoreMemory.ts"
 
 export const IdempotencyAreaMemory = areaMemory({

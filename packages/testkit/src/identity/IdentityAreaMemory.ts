@@ -1,5 +1,5 @@
 import { areaMemory } from "../Area.ts"
-import { userStoreSuite } from "../contract/UserStoreSuite.ts"
+import { userStoreSuite } from "./UserStoreSuite.ts"
 import * as UserStoreMemory from "./UserStoreMemory.ts"
 
 export const IdentityAreaMemory = areaMemory({

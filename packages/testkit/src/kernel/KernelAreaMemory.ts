@@ -1,6 +1,6 @@
 import { Layer } from "effect"
 import { areaMemory } from "../Area.ts"
-import { auditLogSuite } from "../contract/AuditLogSuite.ts"
+import { auditLogSuite } from "./AuditLogSuite.ts"
 import { transactorSuite } from "../contract/TransactorSuite.ts"
 import * as AuditLogMemory from "./AuditLogMemory.ts"
 import * as TransactorMemory from "../memory/TransactorMemory.ts"

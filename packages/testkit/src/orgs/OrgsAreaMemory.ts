@@ -1,5 +1,5 @@
 import { areaMemory } from "../Area.ts"
-import { orgStoreSuite } from "../contract/OrgStoreSuite.ts"
+import { orgStoreSuite } from "./OrgStoreSuite.ts"
 import * as OrgStoreMemory from "./OrgStoreMemory.ts"
 
 export const OrgsAreaMemory = areaMemory({ name: "orgs", stores: OrgStoreMemory.layer, suites: [orgStoreSuite] })

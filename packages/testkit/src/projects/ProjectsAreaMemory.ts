@@ -1,5 +1,5 @@
 import { areaMemory } from "../Area.ts"
-import { projectStoreSuite } from "../contract/ProjectStoreSuite.ts"
+import { projectStoreSuite } from "./ProjectStoreSuite.ts"
 import * as ProjectStoreMemory from "./ProjectStoreMemory.ts"
 
 export const ProjectsAreaMemory = areaMemory({

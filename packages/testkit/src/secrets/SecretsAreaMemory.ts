@@ -1,5 +1,5 @@
 import { areaMemory } from "../Area.ts"
-import { secretStoreSuite } from "../contract/SecretStoreSuite.ts"
+import { secretStoreSuite } from "./SecretStoreSuite.ts"
 import * as SecretStoreMemory from "./SecretStoreMemory.ts"
 
 export const SecretsAreaMemory = areaMemory({

@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Kernel } from "@hostplane/core"
 import { Effect, type Layer } from "effect"
-import { at, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
+import { at, minute, randomSuffix, uniqueId } from "../contract/Fixtures.ts"
 
 const event = (overrides: Partial<Kernel.AuditEvent> = {}): Kernel.AuditEvent => ({
   action: "member.add",

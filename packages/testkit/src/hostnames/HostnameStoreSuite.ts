@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Hostnames, Orgs, Projects } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
-import { day, iso, makeOrg, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
+import { day, iso, makeOrg, minute, randomSuffix, uniqueId } from "../contract/Fixtures.ts"
 
 /** What the hostname contract needs beside `HostnameStore`: rows belong to projects, which belong to orgs. */
 export type HostnameStoreSuiteServices = Hostnames.HostnameStore | Projects.ProjectStore | Orgs.OrgStore

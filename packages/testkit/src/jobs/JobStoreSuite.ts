@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Jobs } from "@hostplane/core"
 import { Effect, Exit, type Layer, Option, Scope } from "effect"
-import { day, iso, minute, randomSuffix } from "./Fixtures.ts"
+import { day, iso, minute, randomSuffix } from "../contract/Fixtures.ts"
 
 interface Window {
   /** An instant `offsetMs` into this test's private stretch of time. */

@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Identity } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
-import { at, day, makeUser, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
+import { at, day, makeUser, minute, randomSuffix, uniqueId } from "../contract/Fixtures.ts"
 
 /** The `UserStore` contract: every adapter must pass it; ids are unique per test so a database may be shared. */
 export const userStoreSuite = <E>(name: string, store: Layer.Layer<Identity.UserStore, E>): void =>

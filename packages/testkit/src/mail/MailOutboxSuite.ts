@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Mail } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
-import { day, iso, makeMessage, randomSuffix } from "./Fixtures.ts"
+import { day, iso, makeMessage, randomSuffix } from "../contract/Fixtures.ts"
 
 interface Window {
   /** An instant `offsetMs` into this test's private stretch of time. */

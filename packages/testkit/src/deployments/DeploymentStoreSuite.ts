@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Deployments, Kernel, Orgs, Projects } from "@hostplane/core"
 import { Effect, Exit, type Layer, Option } from "effect"
-import { at, givenProject, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
+import { at, givenProject, minute, randomSuffix, uniqueId } from "../contract/Fixtures.ts"
 
 /** What the deployment contract needs beside `DeploymentStore`: deployments belong to projects, which belong to orgs. */
 export type DeploymentStoreSuiteServices = Deployments.DeploymentStore | Projects.ProjectStore | Orgs.OrgStore

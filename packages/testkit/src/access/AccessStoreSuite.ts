@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Access, Hostnames, type Kernel, type Orgs, Projects } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
-import { at, day, givenProject, iso, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
+import { at, day, givenProject, iso, minute, randomSuffix, uniqueId } from "../contract/Fixtures.ts"
 
 /** What the access contract needs beside `AccessStore`: policies and codes belong to projects, hosts are theirs. */
 export type AccessStoreSuiteServices =

@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Idempotency } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
-import { at, day, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
+import { at, day, minute, randomSuffix, uniqueId } from "../contract/Fixtures.ts"
 
 const claimInput = (overrides: Partial<Idempotency.ClaimInput> = {}): Idempotency.ClaimInput => ({
   userId: uniqueId("usr"),

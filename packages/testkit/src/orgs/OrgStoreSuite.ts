@@ -13,7 +13,7 @@ import {
   minute,
   randomSuffix,
   uniqueId
-} from "./Fixtures.ts"
+} from "../contract/Fixtures.ts"
 
 /** What the org contract needs beside `OrgStore`: members join users, `sentAt` joins the outbox, audit survives. */
 export type OrgStoreSuiteServices =

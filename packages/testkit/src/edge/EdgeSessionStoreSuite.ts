@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Edge, Kernel, Orgs, Projects } from "@hostplane/core"
 import { Effect, Exit, type Layer, Option } from "effect"
-import { at, day, givenProject, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
+import { at, day, givenProject, minute, randomSuffix, uniqueId } from "../contract/Fixtures.ts"
 
 /** What the edge-session contract needs beside `EdgeSessionStore`: sessions belong to projects, which belong to orgs. */
 export type EdgeSessionStoreSuiteServices = Edge.EdgeSessionStore | Projects.ProjectStore | Orgs.OrgStore

@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Kernel, Orgs, Projects, Secrets } from "@hostplane/core"
 import { Effect, Exit, type Layer, Schema } from "effect"
-import { at, givenProject, minute, uniqueId } from "./Fixtures.ts"
+import { at, givenProject, minute, uniqueId } from "../contract/Fixtures.ts"
 
 /** What the secret contract needs beside `SecretStore`: secrets belong to projects, which belong to orgs. */
 export type SecretStoreSuiteServices = Secrets.SecretStore | Projects.ProjectStore | Orgs.OrgStore | Kernel.Transactor

@@ -1,9 +1,9 @@
 import { assert, layer } from "@effect/vitest"
 import { Deployments, Edge, Hostnames, Kernel, Orgs, Projects, Secrets } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
-import { makeDeployment } from "./DeploymentStoreSuite.ts"
-import { makeEdgeSession } from "./EdgeSessionStoreSuite.ts"
-import { at, day, makeOrg, makeProject, minute, randomSuffix, uniqueId } from "./Fixtures.ts"
+import { makeDeployment } from "../deployments/DeploymentStoreSuite.ts"
+import { makeEdgeSession } from "../edge/EdgeSessionStoreSuite.ts"
+import { at, day, makeOrg, makeProject, minute, randomSuffix, uniqueId } from "../contract/Fixtures.ts"
 
 /** What the project contract needs beside `ProjectStore`: projects belong to orgs, and own the rows a remove drops. */
 export type ProjectStoreSuiteServices =
