@@ -1,0 +1,474 @@
+import { PgClient } from "@effect/sql-pg"
+import { Database, type Kernel } from "@hostplane/core"
+import { Config, Context, Effect, Exit, Layer, Option, Redacted, Scope, Semaphore, Stream } from "effect"
+import { SqlClient } from "effect/sql"
+import { NodeStream } from "@effect/platform-node"
+import * as Fs from "node:fs/promises"
+import * as Path from "node:path"
+import { PassThrough } from "node:stream"
+import { createGunzip, createGzip } from "node:zlib"
+import * as TarStream from "tar-stream"
+import * as EmbeddedPostgres from "../embedded/EmbeddedPostgres.ts"
+import { addDataDirectory, addFile, addText, chownTree, extract } from "./PhysicalImage.ts"
+import { isScramVerifier, scramVerifier } from "./Scram.ts"
+
+type ProjectId = Kernel.ProjectId
+
+export interface DatabaseNodeEmbeddedOptions {
+  /** The clusters' folder (decisions.md part 8: `<data dir>/node/db`): one `<project id>/` each. */
+  readonly directory: string
+  /** The host clients are told to connect to (`SERVICE_NODE_DB_HOST`); clusters listen on 127.0.0.1. */
+  readonly host?: string | undefined
+  /** False skips flushes to disk: throwaway test clusters. Default true. */
+  readonly durable?: boolean | undefined
+}
+
+interface Cluster {
+  readonly scope: Scope.Closeable
+  readonly port: number
+  readonly url: Redacted.Redacted<string>
+}
+
+const failed = (message: string) => (cause: unknown) =>
+  new Database.DatabaseNodeError({
+    reason: "failed",
+    message: `${message}: ${cause instanceof Error ? cause.message : String(cause)}`
+  })
+
+const io = <A>(message: string, run: () => Promise<A>) => Effect.tryPromise({ try: run, catch: failed(message) })
+
+/** Role names the node makes: the project role is the project id, tokens are `tok_...`; both are plain identifiers. */
+const identifier = (name: string): string => {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`not a role name: ${name}`)
+  return `"${name}"`
+}
+const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`
+const verifierLiteral = (verifier: string): string => {
+  if (!isScramVerifier(verifier)) throw new Error("not a SCRAM-SHA-256 verifier")
+  return literal(verifier)
+}
+
+const exists = (path: string) =>
+  Effect.promise(() =>
+    Fs.access(path).then(
+      () => true,
+      () => false
+    )
+  )
+
+/** The `postgres` user's ids, which own a cluster's files when we run as root. */
+const postgresIds = Effect.promise(async () => {
+  const passwd = await Fs.readFile("/etc/passwd", "utf8").catch(() => "")
+  const line = passwd.split("\n").find((entry) => entry.startsWith("postgres:"))
+  const [, , uid, gid] = line?.split(":") ?? []
+  return uid === undefined || gid === undefined ? undefined : { uid: Number(uid), gid: Number(gid) }
+})
+
+type Query = (
+  text: string,
+  params?: ReadonlyArray<unknown>
+) => Effect.Effect<ReadonlyArray<any>, Database.DatabaseNodeError>
+
+const walFile = /^[0-9A-F]{24}$/
+
+/**
+ * The reference node admin (decisions.md part 8): each project database is its own PostgreSQL cluster from the
+ * embedded binaries, under `<directory>/<project id>/` (`data/`, the superuser `password`, its `port`), started again
+ * with the layer. Images are base backups taken through `pg_backup_start`/`pg_backup_stop`, a temporary physical
+ * replication slot holding the WAL they need until it is copied.
+ */
+export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: DatabaseNodeEmbeddedOptions) {
+  const root = Path.resolve(options.directory)
+  const host = options.host ?? "127.0.0.1"
+  const clusters = new Map<ProjectId, Cluster>()
+  const locks = new Map<ProjectId, Semaphore.Semaphore>()
+  const asRoot = process.getuid?.() === 0
+
+  const dirOf = (projectId: ProjectId) => Path.join(root, projectId)
+  const dataOf = (projectId: ProjectId) => Path.join(dirOf(projectId), "data")
+  const owner = (projectId: ProjectId): string => projectId.toLowerCase().replace(/[^a-z0-9_]/g, "_")
+
+  /** One operation at a time per cluster: creation, backups, restores and token changes never interleave. */
+  const serially = <A, E, R>(projectId: ProjectId, effect: Effect.Effect<A, E, R>) =>
+    Effect.suspend(() => {
+      let lock = locks.get(projectId)
+      if (lock === undefined) {
+        lock = Semaphore.makeUnsafe(1)
+        locks.set(projectId, lock)
+      }
+      return lock.withPermit(effect)
+    })
+
+  const startCluster = Effect.fnUntraced(function* (projectId: ProjectId) {
+    const dir = dirOf(projectId)
+    const data = dataOf(projectId)
+    // A restore interrupted between its two renames left the previous data aside: put it back.
+    if (!(yield* exists(data)) && (yield* exists(`${data}.previous`))) {
+      yield* io("cannot recover the previous data", () => Fs.rename(`${data}.previous`, data))
+    }
+    yield* io("cannot prepare the cluster folder", () => Fs.mkdir(dir, { recursive: true, mode: 0o700 }))
+    const portFile = Path.join(dir, "port")
+    const port = (yield* exists(portFile))
+      ? Number((yield* io("cannot read the port", () => Fs.readFile(portFile, "utf8"))).trim())
+      : yield* EmbeddedPostgres.freePort.pipe(
+          Effect.tap((port) => io("cannot keep the port", () => Fs.writeFile(portFile, `${port}\n`, { mode: 0o600 }))),
+          Effect.mapError(failed("no free port"))
+        )
+    const scope = yield* Scope.make()
+    const instance = yield* EmbeddedPostgres.start({
+      directory: dir,
+      port,
+      durable: options.durable,
+      maxConnections: 50
+    }).pipe(
+      Scope.provide(scope),
+      Effect.onError(() => Scope.close(scope, Exit.void)),
+      Effect.mapError((error) => failed("cannot start the cluster")(error))
+    )
+    const cluster: Cluster = { scope, port, url: instance.url }
+    clusters.set(projectId, cluster)
+    return cluster
+  })
+
+  const stopCluster = (projectId: ProjectId) =>
+    Effect.suspend(() => {
+      const cluster = clusters.get(projectId)
+      if (cluster === undefined) return Effect.void
+      clusters.delete(projectId)
+      return Scope.close(cluster.scope, Exit.void)
+    })
+
+  yield* Effect.addFinalizer(() =>
+    Effect.forEach([...clusters.keys()], stopCluster, { concurrency: "unbounded", discard: true })
+  )
+
+  /** Runs `use` on one reserved superuser connection to `database` of the project's cluster. */
+  const admin = <A, E, R>(
+    projectId: ProjectId,
+    database: string,
+    use: (query: Query) => Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | Database.DatabaseNodeError, Exclude<R, Scope.Scope>> =>
+    Effect.gen(function* () {
+      const cluster = clusters.get(projectId)
+      if (cluster === undefined) {
+        return yield* new Database.DatabaseNodeError({ reason: "unavailable", message: `no cluster for ${projectId}` })
+      }
+      const url = Redacted.make(Redacted.value(cluster.url).replace(/\/postgres$/, `/${database}`))
+      const context = yield* Layer.build(PgClient.layer({ url, maxConnections: 1 })).pipe(
+        Effect.mapError(failed("cannot connect to the cluster"))
+      )
+      const connection = yield* Context.get(context, SqlClient.SqlClient).reserve.pipe(
+        Effect.mapError(failed("cannot connect to the cluster"))
+      )
+      return yield* use((text, params = []) =>
+        connection.execute(text, params, undefined).pipe(Effect.mapError(failed("the cluster refused a statement")))
+      )
+    }).pipe(Effect.scoped)
+
+  const running = Effect.fnUntraced(function* (projectId: ProjectId) {
+    const cluster = clusters.get(projectId)
+    if (cluster !== undefined) return Option.some(cluster)
+    if (!(yield* exists(Path.join(dataOf(projectId), "PG_VERSION")))) return Option.none<Cluster>()
+    return Option.some(yield* startCluster(projectId))
+  })
+
+  const require = Effect.fnUntraced(function* (projectId: ProjectId) {
+    const cluster = yield* running(projectId)
+    if (Option.isNone(cluster)) {
+      return yield* new Database.DatabaseNodeError({
+        reason: "unavailable",
+        message: `the node holds no database for ${projectId}`
+      })
+    }
+    return cluster.value
+  })
+
+  const ensure = Effect.fn("DatabaseNodeEmbedded.ensure")((projectId: ProjectId, ownerVerifier: string) =>
+    serially(
+      projectId,
+      Effect.gen(function* () {
+        const cluster = Option.getOrUndefined(yield* running(projectId)) ?? (yield* startCluster(projectId))
+        const role = owner(projectId)
+        yield* admin(projectId, "postgres", (query) =>
+          Effect.gen(function* () {
+            const roles = yield* query("select 1 from pg_roles where rolname = $1", [role])
+            if (roles.length === 0) {
+              yield* query(`create role ${identifier(role)} login password ${verifierLiteral(ownerVerifier)}`)
+            }
+            const databases = yield* query("select 1 from pg_database where datname = 'app'")
+            if (databases.length === 0) yield* query(`create database app owner ${identifier(role)}`)
+          })
+        )
+        return { host, port: cluster.port }
+      })
+    )
+  )
+
+  const endpoint = Effect.fn("DatabaseNodeEmbedded.endpoint")(function* (projectId: ProjectId) {
+    const cluster = yield* running(projectId)
+    return Option.isSome(cluster) ? { host, port: cluster.value.port } : undefined
+  })
+
+  const listTokens = (projectId: ProjectId) =>
+    admin(projectId, "postgres", (query) =>
+      query(
+        `select r.rolname from pg_roles r join pg_auth_members m on m.member = r.oid
+         join pg_roles o on o.oid = m.roleid where o.rolname = $1 order by r.rolname`,
+        [owner(projectId)]
+      )
+    ).pipe(Effect.map((rows) => rows.map((row) => String(row.rolname))))
+
+  const tokens = Effect.fn("DatabaseNodeEmbedded.tokens")(function* (projectId: ProjectId) {
+    yield* require(projectId)
+    return yield* listTokens(projectId)
+  })
+
+  const putToken = (projectId: ProjectId, token: Database.NodeToken) =>
+    admin(projectId, "postgres", (query) =>
+      Effect.gen(function* () {
+        const role = identifier(token.user)
+        const present = yield* query("select 1 from pg_roles where rolname = $1", [token.user])
+        if (present.length === 0) {
+          yield* query(
+            `create role ${role} login password ${verifierLiteral(token.verifier)} in role ${identifier(owner(projectId))}`
+          )
+        } else {
+          yield* query(`alter role ${role} login password ${verifierLiteral(token.verifier)}`)
+        }
+        // The session runs as the project role: what a token creates belongs to the project.
+        yield* query(`alter role ${role} set role = ${literal(owner(projectId))}`)
+      })
+    )
+
+  const dropToken = (projectId: ProjectId, user: string) =>
+    admin(projectId, "postgres", (query) =>
+      Effect.gen(function* () {
+        const present = yield* query("select 1 from pg_roles where rolname = $1", [user])
+        if (present.length === 0) return
+        // NOLOGIN first, so no session starts between ending the open ones and the drop.
+        yield* query(`alter role ${identifier(user)} nologin`)
+        yield* query("select pg_terminate_backend(pid) from pg_stat_activity where usename = $1", [user])
+        yield* query(`drop role ${identifier(user)}`)
+      })
+    )
+
+  const createToken = Effect.fn("DatabaseNodeEmbedded.createToken")((projectId: ProjectId, token: Database.NodeToken) =>
+    serially(projectId, Effect.andThen(require(projectId), putToken(projectId, token)))
+  )
+
+  const deleteToken = Effect.fn("DatabaseNodeEmbedded.deleteToken")((projectId: ProjectId, user: string) =>
+    serially(projectId, Effect.andThen(require(projectId), dropToken(projectId, user)))
+  )
+
+  const syncTokens = Effect.fn("DatabaseNodeEmbedded.syncTokens")(
+    (projectId: ProjectId, wanted: ReadonlyArray<Database.NodeToken>) =>
+      serially(
+        projectId,
+        Effect.gen(function* () {
+          yield* require(projectId)
+          const keep = new Set(wanted.map((token) => token.user))
+          for (const user of yield* listTokens(projectId)) if (!keep.has(user)) yield* dropToken(projectId, user)
+          for (const token of wanted) yield* putToken(projectId, token)
+        })
+      )
+  )
+
+  const allowConnections = (projectId: ProjectId, allow: boolean) =>
+    serially(
+      projectId,
+      Effect.andThen(
+        require(projectId),
+        admin(projectId, "postgres", (query) =>
+          Effect.gen(function* () {
+            yield* query(`alter database app allow_connections ${allow ? "true" : "false"}`)
+            if (!allow) {
+              yield* query("select pg_terminate_backend(pid) from pg_stat_activity where datname = 'app'")
+            }
+          })
+        )
+      )
+    )
+
+  const drain = Effect.fn("DatabaseNodeEmbedded.drain")((projectId: ProjectId) => allowConnections(projectId, false))
+  const resume = Effect.fn("DatabaseNodeEmbedded.resume")((projectId: ProjectId) => allowConnections(projectId, true))
+
+  const backup = <A, E, R>(
+    projectId: ProjectId,
+    write: (image: Stream.Stream<Uint8Array, Database.DatabaseNodeError>) => Effect.Effect<A, E, R>
+  ) =>
+    serially(
+      projectId,
+      Effect.gen(function* () {
+        yield* require(projectId)
+        const data = dataOf(projectId)
+        return yield* admin(projectId, "postgres", (query) =>
+          Effect.gen(function* () {
+            // The slot keeps every WAL segment from the backup's start until this session ends.
+            yield* query("select 1 from pg_create_physical_replication_slot($1, true, true)", [
+              `hp_backup_${process.pid}`
+            ])
+            const [start] = yield* query(
+              "select pg_walfile_name(lsn) as wal from pg_backup_start('hostplane', true) as lsn"
+            )
+            const pack = TarStream.pack()
+            const gzip = createGzip({ level: 6 })
+            const out = new PassThrough()
+            pack.pipe(gzip).pipe(out)
+            gzip.on("error", (error) => out.destroy(error))
+            const image = NodeStream.fromReadable<Uint8Array, Database.DatabaseNodeError>({
+              evaluate: () => out,
+              onError: failed("the image stream broke")
+            })
+            const produce = Effect.gen(function* () {
+              yield* io("cannot read the data directory", () => addDataDirectory(pack, data))
+              const [stop] = yield* query("select labelfile, spcmapfile, lsn::text as lsn from pg_backup_stop(false)")
+              const [last] = yield* query("select pg_walfile_name($1::pg_lsn) as wal", [stop.lsn])
+              yield* query("select pg_switch_wal()::text")
+              const label = String(stop.labelfile)
+              yield* io("cannot add the backup label", () => addText(pack, "backup_label", label))
+              if (String(stop.spcmapfile ?? "") !== "") {
+                yield* io("cannot add the tablespace map", () =>
+                  addText(pack, "tablespace_map", String(stop.spcmapfile))
+                )
+              }
+              const first = String(start.wal)
+              const end = String(last.wal)
+              const names = (yield* io("cannot list the WAL", () => Fs.readdir(Path.join(data, "pg_wal")))).sort()
+              for (const name of names) {
+                const wanted = (walFile.test(name) && name >= first && name <= end) || name.endsWith(".history")
+                if (wanted) yield* io("cannot add a WAL file", () => addFile(pack, data, `pg_wal/${name}`))
+              }
+              yield* Effect.sync(() => pack.finalize())
+              const timeline = /START TIMELINE: (\d+)/.exec(label)?.[1]
+              return Number(timeline ?? 1)
+            }).pipe(Effect.onError(() => Effect.sync(() => pack.destroy(new Error("the backup was abandoned")))))
+            const [written, epoch] = yield* Effect.all([write(image), produce], { concurrency: 2 })
+            return { epoch, written }
+          })
+        )
+      })
+    )
+
+  const restore = <E>(projectId: ProjectId, image: Stream.Stream<Uint8Array, E>, epoch: number) =>
+    serially(
+      projectId,
+      Effect.gen(function* () {
+        const data = dataOf(projectId)
+        const incoming = `${data}.restore`
+        const previous = `${data}.previous`
+        yield* stopCluster(projectId)
+        if (!(yield* exists(data)) && (yield* exists(previous))) {
+          yield* io("cannot recover the previous data", () => Fs.rename(previous, data))
+        }
+        yield* io("cannot clear the restore folder", () => Fs.rm(incoming, { recursive: true, force: true }))
+        const tar = createGunzip()
+        const extracting = io("cannot unpack the image", () => extract(tar, incoming))
+        const feeding = Stream.runForEach(image, (chunk) =>
+          Effect.callback<void>((resume) => {
+            if (tar.write(chunk)) resume(Effect.void)
+            else tar.once("drain", () => resume(Effect.void))
+          })
+        ).pipe(
+          Effect.andThen(Effect.sync(() => tar.end())),
+          Effect.onError(() => Effect.sync(() => tar.destroy(new Error("the image stream broke"))))
+        )
+        yield* Effect.all([feeding, extracting], { concurrency: 2, discard: true })
+        const wal = Path.join(incoming, "pg_wal")
+        const labelTimeline = Number(
+          /START TIMELINE: (\d+)/.exec(
+            yield* io("the image has no backup label", () => Fs.readFile(Path.join(incoming, "backup_label"), "utf8"))
+          )?.[1] ?? 1
+        )
+        // Promotion picks one more than the highest timeline with a history file: mark the ones in between as used.
+        for (let timeline = labelTimeline + 1; timeline < epoch; timeline++) {
+          const history = Path.join(wal, `${timeline.toString(16).toUpperCase().padStart(8, "0")}.history`)
+          if (!(yield* exists(history))) {
+            yield* io("cannot mark a timeline", () =>
+              Fs.writeFile(history, `# timeline ${timeline} was used before a restore of this database\n`, {
+                mode: 0o600
+              })
+            )
+          }
+        }
+        yield* io("cannot prepare recovery", async () => {
+          await Fs.writeFile(Path.join(incoming, "recovery.signal"), "", { mode: 0o600 })
+          await Fs.appendFile(
+            Path.join(incoming, "postgresql.auto.conf"),
+            // No archive: the image carries its WAL in pg_wal, which recovery reads once the command finds nothing.
+            "restore_command = 'false'\nrecovery_target = 'immediate'\nrecovery_target_action = 'promote'\nrecovery_target_timeline = 'current'\n"
+          )
+          await Fs.chmod(incoming, 0o700)
+        })
+        const ids = asRoot ? yield* postgresIds : undefined
+        if (ids !== undefined)
+          yield* io("cannot give the data to postgres", () => chownTree(incoming, ids.uid, ids.gid))
+        if (yield* exists(data)) yield* io("cannot set the data aside", () => Fs.rename(data, previous))
+        yield* io("cannot put the image in place", () => Fs.rename(incoming, data))
+        const started = yield* Effect.exit(startCluster(projectId))
+        if (Exit.isFailure(started)) {
+          yield* stopCluster(projectId)
+          yield* io("cannot drop the failed image", () => Fs.rm(data, { recursive: true, force: true }))
+          yield* io("cannot put the data back", () => Fs.rename(previous, data))
+          yield* startCluster(projectId)
+          return yield* started
+        }
+        yield* admin(projectId, "postgres", (query) =>
+          Effect.gen(function* () {
+            yield* query("alter system reset restore_command")
+            yield* query("alter system reset recovery_target")
+            yield* query("alter system reset recovery_target_action")
+            yield* query("alter system reset recovery_target_timeline")
+            yield* query("select pg_reload_conf()")
+          })
+        )
+        yield* io("cannot drop the previous data", () => Fs.rm(previous, { recursive: true, force: true }))
+      })
+    )
+
+  const remove = Effect.fn("DatabaseNodeEmbedded.remove")((projectId: ProjectId) =>
+    serially(
+      projectId,
+      Effect.gen(function* () {
+        yield* stopCluster(projectId)
+        if (!(yield* exists(dirOf(projectId)))) return
+        const tombstone = Path.join(root, ".tombstone")
+        yield* io("cannot move the cluster to the tombstone", async () => {
+          await Fs.mkdir(tombstone, { recursive: true, mode: 0o700 })
+          await Fs.rename(dirOf(projectId), Path.join(tombstone, `${projectId}-${Date.now()}`))
+        })
+      })
+    )
+  )
+
+  // Restarted with the server: every cluster the folder holds.
+  yield* io("cannot prepare the node folder", () => Fs.mkdir(root, { recursive: true, mode: 0o700 }))
+  const held = (yield* io("cannot list the clusters", () => Fs.readdir(root))).filter((name) => !name.startsWith("."))
+  yield* Effect.forEach(held, (name) => running(name as ProjectId), { concurrency: 4, discard: true })
+
+  return Database.DatabaseNode.of({
+    ownerOf: owner,
+    verifier: (password) => Effect.sync(() => scramVerifier(Redacted.value(password))),
+    ensure,
+    endpoint,
+    tokens,
+    createToken,
+    deleteToken,
+    syncTokens,
+    drain,
+    resume,
+    backup,
+    restore,
+    remove
+  })
+})
+
+export const layer = (options: DatabaseNodeEmbeddedOptions) => Layer.effect(Database.DatabaseNode, make(options))
+
+/** `<SERVICE_DATA_DIR or .hostplane>/node/db`, clients told `SERVICE_NODE_DB_HOST` (default 127.0.0.1). */
+export const layerConfig = Layer.unwrap(
+  Effect.gen(function* () {
+    const dataDir = yield* Config.String("SERVICE_DATA_DIR").pipe(Config.withDefault(".hostplane"))
+    const host = yield* Config.String("SERVICE_NODE_DB_HOST").pipe(Config.withDefault("127.0.0.1"))
+    return layer({ directory: Path.join(dataDir.trim() === "" ? ".hostplane" : dataDir, "node", "db"), host })
+  })
+)

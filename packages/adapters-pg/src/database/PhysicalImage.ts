@@ -1,0 +1,148 @@
+import { createReadStream, createWriteStream } from "node:fs"
+import * as Fs from "node:fs/promises"
+import * as Path from "node:path"
+import { pipeline } from "node:stream/promises"
+import { Readable } from "node:stream"
+import * as TarStream from "tar-stream"
+
+/** Directories whose contents a base backup leaves out (PostgreSQL's own list); the directories themselves stay. */
+const emptiedDirectories = new Set([
+  "pg_wal",
+  "pg_stat_tmp",
+  "pg_replslot",
+  "pg_dynshmem",
+  "pg_notify",
+  "pg_serial",
+  "pg_snapshots",
+  "pg_subtrans"
+])
+const skippedFiles = new Set([
+  "postmaster.pid",
+  "postmaster.opts",
+  "pg_internal.init",
+  "backup_label",
+  "backup_label.old",
+  "tablespace_map",
+  "tablespace_map.old",
+  "recovery.signal",
+  "standby.signal"
+])
+
+/** Writes one entry, waiting for the tar to take it (the pack's backpressure reaches the reader). */
+const entry = (
+  pack: TarStream.Pack,
+  header: Partial<TarStream.Header> & { readonly name: string },
+  content?: Readable | Buffer
+): Promise<void> =>
+  new Promise((resolve, reject) => {
+    if (content === undefined || Buffer.isBuffer(content)) {
+      pack.entry(header, content ?? Buffer.alloc(0), (error) => (error ? reject(error) : resolve()))
+      return
+    }
+    const sink = pack.entry(header, (error) => (error ? reject(error) : resolve()))
+    pipeline(content, sink).catch(reject)
+  })
+
+/**
+ * A file as its size was when listed: a live cluster changes files while they are copied (WAL replay repairs that),
+ * so a file that grew is cut at the listed size and one that shrank is padded with zeros.
+ */
+async function* exactly(file: string, size: number): AsyncGenerator<Buffer> {
+  let sent = 0
+  if (size > 0) {
+    const stream = createReadStream(file, { start: 0, end: size - 1 })
+    try {
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        sent += chunk.byteLength
+        yield chunk
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error
+    }
+  }
+  while (sent < size) {
+    const pad = Math.min(size - sent, 65536)
+    sent += pad
+    yield Buffer.alloc(pad)
+  }
+}
+
+/** Adds the cluster's files under `dataDir` to the tar (paths relative to it), skipping what a base backup skips. */
+export const addDataDirectory = async (pack: TarStream.Pack, dataDir: string): Promise<void> => {
+  const walk = async (relative: string): Promise<void> => {
+    const absolute = Path.join(dataDir, relative)
+    const names = (await Fs.readdir(absolute).catch(() => [])).sort()
+    for (const name of names) {
+      const path = relative === "" ? name : `${relative}/${name}`
+      if (skippedFiles.has(name) || name.startsWith("pgsql_tmp")) continue
+      const stat = await Fs.lstat(Path.join(dataDir, path)).catch(() => undefined)
+      if (stat === undefined) continue
+      if (stat.isDirectory()) {
+        await entry(pack, { name: path, type: "directory", mode: stat.mode & 0o7777, mtime: stat.mtime })
+        if (emptiedDirectories.has(path)) {
+          if (path === "pg_wal") await entry(pack, { name: "pg_wal/archive_status", type: "directory", mode: 0o700 })
+          continue
+        }
+        await walk(path)
+      } else if (stat.isFile()) {
+        const content = Readable.from(exactly(Path.join(dataDir, path), stat.size), { objectMode: false })
+        await entry(
+          pack,
+          { name: path, type: "file", size: stat.size, mode: stat.mode & 0o7777, mtime: stat.mtime },
+          content
+        )
+      }
+    }
+  }
+  await walk("")
+}
+
+/** Adds a file of the cluster as it is now (WAL segments and history files after the backup stopped). */
+export const addFile = async (pack: TarStream.Pack, dataDir: string, path: string): Promise<void> => {
+  const absolute = Path.join(dataDir, path)
+  const stat = await Fs.stat(absolute)
+  await entry(
+    pack,
+    { name: path, type: "file", size: stat.size, mode: stat.mode & 0o7777, mtime: stat.mtime },
+    Readable.from(exactly(absolute, stat.size), { objectMode: false })
+  )
+}
+
+export const addText = (pack: TarStream.Pack, path: string, text: string): Promise<void> =>
+  entry(pack, { name: path, type: "file", mode: 0o600 }, Buffer.from(text, "utf8"))
+
+/** Extracts a tar (already gunzipped) into `target`; an entry naming a path outside it is refused. */
+export const extract = async (tar: Readable, target: string): Promise<void> => {
+  const root = Path.resolve(target)
+  await Fs.mkdir(root, { recursive: true, mode: 0o700 })
+  const extractor = TarStream.extract()
+  const done = (async () => {
+    for await (const item of extractor) {
+      const header = item.header
+      const destination = Path.resolve(root, header.name)
+      if (destination !== root && !destination.startsWith(root + Path.sep)) {
+        throw new Error(`image entry outside the data directory: ${header.name}`)
+      }
+      if (header.type === "directory") {
+        await Fs.mkdir(destination, { recursive: true, mode: header.mode ?? 0o700 })
+        item.resume()
+      } else if (header.type === "file") {
+        await Fs.mkdir(Path.dirname(destination), { recursive: true, mode: 0o700 })
+        await pipeline(item, createWriteStream(destination, { mode: header.mode ?? 0o600 }))
+      } else {
+        item.resume()
+      }
+    }
+  })()
+  await Promise.all([pipeline(tar, extractor), done])
+}
+
+/** Gives every file and directory under `root` to `uid:gid` (the server runs as `postgres` when we are root). */
+export const chownTree = async (root: string, uid: number, gid: number): Promise<void> => {
+  await Fs.chown(root, uid, gid)
+  for (const entry of await Fs.readdir(root, { withFileTypes: true })) {
+    const path = Path.join(root, entry.name)
+    if (entry.isDirectory()) await chownTree(path, uid, gid)
+    else await Fs.chown(path, uid, gid)
+  }
+}

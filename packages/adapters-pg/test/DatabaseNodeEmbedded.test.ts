@@ -1,0 +1,188 @@
+import { assert, layer } from "@effect/vitest"
+import { BackupStoreDisk } from "@hostplane/adapters-providers"
+import { Database, Kernel } from "@hostplane/core"
+import { databaseNodeSuite } from "@hostplane/testkit"
+import { Context, Effect, Fiber, Layer, Redacted } from "effect"
+import { execFile } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { afterAll } from "vitest"
+import * as DatabaseNodeEmbedded from "../src/database/DatabaseNodeEmbedded.ts"
+
+const folder = mkdtempSync(Path.join(Os.tmpdir(), "hostplane-node-"))
+afterAll(() => rmSync(folder, { recursive: true, force: true }))
+
+const nodeIn = (name: string) =>
+  Layer.mergeAll(
+    DatabaseNodeEmbedded.layer({ directory: Path.join(folder, name), durable: false }),
+    BackupStoreDisk.layerTemp
+  )
+
+databaseNodeSuite("embedded PostgreSQL", nodeIn("contract"))
+
+interface Psql {
+  readonly ok: boolean
+  readonly out: string
+}
+
+/** The real `psql` client, as a user of the database would run it. */
+const psql = (endpoint: Database.NodeEndpoint, user: string, password: string, command: string) =>
+  Effect.callback<Psql>((resume) => {
+    execFile(
+      "psql",
+      ["-h", endpoint.host, "-p", String(endpoint.port), "-U", user, "-d", "app", "-XAtqc", command],
+      { env: { ...process.env, PGPASSWORD: password, PGCONNECT_TIMEOUT: "10" } },
+      (error, stdout, stderr) =>
+        resume(Effect.succeed({ ok: error === null, out: error === null ? stdout.trim() : stderr }))
+    )
+  })
+
+const newProject = () => Kernel.makeId("prj", `prj_${randomBytes(8).toString("hex")}`)
+
+const secret = () => randomBytes(24).toString("base64url")
+
+const created = Effect.fnUntraced(function* () {
+  const node = yield* Database.DatabaseNode
+  const project = newProject()
+  const password = secret()
+  const endpoint = yield* node.ensure(project, yield* node.verifier(Redacted.make(password)))
+  return { node, project, password, endpoint, owner: node.ownerOf(project) }
+})
+
+layer(nodeIn("psql"), { timeout: 120_000 })("embedded PostgreSQL node with psql", (it) => {
+  it.effect("the project role owns app; a token connects with psql and its session runs as the project role", () =>
+    Effect.gen(function* () {
+      const { node, project, password, endpoint, owner } = yield* created()
+      assert.deepStrictEqual(yield* psql(endpoint, owner, password, "create table notes (body text)"), {
+        ok: true,
+        out: ""
+      })
+      assert.isFalse((yield* psql(endpoint, owner, "wrong", "select 1")).ok)
+      const tokenPassword = secret()
+      yield* node.createToken(project, {
+        user: "tok_one",
+        verifier: yield* node.verifier(Redacted.make(tokenPassword))
+      })
+      const who = yield* psql(endpoint, "tok_one", tokenPassword, "select current_user || ' ' || session_user")
+      assert.deepStrictEqual(who, { ok: true, out: `${owner} tok_one` })
+      const wrote = yield* psql(
+        endpoint,
+        "tok_one",
+        tokenPassword,
+        "insert into notes values ('hi'); create table t2 (x int)"
+      )
+      assert.isTrue(wrote.ok, wrote.out)
+      const tableOwner = yield* psql(
+        endpoint,
+        owner,
+        password,
+        "select tableowner from pg_tables where tablename = 't2'"
+      )
+      assert.deepStrictEqual(tableOwner, { ok: true, out: owner })
+    })
+  )
+
+  it.effect("a deleted token's open session ends and new connections are refused", () =>
+    Effect.gen(function* () {
+      const { node, project, endpoint } = yield* created()
+      const tokenPassword = secret()
+      yield* node.createToken(project, {
+        user: "tok_gone",
+        verifier: yield* node.verifier(Redacted.make(tokenPassword))
+      })
+      const open = yield* Effect.forkChild(psql(endpoint, "tok_gone", tokenPassword, "select pg_sleep(30)"))
+      // Wall time (the suite runs on the test clock): psql needs a moment to open its session.
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1500)))
+      yield* node.deleteToken(project, "tok_gone")
+      const ended = yield* Fiber.join(open)
+      assert.isFalse(ended.ok)
+      const refused = yield* psql(endpoint, "tok_gone", tokenPassword, "select 1")
+      assert.isFalse(refused.ok)
+      assert.match(refused.out, /authentication failed|does not exist/)
+    })
+  )
+
+  it.effect("a restore brings back exactly the generation's rows on the next timeline", () =>
+    Effect.gen(function* () {
+      const { node, project, password, endpoint, owner } = yield* created()
+      const store = yield* Database.BackupStore
+      yield* psql(
+        endpoint,
+        owner,
+        password,
+        "create table items (n int); insert into items select generate_series(1, 1000)"
+      )
+      const generation = yield* node.backup(project, (image) => store.put(`${project}/1-2.tar.gz`, image))
+      assert.strictEqual(generation.epoch, 1)
+      yield* psql(endpoint, owner, password, "insert into items values (5000); delete from items where n <= 10")
+      yield* node.restore(project, store.read(`${project}/1-2.tar.gz`), 2)
+      assert.deepStrictEqual(yield* psql(endpoint, owner, password, "select count(*), max(n), min(n) from items"), {
+        ok: true,
+        out: "1000|1000|1"
+      })
+      const timeline = yield* psql(endpoint, owner, password, "select timeline_id from pg_control_checkpoint()")
+      assert.isTrue(timeline.ok)
+      const later = yield* node.backup(project, (image) => store.put(`${project}/2-1.tar.gz`, image))
+      assert.strictEqual(later.epoch, 2)
+      // A restore of the older epoch goes on to a timeline never used before.
+      yield* node.restore(project, store.read(`${project}/1-2.tar.gz`), 4)
+      const fourth = yield* node.backup(project, (image) => store.put(`${project}/4-1.tar.gz`, image))
+      assert.strictEqual(fourth.epoch, 4)
+      assert.deepStrictEqual(yield* psql(endpoint, owner, password, "select count(*) from items"), {
+        ok: true,
+        out: "1000"
+      })
+    })
+  )
+
+  it.effect("draining refuses connections to app until resumed", () =>
+    Effect.gen(function* () {
+      const { node, project, password, endpoint, owner } = yield* created()
+      yield* node.drain(project)
+      assert.isFalse((yield* psql(endpoint, owner, password, "select 1")).ok)
+      yield* node.resume(project)
+      assert.deepStrictEqual(yield* psql(endpoint, owner, password, "select 1"), { ok: true, out: "1" })
+    })
+  )
+})
+
+layer(BackupStoreDisk.layerTemp)("embedded PostgreSQL node across restarts", (it) => {
+  it.effect("a node started again on the same folder serves its clusters on the same port with their data", () =>
+    Effect.gen(function* () {
+      const directory = Path.join(folder, "restart")
+      const project = newProject()
+      const password = secret()
+      const first = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const node = Context.get(
+            yield* Layer.build(DatabaseNodeEmbedded.layer({ directory, durable: false })),
+            Database.DatabaseNode
+          )
+          const endpoint = yield* node.ensure(project, yield* node.verifier(Redacted.make(password)))
+          yield* psql(
+            endpoint,
+            node.ownerOf(project),
+            password,
+            "create table kept (x int); insert into kept values (7)"
+          )
+          return endpoint
+        })
+      )
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const node = Context.get(
+            yield* Layer.build(DatabaseNodeEmbedded.layer({ directory, durable: false })),
+            Database.DatabaseNode
+          )
+          assert.deepStrictEqual(yield* node.endpoint(project), first)
+          assert.deepStrictEqual(yield* psql(first, node.ownerOf(project), password, "select x from kept"), {
+            ok: true,
+            out: "7"
+          })
+        })
+      )
+    })
+  )
+})

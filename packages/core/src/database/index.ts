@@ -1,0 +1,2 @@
+export * from "./BackupStore.ts"
+export * from "./DatabaseNode.ts"
