@@ -148,20 +148,23 @@ export class AccessPolicies extends Context.Service<
         // Hashing is deliberately slow: it runs before the transaction, so the org lock is held only for the write.
         const passwordHash =
           input.password === undefined ? null : yield* hashing.withPermits(1)(hasher.hash(input.password))
-        return yield* mutation.project(grant, ({ project, at }) =>
-          Effect.gen(function* () {
-            const current = yield* store.findPolicy(project.id)
-            const hadPassword = Option.isSome(current) && current.value.passwordHash !== null
-            if (input.mode === "password" && passwordHash === null && !hadPassword) {
-              return yield* new BadRequest({ message: "mode password needs a password: none has been set yet" })
-            }
-            const row = yield* store.setPolicy(project.id, input.mode, passwordHash, at)
-            return audited(toAccessPolicy(row), {
-              action: "access.set",
-              target: project.id,
-              data: { mode: input.mode, passwordChanged: passwordHash !== null }
-            })
-          })
+        return yield* mutation.project(
+          grant,
+          ({ project, at }) =>
+            Effect.gen(function* () {
+              const current = yield* store.findPolicy(project.id)
+              const hadPassword = Option.isSome(current) && current.value.passwordHash !== null
+              if (input.mode === "password" && passwordHash === null && !hadPassword) {
+                return yield* new BadRequest({ message: "mode password needs a password: none has been set yet" })
+              }
+              const row = yield* store.setPolicy(project.id, input.mode, passwordHash, at)
+              return audited(toAccessPolicy(row), {
+                action: "access.set",
+                target: project.id,
+                data: { mode: input.mode, passwordChanged: passwordHash !== null }
+              })
+            }),
+          { node: true }
         )
       })
 

@@ -118,35 +118,38 @@ export class Deployments extends Context.Service<
           return yield* bundleTooLarge("compressed_bytes", reader.limits.compressedBytes, declared)
         }
         const bundle = yield* reader.read(body)
-        return yield* mutation.project(grant, ({ project, at }) =>
-          Effect.gen(function* () {
-            const row: DeploymentRow = {
-              id: yield* newId(tokens, "dep"),
-              projectId: project.id,
-              version: yield* store.nextVersion(project.id),
-              digest: bundle.digest,
-              bytes: bundle.bytes,
-              files: bundle.files,
-              createdAt: at,
-              uploadedBy: actor.userId,
-              manifest: bundle.manifest,
-              git
-            }
-            yield* store.insert(row)
-            yield* projects.setLiveDeployment(project.id, row.id)
-            return audited(toDeployment(row, row.id), {
-              action: "deployment.create",
-              target: project.id,
-              data: {
-                deploymentId: row.id,
-                version: row.version,
-                digest: row.digest,
-                bytes: row.bytes,
-                files: row.files,
-                previous: project.liveDeploymentId
+        return yield* mutation.project(
+          grant,
+          ({ project, at }) =>
+            Effect.gen(function* () {
+              const row: DeploymentRow = {
+                id: yield* newId(tokens, "dep"),
+                projectId: project.id,
+                version: yield* store.nextVersion(project.id),
+                digest: bundle.digest,
+                bytes: bundle.bytes,
+                files: bundle.files,
+                createdAt: at,
+                uploadedBy: actor.userId,
+                manifest: bundle.manifest,
+                git
               }
-            })
-          })
+              yield* store.insert(row)
+              yield* projects.setLiveDeployment(project.id, row.id)
+              return audited(toDeployment(row, row.id), {
+                action: "deployment.create",
+                target: project.id,
+                data: {
+                  deploymentId: row.id,
+                  version: row.version,
+                  digest: row.digest,
+                  bytes: row.bytes,
+                  files: row.files,
+                  previous: project.liveDeploymentId
+                }
+              })
+            }),
+          { node: true }
         )
       })
 
@@ -157,21 +160,30 @@ export class Deployments extends Context.Service<
         deploymentId: DeploymentId
       ) {
         const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
-        return yield* mutation.project(grant, ({ project }) =>
-          Effect.gen(function* () {
-            const target = yield* store.get(project.id, deploymentId)
-            if (Option.isNone(target)) {
-              return yield* new NotFound({ message: `deployment ${deploymentId} not found in project ${project.name}` })
-            }
-            const deployment = toDeployment(target.value, target.value.id)
-            if (project.liveDeploymentId === target.value.id) return unaudited(deployment)
-            yield* projects.setLiveDeployment(project.id, target.value.id)
-            return audited(deployment, {
-              action: "deployment.rollback",
-              target: project.id,
-              data: { deploymentId: target.value.id, version: target.value.version, previous: project.liveDeploymentId }
-            })
-          })
+        return yield* mutation.project(
+          grant,
+          ({ project }) =>
+            Effect.gen(function* () {
+              const target = yield* store.get(project.id, deploymentId)
+              if (Option.isNone(target)) {
+                return yield* new NotFound({
+                  message: `deployment ${deploymentId} not found in project ${project.name}`
+                })
+              }
+              const deployment = toDeployment(target.value, target.value.id)
+              if (project.liveDeploymentId === target.value.id) return unaudited(deployment)
+              yield* projects.setLiveDeployment(project.id, target.value.id)
+              return audited(deployment, {
+                action: "deployment.rollback",
+                target: project.id,
+                data: {
+                  deploymentId: target.value.id,
+                  version: target.value.version,
+                  previous: project.liveDeploymentId
+                }
+              })
+            }),
+          { node: true }
         )
       })
 

@@ -7,6 +7,8 @@ import type { HostedZones } from "./HostedZones.ts"
 import type { HostnameRow } from "./Hostname.ts"
 import { verificationRecord } from "./HostnameName.ts"
 import { HostnameStore } from "./HostnameStore.ts"
+import { NodeRevisions } from "../kernel/NodeRevisions.ts"
+import { Transactor } from "../kernel/Transactor.ts"
 
 /**
  * The two halves of an ownership check: `observe` asks DNS (slow, so never inside a transaction), `record` stores the
@@ -15,6 +17,8 @@ import { HostnameStore } from "./HostnameStore.ts"
 export const ownershipSteps = Effect.gen(function* () {
   const store = yield* HostnameStore
   const config = yield* HostnamesConfig
+  const tx = yield* Transactor
+  const revisions = yield* NodeRevisions
   const dns = yield* Effect.context<DnsResolver | HostedZones>()
   const observe = (row: HostnameRow, verifyToken: string) =>
     checkOwnership({
@@ -23,10 +27,18 @@ export const ownershipSteps = Effect.gen(function* () {
       verify: verificationRecord(row.name, verifyToken),
       fallbackOrigin: config.fallbackOrigin
     }).pipe(Effect.provideContext(dns))
+  // A name that becomes active enters routing: the one place both the API's verify and the job raise the revision.
+  const activate = Effect.fnUntraced(function* (row: HostnameRow, verifyToken: string) {
+    const before = yield* store.find(row.name)
+    const after = yield* store.markActive(row.name, verifyToken, yield* nowIso)
+    const wasPending = Option.isSome(before) && before.value.status === "pending_dns"
+    if (wasPending && Option.isSome(after)) yield* revisions.raise(row.projectId)
+    return after
+  })
   const record = Effect.fnUntraced(function* (row: HostnameRow, verifyToken: string, outcome: OwnershipCheck) {
     if (!outcome.verified) return yield* store.recordFailure(row.name, verifyToken, outcome.observed)
     yield* Effect.logInfo("hostname verified", { hostname: row.name, method: outcome.method })
-    return yield* store.markActive(row.name, verifyToken, yield* nowIso)
+    return yield* tx.withTransaction(activate(row, verifyToken))
   })
   return { observe, record }
 })
@@ -58,7 +70,7 @@ export const hostnameCheck = define({
 export const hostnameCheckHandler: Effect.Effect<
   JobHandler,
   never,
-  HostnameStore | HostnamesConfig | DnsResolver | HostedZones
+  HostnameStore | HostnamesConfig | DnsResolver | HostedZones | Transactor | NodeRevisions
 > = Effect.gen(function* () {
   const store = yield* HostnameStore
   const check = yield* ownershipCheck

@@ -95,33 +95,36 @@ export class Hostnames extends Context.Service<
         const name = yield* normalizeHostname(input, settings)
         const taken = () => new HostnameTaken({ message: `the hostname ${name} is already in use` })
         return yield* mutation
-          .project(grant, ({ org, project, at }) =>
-            Effect.gen(function* () {
-              const existing = yield* store.find(name)
-              if (Option.isSome(existing)) {
-                if (existing.value.projectId === project.id) return unaudited(view(existing.value))
-                return yield* taken()
-              }
-              const verifyToken = yield* tokens.secret(24)
-              const row: HostnameRow = {
-                name,
-                projectId: project.id,
-                orgId: org.id,
-                kind: "custom",
-                status: "pending_dns",
-                verifyToken,
-                lastError: null,
-                createdAt: at,
-                verifiedAt: null
-              }
-              yield* store.insert(row)
-              yield* jobs.enqueue(hostnameCheck, { name, verifyToken }, { runAt: at })
-              return audited(view(row), {
-                action: "hostname.add",
-                target: project.id,
-                data: { project: project.name, hostname: name }
-              })
-            })
+          .project(
+            grant,
+            ({ org, project, at }) =>
+              Effect.gen(function* () {
+                const existing = yield* store.find(name)
+                if (Option.isSome(existing)) {
+                  if (existing.value.projectId === project.id) return unaudited(view(existing.value))
+                  return yield* taken()
+                }
+                const verifyToken = yield* tokens.secret(24)
+                const row: HostnameRow = {
+                  name,
+                  projectId: project.id,
+                  orgId: org.id,
+                  kind: "custom",
+                  status: "pending_dns",
+                  verifyToken,
+                  lastError: null,
+                  createdAt: at,
+                  verifiedAt: null
+                }
+                yield* store.insert(row)
+                yield* jobs.enqueue(hostnameCheck, { name, verifyToken }, { runAt: at })
+                return audited(view(row), {
+                  action: "hostname.add",
+                  target: project.id,
+                  data: { project: project.name, hostname: name }
+                })
+              }),
+            { node: true }
           )
           .pipe(
             // A concurrent add of the same name by the same project answers like a repeat.
@@ -143,21 +146,24 @@ export class Hostnames extends Context.Service<
       ) {
         const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member")
         // Removing the row takes the name out of routing; managed DNS records for it are removed by the DNS area later.
-        yield* mutation.project(grant, ({ project }) =>
-          Effect.gen(function* () {
-            const row = yield* findIn(project.id, host)
-            if (row.kind === "default") {
-              return yield* new BadRequest({
-                message: `${row.name} is the project's default hostname and cannot be deleted`
+        yield* mutation.project(
+          grant,
+          ({ project }) =>
+            Effect.gen(function* () {
+              const row = yield* findIn(project.id, host)
+              if (row.kind === "default") {
+                return yield* new BadRequest({
+                  message: `${row.name} is the project's default hostname and cannot be deleted`
+                })
+              }
+              yield* store.remove(row.name)
+              return audited(undefined, {
+                action: "hostname.delete",
+                target: project.id,
+                data: { project: project.name, hostname: row.name }
               })
-            }
-            yield* store.remove(row.name)
-            return audited(undefined, {
-              action: "hostname.delete",
-              target: project.id,
-              data: { project: project.name, hostname: row.name }
-            })
-          })
+            }),
+          { node: true }
         )
       })
 

@@ -9,7 +9,8 @@ import { type Membership, Policy, type ProjectAccess } from "./Policy.ts"
 import type { Role } from "./Role.ts"
 import { nowIso } from "./Time.ts"
 import { Transactor } from "./Transactor.ts"
-import type { OrgId } from "./Ids.ts"
+import type { OrgId, ProjectId } from "./Ids.ts"
+import { NodeRevisions } from "./NodeRevisions.ts"
 
 /** What a change leaves in the audit log; the actor, the time and (unless given) the org come from the envelope. */
 export interface AuditEntry {
@@ -20,16 +21,29 @@ export interface AuditEntry {
   readonly orgId?: OrgId
 }
 
-/** A change's answer and the audit row it commits with; none for a write the audit log leaves out (a repeat). */
+/**
+ * A change's answer, the audit row it commits with (none for a write the audit log leaves out), and whether it
+ * changed anything: only a change raises the node revision of a `{ node: true }` write.
+ */
 export interface Audited<A> {
   readonly result: A
   readonly audit: AuditEntry | undefined
+  readonly changed: boolean
 }
 
-export const audited = <A>(result: A, audit: AuditEntry): Audited<A> => ({ result, audit })
+export const audited = <A>(result: A, audit: AuditEntry): Audited<A> => ({ result, audit, changed: true })
 
-/** A write that records no audit row: a repeat that changed nothing, or an outcome spec part 6 does not list. */
-export const unaudited = <A>(result: A): Audited<A> => ({ result, audit: undefined })
+/** A write that changed nothing (a repeat), or an outcome that is neither audited nor applied by a node. */
+export const unaudited = <A>(result: A): Audited<A> => ({ result, audit: undefined, changed: false })
+
+/** A change spec part 6 lists no audit event for (the database grant): no audit row, but it raises the revision. */
+export const unlisted = <A>(result: A): Audited<A> => ({ result, audit: undefined, changed: true })
+
+/** How a project write treats the node revision. */
+export interface ProjectWriteOptions {
+  /** The write changes what a node applies (decisions.md part 6): a change raises the project's node revision. */
+  readonly node?: boolean
+}
 
 /** An org write authorized before its transaction: who, the org as then read, and the role the rule needs. */
 export interface OrgGrant extends Membership {
@@ -85,10 +99,14 @@ export class Mutation extends Context.Service<
       grant: OrgGrant,
       change: (write: OrgWrite) => Effect.Effect<Audited<A>, E, R>
     ) => Effect.Effect<A, E | NotFound | Forbidden, R>
-    /** As `org`, and the project read again: 404 when it is gone, 409 `op_in_flight` once its delete is accepted. */
+    /**
+     * As `org`, and the project read again: 404 when it is gone, 409 `op_in_flight` once its delete is accepted. With
+     * `{ node: true }` a change (`audited`, `unlisted`) raises the project's node revision in the same transaction.
+     */
     readonly project: <A, E, R>(
       grant: ProjectGrant,
-      change: (write: ProjectWrite) => Effect.Effect<Audited<A>, E, R>
+      change: (write: ProjectWrite) => Effect.Effect<Audited<A>, E, R>,
+      options?: ProjectWriteOptions
     ) => Effect.Effect<A, E | NotFound | Forbidden | OpInFlight, R>
     /** Org lock, the change, its audit row: for a write authorized otherwise than by a role (an invite token). */
     readonly lockedOrg: <A, E, R>(
@@ -111,16 +129,18 @@ export class Mutation extends Context.Service<
       const orgs = yield* OrgStore
       const projects = yield* ProjectStore
       const policy = yield* Policy
+      const revisions = yield* NodeRevisions
 
       /** Runs the change and records its audit row; the caller provides the transaction. */
       const commit = <A, E, R>(
         actor: Actor,
         orgId: OrgId | null,
-        change: (at: string) => Effect.Effect<Audited<A>, E, R>
+        change: (at: string) => Effect.Effect<Audited<A>, E, R>,
+        raise?: ProjectId
       ): Effect.Effect<A, E, R> =>
         Effect.gen(function* () {
           const at = yield* nowIso
-          const { result, audit: entry } = yield* change(at)
+          const { result, audit: entry, changed } = yield* change(at)
           if (entry !== undefined) {
             yield* audit.record({
               action: entry.action,
@@ -131,6 +151,8 @@ export class Mutation extends Context.Service<
               at
             })
           }
+          // Last in the transaction, so the counter is held only until the commit.
+          if (changed && raise !== undefined) yield* revisions.raise(raise)
           return result
         })
 
@@ -167,7 +189,8 @@ export class Mutation extends Context.Service<
 
       const project = Effect.fn("Mutation.project")(function* <A, E, R>(
         grant: ProjectGrant,
-        change: (write: ProjectWrite) => Effect.Effect<Audited<A>, E, R>
+        change: (write: ProjectWrite) => Effect.Effect<Audited<A>, E, R>,
+        options: ProjectWriteOptions = {}
       ) {
         return yield* tx.withTransaction(
           Effect.gen(function* () {
@@ -178,8 +201,11 @@ export class Mutation extends Context.Service<
               return yield* new NotFound({ message: `project ${grant.project.name} not found` })
             }
             if (grant.deleting === "refuse") yield* refuseDeleting(current.value)
-            return yield* commit(grant.actor, grant.org.id, (at) =>
-              change({ ...membership, project: current.value, at })
+            return yield* commit(
+              grant.actor,
+              grant.org.id,
+              (at) => change({ ...membership, project: current.value, at }),
+              options.node === true ? current.value.id : undefined
             )
           })
         )

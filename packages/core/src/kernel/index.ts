@@ -1,6 +1,7 @@
 export * from "./Actor.ts"
 export * from "./Audit.ts"
 export * from "./Mutation.ts"
+export * from "./NodeRevisions.ts"
 export * from "./Policy.ts"
 export * from "./Role.ts"
 export * from "./Settings.ts"

@@ -27,7 +27,9 @@ import { type Project, type ProjectDetail, type ProjectOverview, type ProjectRow
 import { addonFlags, AddonRegistry } from "../addons/Addon.ts"
 import { deletePhases, ProjectTeardown } from "./ProjectHooks.ts"
 import { ProjectStore } from "./ProjectStore.ts"
-import { makeId, newId, type OperationId } from "../kernel/Ids.ts"
+import { makeId, newId, type OperationId, type ProjectId } from "../kernel/Ids.ts"
+import { NodeRevisions } from "../kernel/NodeRevisions.ts"
+import { Transactor } from "../kernel/Transactor.ts"
 
 /** The project delete (decisions.md part 4): the spec's teardown order, one phase per step. */
 export const projectDelete = define({ kind: "project_delete", payload: OperationPayload, phases: deletePhases })
@@ -211,25 +213,35 @@ export class Projects extends Context.Service<
   )
 }
 
-/** The project delete: routing first, metadata last; each phase runs the areas' idempotent teardown steps. */
-export const projectDeleteHandler: Effect.Effect<JobHandler, never, ProjectStore | ProjectTeardown> = Effect.gen(
-  function* () {
-    const store = yield* ProjectStore
-    const steps = yield* ProjectTeardown
-    return handler(projectDelete, {
-      run: (phase, job) =>
-        Effect.gen(function* () {
-          const project = yield* store.findById(job.payload.projectId)
-          if (Option.isNone(project)) return
-          if (phase === "routing") yield* store.removeHostnames(project.value.id)
-          for (const step of steps) {
-            if (step.phase === phase) yield* step.run(project.value, job)
-          }
-          if (phase === "metadata") yield* store.remove(project.value.id)
-        })
-    })
-  }
-)
+/**
+ * The project delete: routing first, metadata last; each phase runs the areas' idempotent teardown steps. Leaving
+ * routing and leaving the store each raise the node revision, so a node stops serving the project, then drops it.
+ */
+export const projectDeleteHandler: Effect.Effect<
+  JobHandler,
+  never,
+  ProjectStore | ProjectTeardown | Transactor | NodeRevisions
+> = Effect.gen(function* () {
+  const store = yield* ProjectStore
+  const steps = yield* ProjectTeardown
+  const tx = yield* Transactor
+  const revisions = yield* NodeRevisions
+  const withRaise = (projectId: ProjectId, write: Effect.Effect<void>) =>
+    tx.withTransaction(Effect.andThen(write, revisions.raise(projectId)))
+  return handler(projectDelete, {
+    run: (phase, job) =>
+      Effect.gen(function* () {
+        const project = yield* store.findById(job.payload.projectId)
+        if (Option.isNone(project)) return
+        const id = project.value.id
+        if (phase === "routing") yield* withRaise(id, store.removeHostnames(id))
+        for (const step of steps) {
+          if (step.phase === phase) yield* step.run(project.value, job)
+        }
+        if (phase === "metadata") yield* withRaise(id, store.remove(id))
+      })
+  })
+})
 
 /** The projects of an org for `org_not_empty`. */
 export const projectHoldings = Effect.map(Effect.service(ProjectStore), (store): HoldingCounter => ({

@@ -85,10 +85,13 @@ export class Secrets extends Context.Service<
         const problem = secretValueProblem(Redacted.value(value))
         if (problem !== undefined) return yield* new BadRequest({ message: `the secret value ${problem}` })
         const sealed = yield* sealer.seal(Redacted.value(value), secretContext(grant.project.id, secretName))
-        return yield* mutation.project(grant, ({ project, at }) =>
-          Effect.map(store.put(project.id, secretName, sealed, at), (meta) =>
-            audited(meta, { action: "secret.set", target: project.id, data: { name: secretName } })
-          )
+        return yield* mutation.project(
+          grant,
+          ({ project, at }) =>
+            Effect.map(store.put(project.id, secretName, sealed, at), (meta) =>
+              audited(meta, { action: "secret.set", target: project.id, data: { name: secretName } })
+            ),
+          { node: true }
         )
       })
 
@@ -99,13 +102,16 @@ export class Secrets extends Context.Service<
         secretName: string
       ) {
         const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
-        yield* mutation.project(grant, ({ project }) =>
-          Effect.gen(function* () {
-            if (!(yield* store.remove(project.id, secretName))) {
-              return yield* new NotFound({ message: `secret ${secretName} not found` })
-            }
-            return audited(undefined, { action: "secret.delete", target: project.id, data: { name: secretName } })
-          })
+        yield* mutation.project(
+          grant,
+          ({ project }) =>
+            Effect.gen(function* () {
+              if (!(yield* store.remove(project.id, secretName))) {
+                return yield* new NotFound({ message: `secret ${secretName} not found` })
+              }
+              return audited(undefined, { action: "secret.delete", target: project.id, data: { name: secretName } })
+            }),
+          { node: true }
         )
       })
 

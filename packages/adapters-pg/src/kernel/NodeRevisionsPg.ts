@@ -1,0 +1,63 @@
+import { changesOf, NodeRevisions } from "@hostplane/core/kernel/NodeRevisions"
+import { ProjectId } from "@hostplane/core/kernel/Ids"
+import { Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+
+// `bigint` columns, which the driver reads as text.
+const Revision = Schema.NumberFromString.check(Schema.isInt())
+
+/** `NodeRevisions` on PostgreSQL: the counter row's lock, held until commit, orders revisions by commit. */
+export const layer = Layer.effect(
+  NodeRevisions,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const raise = SqlSchema.findOne({
+      Request: ProjectId,
+      Result: Schema.Struct({ revision: Revision }),
+      execute: (projectId) => sql`
+        WITH next AS (UPDATE node_revision SET value = value + 1 RETURNING value)
+        INSERT INTO project_revisions (project_id, revision) SELECT ${projectId}, value FROM next
+        ON CONFLICT (project_id) DO UPDATE SET revision = excluded.revision
+        RETURNING revision::text AS revision`
+    })
+
+    // One statement, one snapshot: the counter and the stamps agree.
+    const changed = SqlSchema.findAll({
+      Request: Schema.Struct({ after: Schema.Number, limit: Schema.Number }),
+      Result: Schema.Struct({
+        current: Revision,
+        projectId: Schema.NullOr(ProjectId),
+        revision: Schema.NullOr(Revision)
+      }),
+      execute: ({ after, limit }) => sql`
+        SELECT c.value::text AS current, p.project_id, p.revision::text AS revision
+        FROM node_revision c
+        LEFT JOIN LATERAL (
+          SELECT project_id, revision FROM project_revisions WHERE revision > ${after}
+          ORDER BY revision LIMIT ${limit + 1}
+        ) p ON true`
+    })
+
+    return NodeRevisions.of({
+      raise: (projectId) =>
+        raise(projectId).pipe(
+          Effect.map((row) => row.revision),
+          Effect.orDie
+        ),
+      changedAfter: (after, limit) =>
+        changed({ after, limit: Math.max(1, limit) }).pipe(
+          Effect.map((rows) =>
+            changesOf(
+              rows[0]?.current ?? 0,
+              rows.flatMap(({ projectId, revision }) =>
+                projectId === null || revision === null ? [] : [{ projectId, revision }]
+              ),
+              limit
+            )
+          ),
+          Effect.orDie
+        )
+    })
+  })
+)
