@@ -1,0 +1,41 @@
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import { Effect, Layer } from "effect"
+import { Command } from "effect/cli"
+import { deploy } from "./commands/Deploy.ts"
+import { login, logout, whoami } from "./commands/Login.ts"
+import { access, deployments, hostnames, link, orgs, projects, rollback, secrets } from "./commands/Resources.ts"
+import { report } from "./Output.ts"
+import { root } from "./Root.ts"
+import { CliEnv } from "./Settings.ts"
+
+export const version = "0.1.0"
+
+/**
+ * The commands under `hostplane`, one entry per area. An area that lands on the server (database, repos, domains,
+ * DNS) adds its command group here, built on `root` (shared flags), `session` and `resolveProject` from `Root.ts`.
+ */
+export const commands = [
+  login,
+  logout,
+  whoami,
+  link,
+  deploy,
+  rollback,
+  deployments,
+  orgs,
+  projects,
+  secrets,
+  hostnames,
+  access
+] as const
+
+export const cli = root.pipe(Command.withSubcommands(commands))
+
+/** Runs the CLI on `args` (without the node and script paths); answers the process exit code. */
+export const run = (args: ReadonlyArray<string>): Effect.Effect<number> =>
+  Command.runWith(cli, { version })(args).pipe(
+    Effect.as(0),
+    Effect.catch((error) => report(error, args.includes("--json"))),
+    Effect.catchDefect((defect) => report(defect, args.includes("--json"))),
+    Effect.provide(Layer.mergeAll(CliEnv.layer, NodeServices.layer))
+  ) as Effect.Effect<number>

@@ -1,0 +1,11 @@
+export {
+  type Client,
+  ClientApi,
+  type ClientOptions,
+  errorInfo,
+  type ErrorInfo,
+  HostplaneClient,
+  HostplaneError,
+  make
+} from "./HostplaneClient.ts"
+export { makeClient, type PromiseClient } from "./PromiseClient.ts"
