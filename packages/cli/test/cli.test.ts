@@ -70,7 +70,8 @@ const edgeGet = (server: TestServer, host: string, path = "/") =>
     request.end()
   })
 
-describe("the hostplane CLI against a test server", () => {
+// Each command is a Node process of its own (about a second of CPU): a test running several gets more time.
+describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => {
   let server: TestServer
   let configDir: string
   let env: Record<string, string>
@@ -387,7 +388,7 @@ describe("the hostplane CLI against a test server", () => {
   })
 })
 
-describe("hostplane login through the browser (OAuth, RFC 8252 loopback redirect)", () => {
+describe("hostplane login through the browser (OAuth, RFC 8252 loopback redirect)", { timeout: 120_000 }, () => {
   let idp: ManagedRuntime.ManagedRuntime<FakeIdentityProvider, never>
   let fake: FakeIdentityProvider["Service"]
   let server: TestServer
