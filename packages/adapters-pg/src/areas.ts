@@ -1,5 +1,6 @@
 import { AccessAreaPg } from "./access/AccessAreaPg.ts"
 import { DeploymentsAreaPg } from "./deployments/DeploymentsAreaPg.ts"
+import { DomainsAreaPg } from "./domains/DomainsAreaPg.ts"
 import { EdgeAreaPg } from "./edge/EdgeAreaPg.ts"
 import { IdempotencyAreaPg } from "./idempotency/IdempotencyAreaPg.ts"
 import { HostnamesAreaPg } from "./hostnames/HostnamesAreaPg.ts"
@@ -24,5 +25,6 @@ export const areas = [
   AccessAreaPg,
   HostnamesAreaPg,
   EdgeAreaPg,
-  IdempotencyAreaPg
+  IdempotencyAreaPg,
+  DomainsAreaPg
 ] as const

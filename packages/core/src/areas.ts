@@ -1,5 +1,6 @@
 import { AccessArea } from "./access/AccessArea.ts"
 import { DeploymentsArea } from "./deployments/DeploymentsArea.ts"
+import { DomainsArea } from "./domains/DomainsArea.ts"
 import { EdgeArea } from "./edge/EdgeArea.ts"
 import { IdempotencyArea } from "./idempotency/IdempotencyArea.ts"
 import { HostnamesArea } from "./hostnames/HostnamesArea.ts"
@@ -24,5 +25,6 @@ export const areas = [
   AccessArea,
   HostnamesArea,
   EdgeArea,
-  IdempotencyArea
+  IdempotencyArea,
+  DomainsArea
 ] as const

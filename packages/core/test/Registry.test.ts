@@ -93,9 +93,10 @@ describe("area registry", () => {
   it.effect("three more areas each keep their holdings, teardown step, job and subscription check", () =>
     Effect.gen(function* () {
       const { holdings, teardown, jobs, paying } = yield* registry
+      // Core's own holdings first (in area order), then the extra areas' in theirs.
       assert.deepStrictEqual(
         holdings.map((counter) => counter.kind),
-        ["projects", "alpha", "beta", "gamma"]
+        ["projects", "domains", "alpha", "beta", "gamma"]
       )
       assert.strictEqual(teardown.length, 3)
       assert.deepStrictEqual(kinds(jobs).slice(-3), ["alpha_job", "beta_job", "gamma_job"])

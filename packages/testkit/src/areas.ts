@@ -1,5 +1,6 @@
 import { AccessAreaMemory } from "./access/AccessAreaMemory.ts"
 import { DeploymentsAreaMemory } from "./deployments/DeploymentsAreaMemory.ts"
+import { DomainsAreaMemory } from "./domains/DomainsAreaMemory.ts"
 import { EdgeAreaMemory } from "./edge/EdgeAreaMemory.ts"
 import { IdempotencyAreaMemory } from "./idempotency/IdempotencyAreaMemory.ts"
 import { HostnamesAreaMemory } from "./hostnames/HostnamesAreaMemory.ts"
@@ -24,5 +25,6 @@ export const areas = [
   AccessAreaMemory,
   HostnamesAreaMemory,
   EdgeAreaMemory,
-  IdempotencyAreaMemory
+  IdempotencyAreaMemory,
+  DomainsAreaMemory
 ] as const

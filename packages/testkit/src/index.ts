@@ -38,3 +38,8 @@ export { secretStoreSuite, type SecretStoreSuiteServices } from "./secrets/Secre
 export * as BackupStoreMemory from "./database/BackupStoreMemory.ts"
 export * as DatabaseNodeMemory from "./database/DatabaseNodeMemory.ts"
 export { databaseNodeSuite } from "./database/DatabaseNodeSuite.ts"
+export * from "./domains/FakeNameCom.ts"
+export * from "./domains/RegistrarAccount.ts"
+export * as RegistrarMemory from "./domains/RegistrarMemory.ts"
+export * as DomainStoreMemory from "./domains/DomainStoreMemory.ts"
+export { domainStoreSuite, type DomainStoreSuiteServices } from "./domains/DomainStoreSuite.ts"

@@ -38,6 +38,7 @@ export const ErrorCode = {
   not_abortable: { status: 409 },
   domain_taken: { status: 409 },
   domain_unavailable: { status: 409 },
+  not_registered_here: { status: 409 },
   zone_taken: { status: 409 },
   managed_rrset: { status: 409 },
   cname_conflict: { status: 409 },

@@ -202,6 +202,11 @@ export class DomainUnavailable extends Schema.TaggedError<DomainUnavailable>()("
   static readonly code = "domain_unavailable" satisfies ErrorCode
 }
 
+/** `not_registered_here`: renew, lock, auth code or sync of a domain this service does not hold at the registrar. */
+export class NotRegisteredHere extends Schema.TaggedError<NotRegisteredHere>()("NotRegisteredHere", fields) {
+  static readonly code = "not_registered_here" satisfies ErrorCode
+}
+
 /** `zone_taken` */
 export class ZoneTaken extends Schema.TaggedError<ZoneTaken>()("ZoneTaken", fields) {
   static readonly code = "zone_taken" satisfies ErrorCode
@@ -366,6 +371,7 @@ export const all = [
   NotAbortable,
   DomainTaken,
   DomainUnavailable,
+  NotRegisteredHere,
   ZoneTaken,
   ManagedRrset,
   CnameConflict,

@@ -4,7 +4,7 @@ import { OrgStore } from "../orgs/OrgStore.ts"
 import type { ProjectRow } from "../projects/Project.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
 import type { Actor } from "./Actor.ts"
-import { type AuditAction, AuditLog } from "./Audit.ts"
+import { type AuditAction, type AuditEvent, AuditLog } from "./Audit.ts"
 import { type Membership, Policy, type ProjectAccess } from "./Policy.ts"
 import type { Role } from "./Role.ts"
 import { nowIso } from "./Time.ts"
@@ -114,6 +114,8 @@ export class Mutation extends Context.Service<
       orgId: OrgId,
       change: (at: string) => Effect.Effect<Audited<A>, E, R>
     ) => Effect.Effect<A, E, R>
+    /** The audit rows of one target in an org, oldest first: a resource's history as the envelope recorded it. */
+    readonly history: (orgId: OrgId, target: string) => Effect.Effect<ReadonlyArray<AuditEvent>>
     /** The change and its audit row in one transaction, with no org to lock: an org's creation. */
     readonly unlocked: <A, E, R>(
       actor: Actor,
@@ -226,7 +228,10 @@ export class Mutation extends Context.Service<
         return yield* tx.withTransaction(commit(actor, null, change))
       })
 
-      return Mutation.of({ authorizeOrg, authorizeProject, org, project, lockedOrg, unlocked })
+      const history = (orgId: OrgId, target: string) =>
+        Effect.map(audit.list({ orgId }), (events) => events.filter((event) => event.target === target))
+
+      return Mutation.of({ authorizeOrg, authorizeProject, org, project, lockedOrg, unlocked, history })
     })
   )
 }
