@@ -6,8 +6,19 @@ import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
 import { auditOf, type Session, type TestServer, unique, useSuite } from "./support/TestServer.ts"
 
-/** Orgs whose slug starts with these hold things or pay, to exercise the delete refusals. */
-const holdingsFor = (slug: string) => (slug.startsWith("holding-") ? 2 : 0)
+/** The org ids the holdings counters were asked about. */
+const asked: Array<Kernel.OrgId> = []
+
+/** What one counter reports for an org; orgs whose slug starts with `holding-` or `hoard-` hold things. */
+const counter = (kind: string, holds: (slug: string) => { count: number; names: Array<string> }) =>
+  Effect.map(Effect.service(Orgs.OrgStore), (store) => ({
+    kind,
+    count: (orgId: Kernel.OrgId) =>
+      Effect.map(store.findById(orgId), (row) => {
+        if (kind === "projects") asked.push(orgId)
+        return Option.isSome(row) ? holds(row.value.slug) : { count: 0, names: [] }
+      })
+  }))
 
 /** A fixture area that holds things in some orgs and bills others, to exercise the delete refusals. */
 const holdingArea = area({
@@ -15,14 +26,17 @@ const holdingArea = area({
   stores: [],
   services: Layer.empty,
   holdings: [
-    Effect.map(Effect.service(Orgs.OrgStore), (store) => ({
-      kind: "projects",
-      count: (orgId: Kernel.OrgId) =>
-        Effect.map(store.findById(orgId), (row) => {
-          const count = Option.isSome(row) ? holdingsFor(row.value.slug) : 0
-          return { count, names: count > 0 ? ["web", "api"] : [] }
-        })
-    }))
+    counter("projects", (slug) =>
+      slug.startsWith("holding-")
+        ? { count: 2, names: ["web", "api"] }
+        : slug.startsWith("hoard-")
+          ? { count: 7, names: ["a", "b", "c", "d", "e", "f", "g"] }
+          : { count: 0, names: [] }
+    ),
+    counter("domains", () => ({ count: 0, names: [] })),
+    counter("zones", (slug) =>
+      slug.startsWith("hoard-") ? { count: 1, names: ["example.com"] } : { count: 0, names: [] }
+    )
   ],
   subscription: Effect.map(
     Effect.service(Orgs.OrgStore),
@@ -88,6 +102,12 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     expect(org.slug).toBe(name.toLowerCase().replace(/[^a-z0-9]+/g, "-"))
   })
 
+  it("a derived slug folds accents and drops symbols, takes a suffix when taken, and is org without letters", async () => {
+    expect((await createOrg("  Ünïcode & Co.  ")).slug).toBe("unicode-co")
+    expect((await createOrg("Unicode Co")).slug).toMatch(/^unicode-co-[a-z0-9]{1,5}$/)
+    expect((await createOrg("!!!")).slug).toBe("org")
+  })
+
   it("an explicit slug already in use is 409 slug_taken", async () => {
     const slug = unique("taken")
     await createOrg("First", slug)
@@ -122,12 +142,13 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
 
   it("PATCH renames the display name (admin), writes org.rename, and the slug stays", async () => {
     const { slug } = await createOrg("Old name", unique("ren"))
-    const reply = await api.patch(`/v1/orgs/${slug}`, { name: "New name", slug: "hijack" }, { token: admin.token })
+    const reply = await api.patch(`/v1/orgs/${slug}`, { name: "  New name ", slug: "hijack" }, { token: admin.token })
     expect(reply.status).toBe(200)
     expect(reply.body).toMatchObject({ slug, name: "New name", role: "admin", projectLimit: 3 })
     const audit = await auditOf(server, slug)
-    expect(audit.map((e) => e.action)).toContain("org.rename")
-    expect(audit.find((e) => e.action === "org.rename")).toMatchObject({ actorId: admin.userId, target: slug })
+    expect(audit.filter((e) => e.action === "org.rename").map((e) => [e.actorId, e.target, e.data])).toEqual([
+      [admin.userId, slug, { name: "New name" }]
+    ])
   })
 
   itChecksRoles(suite, {
@@ -159,18 +180,28 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
 
   it("DELETE with confirm equal to the slug (trimmed) is 204 and org.delete survives the org", async () => {
     const { slug } = await createOrg("Doomed", unique("del"))
+    const member = await memberWith(slug, "member")
     const orgId = await server.run(
       Effect.flatMap(Effect.service(Orgs.OrgStore), (s) => s.findBySlug(slug)).pipe(
         Effect.map((o) => Option.getOrThrow(o).id)
       )
     )
-    const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: `  ${slug} ` }, { token: admin.token })
+    asked.length = 0
+    const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: `  ${slug} \n` }, { token: admin.token })
     expect(reply.status).toBe(204)
+    expect(asked).toEqual([orgId])
+    for (const session of [admin, member]) {
+      const listed = (await api.get("/v1/orgs", { token: session.token })).body.items
+      expect(listed.map((o: { slug: string }) => o.slug)).not.toContain(slug)
+    }
     expect(
-      (await api.get("/v1/orgs", { token: admin.token })).body.items.map((o: { slug: string }) => o.slug)
-    ).not.toContain(slug)
+      Option.isNone(await server.run(Effect.flatMap(Effect.service(Orgs.OrgStore), (s) => s.findById(orgId))))
+    ).toBe(true)
     const audit = await server.run(Effect.flatMap(Effect.service(Kernel.AuditLog), (a) => a.list({ orgId })))
-    expect(audit.map((e) => e.action)).toContain("org.delete")
+    expect(audit.filter((e) => e.action === "org.delete").map((e) => [e.actorId, e.target])).toEqual([
+      [admin.userId, slug]
+    ])
+    expect(audit.map((e) => e.action)).toContain("member.add")
   })
 
   it("DELETE drops the unsent invitation mail of the org's open invites", async () => {
@@ -218,6 +249,22 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("org_not_empty")
     expect(reply.body.details.holdings).toEqual({ projects: { count: 2, names: ["web", "api"] } })
+  })
+
+  it("details.holdings lists each kind with a count above 0 and at most five of its names; nothing is deleted", async () => {
+    const { slug } = await createOrg("Hoarding", unique("hoard"))
+    const reply = await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: admin.token })
+    expect(reply.status).toBe(409)
+    expect(reply.body.code).toBe("org_not_empty")
+    expect(reply.body.details).toEqual({
+      holdings: {
+        projects: { count: 7, names: ["a", "b", "c", "d", "e"] },
+        zones: { count: 1, names: ["example.com"] }
+      }
+    })
+    const mine = (await api.get("/v1/orgs", { token: admin.token })).body.items
+    expect(mine.map((o: { slug: string }) => o.slug)).toContain(slug)
+    expect((await auditOf(server, slug)).map((e) => e.action)).not.toContain("org.delete")
   })
 
   it("DELETE of an org with a live paid subscription is 409 active_subscription", async () => {
