@@ -1,4 +1,4 @@
-import { Jobs, type Kernel, Mail, Orgs } from "@hostplane/core"
+import { Jobs, Kernel, Mail, Orgs } from "@hostplane/core"
 import { Duration, Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
@@ -39,6 +39,9 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     expect([200, 201]).toContain(reply.status)
     return { reply, token: await tokenOf(slug, reply.body.inviteId) }
   }
+  const orgsOf = async (session: { token: string }) =>
+    (await api.get("/v1/orgs", { token: session.token })).body.items as Array<{ slug: string; role: string }>
+  const week = 7 * 24 * 60 * 60 * 1000
 
   it("POST invites is 201 Invite without the token, queues the email and writes member.invite", async () => {
     const slug = await newOrg()
@@ -56,10 +59,15 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     ])
     expect(reply.body).toMatchObject({ email, role: "member", state: "pending", sentAt: null })
     expect(reply.body.inviteId).toMatch(/^inv_/)
+    expect(Date.parse(reply.body.expiresAt) - Date.parse(reply.body.createdAt)).toBe(week)
     const token = await tokenOf(slug, reply.body.inviteId)
+    expect(Buffer.from(token, "base64url").length).toBe(32)
     expect(JSON.stringify(reply.body)).not.toContain(token)
     const mail = await mailOf(slug, reply.body.inviteId)
     expect(mail.to).toBe(email)
+    expect(mail.state).toBe("queued")
+    expect(mail.subject).toContain("Crew")
+    expect((await api.get(`/v1/orgs/${slug}/invites`, { token: suite.admin.token })).body.items).toEqual([reply.body])
     const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.invite")
     expect(event).toMatchObject({ actorId: suite.admin.userId, target: reply.body.inviteId })
     expect(JSON.stringify(event)).not.toContain(email)
@@ -70,17 +78,24 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const slug = await newOrg()
     const email = `${unique("sent")}@example.test`
     const { reply } = await invite(slug, email)
+    const listed = async () =>
+      (await api.get(`/v1/orgs/${slug}/invites`, { token: suite.admin.token })).body.items.find(
+        (i: { inviteId: string }) => i.inviteId === reply.body.inviteId
+      )
+    expect((await listed()).sentAt).toBeNull()
+    const before = new Date().toISOString()
     await runMailer()
-    expect(sent.some((m) => m.to === email)).toBe(true)
-    const list = await api.get(`/v1/orgs/${slug}/invites`, { token: suite.admin.token })
-    const row = list.body.items.find((i: { inviteId: string }) => i.inviteId === reply.body.inviteId)
-    expect(row.sentAt).not.toBeNull()
+    const after = new Date().toISOString()
+    expect(sent.filter((m) => m.to === email)).toHaveLength(1)
+    const { sentAt } = await listed()
+    expect(sentAt >= before && sentAt <= after, `${before} <= ${sentAt} <= ${after}`).toBe(true)
   })
 
   it("a repeat for the same address updates the same row (200, new token, new role)", async () => {
     const slug = await newOrg()
     const email = `${unique("rep")}@example.test`
     const first = await invite(slug, email, "viewer")
+    const firstMail = await mailOf(slug, first.reply.body.inviteId)
     const again = await api.post(
       `/v1/orgs/${slug}/invites`,
       { email: email.toUpperCase(), role: "admin" },
@@ -89,26 +104,45 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     expect(again.status).toBe(200)
     expect(again.body.inviteId).toBe(first.reply.body.inviteId)
     expect(again.body.role).toBe("admin")
+    expect(again.body.createdAt).toBe(first.reply.body.createdAt)
+    expect(again.body.expiresAt >= first.reply.body.expiresAt).toBe(true)
     const second = await tokenOf(slug, again.body.inviteId)
     expect(second).not.toBe(first.token)
     expect((await api.get(`/v1/invites/${first.token}`)).status).toBe(404)
     expect((await api.get(`/v1/invites/${second}`)).body.role).toBe("admin")
+    expect(
+      (await suite.server.run(Effect.flatMap(Mail.MailOutbox, (outbox) => outbox.get(firstMail.id)))).pipe(
+        Option.getOrThrow
+      ).state
+    ).toBe("cancelled")
     const list = await api.get(`/v1/orgs/${slug}/invites`, { token: suite.admin.token })
     expect(list.body.items).toHaveLength(1)
+    const audit = (await auditOf(suite.server, slug)).filter((e) => e.action === "member.invite")
+    expect(audit.map((e) => [e.target, e.data])).toEqual([
+      [first.reply.body.inviteId, { role: "viewer", renewed: false }],
+      [first.reply.body.inviteId, { role: "admin", renewed: true }]
+    ])
   })
 
-  it("inviting the address of an existing member is 409 already_member", async () => {
+  it("inviting the address of an existing member, in any case, is 409 already_member", async () => {
     const slug = await newOrg()
-    const email = `${unique("mem")}@example.test`
+    const local = unique("mem")
+    const email = `${local}@example.test`
     const user = await api.login(unique("mem"), { email })
     await api.post(
       `/v1/orgs/${slug}/members`,
       { provider: "dev", subject: user.subject, role: "member" },
       { token: suite.admin.token }
     )
-    const reply = await api.post(`/v1/orgs/${slug}/invites`, { email, role: "member" }, { token: suite.admin.token })
-    expect(reply.status).toBe(409)
-    expect(reply.body.code).toBe("already_member")
+    for (const address of [email, `${local.toUpperCase()}@example.test`]) {
+      const reply = await api.post(
+        `/v1/orgs/${slug}/invites`,
+        { email: address, role: "member" },
+        { token: suite.admin.token }
+      )
+      expect(reply.status, address).toBe(409)
+      expect(reply.body.code, address).toBe("already_member")
+    }
   })
 
   it("more than 50 pending invites is 409 too_many_invites", async () => {
@@ -128,12 +162,14 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     )
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("too_many_invites")
+    expect(reply.body.details).toEqual({ limit: 50 })
     const renew = await api.post(
       `/v1/orgs/${slug}/invites`,
       { email: "p0@example.test", role: "member" },
       { token: suite.admin.token }
     )
     expect(renew.status).toBe(200)
+    expect((await api.get(`/v1/orgs/${slug}/invites`, { token: suite.admin.token })).body.items).toHaveLength(50)
   })
 
   const invitesOf = (slug: string) => `/v1/orgs/${slug}/invites`
@@ -177,11 +213,16 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
 
   it("GET /v1/invites/{token} needs no login and previews the invite; unknown token 404", async () => {
     const slug = await newOrg()
-    const { token } = await invite(slug, `${unique("view")}@example.test`, "viewer")
+    const { reply: created, token } = await invite(slug, `${unique("view")}@example.test`, "viewer")
     const reply = await api.get(`/v1/invites/${token}`)
     expect(reply.status).toBe(200)
-    expect(Object.keys(reply.body).sort()).toEqual(["expiresAt", "orgName", "orgSlug", "role", "state"])
-    expect(reply.body).toMatchObject({ orgName: "Crew", orgSlug: slug, role: "viewer", state: "pending" })
+    expect(reply.body).toEqual({
+      orgName: "Crew",
+      orgSlug: slug,
+      role: "viewer",
+      state: "pending",
+      expiresAt: created.body.expiresAt
+    })
     const unknown = await api.get(`/v1/invites/${"x".repeat(43)}`)
     expect(unknown.status).toBe(404)
     expect(unknown.body.code).toBe("not_found")
@@ -189,15 +230,18 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
 
   it("accept needs a login (401) and makes the caller a member with the invite role; member.accept", async () => {
     const slug = await newOrg()
-    const { token } = await invite(slug, `${unique("acc")}@example.test`, "viewer")
+    const { reply: created, token } = await invite(slug, `${unique("acc")}@example.test`, "viewer")
     expect((await api.post(`/v1/invites/${token}/accept`)).status).toBe(401)
     const joiner = await api.login(unique("joiner"))
     const reply = await api.post(`/v1/invites/${token}/accept`, undefined, { token: joiner.token })
     expect(reply.status).toBe(200)
     expect(reply.body.alreadyMember).toBe(false)
     expect(reply.body.org).toMatchObject({ slug, role: "viewer", projectLimit: 3 })
-    const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.accept")
-    expect(event).toMatchObject({ actorId: joiner.userId })
+    expect(await orgsOf(joiner)).toContainEqual(expect.objectContaining({ slug, role: "viewer" }))
+    const audit = (await auditOf(suite.server, slug)).filter((e) => e.action === "member.accept")
+    expect(audit.map((e) => [e.actorId, e.target, e.data])).toEqual([
+      [joiner.userId, created.body.inviteId, { role: "viewer", alreadyMember: false }]
+    ])
     expect((await api.get(`/v1/invites/${token}`)).body.state).toBe("accepted")
     const list = await api.get(`/v1/orgs/${slug}/invites`, { token: suite.admin.token })
     expect(list.body.items).toHaveLength(0)
@@ -218,6 +262,10 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const reply = await api.post(`/v1/invites/${token}/accept`, undefined, { token: other.token })
     expect(reply.status).toBe(409)
     expect(reply.body.code).toBe("invite_used")
+    const again = await api.post(`/v1/invites/${token}/accept`, undefined, { token: joiner.token })
+    expect(again.status).toBe(409)
+    expect(again.body.code).toBe("invite_used")
+    expect((await orgsOf(other)).map((o) => o.slug)).not.toContain(slug)
   })
 
   it("an existing member accepting keeps their role and gets alreadyMember true", async () => {
@@ -226,6 +274,12 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const reply = await api.post(`/v1/invites/${token}/accept`, undefined, { token: suite.admin.token })
     expect(reply.status).toBe(200)
     expect(reply.body).toMatchObject({ alreadyMember: true, org: { slug, role: "admin" } })
+    const member = await suite.withRole(slug, "member")
+    const promoting = await invite(slug, `${unique("promote")}@example.test`, "admin")
+    const kept = await api.post(`/v1/invites/${promoting.token}/accept`, undefined, { token: member.token })
+    expect(kept.status).toBe(200)
+    expect(kept.body).toMatchObject({ alreadyMember: true, org: { slug, role: "member" } })
+    expect(await orgsOf(member)).toContainEqual(expect.objectContaining({ slug, role: "member" }))
   })
 
   it("DELETE invite revokes it (204, member.uninvite), drops the unsent email; accept is then 409 invite_revoked", async () => {
@@ -237,14 +291,16 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     })
     expect(revoke.status).toBe(204)
     expect((await mailOf(slug, reply.body.inviteId)).state).toBe("cancelled")
+    expect((await api.get(`/v1/orgs/${slug}/invites`, { token: suite.admin.token })).body.items).toEqual([])
     await runMailer()
     expect(sent.some((m) => m.to === email)).toBe(false)
-    const event = (await auditOf(suite.server, slug)).find((e) => e.action === "member.uninvite")
-    expect(event).toMatchObject({ target: reply.body.inviteId })
+    const audit = (await auditOf(suite.server, slug)).filter((e) => e.action === "member.uninvite")
+    expect(audit.map((e) => [e.actorId, e.target, e.data])).toEqual([[suite.admin.userId, reply.body.inviteId, {}]])
     const joiner = await api.login(unique("late"))
     const accept = await api.post(`/v1/invites/${token}/accept`, undefined, { token: joiner.token })
     expect(accept.status).toBe(409)
     expect(accept.body.code).toBe("invite_revoked")
+    expect((await orgsOf(joiner)).map((o) => o.slug)).not.toContain(slug)
     expect((await api.get(`/v1/invites/${token}`)).body.state).toBe("revoked")
     const again = await api.delete(`/v1/orgs/${slug}/invites/${reply.body.inviteId}`, undefined, {
       token: suite.admin.token
@@ -258,6 +314,49 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     const path = `/v1/orgs/${slug}/invites/${reply.body.inviteId}`
     await api.post(`/v1/invites/${token}/accept`, undefined, { token: suite.outsider.token })
     expect((await api.delete(path, undefined, { token: suite.admin.token })).status).toBe(404)
+  })
+
+  it("DELETE invite through another org of the same admin, or of an unknown id, is 404 and revokes nothing", async () => {
+    const slug = await newOrg()
+    const other = await newOrg()
+    const { reply, token } = await invite(slug, `${unique("d")}@example.test`)
+    const through = await api.delete(`/v1/orgs/${other}/invites/${reply.body.inviteId}`, undefined, {
+      token: suite.admin.token
+    })
+    expect(through.status).toBe(404)
+    const unknown = await api.delete(`/v1/orgs/${slug}/invites/inv_unknown`, undefined, { token: suite.admin.token })
+    expect(unknown.status).toBe(404)
+    expect((await api.get(`/v1/invites/${token}`)).body.state).toBe("pending")
+  })
+
+  it("audit rows never hold an invite's email, its token or the token's hash", async () => {
+    const slug = await newOrg()
+    const emails = [unique("secret.person"), unique("other.person"), unique("third.person")].map(
+      (local) => `${local}@example.test`
+    )
+    const first = await invite(slug, emails[0]!)
+    const renewed = await invite(slug, emails[0]!, "admin")
+    const second = await invite(slug, emails[1]!)
+    await api.delete(`/v1/orgs/${slug}/invites/${second.reply.body.inviteId}`, undefined, { token: suite.admin.token })
+    const third = await invite(slug, emails[2]!)
+    const bob = await api.login(unique("bob"))
+    expect((await api.post(`/v1/invites/${renewed.token}/accept`, undefined, { token: bob.token })).status).toBe(200)
+    expect((await api.post(`/v1/invites/${renewed.token}/accept`, undefined, { token: bob.token })).status).toBe(409)
+    const carol = await api.login(unique("carol"))
+    expect((await api.post(`/v1/invites/${third.token}/accept`, undefined, { token: carol.token })).status).toBe(200)
+    const tokens = [first.token, renewed.token, second.token, third.token]
+    const hashes = await suite.server.run(
+      Effect.flatMap(Kernel.Tokens, (t) => Effect.forEach(tokens, (token) => t.hash(token)))
+    )
+    const audit = await auditOf(suite.server, slug)
+    expect([...new Set(audit.map((e) => e.action))].sort()).toEqual([
+      "member.accept",
+      "member.invite",
+      "member.uninvite",
+      "org.create"
+    ])
+    const serialized = JSON.stringify(audit).toLowerCase()
+    for (const secret of [...emails, ...tokens, ...hashes]) expect(serialized).not.toContain(secret.toLowerCase())
   })
 })
 
@@ -297,5 +396,8 @@ describe.each(backends)("spec part 3: invite expiry (%s)", (_name, stores) => {
     const accept = await api.post(`/v1/invites/${token}/accept`, undefined, { token: joiner.token })
     expect(accept.status).toBe(409)
     expect(accept.body.code).toBe("invite_expired")
+    expect(
+      (await api.get("/v1/orgs", { token: joiner.token })).body.items.map((o: { slug: string }) => o.slug)
+    ).not.toContain(slug)
   })
 })

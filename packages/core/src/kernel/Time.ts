@@ -8,3 +8,7 @@ export const isoAfter = (duration: Duration.Duration): Effect.Effect<string> =>
   Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms + Duration.toMillis(duration)).toISOString())
 
 export const isoToMillis = (iso: string): number => DateTime.toEpochMillis(DateTime.makeUnsafe(iso))
+
+/** The RFC 3339 UTC string `duration` after `iso`: one instant's deadline, with no second read of the clock. */
+export const isoPlus = (iso: string, duration: Duration.Duration): string =>
+  new Date(isoToMillis(iso) + Duration.toMillis(duration)).toISOString()

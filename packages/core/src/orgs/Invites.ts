@@ -16,7 +16,7 @@ import type { Role } from "../kernel/Role.ts"
 import { Settings } from "../kernel/Settings.ts"
 import { MailConfig } from "../mail/MailConfig.ts"
 import { InvitesConfig } from "./InvitesConfig.ts"
-import { isoAfter, nowIso } from "../kernel/Time.ts"
+import { isoPlus, nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { MailOutbox } from "../mail/Mail.ts"
 import { mailQueue } from "../mail/SendMail.ts"
@@ -136,7 +136,7 @@ export class Invites extends Context.Service<
             }
             const token = yield* tokens.secret(32)
             const tokenHash = yield* tokens.hash(token)
-            const expiresAt = yield* isoAfter(inviteTtl)
+            const expiresAt = isoPlus(now, inviteTtl)
             const existing = yield* store.findOpenInvite(org.id, email)
             let row: Omit<InviteRow, "sentAt">
             // A new row, or an expired one coming back to life, counts against the pending limit.
