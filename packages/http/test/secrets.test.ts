@@ -23,15 +23,18 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
   it("PUT secret is 200 SecretMeta { name, version, updatedAt }; every put raises version; GET lists names and versions", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
+    const before = new Date().toISOString()
     const first = await api.put(
       `${secretsOf(slug, project.name)}/API_KEY`,
       { value: "first-value-9f2c" },
       { token: suite.admin.token }
     )
+    const after = new Date().toISOString()
     expect(first.status).toBe(200)
     expect(Object.keys(first.body).sort()).toEqual(["name", "updatedAt", "version"])
     expect(first.body).toMatchObject({ name: "API_KEY", version: 1 })
     expect(new Date(first.body.updatedAt).toISOString()).toBe(first.body.updatedAt)
+    expect(first.body.updatedAt >= before && first.body.updatedAt <= after, first.body.updatedAt).toBe(true)
     const second = await api.put(
       `${secretsOf(slug, project.name)}/API_KEY`,
       { value: "first-value-9f2c" },
@@ -99,6 +102,16 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
     expect(JSON.stringify(opened)).not.toContain(value)
     expect(String(opened[0]!.value)).toBe("<redacted>")
     expect(Redacted.value(opened[0]!.value)).toBe(value)
+    const next = `next-${unique("v")}`
+    expect(
+      (await api.put(`${secretsOf(slug, project.name)}/TOKEN`, { value: next }, { token: suite.admin.token })).status
+    ).toBe(200)
+    const reopened = await suite.server.run(
+      Effect.flatMap(Secrets.Secrets, (secrets) => secrets.open(project.id)).pipe(Effect.provide(services))
+    )
+    expect(reopened.map((secret) => [secret.name, secret.version, Redacted.value(secret.value)])).toEqual([
+      ["TOKEN", 2, next]
+    ])
   })
 
   it("a name outside ^[A-Za-z_][A-Za-z0-9_]{0,127}$ is 400 bad_request", async () => {
@@ -113,18 +126,34 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
       expect(reply.status, name).toBe(400)
       expect(reply.body.code, name).toBe("bad_request")
     }
-    const longest = await api.put(
-      `${secretsOf(slug, project.name)}/_${"x".repeat(127)}`,
-      { value: "v" },
-      { token: suite.admin.token }
-    )
-    expect(longest.status).toBe(200)
+    // An empty name addresses the collection, where PUT is not an operation.
+    const empty = await api.put(`${secretsOf(slug, project.name)}/`, { value: "v" }, { token: suite.admin.token })
+    expect(empty.status).toBe(405)
+    expect((await api.get(secretsOf(slug, project.name), { token: suite.admin.token })).body.items).toEqual([])
+    for (const name of [`_${"x".repeat(127)}`, "_"]) {
+      const reply = await api.put(
+        `${secretsOf(slug, project.name)}/${name}`,
+        { value: "v" },
+        { token: suite.admin.token }
+      )
+      expect(reply.status, name).toBe(200)
+    }
   })
 
   it("DB, ASSETS and any name starting SERVICE_ are 400 reserved_name, in any case", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
-    for (const name of ["DB", "ASSETS", "SERVICE_", "SERVICE_TOKEN", "db", "assets", "Service_Token"]) {
+    for (const name of [
+      "DB",
+      "ASSETS",
+      "SERVICE_",
+      "SERVICE_TOKEN",
+      "db",
+      "assets",
+      "Assets",
+      "Service_Token",
+      "service_token"
+    ]) {
       const reply = await api.put(
         `${secretsOf(slug, project.name)}/${name}`,
         { value: "v" },
