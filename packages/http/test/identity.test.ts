@@ -30,15 +30,40 @@ describe.each(backends)("spec 4.1 login and identity (%s)", (_name, stores) => {
     const second = await api.login(subject)
     expect(second.userId).toBe(first.userId)
     expect(second.token).not.toBe(first.token)
+    const me = await api.get("/v1/me", { token: second.token })
+    expect(me.body.orgs).toHaveLength(1)
+    expect(me.body.orgs[0].personal).toBe(true)
+  })
+
+  it("a personal org without a name is named after the subject; a taken derived slug gets a suffix", async () => {
+    const subject = unique("erin")
+    const bare = await api.login(subject)
+    const orgs = (await api.get("/v1/orgs", { token: bare.token })).body.items
+    expect(orgs.map((org: { slug: string; name: string }) => [org.slug, org.name])).toEqual([[subject, subject]])
+    const name = `Dave ${unique("d")}`
+    const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, "-")
+    const slugOf = async (token: string) => (await api.get("/v1/me", { token })).body.orgs[0].slug
+    const derived = [await api.login(unique("dave"), { name }), await api.login(unique("dave"), { name })]
+    expect(await slugOf(derived[0]!.token)).toBe(slug)
+    expect(await slugOf(derived[1]!.token)).toMatch(new RegExp(`^${slug}-[a-z0-9]{1,5}$`))
+  })
+
+  it("a later login updates the profile it brings and keeps the rest", async () => {
+    const subject = unique("frank")
+    await api.login(subject, { name: "Frank" })
+    const session = await api.login(subject, { email: "frank@example.test" })
+    const me = await api.get("/v1/me", { token: session.token })
+    expect(me.body.user).toMatchObject({ email: "frank@example.test", name: "Frank" })
   })
 
   it("first login creates a personal org where the caller is admin", async () => {
     const session = await api.login(unique("carol"), { name: "Carol Jones", email: "carol@example.test" })
     const me = await api.get("/v1/me", { token: session.token })
     expect(me.status).toBe(200)
-    expect(me.body.user).toMatchObject({
+    expect(me.body.user).toEqual({
       id: session.userId,
       provider: "dev",
+      subject: session.subject,
       email: "carol@example.test",
       name: "Carol Jones"
     })

@@ -290,7 +290,7 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
             orgId: org.id,
             kind,
             message: `notice ${i}`,
-            projectName: "web",
+            projectName: i === 0 ? null : "web",
             createdAt: new Date(Date.UTC(2026, 0, 1, 0, i)).toISOString(),
             mailId: null
           })
@@ -299,7 +299,18 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     )
     const reply = await api.get(`/v1/orgs/${slug}/notifications`, { token: viewer.token })
     expect(reply.status).toBe(200)
-    expect(reply.body.items.map((n: { kind: string }) => n.kind)).toEqual(["restore", "backup", "limit"])
+    expect(
+      reply.body.items.map((n: { id: string; kind: string; projectName: string | null; sentAt: string | null }) => [
+        n.id,
+        n.kind,
+        n.projectName,
+        n.sentAt
+      ])
+    ).toEqual([
+      [`ntf_${slug}_2`, "restore", "web", null],
+      [`ntf_${slug}_1`, "backup", "web", null],
+      [`ntf_${slug}_0`, "limit", null, null]
+    ])
     expect(reply.body.items[0]).toEqual({
       id: `ntf_${slug}_2`,
       kind: "restore",
@@ -309,7 +320,7 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
       sentAt: null
     })
     const limited = await api.get(`/v1/orgs/${slug}/notifications?limit=1`, { token: viewer.token })
-    expect(limited.body.items).toHaveLength(1)
+    expect(limited.body.items.map((n: { id: string }) => n.id)).toEqual([`ntf_${slug}_2`])
     const badLimit = await api.get(`/v1/orgs/${slug}/notifications?limit=abc`, { token: viewer.token })
     expect(badLimit.status).toBe(400)
   })
