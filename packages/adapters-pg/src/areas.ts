@@ -1,4 +1,5 @@
 import { AccessAreaPg } from "./access/AccessAreaPg.ts"
+import { BillingAreaPg } from "./billing/BillingAreaPg.ts"
 import { DeploymentsAreaPg } from "./deployments/DeploymentsAreaPg.ts"
 import { DomainsAreaPg } from "./domains/DomainsAreaPg.ts"
 import { EdgeAreaPg } from "./edge/EdgeAreaPg.ts"
@@ -26,5 +27,6 @@ export const areas = [
   HostnamesAreaPg,
   EdgeAreaPg,
   IdempotencyAreaPg,
-  DomainsAreaPg
+  DomainsAreaPg,
+  BillingAreaPg
 ] as const

@@ -1,4 +1,5 @@
 import { AccessArea } from "./access/AccessArea.ts"
+import { BillingArea } from "./billing/BillingArea.ts"
 import { DeploymentsArea } from "./deployments/DeploymentsArea.ts"
 import { DomainsArea } from "./domains/DomainsArea.ts"
 import { EdgeArea } from "./edge/EdgeArea.ts"
@@ -26,5 +27,6 @@ export const areas = [
   HostnamesArea,
   EdgeArea,
   IdempotencyArea,
-  DomainsArea
+  DomainsArea,
+  BillingArea
 ] as const

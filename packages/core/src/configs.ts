@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { BillingConfig, type BillingConfigShape } from "./billing/BillingConfig.ts"
 import { HostnamesConfig, type HostnamesConfigShape } from "./hostnames/HostnamesConfig.ts"
 import { IdentityConfig, type IdentityConfigShape } from "./identity/IdentityConfig.ts"
 import { Settings, type SettingsShape } from "./kernel/Settings.ts"
@@ -6,7 +7,7 @@ import { MailConfig, type MailConfigShape } from "./mail/MailConfig.ts"
 import { InvitesConfig, type InvitesConfigShape } from "./orgs/InvitesConfig.ts"
 
 /** Every area's config: the shared `Settings` and the one service per area that reads its own settings. */
-export type Configs = Settings | IdentityConfig | HostnamesConfig | MailConfig | InvitesConfig
+export type Configs = Settings | IdentityConfig | HostnamesConfig | MailConfig | InvitesConfig | BillingConfig
 
 /** Explicit values for `configLayer`, by area; anything left out takes its default. */
 export interface ConfigOverrides {
@@ -15,6 +16,7 @@ export interface ConfigOverrides {
   readonly hostnames?: Partial<HostnamesConfigShape>
   readonly mail?: Partial<MailConfigShape>
   readonly invites?: Partial<InvitesConfigShape>
+  readonly billing?: Partial<BillingConfigShape>
 }
 
 /** Every area's config from explicit values (tests, embedding hosts), each area's `make`. */
@@ -23,7 +25,8 @@ export const configLayer = (overrides: ConfigOverrides = {}): Layer.Layer<Config
     IdentityConfig.make(overrides.identity),
     HostnamesConfig.make(overrides.hostnames),
     MailConfig.make(overrides.mail),
-    InvitesConfig.make(overrides.invites)
+    InvitesConfig.make(overrides.invites),
+    BillingConfig.make(overrides.billing)
   ).pipe(Layer.provideMerge(Settings.make(overrides.settings)))
 
 /** Every area's config from the `SERVICE_*` environment, each area's `layerConfig`. */
@@ -32,5 +35,6 @@ export const configLayerFromEnv = (options: { readonly devAuthDefault: boolean }
     IdentityConfig.layerConfig(options),
     HostnamesConfig.layerConfig,
     MailConfig.layerConfig,
-    InvitesConfig.layerConfig
+    InvitesConfig.layerConfig,
+    BillingConfig.layerConfig
   ).pipe(Layer.provideMerge(Settings.layerConfig))

@@ -1,4 +1,5 @@
 import { AccessAreaHttp } from "./access/AccessAreaHttp.ts"
+import { BillingAreaHttp } from "./billing/BillingAreaHttp.ts"
 import { DeploymentsAreaHttp } from "./deployments/DeploymentsAreaHttp.ts"
 import { HostnamesAreaHttp } from "./hostnames/HostnamesAreaHttp.ts"
 import { IdentityAreaHttp } from "./identity/IdentityAreaHttp.ts"
@@ -14,5 +15,6 @@ export const areas = [
   DeploymentsAreaHttp,
   SecretsAreaHttp,
   AccessAreaHttp,
-  HostnamesAreaHttp
+  HostnamesAreaHttp,
+  BillingAreaHttp
 ] as const

@@ -6,6 +6,7 @@ import {
   IdentityProviderOAuth,
   MailTransportAuto,
   PasswordHasherScrypt,
+  PaymentGatewayPolar,
   SealerAesGcm,
   TokensNode
 } from "@hostplane/adapters-providers"
@@ -63,7 +64,9 @@ export const ServerLive = Layer.unwrap(
           PasswordHasherScrypt.layer,
           bundles,
           // Hashes the session token of every request with node:crypto instead of Web Crypto.
-          TokensNode.layer
+          TokensNode.layer,
+          // Polar from SERVICE_POLAR_* when a token is set; without one billing answers 501 billing_off.
+          PaymentGatewayPolar.layerConfig
         )
       )
     )

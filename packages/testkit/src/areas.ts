@@ -1,4 +1,5 @@
 import { AccessAreaMemory } from "./access/AccessAreaMemory.ts"
+import { BillingAreaMemory } from "./billing/BillingAreaMemory.ts"
 import { DeploymentsAreaMemory } from "./deployments/DeploymentsAreaMemory.ts"
 import { DomainsAreaMemory } from "./domains/DomainsAreaMemory.ts"
 import { EdgeAreaMemory } from "./edge/EdgeAreaMemory.ts"
@@ -26,5 +27,6 @@ export const areas = [
   HostnamesAreaMemory,
   EdgeAreaMemory,
   IdempotencyAreaMemory,
-  DomainsAreaMemory
+  DomainsAreaMemory,
+  BillingAreaMemory
 ] as const

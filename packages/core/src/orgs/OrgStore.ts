@@ -1,7 +1,7 @@
 import { Context, Effect, Option } from "effect"
 import type { SlugTaken } from "../errors/Errors.ts"
 import type { Role } from "../kernel/Role.ts"
-import type { InviteRow, Member, Notification, NotificationRow, OrgRow } from "./Org.ts"
+import type { InviteRow, Member, Notification, NotificationRow, OrgRow, Plan } from "./Org.ts"
 import type { InviteId, OrgId, UserId } from "../kernel/Ids.ts"
 
 export interface MembershipRow {
@@ -19,6 +19,8 @@ export class OrgStore extends Context.Service<
     readonly lock: (orgId: OrgId) => Effect.Effect<void>
     readonly insert: (org: OrgRow) => Effect.Effect<void, SlugTaken>
     readonly rename: (orgId: OrgId, name: string) => Effect.Effect<OrgRow>
+    /** Only the billing webhook calls it (spec part 3: the only place the plan changes). */
+    readonly setPlan: (orgId: OrgId, plan: Plan) => Effect.Effect<void>
     /** Removes the org with its memberships, invites and notifications. */
     readonly remove: (orgId: OrgId) => Effect.Effect<void>
     readonly findMembership: (orgId: OrgId, userId: UserId) => Effect.Effect<Option.Option<Role>>

@@ -2,6 +2,7 @@ import { afterAll, beforeAll } from "vitest"
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
 import {
   type Access,
+  type Billing,
   type ConfigOverrides,
   type Configs,
   configLayer,
@@ -43,6 +44,8 @@ export interface TestServerOptions {
   readonly passwordHasher?: Layer.Layer<Access.PasswordHasher>
   /** The routes and services to serve instead of `app`: `appWith(...)` with fixture areas. */
   readonly served?: Parameters<typeof makeNodeListener>[1]
+  /** The payment provider (`PaymentGatewayPolar` against a `FakePolar`); billing is off without one. */
+  readonly gateway?: () => Layer.Layer<Billing.PaymentGateway>
 }
 
 /** What `run` may use: the ports and every service the server built. */
@@ -81,7 +84,8 @@ export const startTestServer = async (
         configLayer({ ...settings, identity: { devAuth: true, ...settings.identity } }),
         dns,
         options.passwordHasher === undefined ? testCrypto : Layer.merge(testCrypto, options.passwordHasher),
-        bundles
+        bundles,
+        options.gateway === undefined ? Layer.empty : options.gateway()
       )
     ),
     Layer.provide(Logger.layer([]))

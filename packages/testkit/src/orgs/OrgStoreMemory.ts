@@ -111,6 +111,11 @@ export const make = (store: MemoryStore): Orgs.OrgStore["Service"] =>
         tables(orgRows).set(orgId, renamed)
         return renamed
       }),
+    setPlan: (orgId, plan) =>
+      write(store, (tables) => {
+        const org = tables(orgRows).get(orgId)
+        if (org !== undefined) tables(orgRows).set(orgId, { ...org, plan })
+      }),
     remove: (orgId) =>
       write(store, (tables) => {
         tables(orgRows).delete(orgId)

@@ -76,6 +76,17 @@ export const orgStoreSuite = <E>(name: string, store: Layer.Layer<OrgStoreSuiteS
       })
     )
 
+    it.effect("setPlan changes the plan only", () =>
+      Effect.gen(function* () {
+        const orgs = yield* Orgs.OrgStore
+        const org = yield* givenOrg()
+        yield* orgs.setPlan(org.id, "pro")
+        assert.deepStrictEqual(yield* orgs.findById(org.id), Option.some({ ...org, plan: "pro" as const }))
+        yield* orgs.setPlan(org.id, "free")
+        assert.deepStrictEqual(yield* orgs.findById(org.id), Option.some(org))
+      })
+    )
+
     it.effect("addMember adds the user with the role; findMembership answers it", () =>
       Effect.gen(function* () {
         const orgs = yield* Orgs.OrgStore

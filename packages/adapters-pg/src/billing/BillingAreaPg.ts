@@ -1,0 +1,11 @@
+import { Layer } from "effect"
+import { areaPg } from "../Area.ts"
+import createBillingAndCredit from "../migrations/0013_create_billing_and_credit.ts"
+import * as BillingStorePg from "./BillingStorePg.ts"
+import * as CreditStorePg from "./CreditStorePg.ts"
+
+export const BillingAreaPg = areaPg({
+  name: "billing",
+  stores: Layer.merge(BillingStorePg.layer, CreditStorePg.layer),
+  migrations: { "0013_create_billing_and_credit": createBillingAndCredit }
+})

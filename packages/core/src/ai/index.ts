@@ -1,0 +1,2 @@
+export * from "./Credit.ts"
+export * from "./CreditStore.ts"

@@ -1,0 +1,82 @@
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import type { OrgId } from "../kernel/Ids.ts"
+
+/** What the deployment's payment provider is set up for: checkouts of the Pro plan, of AI credit, a test environment. */
+export interface GatewayStatus {
+  /** A token and the Pro product: plan checkout, portal, session and cancel work. */
+  readonly plans: boolean
+  /** A token and the credit product: AI credit checkout works. */
+  readonly credit: boolean
+  readonly sandbox: boolean
+}
+
+/** A subscription as the provider reports it after a change. */
+export interface SubscriptionState {
+  readonly id: string
+  readonly status: string
+  readonly periodEnd: string | null
+  readonly cancelAtPeriodEnd: boolean
+}
+
+export interface CheckoutRequest {
+  readonly product: "pro" | "credit"
+  /** The org as the provider's customer (its external id). */
+  readonly customer: OrgId
+  readonly successUrl: string
+  readonly metadata: Readonly<Record<string, string>>
+  /** For a credit checkout: the price in cents. */
+  readonly amountCents?: number
+}
+
+export interface CustomerSession {
+  readonly token: string
+  readonly expiresAt: string
+  readonly portalUrl: string
+}
+
+/**
+ * The provider's failure: `off` (not configured for this), `unknown` (no such customer or subscription there),
+ * `unavailable` (it failed or did not answer).
+ */
+export class PaymentGatewayError extends Schema.TaggedError<PaymentGatewayError>()("PaymentGatewayError", {
+  reason: Schema.Literals(["off", "unknown", "unavailable"]),
+  message: Schema.String
+}) {}
+
+/** The payment provider (Polar in production): checkouts, customer sessions and subscription changes, never the plan itself. */
+export class PaymentGateway extends Context.Service<
+  PaymentGateway,
+  {
+    readonly status: GatewayStatus
+    readonly checkout: (request: CheckoutRequest) => Effect.Effect<{ readonly url: string }, PaymentGatewayError>
+    /** A customer session for the org's customer; `unknown` when the provider has no such customer. */
+    readonly customerSession: (
+      customer: OrgId,
+      returnUrl: string | undefined
+    ) => Effect.Effect<CustomerSession, PaymentGatewayError>
+    /** Schedules (true) or withdraws (false) the end of a subscription at its period end. */
+    readonly setCancelAtPeriodEnd: (
+      subscriptionId: string,
+      cancel: boolean
+    ) => Effect.Effect<SubscriptionState, PaymentGatewayError>
+  }
+>()("@hostplane/core/billing/PaymentGateway") {
+  /** No provider: every operation is `off`. */
+  static readonly off: PaymentGateway["Service"] = {
+    status: { plans: false, credit: false, sandbox: false },
+    checkout: () => Effect.fail(off),
+    customerSession: () => Effect.fail(off),
+    setCancelAtPeriodEnd: () => Effect.fail(off)
+  }
+
+  /** The host's gateway when it provides one, else `off`: billing is optional for an embedding host. */
+  static readonly layerDefault = Layer.effect(
+    PaymentGateway,
+    Effect.map(
+      Effect.serviceOption(PaymentGateway),
+      Option.getOrElse(() => PaymentGateway.off)
+    )
+  )
+}
+
+const off = new PaymentGatewayError({ reason: "off", message: "billing is not configured in this deployment" })

@@ -1,0 +1,7 @@
+export * from "./Billing.ts"
+export * from "./BillingArea.ts"
+export * from "./BillingConfig.ts"
+export * from "./Billings.ts"
+export * from "./BillingStore.ts"
+export * from "./PaymentGateway.ts"
+export * as StandardWebhooks from "./StandardWebhooks.ts"

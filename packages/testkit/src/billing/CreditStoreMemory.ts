@@ -1,0 +1,50 @@
+import { Ai } from "@hostplane/core"
+import { Effect, Layer } from "effect"
+import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memory/MemoryState.ts"
+
+/** Keyed by org id. */
+export const creditRows = memoryTable("ai.credit", () => new Map<string, Ai.CreditRow>())
+/** Every org's ledger rows in `ledger_id` order. */
+export const ledgerRows = memoryTable("ai.ledger", () => new Array<Ai.LedgerRow & { readonly orgId: string }>())
+
+/** `CreditStore` on the shared memory state: the ledger is an array in id order, the balance moves with each row. */
+export const make = (store: MemoryStore): Ai.CreditStore["Service"] =>
+  Ai.CreditStore.of({
+    find: (orgId) => read(store, (tables) => tables(creditRows).get(orgId) ?? Ai.zeroCredit(orgId)),
+    append: (entry) =>
+      write(store, (tables) => {
+        const credit = tables(creditRows).get(entry.orgId) ?? Ai.zeroCredit(entry.orgId)
+        const balanceMicroCents = credit.balanceMicroCents + entry.amountMicroCents
+        tables(ledgerRows).push({
+          orgId: entry.orgId,
+          ledger_id: tables(ledgerRows).length + 1,
+          kind: entry.kind,
+          amountMicroCents: entry.amountMicroCents,
+          projectName: entry.projectName,
+          model: entry.model,
+          createdAt: entry.at
+        })
+        tables(creditRows).set(entry.orgId, { ...credit, balanceMicroCents })
+        return balanceMicroCents
+      }),
+    setPaymentMethod: (orgId) =>
+      write(store, (tables) => {
+        tables(creditRows).set(orgId, {
+          ...(tables(creditRows).get(orgId) ?? Ai.zeroCredit(orgId)),
+          hasPaymentMethod: true
+        })
+      }),
+    ledger: (orgId, limit, before) =>
+      read(store, (tables) =>
+        tables(ledgerRows)
+          .filter((row) => row.orgId === orgId && (before === undefined || row.ledger_id < before))
+          .reverse()
+          .slice(0, limit)
+          .map(({ orgId: _, ...row }) => row)
+      )
+  })
+
+export const layer: Layer.Layer<Ai.CreditStore, never, MemoryState> = Layer.effect(
+  Ai.CreditStore,
+  Effect.map(MemoryState, make)
+)
