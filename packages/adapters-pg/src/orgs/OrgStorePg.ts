@@ -148,7 +148,8 @@ export const layer = Layer.effect(
       lock: (orgId) => sql`SELECT id FROM orgs WHERE id = ${orgId} FOR UPDATE`.pipe(Effect.asVoid, Effect.orDie),
       insert,
       rename: (orgId, name) => rename({ orgId, name }).pipe(Effect.orDie),
-      setPlan: (orgId, plan) => sql`UPDATE orgs SET plan = ${plan} WHERE id = ${orgId}`.pipe(Effect.asVoid, Effect.orDie),
+      setPlan: (orgId, plan) =>
+        sql`UPDATE orgs SET plan = ${plan} WHERE id = ${orgId}`.pipe(Effect.asVoid, Effect.orDie),
       remove: (orgId) => sql`DELETE FROM orgs WHERE id = ${orgId}`.pipe(Effect.asVoid, Effect.orDie),
       findMembership: (orgId, userId) =>
         findMembership({ orgId, userId }).pipe(
