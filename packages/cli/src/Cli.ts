@@ -5,7 +5,7 @@ import { deploy } from "./commands/Deploy.ts"
 import { login, logout, whoami } from "./commands/Login.ts"
 import { access, deployments, hostnames, link, orgs, projects, rollback, secrets } from "./commands/Resources.ts"
 import { report } from "./Output.ts"
-import { root } from "./Root.ts"
+import { httpClient, root } from "./Root.ts"
 import { CliEnv } from "./Settings.ts"
 
 export const version = "0.1.0"
@@ -37,5 +37,5 @@ export const run = (args: ReadonlyArray<string>): Effect.Effect<number> =>
     Effect.as(0),
     Effect.catch((error) => report(error, args.includes("--json"))),
     Effect.catchDefect((defect) => report(defect, args.includes("--json"))),
-    Effect.provide(Layer.mergeAll(CliEnv.layer, NodeServices.layer))
+    Effect.provide(Layer.mergeAll(CliEnv.layer, NodeServices.layer, httpClient))
   ) as Effect.Effect<number>

@@ -1,7 +1,8 @@
 import { type Client, make } from "@hostplane/client"
 import { Effect, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
-import { FetchHttpClient } from "effect/http"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import type { HttpClient } from "effect/http"
 import { CliFailure } from "./Output.ts"
 import { CliEnv, defaultUrl, findLink, readCredentials } from "./Settings.ts"
 
@@ -56,11 +57,17 @@ export interface Session {
   readonly api: Client
 }
 
+/**
+ * The CLI's HTTP client: `node:http`, whose request stream keeps a bundle upload's memory flat (the `fetch` client's
+ * resident memory grew with the bundle's size in `bench/deploy.ts`).
+ */
+export const httpClient = NodeHttpClient.layerNodeHttp
+
 /** A client without a token, for the calls that need none (dev login, `/v1/config`). */
-export const anonymous = (url: string) => make({ baseUrl: url }).pipe(Effect.provide(FetchHttpClient.layer))
+export const anonymous = (url: string) => make({ baseUrl: url })
 
 /** A client signed in to the resolved server; `not_logged_in` when there is no token for it. */
-export const session = (flags: RootFlags): Effect.Effect<Session, CliFailure, CliEnv> =>
+export const session = (flags: RootFlags): Effect.Effect<Session, CliFailure, CliEnv | HttpClient.HttpClient> =>
   Effect.gen(function* () {
     const url = yield* resolveUrl(flags)
     const token = yield* resolveToken(url)
@@ -70,7 +77,7 @@ export const session = (flags: RootFlags): Effect.Effect<Session, CliFailure, Cl
         message: `not signed in to ${url}: run \`hostplane login\` (or set HOSTPLANE_TOKEN)`
       })
     }
-    const api = yield* make({ baseUrl: url, token: token.value }).pipe(Effect.provide(FetchHttpClient.layer))
+    const api = yield* make({ baseUrl: url, token: token.value })
     return { url, token: token.value, api }
   })
 

@@ -1,7 +1,6 @@
 import { type Client, make } from "@hostplane/client"
 import { Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
-import { FetchHttpClient } from "effect/http"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Http from "node:http"
@@ -11,15 +10,12 @@ import { anonymous, resolveUrl, root, session } from "../Root.ts"
 import { CliEnv, readCredentials, removeCredentials, writeCredentials } from "../Settings.ts"
 import { readSecretInput } from "./Input.ts"
 
-const signedInClient = (url: string, token: string) =>
-  make({ baseUrl: url, token }).pipe(Effect.provide(FetchHttpClient.layer))
-
 /** Checks the token against `/v1/me` before anything is stored, then keeps it for this server. */
 const store = (url: string, token: string, expiresAt: string | null) =>
   Effect.gen(function* () {
     const { json } = yield* root
     const env = yield* CliEnv
-    const api: Client = yield* signedInClient(url, token)
+    const api: Client = yield* make({ baseUrl: url, token })
     const me = yield* api.identity.me()
     const file = yield* writeCredentials(env.configDir, { url, token, subject: me.user.subject, expiresAt })
     yield* show(json, { url, user: me.user, orgs: me.orgs.map((org) => org.slug) }, () => [
