@@ -4,7 +4,7 @@ import { Duration, Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { signIn, withCore } from "./support/CoreMemory.ts"
 
-/** What only a controlled clock shows; every other identity rule is tested through HTTP (http/test/identity.test.ts). */
+/** What only a controlled clock shows; every other identity rule is tested through HTTP (identity.test.ts). */
 describe("Identity (spec 4.1) on the memory store", () => {
   it.effect("a session authenticates until its 30 days run out, then it is 401 unauthorized", () =>
     withCore()(

@@ -1,4 +1,4 @@
-import { Access, Jobs, Kernel, Projects, services } from "@hostplane/core"
+import { Access, Jobs, Kernel, Orgs, Projects, services } from "@hostplane/core"
 import { Effect, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
@@ -31,6 +31,8 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
     const reply = await api.get(accessOf(slug, project.name), { token: viewer.token })
     expect(reply.status).toBe(200)
     expect(reply.body).toEqual({ mode: "public", hasPassword: false, hasBypass: false })
+    expect(await edge((access) => access.policyOf(project.id))).toEqual(Access.defaultAccessPolicy)
+    expect(await edge((access) => access.checkPassword(project.id, "whatever1"))).toBe(false)
   })
 
   it("PUT access: mode password with no password ever set is 400; with one 200; omitting it keeps it; audit access.set", async () => {
@@ -63,7 +65,12 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
     expect(JSON.stringify(stored)).not.toContain(password)
     expect(await everything([...replies, refused])).not.toContain(password)
     expect(await edge((access) => access.checkPassword(project.id, password))).toBe(true)
-    expect(await edge((access) => access.checkPassword(project.id, `${password}x`))).toBe(false)
+    for (const wrong of [`${password}x`, `${password} `, "short"]) {
+      expect(await edge((access) => access.checkPassword(project.id, wrong)), wrong).toBe(false)
+    }
+    // The password is kept, but only mode password asks for it.
+    await api.put(accessOf(slug, project.name), { mode: "org" }, { token: suite.admin.token })
+    expect(await edge((access) => access.checkPassword(project.id, password))).toBe(false)
   })
 
   it("PUT access: a new password replaces the old; a bad mode or a password outside 8..200 characters is 400", async () => {
@@ -117,10 +124,11 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
     )
     expect(stored.bypassHash).toBe(digest)
     const events = (await auditOf(suite.server, slug)).filter((event) => event.action.startsWith("access."))
-    expect(events.map((event) => [event.action, event.target])).toEqual([
-      ["access.bypass.new", project.id],
-      ["access.bypass.new", project.id]
+    expect(events.map((event) => [event.action, event.target, event.data])).toEqual([
+      ["access.bypass.new", project.id, {}],
+      ["access.bypass.new", project.id, {}]
     ])
+    expect(await edge((access) => access.checkBypass(project.id, ""))).toBe(false)
     const leaks = await everything([policy])
     expect(leaks).not.toContain(first.body.secret)
     expect(leaks).not.toContain(second.body.secret)
@@ -232,9 +240,39 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
     const code = url.searchParams.get("code") ?? ""
     expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/)
     const grant = await edge((access) => access.exchangeCode(project.hostname, code))
-    expect(Option.getOrThrow(grant)).toMatchObject({ userId: viewer.userId, projectId: project.id, role: "viewer" })
-    expect(Option.isNone(await edge((access) => access.exchangeCode(project.hostname, code)))).toBe(true)
+    const orgId = await suite.server.run(
+      Effect.map(
+        Effect.flatMap(Orgs.OrgStore, (store) => store.findBySlug(slug)),
+        (org) => Option.getOrThrow(org).id
+      )
+    )
+    expect(Option.getOrThrow(grant)).toEqual({ userId: viewer.userId, projectId: project.id, orgId, role: "viewer" })
+    for (const spent of [code, "made-up", ""]) {
+      expect(Option.isNone(await edge((access) => access.exchangeCode(project.hostname, spent))), spent).toBe(true)
+    }
     expect(JSON.stringify(logs)).not.toContain(code)
+    // The host is canonical whatever its case, with or without the root's trailing dot.
+    const dotted = await api.post(
+      "/v1/access/authorize",
+      { to: `${project.hostname.toUpperCase()}.`, next: "/" },
+      { token: viewer.token }
+    )
+    expect(dotted.status).toBe(200)
+    expect(new URL(dotted.body.url).host).toBe(project.hostname)
+  })
+
+  it("a code of a member who left the org before the exchange is refused", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const member = await withRole(slug, "member")
+    const reply = await api.post("/v1/access/authorize", { to: project.hostname, next: "/" }, { token: member.token })
+    expect(reply.status).toBe(200)
+    const code = new URL(reply.body.url).searchParams.get("code") ?? ""
+    const removed = await api.delete(`/v1/orgs/${slug}/members/${member.userId}`, undefined, {
+      token: suite.admin.token
+    })
+    expect(removed.status).toBe(204)
+    expect(Option.isNone(await edge((access) => access.exchangeCode(project.hostname, code)))).toBe(true)
   })
 
   it("authorize: an unknown host is 404; a next that is not a same-site path is 400; no org role is 403; no login 401", async () => {
