@@ -1,6 +1,7 @@
 import { AccessAreaHttp } from "./access/AccessAreaHttp.ts"
 import { BillingAreaHttp } from "./billing/BillingAreaHttp.ts"
 import { DeploymentsAreaHttp } from "./deployments/DeploymentsAreaHttp.ts"
+import { DomainsAreaHttp } from "./domains/DomainsAreaHttp.ts"
 import { HostnamesAreaHttp } from "./hostnames/HostnamesAreaHttp.ts"
 import { IdentityAreaHttp } from "./identity/IdentityAreaHttp.ts"
 import { OrgsAreaHttp } from "./orgs/OrgsAreaHttp.ts"
@@ -16,5 +17,6 @@ export const areas = [
   SecretsAreaHttp,
   AccessAreaHttp,
   HostnamesAreaHttp,
-  BillingAreaHttp
+  BillingAreaHttp,
+  DomainsAreaHttp
 ] as const
