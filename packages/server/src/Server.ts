@@ -7,6 +7,7 @@ import {
   MailTransportAuto,
   PasswordHasherScrypt,
   PaymentGatewayPolar,
+  RegistrarNameCom,
   SealerAesGcm,
   TokensNode
 } from "@hostplane/adapters-providers"
@@ -66,7 +67,9 @@ export const ServerLive = Layer.unwrap(
           // Hashes the session token of every request with node:crypto instead of Web Crypto.
           TokensNode.layer,
           // Polar from SERVICE_POLAR_* when a token is set; without one billing answers 501 billing_off.
-          PaymentGatewayPolar.layerConfig
+          PaymentGatewayPolar.layerConfig,
+          // Name.com from SERVICE_REGISTRAR_*; without them domain purchases answer 503 registrar_not_configured.
+          RegistrarNameCom.layerConfig
         )
       )
     )

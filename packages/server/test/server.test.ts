@@ -4,6 +4,7 @@ import * as Http from "node:http"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { type FakeNameCom, startFakeNameCom } from "@hostplane/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const root = join(import.meta.dirname, "../../..")
@@ -24,7 +25,9 @@ describe("the server binary on its embedded defaults", () => {
   let dataDir: string
   let output = ""
   let exited: Promise<number | null>
+  let registrar: FakeNameCom
   beforeAll(async () => {
+    registrar = await startFakeNameCom()
     dataDir = mkdtempSync(join(tmpdir(), "hostplane-server-"))
     const port = await freePort()
     edgePort = await freePort()
@@ -36,7 +39,11 @@ describe("the server binary on its embedded defaults", () => {
         SERVICE_DATA_DIR: dataDir,
         SERVICE_LISTEN: `127.0.0.1:${port}`,
         SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}`,
-        DATABASE_URL: ""
+        DATABASE_URL: "",
+        // The one provider set: domain checks go to a loopback fake of Name.com's API.
+        SERVICE_REGISTRAR_URL: registrar.url,
+        SERVICE_REGISTRAR_USERNAME: registrar.username,
+        SERVICE_REGISTRAR_TOKEN: registrar.token
       },
       stdio: ["ignore", "pipe", "pipe"]
     })
@@ -53,7 +60,8 @@ describe("the server binary on its embedded defaults", () => {
     }
     throw new Error(`server did not start:\n${output}`)
   }, 90_000)
-  afterAll(() => {
+  afterAll(async () => {
+    await registrar?.close()
     child.kill("SIGKILL")
     rmSync(dataDir, { recursive: true, force: true })
   })
@@ -152,6 +160,26 @@ describe("the server binary on its embedded defaults", () => {
     expect(statSync(join(dataDir, "seal.key")).mode & 0o777).toBe(0o600)
     await new Promise((resolve) => setTimeout(resolve, 200))
     expect(output).not.toContain(value)
+  })
+
+  it("asks the registrar of SERVICE_REGISTRAR_* (Name.com API v4, Basic auth) for domain checks", async () => {
+    const login = await fetch(`${base}/v1/auth/dev/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ subject: "domain-buyer" })
+    }).then((r) => r.json() as Promise<{ token: string }>)
+    const headers = { authorization: `Bearer ${login.token}`, "content-type": "application/json" }
+    const me = await fetch(`${base}/v1/me`, { headers }).then((r) => r.json() as Promise<{ orgs: Array<{ slug: string }> }>)
+    const check = await fetch(`${base}/v1/orgs/${me.orgs[0]!.slug}/domains/check`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ names: ["server-test.example"] })
+    })
+    expect(check.status).toBe(200)
+    expect(await check.json()).toEqual({
+      items: [{ name: "server-test.example", available: true, premium: false, priceCents: 1299, renewalCents: 1499 }]
+    })
+    expect(registrar.requests.at(-1)).toMatchObject({ path: "/v4/domains:checkAvailability", authorized: true })
   })
 
   it("on SIGTERM finishes the request in flight, then exits 0", async () => {
