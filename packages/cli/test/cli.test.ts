@@ -80,7 +80,7 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
   const api = client(() => server.url)
 
   beforeAll(async () => {
-    server = await startTestServer(Layer.fresh(layerMemory))
+    server = await startTestServer(Layer.fresh(layerMemory), { settings: { siteUrl: "http://{host}:8081/" } })
     configDir = tempDir("hostplane-cli-config-")
     env = { HOSTPLANE_URL: server.url, HOSTPLANE_CONFIG_DIR: configDir }
     subject = unique("cli")

@@ -30,11 +30,15 @@ export const configLayer = (overrides: ConfigOverrides = {}): Layer.Layer<Config
   ).pipe(Layer.provideMerge(Settings.make(overrides.settings)))
 
 /** Every area's config from the `SERVICE_*` environment, each area's `layerConfig`. */
-export const configLayerFromEnv = (options: { readonly devAuthDefault: boolean }) =>
+export const configLayerFromEnv = (options: {
+  readonly devAuthDefault: boolean
+  /** `SERVICE_SITE_URL` when unset (the standalone server: its own edge). */
+  readonly siteUrlDefault?: string | undefined
+}) =>
   Layer.mergeAll(
     IdentityConfig.layerConfig(options),
     HostnamesConfig.layerConfig,
     MailConfig.layerConfig,
     InvitesConfig.layerConfig,
     BillingConfig.layerConfig
-  ).pipe(Layer.provideMerge(Settings.layerConfig))
+  ).pipe(Layer.provideMerge(Settings.layerConfigWith({ siteUrlDefault: options.siteUrlDefault })))

@@ -29,7 +29,8 @@ describe("per-area config", () => {
         productName: "hostplane",
         publicUrl: "http://localhost:8080",
         appDomain: "apps.localhost",
-        serviceDomains: ["apps.localhost"]
+        serviceDomains: ["apps.localhost"],
+        siteUrl: "https://{host}/"
       })
       assert.deepStrictEqual(all.identity.oauthRedirects, ["http://localhost:8080"])
       assert.isTrue(all.identity.devAuth)
@@ -41,6 +42,23 @@ describe("per-area config", () => {
       assert.deepStrictEqual(all.mail, { mailDomain: "", mailFrom: "hostplane <no-reply@localhost>" })
       assert.strictEqual(Duration.toMillis(all.invites.inviteTtl), Duration.toMillis(Duration.days(7)))
     })
+  )
+
+  it.effect(
+    "SERVICE_SITE_URL names where a hostname is opened, else the standalone server's default for its edge",
+    () =>
+      Effect.gen(function* () {
+        const set = yield* fromEnv({ SERVICE_SITE_URL: "https://{host}:8443/" })
+        assert.strictEqual(set.settings.siteUrl, "https://{host}:8443/")
+        const defaulted = yield* read.pipe(
+          Effect.provide(
+            configLayerFromEnv({ devAuthDefault: false, siteUrlDefault: "http://{host}:8081/" }).pipe(
+              Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({})))
+            )
+          )
+        )
+        assert.strictEqual(defaulted.settings.siteUrl, "http://{host}:8081/")
+      })
   )
 
   it.effect("each area reads its own SERVICE_* settings; defaults follow the shared ones", () =>

@@ -113,7 +113,8 @@ describe.each(backends)("spec 4.1 login and identity (%s)", (_name, stores) => {
       productName: "hostplane",
       publicUrl: "http://localhost:8080",
       appDomain: "apps.localhost",
-      nameservers: ["ns1.hostplane.localhost", "ns2.hostplane.localhost"]
+      nameservers: ["ns1.hostplane.localhost", "ns2.hostplane.localhost"],
+      siteUrl: "https://{host}/"
     })
   })
 

@@ -40,7 +40,11 @@ export const ServerLive = Layer.unwrap(
       yield* Config.String("SERVICE_EDGE_LISTEN").pipe(Config.withDefault("127.0.0.1:8081"))
     )
     // Each area reads its own SERVICE_* settings.
-    const settings = configLayerFromEnv({ devAuthDefault: embedded })
+    // A project's hostname is served by this server's edge unless SERVICE_SITE_URL names the public address.
+    const settings = configLayerFromEnv({
+      devAuthDefault: embedded,
+      siteUrlDefault: `http://{host}:${edgeListen.port}/`
+    })
     const dataDir = yield* Config.String("SERVICE_DATA_DIR").pipe(Config.withDefault(".hostplane"))
     const embeddedPostgres = embedded ? Path.resolve(dataDir, "pg") : undefined
     const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig({ embeddedDirectory: embeddedPostgres })))

@@ -18,12 +18,8 @@ export const projectNameFrom = (raw: string): string =>
     .slice(0, 40)
     .replace(/-+$/g, "")
 
-/**
- * Where a hostname is served. The embedded defaults serve `*.localhost` names on the reference edge's port 8081
- * (`SERVICE_EDGE_LISTEN`); any other name is expected behind HTTPS on its own.
- */
-export const siteUrl = (hostname: string) =>
-  hostname === "localhost" || hostname.endsWith(".localhost") ? `http://${hostname}:8081/` : `https://${hostname}/`
+/** A hostname's address from the server's `siteUrl` (`/v1/config`), where `{host}` stands for the hostname. */
+export const siteUrl = (template: string, hostname: string) => template.split("{host}").join(hostname)
 
 /** The project a deploy goes to, created on the first deploy when it does not exist yet. */
 const ensureProject = (signedIn: Session, orgSlug: string, projectName: string) =>
@@ -88,7 +84,8 @@ export const deploy = Command.make(
       manifest: scan.manifest
     })
     const hostnames = yield* signedIn.api.hostnames.list({ params })
-    const urls = hostnames.items.filter((h) => h.status === "active").map((h) => siteUrl(h.name))
+    const config = yield* signedIn.api.identity.config()
+    const urls = hostnames.items.filter((h) => h.status === "active").map((h) => siteUrl(config.siteUrl, h.name))
     const failed = grants.filter((grant) => !grant.ok)
     yield* show(flags.json, { org: orgSlug, project: projectName, created, deployment, urls, grants }, () => [
       `deployed ${orgSlug}/${projectName} version ${deployment.version} (${deployment.id}, ${deployment.digest})`,

@@ -89,7 +89,8 @@ export class Identity extends Context.Service<
         productName: settings.productName,
         publicUrl: settings.publicUrl,
         appDomain: settings.appDomain,
-        nameservers: dnsNameservers
+        nameservers: dnsNameservers,
+        siteUrl: settings.siteUrl
       })
 
       const signIn = Effect.fn("Identity.signIn")(function* (identity: VerifiedIdentity) {

@@ -43,6 +43,8 @@ export const SiteConfig = Schema.Struct({
   productName: Schema.String,
   publicUrl: Schema.String,
   appDomain: Schema.String,
-  nameservers: Schema.Array(Schema.String)
+  nameservers: Schema.Array(Schema.String),
+  /** Where a browser opens a project's hostname, `{host}` standing for it (`https://{host}/`). */
+  siteUrl: Schema.String
 })
 export type SiteConfig = typeof SiteConfig.Type

@@ -11,6 +11,8 @@ export interface SettingsShape {
   readonly appDomain: string
   /** Always holds the app domain. */
   readonly serviceDomains: ReadonlyArray<string>
+  /** Where a browser opens a project's hostname: a URL in which `{host}` stands for the hostname. */
+  readonly siteUrl: string
 }
 
 /** Splits a comma list setting, dropping empty items. */
@@ -31,7 +33,8 @@ export const makeSettings = (overrides: Partial<SettingsShape> = {}): SettingsSh
     publicUrl: (overrides.publicUrl ?? "http://localhost:8080").replace(/\/+$/, ""),
     appDomain,
     // The app domain is always one of the service's own domains, whatever the setting lists.
-    serviceDomains: [...new Set([appDomain, ...(overrides.serviceDomains ?? [])])]
+    serviceDomains: [...new Set([appDomain, ...(overrides.serviceDomains ?? [])])],
+    siteUrl: overrides.siteUrl ?? "https://{host}/"
   }
 }
 
@@ -39,24 +42,33 @@ export const makeSettings = (overrides: Partial<SettingsShape> = {}): SettingsSh
 export class Settings extends Context.Service<Settings, SettingsShape>()("@hostplane/core/kernel/Settings") {
   static readonly make = (overrides: Partial<SettingsShape> = {}) => Layer.succeed(Settings, makeSettings(overrides))
 
-  /** `SERVICE_PRODUCT_NAME`, `SERVICE_PUBLIC_URL`, `SERVICE_APP_DOMAIN`, `SERVICE_DOMAINS`. */
-  static readonly layerConfig = Layer.effect(
-    Settings,
-    Effect.gen(function* () {
-      const env = yield* Config.all({
-        productName: optionalSetting("SERVICE_PRODUCT_NAME"),
-        publicUrl: optionalSetting("SERVICE_PUBLIC_URL"),
-        appDomain: optionalSetting("SERVICE_APP_DOMAIN"),
-        serviceDomains: optionalSetting("SERVICE_DOMAINS")
+  /**
+   * `SERVICE_PRODUCT_NAME`, `SERVICE_PUBLIC_URL`, `SERVICE_APP_DOMAIN`, `SERVICE_DOMAINS`, `SERVICE_SITE_URL` (else
+   * `siteUrlDefault`: the standalone server names its own edge).
+   */
+  static readonly layerConfigWith = (options: { readonly siteUrlDefault?: string | undefined } = {}) =>
+    Layer.effect(
+      Settings,
+      Effect.gen(function* () {
+        const env = yield* Config.all({
+          productName: optionalSetting("SERVICE_PRODUCT_NAME"),
+          publicUrl: optionalSetting("SERVICE_PUBLIC_URL"),
+          appDomain: optionalSetting("SERVICE_APP_DOMAIN"),
+          serviceDomains: optionalSetting("SERVICE_DOMAINS"),
+          siteUrl: optionalSetting("SERVICE_SITE_URL")
+        })
+        const overrides: { -readonly [K in keyof SettingsShape]?: SettingsShape[K] } = {}
+        if (env.productName._tag === "Some") overrides.productName = env.productName.value
+        if (env.publicUrl._tag === "Some") overrides.publicUrl = env.publicUrl.value
+        if (env.appDomain._tag === "Some") overrides.appDomain = env.appDomain.value.toLowerCase()
+        if (env.serviceDomains._tag === "Some") {
+          overrides.serviceDomains = settingList(env.serviceDomains.value.toLowerCase())
+        }
+        const siteUrl = env.siteUrl._tag === "Some" ? env.siteUrl.value : options.siteUrlDefault
+        if (siteUrl !== undefined) overrides.siteUrl = siteUrl
+        return makeSettings(overrides)
       })
-      const overrides: { -readonly [K in keyof SettingsShape]?: SettingsShape[K] } = {}
-      if (env.productName._tag === "Some") overrides.productName = env.productName.value
-      if (env.publicUrl._tag === "Some") overrides.publicUrl = env.publicUrl.value
-      if (env.appDomain._tag === "Some") overrides.appDomain = env.appDomain.value.toLowerCase()
-      if (env.serviceDomains._tag === "Some") {
-        overrides.serviceDomains = settingList(env.serviceDomains.value.toLowerCase())
-      }
-      return makeSettings(overrides)
-    })
-  )
+    )
+
+  static readonly layerConfig = Settings.layerConfigWith()
 }
