@@ -169,7 +169,9 @@ describe("the server binary on its embedded defaults", () => {
       body: JSON.stringify({ subject: "domain-buyer" })
     }).then((r) => r.json() as Promise<{ token: string }>)
     const headers = { authorization: `Bearer ${login.token}`, "content-type": "application/json" }
-    const me = await fetch(`${base}/v1/me`, { headers }).then((r) => r.json() as Promise<{ orgs: Array<{ slug: string }> }>)
+    const me = await fetch(`${base}/v1/me`, { headers }).then(
+      (r) => r.json() as Promise<{ orgs: Array<{ slug: string }> }>
+    )
     const check = await fetch(`${base}/v1/orgs/${me.orgs[0]!.slug}/domains/check`, {
       method: "POST",
       headers,
