@@ -379,6 +379,15 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
       expect(help.stdout).toContain("stdin")
     })
 
+    it("domains list answers the org's domains (none yet); an unknown domain is not_found", async () => {
+      const list = await inFolder(["domains", "list", "--json"])
+      expect(list.code, list.stderr).toBe(0)
+      expect(JSON.parse(list.stdout)).toEqual({ items: [] })
+      const missing = await inFolder(["domains", "show", "nowhere.example"])
+      expect(missing.code).toBe(1)
+      expect(missing.stderr).toMatch(/^error not_found: /)
+    })
+
     it("access set password reads the password from stdin; access show --json parses", async () => {
       const set = await inFolder(["access", "set", "password", "--password"], "correct horse battery\n")
       expect(set.code, set.stderr).toBe(0)
