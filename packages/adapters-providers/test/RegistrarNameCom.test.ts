@@ -1,6 +1,6 @@
 import { RegistrarNameCom } from "@hostplane/adapters-providers"
 import { Domains } from "@hostplane/core"
-import { type FakeNameCom, startFakeNameCom } from "@hostplane/testkit"
+import { type FakeNameCom, registrarSuite, startFakeNameCom } from "@hostplane/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit, Option, Redacted } from "effect"
 import { FetchHttpClient } from "effect/http"
@@ -46,6 +46,11 @@ const create = (name: string, overrides: Partial<Domains.RegistrarCreate> = {}):
 
 const reasonOf = <A>(exit: Exit.Exit<A, Domains.RegistrarFailure>) =>
   Exit.isFailure(exit) ? Option.getOrThrow(Exit.findErrorOption(exit)).reason : "succeeded"
+
+registrarSuite(
+  "RegistrarNameCom over loopback HTTP",
+  Effect.map(setup(), ({ fake, registrar }) => ({ registrar, account: fake.account }))
+)
 
 describe("RegistrarNameCom against the loopback Name.com fake", () => {
   it.effect("every call carries HTTP Basic username:token; a wrong token is a registrar error", () =>
