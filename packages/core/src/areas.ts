@@ -1,4 +1,5 @@
 import { AccessArea } from "./access/AccessArea.ts"
+import { AddonsArea } from "./addons/AddonsArea.ts"
 import { BillingArea } from "./billing/BillingArea.ts"
 import { DeploymentsArea } from "./deployments/DeploymentsArea.ts"
 import { DomainsArea } from "./domains/DomainsArea.ts"
@@ -28,5 +29,6 @@ export const areas = [
   EdgeArea,
   IdempotencyArea,
   DomainsArea,
-  BillingArea
+  BillingArea,
+  AddonsArea
 ] as const

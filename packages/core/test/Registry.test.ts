@@ -116,7 +116,14 @@ describe("area registry", () => {
           name,
           stores: [],
           services: Layer.empty,
-          addon: Effect.succeed({ name: "storage" as const, granted: () => Effect.succeed(false) })
+          addon: Effect.succeed({
+            name: "storage" as const,
+            granted: () => Effect.succeed(false),
+            connected: Effect.succeed(true),
+            status: () => Effect.succeed(null),
+            grant: () => Effect.succeed({ answer: null, changed: false }),
+            revoke: () => Effect.succeed(false)
+          })
         })
       const exit = yield* Effect.exit(
         Effect.provide(Addons.AddonRegistry, servicesWith([addon("one"), addon("two")]).pipe(Layer.provideMerge(ports)))

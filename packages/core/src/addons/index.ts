@@ -1,1 +1,3 @@
 export * from "./Addon.ts"
+export * from "./Addons.ts"
+export * from "./AddonsArea.ts"

@@ -70,7 +70,7 @@ export class Projects extends Context.Service<
       const tokens = yield* Tokens
       const settings = yield* Settings
       const registry = yield* AddonRegistry
-      const addonsOf = (projectId: string) => addonFlags(registry, projectId)
+      const addonsOf = (projectId: ProjectId) => addonFlags(registry, projectId)
       const deployments = yield* DeploymentStore
       const users = yield* UserStore
 
