@@ -2,6 +2,7 @@ import { AccessAreaPg } from "./access/AccessAreaPg.ts"
 import { BillingAreaPg } from "./billing/BillingAreaPg.ts"
 import { DeploymentsAreaPg } from "./deployments/DeploymentsAreaPg.ts"
 import { DomainsAreaPg } from "./domains/DomainsAreaPg.ts"
+import { DnsAreaPg } from "./dns/DnsAreaPg.ts"
 import { EdgeAreaPg } from "./edge/EdgeAreaPg.ts"
 import { IdempotencyAreaPg } from "./idempotency/IdempotencyAreaPg.ts"
 import { HostnamesAreaPg } from "./hostnames/HostnamesAreaPg.ts"
@@ -25,6 +26,7 @@ export const areas = [
   SecretsAreaPg,
   AccessAreaPg,
   HostnamesAreaPg,
+  DnsAreaPg,
   EdgeAreaPg,
   IdempotencyAreaPg,
   DomainsAreaPg,

@@ -5,6 +5,7 @@ import * as AuditLogPg from "./kernel/AuditLogPg.ts"
 import * as TransactorPg from "./kernel/TransactorPg.ts"
 import * as MailOutboxPg from "./mail/MailOutboxPg.ts"
 import * as DeploymentStorePg from "./deployments/DeploymentStorePg.ts"
+import * as ZoneStorePg from "./dns/ZoneStorePg.ts"
 import * as EdgeSessionStorePg from "./edge/EdgeSessionStorePg.ts"
 import * as HostnameStorePg from "./hostnames/HostnameStorePg.ts"
 import * as IdempotencyStorePg from "./idempotency/IdempotencyStorePg.ts"
@@ -32,7 +33,8 @@ export {
   ProjectStorePg,
   SecretStorePg,
   TransactorPg,
-  UserStorePg
+  UserStorePg,
+  ZoneStorePg
 }
 
 /** Every store port of core on one `SqlClient` built by `PgDatabase` (it relies on that client's name transforms). */

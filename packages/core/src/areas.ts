@@ -3,6 +3,7 @@ import { AddonsArea } from "./addons/AddonsArea.ts"
 import { BillingArea } from "./billing/BillingArea.ts"
 import { DeploymentsArea } from "./deployments/DeploymentsArea.ts"
 import { DomainsArea } from "./domains/DomainsArea.ts"
+import { DnsArea } from "./dns/DnsArea.ts"
 import { EdgeArea } from "./edge/EdgeArea.ts"
 import { IdempotencyArea } from "./idempotency/IdempotencyArea.ts"
 import { HostnamesArea } from "./hostnames/HostnamesArea.ts"
@@ -26,6 +27,7 @@ export const areas = [
   SecretsArea,
   AccessArea,
   HostnamesArea,
+  DnsArea,
   EdgeArea,
   IdempotencyArea,
   DomainsArea,

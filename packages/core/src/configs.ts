@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { BillingConfig, type BillingConfigShape } from "./billing/BillingConfig.ts"
+import { DnsConfig, type DnsConfigShape } from "./dns/DnsConfig.ts"
 import { HostnamesConfig, type HostnamesConfigShape } from "./hostnames/HostnamesConfig.ts"
 import { IdentityConfig, type IdentityConfigShape } from "./identity/IdentityConfig.ts"
 import { Settings, type SettingsShape } from "./kernel/Settings.ts"
@@ -7,7 +8,8 @@ import { MailConfig, type MailConfigShape } from "./mail/MailConfig.ts"
 import { InvitesConfig, type InvitesConfigShape } from "./orgs/InvitesConfig.ts"
 
 /** Every area's config: the shared `Settings` and the one service per area that reads its own settings. */
-export type Configs = Settings | IdentityConfig | HostnamesConfig | MailConfig | InvitesConfig | BillingConfig
+export type Configs =
+  Settings | IdentityConfig | HostnamesConfig | MailConfig | InvitesConfig | BillingConfig | DnsConfig
 
 /** Explicit values for `configLayer`, by area; anything left out takes its default. */
 export interface ConfigOverrides {
@@ -17,6 +19,7 @@ export interface ConfigOverrides {
   readonly mail?: Partial<MailConfigShape>
   readonly invites?: Partial<InvitesConfigShape>
   readonly billing?: Partial<BillingConfigShape>
+  readonly dns?: Partial<DnsConfigShape>
 }
 
 /** Every area's config from explicit values (tests, embedding hosts), each area's `make`. */
@@ -26,7 +29,8 @@ export const configLayer = (overrides: ConfigOverrides = {}): Layer.Layer<Config
     HostnamesConfig.make(overrides.hostnames),
     MailConfig.make(overrides.mail),
     InvitesConfig.make(overrides.invites),
-    BillingConfig.make(overrides.billing)
+    BillingConfig.make(overrides.billing),
+    DnsConfig.make(overrides.dns)
   ).pipe(Layer.provideMerge(Settings.make(overrides.settings)))
 
 /** Every area's config from the `SERVICE_*` environment, each area's `layerConfig`. */
@@ -40,5 +44,6 @@ export const configLayerFromEnv = (options: {
     HostnamesConfig.layerConfig,
     MailConfig.layerConfig,
     InvitesConfig.layerConfig,
-    BillingConfig.layerConfig
+    BillingConfig.layerConfig,
+    DnsConfig.layerConfig
   ).pipe(Layer.provideMerge(Settings.layerConfigWith({ siteUrlDefault: options.siteUrlDefault })))

@@ -96,7 +96,7 @@ describe("area registry", () => {
       // Core's own holdings first (in area order), then the extra areas' in theirs.
       assert.deepStrictEqual(
         holdings.map((counter) => counter.kind),
-        ["projects", "domains", "alpha", "beta", "gamma"]
+        ["projects", "zones", "domains", "alpha", "beta", "gamma"]
       )
       assert.strictEqual(teardown.length, 3)
       assert.deepStrictEqual(kinds(jobs).slice(-3), ["alpha_job", "beta_job", "gamma_job"])

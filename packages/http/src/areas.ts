@@ -1,6 +1,7 @@
 import { AccessAreaHttp } from "./access/AccessAreaHttp.ts"
 import { BillingAreaHttp } from "./billing/BillingAreaHttp.ts"
 import { DeploymentsAreaHttp } from "./deployments/DeploymentsAreaHttp.ts"
+import { DnsAreaHttp } from "./dns/DnsAreaHttp.ts"
 import { DomainsAreaHttp } from "./domains/DomainsAreaHttp.ts"
 import { HostnamesAreaHttp } from "./hostnames/HostnamesAreaHttp.ts"
 import { IdentityAreaHttp } from "./identity/IdentityAreaHttp.ts"
@@ -18,5 +19,6 @@ export const areas = [
   AccessAreaHttp,
   HostnamesAreaHttp,
   BillingAreaHttp,
+  DnsAreaHttp,
   DomainsAreaHttp
 ] as const

@@ -2,6 +2,7 @@ import { AccessAreaMemory } from "./access/AccessAreaMemory.ts"
 import { BillingAreaMemory } from "./billing/BillingAreaMemory.ts"
 import { DeploymentsAreaMemory } from "./deployments/DeploymentsAreaMemory.ts"
 import { DomainsAreaMemory } from "./domains/DomainsAreaMemory.ts"
+import { DnsAreaMemory } from "./dns/DnsAreaMemory.ts"
 import { EdgeAreaMemory } from "./edge/EdgeAreaMemory.ts"
 import { IdempotencyAreaMemory } from "./idempotency/IdempotencyAreaMemory.ts"
 import { HostnamesAreaMemory } from "./hostnames/HostnamesAreaMemory.ts"
@@ -25,6 +26,7 @@ export const areas = [
   SecretsAreaMemory,
   AccessAreaMemory,
   HostnamesAreaMemory,
+  DnsAreaMemory,
   EdgeAreaMemory,
   IdempotencyAreaMemory,
   DomainsAreaMemory,

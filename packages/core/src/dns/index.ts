@@ -1,0 +1,7 @@
+export * from "./DnsArea.ts"
+export * from "./DnsConfig.ts"
+export * from "./Records.ts"
+export * from "./Zone.ts"
+export * from "./ZoneKeys.ts"
+export * from "./Zones.ts"
+export * from "./ZoneStore.ts"
