@@ -16,14 +16,22 @@ export const withProgress = <A, E, R>(
 ): Effect.Effect<A, E, R> => {
   const started = performance.now()
   let lastQuarter = 0
+  // The rate counts the time until the last byte left, not the server's checks after it.
+  let seenBytes = 0
+  let lastSent = started
   const fraction = () => (totalFileBytes === 0 ? 1 : Math.min(1, counter.fileBytesRead / totalFileBytes))
-  const rate = () => counter.sentBytes / Math.max(0.001, (performance.now() - started) / 1000)
+  const rate = () => counter.sentBytes / Math.max(0.001, (lastSent - started) / 1000)
   const draw = Effect.sync(() => {
+    if (counter.sentBytes !== seenBytes) {
+      seenBytes = counter.sentBytes
+      lastSent = performance.now()
+    }
     if (terminal) {
       const width = 24
       const filled = Math.round(fraction() * width)
+      const waiting = fraction() === 1 && performance.now() - lastSent > 500 ? ", the server is checking it" : ""
       process.stderr.write(
-        `\r\u001b[2K[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${Math.floor(fraction() * 100)}%  ${mib(counter.sentBytes)} sent  ${mib(rate())}/s`
+        `\r\u001b[2K[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${Math.floor(fraction() * 100)}%  ${mib(counter.sentBytes)} sent  ${mib(rate())}/s${waiting}`
       )
       return
     }
@@ -35,6 +43,7 @@ export const withProgress = <A, E, R>(
   })
   const finish = Effect.sync(() => {
     const seconds = (performance.now() - started) / 1000
+    if (counter.sentBytes !== seenBytes) lastSent = performance.now()
     if (terminal) process.stderr.write("\r\u001b[2K")
     process.stderr.write(`uploaded ${mib(counter.sentBytes)} in ${seconds.toFixed(1)} s (${mib(rate())}/s)\n`)
   })
