@@ -112,3 +112,11 @@ export const resolveProject = (flags: RootFlags, from = ".") =>
     }
     return { orgSlug: org.value, projectName: project.value }
   })
+
+/** The signed-in client and the project the flags or `.hostplane.json` name. */
+export const projectSession = Effect.gen(function* () {
+  const flags = yield* root
+  const signedIn = yield* session(flags)
+  const params = yield* resolveProject(flags)
+  return { flags, ...signedIn, params }
+})

@@ -1,17 +1,9 @@
 import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { CliFailure, note, show, table } from "../Output.ts"
-import { resolveOrg, resolveProject, root, session } from "../Root.ts"
+import { projectSession, resolveOrg, resolveProject, root, session } from "../Root.ts"
 import { writeLink } from "../Settings.ts"
 import { readSecretInput } from "./Input.ts"
-
-/** The signed-in client and the project the flags or `.hostplane.json` name. */
-const projectSession = Effect.gen(function* () {
-  const flags = yield* root
-  const signedIn = yield* session(flags)
-  const params = yield* resolveProject(flags)
-  return { flags, ...signedIn, params }
-})
 
 // orgs --------------------------------------------------------------------------------------------------------
 
