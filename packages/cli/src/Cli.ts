@@ -2,6 +2,7 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Layer } from "effect"
 import { Command } from "effect/cli"
 import { deploy } from "./commands/Deploy.ts"
+import { dns } from "./commands/Dns.ts"
 import { domains } from "./commands/Domains.ts"
 import { login, logout, whoami } from "./commands/Login.ts"
 import { access, deployments, hostnames, link, orgs, projects, rollback, secrets } from "./commands/Resources.ts"
@@ -12,8 +13,8 @@ import { CliEnv } from "./Settings.ts"
 export const version = "0.1.0"
 
 /**
- * The commands under `hostplane`, one entry per area. An area that lands on the server (database, repos, DNS) adds
- * its command group here, built on `root` (shared flags), `session` and `resolveProject` from `Root.ts`.
+ * The commands under `hostplane`, one entry per area. An area that lands on the server (database, repos) adds its
+ * command group here, built on `root` (shared flags), `session` and `resolveProject` from `Root.ts`.
  */
 export const commands = [
   login,
@@ -28,7 +29,8 @@ export const commands = [
   secrets,
   hostnames,
   access,
-  domains
+  domains,
+  dns
 ] as const
 
 export const cli = root.pipe(Command.withSubcommands(commands))

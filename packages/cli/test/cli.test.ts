@@ -388,6 +388,24 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
       expect(missing.stderr).toMatch(/^error not_found: /)
     })
 
+    it("dns: create a zone, set and unset an rrset, show it as JSON", async () => {
+      const zone = `${unique("zone")}.example`
+      const created = await inFolder(["dns", "create", zone])
+      expect(created.code, created.stderr).toBe(0)
+      const set = await inFolder(["dns", "set", zone, "www", "A", "192.0.2.1", "192.0.2.2", "--ttl", "600"])
+      expect(set.code, set.stderr).toBe(0)
+      const shown = await inFolder(["dns", "show", zone, "--json"])
+      const detail = JSON.parse(shown.stdout)
+      expect(detail.rrsets).toContainEqual(
+        expect.objectContaining({ name: "www", type: "A", ttl: 600, records: ["192.0.2.1", "192.0.2.2"] })
+      )
+      const unset = await inFolder(["dns", "unset", zone, "www", "A"])
+      expect(unset.code, unset.stderr).toBe(0)
+      const managed = await inFolder(["dns", "unset", zone, "@", "SOA"])
+      expect(managed.code).toBe(1)
+      expect(managed.stderr).toMatch(/^error managed_rrset: /)
+    })
+
     it("access set password reads the password from stdin; access show --json parses", async () => {
       const set = await inFolder(["access", "set", "password", "--password"], "correct horse battery\n")
       expect(set.code, set.stderr).toBe(0)
