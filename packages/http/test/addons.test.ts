@@ -94,7 +94,7 @@ const fixtures = (state: ReturnType<typeof fixtureState>) => {
     handle: (handlers) => handlers.handle("usage", () => Effect.succeed({ usedBytes: 42 })),
     routes: ["GET /v1/orgs/{orgSlug}/projects/{projectName}/storage/usage"]
   })
-  const databaseHttp = addonAreaHttp(database)
+  const databaseHttp = addonAreaHttp(database, { secret: true })
   const taken = new Set(["storage", "database"])
   const core = services([...coreAreas.filter((a) => !taken.has(a.name)), storageArea, databaseArea])
   const http = [
@@ -304,8 +304,8 @@ describe.each(backends)("add-on scaffold (%s)", (_name, stores) => {
     expect(await addonActions(slug)).toEqual([])
   })
 
-  it("an add-on without audit actions or DELETE (the database's shape): a grant raises the revision, no audit row", async () => {
-    const { slug, name } = await fresh()
+  it("an add-on without audit actions or DELETE (the database's shape): a grant raises the revision, no audit row; a secret answer is no-store", async () => {
+    const { slug, name, id } = await fresh()
     const token = suite.admin.token
     expect((await api.get(path(slug, name, "database"), { token })).body).toEqual({ db: false })
     expect(await moved(() => api.post(path(slug, name, "database"), undefined, { token }))).toEqual({
@@ -313,8 +313,16 @@ describe.each(backends)("add-on scaffold (%s)", (_name, stores) => {
       body: { database: "app" },
       raised: 1
     })
-    expect(await moved(() => api.post(path(slug, name, "database"), undefined, { token }))).toMatchObject({
-      raised: 0
+    const stamp = await stampOf(id)
+    const again = await api.post(path(slug, name, "database"), undefined, { token })
+    expect({
+      status: again.status,
+      cacheControl: again.headers.get("cache-control"),
+      stamp: await stampOf(id)
+    }).toEqual({
+      status: 200,
+      cacheControl: "no-store",
+      stamp
     })
     expect((await api.get(`/v1/orgs/${slug}/projects/${name}`, { token })).body.addons.database).toBe(true)
     expect(await addonActions(slug)).toEqual([])
@@ -330,10 +338,10 @@ describe.each(backends)("add-on scaffold (%s)", (_name, stores) => {
     const operations = doc.body.paths["/v1/orgs/{orgSlug}/projects/{projectName}/storage"]
     expect(Object.keys(operations).sort()).toEqual(["delete", "get", "post"])
     expect(operations.post.summary).toBe("Grant the storage add-on")
+    expect(operations.post.responses["200"].headers?.["cache-control"]).toBeUndefined()
     expect(Object.keys(operations.post.responses)).toEqual(expect.arrayContaining(["200", "403", "404", "409", "503"]))
-    expect(Object.keys(doc.body.paths["/v1/orgs/{orgSlug}/projects/{projectName}/database"]).sort()).toEqual([
-      "get",
-      "post"
-    ])
+    const databaseOperations = doc.body.paths["/v1/orgs/{orgSlug}/projects/{projectName}/database"]
+    expect(Object.keys(databaseOperations).sort()).toEqual(["get", "post"])
+    expect(databaseOperations.post.responses["200"].headers["cache-control"].schema.enum).toEqual(["no-store"])
   })
 })

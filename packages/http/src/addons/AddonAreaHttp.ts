@@ -5,6 +5,7 @@ import { type AreaHttp, areaApi, areaHttp } from "../Area.ts"
 import { Authentication } from "../auth/Authentication.ts"
 import { apiError, apiErrors } from "../errors/ApiError.ts"
 import { ProjectRef } from "../projects/ProjectRef.ts"
+import { noStore, secretSuccess } from "../server/NoStore.ts"
 
 const describe = (...lines: ReadonlyArray<string>) => OpenApi.annotations({ description: lines.join(" ") })
 
@@ -19,7 +20,10 @@ interface ProjectParams {
 export type AddonPath<Name extends string> = `/orgs/:orgSlug/projects/:projectName/${Name}`
 
 /** The status, grant and revoke endpoints of `definition`, documented with the shared rules. */
-export const addonEndpoints = <D extends Addons.AnyAddonDefinition>(definition: D) => {
+export const addonEndpoints = <D extends Addons.AnyAddonDefinition>(
+  definition: D,
+  options: { readonly secret?: boolean } = {}
+) => {
   const name = definition.name as D["name"]
   const path = `/orgs/:orgSlug/projects/:projectName/${name}` as AddonPath<D["name"]>
   const refusals = definition.refusals.map((refusal) => apiError(refusal)) as unknown as ReadonlyArray<
@@ -38,7 +42,8 @@ export const addonEndpoints = <D extends Addons.AnyAddonDefinition>(definition: 
     .annotateMerge(describe("Viewer or higher. 503 `no_core` when the add-on's backend is not connected."))
   const grant = HttpApiEndpoint.post("grant", path, {
     params: ProjectRef,
-    success: definition.granted as D["granted"],
+    // A grant answer that carries a secret is `no-store`; its body is the same schema.
+    success: (options.secret === true ? secretSuccess(definition.granted) : definition.granted) as D["granted"],
     error: [...apiErrors(Errors.NotFound, Errors.Forbidden, Errors.NoCore, Errors.OpInFlight), ...refusals]
   })
     .annotate(OpenApi.Summary, `Grant the ${name} add-on`)
@@ -86,6 +91,8 @@ export type ExtraHandlers<Extra extends HttpApiEndpoint.Constraint> = HttpApiBui
 >
 
 export interface AddonAreaOptions<Extra extends HttpApiEndpoint.Constraint, R, E, RX> {
+  /** The grant's answer carries a secret (the database's password): `Cache-Control: no-store`. */
+  readonly secret?: boolean
   /** The docs' description of the group. */
   readonly description?: string
   /** More endpoints of the add-on (the database's tokens, exports, operations...), in the same group. */
@@ -118,7 +125,7 @@ export const addonAreaHttp = <
   E,
   Addons.Addons | Exclude<R | RX, Scope.Scope>
 > => {
-  const { status, grant, revoke } = addonEndpoints(definition)
+  const { status, grant, revoke } = addonEndpoints(definition, { secret: options.secret ?? false })
   const own = definition.revocable ? [status, grant, revoke] : [status, grant]
   const group = HttpApiGroup.make(definition.name)
     .add(...(own as [typeof status]), ...((options.endpoints ?? []) as unknown as ReadonlyArray<typeof status>))
@@ -140,7 +147,9 @@ export const addonAreaHttp = <
           Effect.flatMap(actor, (a) => addons.status(definition, a, params.orgSlug, params.projectName))
         )
         .handle("grant", ({ params }: { params: ProjectParams }) =>
-          Effect.flatMap(actor, (a) => addons.grant(definition, a, params.orgSlug, params.projectName))
+          Effect.flatMap(actor, (a) => addons.grant(definition, a, params.orgSlug, params.projectName)).pipe(
+            Effect.map((answer) => (options.secret === true ? noStore(answer) : answer))
+          )
         )
       if (definition.revocable) {
         handlers.handle("revoke", ({ params }: { params: ProjectParams }) =>
