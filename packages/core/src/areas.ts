@@ -1,5 +1,6 @@
 import { AccessArea } from "./access/AccessArea.ts"
 import { AddonsArea } from "./addons/AddonsArea.ts"
+import { AiArea } from "./ai/AiArea.ts"
 import { BillingArea } from "./billing/BillingArea.ts"
 import { DeploymentsArea } from "./deployments/DeploymentsArea.ts"
 import { DomainsArea } from "./domains/DomainsArea.ts"
@@ -32,5 +33,6 @@ export const areas = [
   IdempotencyArea,
   DomainsArea,
   BillingArea,
-  AddonsArea
+  AddonsArea,
+  AiArea
 ] as const

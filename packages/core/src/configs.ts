@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { AiConfig, type AiConfigShape } from "./ai/AiConfig.ts"
 import { BillingConfig, type BillingConfigShape } from "./billing/BillingConfig.ts"
 import { DnsConfig, type DnsConfigShape } from "./dns/DnsConfig.ts"
 import { HostnamesConfig, type HostnamesConfigShape } from "./hostnames/HostnamesConfig.ts"
@@ -9,7 +10,7 @@ import { InvitesConfig, type InvitesConfigShape } from "./orgs/InvitesConfig.ts"
 
 /** Every area's config: the shared `Settings` and the one service per area that reads its own settings. */
 export type Configs =
-  Settings | IdentityConfig | HostnamesConfig | MailConfig | InvitesConfig | BillingConfig | DnsConfig
+  Settings | IdentityConfig | HostnamesConfig | MailConfig | InvitesConfig | BillingConfig | DnsConfig | AiConfig
 
 /** Explicit values for `configLayer`, by area; anything left out takes its default. */
 export interface ConfigOverrides {
@@ -20,6 +21,7 @@ export interface ConfigOverrides {
   readonly invites?: Partial<InvitesConfigShape>
   readonly billing?: Partial<BillingConfigShape>
   readonly dns?: Partial<DnsConfigShape>
+  readonly ai?: Partial<AiConfigShape>
 }
 
 /** Every area's config from explicit values (tests, embedding hosts), each area's `make`. */
@@ -30,7 +32,8 @@ export const configLayer = (overrides: ConfigOverrides = {}): Layer.Layer<Config
     MailConfig.make(overrides.mail),
     InvitesConfig.make(overrides.invites),
     BillingConfig.make(overrides.billing),
-    DnsConfig.make(overrides.dns)
+    DnsConfig.make(overrides.dns),
+    AiConfig.make(overrides.ai)
   ).pipe(Layer.provideMerge(Settings.make(overrides.settings)))
 
 /** Every area's config from the `SERVICE_*` environment, each area's `layerConfig`. */
@@ -45,5 +48,6 @@ export const configLayerFromEnv = (options: {
     MailConfig.layerConfig,
     InvitesConfig.layerConfig,
     BillingConfig.layerConfig,
-    DnsConfig.layerConfig
+    DnsConfig.layerConfig,
+    AiConfig.layerConfig
   ).pipe(Layer.provideMerge(Settings.layerConfigWith({ siteUrlDefault: options.siteUrlDefault })))

@@ -1,4 +1,5 @@
 import { AccessAreaHttp } from "./access/AccessAreaHttp.ts"
+import { AiAreaHttp } from "./ai/AiAreaHttp.ts"
 import { BillingAreaHttp } from "./billing/BillingAreaHttp.ts"
 import { DeploymentsAreaHttp } from "./deployments/DeploymentsAreaHttp.ts"
 import { DnsAreaHttp } from "./dns/DnsAreaHttp.ts"
@@ -20,5 +21,6 @@ export const areas = [
   HostnamesAreaHttp,
   BillingAreaHttp,
   DnsAreaHttp,
-  DomainsAreaHttp
+  DomainsAreaHttp,
+  AiAreaHttp
 ] as const

@@ -1,55 +1,10 @@
-import { PaymentGatewayPolar } from "@hostplane/adapters-providers"
-import { Ai, Billing, Kernel, Orgs } from "@hostplane/core"
-import { type FakePolar, startFakePolar } from "@hostplane/testkit"
-import { Effect, Option, Redacted } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Billing, Kernel } from "@hostplane/core"
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
-import { auditOf, logCapture, type Suite, type TestServer, useSuite } from "./support/TestServer.ts"
-
-const publicUrl = "https://console.example.test/app"
-const returnTo = `${publicUrl}/billing/done`
-const proProduct = "prod_pro_test"
-const creditProduct = "prod_credit_test"
-
-/** A loopback Polar started before the suite's server, and the settings pointing the server at it. */
-const withPolar = (options: { readonly sandbox?: boolean; readonly secret?: boolean } = {}) => {
-  const holder = {} as { polar: FakePolar }
-  const webhookSecret = `whsec_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`
-  beforeAll(async () => {
-    holder.polar = await startFakePolar({ webhookSecret })
-  })
-  afterAll(() => holder.polar?.close())
-  const settings = {
-    settings: { publicUrl },
-    billing: options.secret === false ? {} : { webhookSecret: Option.some(Redacted.make(webhookSecret)) }
-  }
-  const gateway = () =>
-    PaymentGatewayPolar.layer({
-      url: options.sandbox === true ? `${holder.polar.url}/sandbox` : holder.polar.url,
-      token: Redacted.make(holder.polar.token),
-      proProduct,
-      creditProduct,
-      timeout: "2 seconds"
-    })
-  return { holder, settings, gateway }
-}
-
-const orgIdOf = (server: TestServer, slug: string) =>
-  server.run(
-    Effect.gen(function* () {
-      const org = yield* (yield* Orgs.OrgStore).findBySlug(slug)
-      return Option.getOrThrow(org).id
-    })
-  )
-
-const creditOf = (server: TestServer, orgId: Kernel.OrgId) =>
-  server.run(
-    Effect.gen(function* () {
-      const store = yield* Ai.CreditStore
-      return { credit: yield* store.find(orgId), ledger: yield* store.ledger(orgId, 200, undefined) }
-    })
-  )
+import { creditOf, orgIdOf, publicUrl, returnTo, withPolar, proProduct } from "./support/polar.ts"
+import { auditOf, logCapture, type Suite, useSuite } from "./support/TestServer.ts"
 
 describe.each(backends)("spec 4.15 billing (%s)", (_name, stores) => {
   const { holder, settings, gateway } = withPolar()

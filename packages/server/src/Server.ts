@@ -1,4 +1,4 @@
-import { NodeHttpServer } from "@effect/platform-node"
+import { NodeFileSystem, NodeHttpServer } from "@effect/platform-node"
 import * as Pg from "@hostplane/adapters-pg"
 import {
   ArtifactStoreDisk,
@@ -41,10 +41,11 @@ export const ServerLive = Layer.unwrap(
     )
     // Each area reads its own SERVICE_* settings.
     // A project's hostname is served by this server's edge unless SERVICE_SITE_URL names the public address.
+    // SERVICE_AI_CATALOG is a file: the settings read it through Node's file system.
     const settings = configLayerFromEnv({
       devAuthDefault: embedded,
       siteUrlDefault: `http://{host}:${edgeListen.port}/`
-    })
+    }).pipe(Layer.provide(NodeFileSystem.layer))
     const dataDir = yield* Config.String("SERVICE_DATA_DIR").pipe(Config.withDefault(".hostplane"))
     const embeddedPostgres = embedded ? Path.resolve(dataDir, "pg") : undefined
     const stores = Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layerConfig({ embeddedDirectory: embeddedPostgres })))

@@ -16,7 +16,9 @@ const CreditRowSchema = Schema.Struct({
   hasPaymentMethod: Schema.Boolean,
   autotopupEnabled: Schema.Boolean,
   autotopupAmountMicroCents: NullableAmount,
-  autotopupThresholdMicroCents: NullableAmount
+  autotopupThresholdMicroCents: NullableAmount,
+  autotopupDay: Schema.NullOr(Schema.String),
+  autotopupsOnDay: Schema.Number
 })
 
 const LedgerRowSchema = Schema.Struct({
@@ -39,7 +41,8 @@ export const layer = Layer.effect(
       Result: CreditRowSchema,
       execute: (orgId) =>
         sql`SELECT org_id, balance_micro_cents::text, has_payment_method, autotopup_enabled,
-              autotopup_amount_micro_cents::text, autotopup_threshold_micro_cents::text
+              autotopup_amount_micro_cents::text, autotopup_threshold_micro_cents::text,
+              to_char(autotopup_day, 'YYYY-MM-DD') AS autotopup_day, autotopups_on_day
             FROM ai_credit WHERE org_id = ${orgId}`
     })
 
@@ -67,7 +70,9 @@ export const layer = Layer.effect(
                   enabled: row.autotopupEnabled,
                   amountMicroCents: row.autotopupAmountMicroCents,
                   thresholdMicroCents: row.autotopupThresholdMicroCents
-                }
+                },
+                autoTopupDay: row.autotopupDay,
+                autoTopupsOnDay: row.autotopupsOnDay
               })
             })
           ),
@@ -93,6 +98,31 @@ export const layer = Layer.effect(
         sql`INSERT INTO ai_credit (org_id, has_payment_method, updated_at) VALUES (${orgId}, true, ${at}::timestamptz)
             ON CONFLICT (org_id) DO UPDATE SET has_payment_method = true, updated_at = EXCLUDED.updated_at`.pipe(
           Effect.asVoid,
+          Effect.orDie
+        ),
+      setAutoTopup: (orgId, autoTopup, at) =>
+        sql`INSERT INTO ai_credit (org_id, autotopup_enabled, autotopup_amount_micro_cents,
+              autotopup_threshold_micro_cents, updated_at)
+            VALUES (${orgId}, ${autoTopup.enabled}, ${autoTopup.amountMicroCents}::bigint,
+              ${autoTopup.thresholdMicroCents}::bigint, ${at}::timestamptz)
+            ON CONFLICT (org_id) DO UPDATE SET
+              autotopup_enabled = EXCLUDED.autotopup_enabled,
+              autotopup_amount_micro_cents = EXCLUDED.autotopup_amount_micro_cents,
+              autotopup_threshold_micro_cents = EXCLUDED.autotopup_threshold_micro_cents,
+              updated_at = EXCLUDED.updated_at`.pipe(Effect.asVoid, Effect.orDie),
+      // One conditional upsert: the row lock serialises concurrent claims, so the day's count never passes `perDay`.
+      claimAutoTopup: (orgId, day, perDay, at) =>
+        sql`INSERT INTO ai_credit (org_id, autotopup_day, autotopups_on_day, updated_at)
+            VALUES (${orgId}, ${day}::date, 1, ${at}::timestamptz)
+            ON CONFLICT (org_id) DO UPDATE SET
+              autotopups_on_day = CASE WHEN ai_credit.autotopup_day = EXCLUDED.autotopup_day
+                THEN ai_credit.autotopups_on_day + 1 ELSE 1 END,
+              autotopup_day = EXCLUDED.autotopup_day,
+              updated_at = EXCLUDED.updated_at
+            WHERE ai_credit.autotopup_day IS DISTINCT FROM EXCLUDED.autotopup_day
+              OR ai_credit.autotopups_on_day < ${perDay}
+            RETURNING org_id`.pipe(
+          Effect.map((rows) => rows.length > 0),
           Effect.orDie
         ),
       ledger: (orgId, limit, before) =>

@@ -34,6 +34,9 @@ export interface CreditRow {
   readonly balanceMicroCents: number
   readonly hasPaymentMethod: boolean
   readonly autoTopup: AutoTopup
+  /** The UTC day (`YYYY-MM-DD`) `autoTopupsOnDay` counts; null before the first auto top-up. */
+  readonly autoTopupDay: string | null
+  readonly autoTopupsOnDay: number
 }
 
 /** A ledger entry to append; the store adds its id and moves the balance by `amountMicroCents` in the same step. */
@@ -51,5 +54,32 @@ export const zeroCredit = (orgId: OrgId): CreditRow => ({
   orgId,
   balanceMicroCents: 0,
   hasPaymentMethod: false,
-  autoTopup: { enabled: false, amountMicroCents: null, thresholdMicroCents: null }
+  autoTopup: { enabled: false, amountMicroCents: null, thresholdMicroCents: null },
+  autoTopupDay: null,
+  autoTopupsOnDay: 0
+})
+
+/** Auto top-ups started on `day` (a UTC `YYYY-MM-DD`). */
+export const autoTopupsOn = (credit: CreditRow, day: string): number =>
+  credit.autoTopupDay === day ? credit.autoTopupsOnDay : 0
+
+export const AICredit = Schema.Struct({
+  balanceMicroCents: Schema.Number,
+  hasPaymentMethod: Schema.Boolean,
+  autoTopup: AutoTopup,
+  autoTopupsToday: Schema.Number,
+  autoTopupPerDay: Schema.Number
+})
+export type AICredit = typeof AICredit.Type
+
+export const LedgerPage = Schema.Struct({ items: Schema.Array(LedgerRow), nextCursor: Schema.NullOr(Schema.Number) })
+export type LedgerPage = typeof LedgerPage.Type
+
+const Tier = Schema.Number.annotate({ description: `One of ${creditTiers.join(", ")} micro-cents.` })
+
+export const CreditCheckoutInput = Schema.Struct({ microCents: Tier, returnTo: Schema.String })
+export const AutoTopupInput = Schema.Struct({
+  enabled: Schema.Boolean,
+  amountMicroCents: Schema.optionalKey(Tier),
+  thresholdMicroCents: Schema.optionalKey(Schema.Number)
 })

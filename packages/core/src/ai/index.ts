@@ -1,2 +1,7 @@
 export * from "./Credit.ts"
 export * from "./CreditStore.ts"
+export * from "./AiArea.ts"
+export * from "./AiConfig.ts"
+export * from "./AiModel.ts"
+export * from "./Credits.ts"
+export * from "./AiCatalog.ts"

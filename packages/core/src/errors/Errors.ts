@@ -330,6 +330,31 @@ export class GitUnreachable extends Schema.TaggedError<GitUnreachable>()("GitUnr
   static readonly code = "git_unreachable" satisfies ErrorCode
 }
 
+/** `unknown_model`: a model outside the AI catalog (decisions.md part 6). */
+export class UnknownModel extends Schema.TaggedError<UnknownModel>()("UnknownModel", fields) {
+  static readonly code = "unknown_model" satisfies ErrorCode
+}
+
+/** `insufficient_balance`: the org's AI balance is at or below 0. */
+export class InsufficientBalance extends Schema.TaggedError<InsufficientBalance>()("InsufficientBalance", fields) {
+  static readonly code = "insufficient_balance" satisfies ErrorCode
+}
+
+/** `daily_limit`: the plan's AI daily spend is reached. */
+export class DailyLimit extends Schema.TaggedError<DailyLimit>()("DailyLimit", fields) {
+  static readonly code = "daily_limit" satisfies ErrorCode
+}
+
+/** `rate_limited`: the plan's AI requests per minute are reached. */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", fields) {
+  static readonly code = "rate_limited" satisfies ErrorCode
+}
+
+/** `ai_unavailable`: no AI upstream credentials in this deployment. */
+export class AiUnavailable extends Schema.TaggedError<AiUnavailable>()("AiUnavailable", fields) {
+  static readonly code = "ai_unavailable" satisfies ErrorCode
+}
+
 /** Every error class of the code table, for the HTTP envelope and the table test. */
 export const all = [
   BadRequest,
@@ -395,7 +420,12 @@ export const all = [
   NoHomeNode,
   NoNodeAdmin,
   GitUnavailable,
-  GitUnreachable
+  GitUnreachable,
+  UnknownModel,
+  InsufficientBalance,
+  DailyLimit,
+  RateLimited,
+  AiUnavailable
 ] as const
 
 export type ApiFailure = InstanceType<(typeof all)[number]>

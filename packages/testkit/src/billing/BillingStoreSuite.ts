@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Ai, Billing, Kernel, Orgs } from "@hostplane/core"
 import { Effect, Exit, type Layer, Option, Schema } from "effect"
-import { at, makeOrg, minute, randomSuffix } from "../contract/Fixtures.ts"
+import { at, day, makeOrg, minute, randomSuffix } from "../contract/Fixtures.ts"
 
 /** What the billing contracts need: rows belong to orgs, and claims and ledger rows join transactions. */
 export type BillingStoreSuiteServices = Billing.BillingStore | Ai.CreditStore | Orgs.OrgStore | Kernel.Transactor
@@ -155,5 +155,28 @@ export const billingStoreSuite = <E>(name: string, store: Layer.Layer<BillingSto
         assert.isTrue(row.hasPaymentMethod)
         assert.strictEqual(row.balanceMicroCents, 7)
       })
+    )
+
+    it.effect(
+      "setAutoTopup stores the settings; claimAutoTopup counts per day up to perDay, a new day starts again",
+      () =>
+        Effect.gen(function* () {
+          const credit = yield* Ai.CreditStore
+          const org = yield* givenOrg
+          const settings = { enabled: true, amountMicroCents: 500_000_000, thresholdMicroCents: 100_000_000 }
+          yield* credit.setAutoTopup(org.id, settings, at(0))
+          assert.deepStrictEqual((yield* credit.find(org.id)).autoTopup, settings)
+          const claims = yield* Effect.all(
+            Array.from({ length: 6 }, () => credit.claimAutoTopup(org.id, "2031-01-01", 3, at(0))),
+            { concurrency: "unbounded" }
+          )
+          assert.strictEqual(claims.filter((won) => won).length, 3)
+          assert.strictEqual(Ai.autoTopupsOn(yield* credit.find(org.id), "2031-01-01"), 3)
+          assert.isTrue(yield* credit.claimAutoTopup(org.id, "2031-01-02", 3, at(day)))
+          const next = yield* credit.find(org.id)
+          assert.strictEqual(Ai.autoTopupsOn(next, "2031-01-02"), 1)
+          assert.strictEqual(Ai.autoTopupsOn(next, "2031-01-01"), 0)
+          assert.deepStrictEqual(next.autoTopup, settings)
+        })
     )
   })

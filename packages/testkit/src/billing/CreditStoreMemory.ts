@@ -34,6 +34,18 @@ export const make = (store: MemoryStore): Ai.CreditStore["Service"] =>
           hasPaymentMethod: true
         })
       }),
+    setAutoTopup: (orgId, autoTopup) =>
+      write(store, (tables) => {
+        tables(creditRows).set(orgId, { ...(tables(creditRows).get(orgId) ?? Ai.zeroCredit(orgId)), autoTopup })
+      }),
+    claimAutoTopup: (orgId, day, perDay) =>
+      write(store, (tables) => {
+        const credit = tables(creditRows).get(orgId) ?? Ai.zeroCredit(orgId)
+        const count = Ai.autoTopupsOn(credit, day)
+        if (count >= perDay) return false
+        tables(creditRows).set(orgId, { ...credit, autoTopupDay: day, autoTopupsOnDay: count + 1 })
+        return true
+      }),
     ledger: (orgId, limit, before) =>
       read(store, (tables) =>
         tables(ledgerRows)
