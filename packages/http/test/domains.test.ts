@@ -35,21 +35,16 @@ const useRegistrar = () => {
   return state
 }
 
+/** The Name.com client pointed at a suite's fake. */
+const registrarOf = (state: { fake: FakeNameCom }) =>
+  RegistrarNameCom.layer({ url: state.fake.url, username: state.fake.username, token: Redacted.make(state.fake.token) })
+
 describe.each(backends)("spec 4.13 domains (%s)", (_name, stores) => {
   const registrar = useRegistrar()
   const zones = DomainZonesMemory.make()
   const { lines: logs, layer: captureLogs } = logCapture()
   const suite = useSuite(
-    () =>
-      Layer.mergeAll(
-        stores(),
-        RegistrarNameCom.layer({
-          url: registrar.fake.url,
-          username: registrar.fake.username,
-          token: Redacted.make(registrar.fake.token)
-        }),
-        zones.layer
-      ),
+    () => Layer.mergeAll(stores(), registrarOf(registrar), zones.layer),
     { hostnames: { dnsNameservers: nameservers } },
     captureLogs
   )
@@ -520,19 +515,39 @@ describe.each(backends)("spec 4.13 domains (%s)", (_name, stores) => {
   })
 })
 
+describe.each(backends)("spec 4.13 domains on the DNS area's zones (%s)", (_name, stores) => {
+  const registrar = useRegistrar()
+  const suite = useSuite(() => Layer.mergeAll(stores(), registrarOf(registrar)), {
+    hostnames: { dnsNameservers: nameservers }
+  })
+  const as = () => ({ token: suite.admin.token })
+
+  it("a purchase and an import create the org's zone, served with our name servers; a zone of another org is domain_taken", async () => {
+    const slug = await suite.newOrg()
+    const [bought, imported] = [domainName(), domainName()]
+    const purchase = await suite.api.post(`/v1/orgs/${slug}/domains`, { name: bought, contact }, as())
+    expect([purchase.status, purchase.body.status]).toEqual([201, "active"])
+    expect((await suite.api.post(`/v1/orgs/${slug}/domains/import`, { name: imported }, as())).status).toBe(201)
+    for (const name of [bought, imported]) {
+      const zone = await suite.api.get(`/v1/orgs/${slug}/dns/zones/${name}`, as())
+      expect(zone.status).toBe(200)
+      const ns = zone.body.rrsets.find(
+        (rrset: { name: string; type: string }) => rrset.name === "@" && rrset.type === "NS"
+      )
+      expect(ns.records).toEqual(nameservers.map((host) => `${host}.`))
+    }
+    const other = await suite.newOrg()
+    const taken = domainName()
+    expect((await suite.api.post(`/v1/orgs/${other}/dns/zones`, { name: taken }, as())).status).toBe(200)
+    const refused = await suite.api.post(`/v1/orgs/${slug}/domains/import`, { name: taken }, as())
+    expect([refused.status, refused.body.code]).toEqual([409, "domain_taken"])
+  })
+})
+
 describe.each(backends)("spec 4.13 domains without a registrar or DNS (%s)", (_name, stores) => {
   const noRegistrar = useSuite(stores)
   const registrar = useRegistrar()
-  const noDns = useSuite(() =>
-    Layer.mergeAll(
-      stores(),
-      RegistrarNameCom.layer({
-        url: registrar.fake.url,
-        username: registrar.fake.username,
-        token: Redacted.make(registrar.fake.token)
-      })
-    )
-  )
+  const noDns = useSuite(() => Layer.mergeAll(stores(), registrarOf(registrar)), { dns: { listen: "off" } })
   const post = async (suite: Suite, path: string, body: unknown) => {
     const slug = await suite.newOrg()
     const reply = await suite.api.post(`/v1/orgs/${slug}/domains${path}`, body, { token: suite.admin.token })

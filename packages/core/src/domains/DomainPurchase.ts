@@ -1,5 +1,5 @@
 import { Effect, Option, Schema } from "effect"
-import { DnsNotConfigured, RegistrarNotConfigured, SagaIncomplete } from "../errors/Errors.ts"
+import { type DnsNotConfigured, RegistrarNotConfigured, SagaIncomplete } from "../errors/Errors.ts"
 import { HostnamesConfig } from "../hostnames/HostnamesConfig.ts"
 import { define, handler, JobFailure, type JobHandler, stop, type Stop } from "../jobs/Job.ts"
 import { OrgId, UserId } from "../kernel/Ids.ts"
@@ -8,6 +8,7 @@ import { Sealer } from "../secrets/Sealer.ts"
 import { type Contact, contactContext, type DomainRow, registrarPhone } from "./Domain.ts"
 import { DomainStore } from "./DomainStore.ts"
 import { DomainZones } from "./DomainZones.ts"
+import type { Zones } from "../dns/Zones.ts"
 import { type RegistrarContact, type RegistrarDomain, Registrar, RegistrarFailure } from "./Registrar.ts"
 
 /**
@@ -86,7 +87,7 @@ export const purchaseSteps = Effect.gen(function* () {
   const mutation = yield* Mutation
   const config = yield* HostnamesConfig
   const registrarOption = yield* Effect.serviceOption(Registrar)
-  const zonesOption = yield* Effect.serviceOption(DomainZones)
+  const zones = yield* DomainZones.resolve
 
   const current = (payload: DomainPurchasePayload) =>
     Effect.map(store.find(payload.name), (row) =>
@@ -144,8 +145,8 @@ export const purchaseSteps = Effect.gen(function* () {
   const zone = Effect.fnUntraced(function* (payload: DomainPurchasePayload) {
     const found = yield* current(payload)
     if (Option.isNone(found)) return stop
-    if (Option.isNone(zonesOption)) return yield* new DnsNotConfigured({ message: "DNS is off in this deployment" })
-    yield* zonesOption.value.ensure({ orgId: payload.orgId, name: payload.name, actorId: payload.actorId }).pipe(
+    yield* zones.enabled
+    yield* zones.ensure({ orgId: payload.orgId, name: payload.name, actorId: payload.actorId }).pipe(
       Effect.catchTag("ZoneTaken", (error) =>
         // The domain is bought and points at our name servers; the zone conflict is for the two orgs to settle.
         Effect.logWarning("the purchased domain's zone belongs to another org", {
@@ -203,5 +204,5 @@ export const purchaseHandler = (
 export const domainPurchaseHandler: Effect.Effect<
   JobHandler,
   never,
-  DomainStore | Sealer | Mutation | HostnamesConfig
+  DomainStore | Sealer | Mutation | HostnamesConfig | Zones
 > = Effect.map(purchaseSteps, ({ run }) => purchaseHandler(run))

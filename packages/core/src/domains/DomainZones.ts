@@ -1,19 +1,48 @@
-import { Context, type Effect } from "effect"
-import type { ZoneTaken } from "../errors/Errors.ts"
+import { Context, Effect, Layer, Option } from "effect"
+import { DnsNotConfigured, type ZoneTaken } from "../errors/Errors.ts"
+import { Zones } from "../dns/Zones.ts"
 import type { OrgId, UserId } from "../kernel/Ids.ts"
+import { Mutation, unaudited } from "../kernel/Mutation.ts"
+
+export interface DomainZonesShape {
+  /** 503 `dns_not_configured` when the deployment's DNS is off. */
+  readonly enabled: Effect.Effect<void, DnsNotConfigured>
+  /** Creates the zone for `name` in the org unless the org has it; `ZoneTaken` when another org's zone covers it. */
+  readonly ensure: (input: {
+    readonly orgId: OrgId
+    readonly name: string
+    readonly actorId: UserId
+  }) => Effect.Effect<void, ZoneTaken | DnsNotConfigured>
+}
 
 /**
- * The DNS zones a domain needs (spec 4.13): a purchase and an import create the org's zone for the name. The DNS area
- * provides it; without it (DNS off) purchases and imports answer 503 `dns_not_configured`.
+ * The DNS zones a domain needs (spec 4.13): a purchase and an import create the org's zone for the name. By default
+ * the DNS area's `Zones` (under the org lock, no audit row of its own); a host or a test may provide its own.
  */
-export class DomainZones extends Context.Service<
-  DomainZones,
-  {
-    /** Creates the zone for `name` in the org unless the org has it; `ZoneTaken` when another org's zone covers it. */
-    readonly ensure: (input: {
-      readonly orgId: OrgId
-      readonly name: string
-      readonly actorId: UserId
-    }) => Effect.Effect<void, ZoneTaken>
-  }
->()("@hostplane/core/domains/DomainZones") {}
+export class DomainZones extends Context.Service<DomainZones, DomainZonesShape>()(
+  "@hostplane/core/domains/DomainZones"
+) {
+  /** The port as provided, else the DNS area's zones. */
+  static readonly resolve: Effect.Effect<DomainZonesShape, never, Zones | Mutation> = Effect.gen(function* () {
+    const provided = yield* Effect.serviceOption(DomainZones)
+    if (Option.isSome(provided)) return provided.value
+    const zones = yield* Zones
+    const mutation = yield* Mutation
+    return {
+      enabled: zones.requireEnabled,
+      ensure: ({ orgId, name, actorId }) =>
+        mutation.lockedOrg({ userId: actorId, provider: "", subject: "", email: null, name: null }, orgId, (at) =>
+          zones.ensureZone(orgId, name, at).pipe(
+            Effect.catchTag("BadRequest", (error) => Effect.die(error)),
+            Effect.as(unaudited(undefined))
+          )
+        )
+    }
+  })
+
+  /** No DNS: purchases and imports answer 503 `dns_not_configured`. */
+  static readonly layerNone: Layer.Layer<DomainZones> = Layer.succeed(DomainZones, {
+    enabled: Effect.fail(new DnsNotConfigured({ message: "DNS is off in this deployment" })),
+    ensure: () => Effect.fail(new DnsNotConfigured({ message: "DNS is off in this deployment" }))
+  })
+}

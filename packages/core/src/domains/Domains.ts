@@ -167,7 +167,7 @@ export class Domains extends Context.Service<
       const settings = yield* Settings
       const hostnames = yield* HostnamesConfig
       const registrarOption = yield* Effect.serviceOption(Registrar)
-      const zonesOption = yield* Effect.serviceOption(DomainZones)
+      const zonePort = yield* DomainZones.resolve
       const steps = yield* purchaseSteps
 
       const nameSettings = {
@@ -184,9 +184,6 @@ export class Domains extends Context.Service<
               message: "domain registration is off: SERVICE_REGISTRAR_URL, _USERNAME and _TOKEN are not set"
             })
         )
-      )
-      const zones = Effect.fromOption(zonesOption).pipe(
-        Effect.mapError(() => new DnsNotConfigured({ message: "DNS is off in this deployment" }))
       )
       const call = <A>(effect: Effect.Effect<A, RegistrarFailure>) => Effect.mapError(effect, registrarError)
 
@@ -301,7 +298,7 @@ export class Domains extends Context.Service<
         const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
         const name = yield* domainName(input.name)
         const client = yield* registrar
-        yield* zones
+        yield* zonePort.enabled
         const existing = yield* store.find(name)
         const freeToBuy = (row: DomainRow) =>
           row.status === "transferred_out" || (row.orgId === grant.org.id && row.status === "imported")
@@ -361,7 +358,7 @@ export class Domains extends Context.Service<
       const importDomain = Effect.fn("Domains.import")(function* (actor: Actor, orgSlug: string, input: string) {
         const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
         const name = yield* domainName(input)
-        const dns = yield* zones
+        yield* zonePort.enabled
         const existing = yield* store.find(name)
         if (Option.isSome(existing) && existing.value.status !== "transferred_out") {
           if (existing.value.orgId !== grant.org.id) {
@@ -369,7 +366,7 @@ export class Domains extends Context.Service<
           }
           return { domain: domainOf(existing.value), created: false }
         }
-        yield* dns
+        yield* zonePort
           .ensure({ orgId: grant.org.id, name, actorId: actor.userId })
           .pipe(
             Effect.catchTag("ZoneTaken", () =>

@@ -8,7 +8,7 @@ export interface ZoneGate {
 }
 
 /**
- * `DomainZones` in process, for tests until a DNS area provides it: records each zone's org and refuses a name another
+ * `DomainZones` in process, in place of the DNS area's zones: records each zone's org and refuses a name another
  * org's zone holds or covers (a parent or a child) with `ZoneTaken`. `failNext` makes the next call die (a store
  * outage); `block` holds the next call until released (to stop a saga between its steps).
  */
@@ -31,6 +31,7 @@ export const make = () => {
       return Effect.void
     })
   const service = Domains.DomainZones.of({
+    enabled: Effect.void,
     ensure: (input) =>
       Effect.suspend(() => {
         const held = gates.shift()
