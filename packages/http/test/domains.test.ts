@@ -161,6 +161,19 @@ describe.each(backends)("spec 4.13 domains (%s)", (_name, stores) => {
     for (const piece of contactPieces) expect(everything).not.toContain(piece)
   })
 
+  it("a premium name is bought at the price the check quoted", async () => {
+    const slug = await newOrg()
+    const name = domainName()
+    fake().account.premium.set(name, { purchase: 349.5, renewal: 59 })
+    const reply = await buy(slug, name)
+    expect([reply.status, reply.body.status]).toEqual([201, "active"])
+    expect(
+      (fake().account.creates.find((c) => c.domainName === name)!.body as { purchasePrice: number }).purchasePrice
+    ).toBe(349.5)
+    const audit = (await auditOf(suite.server, slug)).filter((row) => row.action === "domain.purchase")
+    expect(audit.map((row) => row.data)).toEqual([{ years: 1, priceCents: 34950 }])
+  })
+
   it("a name the registrar cannot sell is 409 domain_unavailable and leaves nothing behind", async () => {
     const slug = await newOrg()
     const name = domainName()
