@@ -3,6 +3,7 @@ import { BillingAreaPg } from "./billing/BillingAreaPg.ts"
 import { DeploymentsAreaPg } from "./deployments/DeploymentsAreaPg.ts"
 import { DomainsAreaPg } from "./domains/DomainsAreaPg.ts"
 import { DnsAreaPg } from "./dns/DnsAreaPg.ts"
+import { EmailAreaPg } from "./email/EmailAreaPg.ts"
 import { EdgeAreaPg } from "./edge/EdgeAreaPg.ts"
 import { IdempotencyAreaPg } from "./idempotency/IdempotencyAreaPg.ts"
 import { HostnamesAreaPg } from "./hostnames/HostnamesAreaPg.ts"
@@ -30,5 +31,6 @@ export const areas = [
   EdgeAreaPg,
   IdempotencyAreaPg,
   DomainsAreaPg,
-  BillingAreaPg
+  BillingAreaPg,
+  EmailAreaPg
 ] as const

@@ -5,6 +5,7 @@ import { BillingArea } from "./billing/BillingArea.ts"
 import { DeploymentsArea } from "./deployments/DeploymentsArea.ts"
 import { DomainsArea } from "./domains/DomainsArea.ts"
 import { DnsArea } from "./dns/DnsArea.ts"
+import { EmailArea } from "./email/EmailArea.ts"
 import { EdgeArea } from "./edge/EdgeArea.ts"
 import { IdempotencyArea } from "./idempotency/IdempotencyArea.ts"
 import { HostnamesArea } from "./hostnames/HostnamesArea.ts"
@@ -34,5 +35,6 @@ export const areas = [
   DomainsArea,
   BillingArea,
   AddonsArea,
-  AiArea
+  AiArea,
+  EmailArea
 ] as const

@@ -39,7 +39,7 @@ describe("per-area config", () => {
         fallbackOrigin: "fallback.apps.localhost",
         dnsNameservers: ["ns1.hostplane.localhost", "ns2.hostplane.localhost"]
       })
-      assert.deepStrictEqual(all.mail, { mailDomain: "", mailFrom: "hostplane <no-reply@localhost>" })
+      assert.deepStrictEqual(all.mail, { mailDomain: "", mailFrom: "hostplane <no-reply@localhost>", topicArn: "" })
       assert.strictEqual(Duration.toMillis(all.invites.inviteTtl), Duration.toMillis(Duration.days(7)))
     })
   )
@@ -68,6 +68,7 @@ describe("per-area config", () => {
         SERVICE_APP_DOMAIN: "Apps.Example.com",
         SERVICE_DOMAINS: "example.com, example.net",
         SERVICE_MAIL_DOMAIN: "Mail.Example.com",
+        SERVICE_MAIL_TOPIC_ARN: " arn:aws:sns:us-east-1:123456789012:mail ",
         SERVICE_DNS_NAMESERVERS: "ns1.example.com,ns2.example.com",
         SERVICE_ENABLE_DEV_AUTH: "false",
         SERVICE_SESSION_TTL: "12 hours"
@@ -81,7 +82,8 @@ describe("per-area config", () => {
       assert.deepStrictEqual(all.hostnames.dnsNameservers, ["ns1.example.com", "ns2.example.com"])
       assert.deepStrictEqual(all.mail, {
         mailDomain: "mail.example.com",
-        mailFrom: "hostplane <no-reply@mail.example.com>"
+        mailFrom: "hostplane <no-reply@mail.example.com>",
+        topicArn: "arn:aws:sns:us-east-1:123456789012:mail"
       })
     })
   )

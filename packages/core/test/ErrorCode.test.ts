@@ -59,6 +59,8 @@ const decidedCodes: Record<string, number> = {
   idempotency_key_reused: 422,
   // Our own (decisions.md: unlisted conflicts get a specific code): a retry waited too long for the first request.
   idempotency_key_in_use: 409,
+  // Our own: the mail webhook without SERVICE_MAIL_TOPIC_ARN (spec 4.8 names the status only).
+  mail_webhook_off: 501,
   internal: 500
 }
 

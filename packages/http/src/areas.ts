@@ -4,6 +4,7 @@ import { BillingAreaHttp } from "./billing/BillingAreaHttp.ts"
 import { DeploymentsAreaHttp } from "./deployments/DeploymentsAreaHttp.ts"
 import { DnsAreaHttp } from "./dns/DnsAreaHttp.ts"
 import { DomainsAreaHttp } from "./domains/DomainsAreaHttp.ts"
+import { EmailAreaHttp } from "./email/EmailAreaHttp.ts"
 import { HostnamesAreaHttp } from "./hostnames/HostnamesAreaHttp.ts"
 import { IdentityAreaHttp } from "./identity/IdentityAreaHttp.ts"
 import { OrgsAreaHttp } from "./orgs/OrgsAreaHttp.ts"
@@ -22,5 +23,6 @@ export const areas = [
   BillingAreaHttp,
   DnsAreaHttp,
   DomainsAreaHttp,
-  AiAreaHttp
+  AiAreaHttp,
+  EmailAreaHttp
 ] as const

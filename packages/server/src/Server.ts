@@ -4,6 +4,7 @@ import {
   ArtifactStoreDisk,
   BundleReader,
   IdentityProviderOAuth,
+  MailNotificationsSns,
   MailTransportAuto,
   PasswordHasherScrypt,
   PaymentGatewayPolar,
@@ -74,7 +75,9 @@ export const ServerLive = Layer.unwrap(
           // Polar from SERVICE_POLAR_* when a token is set; without one billing answers 501 billing_off.
           PaymentGatewayPolar.layerConfig,
           // Name.com from SERVICE_REGISTRAR_*; without them domain purchases answer 503 registrar_not_configured.
-          RegistrarNameCom.layerConfig
+          RegistrarNameCom.layerConfig,
+          // SNS signatures for the mail webhook (certificates fetched, or from SERVICE_MAIL_SNS_CERTS).
+          MailNotificationsSns.layerConfig
         )
       )
     )

@@ -3,6 +3,7 @@ import { BillingAreaMemory } from "./billing/BillingAreaMemory.ts"
 import { DeploymentsAreaMemory } from "./deployments/DeploymentsAreaMemory.ts"
 import { DomainsAreaMemory } from "./domains/DomainsAreaMemory.ts"
 import { DnsAreaMemory } from "./dns/DnsAreaMemory.ts"
+import { EmailAreaMemory } from "./email/EmailAreaMemory.ts"
 import { EdgeAreaMemory } from "./edge/EdgeAreaMemory.ts"
 import { IdempotencyAreaMemory } from "./idempotency/IdempotencyAreaMemory.ts"
 import { HostnamesAreaMemory } from "./hostnames/HostnamesAreaMemory.ts"
@@ -30,5 +31,6 @@ export const areas = [
   EdgeAreaMemory,
   IdempotencyAreaMemory,
   DomainsAreaMemory,
-  BillingAreaMemory
+  BillingAreaMemory,
+  EmailAreaMemory
 ] as const

@@ -272,6 +272,16 @@ export class BillingOff extends Schema.TaggedError<BillingOff>()("BillingOff", f
   static readonly code = "billing_off" satisfies ErrorCode
 }
 
+/** `mail_webhook_off`: our own (decisions.md part 1): the mail webhook without `SERVICE_MAIL_TOPIC_ARN`. */
+export class MailWebhookOff extends Schema.TaggedError<MailWebhookOff>()("MailWebhookOff", fields) {
+  static readonly code = "mail_webhook_off" satisfies ErrorCode
+}
+
+/** `mail_rate_limited`: the node relay past the plan's hourly cap. */
+export class MailRateLimited extends Schema.TaggedError<MailRateLimited>()("MailRateLimited", fields) {
+  static readonly code = "mail_rate_limited" satisfies ErrorCode
+}
+
 /** `saga_incomplete` */
 export class SagaIncomplete extends Schema.TaggedError<SagaIncomplete>()("SagaIncomplete", fields) {
   static readonly code = "saga_incomplete" satisfies ErrorCode
@@ -410,6 +420,8 @@ export const all = [
   RegistrarRejected,
   Internal,
   BillingOff,
+  MailWebhookOff,
+  MailRateLimited,
   SagaIncomplete,
   RegistrarError,
   BillingUnavailable,

@@ -7,6 +7,8 @@ export interface MailConfigShape {
   readonly mailDomain: string
   /** The sender of service mail. */
   readonly mailFrom: string
+  /** `SERVICE_MAIL_TOPIC_ARN`: the SNS topic the mail webhook accepts; empty turns the webhook off (501). */
+  readonly topicArn: string
 }
 
 const makeMailConfig = (overrides: Partial<MailConfigShape>): MailConfigShape => {
@@ -15,7 +17,8 @@ const makeMailConfig = (overrides: Partial<MailConfigShape>): MailConfigShape =>
     mailDomain,
     mailFrom:
       overrides.mailFrom ??
-      (mailDomain === "" ? "hostplane <no-reply@localhost>" : `hostplane <no-reply@${mailDomain}>`)
+      (mailDomain === "" ? "hostplane <no-reply@localhost>" : `hostplane <no-reply@${mailDomain}>`),
+    topicArn: overrides.topicArn ?? ""
   }
 }
 
@@ -24,18 +27,20 @@ export class MailConfig extends Context.Service<MailConfig, MailConfigShape>()("
   static readonly make = (overrides: Partial<MailConfigShape> = {}) =>
     Layer.succeed(MailConfig, makeMailConfig(overrides))
 
-  /** `SERVICE_MAIL_DOMAIN`, `SERVICE_MAIL_FROM`. */
+  /** `SERVICE_MAIL_DOMAIN`, `SERVICE_MAIL_FROM`, `SERVICE_MAIL_TOPIC_ARN`. */
   static readonly layerConfig = Layer.effect(
     MailConfig,
     Effect.map(
       Config.all({
         mailDomain: optionalSetting("SERVICE_MAIL_DOMAIN"),
-        mailFrom: optionalSetting("SERVICE_MAIL_FROM")
+        mailFrom: optionalSetting("SERVICE_MAIL_FROM"),
+        topicArn: optionalSetting("SERVICE_MAIL_TOPIC_ARN")
       }),
       (env) => {
         const overrides: { -readonly [K in keyof MailConfigShape]?: MailConfigShape[K] } = {}
         if (env.mailDomain._tag === "Some") overrides.mailDomain = env.mailDomain.value.toLowerCase()
         if (env.mailFrom._tag === "Some") overrides.mailFrom = env.mailFrom.value
+        if (env.topicArn._tag === "Some") overrides.topicArn = env.topicArn.value.trim()
         return makeMailConfig(overrides)
       }
     )

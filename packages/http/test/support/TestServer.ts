@@ -7,6 +7,7 @@ import {
   type Configs,
   configLayer,
   type Deployments,
+  type Email,
   type Hostnames,
   Kernel,
   Orgs,
@@ -46,6 +47,8 @@ export interface TestServerOptions {
   readonly served?: Parameters<typeof makeNodeListener>[1]
   /** The payment provider (`PaymentGatewayPolar` against a `FakePolar`); billing is off without one. */
   readonly gateway?: () => Layer.Layer<Billing.PaymentGateway>
+  /** The SNS adapter (`MailNotificationsSns` on a `FakeSns`'s folder); without one every notification is 403. */
+  readonly mailNotifications?: () => Layer.Layer<Email.MailNotifications>
 }
 
 /** What `run` may use: the ports and every service the server built. */
@@ -85,7 +88,8 @@ export const startTestServer = async (
         dns,
         options.passwordHasher === undefined ? testCrypto : Layer.merge(testCrypto, options.passwordHasher),
         bundles,
-        options.gateway === undefined ? Layer.empty : options.gateway()
+        options.gateway === undefined ? Layer.empty : options.gateway(),
+        options.mailNotifications === undefined ? Layer.empty : options.mailNotifications()
       )
     ),
     Layer.provide(Logger.layer([]))

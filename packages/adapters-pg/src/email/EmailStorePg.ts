@@ -1,0 +1,128 @@
+import { EmailStore } from "@hostplane/core/email/EmailStore"
+import { MailDirection, MailOutcome } from "@hostplane/core/email/Email"
+import { EmailAddressTaken } from "@hostplane/core/errors/Errors"
+import { MailId, ProjectId } from "@hostplane/core/kernel/Ids"
+import { Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { onUniqueViolation, Timestamp } from "../internal/Rows.ts"
+
+const AddressRow = Schema.Struct({ projectId: ProjectId, address: Schema.String, granted: Schema.Boolean })
+
+const LogRow = Schema.Struct({
+  id: MailId,
+  projectId: ProjectId,
+  direction: MailDirection,
+  mailFrom: Schema.String,
+  mailTo: Schema.String,
+  subject: Schema.String,
+  outcome: MailOutcome,
+  size: Schema.Number,
+  spf: Schema.NullOr(Schema.String),
+  raw: Schema.NullOr(Schema.Uint8Array),
+  providerMessageId: Schema.NullOr(Schema.String),
+  createdAt: Timestamp
+})
+
+const toEntry = ({ mailFrom, mailTo, ...row }: typeof LogRow.Type) => ({
+  ...row,
+  from: mailFrom,
+  to: mailTo,
+  hasRaw: row.raw !== null
+})
+
+/** `EmailStore` on PostgreSQL: a notification claim is an insert on the SNS id's primary key. */
+export const layer = Layer.effect(
+  EmailStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+
+    const findAddress = SqlSchema.findOneOption({
+      Request: Schema.String,
+      Result: AddressRow,
+      execute: (address) => sql`SELECT project_id, address, granted FROM email_addresses WHERE address = ${address}`
+    })
+    const addressOf = SqlSchema.findOneOption({
+      Request: Schema.String,
+      Result: AddressRow,
+      execute: (projectId) =>
+        sql`SELECT project_id, address, granted FROM email_addresses WHERE project_id = ${projectId}`
+    })
+    const getLog = SqlSchema.findOneOption({
+      Request: Schema.Struct({ projectId: Schema.String, id: Schema.String }),
+      Result: LogRow,
+      execute: ({ projectId, id }) =>
+        sql`SELECT id, project_id, direction, mail_from, mail_to, subject, outcome, size, spf, raw,
+              provider_message_id, created_at
+            FROM mail_log WHERE id = ${id} AND project_id = ${projectId}`
+    })
+
+    const listLog = SqlSchema.findAll({
+      Request: Schema.Struct({
+        projectId: Schema.String,
+        direction: Schema.NullOr(Schema.String),
+        afterAt: Schema.NullOr(Schema.String),
+        afterId: Schema.String,
+        limit: Schema.Number
+      }),
+      Result: LogRow,
+      execute: ({ projectId, direction, afterAt, afterId, limit }) =>
+        sql`SELECT id, project_id, direction, mail_from, mail_to, subject, outcome, size, spf, raw,
+              provider_message_id, created_at
+            FROM mail_log
+            WHERE project_id = ${projectId}
+              AND (${direction}::text IS NULL OR direction = ${direction})
+              AND (${afterAt}::timestamptz IS NULL OR (created_at, id COLLATE "C") < (${afterAt}::timestamptz, ${afterId}))
+            ORDER BY created_at DESC, id COLLATE "C" DESC
+            LIMIT ${limit}`
+    })
+
+    return EmailStore.of({
+      listLog: (projectId, query) =>
+        listLog({
+          projectId,
+          direction: query.direction ?? null,
+          afterAt: query.after?.createdAt ?? null,
+          afterId: query.after?.id ?? "",
+          limit: query.limit
+        }).pipe(
+          Effect.map((rows) => rows.map(toEntry)),
+          Effect.orDie
+        ),
+      saveAddress: (row) =>
+        sql`INSERT INTO email_addresses (project_id, address, granted)
+            VALUES (${row.projectId}, ${row.address}, ${row.granted})
+            ON CONFLICT (project_id) DO UPDATE SET address = EXCLUDED.address, granted = EXCLUDED.granted`.pipe(
+          Effect.asVoid,
+          onUniqueViolation(sql, "email_addresses_address_key", () => "taken" as const),
+          Effect.orDie,
+          Effect.flatMap((outcome) =>
+            outcome === "taken"
+              ? Effect.fail(new EmailAddressTaken({ message: `${row.address} is held by another project` }))
+              : Effect.void
+          )
+        ),
+      addressOf: (projectId) => addressOf(projectId).pipe(Effect.orDie),
+      findAddress: (address) => findAddress(address).pipe(Effect.orDie),
+      claimNotification: (messageId, type, at) =>
+        sql`INSERT INTO mail_notifications (message_id, type, received_at)
+            VALUES (${messageId}, ${type}, ${at}::timestamptz)
+            ON CONFLICT (message_id) DO NOTHING RETURNING message_id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
+      insertLog: (row) =>
+        sql`INSERT INTO mail_log (id, project_id, direction, mail_from, mail_to, subject, outcome, size, spf, raw,
+              provider_message_id, created_at)
+            VALUES (${row.id}, ${row.projectId}, ${row.direction}, ${row.from}, ${row.to}, ${row.subject},
+              ${row.outcome}, ${row.size}, ${row.spf}, ${row.raw === null ? null : Buffer.from(row.raw)},
+              ${row.providerMessageId}, ${row.createdAt}::timestamptz)`.pipe(Effect.asVoid, Effect.orDie),
+      setOutcome: (providerMessageId, outcome) =>
+        sql`UPDATE mail_log SET outcome = ${outcome}
+            WHERE provider_message_id = ${providerMessageId} AND direction = 'out' RETURNING id`.pipe(
+          Effect.map((rows) => rows.length),
+          Effect.orDie
+        ),
+      getLog: (projectId, id) => getLog({ projectId, id }).pipe(Effect.map(Option.map(toEntry)), Effect.orDie)
+    })
+  })
+)

@@ -1,0 +1,31 @@
+import { Context, type Effect, type Option } from "effect"
+import type { EmailAddressTaken } from "../errors/Errors.ts"
+import type { ProjectId } from "../kernel/Ids.ts"
+import type { EmailAddressRow, MailDirection, MailLogRow, MailOutcome } from "./Email.ts"
+
+/** A page of the log: newest first (`createdAt`, then `id`, both descending), strictly after `after` when given. */
+export interface LogQuery {
+  readonly direction: MailDirection | undefined
+  readonly after: { readonly createdAt: string; readonly id: string } | undefined
+  readonly limit: number
+}
+
+/** Project addresses, the mail log and the SNS notifications already applied. */
+export class EmailStore extends Context.Service<
+  EmailStore,
+  {
+    /** Inserts or updates a project's address row; another project holding the address is `email_address_taken`. */
+    readonly saveAddress: (row: EmailAddressRow) => Effect.Effect<void, EmailAddressTaken>
+    /** The address row of a project. */
+    readonly addressOf: (projectId: ProjectId) => Effect.Effect<Option.Option<EmailAddressRow>>
+    /** The address row holding `address` (lower case). */
+    readonly findAddress: (address: string) => Effect.Effect<Option.Option<EmailAddressRow>>
+    /** Records an SNS `MessageId`; false when it was recorded before (a replay). Joins the caller's transaction. */
+    readonly claimNotification: (messageId: string, type: string, at: string) => Effect.Effect<boolean>
+    readonly insertLog: (row: MailLogRow) => Effect.Effect<void>
+    /** Sets the outcome of the `out` rows sent with `providerMessageId`; how many rows matched. */
+    readonly setOutcome: (providerMessageId: string, outcome: MailOutcome) => Effect.Effect<number>
+    readonly listLog: (projectId: ProjectId, query: LogQuery) => Effect.Effect<ReadonlyArray<MailLogRow>>
+    readonly getLog: (projectId: ProjectId, id: string) => Effect.Effect<Option.Option<MailLogRow>>
+  }
+>()("@hostplane/core/email/EmailStore") {}

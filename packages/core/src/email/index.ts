@@ -1,0 +1,6 @@
+export * from "./Email.ts"
+export * from "./EmailStore.ts"
+export * from "./MailNotifications.ts"
+export * from "./MailHooks.ts"
+export * from "./EmailArea.ts"
+export * as Sns from "./Sns.ts"

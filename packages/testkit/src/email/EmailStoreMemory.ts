@@ -1,0 +1,81 @@
+import { Email, Errors } from "@hostplane/core"
+import { Effect, Layer, Option } from "effect"
+import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memory/MemoryState.ts"
+
+/** Keyed by project id. */
+export const addressRows = memoryTable("email.addresses", () => new Map<string, Email.EmailAddressRow>())
+/** Keyed by mail id. */
+export const logRows = memoryTable("email.log", () => new Map<string, { row: Email.MailLogRow }>())
+/** SNS message id to type. */
+export const notificationIds = memoryTable("email.notifications", () => new Map<string, string>())
+
+/** `EmailStore` on the shared memory state. */
+export const make = (store: MemoryStore): Email.EmailStore["Service"] =>
+  Email.EmailStore.of({
+    saveAddress: (row) =>
+      Effect.flatten(
+        write(store, (tables) => {
+          for (const other of tables(addressRows).values()) {
+            if (other.address === row.address && other.projectId !== row.projectId) {
+              return Effect.fail(new Errors.EmailAddressTaken({ message: `${row.address} is held by another project` }))
+            }
+          }
+          tables(addressRows).set(row.projectId, row)
+          return Effect.void
+        })
+      ),
+    addressOf: (projectId) => read(store, (tables) => Option.fromNullishOr(tables(addressRows).get(projectId))),
+    findAddress: (address) =>
+      read(store, (tables) =>
+        Option.fromNullishOr([...tables(addressRows).values()].find((row) => row.address === address))
+      ),
+    claimNotification: (messageId, type) =>
+      write(store, (tables) => {
+        if (tables(notificationIds).has(messageId)) return false
+        tables(notificationIds).set(messageId, type)
+        return true
+      }),
+    insertLog: (row) =>
+      write(store, (tables) => {
+        tables(logRows).set(row.id, { row })
+      }),
+    setOutcome: (providerMessageId, outcome) =>
+      write(store, (tables) => {
+        let count = 0
+        for (const [id, entry] of tables(logRows)) {
+          if (entry.row.providerMessageId === providerMessageId && entry.row.direction === "out") {
+            tables(logRows).set(id, { ...entry, row: { ...entry.row, outcome } })
+            count += 1
+          }
+        }
+        return count
+      }),
+    listLog: (projectId, query) =>
+      read(store, (tables) =>
+        [...tables(logRows).values()]
+          .map((entry) => entry.row)
+          .filter((row) => row.projectId === projectId)
+          .filter((row) => query.direction === undefined || row.direction === query.direction)
+          .filter((row) => {
+            const after = query.after
+            if (after === undefined) return true
+            const at = Date.parse(row.createdAt)
+            const afterAt = Date.parse(after.createdAt)
+            return at < afterAt || (at === afterAt && row.id < after.id)
+          })
+          .sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt) || (b.id < a.id ? -1 : b.id > a.id ? 1 : 0))
+          .slice(0, query.limit)
+      ),
+    getLog: (projectId, id) =>
+      read(store, (tables) =>
+        Option.filter(
+          Option.map(Option.fromNullishOr(tables(logRows).get(id)), (entry) => entry.row),
+          (row) => row.projectId === projectId
+        )
+      )
+  })
+
+export const layer: Layer.Layer<Email.EmailStore, never, MemoryState> = Layer.effect(
+  Email.EmailStore,
+  Effect.map(MemoryState, make)
+)

@@ -1,0 +1,134 @@
+import { assert, layer } from "@effect/vitest"
+import { Email, Kernel, type Orgs, type Projects } from "@hostplane/core"
+import { Effect, Exit, type Layer, Option, Schema } from "effect"
+import { at, givenProject, minute, randomSuffix } from "../contract/Fixtures.ts"
+
+/** What the email contract needs: log rows belong to projects, and claims join transactions. */
+export type EmailStoreSuiteServices = Email.EmailStore | Orgs.OrgStore | Projects.ProjectStore | Kernel.Transactor
+
+class Boom extends Schema.TaggedError<Boom>()("Boom", { message: Schema.String }) {}
+
+const row = (projectId: Kernel.ProjectId, overrides: Partial<Email.MailLogRow> = {}): Email.MailLogRow => ({
+  id: Kernel.makeId("mail", `mail_${randomSuffix()}`),
+  projectId,
+  direction: "out",
+  from: "app@example.test",
+  to: "someone@example.test",
+  subject: "hello",
+  outcome: "sent",
+  size: 3,
+  spf: null,
+  hasRaw: true,
+  createdAt: at(0),
+  providerMessageId: `ses-${randomSuffix()}`,
+  raw: new Uint8Array([0, 255, 13]),
+  ...overrides
+})
+
+/** The `EmailStore` contract: every adapter must pass it; projects, addresses and ids are unique per test. */
+export const emailStoreSuite = <E>(name: string, store: Layer.Layer<EmailStoreSuiteServices, E>): void =>
+  layer(store)(`${name}: EmailStore contract`, (it) => {
+    it.effect("an address belongs to one project; saving it again updates the grant; another project is taken", () =>
+      Effect.gen(function* () {
+        const email = yield* Email.EmailStore
+        const one = yield* givenProject
+        const two = yield* givenProject
+        const address = `${randomSuffix()}@mail.example.test`
+        yield* email.saveAddress({ projectId: one.id, address, granted: true })
+        yield* email.saveAddress({ projectId: one.id, address, granted: false })
+        assert.deepStrictEqual(
+          yield* email.findAddress(address),
+          Option.some({ projectId: one.id, address, granted: false })
+        )
+        assert.deepStrictEqual(
+          yield* email.addressOf(one.id),
+          Option.some({ projectId: one.id, address, granted: false })
+        )
+        const taken = yield* Effect.flip(email.saveAddress({ projectId: two.id, address, granted: true }))
+        assert.strictEqual(taken._tag, "EmailAddressTaken")
+        assert.isTrue(Option.isNone(yield* email.addressOf(two.id)))
+      })
+    )
+
+    it.effect("a notification id is claimed once; a claim in a failed transaction is undone", () =>
+      Effect.gen(function* () {
+        const email = yield* Email.EmailStore
+        const tx = yield* Kernel.Transactor
+        const id = `sns-${randomSuffix()}`
+        const failed = yield* Effect.exit(
+          tx.withTransaction(
+            Effect.andThen(email.claimNotification(id, "Notification", at(0)), Effect.fail(new Boom({ message: "x" })))
+          )
+        )
+        assert.isTrue(Exit.isFailure(failed))
+        assert.isTrue(yield* email.claimNotification(id, "Notification", at(0)))
+        assert.isFalse(yield* email.claimNotification(id, "Notification", at(minute)))
+      })
+    )
+
+    it.effect("the log is newest first, by direction, paged strictly after a cursor; raw bytes come back as kept", () =>
+      Effect.gen(function* () {
+        const email = yield* Email.EmailStore
+        const project = yield* givenProject
+        const rows = [
+          row(project.id, { createdAt: at(0) }),
+          row(project.id, { createdAt: at(minute), direction: "in", outcome: "received", spf: "pass" }),
+          row(project.id, { createdAt: at(minute), raw: null, hasRaw: false }),
+          row(project.id, { createdAt: at(2 * minute) })
+        ]
+        for (const r of rows) yield* email.insertLog(r)
+        const all = yield* email.listLog(project.id, { direction: undefined, after: undefined, limit: 10 })
+        assert.strictEqual(all.length, 4)
+        assert.strictEqual(all[0]!.id, rows[3]!.id)
+        assert.strictEqual(all[3]!.id, rows[0]!.id)
+        const pageOne = yield* email.listLog(project.id, { direction: undefined, after: undefined, limit: 2 })
+        const last = pageOne[1]!
+        const pageTwo = yield* email.listLog(project.id, {
+          direction: undefined,
+          after: { createdAt: last.createdAt, id: last.id },
+          limit: 2
+        })
+        assert.deepStrictEqual(
+          [...pageOne, ...pageTwo].map((r) => r.id),
+          all.map((r) => r.id)
+        )
+        const incoming = yield* email.listLog(project.id, { direction: "in", after: undefined, limit: 10 })
+        assert.deepStrictEqual(
+          incoming.map((r) => r.id),
+          [rows[1]!.id]
+        )
+        const kept = yield* email.getLog(project.id, rows[0]!.id)
+        assert.deepStrictEqual(
+          Option.map(kept, (r) => [...(r.raw ?? [])]),
+          Option.some([0, 255, 13])
+        )
+        assert.deepStrictEqual(
+          Option.map(kept, (r) => r.hasRaw),
+          Option.some(true)
+        )
+        const other = yield* givenProject
+        assert.isTrue(Option.isNone(yield* email.getLog(other.id, rows[0]!.id)))
+      })
+    )
+
+    it.effect("an outcome is set on the out rows of a transport message id only", () =>
+      Effect.gen(function* () {
+        const email = yield* Email.EmailStore
+        const project = yield* givenProject
+        const messageId = `ses-${randomSuffix()}`
+        const out = row(project.id, { providerMessageId: messageId })
+        const inbound = row(project.id, { providerMessageId: messageId, direction: "in", outcome: "received" })
+        yield* email.insertLog(out)
+        yield* email.insertLog(inbound)
+        assert.strictEqual(yield* email.setOutcome(messageId, "bounced"), 1)
+        assert.strictEqual(yield* email.setOutcome("unknown", "bounced"), 0)
+        const outcomes = (yield* email.listLog(project.id, { direction: undefined, after: undefined, limit: 10 })).map(
+          (r) => [r.direction, r.outcome]
+        )
+        assert.sameDeepMembers(outcomes, [
+          ["out", "bounced"],
+          ["in", "received"]
+        ])
+      })
+    )
+  })
