@@ -1,21 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
 import * as Http from "node:http"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type FakeNameCom, startFakeNameCom } from "@hostplane/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-
-const root = join(import.meta.dirname, "../../..")
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
+import { freePort, root } from "./support/ServerProcess.ts"
 
 /** The standalone binary, exactly as `npm start` runs it, on a fresh data directory. */
 describe("the server binary on its embedded defaults", () => {

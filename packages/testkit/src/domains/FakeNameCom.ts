@@ -11,11 +11,14 @@ export interface FakeNameComRequest {
 }
 
 /**
- * What the fake does to the next matching request: answer with a status and body instead, or `drop` the connection
- * (before doing anything, or - `dropAfter` - after the account carried the request out, the answer lost).
+ * What the fake does to the next matching request: answer with a status and body instead, `drop` the connection
+ * (before doing anything, or after the account carried the request out: the answer lost), or carry it out and
+ * `stall`, never answering (a registrar that hangs after buying).
  */
 export type FakeNameComFault =
-  { readonly status: number; readonly body?: unknown } | { readonly drop: "before" | "after" }
+  | { readonly status: number; readonly body?: unknown }
+  | { readonly drop: "before" | "after" }
+  | { readonly stall: true }
 
 export interface FakeNameCom {
   /** The API origin to configure as `SERVICE_REGISTRAR_URL`; the client adds `/v4/...`. */
@@ -103,6 +106,7 @@ export const startFakeNameCom = async (
       if (fault !== undefined && "drop" in fault && fault.drop === "before") return request.socket.destroy()
       if (fault !== undefined && "status" in fault) return send(response, fault.status, fault.body ?? {})
       const [status, payload] = answer(method, url.pathname, url.searchParams, body)
+      if (fault !== undefined && "stall" in fault) return
       if (fault !== undefined) return request.socket.destroy()
       send(response, status, payload)
     })()

@@ -1,0 +1,103 @@
+import type { ChildProcess } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { type FakeNameCom, startFakeNameCom } from "@hostplane/testkit"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort, startServer } from "./support/ServerProcess.ts"
+
+const contact = {
+  name: "Ada Lovelace",
+  email: "ada@example.test",
+  phone: "+44.2079460958",
+  address1: "12 St James's Square",
+  city: "London",
+  postalCode: "SW1Y 4JH",
+  country: "GB"
+}
+
+/**
+ * A purchase whose server is SIGKILLed mid-saga (the registrar bought the name, its answer never came) is finished by
+ * the server started again on the same data, and the name is bought once: the restarted runner takes the job over
+ * (its owner's session lock died with the process) and looks the name up before buying.
+ */
+describe("a domain purchase across a server crash", () => {
+  let registrar: FakeNameCom
+  let dataDir: string
+  let base: string
+  let server: ChildProcess | undefined
+
+  const start = async () => {
+    const port = await freePort()
+    base = `http://127.0.0.1:${port}`
+    const started = await startServer(
+      base,
+      {
+        SERVICE_DATA_DIR: dataDir,
+        SERVICE_LISTEN: `127.0.0.1:${port}`,
+        SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
+        SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
+        DATABASE_URL: "",
+        SERVICE_REGISTRAR_URL: registrar.url,
+        SERVICE_REGISTRAR_USERNAME: registrar.username,
+        SERVICE_REGISTRAR_TOKEN: registrar.token,
+        SERVICE_REGISTRAR_TIMEOUT: "120 seconds"
+      },
+      360
+    )
+    server = started.child
+  }
+
+  const kill = async () => {
+    const exited = new Promise((resolve) => server!.once("exit", resolve))
+    server!.kill("SIGKILL")
+    await exited
+  }
+
+  beforeAll(async () => {
+    registrar = await startFakeNameCom()
+    dataDir = mkdtempSync(join(tmpdir(), "hostplane-domains-crash-"))
+    await start()
+  }, 120_000)
+  afterAll(async () => {
+    server?.kill("SIGKILL")
+    await registrar?.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it("SIGKILL after the registrar bought the name, restart: the domain becomes active, bought once", async () => {
+    const login = await fetch(`${base}/v1/auth/dev/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ subject: "crash-buyer" })
+    }).then((r) => r.json() as Promise<{ token: string }>)
+    const headers = { authorization: `Bearer ${login.token}`, "content-type": "application/json" }
+    const me = await fetch(`${base}/v1/me`, { headers }).then(
+      (r) => r.json() as Promise<{ orgs: Array<{ slug: string }> }>
+    )
+    const domains = `/v1/orgs/${me.orgs[0]!.slug}/domains`
+    const name = "crash-test.example"
+    registrar.failNext(/^POST \/v4\/domains$/, { stall: true })
+    const pending = fetch(`${base}${domains}`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ name, contact })
+    }).catch(() => "connection lost")
+    await expect.poll(() => registrar.account.creates.length, { timeout: 20_000 }).toBe(1)
+    await kill()
+    expect(await pending).toBe("connection lost")
+
+    await start()
+    const detail = async () =>
+      (await fetch(`${base}${domains}/${name}`, { headers })).json() as Promise<{ status: string }>
+    await expect.poll(async () => (await detail()).status, { timeout: 30_000, interval: 500 }).toBe("active")
+    expect(registrar.account.creates.map((c) => c.domainName)).toEqual([name])
+    const resent = await fetch(`${base}${domains}`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ name, contact })
+    })
+    expect(resent.status).toBe(200)
+    expect(registrar.account.creates).toHaveLength(1)
+  }, 180_000)
+})
