@@ -17,10 +17,10 @@ import { HostnamesConfig } from "../hostnames/HostnamesConfig.ts"
 import { normalizeHostname } from "../hostnames/HostnameName.ts"
 import { Jobs } from "../jobs/Jobs.ts"
 import type { Actor } from "../kernel/Actor.ts"
+import { UserId } from "../kernel/Ids.ts"
 import { type AuditEntry, audited, Mutation, type OrgGrant, unaudited } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { Settings } from "../kernel/Settings.ts"
-import { nowIso } from "../kernel/Time.ts"
 import type { HoldingCounter } from "../orgs/OrgHooks.ts"
 import { Sealer } from "../secrets/Sealer.ts"
 import {
@@ -43,6 +43,15 @@ import {
 import { DomainStore } from "./DomainStore.ts"
 import { DomainZones } from "./DomainZones.ts"
 import { Registrar, type RegistrarDomain, type RegistrarFailure, type RegistrarPage } from "./Registrar.ts"
+
+/** The actor of the background sync: its writes record no audit row. */
+const systemActor = {
+  userId: UserId.make("usr_system"),
+  provider: "system",
+  subject: "domain-sync",
+  email: null,
+  name: null
+}
 
 /** A purchase's answer: 201 when this request finished it, 200 when it was finished before. */
 export interface Purchased {
@@ -480,20 +489,34 @@ export class Domains extends Context.Service<
           for (const domain of answer.domains) held.set(domain.name.toLowerCase(), domain)
           page = answer.nextPage
         }
-        const at = yield* nowIso
         let changed = 0
-        for (const row of yield* store.listRegistered) {
-          const next = synced(row, Option.fromNullishOr(held.get(row.name)), at)
-          if (JSON.stringify(next) === JSON.stringify(row)) continue
-          if (next.status !== row.status) {
-            yield* Effect.logInfo("domain status changed at the registrar", {
-              domain: row.name,
-              from: row.status,
-              to: next.status
+        for (const listed of yield* store.listRegistered) {
+          const entry = Option.fromNullishOr(held.get(listed.name))
+          // Under the org lock, on the row as it then stands, so a concurrent change (a lock, a preference) is kept.
+          const moved = yield* mutation.lockedOrg(systemActor, listed.orgId, (at) =>
+            Effect.gen(function* () {
+              const row = yield* store.find(listed.name)
+              if (Option.isNone(row) || row.value.orgId !== listed.orgId || row.value.status === "registering") {
+                return unaudited(false)
+              }
+              // The registrar's list leaves the name servers out (GetDomain has them): keep the known ones.
+              const found = Option.map(entry, (domain) =>
+                domain.nameservers.length > 0 ? domain : { ...domain, nameservers: row.value.nameservers }
+              )
+              const next = synced(row.value, found, at)
+              if (JSON.stringify(next) === JSON.stringify(row.value)) return unaudited(false)
+              if (next.status !== row.value.status) {
+                yield* Effect.logInfo("domain status changed at the registrar", {
+                  domain: next.name,
+                  from: row.value.status,
+                  to: next.status
+                })
+              }
+              yield* store.save(next)
+              return unaudited(true)
             })
-          }
-          yield* store.save(next)
-          changed++
+          )
+          if (moved) changed++
         }
         return changed
       }).pipe(Effect.withSpan("Domains.syncAll"))
