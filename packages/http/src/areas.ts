@@ -1,5 +1,5 @@
 import { AccessAreaHttp } from "./access/AccessAreaHttp.ts"
-import { AiAreaHttp } from "./ai/AiAreaHttp.ts"
+import { AiAddonAreaHttp, AiAreaHttp } from "./ai/AiAreaHttp.ts"
 import { BillingAreaHttp } from "./billing/BillingAreaHttp.ts"
 import { DeploymentsAreaHttp } from "./deployments/DeploymentsAreaHttp.ts"
 import { DnsAreaHttp } from "./dns/DnsAreaHttp.ts"
@@ -24,5 +24,6 @@ export const areas = [
   DnsAreaHttp,
   DomainsAreaHttp,
   AiAreaHttp,
-  EmailAreaHttp
+  EmailAreaHttp,
+  AiAddonAreaHttp
 ] as const

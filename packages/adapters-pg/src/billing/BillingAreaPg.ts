@@ -2,12 +2,13 @@ import { Layer } from "effect"
 import { areaPg } from "../Area.ts"
 import createBillingAndCredit from "../migrations/0013_create_billing_and_credit.ts"
 import createAiKeys from "../migrations/0015_create_ai_keys.ts"
+import * as AiKeyStorePg from "./AiKeyStorePg.ts"
 import * as BillingStorePg from "./BillingStorePg.ts"
 import * as CreditStorePg from "./CreditStorePg.ts"
 
 export const BillingAreaPg = areaPg({
   name: "billing",
-  stores: Layer.merge(BillingStorePg.layer, CreditStorePg.layer),
+  stores: Layer.mergeAll(BillingStorePg.layer, CreditStorePg.layer, AiKeyStorePg.layer),
   migrations: {
     "0013_create_billing_and_credit": createBillingAndCredit,
     "0015_create_ai_keys": createAiKeys

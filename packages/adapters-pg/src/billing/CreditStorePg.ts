@@ -125,6 +125,12 @@ export const layer = Layer.effect(
           Effect.map((rows) => rows.length > 0),
           Effect.orDie
         ),
+      spentSince: (orgId, since) =>
+        sql`SELECT (-COALESCE(sum(amount_micro_cents), 0))::text AS spent FROM ai_ledger
+            WHERE org_id = ${orgId} AND kind = 'call' AND created_at >= ${since}::timestamptz`.pipe(
+          Effect.map((rows) => Number((rows[0] as { spent: string }).spent)),
+          Effect.orDie
+        ),
       ledger: (orgId, limit, before) =>
         ledger({ orgId, limit, before: before ?? null }).pipe(
           Effect.map((rows) =>

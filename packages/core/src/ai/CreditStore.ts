@@ -18,6 +18,8 @@ export class CreditStore extends Context.Service<
      * Atomic, so concurrent claims never exceed `perDay`.
      */
     readonly claimAutoTopup: (orgId: OrgId, day: string, perDay: number, at: string) => Effect.Effect<boolean>
+    /** What the org's `call` rows since `since` cost, as a positive number (`spentMicroCents24h`). */
+    readonly spentSince: (orgId: OrgId, since: string) => Effect.Effect<number>
     /** Newest first; `before` is an exclusive `ledger_id`. */
     readonly ledger: (
       orgId: OrgId,

@@ -10,7 +10,7 @@ const describe = (description: string) => OpenApi.annotations({ description })
 const tiers = Ai.creditTiers.join(", ")
 
 /** Spec 4.10: the model catalog and an org's prepaid credit, ledger, credit checkout and auto top-up. */
-export class AiApi extends HttpApiGroup.make("ai")
+export class AiCreditApi extends HttpApiGroup.make("aiCredit")
   .add(
     HttpApiEndpoint.get("models", "/ai/models", {
       success: Schema.Struct({ items: Schema.Array(Ai.ModelEntry) })

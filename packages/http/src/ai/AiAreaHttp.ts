@@ -1,10 +1,12 @@
+import { Ai } from "@hostplane/core"
+import { addonAreaHttp } from "../addons/AddonAreaHttp.ts"
 import { areaHttp } from "../Area.ts"
-import { AiApi } from "./AiApi.ts"
+import { AiCreditApi } from "./AiApi.ts"
 import { AiHandlers } from "./AiHandlers.ts"
 
 export const AiAreaHttp = areaHttp({
-  name: "ai",
-  groups: [AiApi],
+  name: "aiCredit",
+  groups: [AiCreditApi],
   handlers: AiHandlers,
   routes: [
     "GET /v1/ai/models",
@@ -14,3 +16,6 @@ export const AiAreaHttp = areaHttp({
     "PUT /v1/orgs/{orgSlug}/ai/autotopup"
   ]
 })
+
+/** Spec 4.10's add-on endpoints: status (viewer), grant (member), revoke (admin), on the add-on scaffold. */
+export const AiAddonAreaHttp = addonAreaHttp(Ai.aiAddon)

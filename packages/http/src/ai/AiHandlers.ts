@@ -2,15 +2,15 @@ import { Ai, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { AiApi } from "./AiApi.ts"
+import { AiCreditApi } from "./AiApi.ts"
 
-const api = areaApi(AiApi)
+const api = areaApi(AiCreditApi)
 
 const actor = Effect.service(Kernel.CurrentActor)
 
 export const AiHandlers = HttpApiBuilder.group(
   api,
-  "ai",
+  "aiCredit",
   Effect.fn(function* (handlers) {
     const credits = yield* Ai.Credits
     const models = { items: (yield* Ai.AiCatalog).models }

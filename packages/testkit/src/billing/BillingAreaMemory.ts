@@ -1,11 +1,12 @@
 import { Layer } from "effect"
 import { areaMemory } from "../Area.ts"
 import { billingStoreSuite } from "./BillingStoreSuite.ts"
+import * as AiKeyStoreMemory from "./AiKeyStoreMemory.ts"
 import * as BillingStoreMemory from "./BillingStoreMemory.ts"
 import * as CreditStoreMemory from "./CreditStoreMemory.ts"
 
 export const BillingAreaMemory = areaMemory({
   name: "billing",
-  stores: Layer.merge(BillingStoreMemory.layer, CreditStoreMemory.layer),
+  stores: Layer.mergeAll(BillingStoreMemory.layer, CreditStoreMemory.layer, AiKeyStoreMemory.layer),
   suites: [billingStoreSuite]
 })

@@ -1,10 +1,11 @@
 import { assert, layer } from "@effect/vitest"
-import { Ai, Billing, Kernel, Orgs } from "@hostplane/core"
+import { Ai, Billing, Kernel, Orgs, Projects } from "@hostplane/core"
 import { Effect, Exit, type Layer, Option, Schema } from "effect"
-import { at, day, makeOrg, minute, randomSuffix } from "../contract/Fixtures.ts"
+import { at, day, givenProject, makeOrg, minute, randomSuffix } from "../contract/Fixtures.ts"
 
 /** What the billing contracts need: rows belong to orgs, and claims and ledger rows join transactions. */
-export type BillingStoreSuiteServices = Billing.BillingStore | Ai.CreditStore | Orgs.OrgStore | Kernel.Transactor
+export type BillingStoreSuiteServices =
+  Billing.BillingStore | Ai.CreditStore | Ai.AiKeyStore | Orgs.OrgStore | Projects.ProjectStore | Kernel.Transactor
 
 class Boom extends Schema.TaggedError<Boom>()("Boom", { message: Schema.String }) {}
 
@@ -16,7 +17,7 @@ const givenOrg = Effect.gen(function* () {
 
 /** The `BillingStore` and `CreditStore` contracts: every adapter must pass them; orgs and ids are unique per test. */
 export const billingStoreSuite = <E>(name: string, store: Layer.Layer<BillingStoreSuiteServices, E>): void =>
-  layer(store)(`${name}: BillingStore and CreditStore contract`, (it) => {
+  layer(store)(`${name}: BillingStore, CreditStore and AiKeyStore contract`, (it) => {
     it.effect("save inserts then replaces the org's row; find answers it", () =>
       Effect.gen(function* () {
         const billing = yield* Billing.BillingStore
@@ -178,5 +179,40 @@ export const billingStoreSuite = <E>(name: string, store: Layer.Layer<BillingSto
           assert.strictEqual(Ai.autoTopupsOn(next, "2031-01-01"), 0)
           assert.deepStrictEqual(next.autoTopup, settings)
         })
+    )
+
+    it.effect("spentSince sums the cost of call rows since the instant, top-ups left out", () =>
+      Effect.gen(function* () {
+        const credit = yield* Ai.CreditStore
+        const org = yield* givenOrg
+        const entry = { orgId: org.id, projectName: "site", model: "m" }
+        yield* credit.append({ ...entry, kind: "call", amountMicroCents: -5, at: at(0) })
+        yield* credit.append({ ...entry, kind: "call", amountMicroCents: -7, at: at(minute) })
+        yield* credit.append({ ...entry, kind: "topup", amountMicroCents: 100, at: at(minute) })
+        assert.strictEqual(yield* credit.spentSince(org.id, at(0)), 12)
+        assert.strictEqual(yield* credit.spentSince(org.id, at(minute)), 7)
+        assert.strictEqual(yield* credit.spentSince(org.id, at(day)), 0)
+      })
+    )
+
+    it.effect("AiKeyStore: one key per project, found by hash; remove deletes it", () =>
+      Effect.gen(function* () {
+        const keys = yield* Ai.AiKeyStore
+        const project = yield* givenProject
+        const hash = `hash-${randomSuffix()}`
+        assert.isTrue(Option.isNone(yield* keys.find(project.id)))
+        const row = {
+          projectId: project.id,
+          keyHash: hash,
+          sealed: { keyId: "k1", ciphertext: "c2VhbGVk" },
+          createdAt: at(0)
+        }
+        yield* keys.insert(row)
+        assert.deepStrictEqual(yield* keys.find(project.id), Option.some(row))
+        assert.deepStrictEqual(yield* keys.projectOfKey(hash), Option.some(project.id))
+        assert.isTrue(yield* keys.remove(project.id))
+        assert.isFalse(yield* keys.remove(project.id))
+        assert.isTrue(Option.isNone(yield* keys.projectOfKey(hash)))
+      })
     )
   })

@@ -46,6 +46,12 @@ export const make = (store: MemoryStore): Ai.CreditStore["Service"] =>
         tables(creditRows).set(orgId, { ...credit, autoTopupDay: day, autoTopupsOnDay: count + 1 })
         return true
       }),
+    spentSince: (orgId, since) =>
+      read(store, (tables) =>
+        tables(ledgerRows)
+          .filter((row) => row.orgId === orgId && row.kind === "call" && row.createdAt >= since)
+          .reduce((spent, row) => spent - row.amountMicroCents, 0)
+      ),
     ledger: (orgId, limit, before) =>
       read(store, (tables) =>
         tables(ledgerRows)
