@@ -85,8 +85,12 @@ describe("area registry", () => {
         Hostnames.hostnameCheck.kind,
         Projects.projectDelete.kind
       ])
-      assert.strictEqual(addons.size, 0)
-      assert.isFalse(paying, "no area contributes a subscription check: nobody pays")
+      assert.strictEqual(
+        addons.size,
+        declared((area) => ("addon" in area ? [area.addon] : undefined))
+      )
+      assert.include([...addons.keys()], "ai")
+      assert.isFalse(paying, "nobody has a subscription: every area's check says no one pays")
     }).pipe(Effect.provide(registryWith([])))
   )
 
