@@ -1,7 +1,8 @@
-// `npm run bench -- [--duration <s>] [--connections <n>] [--warmup <s>] [--timeout <s>] [--save]`
+// `npm run bench -- [--duration <s>] [--connections <n>] [--warmup <s>] [--runs <n>] [--timeout <s>] [--save]`
 //
 // Loads `GET /v1/me` of the real hostplane server (embedded PostgreSQL, fresh data dir) and, one after the other,
-// a bare node:http server answering the same bytes, then prints both and the ratios hostplane/bare. See README.md.
+// a bare node:http server answering the same bytes and the Fastify + node-postgres peer making the same reads on the
+// same database, in repeated paired runs; prints each and the ratios with min/median/max. See README.md.
 // Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
 import autocannon from "autocannon"
 import * as Fs from "node:fs"
@@ -25,22 +26,24 @@ import {
   statusKiB,
   waitFor
 } from "./support/harness.ts"
-import { alignColumns, gitCommit, machine, writeReport } from "./support/report.ts"
+import { alignColumns, formatRatio, gitCommit, loadLine, machine, spread, writeReport } from "./support/report.ts"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
 
 const usage = `usage: npm run bench -- [options]
   --duration <s>      measured load per server, seconds (default 10)
-  --connections <n>   concurrent keep-alive connections (default 10)
+  --connections <n>   concurrent keep-alive connections (default 50)
   --warmup <s>        unmeasured load before each measurement, seconds (default 3, 0 to skip)
-  --timeout <s>       abort everything after this many seconds (default max(120, 90 + 2 * (warmup + duration)))
+  --runs <n>          paired runs, each loading bare, fastify and hostplane one after the other (default 3)
+  --timeout <s>       abort everything after this many seconds (default max(120, 90 + 4 * runs * (warmup + duration)))
   --save              write the JSON result to bench/results/ instead of the system temp dir`
 
 const { values: parsed, fail } = parseOptions(usage, {
   duration: { type: "string" },
   connections: { type: "string" },
   warmup: { type: "string" },
+  runs: { type: "string" },
   timeout: { type: "string" },
   save: { type: "boolean", default: false }
 })
@@ -56,14 +59,28 @@ const durationS = numberOption("duration", parsed.duration, 10, (n) => n >= 1 &&
 const connections = numberOption(
   "connections",
   parsed.connections,
-  10,
+  50,
   (n) => Number.isInteger(n) && n >= 1 && n <= 1000
 )
 const warmupS = numberOption("warmup", parsed.warmup, 3, (n) => n >= 0 && n <= 600)
-const timeoutS = numberOption("timeout", parsed.timeout, Math.max(120, 90 + 2 * (warmupS + durationS)), (n) => n > 0)
+const runs = numberOption("runs", parsed.runs, 3, (n) => Number.isInteger(n) && n >= 1 && n <= 100)
+const timeoutS = numberOption(
+  "timeout",
+  parsed.timeout,
+  Math.max(120, 90 + 4 * runs * (warmupS + durationS)),
+  (n) => n > 0
+)
 const save = parsed.save === true
 
 const bareEntry = Path.join(benchDir, "bare-server.ts")
+const fastifyEntry = Path.join(benchDir, "fastify-server.ts")
+
+/** The URL of the embedded PostgreSQL the server started under `dataDir` (its password file, its postmaster.pid). */
+const embeddedDatabaseUrl = (dataDir: string) => {
+  const password = Fs.readFileSync(Path.join(dataDir, "pg", "password"), "utf8").trim()
+  const port = Number(Fs.readFileSync(Path.join(dataDir, "pg", "data", "postmaster.pid"), "utf8").split("\n")[3])
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Memory: peak VmRSS of the server process under load (and, for hostplane, the PSS of its PostgreSQL tree)
@@ -317,41 +334,71 @@ const main = async () => {
     return true
   })
 
-  // 3. + 4. One after the other, never at the same time; the same request (bearer header included) to both.
+  // The peer: Fastify + node-postgres making the same two reads on hostplane's own database.
+  const fastifyPort = await freePort()
+  const fastifyBase = `http://127.0.0.1:${fastifyPort}`
+  log(`fastify: starting on ${fastifyBase}`)
+  const fastify = startChild(
+    "fastify",
+    [fastifyEntry],
+    {
+      ...process.env,
+      BENCH_LISTEN: `127.0.0.1:${fastifyPort}`,
+      BENCH_DATABASE_URL: embeddedDatabaseUrl(Path.join(tempDir, "hostplane"))
+    },
+    Path.join(tempDir, "fastify.log")
+  )
+  await waitFor(fastify, 15_000, async () => {
+    const reply = await request("GET", `${fastifyBase}/v1/me`, headers)
+    if (reply.status !== 200 || !reply.body.equals(me.body))
+      throw new Error(`fastify answered ${reply.status}: ${reply.body.toString("utf8").slice(0, 300)}`)
+    return true
+  })
+
+  // 3. + 4. One after the other, never at the same time; the same request (bearer header included) to each; `runs`
+  // times, so that each ratio comes from servers measured minutes apart in the same conditions.
   const expectBody = stableBody ? me.body.toString("utf8") : undefined
-  const bareResult = await measure(
+  const targets: ReadonlyArray<Target> = [
     { name: "bare", url: `${bareBase}/v1/me`, child: bare, withChildren: false },
-    headers,
-    expectBody
-  )
-  const hostplaneResult = await measure(
-    { name: "hostplane", url: `${base}/v1/me`, child: hostplane, withChildren: true },
-    headers,
-    expectBody
-  )
+    { name: "fastify", url: `${fastifyBase}/v1/me`, child: fastify, withChildren: false },
+    { name: "hostplane", url: `${base}/v1/me`, child: hostplane, withChildren: true }
+  ]
+  const paired: Array<PairedRun> = []
+  for (let run = 1; run <= runs; run++) {
+    const results: Record<string, Measurement> = {}
+    for (const target of targets) results[target.name] = await measure(target, headers, expectBody)
+    const loadAverage = Os.loadavg().map((value) => round(value, 2))
+    paired.push({ results, loadAverage })
+    log(
+      `run ${run}/${runs}: ${targets.map((t) => `${t.name} ${Math.round(results[t.name].requestsPerSecond)} req/s`).join(", ")}; ${loadLine()}`
+    )
+  }
 
   // 5. Table and JSON.
-  const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? round(a / b, 3) : null)
   const ratios = {
-    requestsPerSecond: ratio(hostplaneResult.requestsPerSecond, bareResult.requestsPerSecond),
-    p99: ratio(hostplaneResult.latencyMs.p99, bareResult.latencyMs.p99)
+    hostplaneToFastify: paired.map((p) => p.results.hostplane.requestsPerSecond / p.results.fastify.requestsPerSecond),
+    hostplaneToBare: paired.map((p) => p.results.hostplane.requestsPerSecond / p.results.bare.requestsPerSecond),
+    fastifyToBare: paired.map((p) => p.results.fastify.requestsPerSecond / p.results.bare.requestsPerSecond),
+    p99HostplaneToFastify: paired.map((p) => p.results.hostplane.latencyMs.p99 / p.results.fastify.latencyMs.p99)
   }
   const report = {
-    benchmark: "GET /v1/me: hostplane vs bare node:http",
+    benchmark: "GET /v1/me: hostplane vs Fastify + node-postgres vs bare node:http",
     date: new Date().toISOString(),
     commit: gitCommit(),
     ...machine(),
     loadAverage: { atStart: loadAtStart, atEnd: Os.loadavg().map((value) => round(value, 2)) },
-    options: { durationS, warmupS, connections, pipelining: 1 },
+    options: { durationS, warmupS, connections, runs, pipelining: 1 },
     bodyBytes: me.body.length,
     bodyCheckedUnderLoad: stableBody,
-    results: { hostplane: hostplaneResult, bare: bareResult },
-    ratios
+    runs: paired,
+    ratios: Object.fromEntries(Object.entries(ratios).map(([name, values]) => [name, spread(values)]))
   }
-  printTable(hostplaneResult, bareResult, ratios, me.body.length)
+  printTable(paired, ratios, me.body.length)
 
   await writeReport("me", report, save)
-  const failures = [hostplaneResult, bareResult].filter((m) => m.non2xx + m.errors + m.timeouts + m.mismatches > 0)
+  const failures = paired.flatMap((p) =>
+    Object.values(p.results).filter((m) => m.non2xx + m.errors + m.timeouts + m.mismatches > 0)
+  )
   for (const m of failures) {
     console.log(
       `warning: ${m.name} had ${m.non2xx} non-2xx, ${m.errors} errors, ${m.timeouts} timeouts, ${m.mismatches} body mismatches (status codes ${JSON.stringify(m.statusCodes)})`
@@ -359,42 +406,56 @@ const main = async () => {
   }
 }
 
+interface PairedRun {
+  readonly results: Record<string, Measurement>
+  readonly loadAverage: ReadonlyArray<number>
+}
+
 const printTable = (
-  hostplane: Measurement,
-  bare: Measurement,
-  ratios: { readonly requestsPerSecond: number | null; readonly p99: number | null },
+  paired: ReadonlyArray<PairedRun>,
+  ratios: Record<"hostplaneToFastify" | "hostplaneToBare" | "fastifyToBare" | "p99HostplaneToFastify", Array<number>>,
   bodyBytes: number
 ) => {
   const fixed = (value: number | null, digits: number) =>
     value === null || !Number.isFinite(value) ? "n/a" : value.toFixed(digits)
+  const median = (name: string, pick: (m: Measurement) => number | null) =>
+    spread(paired.map((p) => pick(p.results[name]) ?? Number.NaN)).median
   const header = ["", "req/s", "p50 ms", "p99 ms", "non-2xx", "errors", "peak RSS MiB"]
-  const row = (m: Measurement) => [
-    m.name,
-    fixed(m.requestsPerSecond, 0),
-    fixed(m.latencyMs.p50, 2),
-    fixed(m.latencyMs.p99, 2),
-    String(m.non2xx),
-    String(m.errors + m.timeouts + m.mismatches),
-    fixed(m.memory.peakRssMiB, 1)
+  const row = (name: string) => [
+    name,
+    fixed(
+      median(name, (m) => m.requestsPerSecond),
+      0
+    ),
+    fixed(
+      median(name, (m) => m.latencyMs.p50),
+      2
+    ),
+    fixed(
+      median(name, (m) => m.latencyMs.p99),
+      2
+    ),
+    String(paired.reduce((sum, p) => sum + p.results[name].non2xx, 0)),
+    String(
+      paired.reduce((sum, p) => sum + p.results[name].errors + p.results[name].timeouts + p.results[name].mismatches, 0)
+    ),
+    fixed(Math.max(...paired.map((p) => p.results[name].memory.peakRssMiB ?? 0)), 1)
   ]
-  const rows = [
-    header,
-    row(hostplane),
-    row(bare),
-    ["hostplane/bare", `${fixed(ratios.requestsPerSecond, 3)}x`, "", `${fixed(ratios.p99, 2)}x`, "", "", ""]
-  ]
-  const lines = alignColumns(rows)
+  const lines = alignColumns([header, row("hostplane"), row("fastify"), row("bare")])
   console.log(
-    `\nGET /v1/me, ${bodyBytes}-byte JSON body, ${connections} connections, ${durationS} s each (after ${warmupS} s warm-up), one server at a time`
+    `\nGET /v1/me, ${bodyBytes}-byte JSON body, ${connections} connections, ${durationS} s each (after ${warmupS} s warm-up), one server at a time; medians of ${paired.length} paired runs`
   )
-  console.log(lines[0])
-  console.log(lines[1])
-  console.log(lines[2])
+  for (const line of lines) console.log(line)
   console.log("-".repeat(lines[0].length))
-  console.log(lines[3])
-  if (hostplane.memory.childrenPeakPssMiB !== null) {
+  console.log(`hostplane/fastify req/s  ${formatRatio(ratios.hostplaneToFastify)}`)
+  console.log(`hostplane/bare req/s     ${formatRatio(ratios.hostplaneToBare)}`)
+  console.log(`fastify/bare req/s       ${formatRatio(ratios.fastifyToBare)}`)
+  console.log(`hostplane/fastify p99    ${formatRatio(ratios.p99HostplaneToFastify)} (lower is better)`)
+  console.log(`load average after each run: ${paired.map((p) => p.loadAverage.join(" ")).join(" | ")}; ${loadLine()}`)
+  const pss = Math.max(...paired.map((p) => p.results.hostplane.memory.childrenPeakPssMiB ?? 0))
+  if (pss > 0) {
     console.log(
-      `(hostplane's embedded PostgreSQL, not in its RSS above: peak ${fixed(hostplane.memory.childrenPeakPssMiB, 1)} MiB PSS)`
+      `(hostplane's embedded PostgreSQL, not in its RSS above: peak ${fixed(pss, 1)} MiB PSS; the peer uses it too)`
     )
   }
 }

@@ -25,18 +25,20 @@ import {
   sleep,
   startHostplane
 } from "./support/harness.ts"
-import { alignColumns, gitCommit, machine, writeReport } from "./support/report.ts"
+import { alignColumns, formatRatio, gitCommit, loadLine, machine, spread, writeReport } from "./support/report.ts"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
 
 const usage = `usage: npm run bench:upload -- [options]
   --sizes <MiB,...>   compressed bundle sizes to upload, one after the other (default 10,95; the limit is 100)
-  --timeout <s>       abort everything after this many seconds (default 600)
+  --runs <n>          paired runs (upload, then tar -xzf) per size; the ratio is printed as min/median/max (default 3)
+  --timeout <s>       abort everything after this many seconds (default 900)
   --save              write the JSON result to bench/results/ instead of the system temp dir`
 
 const { values: parsed, fail } = parseOptions(usage, {
   sizes: { type: "string" },
+  runs: { type: "string" },
   timeout: { type: "string" },
   save: { type: "boolean", default: false }
 })
@@ -45,7 +47,9 @@ const sizesMiB = (parsed.sizes ?? "10,95").split(",").map((raw) => {
   const value = Number(raw)
   return raw.trim() !== "" && Number.isFinite(value) && value >= 1 && value <= 99 ? value : fail(`invalid size ${raw}`)
 })
-const timeoutS = parsed.timeout === undefined ? 600 : Number(parsed.timeout)
+const runs = parsed.runs === undefined ? 3 : Number(parsed.runs)
+if (!Number.isInteger(runs) || runs < 1) fail(`invalid --runs ${parsed.runs}`)
+const timeoutS = parsed.timeout === undefined ? 900 : Number(parsed.timeout)
 if (!Number.isFinite(timeoutS) || timeoutS <= 0) fail(`invalid --timeout ${parsed.timeout}`)
 const save = parsed.save === true
 
@@ -168,19 +172,25 @@ const extract = (file: string, into: string) =>
 // ---------------------------------------------------------------------------------------------------------------
 // The run
 
+interface Upload {
+  readonly seconds: number
+  readonly mbPerSecond: number
+  readonly idleRssMiB: number
+  readonly peakRssMiB: number
+  readonly deployment: Record<string, unknown>
+}
+
+/** One size: `runs` paired runs, each an upload and then (server idle) tar -xzf of the same file. */
 interface Row {
   readonly sizeMiB: number
   readonly bytes: number
   readonly files: number
   readonly uncompressedBytes: number
-  readonly hostplane: {
-    readonly seconds: number
-    readonly mbPerSecond: number
-    readonly idleRssMiB: number
-    readonly peakRssMiB: number
-    readonly deployment: Record<string, unknown>
-  }
-  readonly tar: Extraction & { readonly mbPerSecond: number }
+  readonly hostplane: ReadonlyArray<Upload>
+  readonly tar: ReadonlyArray<Extraction & { readonly mbPerSecond: number }>
+  /** hostplane MB/s / tar MB/s of each paired run. */
+  readonly ratios: ReadonlyArray<number>
+  readonly loadAverage: ReadonlyArray<number>
 }
 
 const main = async () => {
@@ -189,14 +199,18 @@ const main = async () => {
   )
   const tempDir = await makeTempDir("hostplane-bench-upload-")
 
-  // 1. The bundles, on disk: built before the server starts, so building competes with nothing.
-  const bundles: Array<BuiltBundle & { readonly sizeMiB: number }> = []
+  // 1. The bundles, on disk: built before the server starts, so building competes with nothing. One per run: the
+  // same bytes twice would be stored once, and a repeated upload would skip work a new one does.
+  const bundles: Array<{ readonly sizeMiB: number; readonly runs: Array<BuiltBundle> }> = []
   for (const sizeMiB of [1, ...sizesMiB]) {
-    const built = await buildBundle(Path.join(tempDir, `bundle-${sizeMiB}.tar.gz`), sizeMiB * MiB)
+    const built: Array<BuiltBundle> = []
+    for (let run = 0; run < (sizeMiB === 1 ? 1 : runs); run++) {
+      built.push(await buildBundle(Path.join(tempDir, `bundle-${sizeMiB}-${run}.tar.gz`), sizeMiB * MiB))
+    }
     log(
-      `bundle ${sizeMiB} MiB: ${round(built.bytes / MiB, 1)} MiB gzipped, ${built.files} files, ${round(built.uncompressedBytes / MiB, 1)} MiB of content`
+      `bundles of ${sizeMiB} MiB: ${built.length} × ${round(built[0].bytes / MiB, 1)} MiB gzipped, ${built[0].files} files, ${round(built[0].uncompressedBytes / MiB, 1)} MiB of content`
     )
-    bundles.push({ ...built, sizeMiB })
+    bundles.push({ sizeMiB, runs: built })
   }
 
   // 2. The real server, on a fresh data dir and a free port.
@@ -213,9 +227,8 @@ const main = async () => {
   const uploadUrl = `${base}/v1/orgs/bench-uploads/projects/site/deployments`
   log("hostplane: ready, org bench-uploads, project site")
 
-  // 3. Each bundle: the upload, then (server idle) the baseline extraction of the same file.
-  const rows: Array<Row> = []
-  for (const built of bundles) {
+  // 3. Each bundle, `runs` times: the upload, then (server idle) the baseline extraction of the same file.
+  const upload = async (sizeMiB: number, built: BuiltBundle): Promise<Upload> => {
     await sleep(1500) // let the server settle (and collect) before its idle RSS is read
     const idleRssMiB = round((rssKiB(server.pid) ?? 0) / 1024, 1)
     const sampler = sampleRss(server.pid)
@@ -234,23 +247,34 @@ const main = async () => {
       peakRssMiB = sampler.stop()
     }
     const seconds = (performance.now() - started) / 1000
-    const deployment = json(reply, `upload of ${built.sizeMiB} MiB`, 201)
+    const deployment = json(reply, `upload of ${sizeMiB} MiB`, 201)
     if (deployment.bytes !== built.bytes) throw new Error(`the server counted ${deployment.bytes} bytes`)
-    const tar = await extract(built.file, Path.join(tempDir, `extract-${built.sizeMiB}`))
-    await Fs.promises.rm(Path.join(tempDir, `extract-${built.sizeMiB}`), { recursive: true, force: true })
-    const mbPerSecond = (s: number) => round(built.bytes / 1e6 / s, 1)
-    log(
-      `${built.sizeMiB} MiB: hostplane ${round(seconds, 2)} s (${mbPerSecond(seconds)} MB/s, peak RSS ${peakRssMiB} MiB), tar -xzf ${round(tar.seconds, 2)} s`
-    )
-    if (built.sizeMiB === 1) continue // warm-up: JIT, pools, first artifact folders
-    rows.push({
-      sizeMiB: built.sizeMiB,
-      bytes: built.bytes,
-      files: built.files,
-      uncompressedBytes: built.uncompressedBytes,
-      hostplane: { seconds: round(seconds, 3), mbPerSecond: mbPerSecond(seconds), idleRssMiB, peakRssMiB, deployment },
-      tar: { ...tar, seconds: round(tar.seconds, 3), mbPerSecond: mbPerSecond(tar.seconds) }
-    })
+    const mbPerSecond = round(built.bytes / 1e6 / seconds, 1)
+    return { seconds: round(seconds, 3), mbPerSecond, idleRssMiB, peakRssMiB, deployment }
+  }
+  const rows: Array<Row> = []
+  for (const { sizeMiB, runs: built } of bundles) {
+    const { bytes, files, uncompressedBytes } = built[0]
+    const row: Row = { sizeMiB, bytes, files, uncompressedBytes, hostplane: [], tar: [], ratios: [], loadAverage: [] }
+    for (const [run, bundle] of built.entries()) {
+      const ours = await upload(sizeMiB, bundle)
+      const folder = Path.join(tempDir, `extract-${sizeMiB}`)
+      const tar = await extract(bundle.file, folder)
+      await Fs.promises.rm(folder, { recursive: true, force: true })
+      const tarMbPerSecond = round(bundle.bytes / 1e6 / tar.seconds, 1)
+      log(
+        `${sizeMiB} MiB, run ${run + 1}: hostplane ${ours.seconds.toFixed(2)} s (${ours.mbPerSecond} MB/s, peak RSS ${ours.peakRssMiB} MiB), tar -xzf ${tar.seconds.toFixed(2)} s; ${loadLine()}`
+      )
+      ;(row.hostplane as Array<Upload>).push(ours)
+      ;(row.tar as Array<Row["tar"][number]>).push({
+        ...tar,
+        seconds: round(tar.seconds, 3),
+        mbPerSecond: tarMbPerSecond
+      })
+      ;(row.ratios as Array<number>).push(ours.mbPerSecond / tarMbPerSecond)
+    }
+    if (sizeMiB === 1) continue // warm-up: JIT, pools, first artifact folders
+    rows.push({ ...row, loadAverage: Os.loadavg().map((value) => round(value, 2)) })
   }
 
   // 4. Table and JSON.
@@ -280,27 +304,34 @@ const printTable = (rows: ReadonlyArray<Row>) => {
     "peak RSS",
     "hostplane/tar MB/s"
   ]
+  const median = (values: ReadonlyArray<number>) => spread(values).median
   const body = rows.map((row) => [
     `${round(row.bytes / MiB, 1)} MiB`,
     String(row.files),
     String(round(row.uncompressedBytes / MiB, 1)),
-    row.hostplane.seconds.toFixed(2),
-    row.hostplane.mbPerSecond.toFixed(1),
-    row.hostplane.idleRssMiB.toFixed(1),
-    row.hostplane.peakRssMiB.toFixed(1),
-    row.tar.seconds.toFixed(2),
-    row.tar.mbPerSecond.toFixed(1),
-    row.tar.peakRssMiB === null ? "n/a" : row.tar.peakRssMiB.toFixed(1),
-    `${(row.hostplane.mbPerSecond / row.tar.mbPerSecond).toFixed(2)}x`
+    median(row.hostplane.map((run) => run.seconds)).toFixed(2),
+    median(row.hostplane.map((run) => run.mbPerSecond)).toFixed(1),
+    Math.min(...row.hostplane.map((run) => run.idleRssMiB)).toFixed(1),
+    Math.max(...row.hostplane.map((run) => run.peakRssMiB)).toFixed(1),
+    median(row.tar.map((run) => run.seconds)).toFixed(2),
+    median(row.tar.map((run) => run.mbPerSecond)).toFixed(1),
+    row.tar[0].peakRssMiB === null ? "n/a" : Math.max(...row.tar.map((run) => run.peakRssMiB ?? 0)).toFixed(1),
+    `${median(row.ratios).toFixed(2)}x`
   ])
   const [headerLine, ...bodyLines] = alignColumns([header, ...body])
   console.log(
-    "\nUpload of a gzipped tar bundle (MB/s = compressed 10^6 bytes per second; RSS in MiB, server process only)"
+    `\nUpload of a gzipped tar bundle (medians of ${runs} paired runs; MB/s = compressed 10^6 bytes per second; RSS in MiB, server process only: lowest idle, highest peak)`
   )
   console.log(headerLine)
   console.log("-".repeat(headerLine.length))
   for (const line of bodyLines) console.log(line)
-  if (rows.length > 0) console.log(`(tar peak RSS: ${rows[0].tar.rssSource})`)
+  for (const row of rows) {
+    const growth = Math.max(...row.hostplane.map((run) => run.peakRssMiB - run.idleRssMiB))
+    console.log(
+      `${round(row.bytes / MiB, 1)} MiB: hostplane/tar -xzf ${formatRatio(row.ratios)}, server RSS growth up to ${growth.toFixed(1)} MiB; load average ${row.loadAverage.join(" ")}`
+    )
+  }
+  if (rows.length > 0) console.log(`(tar peak RSS: ${rows[0].tar[0].rssSource})`)
 }
 
 await runBench(main, timeoutS)

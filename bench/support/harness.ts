@@ -258,7 +258,13 @@ export interface Hostplane {
 export const startHostplane = async (dir: string): Promise<Hostplane> => {
   const dataDir = Path.join(dir, "hostplane")
   const port = await freePort()
-  const env: NodeJS.ProcessEnv = { ...process.env, SERVICE_LISTEN: `127.0.0.1:${port}`, SERVICE_DATA_DIR: dataDir }
+  // Every listener on a free port: the defaults (8080, the edge's 8081) may be taken on this machine.
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SERVICE_LISTEN: `127.0.0.1:${port}`,
+    SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
+    SERVICE_DATA_DIR: dataDir
+  }
   delete env.DATABASE_URL // always the embedded PostgreSQL (and so the dev login)
   const base = `http://127.0.0.1:${port}`
   log(`hostplane: starting on ${base} with embedded PostgreSQL under ${dataDir}`)

@@ -47,3 +47,23 @@ export const writeReport = async (name: string, report: { readonly date: string 
   await Fs.promises.writeFile(resultsFile, `${JSON.stringify(report, null, 2)}\n`)
   console.log(`\nJSON: ${resultsFile}`)
 }
+
+/** The smallest, middle and largest of repeated measurements (the median of an even count is the mean of the two). */
+export const spread = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  const median = sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+  return { min: sorted[0], median, max: sorted[sorted.length - 1], runs: sorted.length }
+}
+
+/** `0.41x (min 0.38x, max 0.44x over 3 paired runs)`: the median ratio first. */
+export const formatRatio = (ratios: ReadonlyArray<number>) => {
+  const { min, median, max, runs } = spread(ratios)
+  return `${median.toFixed(2)}x (min ${min.toFixed(2)}x, max ${max.toFixed(2)}x over ${runs} paired run${runs === 1 ? "" : "s"})`
+}
+
+/** The 1, 5 and 15-minute load averages and the core count, printed beside every figure. */
+export const loadLine = () =>
+  `load average ${Os.loadavg()
+    .map((value) => value.toFixed(2))
+    .join(" ")} on ${Os.cpus().length} CPUs`
