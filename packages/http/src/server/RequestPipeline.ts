@@ -17,8 +17,7 @@ export interface KnownRoute {
 const secretParams = new Set([":token"])
 
 /** The path as logged: secret-bearing segments of the matched route (an invite token) become `***`. */
-export const loggedPath = (path: string, method: string, routes: ReadonlyArray<KnownRoute>): string => {
-  const route = routes.find((candidate) => candidate.method === method && candidate.pattern.test(path))
+const loggedPath = (path: string, route: KnownRoute | undefined): string => {
   if (route === undefined) return path
   const template = route.template.split("/")
   return path
@@ -62,8 +61,12 @@ const newRequestId = Effect.sync(() => `req_${globalThis.crypto.randomUUID().rep
  * become the error envelope, each response gets `X-Request-Id`, and one log line records it. Inside it, a POST
  * with an `Idempotency-Key` is run once per key (`idempotencyKeys`).
  */
-export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) =>
-  HttpRouter.middleware(
+export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) => {
+  // Each request tests only its own method's patterns, once: the match decides both the body read and the log path.
+  const byMethod = new Map<string, Array<KnownRoute>>()
+  for (const route of routes) byMethod.set(route.method, [...(byMethod.get(route.method) ?? []), route])
+  const matching = (method: string, path: string) => byMethod.get(method)?.find((route) => route.pattern.test(path))
+  return HttpRouter.middleware(
     Effect.map(
       idempotencyKeys,
       (keyed) => (httpApp) =>
@@ -74,7 +77,8 @@ export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) =>
           const started = yield* Clock.currentTimeMillis
           const path = request.url.split("?")[0] ?? "/"
           // Bodies are read only for a route that exists, so a wrong path stays 404 without a byte read.
-          const known = routes.some((route) => route.method === request.method && route.pattern.test(path))
+          const matched = matching(request.method, path)
+          const known = matched !== undefined
           const checked = Effect.matchCauseEffect(
             requestIssues(request, { readBody: known, maxBodyBytes: Number(maxJsonBody) }),
             {
@@ -102,7 +106,7 @@ export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) =>
             Effect.annotateLogs({
               requestId,
               method: request.method,
-              path: loggedPath(path, request.method, routes),
+              path: loggedPath(path, matched),
               status: response.status,
               ms: elapsed
             })
@@ -112,6 +116,7 @@ export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) =>
     ),
     { global: true }
   )
+}
 
 const fromCause = (
   cause: Cause.Cause<unknown>,
