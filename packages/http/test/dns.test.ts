@@ -393,6 +393,23 @@ describe.each(backends)("spec 4.14 DNS zones (%s)", (_name, stores) => {
     expect((await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: suite.admin.token })).status).toBe(204)
   })
 
+  it("a domain import creates the org's zone through the DNS area; another org's zone of the name is 409 zone_taken", async () => {
+    const slug = await newOrg()
+    const name = zoneName()
+    const imported = await api.post(`/v1/orgs/${slug}/domains/import`, { name }, { token: suite.admin.token })
+    expect(imported.status).toBe(201)
+    const zone = await api.get(zoneOf(slug, name), { token: suite.admin.token })
+    expect(zone.status).toBe(200)
+    expect(zone.body.rrsets.map((rrset: { type: string }) => rrset.type)).toEqual(["SOA", "NS"])
+    const other = await newOrg()
+    const taken = await api.post(
+      `/v1/orgs/${other}/domains/import`,
+      { name: `www.${name}` },
+      { token: suite.admin.token }
+    )
+    expect(taken.status).toBe(409)
+  })
+
   const zoneFixture = async (slug: string) => {
     const zone = await createZone(slug)
     await put(slug, zone, "www", "A", { records: ["192.0.2.1"] })

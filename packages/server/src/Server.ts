@@ -13,6 +13,7 @@ import {
   TokensNode
 } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
+import { NameServer } from "@hostplane/adapters-providers/dns/NameServer"
 import { configLayerFromEnv, Hostnames, jobHandlers, Jobs, services } from "@hostplane/core"
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -92,6 +93,16 @@ export const ServerLive = Layer.unwrap(
     // Ports first: the sockets are bound only once the database is up, so no early request waits on a missing handler.
     // Announced once both sockets are bound, so every URL it names answers.
     const announce = Layer.effectDiscard(logStartup({ listen, edgeListen, embeddedPostgres }))
-    return announce.pipe(Layer.provide(Layer.mergeAll(api, edge)), Layer.provide(ports))
+    // The authoritative name server (decisions.md part 8) on SERVICE_DNS_LISTEN, unless it is `off`.
+    const dnsListen = yield* Config.String("SERVICE_DNS_LISTEN").pipe(Config.withDefault("127.0.0.1:5353"))
+    const nameServer =
+      dnsListen.trim().toLowerCase() === "off"
+        ? Layer.empty
+        : Layer.effectDiscard(
+            Effect.tap(NameServer.make(parseListen(dnsListen)), (server) =>
+              Effect.logInfo(`DNS on ${server.host}:${server.port} (UDP and TCP)`)
+            )
+          )
+    return announce.pipe(Layer.provide(Layer.mergeAll(api, edge, nameServer)), Layer.provide(ports))
   })
 )

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
 import * as Http from "node:http"
 import { tmpdir } from "node:os"
@@ -12,6 +12,7 @@ describe("the server binary on its embedded defaults", () => {
   let child: ChildProcess
   let base: string
   let edgePort: number
+  let dnsPort: number
   let dataDir: string
   let output = ""
   let exited: Promise<number | null>
@@ -21,6 +22,7 @@ describe("the server binary on its embedded defaults", () => {
     dataDir = mkdtempSync(join(tmpdir(), "hostplane-server-"))
     const port = await freePort()
     edgePort = await freePort()
+    dnsPort = await freePort()
     base = `http://127.0.0.1:${port}`
     child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"], {
       cwd: root,
@@ -29,6 +31,7 @@ describe("the server binary on its embedded defaults", () => {
         SERVICE_DATA_DIR: dataDir,
         SERVICE_LISTEN: `127.0.0.1:${port}`,
         SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}`,
+        SERVICE_DNS_LISTEN: `127.0.0.1:${dnsPort}`,
         DATABASE_URL: "",
         // The one provider set: domain checks go to a loopback fake of Name.com's API.
         SERVICE_REGISTRAR_URL: registrar.url,
@@ -80,6 +83,26 @@ describe("the server binary on its embedded defaults", () => {
     expect(index.status).toBe(200)
     expect(await index.json()).toMatchObject({ docs: expect.stringMatching(/\/v1\/docs$/) })
     expect((await fetch(fields.docs as string)).status).toBe(200)
+  })
+
+  it("answers DNS on SERVICE_DNS_LISTEN: a zone made through /v1 is served to dig", async () => {
+    const post = (path: string, body: unknown, token?: string) =>
+      fetch(`${base}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify(body)
+      })
+    const { token } = (await (await post("/v1/auth/dev/login", { subject: "dns-operator" })).json()) as {
+      token: string
+    }
+    expect((await post("/v1/orgs", { name: "DNS", slug: "dns-org" }, token)).status).toBe(201)
+    expect((await post("/v1/orgs/dns-org/dns/zones", { name: "served.example" }, token)).status).toBe(200)
+    let answer = ""
+    for (let i = 0; i < 40 && !answer.includes("hostmaster.served.example."); i++) {
+      answer = execFileSync("dig", ["@127.0.0.1", "-p", String(dnsPort), "+short", "served.example", "SOA"]).toString()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect(answer).toContain("ns1.hostplane.localhost. hostmaster.served.example.")
   })
 
   it("writes one JSON log line per request, carrying the X-Request-Id", async () => {

@@ -1,0 +1,273 @@
+import { NameServer } from "@hostplane/adapters-providers/dns/NameServer"
+import { Dns } from "@hostplane/core"
+import { Effect, Layer } from "effect"
+import * as Dgram from "node:dgram"
+import { describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { dig, eventually } from "./support/Dig.ts"
+import { unique, useSuite } from "./support/TestServer.ts"
+
+/** NOTIFY messages a fake secondary received: opcode, zone and whether it answered. */
+interface Notified {
+  readonly opcode: number
+  readonly zone: string
+  readonly aa: boolean
+}
+
+describe.each(backends)("the authoritative name server with dig (%s)", (_name, stores) => {
+  // One server allows AXFR from 127.0.0.1 and notifies a fake secondary; a second allows no transfers.
+  let server: NameServer["Service"]
+  let closed: NameServer["Service"]
+  const notified: Array<Notified> = []
+  const extra = Layer.effectDiscard(
+    Effect.gen(function* () {
+      const secondary = yield* Effect.acquireRelease(
+        Effect.callback<Dgram.Socket>((resume) => {
+          const socket = Dgram.createSocket("udp4")
+          socket.bind(0, "127.0.0.1", () => {
+            resume(Effect.succeed(socket))
+          })
+        }),
+        (socket) =>
+          Effect.callback<void>((resume) => {
+            socket.close(() => resume(Effect.void))
+          })
+      )
+      secondary.on("message", (message, remote) => {
+        const flags = message.readUInt16BE(2)
+        if ((flags & 0x8000) !== 0) return
+        let offset = 12
+        const labels: Array<string> = []
+        while (offset < message.length && message[offset] !== 0) {
+          labels.push(message.toString("latin1", offset + 1, offset + 1 + message[offset]!))
+          offset += message[offset]! + 1
+        }
+        notified.push({ opcode: (flags >> 11) & 0xf, zone: labels.join("."), aa: (flags & 0x0400) !== 0 })
+        const reply = Buffer.from(message)
+        reply.writeUInt16BE(flags | 0x8000, 2)
+        secondary.send(reply, remote.port, remote.address)
+      })
+      const listen = { host: "127.0.0.1", port: 0 }
+      server = yield* NameServer.make(listen).pipe(
+        Effect.provide(
+          Dns.DnsConfig.make({ transferAllow: ["127.0.0.1"], notify: [`127.0.0.1:${secondary.address().port}`] })
+        )
+      )
+      closed = yield* NameServer.make(listen).pipe(Effect.provide(Dns.DnsConfig.make({})))
+    })
+  )
+  const suite = useSuite(stores, {}, extra)
+  const { api } = suite
+
+  const zonesOf = (slug: string) => `/v1/orgs/${slug}/dns/zones`
+  const newZone = async () => {
+    const slug = await suite.newOrg()
+    const name = `${unique("z")}.example`
+    const reply = await api.post(zonesOf(slug), { name }, { token: suite.admin.token })
+    if (reply.status !== 200) throw new Error(`zone create failed: ${reply.status}`)
+    const zone = reply.body.name as string
+    const put = async (owner: string, type: string, records: ReadonlyArray<string>, ttl?: number) => {
+      const answer = await api.put(
+        `${zonesOf(slug)}/${zone}/rrsets/${encodeURIComponent(owner)}/${type}`,
+        ttl === undefined ? { records } : { records, ttl },
+        { token: suite.admin.token }
+      )
+      if (answer.status !== 200) throw new Error(`put failed: ${answer.status} ${JSON.stringify(answer.body)}`)
+    }
+    const detail = async () => (await api.get(`${zonesOf(slug)}/${zone}`, { token: suite.admin.token })).body
+    // The zone is served once the server holds the serial the API shows.
+    const served = async () => {
+      const { serial } = await detail()
+      await eventually(
+        async () => server.servedSerial(zone),
+        (seen) => seen._tag === "Some" && seen.value === serial
+      )
+    }
+    await served()
+    return { slug, zone, put, detail, served }
+  }
+  const q = (...args: ReadonlyArray<string>) => dig(server.port, ...args)
+
+  it("an rrset put through the API is served, with the AA flag, within one second", async () => {
+    const { zone, put } = await newZone()
+    await put("www", "A", ["192.0.2.10", "192.0.2.11"], 120)
+    const { reply, elapsed } = await eventually(
+      () => q(`www.${zone}`, "A"),
+      (answer) => answer.answer.length === 2
+    )
+    expect(elapsed).toBeLessThan(1000)
+    expect(reply.status).toBe("NOERROR")
+    expect(reply.flags).toContain("aa")
+    expect(reply.flags).not.toContain("ra")
+    expect([...reply.answer].sort()).toEqual([`www.${zone}. 120 IN A 192.0.2.10`, `www.${zone}. 120 IN A 192.0.2.11`])
+    const tcp = await q("+tcp", `WWW.${zone.toUpperCase()}`, "A")
+    expect(tcp.answer).toHaveLength(2)
+  })
+
+  it("the apex answers the managed SOA (the API's serial) and NS", async () => {
+    const { zone, detail } = await newZone()
+    const { serial } = await detail()
+    const soa = await q(zone, "SOA")
+    expect(soa.flags).toContain("aa")
+    expect(soa.answer).toEqual([
+      `${zone}. 3600 IN SOA ns1.hostplane.localhost. hostmaster.${zone}. ${serial} 3600 600 1209600 300`
+    ])
+    const ns = await q(zone, "NS")
+    expect([...ns.answer].sort()).toEqual([
+      `${zone}. 3600 IN NS ns1.hostplane.localhost.`,
+      `${zone}. 3600 IN NS ns2.hostplane.localhost.`
+    ])
+  })
+
+  it("NXDOMAIN and NODATA carry the SOA; an empty non-terminal is NODATA, not NXDOMAIN", async () => {
+    const { zone, put, served } = await newZone()
+    await put("a.b", "TXT", ["deep"])
+    await served()
+    const missing = await q(`nope.${zone}`, "A")
+    expect(missing.status).toBe("NXDOMAIN")
+    expect(missing.flags).toContain("aa")
+    expect(missing.answer).toEqual([])
+    expect(missing.authority[0]).toMatch(new RegExp(`^${zone}\\. 300 IN SOA `))
+    const nodata = await q(`a.b.${zone}`, "A")
+    expect(nodata.status).toBe("NOERROR")
+    expect(nodata.answer).toEqual([])
+    expect(nodata.authority[0]).toContain(" IN SOA ")
+    const ent = await q(`b.${zone}`, "TXT")
+    expect(ent.status).toBe("NOERROR")
+    expect(ent.answer).toEqual([])
+  })
+
+  it("a wildcard answers for names that do not exist, under the asked name; existing names are not overridden", async () => {
+    const { zone, put, served } = await newZone()
+    await put("*.dev", "A", ["198.51.100.7"])
+    await put("real.dev", "TXT", ["here"])
+    await served()
+    const synthesized = await q(`anything.dev.${zone}`, "A")
+    expect(synthesized.status).toBe("NOERROR")
+    expect(synthesized.answer).toEqual([`anything.dev.${zone}. 300 IN A 198.51.100.7`])
+    expect((await q(`x.y.dev.${zone}`, "A")).answer).toEqual([`x.y.dev.${zone}. 300 IN A 198.51.100.7`])
+    const real = await q(`real.dev.${zone}`, "A")
+    expect(real.status).toBe("NOERROR")
+    expect(real.answer).toEqual([])
+    expect((await q(`anything.dev.${zone}`, "MX")).status).toBe("NOERROR")
+  })
+
+  it("a CNAME is followed within the zone; a CNAME out of the zone is answered alone", async () => {
+    const { zone, put, served } = await newZone()
+    await put("www", "A", ["192.0.2.1"])
+    await put("alias", "CNAME", ["www"])
+    await put("outside", "CNAME", ["target.elsewhere.example."])
+    await put("dangling", "CNAME", ["gone"])
+    await served()
+    expect((await q(`alias.${zone}`, "A")).answer).toEqual([
+      `alias.${zone}. 300 IN CNAME www.${zone}.`,
+      `www.${zone}. 300 IN A 192.0.2.1`
+    ])
+    expect((await q(`outside.${zone}`, "A")).answer).toEqual([
+      `outside.${zone}. 300 IN CNAME target.elsewhere.example.`
+    ])
+    const dangling = await q(`dangling.${zone}`, "A")
+    expect(dangling.status).toBe("NXDOMAIN")
+    expect(dangling.answer).toEqual([`dangling.${zone}. 300 IN CNAME gone.${zone}.`])
+    expect((await q(`alias.${zone}`, "CNAME")).answer).toEqual([`alias.${zone}. 300 IN CNAME www.${zone}.`])
+  })
+
+  it("a delegation answers a referral without AA, with glue; every record type is served as stored", async () => {
+    const { zone, put, served } = await newZone()
+    await put("sub", "NS", ["ns1.sub", "ns.other.example."])
+    await put("ns1.sub", "A", ["192.0.2.53"])
+    await put("@", "MX", ["10 mail"])
+    await put("_sip._tcp", "SRV", ["10 5 5060 sip.example."])
+    await put("@", "CAA", ['0 issue "letsencrypt.org"'])
+    await put("v6", "AAAA", ["2001:db8::1"])
+    await put("9", "PTR", ["host.example."])
+    await served()
+    const referral = await q(`host.sub.${zone}`, "A")
+    expect(referral.status).toBe("NOERROR")
+    expect(referral.flags).not.toContain("aa")
+    expect(referral.answer).toEqual([])
+    expect([...referral.authority].sort()).toEqual([
+      `sub.${zone}. 300 IN NS ns.other.example.`,
+      `sub.${zone}. 300 IN NS ns1.sub.${zone}.`
+    ])
+    expect(referral.additional).toContain(`ns1.sub.${zone}. 300 IN A 192.0.2.53`)
+    expect((await q(zone, "MX")).answer).toEqual([`${zone}. 300 IN MX 10 mail.${zone}.`])
+    expect((await q(`_sip._tcp.${zone}`, "SRV")).answer).toEqual([
+      `_sip._tcp.${zone}. 300 IN SRV 10 5 5060 sip.example.`
+    ])
+    expect((await q(zone, "CAA")).answer).toEqual([`${zone}. 300 IN CAA 0 issue "letsencrypt.org"`])
+    expect((await q(`v6.${zone}`, "AAAA")).answer).toEqual([`v6.${zone}. 300 IN AAAA 2001:db8::1`])
+    expect((await q(`9.${zone}`, "PTR")).answer).toEqual([`9.${zone}. 300 IN PTR host.example.`])
+  })
+
+  it("a TXT over 255 bytes is served as several strings; a large answer over UDP is truncated (TC) and complete over TCP", async () => {
+    const { zone, put, served } = await newZone()
+    const long = "x".repeat(600)
+    await put("long", "TXT", [long])
+    await put(
+      "big",
+      "TXT",
+      Array.from({ length: 12 }, (_, index) => `${index}-${"y".repeat(200)}`)
+    )
+    await served()
+    const txt = await q(`long.${zone}`, "TXT")
+    expect(txt.answer).toEqual([
+      `long.${zone}. 300 IN TXT "${"x".repeat(255)}" "${"x".repeat(255)}" "${"x".repeat(90)}"`
+    ])
+    const truncated = await q("+notcp", "+ignore", "+noedns", `big.${zone}`, "TXT")
+    expect(truncated.flags).toContain("tc")
+    expect(truncated.answer).toEqual([])
+    const small = await q("+notcp", "+ignore", "+bufsize=1232", `big.${zone}`, "TXT")
+    expect(small.flags).toContain("tc")
+    const full = await q(`big.${zone}`, "TXT")
+    expect(full.flags).not.toContain("tc")
+    expect(full.answer).toHaveLength(12)
+    const edns = await q("+bufsize=4096", "+notcp", `big.${zone}`, "TXT")
+    expect(edns.answer).toHaveLength(12)
+    expect(edns.raw).toContain("EDNS: version: 0")
+  })
+
+  it("a zone it does not host is REFUSED; a deleted zone is REFUSED within a second", async () => {
+    const { slug, zone } = await newZone()
+    const other = await q(`www.${unique("unhosted")}.example`, "A")
+    expect(other.status).toBe("REFUSED")
+    expect(other.flags).not.toContain("aa")
+    expect((await api.delete(`${zonesOf(slug)}/${zone}`, undefined, { token: suite.admin.token })).status).toBe(204)
+    const { reply, elapsed } = await eventually(
+      () => q(zone, "SOA"),
+      (answer) => answer.status === "REFUSED"
+    )
+    expect(reply.status).toBe("REFUSED")
+    expect(elapsed).toBeLessThan(1000)
+  })
+
+  it("AXFR gives the whole zone to an allowed address and is REFUSED to others", async () => {
+    const { zone, put, served } = await newZone()
+    await put("www", "A", ["192.0.2.1"])
+    await put("@", "TXT", ["hello"])
+    await served()
+    const transfer = await q(zone, "AXFR")
+    const lines = transfer.raw.split("\n").filter((line) => line !== "" && !line.startsWith(";"))
+    const records = lines.map((line) => line.trim().replace(/\s+/g, " "))
+    expect(records[0]).toContain(" IN SOA ")
+    expect(records.at(-1)).toBe(records[0])
+    expect(records).toContain(`www.${zone}. 300 IN A 192.0.2.1`)
+    expect(records).toContain(`${zone}. 300 IN TXT "hello"`)
+    expect(records.filter((line) => line.includes(" IN NS "))).toHaveLength(2)
+    const refused = await dig(closed.port, zone, "AXFR")
+    expect(refused.raw).toMatch(/Transfer failed|REFUSED/)
+    expect((await q("+notcp", zone, "AXFR")).status).not.toBe("NOERROR")
+  })
+
+  it("each change sends a NOTIFY for the zone to SERVICE_DNS_NOTIFY", async () => {
+    const { zone, put } = await newZone()
+    const before = notified.filter((note) => note.zone === zone).length
+    await put("www", "A", ["192.0.2.77"])
+    const { reply } = await eventually(
+      async () => notified.filter((note) => note.zone === zone).length,
+      (count) => count > before
+    )
+    expect(reply).toBeGreaterThan(before)
+    expect(notified.find((note) => note.zone === zone)).toEqual({ opcode: 4, zone, aa: true })
+  })
+})
