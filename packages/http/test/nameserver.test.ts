@@ -2,9 +2,12 @@ import { NameServer } from "@hostplane/adapters-providers/dns/NameServer"
 import { Dns } from "@hostplane/core"
 import { Effect, Layer } from "effect"
 import * as Dgram from "node:dgram"
+import * as Fs from "node:fs/promises"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { dig, eventually } from "./support/Dig.ts"
+import { dig, eventually, tool } from "./support/Dig.ts"
 import { unique, useSuite } from "./support/TestServer.ts"
 
 /** NOTIFY messages a fake secondary received: opcode, zone and whether it answered. */
@@ -257,6 +260,57 @@ describe.each(backends)("the authoritative name server with dig (%s)", (_name, s
     const refused = await dig(closed.port, zone, "AXFR")
     expect(refused.raw).toMatch(/Transfer failed|REFUSED/)
     expect((await q("+notcp", zone, "AXFR")).status).not.toBe("NOERROR")
+  })
+
+  it("a signed zone validates with delv (trust anchor: our DS) and its AXFR passes ldns-verify-zone", async () => {
+    const { slug, zone, put, served } = await newZone()
+    await put("www", "A", ["192.0.2.1"])
+    await put("*.dev", "TXT", ["wild"])
+    await put("a.b", "AAAA", ["2001:db8::5"])
+    await put("sub", "NS", ["ns1.sub"])
+    await put("ns1.sub", "A", ["192.0.2.53"])
+    const on = await api.post(`${zonesOf(slug)}/${zone}/dnssec`, { enabled: true }, { token: suite.admin.token })
+    expect(on.body.dnssec).toBe("signing")
+    await served()
+    const [tag, alg, digestType, digest] = (on.body.ds[0] as string).split(" ")
+    const dir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-delv-"))
+    try {
+      const anchors = Path.join(dir, "anchors.conf")
+      await Fs.writeFile(anchors, `trust-anchors { "${zone}." static-ds ${tag} ${alg} ${digestType} "${digest}"; };\n`)
+      const delv = (name: string, type: string) =>
+        tool("delv", ["@127.0.0.1", "-p", String(server.port), "-a", anchors, `+root=${zone}`, name, type])
+      for (const [name, type] of [
+        [`www.${zone}`, "A"],
+        [`x.dev.${zone}`, "TXT"],
+        [`missing.${zone}`, "A"],
+        [`www.${zone}`, "MX"],
+        [`b.${zone}`, "A"],
+        [zone, "DNSKEY"]
+      ] as const) {
+        const result = await delv(name, type)
+        expect({ name, type, output: result.output }).toEqual({
+          name,
+          type,
+          output: expect.stringMatching(/; fully validated|; negative response, fully validated/)
+        })
+      }
+      const signed = await q("+dnssec", `www.${zone}`, "A")
+      expect(signed.answer.some((line) => line.includes(" RRSIG A 13 "))).toBe(true)
+      const denial = await q("+dnssec", `missing.${zone}`, "A")
+      expect(denial.status).toBe("NXDOMAIN")
+      expect(denial.authority.some((line) => line.includes(" NSEC "))).toBe(true)
+      // dig splits the digest with a space; the CDS is the DS the zone detail shows.
+      const cds = (await q(zone, "CDS")).answer.join("").replace(/\s/g, "").toLowerCase()
+      expect(cds).toBe(`${zone}.3600incds${on.body.ds[0].replace(/\s/g, "")}`)
+
+      const transfer = await q("+onesoa", zone, "AXFR")
+      const file = Path.join(dir, "zone.txt")
+      await Fs.writeFile(file, transfer.raw)
+      const verified = await tool("ldns-verify-zone", [file])
+      expect(verified).toEqual({ code: 0, output: expect.stringContaining("Zone is verified and complete") })
+    } finally {
+      await Fs.rm(dir, { recursive: true, force: true })
+    }
   })
 
   it("each change sends a NOTIFY for the zone to SERVICE_DNS_NOTIFY", async () => {
