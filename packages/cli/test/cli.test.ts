@@ -266,6 +266,17 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
       }
     })
 
+    it("ai: true in service.json grants the AI add-on through the server's own grant route", async () => {
+      const project = unique("ai")
+      const run = await hostplane(["deploy", siteFolder({ ai: true }), "--org", org, "--project", project], {
+        env: authed()
+      })
+      expect(run.code, run.stderr).toBe(0)
+      expect(run.stdout).toContain("granted ai")
+      const status = await api.get(`/v1/orgs/${org}/projects/${project}/ai`, { token })
+      expect(status.body.granted).toBe(true)
+    })
+
     it("a server without an add-on's grant route: the deploy lands, then exits 1 naming the grant it could not make", async () => {
       const project = unique("nogrant")
       const run = await hostplane(["deploy", siteFolder({ storage: true }), "--org", org, "--project", project], {
