@@ -89,7 +89,7 @@ describe("area registry", () => {
         addons.size,
         declared((area) => ("addon" in area ? [area.addon] : undefined))
       )
-      assert.include([...addons.keys()], "ai")
+      assert.includeMembers([...addons.keys()], ["ai", "email"])
       assert.isFalse(paying, "nobody has a subscription: every area's check says no one pays")
     }).pipe(Effect.provide(registryWith([])))
   )

@@ -76,7 +76,26 @@ export const layer = Layer.effect(
             LIMIT ${limit}`
     })
 
+    const countSince = SqlSchema.findOne({
+      Request: Schema.Struct({ projectId: Schema.String, since: Schema.String }),
+      Result: Schema.Struct({ sent: Schema.Number, received: Schema.Number }),
+      execute: ({ projectId, since }) =>
+        sql`SELECT count(*) FILTER (WHERE direction = 'out')::int AS sent,
+              count(*) FILTER (WHERE direction = 'in')::int AS received
+            FROM mail_log WHERE project_id = ${projectId} AND created_at >= ${since}::timestamptz`
+    })
+
     return EmailStore.of({
+      countSince: (projectId, since) => countSince({ projectId, since }).pipe(Effect.orDie),
+      purgeLog: (cutoffs) =>
+        sql`DELETE FROM mail_log m USING projects p, orgs o
+            WHERE m.project_id = p.id AND p.org_id = o.id
+              AND m.created_at < CASE WHEN o.plan = 'pro' THEN ${cutoffs.pro}::timestamptz
+                                      ELSE ${cutoffs.free}::timestamptz END
+            RETURNING m.id`.pipe(
+          Effect.map((rows) => rows.length),
+          Effect.orDie
+        ),
       listLog: (projectId, query) =>
         listLog({
           projectId,

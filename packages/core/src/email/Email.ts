@@ -47,3 +47,14 @@ export interface EmailAddressRow {
   readonly address: string
   readonly granted: boolean
 }
+
+/** EmailStatus of decisions.md part 4: `address` and `from` are a preview until the grant fixes them. */
+export const EmailStatus = Schema.Struct({
+  granted: Schema.Boolean,
+  address: Schema.String,
+  from: Schema.String,
+  hourlyCap: Schema.Int,
+  sent24h: Schema.Int,
+  received24h: Schema.Int
+}).annotate({ identifier: "EmailStatus" })
+export type EmailStatus = typeof EmailStatus.Type

@@ -26,6 +26,13 @@ export class EmailStore extends Context.Service<
     /** Sets the outcome of the `out` rows sent with `providerMessageId`; how many rows matched. */
     readonly setOutcome: (providerMessageId: string, outcome: MailOutcome) => Effect.Effect<number>
     readonly listLog: (projectId: ProjectId, query: LogQuery) => Effect.Effect<ReadonlyArray<MailLogRow>>
+    /** Rows of the project since `since`, by direction: EmailStatus's 24-hour counts and the relay's hourly cap. */
+    readonly countSince: (
+      projectId: ProjectId,
+      since: string
+    ) => Effect.Effect<{ readonly sent: number; readonly received: number }>
+    /** Deletes the rows older than the cutoff of their org's plan (`keepDays`); how many. */
+    readonly purgeLog: (cutoffs: { readonly free: string; readonly pro: string }) => Effect.Effect<number>
     readonly getLog: (projectId: ProjectId, id: string) => Effect.Effect<Option.Option<MailLogRow>>
   }
 >()("@hostplane/core/email/EmailStore") {}

@@ -1,7 +1,8 @@
-import { Errors } from "@hostplane/core"
+import { Email, Errors, Orgs } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { apiErrors } from "../errors/ApiError.ts"
+import { ProjectRef } from "../projects/ProjectRef.ts"
 
 /** What the mail webhook answers once a message is accepted (applied, replayed or of a type it ignores). */
 export const MailHookAnswer = Schema.Struct({ received: Schema.Literal(true) }).annotate({
@@ -36,3 +37,51 @@ export class MailHooksApi extends HttpApiGroup.make("mailHooks")
       )
   )
   .annotateMerge(OpenApi.annotations({ title: "Mail webhook", description: "Inbound mail events (spec 4.8)." })) {}
+
+const logPath = "/orgs/:orgSlug/projects/:projectName/email/log" as const
+
+/** Spec 4.8's mail log, served in the email add-on's group. */
+export const emailLogEndpoints = [
+  HttpApiEndpoint.get("log", logPath, {
+    params: ProjectRef,
+    query: {
+      direction: Schema.optionalKey(Schema.String.annotate({ description: "`in`, `out`, or empty for both." })),
+      cursor: Schema.optionalKey(Schema.String),
+      limit: Schema.optionalKey(Orgs.PageLimit)
+    },
+    success: Email.MailLogPage,
+    error: apiErrors(Errors.BadRequest, Errors.NotFound, Errors.Forbidden)
+  })
+    .annotate(OpenApi.Summary, "List the mail log")
+    .annotateMerge(
+      OpenApi.annotations({
+        description: [
+          "Viewer or higher. Newest first, one row per sent or received message. `direction` is `in`, `out` or",
+          "empty (both); anything else is 400. `limit` 1..200 (default 50); `cursor` is the previous page's",
+          "`nextCursor` (null on the last page). Rows are kept `keepDays` days by plan (30 free, 365 pro)."
+        ].join(" ")
+      })
+    ),
+  HttpApiEndpoint.get("logEntry", `${logPath}/:mailId`, {
+    params: { ...ProjectRef, mailId: Schema.String },
+    success: Email.MailLogEntry,
+    error: apiErrors(Errors.NotFound, Errors.Forbidden)
+  })
+    .annotate(OpenApi.Summary, "Read a mail log entry")
+    .annotateMerge(OpenApi.annotations({ description: "Viewer or higher. An id of another project is 404." })),
+  HttpApiEndpoint.get("logRaw", `${logPath}/:mailId/raw`, {
+    params: { ...ProjectRef, mailId: Schema.String },
+    success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "message/rfc822" })),
+    error: apiErrors(Errors.NotFound, Errors.Forbidden)
+  })
+    .annotate(OpenApi.Summary, "Download a raw message")
+    .annotateMerge(
+      OpenApi.annotations({
+        description: [
+          "Viewer or higher. `message/rfc822`, downloaded as `<mailId>.eml`: received mail with the `Received` and",
+          "`Authentication-Results` headers the service added, sent mail as given to the relay. 404 when",
+          "`hasRaw` is false."
+        ].join(" ")
+      })
+    )
+] as const

@@ -1,5 +1,7 @@
 import { Email, Errors } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
+import { orgRows } from "../orgs/OrgStoreMemory.ts"
+import { projectRows } from "../projects/ProjectStoreMemory.ts"
 import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memory/MemoryState.ts"
 
 /** Keyed by project id. */
@@ -66,6 +68,29 @@ export const make = (store: MemoryStore): Email.EmailStore["Service"] =>
           .sort((a, b) => Date.parse(b.createdAt) - Date.parse(a.createdAt) || (b.id < a.id ? -1 : b.id > a.id ? 1 : 0))
           .slice(0, query.limit)
       ),
+    countSince: (projectId, since) =>
+      read(store, (tables) => {
+        const recent = [...tables(logRows).values()].filter(
+          ({ row }) => row.projectId === projectId && Date.parse(row.createdAt) >= Date.parse(since)
+        )
+        return {
+          sent: recent.filter(({ row }) => row.direction === "out").length,
+          received: recent.filter(({ row }) => row.direction === "in").length
+        }
+      }),
+    purgeLog: (cutoffs) =>
+      write(store, (tables) => {
+        let purged = 0
+        for (const [id, { row }] of tables(logRows)) {
+          const project = tables(projectRows).get(row.projectId)
+          const plan = project === undefined ? "free" : (tables(orgRows).get(project.orgId)?.plan ?? "free")
+          if (Date.parse(row.createdAt) < Date.parse(cutoffs[plan])) {
+            tables(logRows).delete(id)
+            purged += 1
+          }
+        }
+        return purged
+      }),
     getLog: (projectId, id) =>
       read(store, (tables) =>
         Option.filter(

@@ -1,7 +1,7 @@
 import { assert, layer } from "@effect/vitest"
-import { Email, Kernel, type Orgs, type Projects } from "@hostplane/core"
+import { Email, Kernel, Orgs, Projects } from "@hostplane/core"
 import { Effect, Exit, type Layer, Option, Schema } from "effect"
-import { at, givenProject, minute, randomSuffix } from "../contract/Fixtures.ts"
+import { at, day, givenProject, makeOrg, makeProject, minute, randomSuffix } from "../contract/Fixtures.ts"
 
 /** What the email contract needs: log rows belong to projects, and claims join transactions. */
 export type EmailStoreSuiteServices = Email.EmailStore | Orgs.OrgStore | Projects.ProjectStore | Kernel.Transactor
@@ -130,5 +130,30 @@ export const emailStoreSuite = <E>(name: string, store: Layer.Layer<EmailStoreSu
           ["in", "received"]
         ])
       })
+    )
+
+    it.effect("the purge drops rows older than the cutoff of their org's plan; counts are by direction since", () =>
+      Effect.gen(function* () {
+        const email = yield* Email.EmailStore
+        const free = yield* givenProject
+        const proOrg = makeOrg({ plan: "pro" })
+        yield* (yield* Orgs.OrgStore).insert(proOrg)
+        const pro = makeProject(proOrg.id)
+        yield* (yield* Projects.ProjectStore).insert(pro)
+        const oldFree = row(free.id, { createdAt: at(-40 * day) })
+        const keptFree = row(free.id, { createdAt: at(-10 * day), direction: "in", outcome: "received" })
+        const keptPro = row(pro.id, { createdAt: at(-40 * day) })
+        const oldPro = row(pro.id, { createdAt: at(-400 * day) })
+        for (const r of [oldFree, keptFree, keptPro, oldPro]) yield* email.insertLog(r)
+        assert.deepStrictEqual(yield* email.countSince(free.id, at(-50 * day)), { sent: 1, received: 1 })
+        assert.deepStrictEqual(yield* email.countSince(free.id, at(-20 * day)), { sent: 0, received: 1 })
+        yield* email.purgeLog({ free: at(-30 * day), pro: at(-365 * day) })
+        const ids = (projectId: Kernel.ProjectId) =>
+          Effect.map(email.listLog(projectId, { direction: undefined, after: undefined, limit: 10 }), (rows) =>
+            rows.map((r) => r.id)
+          )
+        assert.deepStrictEqual(yield* ids(free.id), [keptFree.id])
+        assert.deepStrictEqual(yield* ids(pro.id), [keptPro.id])
+      }).pipe(Effect.orDie)
     )
   })

@@ -1,0 +1,31 @@
+import { Clock, Duration, Effect, Schema } from "effect"
+import { limitsOf } from "../billing/Billing.ts"
+import { define, handler, type JobHandler } from "../jobs/Job.ts"
+import { EmailStore } from "./EmailStore.ts"
+
+/** The mail log's retention (spec part 8, `keepDays` by plan): one job of the kind always exists, hourly. */
+export const mailPurge = define({
+  kind: "mail_log_purge",
+  payload: Schema.Struct({}),
+  phases: ["purge"],
+  every: Duration.hours(1),
+  singleton: { payload: {} }
+})
+
+const cutoff = (now: number, days: number) => new Date(now - days * 86_400_000).toISOString()
+
+export const mailPurgeHandler: Effect.Effect<JobHandler, never, EmailStore> = Effect.map(
+  Effect.service(EmailStore),
+  (store) =>
+    handler(mailPurge, {
+      run: () =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const purged = yield* store.purgeLog({
+            free: cutoff(now, limitsOf("free").mailKeepDays),
+            pro: cutoff(now, limitsOf("pro").mailKeepDays)
+          })
+          if (purged > 0) yield* Effect.logInfo("mail log purged", { rows: purged })
+        })
+    })
+)
