@@ -249,6 +249,8 @@ export interface Hostplane {
   readonly base: string
   /** A session token of the dev user `bench`. */
   readonly token: string
+  /** Where git over SSH listens (a free loopback port). */
+  readonly sshPort: number
 }
 
 /**
@@ -258,11 +260,13 @@ export interface Hostplane {
 export const startHostplane = async (dir: string): Promise<Hostplane> => {
   const dataDir = Path.join(dir, "hostplane")
   const port = await freePort()
-  // Every listener on a free port: the defaults (8080, the edge's 8081) may be taken on this machine.
+  const sshPort = await freePort()
+  // Every listener on a free port: the defaults (8080, the edge's 8081, git's 2222) may be taken on this machine.
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     SERVICE_LISTEN: `127.0.0.1:${port}`,
     SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
+    SERVICE_GIT_SSH_LISTEN: `127.0.0.1:${sshPort}`,
     SERVICE_DATA_DIR: dataDir
   }
   delete env.DATABASE_URL // always the embedded PostgreSQL (and so the dev login)
@@ -283,7 +287,7 @@ export const startHostplane = async (dir: string): Promise<Hostplane> => {
     if (typeof token !== "string" || token === "") throw new Error("dev login answered without a token")
     return token
   })
-  return { child, base, token }
+  return { child, base, token, sshPort }
 }
 
 // ---------------------------------------------------------------------------------------------------------------

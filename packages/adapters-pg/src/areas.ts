@@ -5,6 +5,7 @@ import { DomainsAreaPg } from "./domains/DomainsAreaPg.ts"
 import { DnsAreaPg } from "./dns/DnsAreaPg.ts"
 import { EmailAreaPg } from "./email/EmailAreaPg.ts"
 import { EdgeAreaPg } from "./edge/EdgeAreaPg.ts"
+import { GitAreaPg } from "./git/GitAreaPg.ts"
 import { IdempotencyAreaPg } from "./idempotency/IdempotencyAreaPg.ts"
 import { HostnamesAreaPg } from "./hostnames/HostnamesAreaPg.ts"
 import { IdentityAreaPg } from "./identity/IdentityAreaPg.ts"
@@ -32,5 +33,6 @@ export const areas = [
   IdempotencyAreaPg,
   DomainsAreaPg,
   BillingAreaPg,
-  EmailAreaPg
+  EmailAreaPg,
+  GitAreaPg
 ] as const

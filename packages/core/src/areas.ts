@@ -7,6 +7,7 @@ import { DomainsArea } from "./domains/DomainsArea.ts"
 import { DnsArea } from "./dns/DnsArea.ts"
 import { EmailArea } from "./email/EmailArea.ts"
 import { EdgeArea } from "./edge/EdgeArea.ts"
+import { GitArea } from "./git/GitArea.ts"
 import { IdempotencyArea } from "./idempotency/IdempotencyArea.ts"
 import { HostnamesArea } from "./hostnames/HostnamesArea.ts"
 import { JobsArea } from "./jobs/JobsArea.ts"
@@ -36,5 +37,6 @@ export const areas = [
   BillingArea,
   AddonsArea,
   AiArea,
-  EmailArea
+  EmailArea,
+  GitArea
 ] as const

@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { AiConfig, type AiConfigShape } from "./ai/AiConfig.ts"
 import { BillingConfig, type BillingConfigShape } from "./billing/BillingConfig.ts"
 import { DnsConfig, type DnsConfigShape } from "./dns/DnsConfig.ts"
+import { GitConfig, type GitConfigShape } from "./git/GitConfig.ts"
 import { HostnamesConfig, type HostnamesConfigShape } from "./hostnames/HostnamesConfig.ts"
 import { IdentityConfig, type IdentityConfigShape } from "./identity/IdentityConfig.ts"
 import { Settings, type SettingsShape } from "./kernel/Settings.ts"
@@ -10,7 +11,7 @@ import { InvitesConfig, type InvitesConfigShape } from "./orgs/InvitesConfig.ts"
 
 /** Every area's config: the shared `Settings` and the one service per area that reads its own settings. */
 export type Configs =
-  Settings | IdentityConfig | HostnamesConfig | MailConfig | InvitesConfig | BillingConfig | DnsConfig | AiConfig
+  Settings | IdentityConfig | HostnamesConfig | MailConfig | InvitesConfig | BillingConfig | DnsConfig | AiConfig | GitConfig
 
 /** Explicit values for `configLayer`, by area; anything left out takes its default. */
 export interface ConfigOverrides {
@@ -22,6 +23,7 @@ export interface ConfigOverrides {
   readonly billing?: Partial<BillingConfigShape>
   readonly dns?: Partial<DnsConfigShape>
   readonly ai?: Partial<AiConfigShape>
+  readonly git?: Partial<GitConfigShape>
 }
 
 /** Every area's config from explicit values (tests, embedding hosts), each area's `make`. */
@@ -33,7 +35,8 @@ export const configLayer = (overrides: ConfigOverrides = {}): Layer.Layer<Config
     InvitesConfig.make(overrides.invites),
     BillingConfig.make(overrides.billing),
     DnsConfig.make(overrides.dns),
-    AiConfig.make(overrides.ai)
+    AiConfig.make(overrides.ai),
+    GitConfig.make(overrides.git)
   ).pipe(Layer.provideMerge(Settings.make(overrides.settings)))
 
 /** Every area's config from the `SERVICE_*` environment, each area's `layerConfig`. */
@@ -49,5 +52,6 @@ export const configLayerFromEnv = (options: {
     InvitesConfig.layerConfig,
     BillingConfig.layerConfig,
     DnsConfig.layerConfig,
-    AiConfig.layerConfig
+    AiConfig.layerConfig,
+    GitConfig.layerConfig
   ).pipe(Layer.provideMerge(Settings.layerConfigWith({ siteUrlDefault: options.siteUrlDefault })))

@@ -97,12 +97,13 @@ describe("area registry", () => {
   it.effect("three more areas each keep their holdings, teardown step, job and subscription check", () =>
     Effect.gen(function* () {
       const { holdings, teardown, jobs, paying } = yield* registry
+      const ownTeardown = areas.flatMap((area) => ("teardown" in area ? area.teardown : [])).length
       // Core's own holdings first (in area order), then the extra areas' in theirs.
       assert.deepStrictEqual(
         holdings.map((counter) => counter.kind),
-        ["projects", "zones", "domains", "alpha", "beta", "gamma"]
+        ["projects", "zones", "domains", "repositories", "alpha", "beta", "gamma"]
       )
-      assert.strictEqual(teardown.length, 3)
+      assert.strictEqual(teardown.length, ownTeardown + 3)
       assert.deepStrictEqual(kinds(jobs).slice(-3), ["alpha_job", "beta_job", "gamma_job"])
       assert.includeMembers(kinds(jobs), [
         Mail.sendMail.kind,

@@ -5,6 +5,7 @@ import { DeploymentsAreaHttp } from "./deployments/DeploymentsAreaHttp.ts"
 import { DnsAreaHttp } from "./dns/DnsAreaHttp.ts"
 import { DomainsAreaHttp } from "./domains/DomainsAreaHttp.ts"
 import { EmailAreaHttp } from "./email/EmailAreaHttp.ts"
+import { GitAreaHttp } from "./git/GitAreaHttp.ts"
 import { HostnamesAreaHttp } from "./hostnames/HostnamesAreaHttp.ts"
 import { IdentityAreaHttp } from "./identity/IdentityAreaHttp.ts"
 import { OrgsAreaHttp } from "./orgs/OrgsAreaHttp.ts"
@@ -25,5 +26,6 @@ export const areas = [
   DomainsAreaHttp,
   AiAreaHttp,
   EmailAreaHttp,
-  AiAddonAreaHttp
+  AiAddonAreaHttp,
+  GitAreaHttp
 ] as const

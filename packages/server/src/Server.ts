@@ -3,6 +3,8 @@ import * as Pg from "@hostplane/adapters-pg"
 import {
   ArtifactStoreDisk,
   BundleReader,
+  GitSshServer,
+  GitStorageDisk,
   IdentityProviderOAuth,
   MailNotificationsSns,
   MailTransportAuto,
@@ -10,6 +12,7 @@ import {
   PaymentGatewayPolar,
   RegistrarNameCom,
   SealerAesGcm,
+  SshKeyParserSsh2,
   TokensNode
 } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
@@ -31,8 +34,8 @@ const embeddedMode = Effect.map(
 
 /**
  * The standalone server: PostgreSQL (embedded unless `DATABASE_URL`), mail through SMTP or the outbox folder,
- * the optional identity provider, the jobs runner (mail, hostname checks, operations), and the `/v1` routes on
- * `SERVICE_LISTEN`.
+ * the optional identity provider, the jobs runner (mail, hostname checks, operations, the git retention runner), the
+ * `/v1` routes and git smart HTTP on `SERVICE_LISTEN`, and git over SSH on `SERVICE_GIT_SSH_LISTEN`.
  */
 export const ServerLive = Layer.unwrap(
   Effect.gen(function* () {
@@ -71,6 +74,9 @@ export const ServerLive = Layer.unwrap(
           SealerAesGcm.layerConfig,
           PasswordHasherScrypt.layer,
           bundles,
+          // Bare repositories under <data dir>/git, driven by the git binary; SSH keys read by ssh2's parser.
+          GitStorageDisk.layerConfig,
+          SshKeyParserSsh2.layer,
           // Hashes the session token of every request with node:crypto instead of Web Crypto.
           TokensNode.layer,
           // Polar from SERVICE_POLAR_* when a token is set; without one billing answers 501 billing_off.
@@ -90,6 +96,8 @@ export const ServerLive = Layer.unwrap(
       Layer.provide(NodeHttpServer.layer(createServer, { host: edgeListen.host, port: edgeListen.port })),
       Layer.provide(services)
     )
+    // Git over SSH on SERVICE_GIT_SSH_LISTEN (decisions.md part 8), on the same services; `off` starts none.
+    const ssh = GitSshServer.layerConfig.pipe(Layer.provide(services))
     // Ports first: the sockets are bound only once the database is up, so no early request waits on a missing handler.
     // Announced once both sockets are bound, so every URL it names answers.
     const announce = Layer.effectDiscard(logStartup({ listen, edgeListen, embeddedPostgres }))
@@ -103,6 +111,11 @@ export const ServerLive = Layer.unwrap(
               Effect.logInfo(`DNS on ${server.host}:${server.port} (UDP and TCP)`)
             )
           )
-    return announce.pipe(Layer.provide(Layer.mergeAll(api, edge, nameServer)), Layer.provide(ports))
+    // SSH is bound before the API, so every listener is up once the API answers.
+    return announce.pipe(
+      Layer.provide(Layer.mergeAll(api, edge, nameServer)),
+      Layer.provide(ssh),
+      Layer.provide(ports)
+    )
   })
 )

@@ -1,4 +1,4 @@
-import { Identity, Kernel } from "@hostplane/core"
+import { Git, Identity, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 
 /** Where the standalone server listens and keeps its data, as the start-up log reports it. */
@@ -22,6 +22,7 @@ export const localUrl = ({ host, port }: StartupInfo["listen"]): string => {
 export const logStartup = Effect.fn("Server.logStartup")(function* (info: StartupInfo) {
   const settings = yield* Kernel.Settings
   const { devAuth } = yield* Identity.IdentityConfig
+  const { sshListen } = yield* Git.GitConfig
   const api = `${localUrl(info.listen)}/v1`
   const edge = localUrl(info.edgeListen)
   yield* Effect.logInfo(`hostplane is up: API ${api} (docs ${api}/docs)`, {
@@ -31,6 +32,8 @@ export const logStartup = Effect.fn("Server.logStartup")(function* (info: Startu
     edge,
     projectUrls: `http://<project>.${settings.appDomain}:${info.edgeListen.port}/`,
     publicUrl: settings.publicUrl,
+    git: `${settings.publicUrl}/git/<org>/<project>/<repo>.git`,
+    gitSsh: sshListen === null ? "off" : `${sshListen.host}:${sshListen.port}`,
     database: info.embeddedPostgres === undefined ? "DATABASE_URL" : `embedded PostgreSQL in ${info.embeddedPostgres}`,
     devLogin: devAuth
   })

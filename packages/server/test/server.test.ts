@@ -1,6 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
 import * as Http from "node:http"
+import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type FakeNameCom, startFakeNameCom } from "@hostplane/testkit"
@@ -13,6 +14,7 @@ describe("the server binary on its embedded defaults", () => {
   let base: string
   let edgePort: number
   let dnsPort: number
+  let sshPort: number
   let dataDir: string
   let output = ""
   let exited: Promise<number | null>
@@ -23,6 +25,7 @@ describe("the server binary on its embedded defaults", () => {
     const port = await freePort()
     edgePort = await freePort()
     dnsPort = await freePort()
+    sshPort = await freePort()
     base = `http://127.0.0.1:${port}`
     child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"], {
       cwd: root,
@@ -32,6 +35,7 @@ describe("the server binary on its embedded defaults", () => {
         SERVICE_LISTEN: `127.0.0.1:${port}`,
         SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}`,
         SERVICE_DNS_LISTEN: `127.0.0.1:${dnsPort}`,
+        SERVICE_GIT_SSH_LISTEN: `127.0.0.1:${sshPort}`,
         DATABASE_URL: "",
         // The one provider set: domain checks go to a loopback fake of Name.com's API.
         SERVICE_REGISTRAR_URL: registrar.url,
@@ -141,6 +145,22 @@ describe("the server binary on its embedded defaults", () => {
     expect(output).not.toContain(token)
     const line = output.split("\n").find((entry) => entry.includes(requestId))!
     expect(JSON.parse(line).annotations.path).toBe("/v1/invites/***")
+  })
+
+  it("serves git over SSH on SERVICE_GIT_SSH_LISTEN with a host key generated into the data dir (mode 0600)", async () => {
+    const banner = await new Promise<string>((resolve, reject) => {
+      const socket = connect(sshPort, "127.0.0.1")
+      socket.once("data", (chunk) => {
+        resolve(chunk.toString())
+        socket.destroy()
+      })
+      socket.once("error", reject)
+    })
+    expect(banner).toMatch(/^SSH-2\.0-/)
+    expect(statSync(join(dataDir, "ssh_host_ecdsa_key")).mode & 0o777).toBe(0o600)
+    const line = output.split("\n").find((entry) => entry.includes("hostplane is up"))!
+    const [, fields] = JSON.parse(line).message as [string, Record<string, unknown>]
+    expect(fields.gitSsh).toBe(`127.0.0.1:${sshPort}`)
   })
 
   it("keeps its data under SERVICE_DATA_DIR", () => {

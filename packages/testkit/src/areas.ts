@@ -5,6 +5,7 @@ import { DomainsAreaMemory } from "./domains/DomainsAreaMemory.ts"
 import { DnsAreaMemory } from "./dns/DnsAreaMemory.ts"
 import { EmailAreaMemory } from "./email/EmailAreaMemory.ts"
 import { EdgeAreaMemory } from "./edge/EdgeAreaMemory.ts"
+import { GitAreaMemory } from "./git/GitAreaMemory.ts"
 import { IdempotencyAreaMemory } from "./idempotency/IdempotencyAreaMemory.ts"
 import { HostnamesAreaMemory } from "./hostnames/HostnamesAreaMemory.ts"
 import { IdentityAreaMemory } from "./identity/IdentityAreaMemory.ts"
@@ -32,5 +33,6 @@ export const areas = [
   IdempotencyAreaMemory,
   DomainsAreaMemory,
   BillingAreaMemory,
-  EmailAreaMemory
+  EmailAreaMemory,
+  GitAreaMemory
 ] as const

@@ -21,6 +21,12 @@ export const NotificationId = Schema.String.pipe(Schema.brand("NotificationId"))
 export type NotificationId = typeof NotificationId.Type
 export const MailId = Schema.String.pipe(Schema.brand("MailId"))
 export type MailId = typeof MailId.Type
+export const RepoId = Schema.String.pipe(Schema.brand("RepoId"))
+export type RepoId = typeof RepoId.Type
+export const SshKeyId = Schema.String.pipe(Schema.brand("SshKeyId"))
+export type SshKeyId = typeof SshKeyId.Type
+export const AccessTokenId = Schema.String.pipe(Schema.brand("AccessTokenId"))
+export type AccessTokenId = typeof AccessTokenId.Type
 
 const kinds = {
   usr: UserId,
@@ -30,7 +36,10 @@ const kinds = {
   op: OperationId,
   inv: InviteId,
   ntf: NotificationId,
-  mail: MailId
+  mail: MailId,
+  repo: RepoId,
+  key: SshKeyId,
+  pat: AccessTokenId
 }
 type Kinds = typeof kinds
 

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll } from "vitest"
-import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
+import {
+  ArtifactStoreDisk,
+  BundleReader,
+  GitStorageDisk,
+  PasswordHasherScrypt,
+  SealerAesGcm,
+  SshKeyParserSsh2
+} from "@hostplane/adapters-providers"
 import {
   type Access,
   type Billing,
@@ -8,6 +15,7 @@ import {
   configLayer,
   type Deployments,
   type Email,
+  type Git,
   type Hostnames,
   Kernel,
   Orgs,
@@ -49,6 +57,8 @@ export interface TestServerOptions {
   readonly gateway?: () => Layer.Layer<Billing.PaymentGateway>
   /** The SNS adapter (`MailNotificationsSns` on a `FakeSns`'s folder); without one every notification is 403. */
   readonly mailNotifications?: () => Layer.Layer<Email.MailNotifications>
+  /** Git storage instead of the real `git` in the server's own folder (a missing binary, unreachable storage). */
+  readonly gitStorage?: Layer.Layer<Git.GitStorage, unknown>
 }
 
 /** What `run` may use: the ports and every service the server built. */
@@ -60,6 +70,8 @@ export interface TestServer {
   readonly edgeUrl: string
   /** The server's own ArtifactStore folder (removed on close): uploads land here. */
   readonly artifactDir: string
+  /** The server's own git storage folder (removed on close): bare repositories by repo id. */
+  readonly gitDir: string
   /** Runs an effect against the same ports the server uses (to read audit rows, the outbox, ...). */
   readonly run: <A, E>(effect: Effect.Effect<A, E, Served>) => Promise<A>
   readonly close: () => Promise<void>
@@ -76,6 +88,8 @@ export const startTestServer = async (
   options: TestServerOptions = {}
 ): Promise<TestServer> => {
   const artifactDir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-artifacts-"))
+  const gitDir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-git-"))
+  const git = Layer.merge(options.gitStorage ?? GitStorageDisk.layer(gitDir), SshKeyParserSsh2.layer)
   const limits = options.bundleLimits
   const bundles = BundleReader.layer(limits === undefined ? {} : { limits }).pipe(
     Layer.provideMerge(ArtifactStoreDisk.layer(artifactDir))
@@ -89,7 +103,8 @@ export const startTestServer = async (
         options.passwordHasher === undefined ? testCrypto : Layer.merge(testCrypto, options.passwordHasher),
         bundles,
         options.gateway === undefined ? Layer.empty : options.gateway(),
-        options.mailNotifications === undefined ? Layer.empty : options.mailNotifications()
+        options.mailNotifications === undefined ? Layer.empty : options.mailNotifications(),
+        git
       )
     ),
     Layer.provide(Logger.layer([]))
@@ -104,6 +119,7 @@ export const startTestServer = async (
     url: `http://127.0.0.1:${port}`,
     edgeUrl: `http://127.0.0.1:${(edge.address() as AddressInfo).port}`,
     artifactDir,
+    gitDir,
     run: (effect) => Effect.runPromise(Effect.provideContext(effect, context)),
     close: async () => {
       server.closeAllConnections()
@@ -112,6 +128,7 @@ export const startTestServer = async (
       await new Promise((resolve) => edge.close(resolve))
       await dispose()
       await Fs.rm(artifactDir, { recursive: true, force: true })
+      await Fs.rm(gitDir, { recursive: true, force: true })
     }
   }
 }

@@ -19,12 +19,16 @@ export interface ServerProcess {
   readonly output: () => string
 }
 
-/** The standalone binary, exactly as `npm start` runs it, with `env`; answers once `GET <base>/v1/config` does. */
+/**
+ * The standalone binary, exactly as `npm start` runs it, with `env`; answers once `GET <base>/v1/config` does. Git over
+ * SSH gets a free port unless `env` names one, so servers of parallel tests never race for the default 2222.
+ */
 export const startServer = async (base: string, env: Record<string, string>, tries = 240): Promise<ServerProcess> => {
   let output = ""
+  const sshListen = `127.0.0.1:${await freePort()}`
   const child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"], {
     cwd: root,
-    env: { ...process.env, ...env },
+    env: { ...process.env, SERVICE_GIT_SSH_LISTEN: sshListen, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   child.stdout!.on("data", (chunk) => (output += chunk))

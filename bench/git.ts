@@ -1,0 +1,194 @@
+// `npm run bench:git -- [--size <MiB>] [--runs <n>] [--timeout <s>] [--save]`
+//
+// Clones a repository whose pack is about 50 MiB from the real hostplane server (embedded PostgreSQL, fresh data dir)
+// over smart HTTP and over SSH, beside `git clone file://` of the same repository in the same run, and prints the
+// time ratios and the server's peak RSS. Flat memory shows as a peak RSS far below the pack size. See README.md.
+// Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
+import { execFile } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import {
+  hasProc,
+  log,
+  makeTempDir,
+  parseOptions,
+  request,
+  round,
+  rssKiB,
+  runBench,
+  samplePeak,
+  sleep,
+  startHostplane
+} from "./support/harness.ts"
+import { alignColumns, gitCommit, machine, writeReport } from "./support/report.ts"
+
+const usage = `usage: npm run bench:git -- [options]
+  --size <MiB>      incompressible content in the repository (default 50: a pack of about 50 MiB)
+  --runs <n>        clones per transport; the median is reported (default 3)
+  --timeout <s>     abort everything after this many seconds (default 900)
+  --save            write the JSON result to bench/results/ instead of the system temp dir`
+
+const { values: parsed, fail } = parseOptions(usage, {
+  size: { type: "string" },
+  runs: { type: "string" },
+  timeout: { type: "string" },
+  save: { type: "boolean", default: false }
+})
+const sizeMiB = parsed.size === undefined ? 50 : Number(parsed.size)
+if (!Number.isFinite(sizeMiB) || sizeMiB < 1) fail(`invalid --size ${parsed.size}`)
+const runs = parsed.runs === undefined ? 3 : Number(parsed.runs)
+if (!Number.isInteger(runs) || runs < 1) fail(`invalid --runs ${parsed.runs}`)
+const timeoutS = parsed.timeout === undefined ? 900 : Number(parsed.timeout)
+if (!Number.isFinite(timeoutS) || timeoutS <= 0) fail(`invalid --timeout ${parsed.timeout}`)
+const save = parsed.save === true
+const MiB = 1024 * 1024
+
+const git = (cwd: string, args: Array<string>, env: Record<string, string> = {}) =>
+  new Promise<string>((resolve, reject) =>
+    execFile(
+      "git",
+      ["-c", "credential.helper=", ...args],
+      {
+        cwd,
+        env: {
+          PATH: process.env.PATH,
+          HOME: cwd,
+          GIT_CONFIG_NOSYSTEM: "1",
+          GIT_TERMINAL_PROMPT: "0",
+          GIT_AUTHOR_NAME: "Bench",
+          GIT_AUTHOR_EMAIL: "bench@example.test",
+          GIT_COMMITTER_NAME: "Bench",
+          GIT_COMMITTER_EMAIL: "bench@example.test",
+          ...env
+        },
+        maxBuffer: 16 * MiB
+      },
+      (error, stdout, stderr) =>
+        error === null ? resolve(stdout.trim()) : reject(new Error(`git ${args.join(" ")}: ${stderr}`))
+    )
+  )
+
+const json = async (method: string, url: string, token: string, body?: unknown) => {
+  const reply = await request(
+    method,
+    url,
+    { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body === undefined ? undefined : JSON.stringify(body),
+    10_000
+  )
+  if (reply.status >= 300) throw new Error(`${method} ${url}: ${reply.status} ${reply.body.toString("utf8")}`)
+  return JSON.parse(reply.body.toString("utf8")) as Record<string, any>
+}
+
+const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+
+interface Measured {
+  readonly seconds: number
+  readonly peakRssMiB: number
+}
+
+const main = async () => {
+  log(`node ${process.version}, ${Os.cpus().length} CPUs; ${sizeMiB} MiB of content, ${runs} clones per transport`)
+  const tempDir = await makeTempDir("hostplane-bench-git-")
+
+  // 1. The source repository: random (incompressible) files, so the pack is about the content's size.
+  const source = Path.join(tempDir, "source")
+  Fs.mkdirSync(source)
+  await git(source, ["init", "-q", "-b", "main"])
+  for (let i = 0; i < sizeMiB; i++) Fs.writeFileSync(Path.join(source, `blob-${i}.bin`), randomBytes(MiB))
+  await git(source, ["add", "-A"])
+  await git(source, ["commit", "-q", "-m", "content"])
+  await git(source, ["gc", "-q"])
+  const packBytes = Fs.readdirSync(Path.join(source, ".git", "objects", "pack"))
+    .filter((name) => name.endsWith(".pack"))
+    .reduce((sum, name) => sum + Fs.statSync(Path.join(source, ".git", "objects", "pack", name)).size, 0)
+  log(`source: pack of ${round(packBytes / MiB, 1)} MiB`)
+
+  // 2. The real server: a repo, a token and a key, then the content pushed over smart HTTP.
+  const { child: server, base, token, sshPort } = await startHostplane(tempDir)
+  const me = await json("GET", `${base}/v1/me`, token)
+  const slug = me.orgs[0].slug as string
+  await json("POST", `${base}/v1/orgs/${slug}/projects`, token, { name: "bench" })
+  const repo = await json("POST", `${base}/v1/orgs/${slug}/projects/bench/repos`, token, { name: "big" })
+  const pat = (await json("POST", `${base}/v1/me/tokens`, token, { name: "bench" })).token as string
+  const keyFile = Path.join(tempDir, "id_ed25519")
+  await new Promise<void>((resolve, reject) =>
+    execFile("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", keyFile], (error) =>
+      error === null ? resolve() : reject(error)
+    )
+  )
+  await json("POST", `${base}/v1/me/ssh-keys`, token, { publicKey: Fs.readFileSync(`${keyFile}.pub`, "utf8") })
+  const httpUrl = new URL(`${base}/git/${slug}/bench/big.git`)
+  httpUrl.username = "bench"
+  httpUrl.password = pat
+  const sshUrl = `ssh://git@127.0.0.1:${sshPort}/${slug}/bench/big.git`
+  const sshEnv = {
+    GIT_SSH_COMMAND: `ssh -i ${keyFile} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR`
+  }
+  await git(source, ["push", "-q", httpUrl.toString(), "main"])
+  log(`hostplane: ${repo.cloneUrl} holds the content`)
+
+  // 3. Clones, transports interleaved so drift hits them alike; the server's RSS sampled during each.
+  const transports = {
+    file: { url: `file://${source}`, env: {} as Record<string, string> },
+    http: { url: httpUrl.toString(), env: {} as Record<string, string> },
+    ssh: { url: sshUrl, env: sshEnv }
+  }
+  const results: Record<string, Array<Measured>> = { file: [], http: [], ssh: [] }
+  for (let run = 0; run < runs; run++) {
+    for (const [name, { url, env }] of Object.entries(transports)) {
+      const target = Path.join(tempDir, `clone-${name}-${run}`)
+      await sleep(500)
+      const sampler = samplePeak(() => rssKiB(server.pid), hasProc ? 20 : 200)
+      const started = performance.now()
+      await git(tempDir, ["clone", "-q", "--bare", "--no-local", url, target], env)
+      const seconds = (performance.now() - started) / 1000
+      const peakRssMiB = round((sampler.stop().peak ?? 0) / 1024, 1)
+      results[name]!.push({ seconds, peakRssMiB })
+      log(`${name} clone ${run + 1}/${runs}: ${round(seconds, 2)} s, server peak RSS ${peakRssMiB} MiB`)
+      Fs.rmSync(target, { recursive: true, force: true })
+    }
+  }
+
+  const baseline = median(results.file!.map((m) => m.seconds))
+  const summary = Object.fromEntries(
+    Object.entries(results).map(([name, measured]) => {
+      const seconds = median(measured.map((m) => m.seconds))
+      return [
+        name,
+        {
+          seconds: round(seconds, 3),
+          ratio: round(seconds / baseline, 2),
+          peakRssMiB: Math.max(...measured.map((m) => m.peakRssMiB))
+        }
+      ]
+    })
+  )
+  const table = alignColumns([
+    ["transport", "median s", "ratio to file://", "server peak RSS MiB"],
+    ...Object.entries(summary).map(([name, row]) => [
+      name === "file" ? "file:// (baseline)" : name,
+      String(row.seconds),
+      name === "file" ? "1.00" : row.ratio.toFixed(2),
+      name === "file" ? "-" : String(row.peakRssMiB)
+    ])
+  ])
+  for (const line of table) console.log(line)
+  console.log(`pack ${round(packBytes / MiB, 1)} MiB; target: within 1.1x of file://, server memory flat (far below the pack)`)
+  const report = {
+    benchmark: "git clone: hostplane smart HTTP and SSH vs git clone file://",
+    date: new Date().toISOString(),
+    commit: gitCommit(),
+    ...machine(),
+    loadAverage: Os.loadavg().map((value) => round(value, 2)),
+    packMiB: round(packBytes / MiB, 1),
+    runs,
+    summary,
+    results
+  }
+  await writeReport("git", report, save)
+}
+
+await runBench(main, timeoutS)

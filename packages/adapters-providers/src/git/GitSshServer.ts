@@ -1,0 +1,192 @@
+import { NodeStream } from "@effect/platform-node"
+import { Git, type Kernel } from "@hostplane/core"
+import { Context, Effect, Layer, Option, Stream } from "effect"
+import { generateKeyPairSync } from "node:crypto"
+import * as Fs from "node:fs/promises"
+import type { AddressInfo } from "node:net"
+import * as Path from "node:path"
+import ssh2 from "ssh2"
+import { inDataDir } from "../DataDir.ts"
+import { fingerprintOf } from "./SshKeyParserSsh2.ts"
+
+/** The running SSH transport: where it listens. */
+export class GitSshServer extends Context.Service<GitSshServer, { readonly host: string; readonly port: number }>()(
+  "@hostplane/adapters-providers/git/GitSshServer"
+) {}
+
+export interface GitSshServerOptions {
+  readonly host: string
+  /** 0 picks a free port (tests). */
+  readonly port: number
+  /** The host key, generated there (ECDSA P-256, mode 0600) on first start and reused after. */
+  readonly hostKeyPath: string
+}
+
+/** The host key at `path`, made once. */
+const hostKeyAt = (path: string) =>
+  Effect.promise(async () => {
+    const existing = await Fs.readFile(path, "utf8").catch(() => undefined)
+    if (existing !== undefined) return existing.trim()
+    const { privateKey } = generateKeyPairSync("ec", {
+      namedCurve: "prime256v1",
+      privateKeyEncoding: { type: "sec1", format: "pem" },
+      publicKeyEncoding: { type: "spki", format: "pem" }
+    })
+    await Fs.mkdir(Path.dirname(path), { recursive: true })
+    await Fs.writeFile(path, privateKey, { mode: 0o600, flag: "wx" }).catch(() => undefined)
+    return (await Fs.readFile(path, "utf8")).trim()
+  })
+
+/** `git-upload-pack '<path>'` (or `git upload-pack`), the path single-quoted as git quotes it. */
+export const parseGitCommand = (
+  command: string
+): { readonly service: Git.GitService; readonly path: Git.RepoPath } | undefined => {
+  const match = /^git[- ](upload-pack|receive-pack) (.+)$/su.exec(command.trim())
+  if (match === null) return undefined
+  let raw = match[2]!
+  if (raw.startsWith("'")) {
+    // sq_quote: '...' with ' written as '\'' and ! as '\!'
+    const unquoted = /^'((?:[^']|'\\[!']')*)'$/su.exec(raw)
+    if (unquoted === null) return undefined
+    raw = unquoted[1]!.replace(/'\\([!'])'/gu, "$1")
+  }
+  const trimmed = raw
+    .replace(/^\/+/u, "")
+    .replace(/\/+$/u, "")
+    .replace(/\.git$/u, "")
+  const segments = trimmed.split("/")
+  if (segments.length !== 3 || segments.some((segment) => segment === "" || segment === "." || segment === "..")) {
+    return undefined
+  }
+  const [orgSlug, projectName, repoName] = segments as [string, string, string]
+  return { service: match[1] as Git.GitService, path: { orgSlug, projectName, repoName } }
+}
+
+const refusal = (error: { readonly _tag: string; readonly message: string }) => {
+  switch (error._tag) {
+    case "NotFound":
+    case "Unauthorized":
+      return "repository not found"
+    case "GitRefused":
+      return error.message
+    default:
+      return error.message
+  }
+}
+
+/**
+ * The SSH transport (decisions.md part 8) on the `ssh2` server: public-key sign-in against registered keys (looked
+ * up on every sign-in, so a deleted key stops working at once), only `git-upload-pack` and `git-receive-pack`,
+ * authorized by the same rule as smart HTTP, streamed both ways.
+ */
+export const layer = (options: GitSshServerOptions) =>
+  Layer.effect(
+    GitSshServer,
+    Effect.gen(function* () {
+      const context = yield* Effect.context<Git.Repos | Git.SshKeys>()
+      const run = Effect.runPromiseWith(context)
+      const repos = yield* Git.Repos
+      const keys = yield* Git.SshKeys
+      const hostKey = yield* hostKeyAt(options.hostKeyPath)
+
+      const session = (channel: ssh2.ServerChannel, command: string, userId: Kernel.UserId, protocol: string | null) =>
+        Effect.gen(function* () {
+          const parsed = parseGitCommand(command)
+          if (parsed === undefined) {
+            return {
+              code: 128,
+              message: "only git-upload-pack and git-receive-pack <org>/<project>/<repo>.git run here"
+            }
+          }
+          const access = parsed.service === "receive-pack" ? "write" : "read"
+          const grant = yield* repos.authorizeTransport(userId, parsed.path, access)
+          const input = NodeStream.fromReadable<Uint8Array>({ evaluate: () => channel, closeOnDone: false })
+          const process = yield* repos.serve(grant, { service: parsed.service, mode: "session", protocol }, input)
+          yield* Stream.runForEach(process.output, (chunk) =>
+            Effect.callback<void>((resume) => {
+              if (channel.write(chunk)) resume(Effect.void)
+              else channel.once("drain", () => resume(Effect.void))
+            })
+          )
+          const code = yield* process.exitCode
+          return { code, message: code === 0 ? "" : yield* process.messages }
+        }).pipe(
+          Effect.scoped,
+          Effect.catch((error) => Effect.succeed({ code: 128, message: refusal(error) }))
+        )
+
+      const clients = new Set<ssh2.Connection>()
+      const server = new ssh2.Server({ hostKeys: [hostKey] }, (client) => {
+        clients.add(client)
+        client.on("close", () => clients.delete(client))
+        let userId: Kernel.UserId | undefined
+        client.on("authentication", (ctx) => {
+          if (ctx.method !== "publickey") return ctx.reject(["publickey"])
+          const presented = ssh2.utils.parseKey(ctx.key.data)
+          if (presented instanceof Error || Array.isArray(presented)) return ctx.reject(["publickey"])
+          const signature = ctx.signature
+          void run(keys.ownerOf(fingerprintOf(ctx.key.data))).then(
+            (owner) => {
+              if (Option.isNone(owner)) return ctx.reject(["publickey"])
+              if (signature !== undefined && presented.verify(ctx.blob!, signature, ctx.hashAlgo) !== true) {
+                return ctx.reject(["publickey"])
+              }
+              userId = owner.value
+              ctx.accept()
+            },
+            () => ctx.reject(["publickey"])
+          )
+        })
+        client.on("ready", () => {
+          client.on("session", (accept) => {
+            const opened = accept()
+            let protocol: string | null = null
+            opened.on("env", (accept, _reject, info) => {
+              if (info.key === "GIT_PROTOCOL" && /^[A-Za-z0-9=:._-]{1,100}$/u.test(info.val)) protocol = info.val
+              accept?.()
+            })
+            opened.on("exec", (accept, _reject, info) => {
+              const channel = accept()
+              void run(session(channel, info.command, userId!, protocol)).then(({ code, message }) => {
+                if (message !== "") channel.stderr.write(`fatal: ${message.replace(/^fatal: /u, "")}\n`)
+                channel.exit(code)
+                channel.end()
+              })
+            })
+            opened.on("pty", (_accept, reject) => reject?.())
+            opened.on("shell", (_accept, reject) => reject())
+          })
+        })
+        client.on("error", () => {})
+      })
+
+      const address = yield* Effect.acquireRelease(
+        Effect.callback<AddressInfo>((resume) => {
+          server.once("error", (cause: Error) => resume(Effect.die(cause)))
+          server.listen(options.port, options.host, () => resume(Effect.succeed(server.address() as AddressInfo)))
+        }),
+        () =>
+          Effect.promise(
+            () =>
+              new Promise<void>((resolve) => {
+                server.close(() => resolve())
+                for (const client of clients) client.end()
+              })
+          )
+      )
+      return GitSshServer.of({ host: options.host, port: address.port })
+    })
+  )
+
+/** `SERVICE_GIT_SSH_LISTEN` (off: no server), the host key in `<data dir>/ssh_host_ecdsa_key`. */
+export const layerConfig = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* Git.GitConfig
+    const hostKeyPath = yield* inDataDir("ssh_host_ecdsa_key")
+    return config.sshListen === null
+      ? Layer.empty
+      : Layer.empty.pipe(
+          Layer.provide(layer({ host: config.sshListen.host, port: config.sshListen.port, hostKeyPath }))
+        )
+  })
+)

@@ -1,0 +1,388 @@
+import { NodeStream } from "@effect/platform-node"
+import { Errors, Git, Kernel } from "@hostplane/core"
+import { Config, Deferred, Effect, Layer, Option, Stream } from "effect"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as Fs from "node:fs/promises"
+import * as Path from "node:path"
+import { inDataDir } from "../DataDir.ts"
+
+/** Options of the disk storage; `gitBinary` is the `git` to run (tests point it at a missing one). */
+export interface GitStorageDiskOptions {
+  readonly gitBinary?: string
+}
+
+const zeroId = /^0+$/u
+
+// Objects a ref ever named are kept: nothing is pruned, and any object id may be fetched (decisions.md part 11).
+const repoConfig = `[gc]
+\tpruneExpire = never
+\treflogExpire = never
+\treflogExpireUnreachable = never
+[core]
+\tlogAllRefUpdates = always
+[receive]
+\tautogc = false
+\tfsckObjects = true
+[uploadpack]
+\tallowAnySHA1InWant = true
+\tallowFilter = true
+`
+
+// git reports what a push changed to its post-receive hook: old, new and ref name per line.
+const postReceive = `#!/bin/sh
+[ -n "$HOSTPLANE_PUSH_LOG" ] && exec cat > "$HOSTPLANE_PUSH_LOG"
+exit 0
+`
+
+const unreachable = (cause: unknown) =>
+  new Errors.GitUnreachable({ message: `git storage unreachable: ${(cause as Error)?.message ?? String(cause)}` })
+
+const unavailable = () => new Errors.GitUnavailable({ message: "the git binary is not available" })
+
+const isMissing = (cause: unknown) => (cause as NodeJS.ErrnoException)?.code === "ENOENT"
+
+interface Ran {
+  readonly code: number
+  readonly stdout: Buffer
+  readonly stderr: string
+}
+
+/**
+ * `GitStorage` on a local folder: one bare repository per repo id (`<root>/<id>.git`), every operation through the
+ * real `git` binary. Transport services stream: the request is piped into git's stdin and its stdout is read as it
+ * comes, so a pack of any size passes with flat memory.
+ */
+export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
+  Layer.effect(
+    Git.GitStorage,
+    Effect.gen(function* () {
+      const gitBinary = options.gitBinary ?? "git"
+      const path = yield* Config.String("PATH").pipe(Config.withDefault("/usr/local/bin:/usr/bin:/bin"))
+      const hooks = Path.join(root, ".hooks")
+      const scratch = Path.join(root, ".tmp")
+      const baseEnv = { PATH: path, GIT_CONFIG_NOSYSTEM: "1", GIT_TERMINAL_PROMPT: "0" }
+      const dirOf = (id: string) => Path.join(root, `${id}.git`)
+
+      const prepared = yield* Effect.cached(
+        Effect.tryPromise({
+          try: async () => {
+            await Fs.mkdir(hooks, { recursive: true })
+            await Fs.mkdir(scratch, { recursive: true })
+            await Fs.writeFile(Path.join(hooks, "post-receive"), postReceive, { mode: 0o755 })
+          },
+          catch: unreachable
+        })
+      )
+
+      const git = (args: ReadonlyArray<string>, cwd?: string) =>
+        Effect.flatMap(prepared, () =>
+          Effect.callback<Ran, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
+            execFile(
+              gitBinary,
+              [...args],
+              { cwd, env: baseEnv, encoding: "buffer", maxBuffer: 256 * 1024 * 1024 },
+              (error, stdout, stderr) => {
+                const code = (error as NodeJS.ErrnoException | null)?.code
+                if (code === "ENOENT" && cwd !== undefined) {
+                  // Either the binary or the folder is missing; the folder is checked first by every caller.
+                  resume(Effect.fail(unavailable()))
+                } else if (code === "ENOENT") resume(Effect.fail(unavailable()))
+                else if (error !== null && typeof code === "string") resume(Effect.fail(unreachable(error)))
+                else {
+                  const exit = (error as { code?: number } | null)?.code
+                  resume(
+                    Effect.succeed({ code: typeof exit === "number" ? exit : 0, stdout, stderr: stderr.toString() })
+                  )
+                }
+              }
+            )
+          })
+        )
+
+      const gitOk = (args: ReadonlyArray<string>, cwd: string) =>
+        Effect.flatMap(git(args, cwd), (ran) =>
+          ran.code === 0 ? Effect.succeed(ran.stdout) : Effect.fail(unreachable(new Error(ran.stderr.trim())))
+        )
+
+      const exists = (id: string) =>
+        Effect.flatMap(prepared, () =>
+          Effect.tryPromise({
+            try: () =>
+              Fs.stat(dirOf(id)).then(
+                () => true,
+                (cause) => (isMissing(cause) ? false : Promise.reject(cause))
+              ),
+            catch: unreachable
+          })
+        )
+
+      /** Creates the bare repository beside its final name and moves it in, so concurrent first uses agree. */
+      const ensure = (id: string, defaultBranch: string) =>
+        Effect.gen(function* () {
+          if (yield* exists(id)) return
+          const temp = Path.join(scratch, `${id}-${randomBytes(6).toString("hex")}.git`)
+          const ran = yield* git(["init", "--bare", "--quiet", `--initial-branch=${defaultBranch}`, temp])
+          if (ran.code !== 0) return yield* unreachable(new Error(ran.stderr.trim()))
+          yield* Effect.tryPromise({
+            try: async () => {
+              await Fs.appendFile(Path.join(temp, "config"), repoConfig)
+              await Fs.rm(Path.join(temp, "hooks"), { recursive: true, force: true })
+              await Fs.rename(temp, dirOf(id)).catch(async (cause) => {
+                await Fs.rm(temp, { recursive: true, force: true })
+                if (
+                  !(await Fs.stat(dirOf(id)).then(
+                    () => true,
+                    () => false
+                  ))
+                )
+                  throw cause
+              })
+            },
+            catch: unreachable
+          })
+        })
+
+      const spawnGit = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+        Effect.flatMap(prepared, () =>
+          Effect.callback<ChildProcess, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
+            const child = spawn(gitBinary, [...args], { env: { ...baseEnv, ...env }, stdio: ["pipe", "pipe", "pipe"] })
+            child.once("error", (cause) => resume(Effect.fail(isMissing(cause) ? unavailable() : unreachable(cause))))
+            child.once("spawn", () => resume(Effect.succeed(child)))
+          })
+        )
+
+      const readPushLog = (file: string) =>
+        Effect.promise(() => Fs.readFile(file, "utf8").catch(() => "")).pipe(
+          Effect.map((text): ReadonlyArray<Git.RefChange> =>
+            text
+              .split("\n")
+              .map((line) => line.trim().split(" "))
+              .filter((parts) => parts.length === 3)
+              .map(([old, next, ref]) => ({
+                ref: ref!,
+                old: zeroId.test(old!) ? null : old!,
+                new: zeroId.test(next!) ? null : next!
+              }))
+          )
+        )
+
+      const run = (
+        repoId: Kernel.RepoId,
+        defaultBranch: string,
+        request: Git.GitRun,
+        input: Stream.Stream<Uint8Array, unknown>,
+        onPush: (changes: ReadonlyArray<Git.RefChange>) => Effect.Effect<void>
+      ) =>
+        Effect.gen(function* () {
+          yield* ensure(repoId, defaultBranch)
+          const modeArgs =
+            request.mode === "advertise"
+              ? ["--stateless-rpc", "--advertise-refs"]
+              : request.mode === "stateless"
+                ? ["--stateless-rpc"]
+                : []
+          const pushing = request.service === "receive-pack" && request.mode !== "advertise"
+          const pushLog = pushing ? Path.join(scratch, `push-${randomBytes(12).toString("hex")}`) : undefined
+          const env: Record<string, string> = {}
+          if (request.protocol !== null) env.GIT_PROTOCOL = request.protocol
+          if (pushLog !== undefined) env.HOSTPLANE_PUSH_LOG = pushLog
+          const child = yield* Effect.acquireRelease(
+            spawnGit(["-c", `core.hooksPath=${hooks}`, request.service, ...modeArgs, dirOf(repoId)], env),
+            (child) =>
+              Effect.promise(async () => {
+                if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+                if (pushLog !== undefined) await Fs.rm(pushLog, { force: true })
+              })
+          )
+          const exited = yield* Deferred.make<number>()
+          let stderr = ""
+          child.stderr!.on("data", (chunk: Buffer) => {
+            if (stderr.length < 65536) stderr += chunk.toString()
+          })
+          child.once("close", (code) => Deferred.doneUnsafe(exited, Effect.succeed(code ?? 128)))
+          child.stdin!.on("error", () => {})
+          // The client's bytes go in as they arrive, waiting for git to take each chunk (backpressure).
+          const write = (chunk: Uint8Array) =>
+            Effect.callback<void>((resume) => {
+              if (child.stdin!.destroyed || child.stdin!.writableEnded) return resume(Effect.void)
+              if (child.stdin!.write(chunk)) resume(Effect.void)
+              else {
+                const done = () => {
+                  child.stdin!.off("drain", done)
+                  child.stdin!.off("close", done)
+                  resume(Effect.void)
+                }
+                child.stdin!.on("drain", done)
+                child.stdin!.on("close", done)
+              }
+            })
+          yield* Stream.runForEach(input, write).pipe(
+            Effect.matchEffect({
+              onSuccess: () => Effect.sync(() => child.stdin!.end()),
+              onFailure: () => Effect.sync(() => child.kill("SIGKILL"))
+            }),
+            Effect.forkScoped
+          )
+          // Answer once git has written something or ended: a request it refused outright is the client's error.
+          const stdout = child.stdout!
+          const first = yield* Effect.raceFirst(
+            Effect.callback<"output">((resume) => {
+              // An empty 'readable' is the end of the output: then the exit code decides.
+              const onReadable = () => {
+                if (stdout.readableLength > 0) resume(Effect.succeed("output"))
+              }
+              stdout.on("readable", onReadable)
+              return Effect.sync(() => stdout.off("readable", onReadable))
+            }),
+            Effect.as(Deferred.await(exited), "ended" as const)
+          )
+          if (first === "ended" && stdout.readableLength === 0 && (yield* Deferred.await(exited)) !== 0) {
+            return yield* new Git.GitRefused({
+              message: stderr.replace(/^fatal: /mu, "").trim() || "git refused the request"
+            })
+          }
+          const finish = Effect.gen(function* () {
+            yield* Deferred.await(exited)
+            if (pushLog !== undefined) yield* onPush(yield* readPushLog(pushLog))
+          })
+          const output = NodeStream.fromReadable<Uint8Array, Errors.GitUnreachable>({
+            evaluate: () => child.stdout!,
+            onError: unreachable
+          }).pipe(Stream.concat(Stream.drain(Stream.fromEffect(finish))))
+          return { output, exitCode: Deferred.await(exited), messages: Effect.sync(() => stderr) }
+        })
+
+      const refs = (repoId: Kernel.RepoId, defaultBranch: string) =>
+        Effect.gen(function* () {
+          if (!(yield* exists(repoId))) {
+            // Nothing to read yet, but a missing git binary is still reported (503 git_unavailable).
+            yield* git(["--version"])
+            return { head: defaultBranch, branches: [], tags: [] }
+          }
+          const dir = dirOf(repoId)
+          const listed = yield* gitOk(
+            ["for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)", "refs/heads", "refs/tags"],
+            dir
+          )
+          const head = yield* git(["symbolic-ref", "-q", "HEAD"], dir)
+          const branches: Array<{ name: string; commit: string }> = []
+          const tags: Array<{ name: string; commit: string }> = []
+          for (const line of listed.toString().split("\n")) {
+            const [ref, oid, peeled] = line.split("\0")
+            if (ref === undefined || oid === undefined) continue
+            if (ref.startsWith("refs/heads/")) branches.push({ name: ref.slice(11), commit: oid })
+            else if (ref.startsWith("refs/tags/")) tags.push({ name: ref.slice(10), commit: peeled || oid })
+          }
+          const headRef = head.stdout.toString().trim()
+          return {
+            head: headRef.startsWith("refs/heads/") ? headRef.slice(11) : defaultBranch,
+            branches,
+            tags
+          }
+        })
+
+      const resolve = (repoId: Kernel.RepoId, ref: string) =>
+        Effect.gen(function* () {
+          if (!(yield* exists(repoId))) return Option.none<string>()
+          const ran = yield* git(["rev-parse", "--verify", "--quiet", `${ref}^{commit}`], dirOf(repoId))
+          const sha = ran.stdout.toString().trim()
+          return ran.code === 0 && sha !== "" ? Option.some(sha) : Option.none<string>()
+        })
+
+      const parseEntries = (out: Buffer): Array<Git.GitEntry & { readonly path: string }> =>
+        out
+          .toString()
+          .split("\0")
+          .filter((record) => record !== "")
+          .map((record) => {
+            const tab = record.indexOf("\t")
+            const [mode, type, oid, size] = record.slice(0, tab).split(/ +/u)
+            const name = record.slice(tab + 1)
+            return {
+              name: name.slice(name.lastIndexOf("/") + 1),
+              path: name,
+              type: type as Git.GitEntry["type"],
+              mode: mode!,
+              oid: oid!,
+              size: size === "-" || size === undefined ? null : Number(size)
+            }
+          })
+
+      const entry = (repoId: Kernel.RepoId, commit: string, segments: ReadonlyArray<string>) =>
+        Effect.gen(function* () {
+          const dir = dirOf(repoId)
+          if (segments.length === 0) {
+            const tree = (yield* gitOk(["rev-parse", `${commit}^{tree}`], dir)).toString().trim()
+            return Option.some<Git.GitEntry>({ name: "", type: "tree", mode: "040000", oid: tree, size: null })
+          }
+          const path = segments.join("/")
+          const ran = yield* git(["--literal-pathspecs", "ls-tree", "-z", "-l", "--full-tree", commit, "--", path], dir)
+          if (ran.code !== 0) return Option.none<Git.GitEntry>()
+          const found = parseEntries(ran.stdout).find((item) => item.path === path)
+          return found === undefined ? Option.none<Git.GitEntry>() : Option.some<Git.GitEntry>(found)
+        })
+
+      const tree = (repoId: Kernel.RepoId, oid: string, limit: number) =>
+        Effect.map(gitOk(["ls-tree", "-z", "-l", oid], dirOf(repoId)), (out) => {
+          const entries = parseEntries(out)
+          return {
+            entries: entries.slice(0, limit).map(({ path: _path, ...item }) => item),
+            truncated: entries.length > limit
+          }
+        })
+
+      const blob = (repoId: Kernel.RepoId, oid: string, maxBytes: number) =>
+        Effect.gen(function* () {
+          const dir = dirOf(repoId)
+          const size = Number((yield* gitOk(["cat-file", "-s", oid], dir)).toString().trim())
+          if (size > maxBytes) return { size, content: null }
+          return { size, content: new Uint8Array(yield* gitOk(["cat-file", "blob", oid], dir)) }
+        })
+
+      const log = (repoId: Kernel.RepoId, commit: string, limit: number) =>
+        Effect.map(
+          gitOk(
+            ["log", "-z", `-n${limit}`, "--format=%H%x00%P%x00%an%x00%ae%x00%aI%x00%B", commit, "--"],
+            dirOf(repoId)
+          ),
+          (out): ReadonlyArray<Git.Commit> => {
+            const fields = out.toString().split("\0")
+            const commits: Array<Git.Commit> = []
+            for (let i = 0; i + 5 < fields.length; i += 6) {
+              const [sha, parents, name, email, date, message] = fields.slice(i, i + 6) as [
+                string,
+                string,
+                string,
+                string,
+                string,
+                string
+              ]
+              commits.push({
+                sha: sha.replace(/^\n/u, ""),
+                message: message.replace(/\n+$/u, ""),
+                author: { name, email, date: new Date(date).toISOString() },
+                parents: parents === "" ? [] : parents.split(" ")
+              })
+            }
+            return commits
+          }
+        )
+
+      const setHead = (repoId: Kernel.RepoId, branch: string) =>
+        Effect.gen(function* () {
+          if (!(yield* exists(repoId))) return
+          yield* gitOk(["symbolic-ref", "HEAD", `refs/heads/${branch}`], dirOf(repoId))
+        })
+
+      const remove = (repoId: Kernel.RepoId) =>
+        Effect.flatMap(prepared, () =>
+          Effect.tryPromise({ try: () => Fs.rm(dirOf(repoId), { recursive: true, force: true }), catch: unreachable })
+        )
+
+      return Git.GitStorage.of({ run, refs, resolve, entry, tree, blob, log, setHead, remove })
+    })
+  )
+
+/** Repositories under `<SERVICE_DATA_DIR or .hostplane>/git`. */
+export const layerConfig = Layer.unwrap(Effect.map(inDataDir("git"), (root) => layer(root)))

@@ -1,0 +1,104 @@
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import { BadRequest, NotFound, Unauthorized } from "../errors/Errors.ts"
+import type { Actor } from "../kernel/Actor.ts"
+import { type AccessTokenId, makeId, newId } from "../kernel/Ids.ts"
+import { isoToMillis, nowIso } from "../kernel/Time.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { UserStore } from "../identity/UserStore.ts"
+import {
+  type AccessToken,
+  type AccessTokenCreated,
+  accessTokenPrefix,
+  type AccessTokenRow,
+  type CreateAccessTokenInput
+} from "./Credentials.ts"
+import { CredentialStore } from "./CredentialStore.ts"
+
+/** `lastUsedAt` is written at most this often per token. */
+export const lastUsedResolution = Duration.minutes(1)
+
+const toAccessToken = (row: AccessTokenRow): AccessToken => ({
+  id: row.id,
+  name: row.name,
+  createdAt: row.createdAt,
+  expiresAt: row.expiresAt,
+  lastUsedAt: row.lastUsedAt,
+  revokedAt: row.revokedAt
+})
+
+/**
+ * Personal access tokens (spec 4.12): `svc_pat_` and 32 random bytes, shown once, stored as SHA-256 only. A token is
+ * a git password and an API bearer token with its user's roles; revoked and expired tokens are refused at once.
+ */
+export class AccessTokens extends Context.Service<
+  AccessTokens,
+  {
+    readonly list: (actor: Actor) => Effect.Effect<ReadonlyArray<AccessToken>>
+    readonly create: (actor: Actor, input: CreateAccessTokenInput) => Effect.Effect<AccessTokenCreated, BadRequest>
+    /** Revoking a revoked token again is fine; an unknown one (or another user's) is 404. */
+    readonly revoke: (actor: Actor, tokenId: string) => Effect.Effect<void, NotFound>
+    /** The actor a token acts for: 401 when it is unknown, revoked or expired. */
+    readonly authenticate: (token: string) => Effect.Effect<Actor, Unauthorized>
+  }
+>()("@hostplane/core/git/AccessTokens") {
+  static readonly layer = Layer.effect(
+    AccessTokens,
+    Effect.gen(function* () {
+      const store = yield* CredentialStore
+      const users = yield* UserStore
+      const tokens = yield* Tokens
+
+      const list = Effect.fn("AccessTokens.list")(function* (actor: Actor) {
+        return (yield* store.listTokens(actor.userId)).map(toAccessToken)
+      })
+
+      const create = Effect.fn("AccessTokens.create")(function* (actor: Actor, input: CreateAccessTokenInput) {
+        const now = yield* nowIso
+        const expiresAt = input.expiresAt ?? null
+        if (expiresAt !== null) {
+          const millis = Date.parse(expiresAt)
+          if (!Number.isFinite(millis) || !/^\d{4}-\d\d-\d\dT/u.test(expiresAt)) {
+            return yield* new BadRequest({ message: "expiresAt must be an RFC 3339 time" })
+          }
+          if (millis <= isoToMillis(now)) return yield* new BadRequest({ message: "expiresAt must be in the future" })
+        }
+        const token = `${accessTokenPrefix}${yield* tokens.secret(32)}`
+        const row: AccessTokenRow = {
+          id: yield* newId(tokens, "pat"),
+          userId: actor.userId,
+          name: input.name,
+          tokenHash: yield* tokens.hash(token),
+          createdAt: now,
+          expiresAt: expiresAt === null ? null : new Date(Date.parse(expiresAt)).toISOString(),
+          lastUsedAt: null,
+          revokedAt: null
+        }
+        yield* store.insertToken(row)
+        return { id: row.id, name: row.name, token, createdAt: row.createdAt, expiresAt: row.expiresAt }
+      })
+
+      const revoke = Effect.fn("AccessTokens.revoke")(function* (actor: Actor, tokenId: string) {
+        if (!(yield* store.revokeToken(actor.userId, makeId("pat", tokenId) as AccessTokenId, yield* nowIso))) {
+          return yield* new NotFound({ message: `token ${tokenId} not found` })
+        }
+      })
+
+      const authenticate = Effect.fn("AccessTokens.authenticate")(function* (token: string) {
+        const refused = new Unauthorized({ message: "unknown, revoked or expired access token" })
+        if (!token.startsWith(accessTokenPrefix)) return yield* refused
+        const row = yield* store.findTokenByHash(yield* tokens.hash(token))
+        const now = yield* nowIso
+        if (Option.isNone(row) || row.value.revokedAt !== null) return yield* refused
+        if (row.value.expiresAt !== null && row.value.expiresAt <= now) return yield* refused
+        const user = yield* users.findById(row.value.userId)
+        if (Option.isNone(user)) return yield* refused
+        const staleBefore = new Date(isoToMillis(now) - Duration.toMillis(lastUsedResolution)).toISOString()
+        yield* store.touchToken(row.value.id, now, staleBefore)
+        const { id, provider, subject, email, name } = user.value
+        return { userId: id, provider, subject, email, name }
+      })
+
+      return AccessTokens.of({ list, create, revoke, authenticate })
+    })
+  )
+}

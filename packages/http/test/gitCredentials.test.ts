@@ -1,0 +1,199 @@
+import { Git, Kernel } from "@hostplane/core"
+import { Effect, Option } from "effect"
+import { describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { generateKey } from "./support/SshKeys.ts"
+import { logCapture, unique, useSuite } from "./support/TestServer.ts"
+
+describe.each(backends)("spec 4.12 access tokens and SSH keys (%s)", (_name, stores) => {
+  const { lines: logs, layer: captureLogs } = logCapture()
+  const suite = useSuite(stores, {}, captureLogs)
+  const { api } = suite
+
+  const signIn = () => api.login(unique("user"))
+
+  it("POST /v1/me/tokens is 201 with svc_pat_ and 32 random bytes shown once (no-store); only its hash is stored or listed", async () => {
+    const user = await signIn()
+    const created = await api.post("/v1/me/tokens", { name: "ci" }, { token: user.token })
+    expect(created.status).toBe(201)
+    expect(created.headers.get("cache-control")).toBe("no-store")
+    expect(Object.keys(created.body).sort()).toEqual(["createdAt", "expiresAt", "id", "name", "token"])
+    expect(created.body).toMatchObject({ name: "ci", expiresAt: null })
+    expect(created.body.id).toMatch(/^pat_/)
+    expect(created.body.token).toMatch(/^svc_pat_[A-Za-z0-9_-]{43}$/)
+    const list = await api.get("/v1/me/tokens", { token: user.token })
+    expect(list.status).toBe(200)
+    expect(list.body).toEqual({
+      items: [
+        {
+          id: created.body.id,
+          name: "ci",
+          createdAt: created.body.createdAt,
+          expiresAt: null,
+          lastUsedAt: null,
+          revokedAt: null
+        }
+      ]
+    })
+    const stored = await suite.server.run(
+      Effect.flatMap(Git.CredentialStore, (store) => store.listTokens(Kernel.makeId("usr", user.userId)))
+    )
+    expect(JSON.stringify(stored)).not.toContain(created.body.token)
+    expect(stored[0]!.tokenHash).toMatch(/^[0-9a-f]{64}$/)
+    expect(JSON.stringify(logs)).not.toContain(created.body.token)
+  })
+
+  it("a token is an API bearer token with its user's roles; lastUsedAt is set on use; revoking is 204 with immediate effect", async () => {
+    const user = await signIn()
+    const { body: created } = await api.post("/v1/me/tokens", { name: "ci" }, { token: user.token })
+    const me = await api.get("/v1/me", { token: created.token })
+    expect(me.status).toBe(200)
+    expect(me.body.user.id).toBe(user.userId)
+    const [listed] = (await api.get("/v1/me/tokens", { token: user.token })).body.items
+    expect(listed.lastUsedAt).not.toBeNull()
+    expect((await api.delete(`/v1/me/tokens/${created.id}`, undefined, { token: user.token })).status).toBe(204)
+    const refused = await api.get("/v1/me", { token: created.token })
+    expect(refused.status).toBe(401)
+    expect(refused.body.code).toBe("unauthorized")
+    const [revoked] = (await api.get("/v1/me/tokens", { token: user.token })).body.items
+    expect(revoked.revokedAt).not.toBeNull()
+    expect((await api.delete(`/v1/me/tokens/${created.id}`, undefined, { token: user.token })).status).toBe(204)
+    const [again] = (await api.get("/v1/me/tokens", { token: user.token })).body.items
+    expect(again.revokedAt).toBe(revoked.revokedAt)
+  })
+
+  it("revoking an unknown token, or another user's, is 404; the other user's token keeps working", async () => {
+    const [alice, bob] = [await signIn(), await signIn()]
+    const { body: created } = await api.post("/v1/me/tokens", { name: "ci" }, { token: alice.token })
+    expect((await api.delete("/v1/me/tokens/pat_unknown", undefined, { token: alice.token })).body.code).toBe(
+      "not_found"
+    )
+    const foreign = await api.delete(`/v1/me/tokens/${created.id}`, undefined, { token: bob.token })
+    expect([foreign.status, foreign.body.code]).toEqual([404, "not_found"])
+    expect((await api.get("/v1/me", { token: created.token })).status).toBe(200)
+    expect((await api.get("/v1/me/tokens", { token: bob.token })).body.items).toEqual([])
+  })
+
+  it("token create: name 1..100 and a future expiresAt, else 400; an expired token is refused", async () => {
+    const user = await signIn()
+    for (const body of [
+      {},
+      { name: "" },
+      { name: "x".repeat(101) },
+      { name: "t", expiresAt: "2001-01-01T00:00:00Z" },
+      { name: "t", expiresAt: "soon" }
+    ]) {
+      const reply = await api.post("/v1/me/tokens", body, { token: user.token })
+      expect([reply.status, reply.body.code], JSON.stringify(body)).toEqual([400, "bad_request"])
+    }
+    const later = new Date(Date.now() + 3_600_000).toISOString()
+    const ok = await api.post("/v1/me/tokens", { name: "x".repeat(100), expiresAt: later }, { token: user.token })
+    expect(ok.status).toBe(201)
+    expect(ok.body.expiresAt).toBe(later)
+    const token = `${Git.accessTokenPrefix}${unique("expired")}`
+    await suite.server.run(
+      Effect.gen(function* () {
+        const tokens = yield* Kernel.Tokens
+        yield* (yield* Git.CredentialStore).insertToken({
+          id: Kernel.makeId("pat", unique("pat")),
+          userId: Kernel.makeId("usr", user.userId),
+          name: "old",
+          tokenHash: yield* tokens.hash(token),
+          createdAt: "2020-01-01T00:00:00.000Z",
+          expiresAt: "2020-02-01T00:00:00.000Z",
+          lastUsedAt: null,
+          revokedAt: null
+        })
+      })
+    )
+    expect((await api.get("/v1/me", { token })).status).toBe(401)
+  })
+
+  it("every /v1/me/tokens and /v1/me/ssh-keys route without a session is 401", async () => {
+    const key = generateKey("ed25519")
+    const replies = [
+      await api.get("/v1/me/tokens"),
+      await api.post("/v1/me/tokens", { name: "x" }),
+      await api.delete("/v1/me/tokens/pat_x"),
+      await api.get("/v1/me/ssh-keys"),
+      await api.post("/v1/me/ssh-keys", { publicKey: key.publicKey }),
+      await api.delete("/v1/me/ssh-keys/key_x")
+    ]
+    expect(replies.map((reply) => reply.status)).toEqual([401, 401, 401, 401, 401, 401])
+  })
+
+  it("POST /v1/me/ssh-keys: every allowed type is 201 with the fingerprint ssh-keygen -lf prints; title defaults to the comment", async () => {
+    const kinds = [
+      ["ed25519", undefined, "ed25519"],
+      ["ecdsa", 256, "ecdsa-sha2-nistp256"],
+      ["ecdsa", 384, "ecdsa-sha2-nistp384"],
+      ["ecdsa", 521, "ecdsa-sha2-nistp521"],
+      ["rsa", 2048, "rsa"]
+    ] as const
+    // Keys first: generating them takes long enough for an idle keep-alive socket to be closed.
+    const keys = kinds.map(([type, bits, spelled]) => ({
+      spelled,
+      key: generateKey(type, { ...(bits === undefined ? {} : { bits }), comment: `${spelled}@laptop` })
+    }))
+    const extra = generateKey("ed25519")
+    const user = await signIn()
+    const added = []
+    for (const { spelled, key } of keys) {
+      const reply = await api.post("/v1/me/ssh-keys", { publicKey: key.publicKey }, { token: user.token })
+      expect(reply.status, spelled).toBe(201)
+      expect(Object.keys(reply.body).sort()).toEqual(["createdAt", "fingerprint", "id", "title", "type"])
+      expect(reply.body).toMatchObject({ type: spelled, fingerprint: key.fingerprint, title: `${spelled}@laptop` })
+      expect(reply.body.id).toMatch(/^key_/)
+      added.push(reply.body)
+    }
+    const titled = await api.post(
+      "/v1/me/ssh-keys",
+      { publicKey: extra.publicKey, title: "Work laptop" },
+      { token: user.token }
+    )
+    expect(titled.body.title).toBe("Work laptop")
+    const list = await api.get("/v1/me/ssh-keys", { token: user.token })
+    expect(list.body.items).toEqual([...added, titled.body])
+  })
+
+  it("DSA, RSA under 2048 bits, a line with options, a private key or garbage is 400", async () => {
+    const ed = generateKey("ed25519")
+    const [dsa, shortRsa] = [generateKey("dsa"), generateKey("rsa", { bits: 1024 })]
+    const user = await signIn()
+    const lines = [
+      dsa.publicKey,
+      shortRsa.publicKey,
+      `no-pty,command="/bin/sh" ${ed.publicKey}`,
+      `${ed.publicKey}\n${ed.publicKey}`,
+      (await import("node:fs")).readFileSync(ed.file, "utf8"),
+      "ssh-ed25519 not-base64!",
+      "hello"
+    ]
+    for (const publicKey of lines) {
+      const reply = await api.post("/v1/me/ssh-keys", { publicKey }, { token: user.token })
+      expect([reply.status, reply.body.code], publicKey.slice(0, 40)).toEqual([400, "bad_request"])
+    }
+    expect((await api.get("/v1/me/ssh-keys", { token: user.token })).body.items).toEqual([])
+  })
+
+  it("a fingerprint is globally unique: 409 ssh_key_exists for anyone; deletion is 204 at once and the key may be added again", async () => {
+    const key = generateKey("ed25519")
+    const [alice, bob] = [await signIn(), await signIn()]
+    const first = await api.post("/v1/me/ssh-keys", { publicKey: key.publicKey }, { token: alice.token })
+    for (const who of [alice, bob]) {
+      const reply = await api.post(
+        "/v1/me/ssh-keys",
+        { publicKey: `${key.publicKey.split(" ").slice(0, 2).join(" ")} other` },
+        { token: who.token }
+      )
+      expect([reply.status, reply.body.code]).toEqual([409, "ssh_key_exists"])
+    }
+    expect((await api.delete(`/v1/me/ssh-keys/${first.body.id}`, undefined, { token: bob.token })).status).toBe(404)
+    expect((await api.delete(`/v1/me/ssh-keys/${first.body.id}`, undefined, { token: alice.token })).status).toBe(204)
+    expect((await api.delete(`/v1/me/ssh-keys/${first.body.id}`, undefined, { token: alice.token })).status).toBe(404)
+    const owner = await suite.server.run(Effect.flatMap(Git.SshKeys, (keys) => keys.ownerOf(key.fingerprint)))
+    expect(Option.isNone(owner)).toBe(true)
+    const readded = await api.post("/v1/me/ssh-keys", { publicKey: key.publicKey }, { token: bob.token })
+    expect(readded.status).toBe(201)
+  })
+})

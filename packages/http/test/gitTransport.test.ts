@@ -1,0 +1,391 @@
+import { GitSshServer, GitStorageDisk } from "@hostplane/adapters-providers"
+import { Git, Kernel } from "@hostplane/core"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { execFile } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as Fs from "node:fs/promises"
+import * as Path from "node:path"
+import { gzipSync } from "node:zlib"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { commitFiles, git, gitOk, scratch, withToken, workingCopy } from "./support/GitClient.ts"
+import { gitRepos } from "./support/GitRepos.ts"
+import { type GeneratedKey, generateKey } from "./support/SshKeys.ts"
+import { type Session, unique, useSuite } from "./support/TestServer.ts"
+
+const pkt = (text: string) => `${(Buffer.byteLength(text) + 4).toString(16).padStart(4, "0")}${text}`
+
+describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", (_name, stores) => {
+  const suite = useSuite(stores)
+  const { api, newOrg, withRole } = suite
+  const { reposOf, httpUrl, tokenOf, createRepo, pushedRepo } = gitRepos(suite)
+  const admin = () => ({ token: suite.admin.token })
+
+  // The SSH transport on the suite's services, as the server binary starts it.
+  let sshPort = 0
+  let sshScope: Scope.Closeable
+  let keyDir: string
+  beforeAll(async () => {
+    sshScope = await Effect.runPromise(Scope.make())
+    keyDir = await Fs.mkdtemp(Path.join((await import("node:os")).tmpdir(), "hostplane-ssh-host-"))
+    const context = await suite.server.run(
+      Layer.buildWithScope(
+        GitSshServer.layer({ host: "127.0.0.1", port: 0, hostKeyPath: Path.join(keyDir, "host_key") }),
+        sshScope
+      )
+    )
+    sshPort = Context.get(context, GitSshServer.GitSshServer).port
+  })
+  afterAll(async () => {
+    await Effect.runPromise(Scope.close(sshScope, Exit.void))
+    await Fs.rm(keyDir, { recursive: true, force: true })
+  })
+
+  const sshEnv = (key: GeneratedKey) => ({
+    GIT_SSH_COMMAND: `ssh -i ${key.file} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes`
+  })
+  const sshUrl = (slug: string, project: string, repo: string) =>
+    `ssh://git@127.0.0.1:${sshPort}/${slug}/${project}/${repo}.git`
+  const registered = async (session: Session) => {
+    const key = generateKey("ed25519")
+    const reply = await api.post("/v1/me/ssh-keys", { publicKey: key.publicKey }, { token: session.token })
+    expect(reply.status).toBe(201)
+    return { ...key, id: reply.body.id as string }
+  }
+  const refUpdates = async (slug: string, project: string, repo = "site") =>
+    (await api.get(`${reposOf(slug, project)}/${repo}/ref-updates`, admin())).body.items
+
+  it("a private repo without, with bad, revoked or expired credentials, or a session token, is 401 with WWW-Authenticate Basic", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const url = httpUrl(slug, pushed.project.name, "site")
+    const revoked = await api.post("/v1/me/tokens", { name: "old" }, admin())
+    await api.delete(`/v1/me/tokens/${revoked.body.id}`, undefined, admin())
+    const expired = `${Git.accessTokenPrefix}${unique("expired")}`
+    await suite.server.run(
+      Effect.gen(function* () {
+        yield* (yield* Git.CredentialStore).insertToken({
+          id: Kernel.makeId("pat", unique("pat")),
+          userId: Kernel.makeId("usr", suite.admin.userId),
+          name: "expired",
+          tokenHash: yield* (yield* Kernel.Tokens).hash(expired),
+          createdAt: "2020-01-01T00:00:00.000Z",
+          expiresAt: "2020-02-01T00:00:00.000Z",
+          lastUsedAt: null,
+          revokedAt: null
+        })
+      })
+    )
+    for (const password of [undefined, "svc_pat_nope", revoked.body.token, expired, suite.admin.token]) {
+      const headers: Record<string, string> =
+        password === undefined ? {} : { authorization: `Basic ${Buffer.from(`x:${password}`).toString("base64")}` }
+      const reply = await fetch(`${url}/info/refs?service=git-upload-pack`, { headers })
+      expect(reply.status, String(password)).toBe(401)
+      expect(reply.headers.get("www-authenticate")).toBe('Basic realm="hostplane"')
+    }
+    const clone = await git(pushed.dir, ["clone", url, "anonymous"])
+    expect(clone.code).not.toBe(0)
+    const good = await git(pushed.dir, ["clone", withToken(url, pushed.token, "ignored-user"), "ok"])
+    expect(good.code).toBe(0)
+    await pushed.cleanup()
+  })
+
+  it("HTTP roles: viewer clones and fetches, a viewer push is 403, member and admin push; an outsider is 404", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const url = httpUrl(slug, pushed.project.name, "site")
+    const [viewer, member] = [await withRole(slug, "viewer"), await withRole(slug, "member")]
+    const [viewerToken, memberToken, outsiderToken] = [
+      await tokenOf(viewer),
+      await tokenOf(member),
+      await tokenOf(suite.outsider)
+    ]
+    await gitOk(pushed.dir, ["clone", "-q", withToken(url, viewerToken), "viewer"])
+    const work = Path.join(pushed.dir, "viewer")
+    await commitFiles(work, { "b.txt": "b\n" }, "second")
+    const denied = await git(work, ["push", withToken(url, viewerToken), "HEAD:refs/heads/main"])
+    expect(denied.code).not.toBe(0)
+    expect(denied.stderr).toMatch(/403/)
+    const probe = await fetch(`${url}/info/refs?service=git-receive-pack`, {
+      headers: { authorization: `Basic ${Buffer.from(`x:${viewerToken}`).toString("base64")}` }
+    })
+    expect([probe.status, ((await probe.json()) as { code: string }).code]).toEqual([403, "forbidden"])
+    await gitOk(work, ["push", "-q", withToken(url, memberToken), "HEAD:refs/heads/main"])
+    await gitOk(work, ["push", "-q", withToken(url, pushed.token), "HEAD:refs/heads/admin-branch"])
+    const outsider = await fetch(`${url}/info/refs?service=git-upload-pack`, {
+      headers: { authorization: `Basic ${Buffer.from(`x:${outsiderToken}`).toString("base64")}` }
+    })
+    expect([outsider.status, ((await outsider.json()) as { code: string }).code]).toEqual([404, "not_found"])
+    const updates = await refUpdates(slug, pushed.project.name)
+    expect(updates.map((u: { ref: string; userId: string }) => [u.ref, u.userId])).toEqual([
+      ["refs/heads/admin-branch", suite.admin.userId],
+      ["refs/heads/main", member.userId],
+      ["refs/heads/main", suite.admin.userId]
+    ])
+    await pushed.cleanup()
+  })
+
+  it("a public repo clones without credentials; pushing still needs a member (401 anonymous, 403 outsider or viewer)", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    await api.patch(`${reposOf(slug, pushed.project.name)}/site`, { visibility: "public" }, admin())
+    const url = httpUrl(slug, pushed.project.name, "site")
+    await gitOk(pushed.dir, ["clone", "-q", url, "anonymous"])
+    expect(await gitOk(Path.join(pushed.dir, "anonymous"), ["rev-parse", "HEAD"])).toBe(pushed.commit)
+    const outsiderToken = await tokenOf(suite.outsider)
+    await gitOk(pushed.dir, ["clone", "-q", withToken(url, outsiderToken), "outsider"])
+    const anonymous = await fetch(`${url}/info/refs?service=git-receive-pack`)
+    expect(anonymous.status).toBe(401)
+    const outsider = await fetch(`${url}/info/refs?service=git-receive-pack`, {
+      headers: { authorization: `Basic ${Buffer.from(`x:${outsiderToken}`).toString("base64")}` }
+    })
+    expect(outsider.status).toBe(403)
+    // Browsing still needs a session with viewer or higher.
+    expect((await api.get(`${reposOf(slug, pushed.project.name)}/site/refs`)).status).toBe(401)
+    expect(
+      (await api.get(`${reposOf(slug, pushed.project.name)}/site/refs`, { token: suite.outsider.token })).status
+    ).toBe(404)
+    await pushed.cleanup()
+  })
+
+  it("an unknown repo is 401 without credentials and 404 with them; a deleted one too", async () => {
+    const slug = await newOrg()
+    const project = await suite.newProject(slug)
+    const token = await tokenOf(suite.admin)
+    const auth = { authorization: `Basic ${Buffer.from(`x:${token}`).toString("base64")}` }
+    for (const path of [`${slug}/${project.name}/nope.git`, `${slug}/nope/site.git`, `nope-${slug}/x/site.git`]) {
+      const base = `${suite.server.url}/git/${path}/info/refs?service=git-upload-pack`
+      expect((await fetch(base)).status, path).toBe(401)
+      expect((await fetch(base, { headers: auth })).status, path).toBe(404)
+    }
+  })
+
+  it("force pushes, tags and branch deletions are recorded with old and new; a commit lost to a force push stays fetchable by id and browsable", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const repo = `${reposOf(slug, pushed.project.name)}/site`
+    const first = pushed.commit
+    const second = await pushed.commitFiles({ "lost.txt": "only here\n" }, "to be lost")
+    await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main", "HEAD:refs/heads/feature"])
+    await gitOk(pushed.work, ["tag", "-a", "v1", "-m", "v1", first])
+    await gitOk(pushed.work, ["push", "-q", pushed.url, "v1"])
+    await gitOk(pushed.work, ["reset", "-q", "--hard", first])
+    const rewritten = await pushed.commitFiles({ "new.txt": "rewritten\n" }, "rewritten")
+    const refused = await git(pushed.work, ["push", pushed.url, "HEAD:refs/heads/main"])
+    expect(refused.code).not.toBe(0)
+    await gitOk(pushed.work, ["push", "-q", "--force", pushed.url, "HEAD:refs/heads/main"])
+    await gitOk(pushed.work, ["push", "-q", pushed.url, ":refs/heads/feature"])
+    const tag = await gitOk(pushed.work, ["rev-parse", "v1"])
+    const updates = await refUpdates(slug, pushed.project.name)
+    expect(updates).toHaveLength(6)
+    expect(updates[0]).toMatchObject({ ref: "refs/heads/feature", old: second, new: null, userId: suite.admin.userId })
+    expect(updates[1]).toMatchObject({ ref: "refs/heads/main", old: second, new: rewritten })
+    expect(updates[2]).toMatchObject({ ref: "refs/tags/v1", old: null, new: tag })
+    // One push of two refs: both recorded, in git's own order.
+    expect(
+      updates
+        .slice(3, 5)
+        .map((u: { ref: string; old: string | null; new: string | null }) => [u.ref, u.old, u.new])
+        .sort()
+    ).toEqual([
+      ["refs/heads/feature", null, second],
+      ["refs/heads/main", first, second]
+    ])
+    expect(updates.at(-1)).toMatchObject({ ref: "refs/heads/main", old: null, new: first })
+    expect(updates.every((u: { at: string }) => new Date(u.at).toISOString() === u.at)).toBe(true)
+    // The lost commit: fetched by id into a fresh clone (protocol v2), and browsed by id.
+    const { dir, cleanup } = await scratch()
+    await gitOk(dir, ["clone", "-q", pushed.url, "fresh"])
+    const fresh = Path.join(dir, "fresh")
+    expect((await git(fresh, ["cat-file", "-e", second])).code).not.toBe(0)
+    await gitOk(fresh, ["fetch", "-q", "origin", second])
+    expect(await gitOk(fresh, ["show", `${second}:lost.txt`])).toBe("only here")
+    const v0 = await git(fresh, ["-c", "protocol.version=0", "fetch", "-q", "origin", second])
+    expect(v0.code).toBe(0)
+    const browsed = await api.get(`${repo}/blob?ref=${second}&path=lost.txt`, admin())
+    expect(browsed.body).toMatchObject({ ref: second, content: "only here\n" })
+    await cleanup()
+    await pushed.cleanup()
+  })
+
+  it("protocol v2 is passed through (Git-Protocol) and a gzip request body is read; v0 clones work too", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const url = httpUrl(slug, pushed.project.name, "site")
+    const auth = `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`
+    const advertised = await fetch(`${url}/info/refs?service=git-upload-pack`, {
+      headers: { authorization: auth, "git-protocol": "version=2" }
+    })
+    expect(advertised.headers.get("content-type")).toBe("application/x-git-upload-pack-advertisement")
+    const capabilities = await advertised.text()
+    expect(capabilities.startsWith(pkt("version 2\n"))).toBe(true)
+    const body = gzipSync(Buffer.from(`${pkt("command=ls-refs\n")}0001${pkt("peel\n")}0000`))
+    const listed = await fetch(`${url}/git-upload-pack`, {
+      method: "POST",
+      headers: {
+        authorization: auth,
+        "git-protocol": "version=2",
+        "content-type": "application/x-git-upload-pack-request",
+        "content-encoding": "gzip"
+      },
+      body
+    })
+    expect(listed.status).toBe(200)
+    expect(listed.headers.get("content-type")).toBe("application/x-git-upload-pack-result")
+    expect(await listed.text()).toContain(`${pushed.commit} refs/heads/main`)
+    const v0 = await fetch(`${url}/info/refs?service=git-upload-pack`, { headers: { authorization: auth } })
+    expect((await v0.text()).startsWith(`${pkt("# service=git-upload-pack\n")}0000`)).toBe(true)
+    await gitOk(pushed.dir, ["-c", "protocol.version=0", "clone", "-q", pushed.url, "v0"])
+    await pushed.cleanup()
+  })
+
+  it("hostile input: a bad pkt-line is 400, a wrong content type 415, dumb HTTP 403, a wrong method 405, traversal or an odd path 404", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const url = httpUrl(slug, pushed.project.name, "site")
+    const auth = { authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}` }
+    const post = (path: string, body: string | Uint8Array, type = "application/x-git-upload-pack-request") =>
+      fetch(`${url}/${path}`, { method: "POST", headers: { ...auth, "content-type": type }, body })
+    for (const garbage of ["zzzz", "0004", "ffffhello", "00"]) {
+      const reply = await post("git-upload-pack", garbage)
+      expect([reply.status, ((await reply.json()) as { code: string }).code], garbage).toEqual([400, "bad_request"])
+    }
+    const receive = await post("git-receive-pack", "zzzz", "application/x-git-receive-pack-request")
+    expect(receive.status).toBe(400)
+    expect((await post("git-upload-pack", "0000", "application/json")).status).toBe(415)
+    expect((await fetch(`${url}/info/refs`, { headers: auth })).status).toBe(403)
+    expect((await fetch(`${url}/info/refs?service=git-shell`, { headers: auth })).status).toBe(403)
+    expect((await fetch(`${url}/git-upload-pack`, { headers: auth })).status).toBe(405)
+    for (const path of [
+      `/git/${slug}/${pushed.project.name}/%2e%2e%2fsite.git/info/refs?service=git-upload-pack`,
+      `/git/${slug}/%2e%2e/site.git/info/refs?service=git-upload-pack`,
+      `/git/${slug}/${pushed.project.name}/site.git/objects/info/packs`,
+      `/git/${slug}/${pushed.project.name}/site.git/HEAD`,
+      `/git/${slug}/${pushed.project.name}/info/refs?service=git-upload-pack`,
+      `/git/${slug}/${pushed.project.name}/site.git.git/info/refs?service=git-upload-pack`
+    ]) {
+      const reply = await fetch(`${suite.server.url}${path}`, { headers: auth })
+      expect(reply.status, path).toBe(404)
+    }
+    // Bad percent-encoding never reaches git: 400 like any other route.
+    const undecodable = await fetch(`${suite.server.url}/git/${slug}/${pushed.project.name}/%ZZ.git/info/refs`, {
+      headers: auth
+    })
+    expect(undecodable.status).toBe(400)
+    await pushed.cleanup()
+  })
+
+  it("a large push streams through (far beyond the JSON body limit) and is browsable", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const big = randomBytes(24 * 1024 * 1024)
+    await pushed.commitFiles({ "big.bin": big }, "big")
+    await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
+    const blob = await api.get(`${reposOf(slug, pushed.project.name)}/site/blob?path=big.bin`, admin())
+    expect(blob.body).toMatchObject({ size: big.length, tooLarge: true, content: null })
+    await pushed.cleanup()
+  })
+
+  it("SSH: a registered key clones and pushes (both URL forms); the push is recorded with its user", async () => {
+    const slug = await newOrg()
+    const project = await suite.newProject(slug)
+    await createRepo(slug, project.name)
+    const member = await withRole(slug, "member")
+    const key = await registered(member)
+    const { dir, cleanup } = await scratch()
+    const work = await workingCopy(Path.join(dir, "work"), { "README.md": "over ssh\n" })
+    await gitOk(work, ["push", "-q", sshUrl(slug, project.name, "site"), "HEAD:refs/heads/main"], sshEnv(key))
+    const head = await gitOk(work, ["rev-parse", "HEAD"])
+    const scpLike = `git@127.0.0.1:${slug}/${project.name}/site`
+    await gitOk(dir, ["clone", "-q", scpLike, "scp"], {
+      GIT_SSH_COMMAND: `${sshEnv(key).GIT_SSH_COMMAND} -p ${sshPort}`
+    })
+    expect(await gitOk(Path.join(dir, "scp"), ["rev-parse", "HEAD"])).toBe(head)
+    await commitFiles(work, { "more.txt": "more\n" }, "more")
+    await gitOk(
+      work,
+      ["push", "-q", "--force", sshUrl(slug, project.name, "site"), "HEAD:refs/heads/main"],
+      sshEnv(key)
+    )
+    const updates = await refUpdates(slug, project.name)
+    expect(updates.map((u: { old: string | null; userId: string }) => [u.old, u.userId])).toEqual([
+      [head, member.userId],
+      [null, member.userId]
+    ])
+    await cleanup()
+  })
+
+  it("SSH: the same rules: a viewer's push is refused, an outsider's key sees no repo, any registered key reads a public repo", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const url = sshUrl(slug, pushed.project.name, "site")
+    const viewer = await withRole(slug, "viewer")
+    const [viewerKey, outsiderKey] = [await registered(viewer), await registered(suite.outsider)]
+    await gitOk(pushed.dir, ["clone", "-q", url, "viewer"], sshEnv(viewerKey))
+    const work = Path.join(pushed.dir, "viewer")
+    await commitFiles(work, { "v.txt": "v\n" }, "viewer change")
+    const push = await git(work, ["push", url, "HEAD:refs/heads/main"], sshEnv(viewerKey))
+    expect(push.code).not.toBe(0)
+    expect(push.stderr).toContain("member role")
+    const outsider = await git(pushed.dir, ["clone", url, "outsider"], sshEnv(outsiderKey))
+    expect(outsider.code).not.toBe(0)
+    expect(outsider.stderr).toContain("repository not found")
+    await api.patch(`${reposOf(slug, pushed.project.name)}/site`, { visibility: "public" }, admin())
+    await gitOk(pushed.dir, ["clone", "-q", url, "public"], sshEnv(outsiderKey))
+    const outsiderPush = await git(
+      Path.join(pushed.dir, "public"),
+      ["push", url, "HEAD:refs/heads/x"],
+      sshEnv(outsiderKey)
+    )
+    expect(outsiderPush.code).not.toBe(0)
+    await pushed.cleanup()
+  })
+
+  it("SSH: an unregistered key is refused, a deleted key at once, and nothing but git-upload-pack and git-receive-pack runs", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    await api.patch(`${reposOf(slug, pushed.project.name)}/site`, { visibility: "public" }, admin())
+    const url = sshUrl(slug, pushed.project.name, "site")
+    const stranger = generateKey("ed25519")
+    const refused = await git(pushed.dir, ["clone", url, "stranger"], sshEnv(stranger))
+    expect(refused.code).not.toBe(0)
+    expect(refused.stderr).toMatch(/Permission denied/)
+    const key = await registered(suite.admin)
+    await gitOk(pushed.dir, ["ls-remote", url], sshEnv(key))
+    const shell = await new Promise<{ code: number | null; stderr: string }>((resolve) =>
+      execFile(
+        "ssh",
+        [...sshEnv(key).GIT_SSH_COMMAND.split(" ").slice(1), "-p", String(sshPort), "git@127.0.0.1", "ls /"],
+        (error, _stdout, stderr) => resolve({ code: error === null ? 0 : (error.code as number), stderr })
+      )
+    )
+    expect(shell.code).not.toBe(0)
+    expect(shell.stderr).toContain("only git-upload-pack and git-receive-pack")
+    expect((await api.delete(`/v1/me/ssh-keys/${key.id}`, undefined, admin())).status).toBe(204)
+    const after = await git(pushed.dir, ["ls-remote", url], sshEnv(key))
+    expect(after.code).not.toBe(0)
+    expect(after.stderr).toMatch(/Permission denied/)
+    await pushed.cleanup()
+  })
+})
+
+describe.each([
+  ["git_unavailable", () => GitStorageDisk.layer("/tmp", { gitBinary: "/nonexistent/git" })],
+  ["git_unreachable", () => GitStorageDisk.layer("/dev/null/git")]
+] as const)("git storage failures: %s is 503", (code, storage) => {
+  const suite = useSuite(backends[1]![1], {}, undefined, undefined, { gitStorage: storage() })
+  const { reposOf, createRepo, httpUrl, tokenOf } = gitRepos(suite)
+
+  it(`browsing and git transport answer 503 ${code}`, async () => {
+    const slug = await suite.newOrg()
+    const project = await suite.newProject(slug)
+    await createRepo(slug, project.name)
+    const refs = await suite.api.get(`${reposOf(slug, project.name)}/site/refs`, { token: suite.admin.token })
+    expect([refs.status, refs.body.code]).toEqual([503, code])
+    const token = await tokenOf(suite.admin)
+    const reply = await fetch(`${httpUrl(slug, project.name, "site")}/info/refs?service=git-upload-pack`, {
+      headers: { authorization: `Basic ${Buffer.from(`x:${token}`).toString("base64")}` }
+    })
+    expect([reply.status, ((await reply.json()) as { code: string }).code]).toEqual([503, code])
+  })
+})

@@ -1,0 +1,26 @@
+import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+
+export interface GeneratedKey {
+  /** The private key file, for `ssh -i`. */
+  readonly file: string
+  readonly publicKey: string
+  /** What `ssh-keygen -lf` prints as the fingerprint. */
+  readonly fingerprint: string
+}
+
+/** A key made by the real `ssh-keygen` in a throwaway folder (removed at exit). */
+export const generateKey = (type: string, options: { bits?: number; comment?: string } = {}): GeneratedKey => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-ssh-key-"))
+  const file = Path.join(dir, "id")
+  const args = ["-q", "-t", type, "-N", "", "-C", options.comment ?? "test@example.test", "-f", file]
+  if (options.bits !== undefined) args.push("-b", String(options.bits))
+  execFileSync("ssh-keygen", args)
+  const fingerprint = execFileSync("ssh-keygen", ["-l", "-E", "sha256", "-f", `${file}.pub`])
+    .toString()
+    .split(" ")[1]!
+  process.once("exit", () => Fs.rmSync(dir, { recursive: true, force: true }))
+  return { file, publicKey: Fs.readFileSync(`${file}.pub`, "utf8").trim(), fingerprint }
+}
