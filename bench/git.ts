@@ -176,7 +176,9 @@ const main = async () => {
     ])
   ])
   for (const line of table) console.log(line)
-  console.log(`pack ${round(packBytes / MiB, 1)} MiB; target: within 1.1x of file://, server memory flat (far below the pack)`)
+  console.log(
+    `pack ${round(packBytes / MiB, 1)} MiB; target: within 1.1x of file://, server memory flat (far below the pack)`
+  )
   const report = {
     benchmark: "git clone: hostplane smart HTTP and SSH vs git clone file://",
     date: new Date().toISOString(),
