@@ -11,7 +11,15 @@ import { InvitesConfig, type InvitesConfigShape } from "./orgs/InvitesConfig.ts"
 
 /** Every area's config: the shared `Settings` and the one service per area that reads its own settings. */
 export type Configs =
-  Settings | IdentityConfig | HostnamesConfig | MailConfig | InvitesConfig | BillingConfig | DnsConfig | AiConfig | GitConfig
+  | Settings
+  | IdentityConfig
+  | HostnamesConfig
+  | MailConfig
+  | InvitesConfig
+  | BillingConfig
+  | DnsConfig
+  | AiConfig
+  | GitConfig
 
 /** Explicit values for `configLayer`, by area; anything left out takes its default. */
 export interface ConfigOverrides {
