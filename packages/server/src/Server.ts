@@ -112,10 +112,6 @@ export const ServerLive = Layer.unwrap(
             )
           )
     // SSH is bound before the API, so every listener is up once the API answers.
-    return announce.pipe(
-      Layer.provide(Layer.mergeAll(api, edge, nameServer)),
-      Layer.provide(ssh),
-      Layer.provide(ports)
-    )
+    return announce.pipe(Layer.provide(Layer.mergeAll(api, edge, nameServer)), Layer.provide(ssh), Layer.provide(ports))
   })
 )
