@@ -3,6 +3,7 @@ import { Effect, Layer } from "effect"
 import { Command } from "effect/cli"
 import { deploy } from "./commands/Deploy.ts"
 import { dns } from "./commands/Dns.ts"
+import { repos } from "./commands/Repos.ts"
 import { domains } from "./commands/Domains.ts"
 import { login, logout, whoami } from "./commands/Login.ts"
 import { access, deployments, hostnames, link, orgs, projects, rollback, secrets } from "./commands/Resources.ts"
@@ -13,7 +14,7 @@ import { CliEnv } from "./Settings.ts"
 export const version = "0.1.0"
 
 /**
- * The commands under `hostplane`, one entry per area. An area that lands on the server (database, repos) adds its
+ * The commands under `hostplane`, one entry per area. An area that lands on the server (the database next) adds its
  * command group here, built on `root` (shared flags), `session` and `resolveProject` from `Root.ts`.
  */
 export const commands = [
@@ -30,7 +31,8 @@ export const commands = [
   hostnames,
   access,
   domains,
-  dns
+  dns,
+  repos
 ] as const
 
 export const cli = root.pipe(Command.withSubcommands(commands))

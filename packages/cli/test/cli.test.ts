@@ -417,6 +417,15 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
       expect(managed.stderr).toMatch(/^error managed_rrset: /)
     })
 
+    it("repos list --json answers the project's repositories (none yet); an unknown one is not_found", async () => {
+      const list = await inFolder(["repos", "list", "--json"])
+      expect(list.code, list.stderr).toBe(0)
+      expect(JSON.parse(list.stdout)).toEqual({ items: [] })
+      const missing = await inFolder(["repos", "show", "nope"])
+      expect(missing.code).toBe(1)
+      expect(missing.stderr).toMatch(/^error not_found: /)
+    })
+
     it("access set password reads the password from stdin; access show --json parses", async () => {
       const set = await inFolder(["access", "set", "password", "--password"], "correct horse battery\n")
       expect(set.code, set.stderr).toBe(0)
