@@ -1,5 +1,6 @@
 import { AccessAreaPg } from "./access/AccessAreaPg.ts"
 import { BillingAreaPg } from "./billing/BillingAreaPg.ts"
+import { DatabaseAreaPg } from "./database/DatabaseAreaPg.ts"
 import { DeploymentsAreaPg } from "./deployments/DeploymentsAreaPg.ts"
 import { DomainsAreaPg } from "./domains/DomainsAreaPg.ts"
 import { DnsAreaPg } from "./dns/DnsAreaPg.ts"
@@ -29,6 +30,7 @@ export const areas = [
   AccessAreaPg,
   HostnamesAreaPg,
   DnsAreaPg,
+  DatabaseAreaPg,
   EdgeAreaPg,
   IdempotencyAreaPg,
   DomainsAreaPg,

@@ -104,37 +104,41 @@ layer(nodeIn("psql"), { timeout: 120_000 })("embedded PostgreSQL node with psql"
     })
   )
 
-  it.effect("a restore brings back exactly the generation's rows on the next timeline", () =>
-    Effect.gen(function* () {
-      const { node, project, password, endpoint, owner } = yield* created()
-      const store = yield* Database.BackupStore
-      yield* psql(
-        endpoint,
-        owner,
-        password,
-        "create table items (n int); insert into items select generate_series(1, 1000)"
-      )
-      const generation = yield* node.backup(project, (image) => store.put(`${project}/1-2.tar.gz`, image))
-      assert.strictEqual(generation.epoch, 1)
-      yield* psql(endpoint, owner, password, "insert into items values (5000); delete from items where n <= 10")
-      yield* node.restore(project, store.read(`${project}/1-2.tar.gz`), 2)
-      assert.deepStrictEqual(yield* psql(endpoint, owner, password, "select count(*), max(n), min(n) from items"), {
-        ok: true,
-        out: "1000|1000|1"
-      })
-      const timeline = yield* psql(endpoint, owner, password, "select timeline_id from pg_control_checkpoint()")
-      assert.isTrue(timeline.ok)
-      const later = yield* node.backup(project, (image) => store.put(`${project}/2-1.tar.gz`, image))
-      assert.strictEqual(later.epoch, 2)
-      // A restore of the older epoch goes on to a timeline never used before.
-      yield* node.restore(project, store.read(`${project}/1-2.tar.gz`), 4)
-      const fourth = yield* node.backup(project, (image) => store.put(`${project}/4-1.tar.gz`, image))
-      assert.strictEqual(fourth.epoch, 4)
-      assert.deepStrictEqual(yield* psql(endpoint, owner, password, "select count(*) from items"), {
-        ok: true,
-        out: "1000"
-      })
-    })
+  it.effect(
+    "a restore brings back exactly the generation's rows on the next timeline",
+    () =>
+      Effect.gen(function* () {
+        const { node, project, password, endpoint, owner } = yield* created()
+        const store = yield* Database.BackupStore
+        yield* psql(
+          endpoint,
+          owner,
+          password,
+          "create table items (n int); insert into items select generate_series(1, 1000)"
+        )
+        const generation = yield* node.backup(project, (image) => store.put(`${project}/1-2.tar.gz`, image))
+        assert.strictEqual(generation.epoch, 1)
+        yield* psql(endpoint, owner, password, "insert into items values (5000); delete from items where n <= 10")
+        yield* node.restore(project, store.read(`${project}/1-2.tar.gz`), 2)
+        assert.deepStrictEqual(yield* psql(endpoint, owner, password, "select count(*), max(n), min(n) from items"), {
+          ok: true,
+          out: "1000|1000|1"
+        })
+        const timeline = yield* psql(endpoint, owner, password, "select timeline_id from pg_control_checkpoint()")
+        assert.isTrue(timeline.ok)
+        const later = yield* node.backup(project, (image) => store.put(`${project}/2-1.tar.gz`, image))
+        assert.strictEqual(later.epoch, 2)
+        // A restore of the older epoch goes on to a timeline never used before.
+        yield* node.restore(project, store.read(`${project}/1-2.tar.gz`), 4)
+        const fourth = yield* node.backup(project, (image) => store.put(`${project}/4-1.tar.gz`, image))
+        assert.strictEqual(fourth.epoch, 4)
+        assert.deepStrictEqual(yield* psql(endpoint, owner, password, "select count(*) from items"), {
+          ok: true,
+          out: "1000"
+        })
+      }),
+    // Three images and two restores of a real cluster: slow on a loaded machine.
+    180_000
   )
 
   it.effect("draining refuses connections to app until resumed", () =>

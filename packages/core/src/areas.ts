@@ -2,6 +2,7 @@ import { AccessArea } from "./access/AccessArea.ts"
 import { AddonsArea } from "./addons/AddonsArea.ts"
 import { AiArea } from "./ai/AiArea.ts"
 import { BillingArea } from "./billing/BillingArea.ts"
+import { DatabaseArea } from "./database/DatabaseArea.ts"
 import { DeploymentsArea } from "./deployments/DeploymentsArea.ts"
 import { DomainsArea } from "./domains/DomainsArea.ts"
 import { DnsArea } from "./dns/DnsArea.ts"
@@ -13,6 +14,7 @@ import { HostnamesArea } from "./hostnames/HostnamesArea.ts"
 import { JobsArea } from "./jobs/JobsArea.ts"
 import { IdentityArea } from "./identity/IdentityArea.ts"
 import { KernelArea } from "./kernel/KernelArea.ts"
+import { NodeArea } from "./node/NodeArea.ts"
 import { MailArea } from "./mail/MailArea.ts"
 import { OrgsArea } from "./orgs/OrgsArea.ts"
 import { ProjectsArea } from "./projects/ProjectsArea.ts"
@@ -31,6 +33,7 @@ export const areas = [
   AccessArea,
   HostnamesArea,
   DnsArea,
+  DatabaseArea,
   EdgeArea,
   IdempotencyArea,
   DomainsArea,
@@ -38,5 +41,6 @@ export const areas = [
   AddonsArea,
   AiArea,
   EmailArea,
-  GitArea
+  GitArea,
+  NodeArea
 ] as const

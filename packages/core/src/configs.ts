@@ -3,6 +3,8 @@ import { AiConfig, type AiConfigShape } from "./ai/AiConfig.ts"
 import { BillingConfig, type BillingConfigShape } from "./billing/BillingConfig.ts"
 import { DnsConfig, type DnsConfigShape } from "./dns/DnsConfig.ts"
 import { GitConfig, type GitConfigShape } from "./git/GitConfig.ts"
+import { DatabaseConfig, type DatabaseConfigShape } from "./database/DatabaseConfig.ts"
+import { NodeConfig } from "./node/NodeConfig.ts"
 import { HostnamesConfig, type HostnamesConfigShape } from "./hostnames/HostnamesConfig.ts"
 import { IdentityConfig, type IdentityConfigShape } from "./identity/IdentityConfig.ts"
 import { Settings, type SettingsShape } from "./kernel/Settings.ts"
@@ -20,6 +22,8 @@ export type Configs =
   | DnsConfig
   | AiConfig
   | GitConfig
+  | DatabaseConfig
+  | NodeConfig
 
 /** Explicit values for `configLayer`, by area; anything left out takes its default. */
 export interface ConfigOverrides {
@@ -32,6 +36,8 @@ export interface ConfigOverrides {
   readonly dns?: Partial<DnsConfigShape>
   readonly ai?: Partial<AiConfigShape>
   readonly git?: Partial<GitConfigShape>
+  readonly database?: Partial<DatabaseConfigShape>
+  readonly node?: { readonly token?: string | undefined }
 }
 
 /** Every area's config from explicit values (tests, embedding hosts), each area's `make`. */
@@ -44,7 +50,9 @@ export const configLayer = (overrides: ConfigOverrides = {}): Layer.Layer<Config
     BillingConfig.make(overrides.billing),
     DnsConfig.make(overrides.dns),
     AiConfig.make(overrides.ai),
-    GitConfig.make(overrides.git)
+    GitConfig.make(overrides.git),
+    DatabaseConfig.make(overrides.database),
+    NodeConfig.make(overrides.node)
   ).pipe(Layer.provideMerge(Settings.make(overrides.settings)))
 
 /** Every area's config from the `SERVICE_*` environment, each area's `layerConfig`. */
@@ -61,5 +69,7 @@ export const configLayerFromEnv = (options: {
     BillingConfig.layerConfig,
     DnsConfig.layerConfig,
     AiConfig.layerConfig,
-    GitConfig.layerConfig
+    GitConfig.layerConfig,
+    DatabaseConfig.layerConfig,
+    NodeConfig.layerConfig
   ).pipe(Layer.provideMerge(Settings.layerConfigWith({ siteUrlDefault: options.siteUrlDefault })))

@@ -97,7 +97,9 @@ describe("area registry", () => {
   it.effect("three more areas each keep their holdings, teardown step, job and subscription check", () =>
     Effect.gen(function* () {
       const { holdings, teardown, jobs, paying } = yield* registry
-      const ownTeardown = areas.flatMap((area) => ("teardown" in area ? area.teardown : [])).length
+      const ownTeardown = areas.flatMap((area): ReadonlyArray<unknown> =>
+        "teardown" in area ? area.teardown : []
+      ).length
       // Core's own holdings first (in area order), then the extra areas' in theirs.
       assert.deepStrictEqual(
         holdings.map((counter) => counter.kind),

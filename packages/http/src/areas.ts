@@ -1,6 +1,8 @@
 import { AccessAreaHttp } from "./access/AccessAreaHttp.ts"
 import { AiAddonAreaHttp, AiAreaHttp } from "./ai/AiAreaHttp.ts"
 import { BillingAreaHttp } from "./billing/BillingAreaHttp.ts"
+import { DatabaseAreaHttp } from "./database/DatabaseAreaHttp.ts"
+import { NodeAreaHttp } from "./node/NodeAreaHttp.ts"
 import { DeploymentsAreaHttp } from "./deployments/DeploymentsAreaHttp.ts"
 import { DnsAreaHttp } from "./dns/DnsAreaHttp.ts"
 import { DomainsAreaHttp } from "./domains/DomainsAreaHttp.ts"
@@ -27,5 +29,7 @@ export const areas = [
   AiAreaHttp,
   EmailAreaHttp,
   AiAddonAreaHttp,
-  GitAreaHttp
+  GitAreaHttp,
+  DatabaseAreaHttp,
+  NodeAreaHttp
 ] as const

@@ -2,6 +2,7 @@ import { NodeFileSystem, NodeHttpServer } from "@effect/platform-node"
 import * as Pg from "@hostplane/adapters-pg"
 import {
   ArtifactStoreDisk,
+  BackupStoreDisk,
   BundleReader,
   GitSshServer,
   GitStorageDisk,
@@ -77,6 +78,10 @@ export const ServerLive = Layer.unwrap(
           // Bare repositories under <data dir>/git, driven by the git binary; SSH keys read by ssh2's parser.
           GitStorageDisk.layerConfig,
           SshKeyParserSsh2.layer,
+          // The database add-on: one PostgreSQL cluster per project under <data dir>/node/db, generations and
+          // exports in <data dir>/backups (decisions.md part 8).
+          Pg.DatabaseNodeEmbedded.layerConfig,
+          BackupStoreDisk.layerConfig,
           // Hashes the session token of every request with node:crypto instead of Web Crypto.
           TokensNode.layer,
           // Polar from SERVICE_POLAR_* when a token is set; without one billing answers 501 billing_off.

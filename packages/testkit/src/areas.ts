@@ -11,6 +11,7 @@ import { HostnamesAreaMemory } from "./hostnames/HostnamesAreaMemory.ts"
 import { IdentityAreaMemory } from "./identity/IdentityAreaMemory.ts"
 import { JobsAreaMemory } from "./jobs/JobsAreaMemory.ts"
 import { KernelAreaMemory } from "./kernel/KernelAreaMemory.ts"
+import { DatabaseAreaMemory } from "./database/DatabaseAreaMemory.ts"
 import { MailAreaMemory } from "./mail/MailAreaMemory.ts"
 import { OrgsAreaMemory } from "./orgs/OrgsAreaMemory.ts"
 import { ProjectsAreaMemory } from "./projects/ProjectsAreaMemory.ts"
@@ -29,6 +30,7 @@ export const areas = [
   AccessAreaMemory,
   HostnamesAreaMemory,
   DnsAreaMemory,
+  DatabaseAreaMemory,
   EdgeAreaMemory,
   IdempotencyAreaMemory,
   DomainsAreaMemory,

@@ -58,3 +58,5 @@ export { emailStoreSuite, type EmailStoreSuiteServices } from "./email/EmailStor
 export * as RepoStoreMemory from "./git/RepoStoreMemory.ts"
 export * as CredentialStoreMemory from "./git/CredentialStoreMemory.ts"
 export { gitStoreSuite, type GitStoreSuiteServices } from "./git/GitStoreSuite.ts"
+export * as DatabaseStoreMemory from "./database/DatabaseStoreMemory.ts"
+export { databaseStoreSuite, type DatabaseStoreSuiteServices } from "./database/DatabaseStoreSuite.ts"

@@ -2,7 +2,6 @@ import { PgClient } from "@effect/sql-pg"
 import { Database, type Kernel } from "@hostplane/core"
 import { Config, Context, Effect, Exit, Layer, Option, Redacted, Scope, Semaphore, Stream } from "effect"
 import { SqlClient } from "effect/sql"
-import { NodeStream } from "@effect/platform-node"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { PassThrough } from "node:stream"
@@ -315,10 +314,7 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
             const out = new PassThrough()
             pack.pipe(gzip).pipe(out)
             gzip.on("error", (error) => out.destroy(error))
-            const image = NodeStream.fromReadable<Uint8Array, Database.DatabaseNodeError>({
-              evaluate: () => out,
-              onError: failed("the image stream broke")
-            })
+            const image = Stream.fromAsyncIterable(out as AsyncIterable<Uint8Array>, failed("the image stream broke"))
             const produce = Effect.gen(function* () {
               yield* io("cannot read the data directory", () => addDataDirectory(pack, data))
               const [stop] = yield* query("select labelfile, spcmapfile, lsn::text as lsn from pg_backup_stop(false)")

@@ -1,2 +1,7 @@
 export * from "./BackupStore.ts"
 export * from "./DatabaseNode.ts"
+export * from "./Database.ts"
+export * from "./DatabaseConfig.ts"
+export * from "./Databases.ts"
+export * from "./DatabaseStore.ts"
+export * from "./DatabaseArea.ts"

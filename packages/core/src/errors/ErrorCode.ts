@@ -59,6 +59,7 @@ export const ErrorCode = {
   internal: { status: 500 },
   billing_off: { status: 501 },
   mail_webhook_off: { status: 501 },
+  node_api_off: { status: 501 },
   saga_incomplete: { status: 502 },
   registrar_error: { status: 502 },
   billing_unavailable: { status: 502 },

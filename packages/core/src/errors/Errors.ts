@@ -297,6 +297,11 @@ export class BillingUnavailable extends Schema.TaggedError<BillingUnavailable>()
   static readonly code = "billing_unavailable" satisfies ErrorCode
 }
 
+/** `node_api_off`: `SERVICE_NODE_TOKEN` is not set, so the node API is off (decisions.md part 6). */
+export class NodeApiOff extends Schema.TaggedError<NodeApiOff>()("NodeApiOff", fields) {
+  static readonly code = "node_api_off" satisfies ErrorCode
+}
+
 /** `export_failed` */
 export class ExportFailed extends Schema.TaggedError<ExportFailed>()("ExportFailed", fields) {
   static readonly code = "export_failed" satisfies ErrorCode
@@ -422,6 +427,7 @@ export const all = [
   BillingOff,
   MailWebhookOff,
   MailRateLimited,
+  NodeApiOff,
   SagaIncomplete,
   RegistrarError,
   BillingUnavailable,

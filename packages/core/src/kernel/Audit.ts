@@ -51,7 +51,12 @@ export const auditActions = [
   "project.create",
   "project.delete",
   "deployment.create",
-  "deployment.rollback"
+  "deployment.rollback",
+  "database.create",
+  "database.token.create",
+  "database.token.delete",
+  "database.restore",
+  "database.delete"
 ] as const
 
 export const AuditAction = Schema.Literals(auditActions)

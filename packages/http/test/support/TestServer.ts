@@ -11,6 +11,7 @@ import {
   type Access,
   type Billing,
   type ConfigOverrides,
+  type Database,
   type Configs,
   configLayer,
   type Deployments,
@@ -59,6 +60,8 @@ export interface TestServerOptions {
   readonly mailNotifications?: () => Layer.Layer<Email.MailNotifications>
   /** Git storage instead of the real `git` in the server's own folder (a missing binary, unreachable storage). */
   readonly gitStorage?: Layer.Layer<Git.GitStorage, unknown>
+  /** The database add-on's node admin and backup store; without them its routes answer 503 `no_node_admin`. */
+  readonly database?: Layer.Layer<Database.DatabaseNode | Database.BackupStore, unknown>
 }
 
 /** What `run` may use: the ports and every service the server built. */
@@ -104,7 +107,8 @@ export const startTestServer = async (
         bundles,
         options.gateway === undefined ? Layer.empty : options.gateway(),
         options.mailNotifications === undefined ? Layer.empty : options.mailNotifications(),
-        git
+        git,
+        options.database ?? Layer.empty
       )
     ),
     Layer.provide(Logger.layer([]))

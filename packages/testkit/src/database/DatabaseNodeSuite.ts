@@ -49,25 +49,29 @@ export const databaseNodeSuite = <E>(
       })
     )
 
-    it.effect("a restore brings back the image's state and moves the cluster to the given epoch", () =>
-      Effect.gen(function* () {
-        const node = yield* Database.DatabaseNode
-        const store = yield* Database.BackupStore
-        const project = projectId()
-        yield* node.ensure(project, yield* node.verifier(Redacted.make("owner")))
-        yield* node.createToken(project, yield* token(node, "tok_before"))
-        const first = yield* node.backup(project, (image) => store.put(`${project}/1-1.tar.gz`, image))
-        assert.strictEqual(first.epoch, 1)
-        assert.isAbove(first.written.bytes, 0)
-        assert.match(first.written.sha256, /^[0-9a-f]{64}$/)
-        assert.deepStrictEqual(yield* store.digest(`${project}/1-1.tar.gz`), first.written)
-        yield* node.createToken(project, yield* token(node, "tok_after"))
-        yield* node.restore(project, store.read(`${project}/1-1.tar.gz`), 3)
-        assert.deepStrictEqual(yield* node.tokens(project), ["tok_before"])
-        const second = yield* node.backup(project, (image) => store.put(`${project}/3-1.tar.gz`, image))
-        assert.strictEqual(second.epoch, 3)
-        yield* node.resume(project)
-      })
+    it.effect(
+      "a restore brings back the image's state and moves the cluster to the given epoch",
+      () =>
+        Effect.gen(function* () {
+          const node = yield* Database.DatabaseNode
+          const store = yield* Database.BackupStore
+          const project = projectId()
+          yield* node.ensure(project, yield* node.verifier(Redacted.make("owner")))
+          yield* node.createToken(project, yield* token(node, "tok_before"))
+          const first = yield* node.backup(project, (image) => store.put(`${project}/1-1.tar.gz`, image))
+          assert.strictEqual(first.epoch, 1)
+          assert.isAbove(first.written.bytes, 0)
+          assert.match(first.written.sha256, /^[0-9a-f]{64}$/)
+          assert.deepStrictEqual(yield* store.digest(`${project}/1-1.tar.gz`), first.written)
+          yield* node.createToken(project, yield* token(node, "tok_after"))
+          yield* node.restore(project, store.read(`${project}/1-1.tar.gz`), 3)
+          assert.deepStrictEqual(yield* node.tokens(project), ["tok_before"])
+          const second = yield* node.backup(project, (image) => store.put(`${project}/3-1.tar.gz`, image))
+          assert.strictEqual(second.epoch, 3)
+          yield* node.resume(project)
+        }),
+      // A real node takes two images and a restore.
+      180_000
     )
 
     it.effect("remove lets go of the database: no endpoint, token calls are unavailable", () =>

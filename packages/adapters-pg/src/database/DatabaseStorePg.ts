@@ -1,0 +1,124 @@
+import { Database, Kernel } from "@hostplane/core"
+import { Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { NullableTimestamp, Timestamp } from "../internal/Rows.ts"
+
+const DatabaseRowSchema = Schema.Struct({
+  projectId: Kernel.ProjectId,
+  keyId: Schema.String,
+  ciphertext: Schema.String,
+  epoch: Schema.Number,
+  operationId: Schema.NullOr(Schema.String),
+  createdAt: Timestamp
+})
+
+const TokenRowSchema = Schema.Struct({
+  projectId: Kernel.ProjectId,
+  user: Schema.String,
+  verifier: Schema.String,
+  createdAt: Timestamp
+})
+
+const GenerationRowSchema = Schema.Struct({
+  projectId: Kernel.ProjectId,
+  epoch: Schema.Number,
+  seq: Schema.Number,
+  bytes: Schema.NumberFromString,
+  sha256: Schema.String,
+  offsiteKey: Schema.String,
+  createdAt: Timestamp,
+  lastCheckedAt: NullableTimestamp,
+  checkFailedAt: NullableTimestamp
+})
+
+const toRow = (row: typeof DatabaseRowSchema.Type): Database.DatabaseRow => ({
+  projectId: row.projectId,
+  sealedPassword: { keyId: row.keyId, ciphertext: row.ciphertext },
+  epoch: row.epoch,
+  operationId: row.operationId,
+  createdAt: row.createdAt
+})
+
+/** `DatabaseStore` on PostgreSQL (migration `0017_create_databases`). */
+export const layer = Layer.effect(
+  Database.DatabaseStore,
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const find = SqlSchema.findOneOption({
+      Request: Schema.String,
+      Result: DatabaseRowSchema,
+      execute: (projectId) =>
+        sql`SELECT project_id, key_id, ciphertext, epoch, operation_id, created_at FROM databases
+            WHERE project_id = ${projectId}`
+    })
+    const tokens = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: TokenRowSchema,
+      execute: (projectId) =>
+        sql`SELECT project_id, "user", verifier, created_at FROM database_tokens WHERE project_id = ${projectId}
+            ORDER BY created_at, "user"`
+    })
+    const generations = SqlSchema.findAll({
+      Request: Schema.String,
+      Result: GenerationRowSchema,
+      execute: (projectId) =>
+        sql`SELECT project_id, epoch, seq, bytes::text AS bytes, sha256, offsite_key, created_at, last_checked_at,
+              check_failed_at
+            FROM database_generations WHERE project_id = ${projectId} ORDER BY epoch DESC, seq DESC`
+    })
+
+    return Database.DatabaseStore.of({
+      find: (projectId) => find(projectId).pipe(Effect.map(Option.map(toRow)), Effect.orDie),
+      create: (projectId, sealed, at) =>
+        Effect.gen(function* () {
+          yield* sql`INSERT INTO databases (project_id, key_id, ciphertext, created_at)
+                     VALUES (${projectId}, ${sealed.keyId}, ${sealed.ciphertext}, ${at}::timestamptz)
+                     ON CONFLICT (project_id) DO NOTHING`
+          return toRow(Option.getOrThrow(yield* find(projectId)))
+        }).pipe(Effect.orDie),
+      remove: (projectId) =>
+        sql`DELETE FROM databases WHERE project_id = ${projectId}`.pipe(Effect.asVoid, Effect.orDie),
+      setEpoch: (projectId, epoch) =>
+        sql`UPDATE databases SET epoch = ${epoch} WHERE project_id = ${projectId}`.pipe(Effect.asVoid, Effect.orDie),
+      holdFor: (projectId, operationId) =>
+        (operationId === null
+          ? sql`UPDATE databases SET operation_id = NULL WHERE project_id = ${projectId} RETURNING project_id`
+          : sql`UPDATE databases SET operation_id = ${operationId}
+                WHERE project_id = ${projectId} AND operation_id IS NULL RETURNING project_id`
+        ).pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
+      projects: sql<{ readonly projectId: string }>`SELECT project_id FROM databases ORDER BY project_id`.pipe(
+        Effect.map((rows) => rows.map((row) => Kernel.makeId("prj", row.projectId))),
+        Effect.orDie
+      ),
+      tokens: (projectId) => tokens(projectId).pipe(Effect.orDie),
+      addToken: (token) =>
+        sql`INSERT INTO database_tokens (project_id, "user", verifier, created_at)
+            VALUES (${token.projectId}, ${token.user}, ${token.verifier}, ${token.createdAt}::timestamptz)`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+      removeToken: (projectId, user) =>
+        sql`DELETE FROM database_tokens WHERE project_id = ${projectId} AND "user" = ${user} RETURNING "user"`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
+      generations: (projectId) => generations(projectId).pipe(Effect.orDie),
+      addGeneration: (g) =>
+        sql`INSERT INTO database_generations (project_id, epoch, seq, bytes, sha256, offsite_key, created_at)
+            VALUES (${g.projectId}, ${g.epoch}, ${g.seq}, ${g.bytes}, ${g.sha256}, ${g.offsiteKey},
+              ${g.createdAt}::timestamptz)`.pipe(Effect.asVoid, Effect.orDie),
+      checked: (projectId, epoch, seq, at, ok) =>
+        (ok
+          ? sql`UPDATE database_generations SET last_checked_at = ${at}::timestamptz
+                WHERE project_id = ${projectId} AND epoch = ${epoch} AND seq = ${seq}`
+          : sql`UPDATE database_generations SET check_failed_at = ${at}::timestamptz
+                WHERE project_id = ${projectId} AND epoch = ${epoch} AND seq = ${seq}`
+        ).pipe(Effect.asVoid, Effect.orDie),
+      removeGenerations: (projectId) =>
+        sql`DELETE FROM database_generations WHERE project_id = ${projectId}`.pipe(Effect.asVoid, Effect.orDie)
+    })
+  })
+)

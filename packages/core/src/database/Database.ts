@@ -1,0 +1,123 @@
+import { Duration, Schema } from "effect"
+import type { Sealed } from "../secrets/Sealer.ts"
+import { define } from "../jobs/Job.ts"
+import { OrgId, ProjectId } from "../kernel/Ids.ts"
+
+/** DatabaseConnect (decisions.md part 4): everything a client needs, the password included. */
+export const DatabaseConnect = Schema.Struct({
+  host: Schema.String,
+  port: Schema.Number,
+  database: Schema.String,
+  user: Schema.String,
+  password: Schema.String,
+  sslmode: Schema.String,
+  url: Schema.String
+})
+export type DatabaseConnect = typeof DatabaseConnect.Type
+
+/** `GET /database/endpoint`: where the database is, nothing secret. */
+export const DatabaseEndpoint = Schema.Struct({
+  host: Schema.String,
+  port: Schema.Number,
+  database: Schema.String,
+  sslmode: Schema.String
+})
+export type DatabaseEndpoint = typeof DatabaseEndpoint.Type
+
+export const DatabaseStatus = Schema.Struct({ db: Schema.Boolean })
+
+/** A token as listed: no password, no verifier. */
+export const DatabaseTokenMeta = Schema.Struct({ user: Schema.String, createdAt: Schema.String })
+export type DatabaseTokenMeta = typeof DatabaseTokenMeta.Type
+export const DatabaseTokenList = Schema.Struct({ items: Schema.Array(DatabaseTokenMeta) })
+
+/** A token as created: the password appears here only. */
+export const DatabaseToken = Schema.Struct({ user: Schema.String, password: Schema.String, createdAt: Schema.String })
+export type DatabaseToken = typeof DatabaseToken.Type
+
+export const CreateTokenInput = Schema.Struct({})
+
+export const DatabaseExport = Schema.Struct({ key: Schema.String })
+
+/** One generation (decisions.md part 4); `lastCheckedAt` null means not re-hashed yet. */
+export const Generation = Schema.Struct({
+  epoch: Schema.Number,
+  seq: Schema.Number,
+  bytes: Schema.Number,
+  sha256: Schema.String,
+  offsiteKey: Schema.String,
+  createdAt: Schema.String,
+  lastCheckedAt: Schema.NullOr(Schema.String)
+})
+export type Generation = typeof Generation.Type
+export const GenerationList = Schema.Struct({ items: Schema.Array(Generation) })
+
+/** A stored generation: a failed re-hash is kept (`checkFailedAt`), never silently trusted. */
+export interface GenerationRow extends Generation {
+  readonly projectId: ProjectId
+  readonly checkFailedAt: string | null
+}
+
+const Whole = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+export const RestoreRequest = Schema.Struct({ epoch: Whole, seq: Whole })
+export type RestoreRequest = typeof RestoreRequest.Type
+export const DeleteRequest = Schema.Struct({ confirm: Schema.String })
+
+/** The control row of a project database: its sealed password, its epoch and the operation holding it. */
+export interface DatabaseRow {
+  readonly projectId: ProjectId
+  readonly sealedPassword: Sealed
+  readonly epoch: number
+  readonly operationId: string | null
+  readonly createdAt: string
+}
+
+export interface TokenRow {
+  readonly projectId: ProjectId
+  readonly user: string
+  readonly verifier: string
+  readonly createdAt: string
+}
+
+/** The sealing context of a project database's password. */
+export const passwordContext = (projectId: string): string => `${projectId}/database`
+
+export const RestorePayload = Schema.Struct({
+  orgId: OrgId,
+  projectId: ProjectId,
+  epoch: Schema.Number,
+  seq: Schema.Number,
+  /** The epoch the database reactivates on, fixed at acceptance so a repeated phase lands on the same one. */
+  nextEpoch: Schema.Number
+})
+export type RestorePayload = typeof RestorePayload.Type
+
+export const DeletePayload = Schema.Struct({ orgId: OrgId, projectId: ProjectId })
+export type DeletePayload = typeof DeletePayload.Type
+
+/** `POST database/restore`: abortable while draining or sealing (decisions.md part 4). */
+export const restoreGeneration = define({
+  kind: "restore_generation",
+  payload: RestorePayload,
+  phases: ["draining", "sealing", "committing", "reactivation"],
+  abortableBefore: "committing",
+  maxAttempts: 10
+})
+
+/** `POST database/delete`: sealing leaves the final safety generation, committing drops the database. */
+export const deleteDatabase = define({
+  kind: "delete",
+  payload: DeletePayload,
+  phases: ["draining", "sealing", "committing"],
+  abortableBefore: "committing",
+  maxAttempts: 10
+})
+
+/** The recovery-point grid and the re-hash checks: one periodic job, a round every few seconds. */
+export const databaseSchedule = define({
+  kind: "database_schedule",
+  payload: Schema.Struct({}),
+  phases: ["generations", "checks"],
+  every: Duration.seconds(5),
+  singleton: { payload: {} }
+})

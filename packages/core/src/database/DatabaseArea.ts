@@ -1,0 +1,33 @@
+import { Effect, Option } from "effect"
+import type { AddonProvider } from "../addons/Addon.ts"
+import { area } from "../Area.ts"
+import type { TeardownStep } from "../projects/ProjectHooks.ts"
+import { Databases } from "./Databases.ts"
+import { DatabaseStore } from "./DatabaseStore.ts"
+
+const handlerAt = (index: number) => Effect.map(Effect.service(Databases), (databases) => databases.handlers[index]!)
+
+/** Spec 4.6: the database add-on, its generations and its durable restore and delete. */
+export const DatabaseArea = area({
+  name: "database",
+  stores: [DatabaseStore],
+  services: Databases.layer,
+  // The registry's view (ProjectDetail's flag, the overview). The routes are DatabaseApi's own: a create runs the
+  // node's slow work (a cluster, its baseline generation) outside the org lock, which the generic grant holds.
+  addon: Effect.map(Effect.service(DatabaseStore), (store): AddonProvider => ({
+    name: "database",
+    granted: (projectId) => Effect.map(store.find(projectId), Option.isSome),
+    connected: Effect.succeed(true),
+    status: ({ project }) => Effect.map(store.find(project.id), (row) => ({ db: Option.isSome(row) })),
+    grant: () => Effect.die(new Error("the database is created through Databases.create")),
+    revoke: () => Effect.die(new Error("the database is deleted through its delete operation"))
+  })),
+  // Project delete: no recovery generation; the cluster, its images and its rows go in the data phase.
+  teardown: [
+    Effect.map(Effect.service(Databases), (databases): TeardownStep => ({
+      phase: "data",
+      run: (project) => databases.teardown(project.id)
+    }))
+  ],
+  jobs: [handlerAt(0), handlerAt(1), handlerAt(2)]
+})

@@ -1,0 +1,35 @@
+import { Context, type Effect, type Option } from "effect"
+import type { ProjectId } from "../kernel/Ids.ts"
+import type { Sealed } from "../secrets/Sealer.ts"
+import type { DatabaseRow, GenerationRow, TokenRow } from "./Database.ts"
+
+/**
+ * The control rows of the database add-on: one configuration record per project database, its tokens (verifiers
+ * only), and its generations, which outlive the record so the final safety generation stays listed.
+ */
+export class DatabaseStore extends Context.Service<
+  DatabaseStore,
+  {
+    readonly find: (projectId: ProjectId) => Effect.Effect<Option.Option<DatabaseRow>>
+    /** Inserts the record unless one exists (a concurrent create keeps the first password) and answers the stored one. */
+    readonly create: (projectId: ProjectId, sealedPassword: Sealed, at: string) => Effect.Effect<DatabaseRow>
+    /** Removes the record and its tokens; generations stay. */
+    readonly remove: (projectId: ProjectId) => Effect.Effect<void>
+    readonly setEpoch: (projectId: ProjectId, epoch: number) => Effect.Effect<void>
+    /** Marks the operation holding the database (null to release); false when another one holds it. */
+    readonly holdFor: (projectId: ProjectId, operationId: string | null) => Effect.Effect<boolean>
+    /** Every project that has a database record. */
+    readonly projects: Effect.Effect<ReadonlyArray<ProjectId>>
+    readonly tokens: (projectId: ProjectId) => Effect.Effect<ReadonlyArray<TokenRow>>
+    readonly addToken: (token: TokenRow) => Effect.Effect<void>
+    /** False when the project holds no such token. */
+    readonly removeToken: (projectId: ProjectId, user: string) => Effect.Effect<boolean>
+    /** Newest first: by epoch, then seq, both descending. */
+    readonly generations: (projectId: ProjectId) => Effect.Effect<ReadonlyArray<GenerationRow>>
+    readonly addGeneration: (generation: GenerationRow) => Effect.Effect<void>
+    /** Records a re-hash: `ok` sets `lastCheckedAt`, a mismatch sets `checkFailedAt`. */
+    readonly checked: (projectId: ProjectId, epoch: number, seq: number, at: string, ok: boolean) => Effect.Effect<void>
+    /** Forgets every generation of the project (project teardown, after their images are removed). */
+    readonly removeGenerations: (projectId: ProjectId) => Effect.Effect<void>
+  }
+>()("@hostplane/core/database/DatabaseStore") {}

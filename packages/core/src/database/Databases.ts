@@ -1,0 +1,649 @@
+import { Context, Duration, Effect, Layer, Option, Redacted, Semaphore } from "effect"
+import {
+  ConfirmMismatch,
+  ExportFailed,
+  type Forbidden,
+  NoHomeNode,
+  NoNodeAdmin,
+  NotAbortable,
+  NotFound,
+  type OpInFlight,
+  OperationInProgress,
+  Suspended
+} from "../errors/Errors.ts"
+import { handler, type JobHandler, JobFailure } from "../jobs/Job.ts"
+import { Jobs } from "../jobs/Jobs.ts"
+import type { Actor } from "../kernel/Actor.ts"
+import { makeId, type OperationId, type ProjectId } from "../kernel/Ids.ts"
+import { audited, Mutation, unaudited } from "../kernel/Mutation.ts"
+import { Policy } from "../kernel/Policy.ts"
+import { nowIso } from "../kernel/Time.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { Transactor } from "../kernel/Transactor.ts"
+import { NodeRevisions } from "../kernel/NodeRevisions.ts"
+import { type Operation, operationOf } from "../operations/Operation.ts"
+import { Sealer } from "../secrets/Sealer.ts"
+import { BackupStore, type BackupStoreError } from "./BackupStore.ts"
+import {
+  type DatabaseConnect,
+  type DatabaseEndpoint,
+  deleteDatabase,
+  type DatabaseRow,
+  type DatabaseToken,
+  type DatabaseTokenMeta,
+  type Generation,
+  type GenerationRow,
+  passwordContext,
+  type RestoreRequest,
+  restoreGeneration,
+  databaseSchedule
+} from "./Database.ts"
+import { DatabaseConfig } from "./DatabaseConfig.ts"
+import { DatabaseNode, type DatabaseNodeError, type NodeEndpoint } from "./DatabaseNode.ts"
+import { DatabaseStore } from "./DatabaseStore.ts"
+
+const sslmode = "disable"
+
+const toGeneration = (row: GenerationRow): Generation => ({
+  epoch: row.epoch,
+  seq: row.seq,
+  bytes: row.bytes,
+  sha256: row.sha256,
+  offsiteKey: row.offsiteKey,
+  createdAt: row.createdAt,
+  lastCheckedAt: row.lastCheckedAt
+})
+
+const nodeUnavailable = (error: DatabaseNodeError) =>
+  error.reason === "unavailable" ? new NoHomeNode({ message: error.message }) : Effect.die(error)
+
+/** What the node API shows of a project's database binding: DatabaseConnect, or null when there is none. */
+export type DatabaseBinding = DatabaseConnect | null
+
+/**
+ * The database add-on of spec 4.6: a PostgreSQL database per project run by the node admin (`DatabaseNode`), its
+ * password sealed in the control database and never rotated, tokens kept as verifiers only, physical generations in
+ * the backup store, and restore and delete as durable operations that can be aborted before `committing`.
+ */
+export class Databases extends Context.Service<
+  Databases,
+  {
+    readonly status: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<{ readonly db: boolean }, NotFound | Forbidden>
+    readonly create: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<DatabaseConnect, NotFound | Forbidden | OpInFlight | NoHomeNode | NoNodeAdmin>
+    readonly connect: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<DatabaseConnect, NotFound | Forbidden | NoHomeNode | NoNodeAdmin>
+    readonly endpoint: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<DatabaseEndpoint, NotFound | Forbidden | NoHomeNode | NoNodeAdmin>
+    readonly tokens: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<ReadonlyArray<DatabaseTokenMeta>, NotFound | Forbidden>
+    readonly createToken: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<DatabaseToken, NotFound | Forbidden | OpInFlight | NoHomeNode | NoNodeAdmin>
+    readonly deleteToken: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      user: string
+    ) => Effect.Effect<void, NotFound | Forbidden | OpInFlight | NoHomeNode | NoNodeAdmin>
+    readonly exportImage: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<
+      { readonly key: string },
+      NotFound | Forbidden | Suspended | ExportFailed | NoHomeNode | NoNodeAdmin
+    >
+    readonly generations: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string
+    ) => Effect.Effect<ReadonlyArray<Generation>, NotFound | Forbidden>
+    readonly restore: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      request: RestoreRequest
+    ) => Effect.Effect<
+      { readonly operationId: OperationId },
+      NotFound | Forbidden | OpInFlight | OperationInProgress | Suspended | NoHomeNode | NoNodeAdmin
+    >
+    readonly remove: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      confirm: string
+    ) => Effect.Effect<
+      { readonly operationId: OperationId },
+      NotFound | Forbidden | OpInFlight | ConfirmMismatch | OperationInProgress
+    >
+    readonly operation: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      opId: string
+    ) => Effect.Effect<Operation, NotFound | Forbidden>
+    readonly abort: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string,
+      opId: string
+    ) => Effect.Effect<Operation, NotFound | Forbidden | NotAbortable>
+    /** Whether the project holds a database (ProjectDetail's `addons.database`). */
+    readonly granted: (projectId: ProjectId) => Effect.Effect<boolean>
+    /** The node state's `db` binding. */
+    readonly binding: (projectId: ProjectId) => Effect.Effect<DatabaseBinding>
+    /** The newest generation's time (the overview's last backup). */
+    readonly lastBackup: (projectId: ProjectId) => Effect.Effect<string | null>
+    /** Takes a generation of every database whose last one is older than the current grid boundary. */
+    readonly backupDue: Effect.Effect<void>
+    /** Re-hashes every generation not checked within the check interval; a mismatch is recorded, never trusted. */
+    readonly checkDue: Effect.Effect<void>
+    /** Project teardown: the cluster goes to the tombstone, the images and rows are removed. */
+    readonly teardown: (projectId: ProjectId) => Effect.Effect<void>
+    readonly handlers: ReadonlyArray<JobHandler>
+  }
+>()("@hostplane/core/database/Databases") {
+  static readonly layer = Layer.effect(
+    Databases,
+    Effect.gen(function* () {
+      const store = yield* DatabaseStore
+      const policy = yield* Policy
+      const mutation = yield* Mutation
+      const sealer = yield* Sealer
+      const tokens = yield* Tokens
+      const jobs = yield* Jobs
+      const config = yield* DatabaseConfig
+      const transactor = yield* Transactor
+      const revisions = yield* NodeRevisions
+      const maybeNode = yield* Effect.serviceOption(DatabaseNode)
+      const maybeBackups = yield* Effect.serviceOption(BackupStore)
+
+      const noAdmin = new NoNodeAdmin({ message: "this deployment runs no database node admin" })
+      const nodeAdmin = Option.match(Option.all([maybeNode, maybeBackups]), {
+        onNone: () => Effect.fail(noAdmin),
+        onSome: ([node, backups]) => Effect.succeed({ node, backups })
+      })
+
+      const locks = new Map<ProjectId, Semaphore.Semaphore>()
+      const oneGenerationAtATime = (projectId: ProjectId) => {
+        let lock = locks.get(projectId)
+        if (lock === undefined) {
+          lock = Semaphore.makeUnsafe(1)
+          locks.set(projectId, lock)
+        }
+        return lock
+      }
+
+      const required = (projectId: ProjectId) =>
+        Effect.flatMap(store.find(projectId), (row) =>
+          Option.isSome(row)
+            ? Effect.succeed(row.value)
+            : Effect.fail(new NotFound({ message: "this project has no database" }))
+        )
+
+      const passwordOf = (row: DatabaseRow) =>
+        Effect.orDie(sealer.open(row.sealedPassword, passwordContext(row.projectId)))
+
+      const connectOf = (row: DatabaseRow, at: NodeEndpoint, password: string, user: string): DatabaseConnect => ({
+        host: at.host,
+        port: at.port,
+        database: "app",
+        user,
+        password,
+        sslmode,
+        url: `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@${at.host}:${at.port}/app?sslmode=${sslmode}`
+      })
+
+      const whereIs = Effect.fnUntraced(function* (projectId: ProjectId) {
+        const { node } = yield* nodeAdmin
+        const at = yield* node.endpoint(projectId).pipe(Effect.catch(nodeUnavailable))
+        if (at === undefined) return yield* new NoHomeNode({ message: "no node holds this database" })
+        return { node, at }
+      })
+
+      /** One generation of the running cluster into the backup store, recorded once the image is whole. */
+      const takeGeneration = Effect.fn("Databases.takeGeneration")(function* (projectId: ProjectId) {
+        const { node, backups } = yield* Effect.orDie(nodeAdmin)
+        return yield* oneGenerationAtATime(projectId).withPermit(
+          Effect.gen(function* () {
+            const row = yield* required(projectId)
+            const existing = yield* store.generations(projectId)
+            const seq = Math.max(0, ...existing.filter((g) => g.epoch === row.epoch).map((g) => g.seq)) + 1
+            const key = `${projectId}/${row.epoch}-${seq}-${yield* tokens.secret(6)}.tar.gz`
+            const { epoch, written } = yield* node.backup(projectId, (image) => backups.put(key, image))
+            const generation: GenerationRow = {
+              projectId,
+              epoch,
+              seq: epoch === row.epoch ? seq : 1,
+              bytes: written.bytes,
+              sha256: written.sha256,
+              offsiteKey: key,
+              createdAt: yield* nowIso,
+              lastCheckedAt: null,
+              checkFailedAt: null
+            }
+            yield* store.addGeneration(generation)
+            return generation
+          })
+        )
+      })
+
+      const status = Effect.fn("Databases.status")(function* (actor: Actor, orgSlug: string, projectName: string) {
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        return { db: Option.isSome(yield* store.find(project.id)) }
+      })
+
+      const connectFor = Effect.fnUntraced(function* (row: DatabaseRow) {
+        const { node, at } = yield* whereIs(row.projectId)
+        return connectOf(row, at, yield* passwordOf(row), node.ownerOf(row.projectId))
+      })
+
+      const create = Effect.fn("Databases.create")(function* (actor: Actor, orgSlug: string, projectName: string) {
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        const { node } = yield* nodeAdmin
+        const sealed = yield* sealer.seal(yield* tokens.secret(24), passwordContext(grant.project.id))
+        // The record first: a concurrent create keeps the first password, and the node is made from the stored one.
+        const row = yield* mutation.project(
+          grant,
+          ({ project, at }) =>
+            Effect.gen(function* () {
+              const existing = yield* store.find(project.id)
+              if (Option.isSome(existing)) return unaudited(existing.value)
+              const row = yield* store.create(project.id, sealed, at)
+              return audited(row, { action: "database.create", target: project.id, data: {} })
+            }),
+          // The node connects `env.db` at its next convergence.
+          { node: true }
+        )
+        const password = yield* passwordOf(row)
+        yield* node
+          .ensure(row.projectId, yield* node.verifier(Redacted.make(password)))
+          .pipe(Effect.catch(nodeUnavailable))
+        // The empty baseline (seq 1) when the database has none yet.
+        if ((yield* store.generations(row.projectId)).length === 0) yield* Effect.orDie(takeGeneration(row.projectId))
+        return yield* connectFor(row)
+      })
+
+      const connect = Effect.fn("Databases.connect")(function* (actor: Actor, orgSlug: string, projectName: string) {
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        return yield* connectFor(yield* required(project.id))
+      })
+
+      const endpoint = Effect.fn("Databases.endpoint")(function* (actor: Actor, orgSlug: string, projectName: string) {
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        yield* required(project.id)
+        const { at } = yield* whereIs(project.id)
+        return { host: at.host, port: at.port, database: "app", sslmode }
+      })
+
+      const listTokens = Effect.fn("Databases.tokens")(function* (actor: Actor, orgSlug: string, projectName: string) {
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        yield* required(project.id)
+        return (yield* store.tokens(project.id)).map((token) => ({ user: token.user, createdAt: token.createdAt }))
+      })
+
+      const createToken = Effect.fn("Databases.createToken")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string
+      ) {
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        yield* required(grant.project.id)
+        const { node } = yield* whereIs(grant.project.id)
+        const user = `tok_${(yield* tokens.id("t")).slice(2)}`
+        const password = yield* tokens.secret(24)
+        const verifier = yield* node.verifier(Redacted.make(password))
+        yield* node.createToken(grant.project.id, { user, verifier }).pipe(Effect.catch(nodeUnavailable))
+        return yield* mutation.project(grant, ({ project, at }) =>
+          Effect.gen(function* () {
+            yield* required(project.id)
+            yield* store.addToken({ projectId: project.id, user, verifier, createdAt: at })
+            return audited(
+              { user, password, createdAt: at },
+              { action: "database.token.create", target: project.id, data: { user } }
+            )
+          })
+        )
+      })
+
+      const deleteToken = Effect.fn("Databases.deleteToken")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        user: string
+      ) {
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        yield* required(grant.project.id)
+        const known = (yield* store.tokens(grant.project.id)).some((token) => token.user === user)
+        if (!known) return yield* new NotFound({ message: `database token ${user} not found` })
+        const { node } = yield* whereIs(grant.project.id)
+        // The node first: once the call answers, the credential no longer connects.
+        yield* node.deleteToken(grant.project.id, user).pipe(Effect.catch(nodeUnavailable))
+        yield* mutation.project(grant, ({ project }) =>
+          Effect.gen(function* () {
+            if (!(yield* store.removeToken(project.id, user))) {
+              return yield* new NotFound({ message: `database token ${user} not found` })
+            }
+            return audited(undefined, { action: "database.token.delete", target: project.id, data: { user } })
+          })
+        )
+      })
+
+      const exportImage = Effect.fn("Databases.export")(function* (actor: Actor, orgSlug: string, projectName: string) {
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        const row = yield* required(project.id)
+        const { backups } = yield* nodeAdmin
+        if (row.operationId !== null) {
+          return yield* new Suspended({
+            message: "the database is suspended while an operation runs",
+            details: { operationId: row.operationId }
+          })
+        }
+        const { node } = yield* whereIs(project.id)
+        const key = `exports/${project.id}/${(yield* nowIso).replace(/[:.]/g, "-")}-${yield* tokens.secret(6)}.tar.gz`
+        yield* node
+          .backup(project.id, (image) => backups.put(key, image))
+          .pipe(
+            Effect.catch(
+              (error: DatabaseNodeError | BackupStoreError): Effect.Effect<never, NoHomeNode | ExportFailed> =>
+                error._tag === "DatabaseNodeError" && error.reason === "unavailable"
+                  ? Effect.fail(new NoHomeNode({ message: error.message }))
+                  : Effect.fail(new ExportFailed({ message: `the export failed: ${error.message}` }))
+            )
+          )
+        return { key }
+      })
+
+      const generations = Effect.fn("Databases.generations")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string
+      ) {
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        return (yield* store.generations(project.id)).map(toGeneration)
+      })
+
+      const inProgress = (operationId: string) =>
+        new OperationInProgress({
+          message: "another operation holds this database",
+          details: { operationId }
+        })
+
+      const restore = Effect.fn("Databases.restore")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        request: RestoreRequest
+      ) {
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
+        yield* required(grant.project.id)
+        yield* whereIs(grant.project.id)
+        return yield* mutation.project(grant, ({ org, project }) =>
+          Effect.gen(function* () {
+            const row = yield* required(project.id)
+            if (row.operationId !== null) return yield* inProgress(row.operationId)
+            const listed = yield* store.generations(project.id)
+            const chosen = listed.find((g) => g.epoch === request.epoch && g.seq === request.seq)
+            if (chosen === undefined) {
+              return yield* new NotFound({ message: `no generation ${request.epoch}/${request.seq} is listed` })
+            }
+            const nextEpoch = Math.max(row.epoch, ...listed.map((g) => g.epoch)) + 1
+            const id = makeId("op", yield* tokens.id("op"))
+            yield* store.holdFor(project.id, id)
+            yield* jobs.enqueue(
+              restoreGeneration,
+              { orgId: org.id, projectId: project.id, epoch: chosen.epoch, seq: chosen.seq, nextEpoch },
+              { id, key: project.id }
+            )
+            return audited(
+              { operationId: id },
+              {
+                action: "database.restore",
+                target: project.id,
+                data: { operationId: id, epoch: chosen.epoch, seq: chosen.seq }
+              }
+            )
+          })
+        )
+      })
+
+      const remove = Effect.fn("Databases.remove")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        confirm: string
+      ) {
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
+        if (confirm !== grant.project.name) {
+          return yield* new ConfirmMismatch({ message: "confirm must equal the project name exactly" })
+        }
+        return yield* mutation.project(grant, ({ org, project }) =>
+          Effect.gen(function* () {
+            const row = yield* required(project.id)
+            if (row.operationId !== null) return yield* inProgress(row.operationId)
+            const id = makeId("op", yield* tokens.id("op"))
+            yield* store.holdFor(project.id, id)
+            yield* jobs.enqueue(deleteDatabase, { orgId: org.id, projectId: project.id }, { id, key: project.id })
+            return audited(
+              { operationId: id },
+              { action: "database.delete", target: project.id, data: { operationId: id } }
+            )
+          })
+        )
+      })
+
+      const databaseOperation = Effect.fnUntraced(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        opId: string,
+        minimum: "member" | "admin"
+      ) {
+        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, minimum)
+        const found = Option.flatMap(yield* jobs.get(opId), (job) =>
+          job.kind === restoreGeneration.kind || job.kind === deleteDatabase.kind
+            ? operationOf(job, org.id)
+            : Option.none()
+        )
+        if (Option.isNone(found) || found.value.projectId !== project.id) {
+          return yield* new NotFound({ message: `operation ${opId} not found` })
+        }
+        return found.value
+      })
+
+      const operation = Effect.fn("Databases.operation")(
+        (actor: Actor, orgSlug: string, projectName: string, opId: string) =>
+          databaseOperation(actor, orgSlug, projectName, opId, "member")
+      )
+
+      const abort = Effect.fn("Databases.abort")(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        opId: string
+      ) {
+        const found = yield* databaseOperation(actor, orgSlug, projectName, opId, "admin")
+        const definition = found.kind === restoreGeneration.kind ? restoreGeneration : deleteDatabase
+        if (!(yield* jobs.abort(definition as typeof deleteDatabase, opId))) {
+          return yield* new NotAbortable({
+            message: "the operation can no longer be aborted",
+            details: { phase: found.phase, terminalCode: found.terminalCode }
+          })
+        }
+        return yield* databaseOperation(actor, orgSlug, projectName, opId, "admin")
+      })
+
+      const granted = (projectId: ProjectId) => Effect.map(store.find(projectId), Option.isSome)
+
+      const binding = Effect.fn("Databases.binding")(function* (projectId: ProjectId) {
+        const row = yield* store.find(projectId)
+        if (Option.isNone(row)) return null
+        return yield* connectFor(row.value).pipe(Effect.catch(() => Effect.succeed(null)))
+      })
+
+      const lastBackup = (projectId: ProjectId) =>
+        Effect.map(store.generations(projectId), (rows) =>
+          rows.reduce<string | null>(
+            (latest, row) => (latest === null || row.createdAt > latest ? row.createdAt : latest),
+            null
+          )
+        )
+
+      const backupDue = Effect.gen(function* () {
+        if (Option.isNone(maybeNode) || Option.isNone(maybeBackups)) return
+        const interval = Duration.toMillis(config.backupInterval)
+        const now = Date.parse(yield* nowIso)
+        const boundary = new Date(Math.floor(now / interval) * interval).toISOString()
+        for (const projectId of yield* store.projects) {
+          const row = yield* store.find(projectId)
+          if (Option.isNone(row) || row.value.operationId !== null) continue
+          const latest = yield* lastBackup(projectId)
+          if (latest !== null && latest >= boundary) continue
+          yield* takeGeneration(projectId).pipe(
+            Effect.catchCause((cause) => Effect.logWarning("a scheduled generation failed", { projectId, cause }))
+          )
+        }
+      }).pipe(Effect.withSpan("Databases.backupDue"))
+
+      const checkDue = Effect.gen(function* () {
+        if (Option.isNone(maybeBackups)) return
+        const backups = maybeBackups.value
+        const now = yield* nowIso
+        const before = new Date(Date.parse(now) - Duration.toMillis(config.checkInterval)).toISOString()
+        for (const projectId of yield* store.projects) {
+          for (const generation of yield* store.generations(projectId)) {
+            if (generation.lastCheckedAt !== null && generation.lastCheckedAt > before) continue
+            const digest = yield* backups
+              .digest(generation.offsiteKey)
+              .pipe(Effect.catch(() => Effect.succeed(undefined)))
+            const ok = digest !== undefined && digest.sha256 === generation.sha256 && digest.bytes === generation.bytes
+            if (!ok)
+              yield* Effect.logError("a stored generation no longer matches its digest", {
+                projectId,
+                epoch: generation.epoch,
+                seq: generation.seq
+              })
+            yield* store.checked(projectId, generation.epoch, generation.seq, yield* nowIso, ok)
+          }
+        }
+      }).pipe(Effect.withSpan("Databases.checkDue"))
+
+      const teardown = Effect.fn("Databases.teardown")(function* (projectId: ProjectId) {
+        if (Option.isSome(maybeNode)) yield* maybeNode.value.remove(projectId).pipe(Effect.orDie)
+        if (Option.isSome(maybeBackups)) {
+          for (const generation of yield* store.generations(projectId)) {
+            yield* maybeBackups.value.remove(generation.offsiteKey).pipe(Effect.orDie)
+          }
+        }
+        yield* store.remove(projectId)
+        yield* store.removeGenerations(projectId)
+      })
+
+      // The operations' phases: each one idempotent, since a crash repeats the phase that was running.
+      const failure = (error: { readonly message: string }) =>
+        new JobFailure({ message: error.message, retryable: true })
+      const release = (projectId: ProjectId) =>
+        Effect.gen(function* () {
+          if (Option.isSome(maybeNode)) yield* maybeNode.value.resume(projectId).pipe(Effect.ignore)
+          yield* store.holdFor(projectId, null)
+        })
+
+      const restoreHandler = handler(restoreGeneration, {
+        run: (phase, job) =>
+          Effect.gen(function* () {
+            const { node, backups } = yield* nodeAdmin.pipe(Effect.mapError(failure))
+            const { projectId, epoch, seq, nextEpoch } = job.payload
+            const chosen = (yield* store.generations(projectId)).find((g) => g.epoch === epoch && g.seq === seq)
+            if (chosen === undefined)
+              return yield* new JobFailure({ message: "the generation is gone", retryable: false })
+            if (phase === "draining") {
+              // The image is re-hashed before anything changes: a corrupted file is never restored.
+              const digest = yield* backups.digest(chosen.offsiteKey).pipe(Effect.mapError(failure))
+              if (digest === undefined || digest.sha256 !== chosen.sha256) {
+                yield* store.checked(projectId, epoch, seq, yield* nowIso, false)
+                return yield* new JobFailure({ message: "the generation does not match its digest", retryable: false })
+              }
+              yield* node.drain(projectId).pipe(Effect.mapError(failure))
+            } else if (phase === "sealing") {
+              yield* takeGeneration(projectId).pipe(Effect.mapError(failure))
+            } else if (phase === "committing") {
+              yield* node.restore(projectId, backups.read(chosen.offsiteKey), nextEpoch).pipe(Effect.mapError(failure))
+              // The image brings back the tokens of its time: the node keeps exactly today's.
+              yield* node.syncTokens(projectId, yield* store.tokens(projectId)).pipe(Effect.mapError(failure))
+              yield* store.setEpoch(projectId, nextEpoch)
+            } else if (phase === "reactivation") {
+              yield* node.resume(projectId).pipe(Effect.mapError(failure))
+              yield* store.holdFor(projectId, null)
+            }
+          }),
+        onAbort: (job) => release(job.payload.projectId),
+        onFailed: (job) => release(job.payload.projectId)
+      })
+
+      const deleteHandler = handler(deleteDatabase, {
+        run: (phase, job) =>
+          Effect.gen(function* () {
+            const { node } = yield* nodeAdmin.pipe(Effect.mapError(failure))
+            const { projectId } = job.payload
+            // A repeated committing finds the record gone and still moves the cluster to the tombstone.
+            const present = Option.isSome(yield* store.find(projectId))
+            if (phase === "draining" && present) yield* node.drain(projectId).pipe(Effect.mapError(failure))
+            else if (phase === "sealing" && present) yield* takeGeneration(projectId).pipe(Effect.mapError(failure))
+            else if (phase === "committing") {
+              // The node drops `env.db` at its next convergence.
+              yield* transactor.withTransaction(Effect.andThen(store.remove(projectId), revisions.raise(projectId)))
+              yield* node.remove(projectId).pipe(Effect.mapError(failure))
+            }
+          }),
+        onAbort: (job) => release(job.payload.projectId),
+        onFailed: (job) => release(job.payload.projectId)
+      })
+
+      const scheduleHandler = handler(databaseSchedule, {
+        run: (phase) => (phase === "generations" ? backupDue : checkDue)
+      })
+
+      return Databases.of({
+        status,
+        create,
+        connect,
+        endpoint,
+        tokens: listTokens,
+        createToken,
+        deleteToken,
+        exportImage,
+        generations,
+        restore,
+        remove,
+        operation: (actor, orgSlug, projectName, opId) => operation(actor, orgSlug, projectName, opId),
+        abort,
+        granted,
+        binding,
+        lastBackup,
+        backupDue,
+        checkDue,
+        teardown,
+        handlers: [restoreHandler, deleteHandler, scheduleHandler]
+      })
+    })
+  )
+}

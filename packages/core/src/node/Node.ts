@@ -1,0 +1,34 @@
+import { Schema } from "effect"
+import { DatabaseConnect } from "../database/Database.ts"
+
+/** One project as a node applies it (decisions.md part 6); a removed project comes with `removed: true`. */
+export const NodeProject = Schema.Struct({
+  projectId: Schema.String,
+  removed: Schema.Boolean,
+  org: Schema.NullOr(Schema.String),
+  name: Schema.NullOr(Schema.String),
+  hostnames: Schema.Array(Schema.String),
+  deployment: Schema.NullOr(Schema.Struct({ id: Schema.String, digest: Schema.String })),
+  access: Schema.NullOr(Schema.Struct({ mode: Schema.String })),
+  secrets: Schema.Array(Schema.Struct({ name: Schema.String, version: Schema.Number })),
+  bindings: Schema.Struct({
+    db: Schema.NullOr(DatabaseConnect),
+    storage: Schema.Null,
+    email: Schema.Null,
+    auth: Schema.Null,
+    ai: Schema.Null
+  })
+})
+export type NodeProject = typeof NodeProject.Type
+
+export const NodeState = Schema.Struct({ revision: Schema.Number, projects: Schema.Array(NodeProject) })
+export type NodeState = typeof NodeState.Type
+
+export const NodeStateQuery = Schema.Struct({
+  after: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0)))
+})
+
+export const OpenedSecrets = Schema.Struct({
+  items: Schema.Array(Schema.Struct({ name: Schema.String, version: Schema.Number, value: Schema.String }))
+})
+export type OpenedSecrets = typeof OpenedSecrets.Type

@@ -1,0 +1,119 @@
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { AccessPolicies } from "../access/AccessPolicies.ts"
+import { Databases } from "../database/Databases.ts"
+import { Deployments } from "../deployments/Deployments.ts"
+import { NodeApiOff, NotFound, Unauthorized } from "../errors/Errors.ts"
+import { HostnameStore } from "../hostnames/HostnameStore.ts"
+import { makeId } from "../kernel/Ids.ts"
+import { NodeRevisions } from "../kernel/NodeRevisions.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { OrgStore } from "../orgs/OrgStore.ts"
+import { ProjectStore } from "../projects/ProjectStore.ts"
+import { Secrets } from "../secrets/Secrets.ts"
+import type { NodeProject, NodeState, OpenedSecrets } from "./Node.ts"
+import { NodeConfig } from "./NodeConfig.ts"
+
+/** Projects answered per state read; `revision` then says where the next read starts. */
+const pageSize = 200
+
+/**
+ * The node API of decisions.md part 6: what a node converges on. Every call is authorized by `SERVICE_NODE_TOKEN`
+ * first (unset: 501 `node_api_off`; wrong or missing: 401).
+ */
+export class Nodes extends Context.Service<
+  Nodes,
+  {
+    readonly authorize: (bearer: string | undefined) => Effect.Effect<void, NodeApiOff | Unauthorized>
+    /** The projects changed after `after` (exclusive), oldest change first, with what a node applies. */
+    readonly state: (after: number) => Effect.Effect<NodeState>
+    /** A project's secrets, opened: the worker's environment. Never logged. */
+    readonly secrets: (projectId: string) => Effect.Effect<OpenedSecrets, NotFound>
+  }
+>()("@hostplane/core/node/Nodes") {
+  static readonly layer = Layer.effect(
+    Nodes,
+    Effect.gen(function* () {
+      const config = yield* NodeConfig
+      const tokens = yield* Tokens
+      const revisions = yield* NodeRevisions
+      const projects = yield* ProjectStore
+      const orgs = yield* OrgStore
+      const hostnames = yield* HostnameStore
+      const deployments = yield* Deployments
+      const access = yield* AccessPolicies
+      const secrets = yield* Secrets
+      // A host may leave the database area out: every db binding is then null.
+      const databases = yield* Effect.serviceOption(Databases)
+      const expected = Option.isSome(config.token)
+        ? Option.some(yield* tokens.hash(Redacted.value(config.token.value)))
+        : Option.none<string>()
+
+      const authorize = Effect.fn("Nodes.authorize")(function* (bearer: string | undefined) {
+        if (Option.isNone(expected)) {
+          return yield* new NodeApiOff({ message: "the node API is off: SERVICE_NODE_TOKEN is not set" })
+        }
+        // Hashes compared, so the comparison takes the same time whatever the token.
+        if (bearer === undefined || (yield* tokens.hash(bearer)) !== expected.value) {
+          return yield* new Unauthorized({ message: "a node token is required" })
+        }
+      })
+
+      const projectState = Effect.fnUntraced(function* (projectId: string): Effect.fn.Return<NodeProject> {
+        const id = makeId("prj", projectId)
+        const row = yield* projects.findById(id)
+        const none = { db: null, storage: null, email: null, auth: null, ai: null }
+        if (Option.isNone(row) || row.value.deletingSince !== null) {
+          return {
+            projectId,
+            removed: true,
+            org: null,
+            name: null,
+            hostnames: [],
+            deployment: null,
+            access: null,
+            secrets: [],
+            bindings: none
+          }
+        }
+        const project = row.value
+        const org = yield* orgs.findById(project.orgId)
+        const live = yield* deployments.live(id)
+        return {
+          projectId,
+          removed: false,
+          org: Option.isSome(org) ? org.value.slug : null,
+          name: project.name,
+          hostnames: (yield* hostnames.listByProject(id)).filter((h) => h.status === "active").map((h) => h.name),
+          deployment: Option.isSome(live) ? { id: live.value.id, digest: live.value.digest } : null,
+          access: { mode: (yield* access.policyOf(id)).mode },
+          secrets: (yield* secrets.open(id)).map((secret) => ({ name: secret.name, version: secret.version })),
+          bindings: { ...none, db: Option.isSome(databases) ? yield* databases.value.binding(id) : null }
+        }
+      })
+
+      const state = Effect.fn("Nodes.state")(function* (after: number) {
+        const changes = yield* revisions.changedAfter(after, pageSize)
+        return {
+          revision: changes.revision,
+          projects: yield* Effect.forEach(changes.projects, (change) => projectState(change.projectId))
+        }
+      })
+
+      const openSecrets = Effect.fn("Nodes.secrets")(function* (projectId: string) {
+        const id = makeId("prj", projectId)
+        const row = yield* projects.findById(id)
+        if (Option.isNone(row)) return yield* new NotFound({ message: `project ${projectId} not found` })
+        const opened = yield* secrets.open(id)
+        return {
+          items: opened.map((secret) => ({
+            name: secret.name,
+            version: secret.version,
+            value: Redacted.value(secret.value)
+          }))
+        }
+      })
+
+      return Nodes.of({ authorize, state, secrets: openSecrets })
+    })
+  )
+}

@@ -1,0 +1,49 @@
+import { Errors, Node } from "@hostplane/core"
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { apiErrors } from "../errors/ApiError.ts"
+import { secretSuccess } from "../server/NoStore.ts"
+
+const authorization = {
+  authorization: Schema.optionalKey(Schema.String.annotate({ description: "`Bearer <SERVICE_NODE_TOKEN>`." }))
+}
+
+const describe = (description: string) => OpenApi.annotations({ description })
+
+/** decisions.md part 6: what a node converges on, authorized by `SERVICE_NODE_TOKEN` rather than a session. */
+export class NodeApi extends HttpApiGroup.make("node")
+  .add(
+    HttpApiEndpoint.get("state", "/node/state", {
+      headers: authorization,
+      query: Node.NodeStateQuery,
+      success: Node.NodeState,
+      error: apiErrors(Errors.BadRequest, Errors.Unauthorized, Errors.NodeApiOff)
+    })
+      .annotate(OpenApi.Summary, "Desired state for nodes")
+      .annotateMerge(
+        describe(
+          [
+            "`Authorization: Bearer <SERVICE_NODE_TOKEN>`; unset setting: 501 `node_api_off`; a wrong or missing token:",
+            "401. Answers `{ revision, projects }`: the projects changed after `after` (exclusive, default 0), each once",
+            "with what a node applies now (hostnames that route, the live deployment, the access mode, secret names and",
+            "versions, and `bindings` whose entries are `null` when not granted; `db` is DatabaseConnect). A project",
+            "deleted (or being deleted) comes with `removed: true`. The revision rises with every deploy, rollback,",
+            "grant, revoke, secret, hostname and access change; read again with `after=<revision>`. At most 200",
+            "projects per answer: `revision` then is the last one's, so reading on from it misses nothing."
+          ].join(" ")
+        )
+      ),
+    HttpApiEndpoint.get("secrets", "/node/projects/:projectId/secrets", {
+      headers: authorization,
+      params: { projectId: Schema.String },
+      success: secretSuccess(Node.OpenedSecrets),
+      error: apiErrors(Errors.NotFound, Errors.Unauthorized, Errors.NodeApiOff)
+    })
+      .annotate(OpenApi.Summary, "A project's opened secrets")
+      .annotateMerge(
+        describe(
+          "Node token as for the state. `{ items: [{ name, version, value }] }`, the values opened: the worker's environment. Unknown project 404. Never logged, never cached (`Cache-Control: no-store`)."
+        )
+      )
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Node", description: "The node API (decisions.md part 6)." })) {}

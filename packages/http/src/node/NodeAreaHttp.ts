@@ -1,0 +1,10 @@
+import { areaHttp } from "../Area.ts"
+import { NodeApi } from "./NodeApi.ts"
+import { NodeHandlers } from "./NodeHandlers.ts"
+
+export const NodeAreaHttp = areaHttp({
+  name: "node",
+  groups: [NodeApi],
+  handlers: NodeHandlers,
+  routes: ["GET /v1/node/state", "GET /v1/node/projects/{projectId}/secrets"]
+})

@@ -1,0 +1,173 @@
+import * as Pg from "@hostplane/adapters-pg"
+import { BackupStoreDisk } from "@hostplane/adapters-providers"
+import { Database, Jobs } from "@hostplane/core"
+import { Duration, Effect, Fiber, Layer, Option } from "effect"
+import { execFile } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { type Served, useSuite } from "./support/TestServer.ts"
+
+const folder = mkdtempSync(Path.join(Os.tmpdir(), "hostplane-http-node-"))
+afterAll(() => rmSync(folder, { recursive: true, force: true }))
+
+interface Connect {
+  readonly host: string
+  readonly port: number
+  readonly user: string
+  readonly password: string
+}
+
+/** The real psql, as a user of the database runs it. */
+const psql = (at: Connect, command: string, as: { user: string; password: string } = at) =>
+  new Promise<{ ok: boolean; out: string }>((resolve) =>
+    execFile(
+      "psql",
+      ["-h", at.host, "-p", String(at.port), "-U", as.user, "-d", "app", "-XAtqc", command],
+      { env: { ...process.env, PGPASSWORD: as.password, PGCONNECT_TIMEOUT: "10" } },
+      (error, stdout, stderr) => resolve({ ok: error === null, out: error === null ? stdout.trim() : stderr })
+    )
+  )
+
+const slow = 240_000
+
+describe("spec 4.6 database on real PostgreSQL clusters, through HTTP and psql", () => {
+  const suite = useSuite(backends[0]![1], { database: { backupInterval: Duration.seconds(1) } }, undefined, undefined, {
+    database: Layer.mergeAll(
+      Pg.DatabaseNodeEmbedded.layer({ directory: Path.join(folder, "node"), durable: false }),
+      BackupStoreDisk.layer(Path.join(folder, "backups"))
+    )
+  })
+  const { api, newOrg, newProject } = suite
+  const admin = () => ({ token: suite.admin.token })
+  const withDatabases = <A>(use: (databases: Database.Databases["Service"]) => Effect.Effect<A, never, Served>) =>
+    suite.server.run(Effect.flatMap(Effect.service(Database.Databases), use))
+  const runner = (databases: Database.Databases["Service"]) =>
+    Jobs.JobRunner.runOnce(databases.handlers.map((handler) => Effect.succeed(handler)))
+  const runOperations = () => withDatabases(runner)
+  /** A generation now: the grid is one second, so waiting past a boundary makes one due. */
+  const generationNow = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    await withDatabases((databases) => databases.backupDue)
+  }
+  const pairs = (items: ReadonlyArray<{ epoch: number; seq: number }>) => items.map((g) => [g.epoch, g.seq])
+
+  const created = async () => {
+    const slug = await newOrg()
+    const project = (await newProject(slug)).name
+    const base = `/v1/orgs/${slug}/projects/${project}/database`
+    const connect = await api.post(base, undefined, admin())
+    expect(connect.status).toBe(200)
+    return { slug, project, base, db: connect.body as Connect & { url: string } }
+  }
+
+  it(
+    "a token connects with psql and runs as the project role; deleted, it is refused; a restore brings back exactly the generation's rows",
+    async () => {
+      const { base, db } = await created()
+      expect(await psql(db, "create table notes (n int); insert into notes select generate_series(1, 100)")).toEqual({
+        ok: true,
+        out: ""
+      })
+      const token = (await api.post(`${base}/tokens`, {}, admin())).body
+      expect(await psql(db, "select current_user || ' ' || session_user", token)).toEqual({
+        ok: true,
+        out: `${db.user} ${token.user}`
+      })
+      expect((await psql(db, "insert into notes values (101)", token)).ok).toBe(true)
+      await generationNow()
+      const listed = (await api.get(`${base}/generations`, admin())).body.items
+      expect(pairs(listed)).toEqual([
+        [1, 2],
+        [1, 1]
+      ])
+      // Written after the generation: gone after the restore.
+      expect((await psql(db, "insert into notes values (999); delete from notes where n <= 50")).ok).toBe(true)
+      const started = await api.post(`${base}/restore`, { epoch: 1, seq: 2 }, admin())
+      expect(started.status).toBe(202)
+      await runOperations()
+      const done = await api.get(`${base}/operations/${started.body.operationId}`, admin())
+      expect(done.body).toMatchObject({ phase: "reactivation", terminalCode: "done" })
+      expect(await psql(db, "select count(*), min(n), max(n) from notes")).toEqual({ ok: true, out: "101|1|101" })
+      // The token made before the generation still works; the sealing phase kept the pre-restore state.
+      expect((await psql(db, "select 1", token)).ok).toBe(true)
+      expect(pairs((await api.get(`${base}/generations`, admin())).body.items)).toEqual([
+        [1, 3],
+        [1, 2],
+        [1, 1]
+      ])
+      // The next generation is on the new epoch.
+      await generationNow()
+      expect(pairs((await api.get(`${base}/generations`, admin())).body.items)[0]).toEqual([2, 1])
+      expect((await api.delete(`${base}/tokens/${token.user}`, undefined, admin())).status).toBe(204)
+      const refused = await psql(db, "select 1", token)
+      expect(refused.ok).toBe(false)
+    },
+    slow
+  )
+
+  it(
+    "a restore aborted before committing changes nothing and the database keeps taking writes",
+    async () => {
+      const { base, db } = await created()
+      expect((await psql(db, "create table kept (n int); insert into kept values (1)")).ok).toBe(true)
+      const started = await api.post(`${base}/restore`, { epoch: 1, seq: 1 }, admin())
+      const aborted = await api.post(`${base}/operations/${started.body.operationId}/abort`, undefined, admin())
+      expect(aborted.status).toBe(200)
+      await runOperations()
+      expect((await api.get(`${base}/operations/${started.body.operationId}`, admin())).body).toMatchObject({
+        terminalCode: "aborted"
+      })
+      expect((await psql(db, "insert into kept values (2); select count(*) from kept")).out).toBe("2")
+    },
+    slow
+  )
+
+  it(
+    "a restore interrupted in its sealing phase resumes there with the next runner and completes",
+    async () => {
+      const { base, db } = await created()
+      expect((await psql(db, "create table t (n int); insert into t values (1)")).ok).toBe(true)
+      const started = await api.post(`${base}/restore`, { epoch: 1, seq: 1 }, admin())
+      const phaseOf = async () => (await api.get(`${base}/operations/${started.body.operationId}`, admin())).body
+      // The first runner is stopped while the operation is sealing, as a crash would stop it.
+      const stoppedAt = await withDatabases((databases) =>
+        Effect.gen(function* () {
+          const jobs = yield* Jobs.Jobs
+          const phase = Effect.map(jobs.get(started.body.operationId), (job) => Option.getOrUndefined(job)?.phase)
+          const first = yield* Effect.forkChild(runner(databases))
+          while ((yield* phase) !== "sealing") yield* Effect.sleep("20 millis")
+          yield* Fiber.interrupt(first)
+          return yield* phase
+        })
+      )
+      expect(stoppedAt).toBe("sealing")
+      await runOperations()
+      expect(await phaseOf()).toMatchObject({ phase: "reactivation", terminalCode: "done" })
+      expect(await psql(db, "select to_regclass('t') is null")).toEqual({ ok: true, out: "t" })
+    },
+    slow
+  )
+
+  it(
+    "delete drops the database and keeps the final safety generation listed",
+    async () => {
+      const { base, project, db } = await created()
+      const started = await api.post(`${base}/delete`, { confirm: project }, admin())
+      await runOperations()
+      expect((await api.get(`${base}/operations/${started.body.operationId}`, admin())).body).toMatchObject({
+        phase: "committing",
+        terminalCode: "done"
+      })
+      expect((await api.get(base, admin())).body).toEqual({ db: false })
+      expect(pairs((await api.get(`${base}/generations`, admin())).body.items)).toEqual([
+        [1, 2],
+        [1, 1]
+      ])
+      expect((await psql(db, "select 1")).ok).toBe(false)
+    },
+    slow
+  )
+})

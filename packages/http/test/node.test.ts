@@ -1,0 +1,93 @@
+import { BackupStoreMemory, DatabaseNodeMemory } from "@hostplane/testkit"
+import { Layer } from "effect"
+import { describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { logCapture, useSuite } from "./support/TestServer.ts"
+
+const nodeToken = "node-token-3f9a1c"
+
+describe.each(backends)("decisions.md part 6 node API (%s)", (_name, stores) => {
+  const { lines: logs, layer: captureLogs } = logCapture()
+  const suite = useSuite(stores, { node: { token: nodeToken } }, captureLogs, undefined, {
+    database: Layer.mergeAll(DatabaseNodeMemory.layer, BackupStoreMemory.layer)
+  })
+  const { api, newOrg, newProject } = suite
+  const asNode = { token: nodeToken }
+  const state = async (after: number) => {
+    const reply = await api.get(`/v1/node/state?after=${after}`, asNode)
+    expect(reply.status).toBe(200)
+    return reply.body as { revision: number; projects: Array<Record<string, any>> }
+  }
+
+  it("a missing or wrong node token is 401; a session is not a node token", async () => {
+    for (const options of [{}, { token: "wrong" }, { token: suite.admin.token }]) {
+      const reply = await api.get("/v1/node/state", options)
+      expect({ status: reply.status, code: reply.body.code }).toEqual({ status: 401, code: "unauthorized" })
+    }
+    const secrets = await api.get("/v1/node/projects/prj_x/secrets", { token: "wrong" })
+    expect(secrets.status).toBe(401)
+  })
+
+  it("state answers the projects changed after `after`, each with what a node applies; a grant raises the revision", async () => {
+    const start = (await state(0)).revision
+    expect(Number.isInteger(start)).toBe(true)
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const base = `/v1/orgs/${slug}/projects/${project.name}`
+    await api.put(`${base}/secrets/API_KEY`, { value: "opened-value-71c" }, { token: suite.admin.token })
+    const afterSecret = await state(start)
+    const entry = afterSecret.projects.find((p) => p.projectId === project.id)
+    expect(entry).toEqual({
+      projectId: project.id,
+      removed: false,
+      org: slug,
+      name: project.name,
+      hostnames: [project.hostname],
+      deployment: null,
+      access: { mode: "public" },
+      secrets: [{ name: "API_KEY", version: 1 }],
+      bindings: { db: null, storage: null, email: null, auth: null, ai: null }
+    })
+    expect(afterSecret.revision).toBeGreaterThan(start)
+    expect((await state(afterSecret.revision)).projects.map((p) => p.projectId)).not.toContain(project.id)
+    const connect = await api.post(`${base}/database`, undefined, { token: suite.admin.token })
+    const afterGrant = await state(afterSecret.revision)
+    expect(afterGrant.revision).toBeGreaterThan(afterSecret.revision)
+    const granted = afterGrant.projects.find((p) => p.projectId === project.id)
+    expect(granted?.bindings.db).toEqual(connect.body)
+    // A repeated create changes nothing a node applies: no new revision.
+    await api.post(`${base}/database`, undefined, { token: suite.admin.token })
+    expect((await state(afterGrant.revision)).projects.map((p) => p.projectId)).not.toContain(project.id)
+  })
+
+  it("a bad `after` is 400", async () => {
+    for (const after of ["-1", "x", "1.5"]) {
+      const reply = await api.get(`/v1/node/state?after=${after}`, asNode)
+      expect({ after, status: reply.status }).toEqual({ after, status: 400 })
+    }
+  })
+
+  it("secrets answers the opened values, never cached and never logged; an unknown project is 404", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const value = "s3cret-value-node-9d2"
+    await api.put(`/v1/orgs/${slug}/projects/${project.name}/secrets/TOKEN`, { value }, { token: suite.admin.token })
+    const reply = await api.get(`/v1/node/projects/${project.id}/secrets`, asNode)
+    expect(reply.status).toBe(200)
+    expect(reply.headers.get("cache-control")).toBe("no-store")
+    expect(reply.body).toEqual({ items: [{ name: "TOKEN", version: 1, value }] })
+    expect(logs.join("\n")).not.toContain(value)
+    const unknown = await api.get("/v1/node/projects/prj_unknown/secrets", asNode)
+    expect({ status: unknown.status, code: unknown.body.code }).toEqual({ status: 404, code: "not_found" })
+  })
+})
+
+describe("decisions.md part 6 node API without SERVICE_NODE_TOKEN", () => {
+  const suite = useSuite(backends[1]![1])
+  it("every /v1/node route answers 501 node_api_off", async () => {
+    for (const path of ["/v1/node/state", "/v1/node/projects/prj_x/secrets"]) {
+      const reply = await suite.api.get(path, { token: "anything" })
+      expect({ path, status: reply.status, code: reply.body.code }).toEqual({ path, status: 501, code: "node_api_off" })
+    }
+  })
+})
