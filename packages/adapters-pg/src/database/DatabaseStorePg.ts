@@ -39,7 +39,7 @@ const toRow = (row: typeof DatabaseRowSchema.Type): Database.DatabaseRow => ({
   createdAt: row.createdAt
 })
 
-/** `DatabaseStore` on PostgreSQL (migration `0017_create_databases`). */
+/** `DatabaseStore` on PostgreSQL (migration `0018_create_databases`). */
 export const layer = Layer.effect(
   Database.DatabaseStore,
   Effect.gen(function* () {
