@@ -2,6 +2,7 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Layer } from "effect"
 import { Command } from "effect/cli"
 import { deploy } from "./commands/Deploy.ts"
+import { database } from "./commands/Database.ts"
 import { dns } from "./commands/Dns.ts"
 import { repos } from "./commands/Repos.ts"
 import { domains } from "./commands/Domains.ts"
@@ -14,7 +15,7 @@ import { CliEnv } from "./Settings.ts"
 export const version = "0.1.0"
 
 /**
- * The commands under `hostplane`, one entry per area. An area that lands on the server (the database next) adds its
+ * The commands under `hostplane`, one entry per area. An area that lands on the server adds its
  * command group here, built on `root` (shared flags), `session` and `resolveProject` from `Root.ts`.
  */
 export const commands = [
@@ -32,7 +33,8 @@ export const commands = [
   access,
   domains,
   dns,
-  repos
+  repos,
+  database
 ] as const
 
 export const cli = root.pipe(Command.withSubcommands(commands))

@@ -426,6 +426,16 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
       expect(missing.stderr).toMatch(/^error not_found: /)
     })
 
+    it("db: a project without a database answers the server's code; db --help names every subcommand", async () => {
+      const connect = await inFolder(["db", "connect"])
+      expect(connect.code).toBe(1)
+      expect(connect.stderr).toMatch(/^error not_found: .*no database/)
+      const help = await inFolder(["db", "--help"])
+      expect(help.code, help.stderr).toBe(0)
+      for (const sub of ["connect", "tokens", "export", "generations", "restore", "delete"])
+        expect(help.stdout).toContain(sub)
+    })
+
     it("access set password reads the password from stdin; access show --json parses", async () => {
       const set = await inFolder(["access", "set", "password", "--password"], "correct horse battery\n")
       expect(set.code, set.stderr).toBe(0)
