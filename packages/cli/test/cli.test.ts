@@ -106,6 +106,23 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
     expect(me.orgs).toEqual([expect.objectContaining({ personal: true, role: "admin" })])
   })
 
+  it("login --token - takes a personal access token (CI's way in); after its revocation the CLI is refused", async () => {
+    const created = await api.post("/v1/me/tokens", { name: "cli-ci" }, { token })
+    expect(created.status).toBe(201)
+    const pat = created.body as { id: string; token: string }
+    const dir = tempDir("hostplane-cli-config-")
+    const patEnv = { ...env, HOSTPLANE_CONFIG_DIR: dir }
+    const login = await hostplane(["login", "--token", "-"], { env: patEnv, input: `${pat.token}\n` })
+    expect(login.code, login.stderr).toBe(0)
+    expect(login.stdout + login.stderr).not.toContain(pat.token)
+    const whoami = await hostplane(["whoami", "--json"], { env: patEnv })
+    expect(JSON.parse(whoami.stdout).user.subject).toBe(subject)
+    expect((await api.delete(`/v1/me/tokens/${pat.id}`, undefined, { token })).status).toBe(204)
+    const refused = await hostplane(["whoami"], { env: patEnv })
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toMatch(/^error unauthorized: /)
+  })
+
   it("a token that the server refuses is not stored: exit 1 with code unauthorized", async () => {
     const dir = tempDir("hostplane-cli-config-")
     const run = await hostplane(["login", "--token", "-"], {
