@@ -261,12 +261,13 @@ export const startHostplane = async (dir: string): Promise<Hostplane> => {
   const dataDir = Path.join(dir, "hostplane")
   const port = await freePort()
   const sshPort = await freePort()
-  // Every listener on a free port: the defaults (8080, the edge's 8081, git's 2222) may be taken on this machine.
+  // Every listener on a free port: the defaults (8080, the edge's 8081, git's 2222, DNS's 5353) may be taken here.
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     SERVICE_LISTEN: `127.0.0.1:${port}`,
     SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
     SERVICE_GIT_SSH_LISTEN: `127.0.0.1:${sshPort}`,
+    SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
     SERVICE_DATA_DIR: dataDir
   }
   delete env.DATABASE_URL // always the embedded PostgreSQL (and so the dev login)
