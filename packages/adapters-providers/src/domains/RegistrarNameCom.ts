@@ -51,18 +51,6 @@ const ErrorAnswer = Schema.Struct({ message: Schema.optional(Schema.String) })
 const failure = (reason: Domains.RegistrarFailure["reason"], message: string) =>
   new Domains.RegistrarFailure({ reason, message })
 
-/** decisions.md part 7: 402 payment, 400 and 422 the values, 409 not available, 404 not in the account, else an error. */
-const reasonOf = (status: number): Domains.RegistrarFailure["reason"] =>
-  status === 402
-    ? "payment_failed"
-    : status === 400 || status === 422
-      ? "rejected"
-      : status === 409
-        ? "unavailable"
-        : status === 404
-          ? "not_found"
-          : "error"
-
 const isoOf = (value: string | undefined) =>
   value === undefined || Number.isNaN(Date.parse(value)) ? null : new Date(value).toISOString()
 
@@ -110,7 +98,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         )
         const said = (body.message ?? "").slice(0, 200)
         return yield* failure(
-          reasonOf(response.status),
+          Domains.registrarFailureReason(response.status),
           `${what}: the registrar answered ${response.status}${said === "" ? "" : ` (${said})`}`
         )
       }

@@ -10,6 +10,18 @@ export class RegistrarFailure extends Schema.TaggedError<RegistrarFailure>()("Re
   message: Schema.String
 }) {}
 
+/** decisions.md part 7: 402 payment, 400 and 422 the values, 409 not available, 404 not in the account, else an error. */
+export const registrarFailureReason = (status: number): RegistrarFailure["reason"] =>
+  status === 402
+    ? "payment_failed"
+    : status === 400 || status === 422
+      ? "rejected"
+      : status === 409
+        ? "unavailable"
+        : status === 404
+          ? "not_found"
+          : "error"
+
 /** One name as the registrar prices it; prices are integer US cents, first year and one renewal year. */
 export interface RegistrarAvailability {
   readonly name: string

@@ -2,20 +2,11 @@ import { Domains } from "@hostplane/core"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { type AccountDomain, isRefusal, type Refusal, RegistrarAccount } from "./RegistrarAccount.ts"
 
-const reasonOf = (status: number): Domains.RegistrarFailure["reason"] =>
-  status === 402
-    ? "payment_failed"
-    : status === 400 || status === 422
-      ? "rejected"
-      : status === 409
-        ? "unavailable"
-        : status === 404
-          ? "not_found"
-          : "error"
-
 const answer = <A>(value: Refusal | A): Effect.Effect<A, Domains.RegistrarFailure> =>
   isRefusal(value)
-    ? Effect.fail(new Domains.RegistrarFailure({ reason: reasonOf(value.status), message: value.message }))
+    ? Effect.fail(
+        new Domains.RegistrarFailure({ reason: Domains.registrarFailureReason(value.status), message: value.message })
+      )
     : Effect.succeed(value)
 
 const domainOf = (view: Record<string, unknown>): Domains.RegistrarDomain => {
