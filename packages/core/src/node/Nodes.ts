@@ -87,7 +87,11 @@ export class Nodes extends Context.Service<
           deployment: Option.isSome(live) ? { id: live.value.id, digest: live.value.digest } : null,
           access: { mode: (yield* access.policyOf(id)).mode },
           secrets: (yield* secrets.open(id)).map((secret) => ({ name: secret.name, version: secret.version })),
-          bindings: { ...none, db: Option.isSome(databases) ? yield* databases.value.binding(id) : null }
+          // One line per add-on binding (decisions.md part 6); an area left out of the host answers null.
+          bindings: {
+            ...none,
+            db: Option.isSome(databases) ? yield* databases.value.binding(id) : null
+          }
         }
       })
 
