@@ -11,7 +11,8 @@ import { coreOnPostgres } from "./support/coreOnPostgres.ts"
 
 const delivered: Array<MailMessage> = []
 const recordingTransport = Layer.succeed(MailTransport, {
-  send: (message) => Effect.sync(() => void delivered.push(message))
+  send: (message) => Effect.sync(() => void delivered.push(message)),
+  sendRaw: (message) => Effect.succeed(message.id)
 })
 
 const live = recordingTransport.pipe(Layer.provideMerge(coreOnPostgres()))

@@ -44,6 +44,23 @@ describe("MailTransportOutboxDir", () => {
     })
   )
 
+  it.effect("sendRaw writes <dir>/<id>.eml byte for byte and answers the Message-ID without brackets", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir("outbox")
+      const transport = MailTransportOutboxDir.make(dir)
+      const raw = new Uint8Array([...new TextEncoder().encode("Message-ID: <abc@x.test>\r\n\r\nhi\n"), 0xff, 0x00])
+      const message = { id: "mail_raw0001", from: "a@x.test", to: ["b@y.test"], raw, messageId: "abc@x.test" }
+      assert.strictEqual(yield* transport.sendRaw(message), "abc@x.test")
+      const file = yield* Effect.promise(() => Fs.readFile(Path.join(dir, "mail_raw0001.eml")))
+      assert.deepStrictEqual(new Uint8Array(file), raw)
+      // Without a Message-ID the relay's id names the message (and the file).
+      assert.strictEqual(yield* transport.sendRaw({ ...message, id: "mail_raw0002", messageId: null }), "mail_raw0002")
+      const unsafe = yield* Effect.flip(transport.sendRaw({ ...message, id: "../escape" }))
+      assert.isFalse(unsafe.retryable)
+      assert.deepStrictEqual((yield* listDir(dir)).sort(), ["mail_raw0001.eml", "mail_raw0002.eml"])
+    })
+  )
+
   it.effect("a non-ASCII subject, sender name and body are encoded and decode back unchanged", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir("outbox")

@@ -65,6 +65,63 @@ describe("MailTransportSmtp", () => {
     })
   )
 
+  it.effect("sendRaw hands the message on byte for byte and answers the id of SES's `250 Ok <id>` reply", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeSmtpServer.make()
+      const transport = yield* transportFor(server.url)
+      const raw = new Uint8Array([
+        ...new TextEncoder().encode(
+          "From: App <site.acme@mail.example.com>\r\nTo: a@example.com, b@example.com\r\nMessage-ID: <m1@x>\r\n" +
+            "Subject: caf\u00e9\r\n\r\n.leading dot\r\n"
+        ),
+        0xe9,
+        0x0d,
+        0x0a
+      ])
+      const id = yield* transport.sendRaw({
+        id: "mail_raw0001",
+        from: "site.acme@mail.example.com",
+        to: ["a@example.com", "b@example.com"],
+        raw,
+        messageId: "m1@x"
+      })
+      const [received] = yield* server.received
+      assert.isDefined(received)
+      assert.strictEqual(id, received.messageId)
+      assert.match(id, /^[0-9a-f]{16}-[0-9a-f-]{36}-000000$/)
+      assert.strictEqual(received.from, "site.acme@mail.example.com")
+      assert.deepStrictEqual(received.to, ["a@example.com", "b@example.com"])
+      assert.deepStrictEqual(received.bytes, raw)
+    })
+  )
+
+  it("replyId reads SES's and Postfix's replies; a reply without an id is null", () => {
+    assert.strictEqual(MailTransportSmtp.replyId("250 Ok 0100018c-abc-000000"), "0100018c-abc-000000")
+    assert.strictEqual(MailTransportSmtp.replyId("250 2.0.0 Ok: queued as 4F1A2B3C"), "4F1A2B3C")
+    assert.strictEqual(MailTransportSmtp.replyId("250 OK: queued as <id@host>"), "id@host")
+    assert.isNull(MailTransportSmtp.replyId("250 OK"))
+    assert.isNull(MailTransportSmtp.replyId("550 Ok nope"))
+  })
+
+  it.effect("sendRaw falls back on the Message-ID when the reply names no id; a 550 is permanent", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeSmtpServer.make()
+      const transport = yield* transportFor(server.url)
+      const message = {
+        id: "mail_raw0002",
+        from: "a@example.com",
+        to: ["b@example.com"],
+        raw: new TextEncoder().encode("From: a@example.com\r\n\r\nx\r\n"),
+        messageId: null
+      }
+      yield* server.failNext(1, { code: 550, message: "Message rejected: Email address is not verified" })
+      const error = yield* Effect.flip(transport.sendRaw(message))
+      assert.isFalse(error.retryable)
+      assert.include(error.message, "550")
+      assert.match(yield* transport.sendRaw(message), /-000000$/)
+    })
+  )
+
   it.effect("a 451 reply is a retryable failure, and the next attempt is delivered", () =>
     Effect.gen(function* () {
       const server = yield* FakeSmtpServer.make()

@@ -21,7 +21,10 @@ import { testBundles, testCrypto } from "./support/CoreMemory.ts"
 const ports = Layer.mergeAll(layerMemory, configLayer(), dnsNone, testCrypto, testBundles)
 
 /** What only a runner needs: a mail transport (never called here). */
-const transport = Layer.succeed(Mail.MailTransport, { send: () => Effect.void })
+const transport = Layer.succeed(Mail.MailTransport, {
+  send: () => Effect.void,
+  sendRaw: (message) => Effect.succeed(message.id)
+})
 
 /** Core's areas plus `extra`, with the job handlers a runner would build beside them. */
 const registryWith = (extra: ReadonlyArray<ReturnType<typeof fixture>>) =>

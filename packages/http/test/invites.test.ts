@@ -31,7 +31,10 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
   const runMailer = () =>
     suite.server.run(
       Jobs.JobRunner.runOnce([Mail.sendMailHandler()]).pipe(
-        Effect.provideService(Mail.MailTransport, { send: (message) => Effect.sync(() => void sent.push(message)) })
+        Effect.provideService(Mail.MailTransport, {
+          send: (message) => Effect.sync(() => void sent.push(message)),
+          sendRaw: (message) => Effect.succeed(message.id)
+        })
       )
     )
   const invite = async (slug: string, email: string, role: "viewer" | "member" | "admin" = "member") => {

@@ -53,9 +53,18 @@ describe("FakeSmtpServer", () => {
 
       const replies = yield* converse(server.port, delivery("a@x.test", "b@y.test", "Subject: hi\r\n\r\n..leading dot"))
       assert.deepStrictEqual(codes(replies), ["220", "250", "250", "250", "354", "250", "221"])
-      assert.deepStrictEqual(yield* server.received, [
-        { from: "a@x.test", to: ["b@y.test"], raw: "Subject: hi\r\n\r\n.leading dot\r\n", user: null }
-      ])
+      const [received] = yield* server.received
+      const raw = "Subject: hi\r\n\r\n.leading dot\r\n"
+      assert.deepStrictEqual(received, {
+        from: "a@x.test",
+        to: ["b@y.test"],
+        raw,
+        bytes: new TextEncoder().encode(raw),
+        messageId: received!.messageId,
+        user: null
+      })
+      // The data's reply names the id, as SES's SMTP interface does.
+      assert.include(replies.join("\n"), `250 Ok ${received!.messageId}`)
     })
   )
 

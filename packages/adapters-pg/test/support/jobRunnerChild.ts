@@ -28,7 +28,8 @@ const slowHandler = Effect.succeed(
 )
 
 const countingTransport = Layer.succeed(MailTransport, {
-  send: (message) => print(`sent ${message.id}`).pipe(Effect.delay("5 millis"))
+  send: (message) => print(`sent ${message.id}`).pipe(Effect.delay("5 millis")),
+  sendRaw: (message) => Effect.succeed(message.id)
 })
 
 const awaitGo = Effect.callback<void>((resume) => {

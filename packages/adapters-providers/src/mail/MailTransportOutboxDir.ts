@@ -18,12 +18,14 @@ const attempt = <A>(what: string, run: () => Promise<A>) => Effect.tryPromise({ 
  * Writes `data` to `dir/name` through a temporary file in the same folder, flushed and then renamed over the target,
  * so a reader sees the old file or the whole new one, never part of one.
  */
-const writeAtomically = (dir: string, name: string, data: string) => {
+const writeAtomically = (dir: string, name: string, data: string | Uint8Array) => {
   const temp = Path.join(dir, `.${name}.${randomUUID()}.tmp`)
   return Effect.acquireUseRelease(
     attempt("open", () => Fs.open(temp, "wx", 0o600)),
     (file) =>
-      attempt("write", () => file.writeFile(data, "utf8")).pipe(Effect.andThen(attempt("flush", () => file.sync()))),
+      attempt("write", () => (typeof data === "string" ? file.writeFile(data, "utf8") : file.writeFile(data))).pipe(
+        Effect.andThen(attempt("flush", () => file.sync()))
+      ),
     (file) => attempt("close", () => file.close()).pipe(Effect.ignore)
   ).pipe(
     Effect.andThen(attempt("rename", () => Fs.rename(temp, Path.join(dir, name)))),
@@ -31,18 +33,28 @@ const writeAtomically = (dir: string, name: string, data: string) => {
   )
 }
 
-/** Writes each message as `<dir>/<message id>.eml`; sending one id again replaces its file. */
+const unsafeId = new Mail.MailSendError({ message: "mail id is not usable as a file name", retryable: false })
+
+/**
+ * Writes each message as `<dir>/<id>.eml`; sending one id again replaces its file. A relayed message is written as
+ * given, and its id is its `Message-ID` (without brackets), else the relay's id, which names the file.
+ */
 export const make = (dir: string): Mail.MailTransport["Service"] => {
   const folder = Path.resolve(dir)
+  const mkdir = attempt("mkdir", () => Fs.mkdir(folder, { recursive: true, mode: 0o700 }))
   const send = Effect.fn("MailTransportOutboxDir.send")(function* (message: Mail.MailMessage) {
-    if (!Eml.isSafeId(message.id)) {
-      return yield* new Mail.MailSendError({ message: "mail id is not usable as a file name", retryable: false })
-    }
+    if (!Eml.isSafeId(message.id)) return yield* unsafeId
     const now = yield* Clock.currentTimeMillis
-    yield* attempt("mkdir", () => Fs.mkdir(folder, { recursive: true, mode: 0o700 }))
+    yield* mkdir
     yield* writeAtomically(folder, `${message.id}.eml`, Eml.render(message, now))
   })
-  return Mail.MailTransport.of({ send })
+  const sendRaw = Effect.fn("MailTransportOutboxDir.sendRaw")(function* (message: Mail.RawMailMessage) {
+    if (!Eml.isSafeId(message.id)) return yield* unsafeId
+    yield* mkdir
+    yield* writeAtomically(folder, `${message.id}.eml`, message.raw)
+    return message.messageId ?? message.id
+  })
+  return Mail.MailTransport.of({ send, sendRaw })
 }
 
 /** `make` as a layer, for a host that picks the folder itself. */

@@ -87,6 +87,13 @@ const toSendError = (cause: unknown, secrets: ReadonlyArray<string>): Mail.MailS
   })
 }
 
+/**
+ * The id a server names the message by in its final reply: Amazon SES's `250 Ok <id>` (the `mail.messageId` of its
+ * SNS events), Postfix's `250 2.0.0 Ok: queued as <id>`; null when the reply names none.
+ */
+export const replyId = (response: string): string | null =>
+  /^250[ -](?:\d\.\d{1,3}\.\d{1,3}\s+)?ok:?\s+(?:queued as\s+)?<?([^\s<>]+)>?/i.exec(response.trim())?.[1] ?? null
+
 /** A transport that delivers each message over SMTP, one connection per message; closed with its scope. */
 export const make = Effect.fnUntraced(function* (options: Options) {
   const { raw, endpoint, secrets } = yield* parse(options.url)
@@ -121,7 +128,21 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       catch: (cause) => toSendError(cause, secrets)
     })
   })
-  return Mail.MailTransport.of({ send })
+  const sendRaw = Effect.fn("MailTransportSmtp.sendRaw")(function* (message: Mail.RawMailMessage) {
+    const info = yield* Effect.tryPromise({
+      // `raw` is sent as it is: nodemailer adds no header to it.
+      try: (signal) =>
+        transporter.sendMail({
+          envelope: { from: message.from, to: [...message.to] },
+          raw: Buffer.from(message.raw.buffer, message.raw.byteOffset, message.raw.byteLength),
+          signal
+        }),
+      catch: (cause) => toSendError(cause, secrets)
+    })
+    const response: unknown = info.response
+    return (typeof response === "string" ? replyId(response) : null) ?? message.messageId ?? message.id
+  })
+  return Mail.MailTransport.of({ send, sendRaw })
 })
 
 /** The SMTP transport as a layer; an unusable URL fails it with a `ConfigError` that does not echo the URL. */

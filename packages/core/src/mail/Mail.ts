@@ -45,8 +45,29 @@ export class MailSendError extends Schema.TaggedError<MailSendError>()("MailSend
   retryable: Schema.Boolean
 }) {}
 
+/** A message relayed as its sender wrote it (the node mail relay): the bytes go on unchanged. */
+export interface RawMailMessage {
+  /** The relay's id (`mail_...`): the outbox file's name, and the answer when nothing better names the message. */
+  readonly id: string
+  /** The envelope sender (`MAIL FROM`). */
+  readonly from: string
+  /** The envelope recipients (`RCPT TO`). */
+  readonly to: ReadonlyArray<string>
+  /** The whole RFC 5322 message. */
+  readonly raw: Uint8Array
+  /** Its `Message-ID` header without the brackets; null when it has none. */
+  readonly messageId: string | null
+}
+
 /** Delivers one message: an `.eml` folder, SMTP or a provider API. */
 export class MailTransport extends Context.Service<
   MailTransport,
-  { readonly send: (message: MailMessage) => Effect.Effect<void, MailSendError> }
+  {
+    readonly send: (message: MailMessage) => Effect.Effect<void, MailSendError>
+    /**
+     * Hands a message on byte for byte; answers the transport's id for it, the one the provider's events name (SES
+     * over SMTP: the id of its `250` reply; the outbox: the `Message-ID` without brackets, else the relay's id).
+     */
+    readonly sendRaw: (message: RawMailMessage) => Effect.Effect<string, MailSendError>
+  }
 >()("@hostplane/core/mail/MailTransport") {}

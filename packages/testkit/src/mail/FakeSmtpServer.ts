@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto"
 import type { AddressInfo } from "node:net"
 import { Context, Effect, Layer, Predicate, type Scope } from "effect"
 import { SMTPServer, type SMTPServerSession } from "smtp-server"
@@ -7,8 +8,19 @@ export interface FakeSmtpMessage {
   readonly from: string
   readonly to: ReadonlyArray<string>
   readonly raw: string
+  /** The same data as bytes, for byte-for-byte checks. */
+  readonly bytes: Uint8Array
+  /** The id the server gave it in its `250 Ok <id>` reply, shaped like Amazon SES's. */
+  readonly messageId: string
   /** The user that authenticated, null without AUTH. */
   readonly user: string | null
+}
+
+/** An id as Amazon SES writes it: 16 hex digits, a UUID, `-000000`. */
+const sesMessageId = (): string => {
+  const hex = randomBytes(24).toString("hex")
+  const uuid = `${hex.slice(16, 24)}-${hex.slice(24, 28)}-${hex.slice(28, 32)}-${hex.slice(32, 36)}-${hex.slice(36, 48)}`
+  return `${hex.slice(0, 16)}-${uuid}-000000`
 }
 
 /** Where an injected failure answers: `MAIL FROM`, `RCPT TO`, or the reply after the message data. */
@@ -27,7 +39,10 @@ export interface FakeSmtpOptions {
   readonly auth?: { readonly user: string; readonly pass: string }
 }
 
-/** A loopback SMTP server on 127.0.0.1 with an ephemeral port; it records every accepted message and can refuse on demand. */
+/**
+ * A loopback SMTP server on 127.0.0.1 with an ephemeral port, answering as Amazon SES's SMTP interface does
+ * (`250 Ok <message id>`); it records every accepted message and can refuse on demand.
+ */
 export class FakeSmtpServer extends Context.Service<
   FakeSmtpServer,
   {
@@ -86,13 +101,18 @@ export class FakeSmtpServer extends Context.Service<
             const failure = refuse("data")
             if (failure !== null) return callback(failure)
             const mailFrom = session.envelope.mailFrom
+            const bytes = Buffer.concat(chunks)
+            const messageId = sesMessageId()
             received.push({
               from: mailFrom === false ? "" : mailFrom.address,
               to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
-              raw: Buffer.concat(chunks).toString("utf8"),
+              raw: bytes.toString("utf8"),
+              bytes: new Uint8Array(bytes),
+              messageId,
               user: userOf(session)
             })
-            callback(null, `OK: queued as ${received.length}`)
+            // What SES's SMTP interface answers: the id its SNS events later name as `mail.messageId`.
+            callback(null, `Ok ${messageId}`)
           })
         }
       })
