@@ -6,6 +6,7 @@ import { DomainsAreaPg } from "./domains/DomainsAreaPg.ts"
 import { DnsAreaPg } from "./dns/DnsAreaPg.ts"
 import { EmailAreaPg } from "./email/EmailAreaPg.ts"
 import { EdgeAreaPg } from "./edge/EdgeAreaPg.ts"
+import { EndUserAreaPg } from "./enduser/EndUserAreaPg.ts"
 import { GitAreaPg } from "./git/GitAreaPg.ts"
 import { IdempotencyAreaPg } from "./idempotency/IdempotencyAreaPg.ts"
 import { HostnamesAreaPg } from "./hostnames/HostnamesAreaPg.ts"
@@ -31,6 +32,7 @@ export const areas = [
   HostnamesAreaPg,
   DnsAreaPg,
   DatabaseAreaPg,
+  EndUserAreaPg,
   EdgeAreaPg,
   IdempotencyAreaPg,
   DomainsAreaPg,

@@ -8,6 +8,7 @@ import { DomainsArea } from "./domains/DomainsArea.ts"
 import { DnsArea } from "./dns/DnsArea.ts"
 import { EmailArea } from "./email/EmailArea.ts"
 import { EdgeArea } from "./edge/EdgeArea.ts"
+import { EndUserArea } from "./enduser/EndUserArea.ts"
 import { GitArea } from "./git/GitArea.ts"
 import { IdempotencyArea } from "./idempotency/IdempotencyArea.ts"
 import { HostnamesArea } from "./hostnames/HostnamesArea.ts"
@@ -34,6 +35,7 @@ export const areas = [
   HostnamesArea,
   DnsArea,
   DatabaseArea,
+  EndUserArea,
   EdgeArea,
   IdempotencyArea,
   DomainsArea,

@@ -7,6 +7,7 @@ import { DeploymentsAreaHttp } from "./deployments/DeploymentsAreaHttp.ts"
 import { DnsAreaHttp } from "./dns/DnsAreaHttp.ts"
 import { DomainsAreaHttp } from "./domains/DomainsAreaHttp.ts"
 import { EmailAreaHttp } from "./email/EmailAreaHttp.ts"
+import { EndUserAreaHttp } from "./enduser/EndUserAreaHttp.ts"
 import { GitAreaHttp } from "./git/GitAreaHttp.ts"
 import { HostnamesAreaHttp } from "./hostnames/HostnamesAreaHttp.ts"
 import { IdentityAreaHttp } from "./identity/IdentityAreaHttp.ts"
@@ -29,6 +30,7 @@ export const areas = [
   AiAreaHttp,
   EmailAreaHttp,
   AiAddonAreaHttp,
+  EndUserAreaHttp,
   GitAreaHttp,
   DatabaseAreaHttp,
   NodeAreaHttp

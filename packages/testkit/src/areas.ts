@@ -5,6 +5,7 @@ import { DomainsAreaMemory } from "./domains/DomainsAreaMemory.ts"
 import { DnsAreaMemory } from "./dns/DnsAreaMemory.ts"
 import { EmailAreaMemory } from "./email/EmailAreaMemory.ts"
 import { EdgeAreaMemory } from "./edge/EdgeAreaMemory.ts"
+import { EndUserAreaMemory } from "./enduser/EndUserAreaMemory.ts"
 import { GitAreaMemory } from "./git/GitAreaMemory.ts"
 import { IdempotencyAreaMemory } from "./idempotency/IdempotencyAreaMemory.ts"
 import { HostnamesAreaMemory } from "./hostnames/HostnamesAreaMemory.ts"
@@ -31,6 +32,7 @@ export const areas = [
   HostnamesAreaMemory,
   DnsAreaMemory,
   DatabaseAreaMemory,
+  EndUserAreaMemory,
   EdgeAreaMemory,
   IdempotencyAreaMemory,
   DomainsAreaMemory,

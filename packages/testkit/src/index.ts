@@ -55,6 +55,8 @@ export { registrarSuite, type RegistrarUnderTest } from "./domains/RegistrarSuit
 export * as EmailStoreMemory from "./email/EmailStoreMemory.ts"
 export * from "./email/FakeSns.ts"
 export { emailStoreSuite, type EmailStoreSuiteServices } from "./email/EmailStoreSuite.ts"
+export * as AuthStoreMemory from "./enduser/AuthStoreMemory.ts"
+export { authStoreSuite, type AuthStoreSuiteServices } from "./enduser/AuthStoreSuite.ts"
 export * as RepoStoreMemory from "./git/RepoStoreMemory.ts"
 export * as CredentialStoreMemory from "./git/CredentialStoreMemory.ts"
 export { gitStoreSuite, type GitStoreSuiteServices } from "./git/GitStoreSuite.ts"

@@ -2,7 +2,7 @@ import { AiKeyStore } from "@hostplane/core/ai/AiKeyStore"
 import { ProjectId } from "@hostplane/core/kernel/Ids"
 import { Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { Timestamp } from "../internal/Rows.ts"
+import { joinSealed, splitSealed, Timestamp } from "../internal/Rows.ts"
 
 const KeyRow = Schema.Struct({
   projectId: ProjectId,
@@ -10,15 +10,6 @@ const KeyRow = Schema.Struct({
   keySealed: Schema.String,
   createdAt: Timestamp
 })
-
-/** The sealed key is stored as `<keyId>:<ciphertext>` (a key id holds no colon). */
-const joinSealed = (sealed: { readonly keyId: string; readonly ciphertext: string }) =>
-  `${sealed.keyId}:${sealed.ciphertext}`
-
-const splitSealed = (text: string) => {
-  const at = text.indexOf(":")
-  return { keyId: text.slice(0, at), ciphertext: text.slice(at + 1) }
-}
 
 /** `AiKeyStore` on PostgreSQL; a project's key goes with the project (`ON DELETE CASCADE`). */
 export const layer = Layer.effect(

@@ -27,3 +27,12 @@ export const onUniqueViolation =
           reason.constraint === constraint ? Effect.succeed(onConflict()) : Effect.fail(error)
         )
       )
+
+/** A sealed value in one text column: `<keyId>:<ciphertext>` (a key id holds no colon). */
+export const joinSealed = (sealed: { readonly keyId: string; readonly ciphertext: string }): string =>
+  `${sealed.keyId}:${sealed.ciphertext}`
+
+export const splitSealed = (text: string): { readonly keyId: string; readonly ciphertext: string } => {
+  const at = text.indexOf(":")
+  return { keyId: text.slice(0, at), ciphertext: text.slice(at + 1) }
+}

@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AccessPolicies } from "../access/AccessPolicies.ts"
 import { Databases } from "../database/Databases.ts"
 import { Deployments } from "../deployments/Deployments.ts"
+import { EndUserAuths } from "../enduser/EndUserAuths.ts"
 import { NodeApiOff, NotFound, Unauthorized } from "../errors/Errors.ts"
 import { HostnameStore } from "../hostnames/HostnameStore.ts"
 import { makeId } from "../kernel/Ids.ts"
@@ -44,6 +45,7 @@ export class Nodes extends Context.Service<
       const secrets = yield* Secrets
       // A host may leave the database area out: every db binding is then null.
       const databases = yield* Effect.serviceOption(Databases)
+      const auths = yield* Effect.serviceOption(EndUserAuths)
       const expected = Option.isSome(config.token)
         ? Option.some(yield* tokens.hash(Redacted.value(config.token.value)))
         : Option.none<string>()
@@ -90,7 +92,8 @@ export class Nodes extends Context.Service<
           // One line per add-on binding (decisions.md part 6); an area left out of the host answers null.
           bindings: {
             ...none,
-            db: Option.isSome(databases) ? yield* databases.value.binding(id) : null
+            db: Option.isSome(databases) ? yield* databases.value.binding(id) : null,
+            auth: Option.isSome(auths) ? yield* auths.value.binding(id) : null
           }
         }
       })

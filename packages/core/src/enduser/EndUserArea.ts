@@ -1,0 +1,15 @@
+import { area } from "../Area.ts"
+import { authAddonProvider } from "./AuthAddon.ts"
+import { AuthStore } from "./AuthStore.ts"
+import { EndUserAuths } from "./EndUserAuths.ts"
+
+/**
+ * Spec 4.9: end-user sign-in for a project's visitors. The add-on and its settings and providers live here; the users
+ * and their sessions live in the project's own database, written by the edge's auth worker.
+ */
+export const EndUserArea = area({
+  name: "enduser",
+  stores: [AuthStore],
+  services: EndUserAuths.layer,
+  addon: authAddonProvider
+})

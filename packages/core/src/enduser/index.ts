@@ -1,0 +1,5 @@
+export * from "./EndUserAuth.ts"
+export * from "./AuthStore.ts"
+export * from "./AuthAddon.ts"
+export * from "./EndUserAuths.ts"
+export * from "./EndUserArea.ts"
