@@ -1,6 +1,6 @@
 import { NodeStream } from "@effect/platform-node"
 import { Errors, Git, Kernel } from "@hostplane/core"
-import { Config, Deferred, Effect, Layer, Option, Stream } from "effect"
+import { Config, Deferred, Effect, Fiber, Layer, Option, Stream } from "effect"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
@@ -28,6 +28,15 @@ const repoConfig = `[gc]
 \tallowAnySHA1InWant = true
 \tallowFilter = true
 `
+
+// A push's pack is kept as git received it (never exploded into loose objects): serving reuses its compressed objects
+// as they are, where loose ones would be compressed again and tried as deltas on every clone (13 s instead of 1 s
+// for a 50 MiB pack). Given on the command line so repositories created before this setting get it too.
+const transportConfig = ["-c", "receive.unpackLimit=1"]
+
+// After a push: one pack of every object (reachable or not: `--keep-unreachable` prunes nothing) with a reachability
+// bitmap, so clones and fetches reuse it whole instead of walking history and merging packs.
+const repackArgs = ["repack", "-a", "-d", "-q", "--keep-unreachable", "--write-bitmap-index"]
 
 // git reports what a push changed to its post-receive hook: old, new and ref name per line.
 const postReceive = `#!/bin/sh
@@ -78,7 +87,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
       const git = (args: ReadonlyArray<string>, cwd?: string) =>
         Effect.flatMap(prepared, () =>
           Effect.callback<Ran, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
-            execFile(
+            const child = execFile(
               gitBinary,
               [...args],
               { cwd, env: baseEnv, encoding: "buffer", maxBuffer: 256 * 1024 * 1024 },
@@ -97,6 +106,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
                 }
               }
             )
+            return Effect.sync(() => child.kill("SIGKILL"))
           })
         )
 
@@ -152,6 +162,46 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           })
         )
 
+      /** Whether the repository is one pack with a bitmap and nothing loose: then a repack would change nothing. */
+      const packed = (id: string) =>
+        Effect.promise(async () => {
+          const objects = Path.join(dirOf(id), "objects")
+          const names = await Fs.readdir(objects).catch(() => [] as Array<string>)
+          if (names.some((name) => /^[0-9a-f]{2}$/u.test(name))) return false
+          const packs = await Fs.readdir(Path.join(objects, "pack")).catch(() => [] as Array<string>)
+          return (
+            packs.filter((name) => name.endsWith(".pack")).length === 1 &&
+            packs.some((name) => name.endsWith(".bitmap"))
+          )
+        })
+
+      // One repack at a time per repository, in the background; a push during one asks for another after it.
+      const layerScope = yield* Effect.scope
+      const repacking = new Map<string, { again: boolean; fiber?: Fiber.Fiber<void> }>()
+      const repackLoop = (id: string): Effect.Effect<void> =>
+        Effect.gen(function* () {
+          if (!(yield* packed(id))) yield* Effect.ignore(git(repackArgs, dirOf(id)))
+          const state = repacking.get(id)
+          if (state?.again === true) {
+            state.again = false
+            return yield* repackLoop(id)
+          }
+          repacking.delete(id)
+        })
+      const maintain = (id: string) =>
+        Effect.suspend(() => {
+          const running = repacking.get(id)
+          if (running !== undefined) {
+            running.again = true
+            return Effect.void
+          }
+          const state: { again: boolean; fiber?: Fiber.Fiber<void> } = { again: false }
+          repacking.set(id, state)
+          return Effect.map(Effect.forkIn(repackLoop(id), layerScope), (fiber) => {
+            state.fiber = fiber
+          })
+        })
+
       const readPushLog = (file: string) =>
         Effect.promise(() => Fs.readFile(file, "utf8").catch(() => "")).pipe(
           Effect.map((text): ReadonlyArray<Git.RefChange> =>
@@ -188,7 +238,10 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           if (request.protocol !== null) env.GIT_PROTOCOL = request.protocol
           if (pushLog !== undefined) env.HOSTPLANE_PUSH_LOG = pushLog
           const child = yield* Effect.acquireRelease(
-            spawnGit(["-c", `core.hooksPath=${hooks}`, request.service, ...modeArgs, dirOf(repoId)], env),
+            spawnGit(
+              [...transportConfig, "-c", `core.hooksPath=${hooks}`, request.service, ...modeArgs, dirOf(repoId)],
+              env
+            ),
             (child) =>
               Effect.promise(async () => {
                 if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
@@ -244,7 +297,10 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           }
           const finish = Effect.gen(function* () {
             yield* Deferred.await(exited)
-            if (pushLog !== undefined) yield* onPush(yield* readPushLog(pushLog))
+            if (pushLog === undefined) return
+            const changes = yield* readPushLog(pushLog)
+            yield* onPush(changes)
+            if (changes.some((change) => change.new !== null)) yield* maintain(repoId)
           })
           const output = NodeStream.fromReadable<Uint8Array, Errors.GitUnreachable>({
             evaluate: () => child.stdout!,
@@ -376,9 +432,16 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
         })
 
       const remove = (repoId: Kernel.RepoId) =>
-        Effect.flatMap(prepared, () =>
-          Effect.tryPromise({ try: () => Fs.rm(dirOf(repoId), { recursive: true, force: true }), catch: unreachable })
-        )
+        Effect.gen(function* () {
+          const running = repacking.get(repoId)?.fiber
+          if (running !== undefined) yield* Fiber.interrupt(running)
+          repacking.delete(repoId)
+          yield* prepared
+          yield* Effect.tryPromise({
+            try: () => Fs.rm(dirOf(repoId), { recursive: true, force: true }),
+            catch: unreachable
+          })
+        })
 
       return Git.GitStorage.of({ run, refs, resolve, entry, tree, blob, log, setHead, remove })
     })
