@@ -1,16 +1,31 @@
-import { Database, Jobs } from "@hostplane/core"
+import { Database, Jobs, Mail } from "@hostplane/core"
 import { BackupStoreMemory, DatabaseNodeMemory } from "@hostplane/testkit"
-import { Effect, Layer, Stream } from "effect"
+import { Duration, Effect, Layer, Stream } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
-import { auditOf, logCapture, useSuite } from "./support/TestServer.ts"
+import { auditOf, logCapture, type Suite, unique, useSuite } from "./support/TestServer.ts"
 
 const memoryNode = () => Layer.mergeAll(DatabaseNodeMemory.layer, BackupStoreMemory.layer)
 
+/** Sends every queued mail through a transport that keeps what it was handed. */
+const mailer = (suite: Suite) => {
+  const sent: Array<Mail.MailMessage> = []
+  const run = () =>
+    suite.server.run(
+      Jobs.JobRunner.runOnce([Mail.sendMailHandler()]).pipe(
+        Effect.provideService(Mail.MailTransport, { send: (message) => Effect.sync(() => void sent.push(message)) })
+      )
+    )
+  return { sent, run }
+}
+
 describe.each(backends)("spec 4.6 database (%s)", (_name, stores) => {
   const { lines: logs, layer: captureLogs } = logCapture()
-  const suite = useSuite(stores, {}, captureLogs, undefined, { database: memoryNode() })
+  // Every generation is due for its re-hash at each checker round.
+  const suite = useSuite(stores, { database: { checkInterval: Duration.zero } }, captureLogs, undefined, {
+    database: memoryNode()
+  })
   const { api, newOrg, newProject, withRole } = suite
   const dbOf = (slug: string, project: string) => `/v1/orgs/${slug}/projects/${project}/database`
   const admin = () => ({ token: suite.admin.token })
@@ -20,6 +35,9 @@ describe.each(backends)("spec 4.6 database (%s)", (_name, stores) => {
         Jobs.JobRunner.runOnce(databases.handlers.map((handler) => Effect.succeed(handler)))
       )
     )
+  const notices = async (slug: string) => (await api.get(`/v1/orgs/${slug}/notifications`, admin())).body.items
+  const checkNow = () =>
+    suite.server.run(Effect.flatMap(Effect.service(Database.Databases), (databases) => databases.checkDue))
 
   const projectIn = async (slug: string) => (await newProject(slug)).name
   const withDatabase = async (slug: string) => {
@@ -320,20 +338,92 @@ describe.each(backends)("spec 4.6 database (%s)", (_name, stores) => {
   it("the checker re-hashes every generation: a match sets lastCheckedAt, a corrupted image is never trusted", async () => {
     const slug = await newOrg()
     const project = await withDatabase(slug)
-    await suite.server.run(Effect.flatMap(Effect.service(Database.Databases), (databases) => databases.checkDue))
+    await checkNow()
     const [checked] = (await api.get(`${dbOf(slug, project)}/generations`, admin())).body.items
     expect(checked.lastCheckedAt).toEqual(expect.any(String))
-    // Corrupt the stored image: a restore refuses it before draining anything.
+    expect(await notices(slug)).toEqual([])
+    // Corrupt the stored image: the checker reports it once, and a restore refuses it before draining anything.
     await suite.server.run(
       Effect.flatMap(Effect.service(Database.BackupStore) as Effect.Effect<Database.BackupStore["Service"]>, (store) =>
         store.put(checked.offsiteKey, Stream.make(new TextEncoder().encode("garbage")))
       )
     )
+    await checkNow()
+    await checkNow()
+    const damaged = await notices(slug)
+    expect(damaged).toEqual([
+      expect.objectContaining({ kind: "backup", projectName: project, message: expect.stringContaining("1/1") })
+    ])
+    expect(damaged[0].message).toContain("no longer matches")
+    const [after] = (await api.get(`${dbOf(slug, project)}/generations`, admin())).body.items
+    expect(after.lastCheckedAt).toBe(checked.lastCheckedAt)
     const started = await api.post(`${dbOf(slug, project)}/restore`, { epoch: 1, seq: 1 }, admin())
     await runOperations()
     const failed = await api.get(`${dbOf(slug, project)}/operations/${started.body.operationId}`, admin())
     expect(failed.body).toMatchObject({ phase: "draining", terminalCode: "failed" })
+    const [restoreFailed] = await notices(slug)
+    expect(restoreFailed).toMatchObject({ kind: "restore", projectName: project })
+    expect(restoreFailed.message).toContain("failed")
     expect((await api.post(`${dbOf(slug, project)}/export`, undefined, admin())).status).toBe(200)
+  })
+
+  it("a finished restore is a restore notification mailed to each admin with an address; the overview shows it and the last backup", async () => {
+    const slug = await newOrg()
+    const project = await withDatabase(slug)
+    const bossEmail = `${unique("boss")}@example.test`
+    const memberEmail = `${unique("dev")}@example.test`
+    await withRole(slug, "admin", { email: bossEmail })
+    await withRole(slug, "member", { email: memberEmail })
+    const overviewOf = async () =>
+      (await api.get(`/v1/orgs/${slug}/projects/${project}/overview`, admin())).body as {
+        lastBackup: unknown
+        notifications: ReadonlyArray<unknown>
+      }
+    const [baseline] = (await api.get(`${dbOf(slug, project)}/generations`, admin())).body.items
+    expect((await overviewOf()).lastBackup).toEqual({ epoch: 1, seq: 1, createdAt: baseline.createdAt })
+    const started = await api.post(`${dbOf(slug, project)}/restore`, { epoch: 1, seq: 1 }, admin())
+    await runOperations()
+    expect(
+      (await api.get(`${dbOf(slug, project)}/operations/${started.body.operationId}`, admin())).body
+    ).toMatchObject({ terminalCode: "done" })
+    const [notice] = await notices(slug)
+    expect(Object.keys(notice).sort()).toEqual(["createdAt", "id", "kind", "message", "projectName", "sentAt"])
+    expect(notice).toMatchObject({ kind: "restore", projectName: project, sentAt: null })
+    expect(notice.id).toMatch(/^ntf_/)
+    expect(notice.message).toContain("restored to generation 1/1")
+    expect(notice.message).toContain("kept as generation 1/2")
+    // The overview: the sealing generation is the newest, and the notice is among the recent ones.
+    const overview = await overviewOf()
+    expect(overview.lastBackup).toMatchObject({ epoch: 1, seq: 2 })
+    expect(overview.notifications).toContainEqual(notice)
+    const { sent, run } = mailer(suite)
+    await run()
+    const toBoss = sent.filter((mail) => mail.to === bossEmail)
+    expect(toBoss).toHaveLength(1)
+    expect(toBoss[0]!.subject).toContain(project)
+    expect(toBoss[0]!.text).toBe(notice.message)
+    expect(sent.filter((mail) => mail.to === memberEmail)).toEqual([])
+    const [mailed] = await notices(slug)
+    expect(mailed.sentAt).toEqual(expect.any(String))
+  })
+
+  it("an aborted restore is a restore notification; a delete is a backup notification naming the final safety generation", async () => {
+    const slug = await newOrg()
+    const project = await withDatabase(slug)
+    const started = await api.post(`${dbOf(slug, project)}/restore`, { epoch: 1, seq: 1 }, admin())
+    await api.post(`${dbOf(slug, project)}/operations/${started.body.operationId}/abort`, undefined, admin())
+    await runOperations()
+    const [aborted] = await notices(slug)
+    expect(aborted).toMatchObject({ kind: "restore", projectName: project })
+    expect(aborted.message).toContain("aborted")
+    await api.post(`${dbOf(slug, project)}/delete`, { confirm: project }, admin())
+    await runOperations()
+    const [deleted, ...older] = await notices(slug)
+    expect(deleted).toMatchObject({ kind: "backup", projectName: project })
+    expect(deleted.message).toContain("final safety generation 1/2")
+    expect(older).toEqual([aborted])
+    // Nobody with an address: the notice stays unsent.
+    expect(deleted.sentAt).toBeNull()
   })
 })
 
@@ -348,5 +438,46 @@ describe("spec 4.6 database without a node admin", () => {
     expect({ status: created.status, code: created.body.code }).toEqual({ status: 503, code: "no_node_admin" })
     expect((await suite.api.get(path, token)).body).toEqual({ db: false })
     expect((await suite.api.get(`${path}/generations`, token)).body).toEqual({ items: [] })
+  })
+})
+
+describe("spec 4.6 database: a failing scheduled generation", () => {
+  let failing = false
+  const flaky = Layer.effect(
+    Database.BackupStore,
+    Effect.map(BackupStoreMemory.make, ({ store }) =>
+      Database.BackupStore.of({
+        ...store,
+        put: (key, image) =>
+          failing ? Effect.fail(new Database.BackupStoreError({ message: "the disk is full" })) : store.put(key, image)
+      })
+    )
+  )
+  const suite = useSuite(backends[1]![1], { database: { backupInterval: Duration.seconds(1) } }, undefined, undefined, {
+    database: Layer.mergeAll(DatabaseNodeMemory.layer, flaky)
+  })
+  const backupDue = () =>
+    suite.server.run(Effect.flatMap(Effect.service(Database.Databases), (databases) => databases.backupDue))
+  const nextBoundary = () => new Promise((resolve) => setTimeout(resolve, 1_100))
+
+  it("is one backup notification per grid boundary, not one per round", async () => {
+    const slug = await suite.newOrg()
+    const project = (await suite.newProject(slug)).name
+    const token = { token: suite.admin.token }
+    expect((await suite.api.post(`/v1/orgs/${slug}/projects/${project}/database`, undefined, token)).status).toBe(200)
+    failing = true
+    await nextBoundary()
+    await backupDue()
+    await backupDue()
+    const items = (await suite.api.get(`/v1/orgs/${slug}/notifications`, token)).body.items
+    expect(items).toEqual([expect.objectContaining({ kind: "backup", projectName: project })])
+    expect(items[0].message).toContain("failed")
+    failing = false
+    await nextBoundary()
+    await backupDue()
+    expect((await suite.api.get(`/v1/orgs/${slug}/notifications`, token)).body.items).toHaveLength(1)
+    expect(
+      (await suite.api.get(`/v1/orgs/${slug}/projects/${project}/database/generations`, token)).body.items
+    ).toHaveLength(2)
   })
 })

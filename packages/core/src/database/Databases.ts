@@ -22,6 +22,8 @@ import { Tokens } from "../kernel/Tokens.ts"
 import { Transactor } from "../kernel/Transactor.ts"
 import { NodeRevisions } from "../kernel/NodeRevisions.ts"
 import { type Operation, operationOf } from "../operations/Operation.ts"
+import { type Notice, Notifications } from "../orgs/Notifications.ts"
+import { ProjectStore } from "../projects/ProjectStore.ts"
 import { Sealer } from "../secrets/Sealer.ts"
 import { BackupStore, type BackupStoreError } from "./BackupStore.ts"
 import {
@@ -174,6 +176,8 @@ export class Databases extends Context.Service<
       const config = yield* DatabaseConfig
       const transactor = yield* Transactor
       const revisions = yield* NodeRevisions
+      const notifications = yield* Notifications
+      const projects = yield* ProjectStore
       const maybeNode = yield* Effect.serviceOption(DatabaseNode)
       const maybeBackups = yield* Effect.serviceOption(BackupStore)
 
@@ -192,6 +196,24 @@ export class Databases extends Context.Service<
         }
         return lock
       }
+
+      /** A backup or restore notice about a project's database, mailed to the org's admins; none once the project is gone. */
+      const notifyAbout = Effect.fnUntraced(function* (
+        projectId: ProjectId,
+        kind: Notice["kind"],
+        subject: (name: string) => string,
+        message: (name: string) => string
+      ) {
+        const project = yield* projects.findById(projectId)
+        if (Option.isNone(project)) return
+        const name = project.value.name
+        yield* notifications.notify(project.value.orgId, {
+          kind,
+          projectName: name,
+          subject: subject(name),
+          message: message(name)
+        })
+      })
 
       const required = (projectId: ProjectId) =>
         Effect.flatMap(store.find(projectId), (row) =>
@@ -221,7 +243,7 @@ export class Databases extends Context.Service<
       })
 
       /** One generation of the running cluster into the backup store, recorded once the image is whole. */
-      const takeGeneration = Effect.fn("Databases.takeGeneration")(function* (projectId: ProjectId) {
+      const takeGeneration = Effect.fn("Databases.takeGeneration")(function* (projectId: ProjectId, sealing = false) {
         const { node, backups } = yield* Effect.orDie(nodeAdmin)
         return yield* oneGenerationAtATime(projectId).withPermit(
           Effect.gen(function* () {
@@ -229,7 +251,11 @@ export class Databases extends Context.Service<
             const existing = yield* store.generations(projectId)
             const seq = Math.max(0, ...existing.filter((g) => g.epoch === row.epoch).map((g) => g.seq)) + 1
             const key = `${projectId}/${row.epoch}-${seq}-${yield* tokens.secret(6)}.tar.gz`
-            const { epoch, written } = yield* node.backup(projectId, (image) => backups.put(key, image))
+            // The test-only delay holds a sealing backup open (started, its WAL slot taken) for a crash test.
+            const pause = sealing ? Effect.sleep(config.sealingDelay) : Effect.void
+            const { epoch, written } = yield* node.backup(projectId, (image) =>
+              Effect.andThen(pause, backups.put(key, image))
+            )
             const generation: GenerationRow = {
               projectId,
               epoch,
@@ -508,6 +534,8 @@ export class Databases extends Context.Service<
           )
         )
 
+      // The grid boundary whose generation failed and was notified, per project: one notice per boundary, not per round.
+      const failedBoundary = new Map<ProjectId, string>()
       const backupDue = Effect.gen(function* () {
         if (Option.isNone(maybeNode) || Option.isNone(maybeBackups)) return
         const interval = Duration.toMillis(config.backupInterval)
@@ -519,7 +547,21 @@ export class Databases extends Context.Service<
           const latest = yield* lastBackup(projectId)
           if (latest !== null && latest >= boundary) continue
           yield* takeGeneration(projectId).pipe(
-            Effect.catchCause((cause) => Effect.logWarning("a scheduled generation failed", { projectId, cause }))
+            Effect.tap(() => Effect.sync(() => failedBoundary.delete(projectId))),
+            Effect.catchCause((cause) =>
+              Effect.gen(function* () {
+                yield* Effect.logWarning("a scheduled generation failed", { projectId, cause })
+                if (failedBoundary.get(projectId) === boundary) return
+                failedBoundary.set(projectId, boundary)
+                yield* notifyAbout(
+                  projectId,
+                  "backup",
+                  (name) => `The scheduled backup of ${name}'s database failed`,
+                  (name) =>
+                    `The scheduled generation of the database of project ${name} for ${boundary} failed; it is tried again every few seconds.`
+                )
+              })
+            )
           )
         }
       }).pipe(Effect.withSpan("Databases.backupDue"))
@@ -543,6 +585,16 @@ export class Databases extends Context.Service<
                 seq: generation.seq
               })
             yield* store.checked(projectId, generation.epoch, generation.seq, yield* nowIso, ok)
+            // Told once: the generation keeps its failed mark, and later rounds find it failed already.
+            if (!ok && generation.checkFailedAt === null) {
+              yield* notifyAbout(
+                projectId,
+                "backup",
+                (name) => `A backup of ${name}'s database is damaged`,
+                (name) =>
+                  `Generation ${generation.epoch}/${generation.seq} of the database of project ${name} no longer matches its sha256 ${generation.sha256}; it will not be restored.`
+              )
+            }
           }
         }
       }).pipe(Effect.withSpan("Databases.checkDue"))
@@ -584,7 +636,7 @@ export class Databases extends Context.Service<
               }
               yield* node.drain(projectId).pipe(Effect.mapError(failure))
             } else if (phase === "sealing") {
-              yield* takeGeneration(projectId).pipe(Effect.mapError(failure))
+              yield* takeGeneration(projectId, true).pipe(Effect.mapError(failure))
             } else if (phase === "committing") {
               yield* node.restore(projectId, backups.read(chosen.offsiteKey), nextEpoch).pipe(Effect.mapError(failure))
               // The image brings back the tokens of its time: the node keeps exactly today's.
@@ -593,10 +645,42 @@ export class Databases extends Context.Service<
             } else if (phase === "reactivation") {
               yield* node.resume(projectId).pipe(Effect.mapError(failure))
               yield* store.holdFor(projectId, null)
+              // Newest first: the newest generation before the new epoch is the one sealing took.
+              const sealed = (yield* store.generations(projectId)).find((g) => g.epoch < nextEpoch)
+              yield* notifyAbout(
+                projectId,
+                "restore",
+                (name) => `The database of ${name} was restored`,
+                (name) =>
+                  `The database of project ${name} was restored to generation ${epoch}/${seq} and now runs on epoch ${nextEpoch}.` +
+                  (sealed === undefined
+                    ? ""
+                    : ` Its state before the restore is kept as generation ${sealed.epoch}/${sealed.seq}.`)
+              )
             }
           }),
-        onAbort: (job) => release(job.payload.projectId),
-        onFailed: (job) => release(job.payload.projectId)
+        onAbort: (job) =>
+          Effect.andThen(
+            release(job.payload.projectId),
+            notifyAbout(
+              job.payload.projectId,
+              "restore",
+              (name) => `The restore of ${name}'s database was aborted`,
+              (name) =>
+                `The restore of the database of project ${name} to generation ${job.payload.epoch}/${job.payload.seq} was aborted before committing; the database is unchanged and takes connections again.`
+            )
+          ),
+        onFailed: (job, error) =>
+          Effect.andThen(
+            release(job.payload.projectId),
+            notifyAbout(
+              job.payload.projectId,
+              "restore",
+              (name) => `The restore of ${name}'s database failed`,
+              (name) =>
+                `The restore of the database of project ${name} to generation ${job.payload.epoch}/${job.payload.seq} failed (${error}); the database takes connections again.`
+            )
+          )
       })
 
       const deleteHandler = handler(deleteDatabase, {
@@ -607,11 +691,20 @@ export class Databases extends Context.Service<
             // A repeated committing finds the record gone and still moves the cluster to the tombstone.
             const present = Option.isSome(yield* store.find(projectId))
             if (phase === "draining" && present) yield* node.drain(projectId).pipe(Effect.mapError(failure))
-            else if (phase === "sealing" && present) yield* takeGeneration(projectId).pipe(Effect.mapError(failure))
+            else if (phase === "sealing" && present)
+              yield* takeGeneration(projectId, true).pipe(Effect.mapError(failure))
             else if (phase === "committing") {
               // The node drops `env.db` at its next convergence.
               yield* transactor.withTransaction(Effect.andThen(store.remove(projectId), revisions.raise(projectId)))
               yield* node.remove(projectId).pipe(Effect.mapError(failure))
+              const [last] = yield* store.generations(projectId)
+              yield* notifyAbout(
+                projectId,
+                "backup",
+                (name) => `The database of ${name} was deleted`,
+                (name) =>
+                  `The database of project ${name} was deleted; its final safety generation ${last === undefined ? "" : `${last.epoch}/${last.seq} `}stays listed.`
+              )
             }
           }),
         onAbort: (job) => release(job.payload.projectId),

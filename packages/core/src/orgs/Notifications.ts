@@ -1,7 +1,14 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import type { Forbidden, NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
+import { newId, type OrgId } from "../kernel/Ids.ts"
 import { Policy } from "../kernel/Policy.ts"
+import { Settings } from "../kernel/Settings.ts"
+import { nowIso } from "../kernel/Time.ts"
+import { Tokens } from "../kernel/Tokens.ts"
+import { Transactor } from "../kernel/Transactor.ts"
+import { MailConfig } from "../mail/MailConfig.ts"
+import { mailQueue } from "../mail/SendMail.ts"
 import type { Notification } from "./Org.ts"
 import { OrgStore } from "./OrgStore.ts"
 
@@ -18,7 +25,19 @@ export const PageLimit = Schema.FiniteFromString.check(
 export const pageSize = (limit: number | undefined): number =>
   limit === undefined ? defaultPageSize : Math.min(Math.max(Math.trunc(limit), 1), maxPageSize)
 
-/** The org's limit, backup and restore notices, newest first. */
+/** A notice an area raises (a restore finished, a generation failed its re-hash). */
+export interface Notice {
+  readonly kind: Notification["kind"]
+  readonly projectName: string | null
+  /** The email's subject; the notice's `message` is its body's first line. */
+  readonly subject: string
+  readonly message: string
+}
+
+/**
+ * The org's limit, backup and restore notices, newest first. A notice is mailed to every admin with an address, in
+ * the transaction that records it; its `sentAt` is the first admin's mail going out (null: queued, or nobody to send to).
+ */
 export class Notifications extends Context.Service<
   Notifications,
   {
@@ -27,6 +46,7 @@ export class Notifications extends Context.Service<
       slug: string,
       limit: number | undefined
     ) => Effect.Effect<ReadonlyArray<Notification>, NotFound | Forbidden>
+    readonly notify: (orgId: OrgId, notice: Notice) => Effect.Effect<void>
   }
 >()("@hostplane/core/orgs/Notifications") {
   static readonly layer = Layer.effect(
@@ -34,11 +54,50 @@ export class Notifications extends Context.Service<
     Effect.gen(function* () {
       const store = yield* OrgStore
       const policy = yield* Policy
+      const tokens = yield* Tokens
+      const transactor = yield* Transactor
+      const settings = yield* Settings
+      const { mailFrom } = yield* MailConfig
+      const enqueueMail = yield* mailQueue
       const list = Effect.fn("Notifications.list")(function* (actor: Actor, slug: string, limit: number | undefined) {
         const { org } = yield* policy.require(actor, slug, "viewer")
         return yield* store.listNotifications(org.id, pageSize(limit))
       })
-      return Notifications.of({ list })
+      const notify = Effect.fn("Notifications.notify")(function* (orgId: OrgId, notice: Notice) {
+        yield* transactor.withTransaction(
+          Effect.gen(function* () {
+            const at = yield* nowIso
+            const admins = (yield* store.listMembers(orgId)).filter(
+              (member) => member.role === "admin" && member.email !== null && member.email !== ""
+            )
+            const mailIds: Array<string> = []
+            for (const admin of admins) {
+              const id = yield* tokens.id("mail")
+              yield* enqueueMail(
+                {
+                  id,
+                  from: mailFrom,
+                  to: admin.email!,
+                  subject: `${notice.subject} (${settings.productName})`,
+                  text: notice.message
+                },
+                at
+              )
+              mailIds.push(id)
+            }
+            yield* store.insertNotification({
+              id: yield* newId(tokens, "ntf"),
+              orgId,
+              kind: notice.kind,
+              message: notice.message,
+              projectName: notice.projectName,
+              mailId: mailIds[0] ?? null,
+              createdAt: at
+            })
+          })
+        )
+      })
+      return Notifications.of({ list, notify })
     })
   )
 }

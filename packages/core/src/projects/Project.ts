@@ -73,7 +73,7 @@ export const ProjectOverview = Schema.Struct({
     })
   ),
   recentDeployments: Schema.Array(Deployment),
-  /** The newest database backup generation; null until the database area records one. */
+  /** The newest database generation (by epoch, then seq); null when the project never had one. */
   lastBackup: Schema.NullOr(Schema.Struct({ epoch: Schema.Number, seq: Schema.Number, createdAt: Schema.String })),
   resources: Schema.Struct({
     database: ResourceState,

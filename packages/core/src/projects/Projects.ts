@@ -22,6 +22,7 @@ import type { HoldingCounter } from "../orgs/OrgHooks.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import { toDeployment } from "../deployments/Deployment.ts"
 import { DeploymentStore } from "../deployments/DeploymentStore.ts"
+import { DatabaseStore } from "../database/DatabaseStore.ts"
 import { UserStore } from "../identity/UserStore.ts"
 import { type Project, type ProjectDetail, type ProjectOverview, type ProjectRow, toProject } from "./Project.ts"
 import { addonFlags, AddonRegistry } from "../addons/Addon.ts"
@@ -72,6 +73,8 @@ export class Projects extends Context.Service<
       const registry = yield* AddonRegistry
       const addonsOf = (projectId: ProjectId) => addonFlags(registry, projectId)
       const deployments = yield* DeploymentStore
+      // A port, not the database area's service (built after this one): the overview reads the newest generation.
+      const databases = yield* DatabaseStore
       const users = yield* UserStore
 
       const reserved = yield* serviceHostnames
@@ -140,6 +143,7 @@ export class Projects extends Context.Service<
         const declared = Option.isSome(live) ? live.value.manifest : {}
         const state = (key: keyof typeof addons) => ({ declared: declared[key] === true, provisioned: addons[key] })
         const notices = yield* orgStore.listNotifications(org.id, 50)
+        const [newest] = yield* databases.generations(project.id)
         return {
           project: toProject(project),
           serving: Option.isSome(live)
@@ -153,7 +157,8 @@ export class Projects extends Context.Service<
           recentDeployments: (yield* deployments.list(project.id, 5)).map((row) =>
             toDeployment(row, project.liveDeploymentId)
           ),
-          lastBackup: null,
+          lastBackup:
+            newest === undefined ? null : { epoch: newest.epoch, seq: newest.seq, createdAt: newest.createdAt },
           resources: {
             database: state("database"),
             storage: state("storage"),
