@@ -14,7 +14,10 @@ const mailer = (suite: Suite) => {
   const run = () =>
     suite.server.run(
       Jobs.JobRunner.runOnce([Mail.sendMailHandler()]).pipe(
-        Effect.provideService(Mail.MailTransport, { send: (message) => Effect.sync(() => void sent.push(message)) })
+        Effect.provideService(Mail.MailTransport, {
+          send: (message) => Effect.sync(() => void sent.push(message)),
+          sendRaw: (message) => Effect.succeed(message.id)
+        })
       )
     )
   return { sent, run }
