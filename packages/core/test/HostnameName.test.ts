@@ -151,7 +151,9 @@ const fakeDns = (dns: FakeDns) =>
           ownerOrgOf: (host) => {
             const zone = Object.keys(dns.zones ?? {}).find((zone) => host === zone || host.endsWith(`.${zone}`))
             return Effect.succeed(zone === undefined ? Option.none() : Option.fromNullishOr(dns.zones?.[zone]))
-          }
+          },
+          link: () => Effect.void,
+          unlink: () => Effect.void
         })
   )
 

@@ -18,7 +18,7 @@ import {
 } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
 import { NameServer } from "@hostplane/adapters-providers/dns/NameServer"
-import { configLayerFromEnv, Hostnames, jobHandlers, Jobs, services } from "@hostplane/core"
+import { configLayerFromEnv, Dns, Hostnames, jobHandlers, Jobs, services } from "@hostplane/core"
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
@@ -61,8 +61,12 @@ export const ServerLive = Layer.unwrap(
       Layer.provide(jobHandlers),
       Layer.provide(Layer.merge(services, MailTransportAuto.layerConfig))
     )
-    // Hostname ownership is checked through SERVICE_DNS_RESOLVERS (else the system's); no zone is hosted yet.
-    const dns = Layer.merge(DnsResolverUdp.layerConfig, Hostnames.HostedZones.layerNone)
+    // Hostname ownership is checked through SERVICE_DNS_RESOLVERS (else the system's), and by the org's own zones
+    // while the name server runs (a custom hostname there gets its managed record).
+    const dnsListen = yield* Config.String("SERVICE_DNS_LISTEN").pipe(Config.withDefault("127.0.0.1:5353"))
+    const dnsOff = dnsListen.trim().toLowerCase() === "off"
+    const hostedZones = dnsOff ? Hostnames.HostedZones.layerNone : Dns.HostedZonesDns.layer.pipe(Layer.provide(stores))
+    const dns = Layer.merge(DnsResolverUdp.layerConfig, hostedZones)
     // Bundles stream into <data dir>/artifacts (decisions.md part 5), under decisions.md's limits.
     const bundles = BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig))
     const ports = Layer.mergeAll(jobs, IdentityProviderOAuth.layerConfig).pipe(
@@ -107,15 +111,13 @@ export const ServerLive = Layer.unwrap(
     // Announced once both sockets are bound, so every URL it names answers.
     const announce = Layer.effectDiscard(logStartup({ listen, edgeListen, embeddedPostgres }))
     // The authoritative name server (decisions.md part 8) on SERVICE_DNS_LISTEN, unless it is `off`.
-    const dnsListen = yield* Config.String("SERVICE_DNS_LISTEN").pipe(Config.withDefault("127.0.0.1:5353"))
-    const nameServer =
-      dnsListen.trim().toLowerCase() === "off"
-        ? Layer.empty
-        : Layer.effectDiscard(
-            Effect.tap(NameServer.make(parseListen(dnsListen)), (server) =>
-              Effect.logInfo(`DNS on ${server.host}:${server.port} (UDP and TCP)`)
-            )
+    const nameServer = dnsOff
+      ? Layer.empty
+      : Layer.effectDiscard(
+          Effect.tap(NameServer.make(parseListen(dnsListen)), (server) =>
+            Effect.logInfo(`DNS on ${server.host}:${server.port} (UDP and TCP)`)
           )
+        )
     // SSH is bound before the API, so every listener is up once the API answers.
     return announce.pipe(Layer.provide(Layer.mergeAll(api, edge, nameServer)), Layer.provide(ssh), Layer.provide(ports))
   })

@@ -29,7 +29,8 @@ const RrsetRowSchema = Schema.Struct({
   name: Schema.String,
   type: Schema.String,
   ttl: Schema.Number,
-  records: Schema.Array(Schema.String)
+  records: Schema.Array(Schema.String),
+  managed: Schema.Boolean
 })
 
 const toZone = (row: typeof ZoneRowSchema.Type): ZoneRow => ({
@@ -50,7 +51,8 @@ const toZone = (row: typeof ZoneRowSchema.Type): ZoneRow => ({
   createdAt: row.createdAt
 })
 
-const toRrset = ({ name, type, ttl, records }: typeof RrsetRowSchema.Type): RrsetRow => ({ name, type, ttl, records })
+const toRrset = ({ name, type, ttl, records, managed }: typeof RrsetRowSchema.Type): RrsetRow =>
+  managed ? { name, type, ttl, records, managed } : { name, type, ttl, records }
 
 /** `ZoneStore` on PostgreSQL; changes reach every server through `LISTEN`/`NOTIFY` on `channel`. */
 export const layer = Layer.effect(
@@ -59,7 +61,7 @@ export const layer = Layer.effect(
     const sql = yield* PgClient.PgClient
     const columns = sql`name, org_id, serial::float8 AS serial, dnssec, key_id, key_ciphertext, public_key, key_tag,
       ds, ds_recorded, created_at`
-    const rrsetColumns = sql`zone, name, type, ttl, records`
+    const rrsetColumns = sql`zone, name, type, ttl, records, managed`
     const notify = (zone: string) => sql`SELECT pg_notify(${channel}, ${zone})`.pipe(Effect.asVoid)
 
     const find = SqlSchema.findOneOption({
@@ -135,9 +137,11 @@ export const layer = Layer.effect(
           Effect.orDie
         ),
       putRrset: (zone, row) =>
-        sql`INSERT INTO dns_rrsets (zone, name, type, ttl, records)
-          VALUES (${zone}, ${row.name}, ${row.type}, ${row.ttl}, ${JSON.stringify(row.records)}::jsonb)
-          ON CONFLICT (zone, name, type) DO UPDATE SET ttl = EXCLUDED.ttl, records = EXCLUDED.records`.pipe(
+        sql`INSERT INTO dns_rrsets (zone, name, type, ttl, records, managed)
+          VALUES (${zone}, ${row.name}, ${row.type}, ${row.ttl}, ${JSON.stringify(row.records)}::jsonb,
+            ${row.managed === true})
+          ON CONFLICT (zone, name, type) DO UPDATE
+          SET ttl = EXCLUDED.ttl, records = EXCLUDED.records, managed = EXCLUDED.managed`.pipe(
           Effect.andThen(notify(zone)),
           Effect.asVoid,
           Effect.orDie

@@ -38,6 +38,8 @@ export interface RrsetRow {
   readonly type: string
   readonly ttl: number
   readonly records: ReadonlyArray<string>
+  /** Kept by the service for a custom hostname in the org's own zone: `managed_by: system`, closed to users. */
+  readonly managed?: boolean
 }
 
 /** A zone with every rrset it serves: what the name server loads. */
@@ -114,7 +116,13 @@ export const servedRrsets = (
     managed_by: "system"
   },
   { name: "@", type: "NS", ttl: managedTtl, records: nameservers.map(absolute), managed_by: "system" },
-  ...stored.map((row) => ({ ...row, managed_by: null }))
+  ...stored.map(({ name, type, ttl, records, managed }) => ({
+    name,
+    type,
+    ttl,
+    records,
+    managed_by: managed === true ? ("system" as const) : null
+  }))
 ]
 
 /** DNSKEY RDATA of the zone key: flags 257, protocol 3, algorithm 13. */

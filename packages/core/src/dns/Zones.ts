@@ -254,6 +254,10 @@ export class Zones extends Context.Service<
       const managed = (owner: string, type: string) =>
         new ManagedRrset({ message: `the ${type} rrset at ${owner} is managed by the system` })
 
+      /** A stored rrset the service keeps for a custom hostname (see `HostedZonesDns`). */
+      const isManaged = (stored: ReadonlyArray<RrsetRow>, owner: string, type: string) =>
+        stored.some((row) => row.name === owner && row.type === type && row.managed === true)
+
       const putRrset = Effect.fn("Zones.putRrset")(function* (
         actor: Actor,
         orgSlug: string,
@@ -299,9 +303,9 @@ export class Zones extends Context.Service<
                 return yield* new CnameConflict({ message: "a CNAME rrset holds exactly one record" })
               }
             }
-            const beside = (yield* store.rrsets(found.name)).filter(
-              (other) => other.name === key.owner && other.type !== key.type
-            )
+            const stored = yield* store.rrsets(found.name)
+            if (isManaged(stored, key.owner, key.type)) return yield* managed(key.owner, key.type)
+            const beside = stored.filter((other) => other.name === key.owner && other.type !== key.type)
             if ((key.type === "CNAME" && beside.length > 0) || beside.some((other) => other.type === "CNAME")) {
               return yield* new CnameConflict({
                 message: `${key.owner} cannot hold a CNAME beside other types (${[...beside.map((other) => other.type), key.type].join(", ")})`
@@ -333,6 +337,9 @@ export class Zones extends Context.Service<
           Effect.gen(function* () {
             const found = yield* ownZone(org.id, zone)
             if (key.managed) return yield* managed(key.owner, key.type)
+            if (isManaged(yield* store.rrsets(found.name), key.owner, key.type)) {
+              return yield* managed(key.owner, key.type)
+            }
             if (!(yield* store.removeRrset(found.name, key.owner, key.type))) {
               return yield* new NotFound({ message: `no ${key.type} rrset at ${key.owner} in ${found.name}` })
             }

@@ -1,5 +1,6 @@
 export * from "./DnsArea.ts"
 export * from "./DnsConfig.ts"
+export * as HostedZonesDns from "./HostedZonesDns.ts"
 export * from "./Records.ts"
 export * from "./Zone.ts"
 export * from "./ZoneKeys.ts"

@@ -9,10 +9,14 @@ import { HostnamesConfig } from "./HostnamesConfig.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { type Hostname, type HostnameRoute, type HostnameRow, toHostname } from "./Hostname.ts"
 import { normalizeHostname, normalizeHostnameResult } from "./HostnameName.ts"
+import { HostedZones } from "./HostedZones.ts"
 import { HostnameStore } from "./HostnameStore.ts"
 import { hostnameCheck, ownershipSteps } from "./HostnameCheck.ts"
 import { Jobs } from "../jobs/Jobs.ts"
 import type { ProjectId } from "../kernel/Ids.ts"
+import { nowIso } from "../kernel/Time.ts"
+import { Transactor } from "../kernel/Transactor.ts"
+import type { TeardownStep } from "../projects/ProjectHooks.ts"
 
 /** Custom hostnames of spec 4.4: reserved across all orgs on add, routed once ownership is proven. */
 export class Hostnames extends Context.Service<
@@ -65,6 +69,7 @@ export class Hostnames extends Context.Service<
       const settings = { ...(yield* Settings), ...(yield* HostnamesConfig) }
       const { observe, record } = yield* ownershipSteps
       const jobs = yield* Jobs
+      const zones = yield* HostedZones
 
       const view = (row: HostnameRow) => toHostname(row, settings.fallbackOrigin)
 
@@ -117,6 +122,8 @@ export class Hostnames extends Context.Service<
                   verifiedAt: null
                 }
                 yield* store.insert(row)
+                // A name in the org's own zone gets the record that points it here, so it proves itself.
+                yield* zones.link(name, org.id, settings.fallbackOrigin, at)
                 yield* jobs.enqueue(hostnameCheck, { name, verifyToken }, { runAt: at })
                 return audited(view(row), {
                   action: "hostname.add",
@@ -145,10 +152,10 @@ export class Hostnames extends Context.Service<
         host: string
       ) {
         const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member")
-        // Removing the row takes the name out of routing; managed DNS records for it are removed by the DNS area later.
+        // Removing the row takes the name out of routing; the managed record `add` made for it goes with it.
         yield* mutation.project(
           grant,
-          ({ project }) =>
+          ({ project, at }) =>
             Effect.gen(function* () {
               const row = yield* findIn(project.id, host)
               if (row.kind === "default") {
@@ -157,6 +164,7 @@ export class Hostnames extends Context.Service<
                 })
               }
               yield* store.remove(row.name)
+              yield* zones.unlink(row.name, at)
               return audited(undefined, {
                 action: "hostname.delete",
                 target: project.id,
@@ -195,3 +203,26 @@ export class Hostnames extends Context.Service<
     })
   )
 }
+
+/**
+ * A project delete's routing phase: the managed records of the project's custom hostnames go before the hostnames
+ * themselves (the project delete removes those after the phase's steps).
+ */
+export const hostnameTeardown: Effect.Effect<TeardownStep, never, HostnameStore | HostedZones | Transactor> =
+  Effect.gen(function* () {
+    const store = yield* HostnameStore
+    const zones = yield* HostedZones
+    const tx = yield* Transactor
+    return {
+      phase: "routing",
+      run: (project) =>
+        tx.withTransaction(
+          Effect.gen(function* () {
+            const at = yield* nowIso
+            for (const row of yield* store.listByProject(project.id)) {
+              if (row.kind === "custom") yield* zones.unlink(row.name, at)
+            }
+          })
+        )
+    }
+  })

@@ -1,6 +1,6 @@
 import { area } from "../Area.ts"
 import { hostnameCheckHandler } from "./HostnameCheck.ts"
-import { Hostnames } from "./Hostnames.ts"
+import { hostnameTeardown, Hostnames } from "./Hostnames.ts"
 import { HostnameStore } from "./HostnameStore.ts"
 
 /** Spec 4.4: custom hostnames and their verification. */
@@ -8,5 +8,6 @@ export const HostnamesArea = area({
   name: "hostnames",
   stores: [HostnameStore],
   services: Hostnames.layer,
+  teardown: [hostnameTeardown],
   jobs: [hostnameCheckHandler]
 })

@@ -219,8 +219,9 @@ export class Projects extends Context.Service<
 }
 
 /**
- * The project delete: routing first, metadata last; each phase runs the areas' idempotent teardown steps. Leaving
- * routing and leaving the store each raise the node revision, so a node stops serving the project, then drops it.
+ * The project delete: routing first, metadata last; each phase runs the areas' idempotent teardown steps, then the
+ * project's own write of that phase (its hostnames after routing, its row after metadata). Leaving routing and leaving
+ * the store each raise the node revision, so a node stops serving the project, then drops it.
  */
 export const projectDeleteHandler: Effect.Effect<
   JobHandler,
@@ -239,10 +240,10 @@ export const projectDeleteHandler: Effect.Effect<
         const project = yield* store.findById(job.payload.projectId)
         if (Option.isNone(project)) return
         const id = project.value.id
-        if (phase === "routing") yield* withRaise(id, store.removeHostnames(id))
         for (const step of steps) {
           if (step.phase === phase) yield* step.run(project.value, job)
         }
+        if (phase === "routing") yield* withRaise(id, store.removeHostnames(id))
         if (phase === "metadata") yield* withRaise(id, store.remove(id))
       })
   })

@@ -87,7 +87,7 @@ export const startTestServer = async (
   /** More layers built on the same ports (a log capture). */
   extra: Layer.Layer<never, unknown, Ports> = Layer.empty,
   /** DNS for hostname verification; by default no name exists (a `FakeDnsServer` resolver for hostname suites). */
-  dns: Layer.Layer<Dns, unknown> = dnsNone,
+  dns: Layer.Layer<Dns, unknown, Stores> = dnsNone,
   options: TestServerOptions = {}
 ): Promise<TestServer> => {
   const artifactDir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-artifacts-"))
@@ -100,9 +100,9 @@ export const startTestServer = async (
   const ports = extra.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
-        stores,
+        // Hosted zones may read the stores (the DNS area's zones): one build of the stores serves both.
+        dns.pipe(Layer.provideMerge(stores)),
         configLayer({ ...settings, identity: { devAuth: true, ...settings.identity } }),
-        dns,
         options.passwordHasher === undefined ? testCrypto : Layer.merge(testCrypto, options.passwordHasher),
         bundles,
         options.gateway === undefined ? Layer.empty : options.gateway(),
@@ -236,7 +236,7 @@ export const useSuite = (
   stores: () => Layer.Layer<Stores, unknown>,
   settings: ConfigOverrides = {},
   extra?: Layer.Layer<never, unknown, Ports>,
-  dns?: Layer.Layer<Dns, unknown>,
+  dns?: Layer.Layer<Dns, unknown, Stores>,
   options?: TestServerOptions
 ): Suite => {
   const suite = {} as { -readonly [K in keyof Suite]: Suite[K] }

@@ -27,7 +27,9 @@ const byNameThenType = (a: Dns.RrsetRow, b: Dns.RrsetRow) =>
 const rrsetsIn = (tables: Tables, zone: string): Array<Dns.RrsetRow> =>
   [...rrsetsOf(tables).values()]
     .filter((row) => row.zone === zone)
-    .map(({ name, type, ttl, records }) => ({ name, type, ttl, records }))
+    .map(({ name, type, ttl, records, managed }) =>
+      managed === true ? { name, type, ttl, records, managed } : { name, type, ttl, records }
+    )
     .sort(byNameThenType)
 
 const isUnder = (name: string, parent: string) => name.endsWith(`.${parent}`)
