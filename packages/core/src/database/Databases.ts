@@ -544,8 +544,10 @@ export class Databases extends Context.Service<
         for (const projectId of yield* store.projects) {
           const row = yield* store.find(projectId)
           if (Option.isNone(row) || row.value.operationId !== null) continue
-          const latest = yield* lastBackup(projectId)
-          if (latest !== null && latest >= boundary) continue
+          // A database created within this grid cell gets its baseline from the create itself: the scheduler taking
+          // one too, between the record's insert and the baseline, would list two generations for one moment.
+          const latest = (yield* lastBackup(projectId)) ?? row.value.createdAt
+          if (latest >= boundary) continue
           yield* takeGeneration(projectId).pipe(
             Effect.tap(() => Effect.sync(() => failedBoundary.delete(projectId))),
             Effect.catchCause((cause) =>
