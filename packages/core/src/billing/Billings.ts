@@ -31,6 +31,7 @@ import { BillingConfig } from "./BillingConfig.ts"
 import { BillingStore } from "./BillingStore.ts"
 import { PaymentGateway, type PaymentGatewayError } from "./PaymentGateway.ts"
 import * as StandardWebhooks from "./StandardWebhooks.ts"
+import { AuthCache, AuthChange } from "../identity/AuthCache.ts"
 
 /** A webhook delivery as received: the three Standard Webhooks headers (absent ones undefined) and the raw body. */
 export interface WebhookDelivery {
@@ -135,6 +136,7 @@ export class Billings extends Context.Service<
       const policy = yield* Policy
       const mutation = yield* Mutation
       const tx = yield* Transactor
+      const cache = yield* AuthCache
       const settings = yield* Settings
       const config = yield* BillingConfig
       const webhookKey = Option.map(config.webhookSecret, (secret) =>
@@ -329,6 +331,8 @@ export class Billings extends Context.Service<
             }
           })
         )
+        // A plan shows in every member's `/v1/me`; webhooks are rare enough to forget everything.
+        if (applied) yield* cache.changed(AuthChange.all)
         return { applied }
       })
 

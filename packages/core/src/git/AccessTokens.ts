@@ -1,10 +1,11 @@
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import { BadRequest, NotFound, Unauthorized } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { type AccessTokenId, makeId, newId } from "../kernel/Ids.ts"
 import { isoToMillis, nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { UserStore } from "../identity/UserStore.ts"
+import { AuthCache, AuthChange } from "../identity/AuthCache.ts"
 import {
   type AccessToken,
   type AccessTokenCreated,
@@ -47,6 +48,7 @@ export class AccessTokens extends Context.Service<
       const store = yield* CredentialStore
       const users = yield* UserStore
       const tokens = yield* Tokens
+      const cache = yield* AuthCache
 
       const list = Effect.fn("AccessTokens.list")(function* (actor: Actor) {
         return (yield* store.listTokens(actor.userId)).map(toAccessToken)
@@ -81,22 +83,40 @@ export class AccessTokens extends Context.Service<
         if (!(yield* store.revokeToken(actor.userId, makeId("pat", tokenId) as AccessTokenId, yield* nowIso))) {
           return yield* new NotFound({ message: `token ${tokenId} not found` })
         }
+        yield* cache.changed(AuthChange.user(actor.userId))
       })
 
-      const authenticate = Effect.fn("AccessTokens.authenticate")(function* (token: string) {
-        const refused = new Unauthorized({ message: "unknown, revoked or expired access token" })
-        if (!token.startsWith(accessTokenPrefix)) return yield* refused
-        const row = yield* store.findTokenByHash(yield* tokens.hash(token))
-        const now = yield* nowIso
-        if (Option.isNone(row) || row.value.revokedAt !== null) return yield* refused
-        if (row.value.expiresAt !== null && row.value.expiresAt <= now) return yield* refused
+      const refused = () => new Unauthorized({ message: "unknown, revoked or expired access token" })
+
+      // Cold path: the token, its user, and `lastUsedAt` when stale; kept unless a change came meanwhile.
+      const load = Effect.fnUntraced(function* (tokenHash: string, nowMillis: number) {
+        const ticket = cache.ticket()
+        const row = yield* store.findTokenByHash(tokenHash)
+        const now = new Date(nowMillis).toISOString()
+        if (Option.isNone(row) || row.value.revokedAt !== null) return yield* refused()
+        if (row.value.expiresAt !== null && row.value.expiresAt <= now) return yield* refused()
         const user = yield* users.findById(row.value.userId)
-        if (Option.isNone(user)) return yield* refused
-        const staleBefore = new Date(isoToMillis(now) - Duration.toMillis(lastUsedResolution)).toISOString()
+        if (Option.isNone(user)) return yield* refused()
+        const staleBefore = new Date(nowMillis - Duration.toMillis(lastUsedResolution)).toISOString()
         yield* store.touchToken(row.value.id, now, staleBefore)
         const { id, provider, subject, email, name } = user.value
-        return { userId: id, provider, subject, email, name }
+        const actor: Actor = { userId: id, provider, subject, email, name }
+        const expiresAt = row.value.expiresAt === null ? null : isoToMillis(row.value.expiresAt)
+        cache.keepBearer(ticket, tokenHash, { actor, expiresAt }, nowMillis)
+        return actor
       })
+
+      // An API request with a token passes here: the cache answers while it holds the token (its TTL, seconds, is far
+      // below `lastUsedResolution`, so `lastUsedAt` stays as fresh as before).
+      const authenticate = (token: string): Effect.Effect<Actor, Unauthorized> =>
+        token.startsWith(accessTokenPrefix)
+          ? Effect.flatMap(tokens.hash(token), (tokenHash) =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) => {
+                const hit = cache.bearer(tokenHash, now)
+                return hit === undefined ? load(tokenHash, now) : Effect.succeed(hit.actor)
+              })
+            )
+          : Effect.fail(refused())
 
       return AccessTokens.of({ list, create, revoke, authenticate })
     })

@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import { BadRequest, Unauthorized } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { HostnamesConfig } from "../hostnames/HostnamesConfig.ts"
@@ -13,6 +13,8 @@ import { OrgStore } from "../orgs/OrgStore.ts"
 import { IdentityProvider } from "./IdentityProvider.ts"
 import type { DevLoginInput, Me, Session, SiteConfig, User, VerifiedIdentity } from "./User.ts"
 import { UserStore } from "./UserStore.ts"
+import { AuthCache, AuthChange, cachedMemberships } from "./AuthCache.ts"
+import type { MembershipRow } from "../orgs/OrgStore.ts"
 import { newId } from "../kernel/Ids.ts"
 
 /** How long a started OAuth sign-in may take before its `state` is void. */
@@ -84,6 +86,7 @@ export class Identity extends Context.Service<
       const identityConfig = yield* IdentityConfig
       const { dnsNameservers } = yield* HostnamesConfig
       const idp = yield* Effect.serviceOption(IdentityProvider)
+      const cache = yield* AuthCache
 
       const config = Effect.succeed<SiteConfig>({
         productName: settings.productName,
@@ -115,6 +118,8 @@ export class Identity extends Context.Service<
             return inserted.user
           })
         )
+        // A profile or a personal org may have changed: this process forgets the user before answering.
+        yield* cache.changed(AuthChange.user(user.id))
         const token = yield* tokens.secret(32)
         const expiresAt = yield* isoAfter(identityConfig.sessionTtl)
         yield* users.insertSession({
@@ -129,24 +134,50 @@ export class Identity extends Context.Service<
       const devLogin = (input: DevLoginInput) =>
         signIn({ provider: "dev", subject: input.subject, email: input.email ?? null, name: input.name ?? null })
 
-      const authenticate = Effect.fn("Identity.authenticate")(function* (token: string) {
-        const user = yield* users.findSession(yield* tokens.hash(token), yield* nowIso)
-        if (Option.isNone(user)) return yield* new Unauthorized({ message: "sign in first" })
-        const { id, provider, subject, email, name } = user.value
-        return { userId: id, provider, subject, email, name }
+      const unauthorized = () => new Unauthorized({ message: "sign in first" })
+
+      // Cold path: one read of the session, its user and their memberships, kept unless a change came meanwhile.
+      const loadSession = Effect.fnUntraced(function* (tokenHash: string, now: number) {
+        const ticket = cache.ticket()
+        const found = yield* users.findPrincipal(tokenHash, new Date(now).toISOString())
+        if (Option.isNone(found)) return yield* unauthorized()
+        const { user, expiresAt, memberships } = found.value
+        const actor: Actor = {
+          userId: user.id,
+          provider: user.provider,
+          subject: user.subject,
+          email: user.email,
+          name: user.name
+        }
+        cache.keepBearer(ticket, tokenHash, { actor, expiresAt: Date.parse(expiresAt) }, now)
+        cache.keepMemberships(ticket, user.id, memberships, now)
+        return actor
       })
 
-      const me = Effect.fn("Identity.me")(function* (actor: Actor) {
-        const memberships = yield* orgStore.membershipsOf(actor.userId)
-        const user = {
+      // Every authenticated request passes here: no span, and no store read while the cache holds the token.
+      const authenticate = (token: string): Effect.Effect<Actor, Unauthorized> =>
+        Effect.flatMap(tokens.hash(token), (tokenHash) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            const hit = cache.bearer(tokenHash, now)
+            return hit === undefined ? loadSession(tokenHash, now) : Effect.succeed(hit.actor)
+          })
+        )
+
+      const toMe = (actor: Actor, memberships: ReadonlyArray<MembershipRow>): Me => ({
+        user: {
           id: actor.userId,
           provider: actor.provider,
           subject: actor.subject,
           email: actor.email,
           name: actor.name
-        }
-        return { user, orgs: memberships.map((m) => toMembership(m.org, m.role)) }
+        },
+        orgs: memberships.map((m) => toMembership(m.org, m.role))
       })
+
+      const me = (actor: Actor): Effect.Effect<Me> =>
+        Effect.map(cachedMemberships(cache, actor.userId, orgStore.membershipsOf(actor.userId)), (rows) =>
+          toMe(actor, rows)
+        )
 
       const callbackUri = `${settings.publicUrl}/v1/auth/idp/callback`
 

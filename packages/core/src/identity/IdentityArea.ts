@@ -1,6 +1,7 @@
 import { area } from "../Area.ts"
+import { AuthCache } from "./AuthCache.ts"
 import { Identity } from "./Identity.ts"
 import { UserStore } from "./UserStore.ts"
 
 /** Spec 4.1: sign-in and sessions; a first sign-in makes a personal org through `Orgs`. */
-export const IdentityArea = area({ name: "identity", stores: [UserStore], services: Identity.layer })
+export const IdentityArea = area({ name: "identity", stores: [UserStore, AuthCache], services: Identity.layer })

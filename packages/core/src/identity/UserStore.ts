@@ -1,6 +1,7 @@
 import { Context, Effect, Option, Schema } from "effect"
 import type { User } from "./User.ts"
 import { UserId } from "../kernel/Ids.ts"
+import type { MembershipRow } from "../orgs/OrgStore.ts"
 
 export const SessionRow = Schema.Struct({
   tokenHash: Schema.String,
@@ -18,6 +19,14 @@ export const OAuthStateRow = Schema.Struct({
   expiresAt: Schema.String
 })
 export type OAuthStateRow = typeof OAuthStateRow.Type
+
+/** What an authenticated request needs, read at once: the session's user, its end, the user's memberships. */
+export interface SessionPrincipal {
+  readonly user: User
+  readonly expiresAt: string
+  /** As `OrgStore.membershipsOf` answers them. */
+  readonly memberships: ReadonlyArray<MembershipRow>
+}
 
 /** Users, sessions and OAuth states. A user is unique by provider plus subject. */
 export class UserStore extends Context.Service<
@@ -37,6 +46,8 @@ export class UserStore extends Context.Service<
     readonly insertSession: (session: SessionRow) => Effect.Effect<void>
     /** The session's user while the session is unexpired at `now`. */
     readonly findSession: (tokenHash: string, now: string) => Effect.Effect<Option.Option<User>>
+    /** `findSession` with the session's end and the user's memberships, in one round trip. */
+    readonly findPrincipal: (tokenHash: string, now: string) => Effect.Effect<Option.Option<SessionPrincipal>>
     readonly insertOAuthState: (state: OAuthStateRow) => Effect.Effect<void>
     /** Removes and returns the state: a second take of the same state finds nothing. */
     readonly takeOAuthState: (stateHash: string) => Effect.Effect<Option.Option<OAuthStateRow>>

@@ -31,6 +31,7 @@ import {
 } from "./Org.ts"
 import { personalOrgStaysSolo } from "./Members.ts"
 import { OrgStore } from "./OrgStore.ts"
+import { AuthCache, AuthChange } from "../identity/AuthCache.ts"
 import type { InviteId } from "../kernel/Ids.ts"
 import { newId } from "../kernel/Ids.ts"
 
@@ -79,6 +80,7 @@ export class Invites extends Context.Service<
       const store = yield* OrgStore
       const policy = yield* Policy
       const mutation = yield* Mutation
+      const cache = yield* AuthCache
       const tokens = yield* Tokens
       const outbox = yield* MailOutbox
       const enqueueMail = yield* mailQueue
@@ -218,7 +220,7 @@ export class Invites extends Context.Service<
 
       const accept = Effect.fn("Invites.accept")(function* (actor: Actor, token: string) {
         const found = yield* findByToken(token)
-        return yield* mutation.lockedOrg(actor, found.org.id, (now) =>
+        const accepted = yield* mutation.lockedOrg(actor, found.org.id, (now) =>
           Effect.gen(function* () {
             // Read again under the lock so two accepts of one token cannot both succeed.
             const { invite, org } = yield* findByToken(token)
@@ -243,6 +245,8 @@ export class Invites extends Context.Service<
             )
           })
         )
+        yield* cache.changed(AuthChange.user(actor.userId))
+        return accepted
       })
 
       return Invites.of({ list, create, revoke, view, accept })

@@ -7,6 +7,7 @@ import type { Role } from "../kernel/Role.ts"
 import { UserStore } from "../identity/UserStore.ts"
 import type { Member } from "./Org.ts"
 import { OrgStore } from "./OrgStore.ts"
+import { AuthCache, AuthChange } from "../identity/AuthCache.ts"
 import type { OrgId, UserId } from "../kernel/Ids.ts"
 
 /** Spec part 2: a personal org is a one-person org, so it takes no members and no invites. */
@@ -44,6 +45,7 @@ export class Members extends Context.Service<
       const users = yield* UserStore
       const policy = yield* Policy
       const mutation = yield* Mutation
+      const cache = yield* AuthCache
 
       const findMember = Effect.fnUntraced(function* (orgId: OrgId, userId: UserId) {
         const members = yield* store.listMembers(orgId)
@@ -68,7 +70,7 @@ export class Members extends Context.Service<
         if (Option.isNone(user)) {
           return yield* new UserNotFound({ message: `no user ${input.provider}:${input.subject}` })
         }
-        return yield* mutation.org(grant, ({ org, at }) =>
+        const member = yield* mutation.org(grant, ({ org, at }) =>
           Effect.gen(function* () {
             const added = yield* store.addMember(org.id, user.value.id, input.role, at)
             if (!added) return yield* new AlreadyMember({ message: "the user already is a member" })
@@ -79,12 +81,14 @@ export class Members extends Context.Service<
             })
           })
         )
+        yield* cache.changed(AuthChange.user(user.value.id))
+        return member
       })
 
       const setRole = Effect.fn("Members.setRole")(function* (actor: Actor, slug: string, userId: UserId, role: Role) {
         const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
         // The org lock makes "count admins, then demote" atomic against a concurrent demotion.
-        return yield* mutation.org(grant, ({ org }) =>
+        const changed = yield* mutation.org(grant, ({ org }) =>
           Effect.gen(function* () {
             const member = yield* findMember(org.id, userId)
             if (member.role === "admin" && role !== "admin" && (yield* store.countAdmins(org.id)) <= 1) {
@@ -97,6 +101,8 @@ export class Members extends Context.Service<
             )
           })
         )
+        yield* cache.changed(AuthChange.user(userId))
+        return changed
       })
 
       const remove = Effect.fn("Members.remove")(function* (actor: Actor, slug: string, userId: UserId) {
@@ -112,6 +118,7 @@ export class Members extends Context.Service<
             return audited(undefined, { action: leaving ? "member.leave" : "member.remove", target: userId })
           })
         )
+        yield* cache.changed(AuthChange.user(userId))
       })
 
       return Members.of({ list, add, setRole, remove })

@@ -25,6 +25,7 @@ import {
 } from "./Org.ts"
 import { OrgHoldings, OrgSubscriptionCheck } from "./OrgHooks.ts"
 import { OrgStore } from "./OrgStore.ts"
+import { AuthCache, AuthChange, cachedMemberships } from "../identity/AuthCache.ts"
 import { newId } from "../kernel/Ids.ts"
 import type { UserId } from "../kernel/Ids.ts"
 
@@ -67,9 +68,10 @@ export class Orgs extends Context.Service<
       // Read once at construction: every registered area's holdings and subscription check, folded by the registry.
       const counters = yield* OrgHoldings
       const hasSubscription = yield* OrgSubscriptionCheck
+      const cache = yield* AuthCache
 
       const list = Effect.fn("Orgs.list")(function* (actor: Actor) {
-        const rows = yield* store.membershipsOf(actor.userId)
+        const rows = yield* cachedMemberships(cache, actor.userId, store.membershipsOf(actor.userId))
         return rows.map((row) => toMembership(row.org, row.role))
       })
 
@@ -121,6 +123,7 @@ export class Orgs extends Context.Service<
             (org) => audited(org, { action: "org.create", orgId: org.id, target: org.slug })
           )
         )
+        yield* cache.changed(AuthChange.user(actor.userId))
         return toOrg(row)
       })
 
@@ -132,11 +135,13 @@ export class Orgs extends Context.Service<
 
       const rename = Effect.fn("Orgs.rename")(function* (actor: Actor, slug: string, name: string) {
         const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
-        return yield* mutation.org(grant, ({ org, role }) =>
+        const renamed = yield* mutation.org(grant, ({ org, role }) =>
           Effect.map(store.rename(org.id, name.trim()), (row) =>
             audited(toMembership(row, role), { action: "org.rename", target: row.slug, data: { name: row.name } })
           )
         )
+        yield* cache.changed(AuthChange.org(grant.org.id))
+        return renamed
       })
 
       const remove = Effect.fn("Orgs.remove")(function* (actor: Actor, slug: string, confirm: string) {
@@ -171,6 +176,7 @@ export class Orgs extends Context.Service<
             return audited(undefined, { action: "org.delete", target: org.slug })
           })
         )
+        yield* cache.changed(AuthChange.org(grant.org.id))
       })
 
       return Orgs.of({ list, create, createPersonal, rename, remove })

@@ -1,5 +1,6 @@
 import { Identity } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
+import { membershipsIn } from "../orgs/OrgStoreMemory.ts"
 import { MemoryState, memoryTable, type MemoryStore, read, type Tables, write } from "../memory/MemoryState.ts"
 
 export interface UserRecord {
@@ -59,6 +60,18 @@ export const make = (store: MemoryStore): Identity.UserStore["Service"] =>
         const session = tables(sessionRows).get(tokenHash)
         if (session === undefined || !(session.expiresAt > now)) return Option.none()
         return Option.map(Option.fromNullishOr(tables(userRows).get(session.userId)), (r) => r.user)
+      }),
+    findPrincipal: (tokenHash, now) =>
+      read(store, (tables) => {
+        const session = tables(sessionRows).get(tokenHash)
+        if (session === undefined || !(session.expiresAt > now)) return Option.none()
+        const record = tables(userRows).get(session.userId)
+        if (record === undefined) return Option.none()
+        return Option.some({
+          user: record.user,
+          expiresAt: session.expiresAt,
+          memberships: membershipsIn(tables, session.userId)
+        })
       }),
     insertOAuthState: (state) =>
       write(store, (tables) => {

@@ -1,10 +1,10 @@
 import { assert, layer } from "@effect/vitest"
-import { Identity } from "@hostplane/core"
+import { Identity, Orgs } from "@hostplane/core"
 import { Effect, type Layer, Option } from "effect"
-import { at, day, makeUser, minute, randomSuffix, uniqueId } from "../contract/Fixtures.ts"
+import { at, day, makeOrg, makeUser, minute, randomSuffix, uniqueId } from "../contract/Fixtures.ts"
 
 /** The `UserStore` contract: every adapter must pass it; ids are unique per test so a database may be shared. */
-export const userStoreSuite = <E>(name: string, store: Layer.Layer<Identity.UserStore, E>): void =>
+export const userStoreSuite = <E>(name: string, store: Layer.Layer<Identity.UserStore | Orgs.OrgStore, E>): void =>
   layer(store)(`${name}: UserStore contract`, (it) => {
     it.effect("an inserted user is found by id and by provider plus subject", () =>
       Effect.gen(function* () {
@@ -80,6 +80,41 @@ export const userStoreSuite = <E>(name: string, store: Layer.Layer<Identity.User
         yield* users.insertSession({ tokenHash, userId: user.id, expiresAt: at(30 * day), createdAt: at(0) })
         assert.deepStrictEqual(yield* users.findSession(tokenHash, at(0)), Option.some(user))
         assert.deepStrictEqual(yield* users.findSession(tokenHash, at(30 * day - 1)), Option.some(user))
+      })
+    )
+
+    it.effect("findPrincipal answers the user, the session's end and the memberships as membershipsOf lists them", () =>
+      Effect.gen(function* () {
+        const users = yield* Identity.UserStore
+        const orgs = yield* Orgs.OrgStore
+        const user = makeUser()
+        yield* users.insert(user, at(0))
+        const tokenHash = `session-${randomSuffix()}`
+        yield* users.insertSession({ tokenHash, userId: user.id, expiresAt: at(day), createdAt: at(0) })
+        assert.deepStrictEqual(
+          yield* users.findPrincipal(tokenHash, at(0)),
+          Option.some({ user, expiresAt: at(day), memberships: [] })
+        )
+        const first = makeOrg()
+        const second = makeOrg()
+        yield* orgs.insert(first)
+        yield* orgs.insert(second)
+        yield* orgs.addMember(second.id, user.id, "viewer", at(minute))
+        yield* orgs.addMember(first.id, user.id, "admin", at(2 * minute))
+        const found = yield* users.findPrincipal(tokenHash, at(day - 1))
+        assert.deepStrictEqual(
+          found,
+          Option.some({ user, expiresAt: at(day), memberships: yield* orgs.membershipsOf(user.id) })
+        )
+        assert.deepStrictEqual(
+          Option.map(found, (p) => p.memberships.map((m) => [m.org.id, m.role])),
+          Option.some([
+            [second.id, "viewer"],
+            [first.id, "admin"]
+          ])
+        )
+        assert.isTrue(Option.isNone(yield* users.findPrincipal(tokenHash, at(day))))
+        assert.isTrue(Option.isNone(yield* users.findPrincipal(`session-${randomSuffix()}`, at(0))))
       })
     )
 

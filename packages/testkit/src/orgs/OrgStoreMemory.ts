@@ -35,6 +35,16 @@ export const notificationRows = memoryTable(
   () => new Map<string, Sequenced<Orgs.NotificationRow>>()
 )
 
+/** A user's orgs with the role in each, in the order PostgreSQL answers them (joined, then slug). */
+export const membershipsIn = (tables: Tables, userId: string): Array<Orgs.MembershipRow> =>
+  [...tables(memberRows).values()]
+    .filter((member) => member.userId === userId)
+    .sort((a, b) => (a.joinedAt < b.joinedAt ? -1 : a.joinedAt > b.joinedAt ? 1 : a.seq - b.seq))
+    .flatMap((member) => {
+      const org = tables(orgRows).get(member.orgId)
+      return org === undefined ? [] : [{ org, role: member.role }]
+    })
+
 /** When the outbox row `mailId` went out, as PostgreSQL derives it with a join. */
 const sentAtOf = (tables: Tables, mailId: string | null): string | null => {
   const mail = mailId === null ? undefined : tables(outboxRows).get(mailId)
@@ -129,16 +139,7 @@ export const make = (store: MemoryStore): Orgs.OrgStore["Service"] =>
       read(store, (tables) =>
         Option.map(Option.fromNullishOr(tables(memberRows).get(memberKey(orgId, userId))), (m) => m.role)
       ),
-    membershipsOf: (userId) =>
-      read(store, (tables) =>
-        [...tables(memberRows).values()]
-          .filter((member) => member.userId === userId)
-          .sort((a, b) => (a.joinedAt < b.joinedAt ? -1 : a.joinedAt > b.joinedAt ? 1 : a.seq - b.seq))
-          .flatMap((member) => {
-            const org = tables(orgRows).get(member.orgId)
-            return org === undefined ? [] : [{ org, role: member.role }]
-          })
-      ),
+    membershipsOf: (userId) => read(store, (tables) => membershipsIn(tables, userId)),
     listMembers: (orgId) =>
       read(store, (tables) =>
         membersOf(tables, orgId).flatMap((member): Array<Orgs.Member> => {

@@ -1,0 +1,228 @@
+import * as Pg from "@hostplane/adapters-pg"
+import { layer as pgDatabase } from "@hostplane/adapters-pg/PgDatabase"
+import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
+import { Identity } from "@hostplane/core"
+import { type Duration, Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import * as Net from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
+
+// Issue 13: bearer lookups and memberships are cached; a write is seen at once by the process that made it, and by
+// every other process within a second (PostgreSQL LISTEN/NOTIFY), whatever the cache's TTL.
+
+const meOf = async (api: Client, token: string) => {
+  const reply = await api.get("/v1/me", { token })
+  return reply
+}
+
+const roleIn = (me: { orgs: ReadonlyArray<{ slug: string; role: string }> }, slug: string) =>
+  me.orgs.find((org) => org.slug === slug)?.role
+
+describe.each(backends)("issue 13 auth cache, one server (%s)", (_name, stores) => {
+  let server: TestServer
+  let api: Client
+  beforeAll(async () => {
+    // A TTL far beyond the test: only invalidation can explain a fresh answer.
+    server = await startTestServer(
+      stores().pipe(Layer.provide(Layer.succeed(Identity.AuthCacheSettings, { ttl: "10 minutes" })))
+    )
+    api = client(server.url)
+  })
+  afterAll(() => server.close())
+
+  it("a revoked access token is refused at once by the server that revoked it, though it was just used", async () => {
+    const user = await api.login(unique("pat"))
+    const created = await api.post("/v1/me/tokens", { name: "ci" }, { token: user.token })
+    expect((await meOf(api, created.body.token)).status).toBe(200)
+    expect((await meOf(api, created.body.token)).status).toBe(200)
+    expect((await api.delete(`/v1/me/tokens/${created.body.id}`, undefined, { token: user.token })).status).toBe(204)
+    const after = await meOf(api, created.body.token)
+    expect(after.status).toBe(401)
+    expect(after.body.code).toBe("unauthorized")
+    expect((await meOf(api, user.token)).status).toBe(200)
+  })
+
+  it("a role change, a rename, a removal and a new org show in /v1/me at once", async () => {
+    const admin = await api.login(unique("admin"))
+    const member = await api.login(unique("member"))
+    const slug = unique("org")
+    expect((await api.post("/v1/orgs", { name: "Cached", slug }, { token: admin.token })).status).toBe(201)
+    expect(roleIn((await meOf(api, admin.token)).body, slug)).toBe("admin")
+    expect(roleIn((await meOf(api, member.token)).body, slug)).toBeUndefined()
+    const added = await api.post(
+      `/v1/orgs/${slug}/members`,
+      { provider: "dev", subject: member.subject, role: "viewer" },
+      { token: admin.token }
+    )
+    expect(added.status).toBe(201)
+    expect(roleIn((await meOf(api, member.token)).body, slug)).toBe("viewer")
+    const put = await api.put(`/v1/orgs/${slug}/members/${member.userId}`, { role: "member" }, { token: admin.token })
+    expect(put.status).toBe(200)
+    expect(roleIn((await meOf(api, member.token)).body, slug)).toBe("member")
+    expect((await api.patch(`/v1/orgs/${slug}`, { name: "Renamed" }, { token: admin.token })).status).toBe(200)
+    const renamed = (await meOf(api, member.token)).body.orgs.find((org: { slug: string }) => org.slug === slug)
+    expect(renamed.name).toBe("Renamed")
+    expect(
+      (await api.delete(`/v1/orgs/${slug}/members/${member.userId}`, undefined, { token: admin.token })).status
+    ).toBe(204)
+    expect(roleIn((await meOf(api, member.token)).body, slug)).toBeUndefined()
+    expect((await api.delete(`/v1/orgs/${slug}`, { confirm: slug }, { token: admin.token })).status).toBe(204)
+    expect(roleIn((await meOf(api, admin.token)).body, slug)).toBeUndefined()
+  })
+
+  it("a new sign-in's profile shows in /v1/me of the user's other sessions at once", async () => {
+    const subject = unique("profile")
+    const first = await api.login(subject, { name: "Before" })
+    expect((await meOf(api, first.token)).body.user.name).toBe("Before")
+    await api.login(subject, { name: "After" })
+    expect((await meOf(api, first.token)).body.user.name).toBe("After")
+  })
+})
+
+/** Counts the statements (simple queries and extended-protocol executions) clients send through it to PostgreSQL. */
+const countingProxy = async (target: URL) => {
+  const statements: Array<string> = []
+  const server = Net.createServer((socket) => {
+    const upstream = Net.connect(Number(target.port), target.hostname)
+    const named = new Map<string, string>()
+    let bound = ""
+    let started = false
+    let buffered = Buffer.alloc(0)
+    socket.on("data", (chunk) => {
+      upstream.write(chunk)
+      buffered = Buffer.concat([buffered, chunk])
+      for (;;) {
+        if (!started) {
+          if (buffered.length < 8) return
+          const length = buffered.readInt32BE(0)
+          if (buffered.length < length) return
+          if (buffered.readInt32BE(4) !== 80877103) started = true // not an SSLRequest: the startup message
+          buffered = buffered.subarray(length)
+          continue
+        }
+        if (buffered.length < 5) return
+        const length = buffered.readInt32BE(1)
+        if (buffered.length < 1 + length) return
+        const type = String.fromCharCode(buffered[0]!)
+        const body = buffered.subarray(5, 1 + length)
+        const cstrings = body.toString("utf8").split("\u0000")
+        if (type === "Q") statements.push(cstrings[0]!)
+        if (type === "P") named.set(cstrings[0]!, cstrings[1]!)
+        if (type === "B") bound = named.get(cstrings[1]!) ?? "?"
+        if (type === "E") statements.push(bound)
+        buffered = buffered.subarray(1 + length)
+      }
+    })
+    upstream.on("data", (chunk) => socket.write(chunk))
+    const close = () => {
+      socket.destroy()
+      upstream.destroy()
+    }
+    socket.on("error", close)
+    upstream.on("error", close)
+    socket.on("close", close)
+    upstream.on("close", close)
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const url = new URL(target.href)
+  url.hostname = "127.0.0.1"
+  url.port = String((server.address() as Net.AddressInfo).port)
+  return {
+    url: Redacted.make(url.href),
+    statements,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+
+describe("issue 13 auth cache on PostgreSQL", () => {
+  const database = ManagedRuntime.make(TestDatabase.layer)
+  let url: Redacted.Redacted<string>
+  beforeAll(async () => {
+    url = (await database.runPromise(Effect.service(TestDatabase))).url
+  })
+  afterAll(() => database.dispose())
+
+  /** A full server on the shared database, with its own pool, cache and change feed. */
+  const serverOn = (databaseUrl: Redacted.Redacted<string>, ttl: Duration.Input) =>
+    startTestServer(
+      Pg.layer.pipe(
+        Layer.provideMerge(pgDatabase(databaseUrl)),
+        Layer.provide(Layer.succeed(Identity.AuthCacheSettings, { ttl }))
+      )
+    )
+
+  /** Polls until `check` holds; answers the milliseconds it took, or fails after `limitMs`. */
+  const within = async (limitMs: number, check: () => Promise<boolean>) => {
+    const start = performance.now()
+    while (!(await check())) {
+      if (performance.now() - start > limitMs) throw new Error(`not within ${limitMs} ms`)
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    return performance.now() - start
+  }
+
+  it("two servers on one database: a token revoked or a role changed on one is seen by the other within a second", async () => {
+    // Ten minutes of TTL: only the change feed can make the second server forget in time.
+    const [one, two] = await Promise.all([serverOn(url, "10 minutes"), serverOn(url, "10 minutes")])
+    try {
+      const apiOne = client(one.url)
+      const apiTwo = client(two.url)
+      const admin = await apiOne.login(unique("admin"))
+      const member = await apiOne.login(unique("member"))
+      const slug = unique("org")
+      await apiOne.post("/v1/orgs", { name: "Two", slug }, { token: admin.token })
+      await apiOne.post(
+        `/v1/orgs/${slug}/members`,
+        { provider: "dev", subject: member.subject, role: "viewer" },
+        { token: admin.token }
+      )
+      const pat = (await apiOne.post("/v1/me/tokens", { name: "ci" }, { token: member.token })).body
+
+      // Both servers hold the session, the token and the memberships.
+      for (const api of [apiOne, apiTwo]) {
+        expect(roleIn((await meOf(api, member.token)).body, slug)).toBe("viewer")
+        expect((await meOf(api, pat.token)).status).toBe(200)
+      }
+
+      await apiOne.put(`/v1/orgs/${slug}/members/${member.userId}`, { role: "admin" }, { token: admin.token })
+      expect(roleIn((await meOf(apiOne, member.token)).body, slug)).toBe("admin")
+      await within(1000, async () => roleIn((await meOf(apiTwo, member.token)).body, slug) === "admin")
+
+      expect((await apiOne.delete(`/v1/me/tokens/${pat.id}`, undefined, { token: member.token })).status).toBe(204)
+      expect((await meOf(apiOne, pat.token)).status).toBe(401)
+      const tookMs = await within(1000, async () => (await meOf(apiTwo, pat.token)).status === 401)
+      expect(tookMs).toBeLessThan(1000)
+      // ... and stays refused.
+      expect((await meOf(apiTwo, pat.token)).status).toBe(401)
+
+      // The member removed on the second server is gone from the first's answer within a second.
+      await apiTwo.delete(`/v1/orgs/${slug}/members/${member.userId}`, undefined, { token: admin.token })
+      await within(1000, async () => roleIn((await meOf(apiOne, member.token)).body, slug) === undefined)
+    } finally {
+      await Promise.all([one.close(), two.close()])
+    }
+  })
+
+  it("GET /v1/me makes one database round trip when cold and none when warm", async () => {
+    const proxy = await countingProxy(new URL(Redacted.value(url)))
+    const server = await serverOn(proxy.url, "10 minutes")
+    try {
+      const api = client(server.url)
+      const admin = await api.login(unique("queries"))
+      await api.post("/v1/orgs", { name: "Counted", slug: unique("org") }, { token: admin.token })
+      // A write forgot the user: this request is cold.
+      proxy.statements.length = 0
+      const cold = await meOf(api, admin.token)
+      expect(cold.status).toBe(200)
+      expect(cold.body.orgs).toHaveLength(2)
+      expect(proxy.statements, proxy.statements.join("\n---\n")).toHaveLength(1)
+      proxy.statements.length = 0
+      for (let i = 0; i < 20; i++) expect((await meOf(api, admin.token)).body).toEqual(cold.body)
+      expect(proxy.statements, proxy.statements.join("\n---\n")).toEqual([])
+    } finally {
+      await server.close()
+      await proxy.close()
+    }
+  })
+})
