@@ -2,7 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { AuthCache, AuthCacheSettings, AuthChange } from "@hostplane/core/identity/AuthCache"
 import { Effect, Layer, Queue, Schedule } from "effect"
 
-/** The channel the triggers of migration 0020 notify: `u:<user id>`, `o:<org id>`. */
+/** The channel the triggers of migration 0021 notify: `u:<user id>`, `o:<org id>`. */
 export const channel = "hostplane_auth"
 
 /**
