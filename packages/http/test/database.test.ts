@@ -484,3 +484,80 @@ describe("spec 4.6 database: a failing scheduled generation", () => {
     ).toHaveLength(2)
   })
 })
+
+describe("spec 4.6 database: a node that fails or has lost the database", () => {
+  const state = { backupFails: false, lost: false }
+  const flakyNode = Layer.effect(
+    Database.DatabaseNode,
+    Effect.map(DatabaseNodeMemory.make, (node) =>
+      Database.DatabaseNode.of({
+        ...node,
+        endpoint: (projectId) => (state.lost ? Effect.succeed(undefined) : node.endpoint(projectId)),
+        backup: (projectId, write) =>
+          state.backupFails
+            ? Effect.fail(new Database.DatabaseNodeError({ reason: "failed", message: "pg_backup_start refused" }))
+            : node.backup(projectId, write)
+      })
+    )
+  )
+  const suite = useSuite(backends[1]![1], {}, undefined, undefined, {
+    database: Layer.mergeAll(flakyNode, BackupStoreMemory.layer)
+  })
+  const token = () => ({ token: suite.admin.token })
+  const created = async () => {
+    const slug = await suite.newOrg()
+    const project = (await suite.newProject(slug)).name
+    const path = `/v1/orgs/${slug}/projects/${project}/database`
+    expect((await suite.api.post(path, undefined, token())).status).toBe(200)
+    return { path, project }
+  }
+  const codeOf = (reply: { status: number; body: any }) => ({ status: reply.status, code: reply.body.code })
+
+  it("an export the node cannot make is 502 export_failed; nothing is listed", async () => {
+    const { path } = await created()
+    state.backupFails = true
+    try {
+      expect(codeOf(await suite.api.post(`${path}/export`, undefined, token()))).toEqual({
+        status: 502,
+        code: "export_failed"
+      })
+    } finally {
+      state.backupFails = false
+    }
+    expect((await suite.api.get(`${path}/generations`, token())).body.items).toHaveLength(1)
+  })
+
+  it("no node holding the database: connect, endpoint, export and restore are 503 no_home_node", async () => {
+    const { path } = await created()
+    state.lost = true
+    try {
+      expect(codeOf(await suite.api.get(`${path}/connect`, token()))).toEqual({ status: 503, code: "no_home_node" })
+      expect(codeOf(await suite.api.get(`${path}/endpoint`, token()))).toEqual({ status: 503, code: "no_home_node" })
+      expect(codeOf(await suite.api.post(`${path}/export`, undefined, token()))).toEqual({
+        status: 503,
+        code: "no_home_node"
+      })
+      expect(codeOf(await suite.api.post(`${path}/restore`, { epoch: 1, seq: 1 }, token()))).toEqual({
+        status: 503,
+        code: "no_home_node"
+      })
+    } finally {
+      state.lost = false
+    }
+    // Nothing started: the database answers and a restore is accepted once the node holds it again.
+    expect((await suite.api.post(`${path}/restore`, { epoch: 1, seq: 1 }, token())).status).toBe(202)
+  })
+
+  it("bodies are checked: delete without confirm and restore without whole numbers are 400 bad_request", async () => {
+    const { path } = await created()
+    expect(codeOf(await suite.api.post(`${path}/delete`, {}, token()))).toEqual({ status: 400, code: "bad_request" })
+    for (const body of [{ epoch: 1 }, { epoch: 0, seq: 1 }, { epoch: 1.5, seq: 1 }, "x"]) {
+      expect(codeOf(await suite.api.post(`${path}/restore`, body, token()))).toEqual({
+        status: 400,
+        code: "bad_request"
+      })
+    }
+    expect(codeOf(await suite.api.post(`${path}/tokens`, [], token()))).toEqual({ status: 400, code: "bad_request" })
+    expect((await suite.api.get(path, token())).body).toEqual({ db: true })
+  })
+})

@@ -35,7 +35,10 @@ export const DatabaseTokenList = Schema.Struct({ items: Schema.Array(DatabaseTok
 export const DatabaseToken = Schema.Struct({ user: Schema.String, password: Schema.String, createdAt: Schema.String })
 export type DatabaseToken = typeof DatabaseToken.Type
 
-export const CreateTokenInput = Schema.Struct({})
+/** Spec 4.6: "Body object"; an array is an object to JavaScript, not to the spec. */
+export const CreateTokenInput = Schema.Struct({}).check(
+  Schema.makeFilter((body: object) => !Array.isArray(body) || "must be a JSON object")
+)
 
 export const DatabaseExport = Schema.Struct({ key: Schema.String })
 
