@@ -74,6 +74,7 @@ const save = parsed.save === true
 
 const bareEntry = Path.join(benchDir, "bare-server.ts")
 const fastifyEntry = Path.join(benchDir, "fastify-server.ts")
+const floorEntry = Path.join(benchDir, "floor-server.ts")
 
 /** The URL of the embedded PostgreSQL the server started under `dataDir` (its password file, its postmaster.pid). */
 const embeddedDatabaseUrl = (dataDir: string) => {
@@ -334,6 +335,24 @@ const main = async () => {
     return true
   })
 
+  // Our floor: Effect HttpApi and a bearer middleware hashing the token, no database (issue 13: hostplane >= 0.8x).
+  const floorPort = await freePort()
+  const floorBase = `http://127.0.0.1:${floorPort}`
+  log(`floor: starting on ${floorBase}`)
+  const floor = startChild(
+    "floor",
+    ["--conditions=@hostplane/source", floorEntry],
+    { ...process.env, BENCH_LISTEN: `127.0.0.1:${floorPort}`, BENCH_BODY_FILE: bodyFile },
+    Path.join(tempDir, "floor.log")
+  )
+  await waitFor(floor, 30_000, async () => {
+    const reply = await request("GET", `${floorBase}/v1/me`, headers)
+    if (reply.status !== 200 || !reply.body.equals(me.body)) {
+      throw new Error(`floor answered ${reply.status}: ${reply.body.toString("utf8").slice(0, 300)}`)
+    }
+    return true
+  })
+
   // The peer: Fastify + node-postgres making the same two reads on hostplane's own database.
   const fastifyPort = await freePort()
   const fastifyBase = `http://127.0.0.1:${fastifyPort}`
@@ -360,6 +379,7 @@ const main = async () => {
   const expectBody = stableBody ? me.body.toString("utf8") : undefined
   const targets: ReadonlyArray<Target> = [
     { name: "bare", url: `${bareBase}/v1/me`, child: bare, withChildren: false },
+    { name: "floor", url: `${floorBase}/v1/me`, child: floor, withChildren: false },
     { name: "fastify", url: `${fastifyBase}/v1/me`, child: fastify, withChildren: false },
     { name: "hostplane", url: `${base}/v1/me`, child: hostplane, withChildren: true }
   ]
@@ -377,12 +397,13 @@ const main = async () => {
   // 5. Table and JSON.
   const ratios = {
     hostplaneToFastify: paired.map((p) => p.results.hostplane.requestsPerSecond / p.results.fastify.requestsPerSecond),
+    hostplaneToFloor: paired.map((p) => p.results.hostplane.requestsPerSecond / p.results.floor.requestsPerSecond),
     hostplaneToBare: paired.map((p) => p.results.hostplane.requestsPerSecond / p.results.bare.requestsPerSecond),
     fastifyToBare: paired.map((p) => p.results.fastify.requestsPerSecond / p.results.bare.requestsPerSecond),
     p99HostplaneToFastify: paired.map((p) => p.results.hostplane.latencyMs.p99 / p.results.fastify.latencyMs.p99)
   }
   const report = {
-    benchmark: "GET /v1/me: hostplane vs Fastify + node-postgres vs bare node:http",
+    benchmark: "GET /v1/me: hostplane vs Fastify + node-postgres vs our Effect floor vs bare node:http",
     date: new Date().toISOString(),
     commit: gitCommit(),
     ...machine(),
@@ -413,7 +434,10 @@ interface PairedRun {
 
 const printTable = (
   paired: ReadonlyArray<PairedRun>,
-  ratios: Record<"hostplaneToFastify" | "hostplaneToBare" | "fastifyToBare" | "p99HostplaneToFastify", Array<number>>,
+  ratios: Record<
+    "hostplaneToFastify" | "hostplaneToFloor" | "hostplaneToBare" | "fastifyToBare" | "p99HostplaneToFastify",
+    Array<number>
+  >,
   bodyBytes: number
 ) => {
   const fixed = (value: number | null, digits: number) =>
@@ -441,13 +465,14 @@ const printTable = (
     ),
     fixed(Math.max(...paired.map((p) => p.results[name].memory.peakRssMiB ?? 0)), 1)
   ]
-  const lines = alignColumns([header, row("hostplane"), row("fastify"), row("bare")])
+  const lines = alignColumns([header, row("hostplane"), row("fastify"), row("floor"), row("bare")])
   console.log(
     `\nGET /v1/me, ${bodyBytes}-byte JSON body, ${connections} connections, ${durationS} s each (after ${warmupS} s warm-up), one server at a time; medians of ${paired.length} paired runs`
   )
   for (const line of lines) console.log(line)
   console.log("-".repeat(lines[0].length))
   console.log(`hostplane/fastify req/s  ${formatRatio(ratios.hostplaneToFastify)}`)
+  console.log(`hostplane/floor req/s    ${formatRatio(ratios.hostplaneToFloor)}`)
   console.log(`hostplane/bare req/s     ${formatRatio(ratios.hostplaneToBare)}`)
   console.log(`fastify/bare req/s       ${formatRatio(ratios.fastifyToBare)}`)
   console.log(`hostplane/fastify p99    ${formatRatio(ratios.p99HostplaneToFastify)} (lower is better)`)
