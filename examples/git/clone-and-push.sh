@@ -32,7 +32,7 @@ echo "pushed over HTTP to $clone_url"
 ssh-keygen -q -t ed25519 -N "" -f "$work/key"
 curl -sf -H "$auth" -H 'content-type: application/json' \
   -d "{\"publicKey\":\"$(cat "$work/key.pub")\"}" "$API/v1/me/ssh-keys" >/dev/null
-export GIT_SSH_COMMAND="ssh -i $work/key -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+export GIT_SSH_COMMAND="ssh -i $work/key -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
 git clone -q "ssh://git@127.0.0.1:$SSH_PORT/$org/example/site.git" "$work/ssh"
 cd "$work/ssh"
 echo "more" >> README.md

@@ -51,6 +51,10 @@ describe.each(backends)("spec 4.12 access tokens and SSH keys (%s)", (_name, sto
     expect(me.body.user.id).toBe(user.userId)
     const [listed] = (await api.get("/v1/me/tokens", { token: user.token })).body.items
     expect(listed.lastUsedAt).not.toBeNull()
+    // Written at most once a minute: a second use right after leaves it as it was.
+    expect((await api.get("/v1/me", { token: created.token })).status).toBe(200)
+    const [reused] = (await api.get("/v1/me/tokens", { token: user.token })).body.items
+    expect(reused.lastUsedAt).toBe(listed.lastUsedAt)
     expect((await api.delete(`/v1/me/tokens/${created.id}`, undefined, { token: user.token })).status).toBe(204)
     const refused = await api.get("/v1/me", { token: created.token })
     expect(refused.status).toBe(401)

@@ -1,6 +1,6 @@
 import { GitSshServer, GitStorageDisk } from "@hostplane/adapters-providers"
 import { Git, Kernel } from "@hostplane/core"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
@@ -313,6 +313,94 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
       [null, member.userId]
     ])
     await cleanup()
+  })
+
+  it("a never-pushed repo clones as an empty repository over HTTP and SSH", async () => {
+    const slug = await newOrg()
+    const project = await suite.newProject(slug)
+    await createRepo(slug, project.name)
+    const key = await registered(suite.admin)
+    const { dir, cleanup } = await scratch()
+    const http = await git(dir, [
+      "clone",
+      withToken(httpUrl(slug, project.name, "site"), await tokenOf(suite.admin)),
+      "http"
+    ])
+    const ssh = await git(dir, ["clone", sshUrl(slug, project.name, "site"), "ssh"], sshEnv(key))
+    for (const [name, ran] of [
+      ["http", http],
+      ["ssh", ssh]
+    ] as const) {
+      expect(ran.code, ran.stderr).toBe(0)
+      expect(ran.stderr).toContain("empty repository")
+      expect(await gitOk(Path.join(dir, name), ["for-each-ref"])).toBe("")
+    }
+    await cleanup()
+  })
+
+  it("SSH: tags, force pushes and branch deletions are recorded with old and new, like over HTTP", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const url = sshUrl(slug, pushed.project.name, "site")
+    const key = await registered(suite.admin)
+    const first = pushed.commit
+    const second = await pushed.commitFiles({ "b.txt": "b\n" }, "second")
+    await gitOk(pushed.work, ["push", "-q", url, "HEAD:refs/heads/main", "HEAD:refs/heads/feature"], sshEnv(key))
+    await gitOk(pushed.work, ["tag", "-a", "v1", "-m", "v1", first])
+    await gitOk(pushed.work, ["push", "-q", url, "v1"], sshEnv(key))
+    await gitOk(pushed.work, ["reset", "-q", "--hard", first])
+    const rewritten = await pushed.commitFiles({ "c.txt": "c\n" }, "rewritten")
+    await gitOk(pushed.work, ["push", "-q", "--force", url, "HEAD:refs/heads/main"], sshEnv(key))
+    await gitOk(pushed.work, ["push", "-q", url, ":refs/heads/feature"], sshEnv(key))
+    const tag = await gitOk(pushed.work, ["rev-parse", "v1"])
+    const updates = (await refUpdates(slug, pushed.project.name)).slice(0, 3)
+    expect(updates.map((u: { ref: string; old: string | null; new: string | null }) => [u.ref, u.old, u.new])).toEqual([
+      ["refs/heads/feature", second, null],
+      ["refs/heads/main", second, rewritten],
+      ["refs/tags/v1", null, tag]
+    ])
+    const refs = await api.get(`${reposOf(slug, pushed.project.name)}/site/refs`, admin())
+    expect(refs.body).toEqual({
+      head: "main",
+      branches: [{ name: "main", commit: rewritten }],
+      tags: [{ name: "v1", commit: first }]
+    })
+    await pushed.cleanup()
+  })
+
+  it("after a push the repository is repacked into one pack with a bitmap in the background; a commit lost to a force push survives it", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const lost = await pushed.commitFiles({ "lost.txt": "lost\n" }, "lost")
+    await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
+    await gitOk(pushed.work, ["reset", "-q", "--hard", pushed.commit])
+    await pushed.commitFiles({ "kept.txt": "kept\n" }, "kept")
+    await gitOk(pushed.work, ["push", "-q", "--force", pushed.url, "HEAD:refs/heads/main"])
+    const id = await suite.server.run(
+      Effect.map(
+        Effect.flatMap(Git.RepoStore, (store) => store.findByName(pushed.project.id, "site")),
+        (row) => Option.getOrThrow(row).id
+      )
+    )
+    const objects = Path.join(suite.server.gitDir, `${id}.git`, "objects")
+    const packed = async () => {
+      const loose = (await Fs.readdir(objects)).filter((name) => /^[0-9a-f]{2}$/.test(name))
+      const packs = await Fs.readdir(Path.join(objects, "pack"))
+      return (
+        loose.length === 0 &&
+        packs.filter((name) => name.endsWith(".pack")).length === 1 &&
+        packs.some((name) => name.endsWith(".bitmap"))
+      )
+    }
+    const deadline = Date.now() + 30_000
+    while (!(await packed()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(await packed()).toBe(true)
+    const { dir, cleanup } = await scratch()
+    await gitOk(dir, ["clone", "-q", pushed.url, "fresh"])
+    await gitOk(Path.join(dir, "fresh"), ["fetch", "-q", "origin", lost])
+    expect(await gitOk(Path.join(dir, "fresh"), ["show", `${lost}:lost.txt`])).toBe("lost")
+    await cleanup()
+    await pushed.cleanup()
   })
 
   it("SSH: the same rules: a viewer's push is refused, an outsider's key sees no repo, any registered key reads a public repo", async () => {
