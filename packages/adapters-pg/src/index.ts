@@ -2,6 +2,7 @@ import { storesOf } from "./Area.ts"
 import { areas } from "./areas.ts"
 import * as AccessStorePg from "./access/AccessStorePg.ts"
 import * as AuditLogPg from "./kernel/AuditLogPg.ts"
+import * as EnvelopeStorePg from "./kernel/EnvelopeStorePg.ts"
 import * as TransactorPg from "./kernel/TransactorPg.ts"
 import * as MailOutboxPg from "./mail/MailOutboxPg.ts"
 import * as DeploymentStorePg from "./deployments/DeploymentStorePg.ts"
@@ -25,6 +26,7 @@ export {
   AuditLogPg,
   DeploymentStorePg,
   EdgeSessionStorePg,
+  EnvelopeStorePg,
   HostnameStorePg,
   IdempotencyStorePg,
   MailOutboxPg,

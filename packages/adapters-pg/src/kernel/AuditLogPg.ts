@@ -1,11 +1,17 @@
 import { AuditEvent, AuditLog } from "@hostplane/core/kernel/Audit"
 import { Effect, Layer, Schema } from "effect"
-import { SqlClient, SqlSchema } from "effect/sql"
+import { type SqlClient as Client, SqlClient, SqlSchema } from "effect/sql"
 import { Timestamp } from "../internal/Rows.ts"
 
 const AuditRow = Schema.Struct({ ...AuditEvent.fields, at: Timestamp })
 
 const Filter = Schema.Struct({ orgId: Schema.optionalKey(Schema.String), action: Schema.optionalKey(Schema.String) })
+
+/** The insert of one audit row; `EnvelopeStorePg.finish` runs it beside the node revision raise. */
+export const insertAudit = (sql: Client.SqlClient, event: AuditEvent) => sql`
+  INSERT INTO audit_events (action, org_id, actor_id, target, data, at)
+  VALUES (${event.action}, ${event.orgId}, ${event.actorId}, ${event.target}, ${JSON.stringify(event.data)}::jsonb,
+    ${event.at})`
 
 /** `AuditLog` on PostgreSQL: rows are only ever inserted, in the caller's transaction, and listed oldest first. */
 export const layer = Layer.effect(
@@ -26,11 +32,7 @@ export const layer = Layer.effect(
     })
 
     return AuditLog.of({
-      record: (event) =>
-        sql`
-          INSERT INTO audit_events (action, org_id, actor_id, target, data, at)
-          VALUES (${event.action}, ${event.orgId}, ${event.actorId}, ${event.target}, ${JSON.stringify(event.data)}::jsonb,
-            ${event.at})`.pipe(Effect.asVoid, Effect.orDie),
+      record: (event) => insertAudit(sql, event).pipe(Effect.asVoid, Effect.orDie),
       list: (filter) => list(filter).pipe(Effect.orDie)
     })
   })

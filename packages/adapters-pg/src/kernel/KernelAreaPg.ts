@@ -2,12 +2,13 @@ import { Layer } from "effect"
 import createNodeRevisions from "../migrations/0011_create_node_revisions.ts"
 import { areaPg } from "../Area.ts"
 import * as AuditLogPg from "./AuditLogPg.ts"
+import * as EnvelopeStorePg from "./EnvelopeStorePg.ts"
 import * as NodeRevisionsPg from "./NodeRevisionsPg.ts"
 import * as TransactorPg from "./TransactorPg.ts"
 
-/** The audit log, the transaction and the node revision; the audit table is created with the mail outbox (0002). */
+/** The audit log, the transaction, the node revision and the write envelope's fused statements; the audit table is created with the mail outbox (0002). */
 export const KernelAreaPg = areaPg({
   name: "kernel",
-  stores: Layer.mergeAll(AuditLogPg.layer, TransactorPg.layer, NodeRevisionsPg.layer),
+  stores: Layer.mergeAll(AuditLogPg.layer, TransactorPg.layer, NodeRevisionsPg.layer, EnvelopeStorePg.layer),
   migrations: { "0011_create_node_revisions": createNodeRevisions }
 })

@@ -1,10 +1,19 @@
 import { changesOf, NodeRevisions } from "@hostplane/core/kernel/NodeRevisions"
 import { ProjectId } from "@hostplane/core/kernel/Ids"
 import { Effect, Layer, Schema } from "effect"
-import { SqlClient, SqlSchema } from "effect/sql"
+import { type SqlClient as Client, SqlClient, SqlSchema } from "effect/sql"
 
 // `bigint` columns, which the driver reads as text.
 const Revision = Schema.NumberFromString.check(Schema.isInt())
+
+/**
+ * The raise after `WITH`: the counter row's update and the project's stamp. `EnvelopeStorePg.finish` puts the audit
+ * row's insert before it in the same statement.
+ */
+export const stampRevision = (sql: Client.SqlClient, projectId: string) => sql`
+  next AS (UPDATE node_revision SET value = value + 1 RETURNING value)
+  INSERT INTO project_revisions (project_id, revision) SELECT ${projectId}, value FROM next
+  ON CONFLICT (project_id) DO UPDATE SET revision = excluded.revision`
 
 /** `NodeRevisions` on PostgreSQL: the counter row's lock, held until commit, orders revisions by commit. */
 export const layer = Layer.effect(
@@ -15,11 +24,7 @@ export const layer = Layer.effect(
     const raise = SqlSchema.findOne({
       Request: ProjectId,
       Result: Schema.Struct({ revision: Revision }),
-      execute: (projectId) => sql`
-        WITH next AS (UPDATE node_revision SET value = value + 1 RETURNING value)
-        INSERT INTO project_revisions (project_id, revision) SELECT ${projectId}, value FROM next
-        ON CONFLICT (project_id) DO UPDATE SET revision = excluded.revision
-        RETURNING revision::text AS revision`
+      execute: (projectId) => sql`WITH ${stampRevision(sql, projectId)} RETURNING revision::text AS revision`
     })
 
     // One statement, one snapshot: the counter and the stamps agree.

@@ -6,7 +6,7 @@ import { Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { NullableTimestamp, onUniqueViolation, Timestamp } from "../internal/Rows.ts"
 
-const OrgRowSchema = Schema.Struct({ ...OrgRow.fields, createdAt: Timestamp })
+export const OrgRowSchema = Schema.Struct({ ...OrgRow.fields, createdAt: Timestamp })
 
 const MembershipRowSchema = Schema.Struct({ ...OrgRowSchema.fields, role: Role })
 

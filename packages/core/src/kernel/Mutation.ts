@@ -2,15 +2,14 @@ import { Context, Effect, Layer, Option } from "effect"
 import { type Forbidden, NotFound, OpInFlight } from "../errors/Errors.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import type { ProjectRow } from "../projects/Project.ts"
-import { ProjectStore } from "../projects/ProjectStore.ts"
 import type { Actor } from "./Actor.ts"
 import { type AuditAction, type AuditEvent, AuditLog } from "./Audit.ts"
+import { EnvelopeStore } from "./EnvelopeStore.ts"
 import { type Membership, Policy, type ProjectAccess } from "./Policy.ts"
 import type { Role } from "./Role.ts"
 import { nowIso } from "./Time.ts"
 import { Transactor } from "./Transactor.ts"
 import type { OrgId, ProjectId } from "./Ids.ts"
-import { NodeRevisions } from "./NodeRevisions.ts"
 
 /** What a change leaves in the audit log; the actor, the time and (unless given) the org come from the envelope. */
 export interface AuditEntry {
@@ -129,9 +128,8 @@ export class Mutation extends Context.Service<
       const tx = yield* Transactor
       const audit = yield* AuditLog
       const orgs = yield* OrgStore
-      const projects = yield* ProjectStore
       const policy = yield* Policy
-      const revisions = yield* NodeRevisions
+      const envelope = yield* EnvelopeStore
 
       /** Runs the change and records its audit row; the caller provides the transaction. */
       const commit = <A, E, R>(
@@ -143,18 +141,20 @@ export class Mutation extends Context.Service<
         Effect.gen(function* () {
           const at = yield* nowIso
           const { result, audit: entry, changed } = yield* change(at)
-          if (entry !== undefined) {
-            yield* audit.record({
-              action: entry.action,
-              orgId: entry.orgId ?? orgId,
-              actorId: actor.userId,
-              target: entry.target,
-              data: entry.data ?? {},
-              at
-            })
-          }
-          // Last in the transaction, so the counter is held only until the commit.
-          if (changed && raise !== undefined) yield* revisions.raise(raise)
+          const event =
+            entry === undefined
+              ? undefined
+              : {
+                  action: entry.action,
+                  orgId: entry.orgId ?? orgId,
+                  actorId: actor.userId,
+                  target: entry.target,
+                  data: entry.data ?? {},
+                  at
+                }
+          const raised = changed ? raise : undefined
+          // Last in the transaction, so the revision counter is held only until the commit.
+          if (event !== undefined || raised !== undefined) yield* envelope.finish(event, raised)
           return result
         })
 
@@ -182,8 +182,8 @@ export class Mutation extends Context.Service<
       ) {
         return yield* tx.withTransaction(
           Effect.gen(function* () {
-            yield* orgs.lock(grant.org.id)
-            const membership = yield* policy.recheck(grant.actor, grant, grant.minimum)
+            const locked = yield* envelope.lock(grant.org.id, grant.actor.userId)
+            const membership = yield* policy.recheck(locked, grant, grant.minimum)
             return yield* commit(grant.actor, grant.org.id, (at) => change({ ...membership, at }))
           })
         )
@@ -196,9 +196,9 @@ export class Mutation extends Context.Service<
       ) {
         return yield* tx.withTransaction(
           Effect.gen(function* () {
-            yield* orgs.lock(grant.org.id)
-            const membership = yield* policy.recheck(grant.actor, grant, grant.minimum)
-            const current = yield* projects.findById(grant.project.id)
+            const locked = yield* envelope.lock(grant.org.id, grant.actor.userId, grant.project.id)
+            const membership = yield* policy.recheck(locked, grant, grant.minimum)
+            const current = locked.project
             if (Option.isNone(current)) {
               return yield* new NotFound({ message: `project ${grant.project.name} not found` })
             }

@@ -3,8 +3,8 @@ import { Forbidden, NotFound } from "../errors/Errors.ts"
 import type { OrgRow } from "../orgs/Org.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import type { ProjectRow } from "../projects/Project.ts"
-import { ProjectStore } from "../projects/ProjectStore.ts"
 import type { Actor } from "./Actor.ts"
+import { type AccessRead, EnvelopeStore } from "./EnvelopeStore.ts"
 import { atLeast, type Role } from "./Role.ts"
 import type { OrgId } from "./Ids.ts"
 
@@ -35,11 +35,11 @@ export class Policy extends Context.Service<
      */
     readonly requireOrgRole: (actor: Actor, orgId: OrgId, minimum: Role) => Effect.Effect<Membership, Forbidden>
     /**
-     * `require` again for an org already authorized, read as it now stands (under its lock, a concurrent delete,
-     * removal or demotion has committed): gone or no longer a member is 404, a lower role 403.
+     * `require` again for an org already authorized, on `read` as it now stands (taken under its lock, a concurrent
+     * delete, removal or demotion has committed): gone or no longer a member is 404, a lower role 403.
      */
     readonly recheck: (
-      actor: Actor,
+      read: AccessRead,
       granted: Membership,
       minimum: Role
     ) => Effect.Effect<Membership, NotFound | Forbidden>
@@ -49,23 +49,18 @@ export class Policy extends Context.Service<
     Policy,
     Effect.gen(function* () {
       const orgs = yield* OrgStore
-      const projects = yield* ProjectStore
-      const memberOf = Effect.fnUntraced(function* (actor: Actor, org: Option.Option<OrgRow>, orgSlug: string) {
-        const role = Option.isSome(org) ? yield* orgs.findMembership(org.value.id, actor.userId) : Option.none()
-        if (Option.isNone(org) || Option.isNone(role)) {
-          return yield* new NotFound({ message: `organization ${orgSlug} not found` })
-        }
-        return { org: org.value, role: role.value }
-      })
-      const member = (actor: Actor, orgSlug: string) =>
-        Effect.flatMap(orgs.findBySlug(orgSlug), (org) => memberOf(actor, org, orgSlug))
+      const envelope = yield* EnvelopeStore
+      const memberOf = (read: AccessRead, orgSlug: string): Effect.Effect<Membership, NotFound> =>
+        Option.isNone(read.org) || Option.isNone(read.role)
+          ? Effect.fail(new NotFound({ message: `organization ${orgSlug} not found` }))
+          : Effect.succeed({ org: read.org.value, role: read.role.value })
       const atLeastRole = (membership: Membership, minimum: Role) =>
         atLeast(membership.role, minimum)
           ? Effect.void
           : Effect.fail(new Forbidden({ message: `this needs the ${minimum} role or higher` }))
 
       const require = Effect.fn("Policy.require")(function* (actor: Actor, orgSlug: string, minimum: Role) {
-        const membership = yield* member(actor, orgSlug)
+        const membership = yield* memberOf(yield* envelope.access(orgSlug, actor.userId), orgSlug)
         yield* atLeastRole(membership, minimum)
         return membership
       })
@@ -76,8 +71,9 @@ export class Policy extends Context.Service<
         projectName: string,
         minimum: Role
       ) {
-        const membership = yield* member(actor, orgSlug)
-        const project = yield* projects.findByName(membership.org.id, projectName)
+        const read = yield* envelope.access(orgSlug, actor.userId, projectName)
+        const membership = yield* memberOf(read, orgSlug)
+        const project = read.project
         if (Option.isNone(project)) return yield* new NotFound({ message: `project ${projectName} not found` })
         yield* atLeastRole(membership, minimum)
         return { ...membership, project: project.value }
@@ -96,8 +92,8 @@ export class Policy extends Context.Service<
         return membership
       })
 
-      const recheck = Effect.fn("Policy.recheck")(function* (actor: Actor, granted: Membership, minimum: Role) {
-        const membership = yield* memberOf(actor, yield* orgs.findById(granted.org.id), granted.org.slug)
+      const recheck = Effect.fn("Policy.recheck")(function* (read: AccessRead, granted: Membership, minimum: Role) {
+        const membership = yield* memberOf(read, granted.org.slug)
         yield* atLeastRole(membership, minimum)
         return membership
       })

@@ -1,5 +1,6 @@
 export * from "./Actor.ts"
 export * from "./Audit.ts"
+export * from "./EnvelopeStore.ts"
 export * from "./Mutation.ts"
 export * from "./NodeRevisions.ts"
 export * from "./Policy.ts"
