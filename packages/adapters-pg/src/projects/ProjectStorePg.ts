@@ -5,7 +5,11 @@ import { Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { NullableTimestamp, onUniqueViolation, Timestamp } from "../internal/Rows.ts"
 
-export const ProjectRowSchema = Schema.Struct({ ...ProjectRow.fields, createdAt: Timestamp, deletingSince: NullableTimestamp })
+export const ProjectRowSchema = Schema.Struct({
+  ...ProjectRow.fields,
+  createdAt: Timestamp,
+  deletingSince: NullableTimestamp
+})
 
 /** `ProjectStore` on PostgreSQL: the project row and its default hostname row are inserted together. */
 export const layer = Layer.effect(
