@@ -275,7 +275,13 @@ export const startHostplane = async (dir: string): Promise<Hostplane> => {
   log(`hostplane: starting on ${base} with embedded PostgreSQL under ${dataDir}`)
   const child = startChild(
     "hostplane",
-    ["--conditions=@hostplane/source", serverEntry],
+    // BENCH_SERVER_NODE_ARGS: extra node flags for the server only (`--cpu-prof --cpu-prof-dir=/tmp/prof`, which
+    // NODE_OPTIONS refuses); the profile is written when the server exits on the cleanup's SIGTERM.
+    [
+      ...(process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""),
+      "--conditions=@hostplane/source",
+      serverEntry
+    ],
     env,
     Path.join(dir, "hostplane.log")
   )

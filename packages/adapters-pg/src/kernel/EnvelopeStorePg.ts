@@ -40,9 +40,9 @@ const accessOf = (rows: ReadonlyArray<Row>): Effect.Effect<AccessRead> =>
   }).pipe(Effect.orDie)
 
 /**
- * `EnvelopeStore` on PostgreSQL: one statement each. The reads are joins of `orgs`, `memberships` and `projects`;
- * the lock is `FOR UPDATE OF` the org row as `OrgStore.lock` takes it; `finish` puts the audit insert and the
- * revision raise in one statement (data-modifying CTEs all run, in one snapshot).
+ * `EnvelopeStore` on PostgreSQL. The reads are one join of `orgs`, `memberships` and `projects`; the lock is the org
+ * row's `FOR UPDATE` as `OrgStore.lock` takes it, then that join; `finish` puts the audit insert and the revision
+ * raise in one statement (data-modifying CTEs all run, in one snapshot).
  */
 export const layer = Layer.effect(
   EnvelopeStore,
@@ -62,14 +62,21 @@ export const layer = Layer.effect(
           LEFT JOIN memberships m ON m.org_id = o.id AND m.user_id = ${userId}
           LEFT JOIN projects p ON p.org_id = o.id AND p.name = ${projectName ?? null}
           WHERE o.slug = ${orgSlug}`.pipe(Effect.orDie, Effect.flatMap(accessOf)),
+      // Two statements: one that waits for the lock, then the reads. A statement's snapshot is taken before it
+      // waits, so reads joined to `FOR UPDATE` would miss what the previous holder committed (a project's delete).
       lock: (orgId, userId, projectId) =>
-        sql<Row>`
-          SELECT ${columns}
-          FROM orgs o
-          LEFT JOIN memberships m ON m.org_id = o.id AND m.user_id = ${userId}
-          LEFT JOIN projects p ON p.id = ${projectId ?? null}
-          WHERE o.id = ${orgId}
-          FOR UPDATE OF o`.pipe(Effect.orDie, Effect.flatMap(accessOf)),
+        sql`SELECT id FROM orgs WHERE id = ${orgId} FOR UPDATE`.pipe(
+          Effect.andThen(
+            sql<Row>`
+              SELECT ${columns}
+              FROM orgs o
+              LEFT JOIN memberships m ON m.org_id = o.id AND m.user_id = ${userId}
+              LEFT JOIN projects p ON p.id = ${projectId ?? null}
+              WHERE o.id = ${orgId}`
+          ),
+          Effect.orDie,
+          Effect.flatMap(accessOf)
+        ),
       finish: (audit, raise) => {
         const statement =
           audit === undefined

@@ -16,8 +16,9 @@ export interface AccessRead {
 
 /**
  * The round trips of every authorized write, fused: `Policy` reads the org, the role and the project in one, and
- * `Mutation` takes the org lock with the same reads in one, then records the audit row and raises the node revision
- * in one. The reads and writes are those of `OrgStore`, `ProjectStore`, the audit log and `NodeRevisions`, on the
+ * `Mutation` takes the org lock and then makes the same reads in one (a statement that waited for the lock still sees
+ * its old snapshot), then records the audit row and raises the node revision in one. The reads and writes are those
+ * of `OrgStore`, `ProjectStore`, the audit log and `NodeRevisions`, on the
  * same tables; under load each round trip inside the org lock costs every writer of the org waiting behind it.
  */
 export class EnvelopeStore extends Context.Service<
