@@ -61,6 +61,9 @@ const decidedCodes: Record<string, number> = {
   idempotency_key_in_use: 409,
   // Our own: the mail webhook without SERVICE_MAIL_TOPIC_ARN (spec 4.8 names the status only).
   mail_webhook_off: 501,
+  // Our own: the node mail relay's transport refused or failed, or the host gave the services none.
+  mail_send_failed: 502,
+  mail_unavailable: 503,
   internal: 500
 }
 

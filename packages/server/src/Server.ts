@@ -93,7 +93,9 @@ export const ServerLive = Layer.unwrap(
           // Name.com from SERVICE_REGISTRAR_*; without them domain purchases answer 503 registrar_not_configured.
           RegistrarNameCom.layerConfig,
           // SNS signatures for the mail webhook (certificates fetched, or from SERVICE_MAIL_SNS_CERTS).
-          MailNotificationsSns.layerConfig
+          MailNotificationsSns.layerConfig,
+          // The node mail relay sends through the same transport as the runner (one build: layers are shared).
+          MailTransportAuto.layerConfig
         )
       )
     )

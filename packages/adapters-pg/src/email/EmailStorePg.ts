@@ -53,7 +53,7 @@ export const layer = Layer.effect(
       execute: ({ projectId, id }) =>
         sql`SELECT id, project_id, direction, mail_from, mail_to, subject, outcome, size, spf, raw,
               provider_message_id, created_at
-            FROM mail_log WHERE id = ${id} AND project_id = ${projectId}`
+            FROM mail_log WHERE id = ${id} AND project_id = ${projectId} AND NOT pending`
     })
 
     const listLog = SqlSchema.findAll({
@@ -69,7 +69,7 @@ export const layer = Layer.effect(
         sql`SELECT id, project_id, direction, mail_from, mail_to, subject, outcome, size, spf, raw,
               provider_message_id, created_at
             FROM mail_log
-            WHERE project_id = ${projectId}
+            WHERE project_id = ${projectId} AND NOT pending
               AND (${direction}::text IS NULL OR direction = ${direction})
               AND (${afterAt}::timestamptz IS NULL OR (created_at, id COLLATE "C") < (${afterAt}::timestamptz, ${afterId}))
             ORDER BY created_at DESC, id COLLATE "C" DESC
@@ -82,7 +82,7 @@ export const layer = Layer.effect(
       execute: ({ projectId, since }) =>
         sql`SELECT count(*) FILTER (WHERE direction = 'out')::int AS sent,
               count(*) FILTER (WHERE direction = 'in')::int AS received
-            FROM mail_log WHERE project_id = ${projectId} AND created_at >= ${since}::timestamptz`
+            FROM mail_log WHERE project_id = ${projectId} AND created_at >= ${since}::timestamptz AND NOT pending`
     })
 
     return EmailStore.of({
@@ -135,6 +135,34 @@ export const layer = Layer.effect(
             VALUES (${row.id}, ${row.projectId}, ${row.direction}, ${row.from}, ${row.to}, ${row.subject},
               ${row.outcome}, ${row.size}, ${row.spf}, ${row.raw === null ? null : Buffer.from(row.raw)},
               ${row.providerMessageId}, ${row.createdAt}::timestamptz)`.pipe(Effect.asVoid, Effect.orDie),
+      reserveOut: (row, limit) =>
+        sql
+          .withTransaction(
+            Effect.gen(function* () {
+              // The address row's lock serializes a project's sends (and a revoke) until the insert commits.
+              const address = yield* sql<{ granted: boolean }>`
+                SELECT granted FROM email_addresses WHERE project_id = ${row.projectId} FOR UPDATE`
+              if (address[0]?.granted !== true) return "not_granted" as const
+              const [sent] = yield* sql<{ count: number }>`
+                SELECT count(*)::int AS count FROM mail_log
+                WHERE project_id = ${row.projectId} AND direction = 'out' AND created_at >= ${limit.since}::timestamptz`
+              if ((sent?.count ?? 0) >= limit.cap) return "capped" as const
+              yield* sql`
+                INSERT INTO mail_log (id, project_id, direction, mail_from, mail_to, subject, outcome, size, spf, raw,
+                  provider_message_id, created_at, pending)
+                VALUES (${row.id}, ${row.projectId}, ${row.direction}, ${row.from}, ${row.to}, ${row.subject},
+                  ${row.outcome}, ${row.size}, ${row.spf}, ${row.raw === null ? null : Buffer.from(row.raw)},
+                  ${row.providerMessageId}, ${row.createdAt}::timestamptz, true)`
+              return "reserved" as const
+            })
+          )
+          .pipe(Effect.orDie),
+      confirmOut: (id, providerMessageId) =>
+        sql`UPDATE mail_log SET pending = false, provider_message_id = ${providerMessageId} WHERE id = ${id}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+      releaseOut: (id) => sql`DELETE FROM mail_log WHERE id = ${id} AND pending`.pipe(Effect.asVoid, Effect.orDie),
       setOutcome: (providerMessageId, outcome) =>
         sql`UPDATE mail_log SET outcome = ${outcome}
             WHERE provider_message_id = ${providerMessageId} AND direction = 'out' RETURNING id`.pipe(

@@ -23,6 +23,19 @@ export class EmailStore extends Context.Service<
     /** Records an SNS `MessageId`; false when it was recorded before (a replay). Joins the caller's transaction. */
     readonly claimNotification: (messageId: string, type: string, at: string) => Effect.Effect<boolean>
     readonly insertLog: (row: MailLogRow) => Effect.Effect<void>
+    /**
+     * The relay's slot, taken atomically per project (concurrent sends never pass the cap): while the address is
+     * granted and fewer than `cap` `out` rows (held ones included) exist since `since`, inserts `row` held back
+     * (not listed, not in the status counts) until `confirmOut`.
+     */
+    readonly reserveOut: (
+      row: MailLogRow,
+      limit: { readonly since: string; readonly cap: number }
+    ) => Effect.Effect<"reserved" | "capped" | "not_granted">
+    /** Shows a held row, with the transport's id for the message. */
+    readonly confirmOut: (id: string, providerMessageId: string) => Effect.Effect<void>
+    /** Removes a held row whose message the transport did not take. */
+    readonly releaseOut: (id: string) => Effect.Effect<void>
     /** Sets the outcome of the `out` rows sent with `providerMessageId`; how many rows matched. */
     readonly setOutcome: (providerMessageId: string, outcome: MailOutcome) => Effect.Effect<number>
     readonly listLog: (projectId: ProjectId, query: LogQuery) => Effect.Effect<ReadonlyArray<MailLogRow>>

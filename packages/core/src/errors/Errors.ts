@@ -370,6 +370,16 @@ export class AiUnavailable extends Schema.TaggedError<AiUnavailable>()("AiUnavai
   static readonly code = "ai_unavailable" satisfies ErrorCode
 }
 
+/** `mail_send_failed`: the mail transport did not take a relayed message; `details.retryable` says if a retry may. */
+export class MailSendFailed extends Schema.TaggedError<MailSendFailed>()("MailSendFailed", fields) {
+  static readonly code = "mail_send_failed" satisfies ErrorCode
+}
+
+/** `mail_unavailable`: the host gave the services no mail transport, so the node relay cannot send. */
+export class MailUnavailable extends Schema.TaggedError<MailUnavailable>()("MailUnavailable", fields) {
+  static readonly code = "mail_unavailable" satisfies ErrorCode
+}
+
 /** Every error class of the code table, for the HTTP envelope and the table test. */
 export const all = [
   BadRequest,
@@ -443,7 +453,9 @@ export const all = [
   InsufficientBalance,
   DailyLimit,
   RateLimited,
-  AiUnavailable
+  AiUnavailable,
+  MailSendFailed,
+  MailUnavailable
 ] as const
 
 export type ApiFailure = InstanceType<(typeof all)[number]>

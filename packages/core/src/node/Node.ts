@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { DatabaseConnect } from "../database/Database.ts"
 import { AuthBinding } from "../enduser/EndUserAuth.ts"
+import { EmailBinding } from "../email/MailRelay.ts"
 
 /** One project as a node applies it (decisions.md part 6); a removed project comes with `removed: true`. */
 export const NodeProject = Schema.Struct({
@@ -15,7 +16,7 @@ export const NodeProject = Schema.Struct({
   bindings: Schema.Struct({
     db: Schema.NullOr(DatabaseConnect),
     storage: Schema.Null,
-    email: Schema.Null,
+    email: Schema.NullOr(EmailBinding),
     auth: Schema.NullOr(AuthBinding),
     ai: Schema.Null
   })

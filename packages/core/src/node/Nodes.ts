@@ -3,6 +3,7 @@ import { AccessPolicies } from "../access/AccessPolicies.ts"
 import { Databases } from "../database/Databases.ts"
 import { Deployments } from "../deployments/Deployments.ts"
 import { EndUserAuths } from "../enduser/EndUserAuths.ts"
+import { MailRelay } from "../email/MailRelay.ts"
 import { NodeApiOff, NotFound, Unauthorized } from "../errors/Errors.ts"
 import { HostnameStore } from "../hostnames/HostnameStore.ts"
 import { makeId } from "../kernel/Ids.ts"
@@ -46,6 +47,7 @@ export class Nodes extends Context.Service<
       // A host may leave the database area out: every db binding is then null.
       const databases = yield* Effect.serviceOption(Databases)
       const auths = yield* Effect.serviceOption(EndUserAuths)
+      const mail = yield* Effect.serviceOption(MailRelay)
       const expected = Option.isSome(config.token)
         ? Option.some(yield* tokens.hash(Redacted.value(config.token.value)))
         : Option.none<string>()
@@ -93,6 +95,7 @@ export class Nodes extends Context.Service<
           bindings: {
             ...none,
             db: Option.isSome(databases) ? yield* databases.value.binding(id) : null,
+            email: Option.isSome(mail) ? yield* mail.value.binding(id) : null,
             auth: Option.isSome(auths) ? yield* auths.value.binding(id) : null
           }
         }

@@ -38,6 +38,49 @@ export class MailHooksApi extends HttpApiGroup.make("mailHooks")
   )
   .annotateMerge(OpenApi.annotations({ title: "Mail webhook", description: "Inbound mail events (spec 4.8)." })) {}
 
+/** decisions.md parts 6 and 12: the node mail relay, authorized by `SERVICE_NODE_TOKEN` rather than a session. */
+export class MailRelayApi extends HttpApiGroup.make("mailRelay")
+  .add(
+    HttpApiEndpoint.post("send", "/node/mail/send", {
+      headers: {
+        authorization: Schema.optionalKey(Schema.String.annotate({ description: "`Bearer <SERVICE_NODE_TOKEN>`." })),
+        "x-project-id": Schema.optionalKey(Schema.String.annotate({ description: "The sending project's id." }))
+      },
+      payload: HttpApiSchema.StreamUint8Array({ contentType: "message/rfc822" }),
+      success: Email.MailSent.pipe(HttpApiSchema.status(202)),
+      error: apiErrors(
+        Errors.BadRequest,
+        Errors.Unauthorized,
+        Errors.Forbidden,
+        Errors.NotFound,
+        Errors.NotGranted,
+        Errors.PayloadTooLarge,
+        Errors.MailRateLimited,
+        Errors.NodeApiOff,
+        Errors.MailSendFailed,
+        Errors.MailUnavailable
+      )
+    })
+      .annotate(OpenApi.Summary, "Relay a project's message")
+      .annotateMerge(
+        OpenApi.annotations({
+          description: [
+            "Node token as for the node state (unset: 501 `node_api_off`; wrong or missing: 401). Body",
+            "`message/rfc822` (another type: 415), at most 10 MiB (413), header `X-Project-Id`. The message is handed",
+            "to the mail transport byte for byte, so it must carry exactly one `From` with one address, To/Cc",
+            "recipients (1 to 50) and no `Bcc`: otherwise, or without `X-Project-Id`, 400. Unknown project 404;",
+            "email not granted 404 `not_granted`; a `From` other than the project's address 403; the plan's hourly",
+            "cap reached (`details.hourlyCap`, counted over the last 60 minutes) 429 `mail_rate_limited`; the",
+            "transport refused or failed 502 `mail_send_failed` (`details.retryable`); no transport 503",
+            "`mail_unavailable`. Answers 202 `{ id, messageId }`: `id` the `out` mail log row (which keeps the raw",
+            "message), `messageId` the transport's id (SES over SMTP: the id of its `250` reply; the outbox: the",
+            "`Message-ID` without brackets), which SNS Bounce, Complaint and Delivery events are matched against."
+          ].join(" ")
+        })
+      )
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Node mail relay", description: "decisions.md part 6." })) {}
+
 const logPath = "/orgs/:orgSlug/projects/:projectName/email/log" as const
 
 /** Spec 4.8's mail log, served in the email add-on's group. */

@@ -3,7 +3,7 @@ import { Effect, Layer } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { addonAreaHttp } from "../addons/AddonAreaHttp.ts"
 import { areaHttp } from "../Area.ts"
-import { emailLogEndpoints, MailHooksApi } from "./EmailApi.ts"
+import { emailLogEndpoints, MailHooksApi, MailRelayApi } from "./EmailApi.ts"
 import { EmailHandlers } from "./EmailHandlers.ts"
 
 const actor = Effect.service(Kernel.CurrentActor)
@@ -46,7 +46,7 @@ const addon = addonAreaHttp(Email.emailAddon, {
 
 export const EmailAreaHttp = areaHttp({
   name: "email",
-  groups: [MailHooksApi, ...addon.groups],
+  groups: [MailHooksApi, MailRelayApi, ...addon.groups],
   handlers: Layer.merge(EmailHandlers, addon.handlers),
-  routes: ["POST /v1/hooks/mailer", ...addon.routes]
+  routes: ["POST /v1/hooks/mailer", "POST /v1/node/mail/send", ...addon.routes]
 })

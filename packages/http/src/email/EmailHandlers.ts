@@ -1,10 +1,17 @@
-import { Email } from "@hostplane/core"
-import { Effect } from "effect"
+import { Email, Errors, Node } from "@hostplane/core"
+import { Effect, Layer, Stream } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { MailHooksApi } from "./EmailApi.ts"
+import { MailHooksApi, MailRelayApi } from "./EmailApi.ts"
 
-const api = areaApi(MailHooksApi)
+const api = areaApi(MailHooksApi, MailRelayApi)
+
+/** The token of `Bearer <token>`; anything else is no token. */
+const bearer = (header: string | undefined): string | undefined =>
+  header === undefined ? undefined : /^Bearer (\S+)$/.exec(header)?.[1]
+
+const declaredLength = (value: string | undefined) =>
+  value !== undefined && /^\d+$/.test(value) ? Number(value) : undefined
 
 const hooks = HttpApiBuilder.group(
   api,
@@ -17,4 +24,24 @@ const hooks = HttpApiBuilder.group(
   })
 )
 
-export const EmailHandlers = hooks
+const relay = HttpApiBuilder.group(
+  api,
+  "mailRelay",
+  Effect.fn(function* (handlers) {
+    const nodes = yield* Node.Nodes
+    const mailRelay = yield* Email.MailRelay
+    return handlers.handle("send", ({ headers, request }) =>
+      Effect.andThen(
+        nodes.authorize(bearer(headers.authorization)),
+        mailRelay.send(
+          headers["x-project-id"],
+          // Read from the request: a body that breaks off is a 400, not the framework's defect.
+          request.stream.pipe(Stream.mapError(() => new Errors.BadRequest({ message: "the body broke off" }))),
+          declaredLength(request.headers["content-length"])
+        )
+      )
+    )
+  })
+)
+
+export const EmailHandlers = Layer.merge(hooks, relay)

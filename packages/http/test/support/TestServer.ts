@@ -18,6 +18,7 @@ import {
   type Email,
   type Git,
   type Hostnames,
+  type Mail,
   Kernel,
   Orgs,
   type Secrets,
@@ -58,6 +59,8 @@ export interface TestServerOptions {
   readonly gateway?: () => Layer.Layer<Billing.PaymentGateway>
   /** The SNS adapter (`MailNotificationsSns` on a `FakeSns`'s folder); without one every notification is 403. */
   readonly mailNotifications?: () => Layer.Layer<Email.MailNotifications>
+  /** The transport the node mail relay sends through; without one the relay answers 503 `mail_unavailable`. */
+  readonly mailTransport?: () => Layer.Layer<Mail.MailTransport, unknown>
   /** Git storage instead of the real `git` in the server's own folder (a missing binary, unreachable storage). */
   readonly gitStorage?: Layer.Layer<Git.GitStorage, unknown>
   /** The database add-on's node admin and backup store; without them its routes answer 503 `no_node_admin`. */
@@ -107,6 +110,7 @@ export const startTestServer = async (
         bundles,
         options.gateway === undefined ? Layer.empty : options.gateway(),
         options.mailNotifications === undefined ? Layer.empty : options.mailNotifications(),
+        options.mailTransport === undefined ? Layer.empty : options.mailTransport(),
         git,
         options.database ?? Layer.empty
       )

@@ -7,7 +7,7 @@ import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memo
 /** Keyed by project id. */
 export const addressRows = memoryTable("email.addresses", () => new Map<string, Email.EmailAddressRow>())
 /** Keyed by mail id. */
-export const logRows = memoryTable("email.log", () => new Map<string, { row: Email.MailLogRow }>())
+export const logRows = memoryTable("email.log", () => new Map<string, { row: Email.MailLogRow; pending?: boolean }>())
 /** SNS message id to type. */
 export const notificationIds = memoryTable("email.notifications", () => new Map<string, string>())
 
@@ -41,6 +41,29 @@ export const make = (store: MemoryStore): Email.EmailStore["Service"] =>
       write(store, (tables) => {
         tables(logRows).set(row.id, { row })
       }),
+    reserveOut: (row, limit) =>
+      write(store, (tables) => {
+        if (tables(addressRows).get(row.projectId)?.granted !== true) return "not_granted" as const
+        const since = Date.parse(limit.since)
+        let sent = 0
+        for (const { row: other } of tables(logRows).values()) {
+          if (other.projectId === row.projectId && other.direction === "out" && Date.parse(other.createdAt) >= since) {
+            sent += 1
+          }
+        }
+        if (sent >= limit.cap) return "capped" as const
+        tables(logRows).set(row.id, { row, pending: true })
+        return "reserved" as const
+      }),
+    confirmOut: (id, providerMessageId) =>
+      write(store, (tables) => {
+        const entry = tables(logRows).get(id)
+        if (entry !== undefined) tables(logRows).set(id, { row: { ...entry.row, providerMessageId } })
+      }),
+    releaseOut: (id) =>
+      write(store, (tables) => {
+        if (tables(logRows).get(id)?.pending === true) tables(logRows).delete(id)
+      }),
     setOutcome: (providerMessageId, outcome) =>
       write(store, (tables) => {
         let count = 0
@@ -55,6 +78,7 @@ export const make = (store: MemoryStore): Email.EmailStore["Service"] =>
     listLog: (projectId, query) =>
       read(store, (tables) =>
         [...tables(logRows).values()]
+          .filter((entry) => entry.pending !== true)
           .map((entry) => entry.row)
           .filter((row) => row.projectId === projectId)
           .filter((row) => query.direction === undefined || row.direction === query.direction)
@@ -71,7 +95,8 @@ export const make = (store: MemoryStore): Email.EmailStore["Service"] =>
     countSince: (projectId, since) =>
       read(store, (tables) => {
         const recent = [...tables(logRows).values()].filter(
-          ({ row }) => row.projectId === projectId && Date.parse(row.createdAt) >= Date.parse(since)
+          ({ row, pending }) =>
+            pending !== true && row.projectId === projectId && Date.parse(row.createdAt) >= Date.parse(since)
         )
         return {
           sent: recent.filter(({ row }) => row.direction === "out").length,
@@ -94,7 +119,10 @@ export const make = (store: MemoryStore): Email.EmailStore["Service"] =>
     getLog: (projectId, id) =>
       read(store, (tables) =>
         Option.filter(
-          Option.map(Option.fromNullishOr(tables(logRows).get(id)), (entry) => entry.row),
+          Option.map(
+            Option.filter(Option.fromNullishOr(tables(logRows).get(id)), (entry) => entry.pending !== true),
+            (entry) => entry.row
+          ),
           (row) => row.projectId === projectId
         )
       )

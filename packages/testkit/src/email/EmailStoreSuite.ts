@@ -50,6 +50,32 @@ export const emailStoreSuite = <E>(name: string, store: Layer.Layer<EmailStoreSu
       })
     )
 
+    it.effect("reserveOut holds a row within the cap while granted; confirm shows it, release removes it", () =>
+      Effect.gen(function* () {
+        const email = yield* Email.EmailStore
+        const project = yield* givenProject
+        const limit = { since: at(-60), cap: 2 }
+        const held = row(project.id, { providerMessageId: null })
+        assert.strictEqual(yield* email.reserveOut(held, limit), "not_granted")
+        yield* email.saveAddress({ projectId: project.id, address: `${randomSuffix()}@m.test`, granted: true })
+        assert.strictEqual(yield* email.reserveOut(held, limit), "reserved")
+        assert.isTrue(Option.isNone(yield* email.getLog(project.id, held.id)))
+        assert.deepStrictEqual(yield* email.countSince(project.id, at(-60)), { sent: 0, received: 0 })
+        const second = row(project.id, { providerMessageId: null })
+        assert.strictEqual(yield* email.reserveOut(second, limit), "reserved")
+        // Held rows count toward the cap.
+        assert.strictEqual(yield* email.reserveOut(row(project.id), limit), "capped")
+        yield* email.confirmOut(held.id, "ses-1")
+        yield* email.releaseOut(second.id)
+        const shown = yield* email.getLog(project.id, held.id)
+        assert.strictEqual(Option.getOrThrow(shown).providerMessageId, "ses-1")
+        assert.isTrue(Option.isNone(yield* email.getLog(project.id, second.id)))
+        assert.strictEqual(yield* email.reserveOut(row(project.id), limit), "reserved")
+        // Rows before `since` no longer count.
+        assert.strictEqual(yield* email.reserveOut(row(project.id), { since: at(1), cap: 1 }), "reserved")
+      })
+    )
+
     it.effect("a notification id is claimed once; a claim in a failed transaction is undone", () =>
       Effect.gen(function* () {
         const email = yield* Email.EmailStore
