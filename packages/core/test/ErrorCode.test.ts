@@ -64,6 +64,8 @@ const decidedCodes: Record<string, number> = {
   // Our own: the node mail relay's transport refused or failed, or the host gave the services none.
   mail_send_failed: 502,
   mail_unavailable: 503,
+  // Our own: the AI upstream failed or refused the call (spec part 7: 502 is an upstream failure).
+  ai_upstream_error: 502,
   internal: 500
 }
 

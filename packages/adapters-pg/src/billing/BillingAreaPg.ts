@@ -2,15 +2,18 @@ import { Layer } from "effect"
 import { areaPg } from "../Area.ts"
 import createBillingAndCredit from "../migrations/0013_create_billing_and_credit.ts"
 import createAiKeys from "../migrations/0015_create_ai_keys.ts"
+import createAiCalls from "../migrations/0019_create_ai_calls.ts"
+import * as AiCallStorePg from "./AiCallStorePg.ts"
 import * as AiKeyStorePg from "./AiKeyStorePg.ts"
 import * as BillingStorePg from "./BillingStorePg.ts"
 import * as CreditStorePg from "./CreditStorePg.ts"
 
 export const BillingAreaPg = areaPg({
   name: "billing",
-  stores: Layer.mergeAll(BillingStorePg.layer, CreditStorePg.layer, AiKeyStorePg.layer),
+  stores: Layer.mergeAll(BillingStorePg.layer, CreditStorePg.layer, AiKeyStorePg.layer, AiCallStorePg.layer),
   migrations: {
     "0013_create_billing_and_credit": createBillingAndCredit,
-    "0015_create_ai_keys": createAiKeys
+    "0015_create_ai_keys": createAiKeys,
+    "0019_create_ai_calls": createAiCalls
   }
 })

@@ -31,12 +31,17 @@ const Subscription = Schema.Struct({
   cancel_at_period_end: Schema.Boolean
 })
 
+const Customer = Schema.Struct({ id: Schema.String })
+const Order = Schema.Struct({ id: Schema.String, status: Schema.String })
+const Orders = Schema.Struct({ items: Schema.Array(Order) })
+
 const failure = (reason: Billing.PaymentGatewayError["reason"], message: string) =>
   new Billing.PaymentGatewayError({ reason, message })
 
 /**
  * `PaymentGateway` as a client of Polar's API, the subset of decisions.md part 7: `POST /v1/checkouts/`,
- * `POST /v1/customer-sessions/`, `PATCH /v1/subscriptions/{id}`, with `Authorization: Bearer <token>`. Polar's 404
+ * `POST /v1/customer-sessions/`, `PATCH /v1/subscriptions/{id}`, with `Authorization: Bearer <token>`; and for
+ * auto top-up Polar's off-session charge (a draft order, then its finalize; see `chargeSavedMethod`). Polar's 404
  * (and its 422 for an unknown external customer) is `unknown`; a 5xx, 429, timeout, broken connection or an
  * unreadable answer is `unavailable`; any other refusal is `unavailable` too (the request was ours to get right).
  */
@@ -141,8 +146,67 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     }
   })
 
+  /**
+   * Polar's documented off-session charge (Orders, "Arbitrary charges"; `orders:write` scope, a paid Polar plan): the
+   * customer by external id, `POST /v1/orders/` (a `draft` order of the credit product at `amount`, with `metadata`),
+   * then `POST /v1/orders/{id}/finalize`, which charges the saved payment method (402 declined, 403 off-session charges
+   * not enabled). A retry first lists the customer's orders with this `metadata.topupId`: an order already finalized
+   * is not charged again, a draft left by a crash is finalized.
+   */
+  const chargeSavedMethod = Effect.fn("PaymentGatewayPolar.chargeSavedMethod")(function* (
+    charge: Billing.SavedMethodCharge
+  ) {
+    const product = options.creditProduct
+    if (product === undefined) return yield* off("credit")
+    const customer = yield* call(
+      "customer lookup",
+      HttpClientRequest.get(`${base}/v1/customers/external/${encodeURIComponent(charge.customer)}`),
+      Customer,
+      [404]
+    )
+    const existing = yield* call(
+      "order list",
+      HttpClientRequest.get(`${base}/v1/orders/`).pipe(
+        HttpClientRequest.setUrlParams({ customer_id: customer.id, "metadata[topupId]": charge.reference })
+      ),
+      Orders,
+      []
+    )
+    const found = existing.items[0]
+    if (found !== undefined && found.status !== "draft") return { orderId: found.id }
+    const order =
+      found ??
+      (yield* call(
+        "order create",
+        HttpClientRequest.bodyJsonUnsafe(HttpClientRequest.post(`${base}/v1/orders/`), {
+          customer_id: customer.id,
+          product_id: product,
+          amount: charge.amountCents,
+          metadata: { ...charge.metadata, topupId: charge.reference }
+        }),
+        Order,
+        [404]
+      ))
+    const finalized = yield* client
+      .execute(HttpClientRequest.bodyJsonUnsafe(HttpClientRequest.post(`${base}/v1/orders/${order.id}/finalize`), {}))
+      .pipe(
+        Effect.mapError((error) => failure("unavailable", `Polar order finalize is unreachable: ${error.message}`)),
+        Effect.timeoutOrElse({
+          duration: timeout,
+          orElse: () => Effect.fail(failure("unavailable", "Polar order finalize did not answer in time"))
+        })
+      )
+    // 412: the order is no draft any more (a finalize whose answer was lost): it was charged once already.
+    if ((finalized.status >= 200 && finalized.status < 300) || finalized.status === 412) return { orderId: order.id }
+    if (finalized.status === 402) return yield* failure("declined", "Polar declined the saved payment method")
+    if (finalized.status === 403) return yield* failure("off", "Polar off-session charges are not enabled")
+    if (finalized.status === 404) return yield* failure("unknown", "Polar has no such order")
+    return yield* failure("unavailable", `Polar order finalize answered ${finalized.status}`)
+  })
+
   return Billing.PaymentGateway.of({
     status,
+    chargeSavedMethod,
     checkout,
     customerSession: (customer, returnUrl) => customerSession(customer, returnUrl),
     setCancelAtPeriodEnd

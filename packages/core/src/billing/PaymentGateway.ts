@@ -28,6 +28,17 @@ export interface CheckoutRequest {
   readonly amountCents?: number
 }
 
+/** An off-session charge of the customer's saved payment method (an AI credit auto top-up). */
+export interface SavedMethodCharge {
+  readonly product: "credit"
+  readonly customer: OrgId
+  readonly amountCents: number
+  /** Copied onto the order, so its `order.paid` webhook raises the balance like a checkout's. */
+  readonly metadata: Readonly<Record<string, string>>
+  /** Unique per top-up: a retry finds the order it already made instead of charging again. */
+  readonly reference: string
+}
+
 export interface CustomerSession {
   readonly token: string
   readonly expiresAt: string
@@ -36,10 +47,10 @@ export interface CustomerSession {
 
 /**
  * The provider's failure: `off` (not configured for this), `unknown` (no such customer or subscription there),
- * `unavailable` (it failed or did not answer).
+ * `declined` (the saved payment method was refused), `unavailable` (it failed or did not answer).
  */
 export class PaymentGatewayError extends Schema.TaggedError<PaymentGatewayError>()("PaymentGatewayError", {
-  reason: Schema.Literals(["off", "unknown", "unavailable"]),
+  reason: Schema.Literals(["off", "unknown", "declined", "unavailable"]),
   message: Schema.String
 }) {}
 
@@ -59,6 +70,13 @@ export class PaymentGateway extends Context.Service<
       subscriptionId: string,
       cancel: boolean
     ) => Effect.Effect<SubscriptionState, PaymentGatewayError>
+    /**
+     * Charges the customer's saved payment method without the customer present; the balance rises only when the
+     * order's `order.paid` webhook arrives. Idempotent on `reference`.
+     */
+    readonly chargeSavedMethod: (
+      charge: SavedMethodCharge
+    ) => Effect.Effect<{ readonly orderId: string }, PaymentGatewayError>
   }
 >()("@hostplane/core/billing/PaymentGateway") {
   /** No provider: every operation is `off`. */
@@ -66,7 +84,8 @@ export class PaymentGateway extends Context.Service<
     status: { plans: false, credit: false, sandbox: false },
     checkout: () => Effect.fail(off),
     customerSession: () => Effect.fail(off),
-    setCancelAtPeriodEnd: () => Effect.fail(off)
+    setCancelAtPeriodEnd: () => Effect.fail(off),
+    chargeSavedMethod: () => Effect.fail(off)
   }
 
   /** The host's gateway when it provides one, else `off`: billing is optional for an embedding host. */

@@ -65,6 +65,7 @@ export const ErrorCode = {
   billing_unavailable: { status: 502 },
   export_failed: { status: 502 },
   mail_send_failed: { status: 502 },
+  ai_upstream_error: { status: 502 },
   no_core: { status: 503 },
   ai_unavailable: { status: 503 },
   mail_unavailable: { status: 503 },

@@ -365,6 +365,11 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   static readonly code = "rate_limited" satisfies ErrorCode
 }
 
+/** `ai_upstream_error`: the AI upstream failed or answered an error the caller cannot fix. */
+export class AiUpstreamError extends Schema.TaggedError<AiUpstreamError>()("AiUpstreamError", fields) {
+  static readonly code = "ai_upstream_error" satisfies ErrorCode
+}
+
 /** `ai_unavailable`: no AI upstream credentials in this deployment. */
 export class AiUnavailable extends Schema.TaggedError<AiUnavailable>()("AiUnavailable", fields) {
   static readonly code = "ai_unavailable" satisfies ErrorCode
@@ -455,7 +460,8 @@ export const all = [
   RateLimited,
   AiUnavailable,
   MailSendFailed,
-  MailUnavailable
+  MailUnavailable,
+  AiUpstreamError
 ] as const
 
 export type ApiFailure = InstanceType<(typeof all)[number]>

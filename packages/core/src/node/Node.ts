@@ -18,7 +18,7 @@ export const NodeProject = Schema.Struct({
     storage: Schema.Null,
     email: Schema.NullOr(EmailBinding),
     auth: Schema.NullOr(AuthBinding),
-    ai: Schema.Null
+    ai: Schema.NullOr(Schema.Struct({ key: Schema.String }))
   })
 })
 export type NodeProject = typeof NodeProject.Type

@@ -1,16 +1,19 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AccessPolicies } from "../access/AccessPolicies.ts"
+import { AiKeyStore } from "../ai/AiKeyStore.ts"
+import { aiKeyContext } from "../ai/AiAddon.ts"
 import { Databases } from "../database/Databases.ts"
 import { Deployments } from "../deployments/Deployments.ts"
 import { EndUserAuths } from "../enduser/EndUserAuths.ts"
 import { MailRelay } from "../email/MailRelay.ts"
 import { NodeApiOff, NotFound, Unauthorized } from "../errors/Errors.ts"
 import { HostnameStore } from "../hostnames/HostnameStore.ts"
-import { makeId } from "../kernel/Ids.ts"
+import { makeId, type ProjectId } from "../kernel/Ids.ts"
 import { NodeRevisions } from "../kernel/NodeRevisions.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
+import { Sealer } from "../secrets/Sealer.ts"
 import { Secrets } from "../secrets/Secrets.ts"
 import type { NodeProject, NodeState, OpenedSecrets } from "./Node.ts"
 import { NodeConfig } from "./NodeConfig.ts"
@@ -48,6 +51,8 @@ export class Nodes extends Context.Service<
       const databases = yield* Effect.serviceOption(Databases)
       const auths = yield* Effect.serviceOption(EndUserAuths)
       const mail = yield* Effect.serviceOption(MailRelay)
+      const aiKeys = yield* Effect.serviceOption(AiKeyStore)
+      const sealer = yield* Sealer
       const expected = Option.isSome(config.token)
         ? Option.some(yield* tokens.hash(Redacted.value(config.token.value)))
         : Option.none<string>()
@@ -60,6 +65,15 @@ export class Nodes extends Context.Service<
         if (bearer === undefined || (yield* tokens.hash(bearer)) !== expected.value) {
           return yield* new Unauthorized({ message: "a node token is required" })
         }
+      })
+
+      /** The project's AI key, opened from its sealed copy; null when AI is not granted. */
+      const aiBinding = Effect.fnUntraced(function* (id: ProjectId) {
+        if (Option.isNone(aiKeys)) return null
+        const row = yield* aiKeys.value.find(id)
+        if (Option.isNone(row)) return null
+        // A key that does not open is a broken key ring, not a request's fault.
+        return { key: yield* Effect.orDie(sealer.open(row.value.sealed, aiKeyContext(id))) }
       })
 
       const projectState = Effect.fnUntraced(function* (projectId: string): Effect.fn.Return<NodeProject> {
@@ -96,7 +110,8 @@ export class Nodes extends Context.Service<
             ...none,
             db: Option.isSome(databases) ? yield* databases.value.binding(id) : null,
             email: Option.isSome(mail) ? yield* mail.value.binding(id) : null,
-            auth: Option.isSome(auths) ? yield* auths.value.binding(id) : null
+            auth: Option.isSome(auths) ? yield* auths.value.binding(id) : null,
+            ai: yield* aiBinding(id)
           }
         }
       })

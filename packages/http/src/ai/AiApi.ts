@@ -103,3 +103,60 @@ export class AiCreditApi extends HttpApiGroup.make("aiCredit")
   )
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({ title: "AI", description: "AI models and prepaid credit (spec 4.10)." })) {}
+
+/** The OpenAI chat-completions request as documented; the gateway reads the raw body itself (decisions.md part 12). */
+const ChatCompletionRequest = Schema.Struct({
+  model: Schema.String.annotate({ description: "A catalog id (`GET /v1/ai/models`)." }),
+  messages: Schema.Array(Schema.Record(Schema.String, Schema.Unknown)),
+  stream: Schema.optionalKey(Schema.Boolean),
+  max_tokens: Schema.optionalKey(Schema.Number),
+  max_completion_tokens: Schema.optionalKey(Schema.Number),
+  stream_options: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
+}).annotate({ identifier: "ChatCompletionRequest" })
+
+/** decisions.md part 6: the AI gateway, authorized by a project's AI key rather than a session. */
+export class AiGatewayApi extends HttpApiGroup.make("aiGateway")
+  .add(
+    HttpApiEndpoint.post("chat", "/ai/chat/completions", {
+      headers: {
+        authorization: Schema.optionalKey(Schema.String.annotate({ description: "`Bearer <project AI key>`." }))
+      },
+      payload: ChatCompletionRequest,
+      success: Schema.Record(Schema.String, Schema.Unknown).annotate({
+        description: "The upstream's chat completion (or, for `stream: true`, `text/event-stream` chunks)."
+      }),
+      error: apiErrors(
+        Errors.Unauthorized,
+        Errors.BadRequest,
+        Errors.UnknownModel,
+        Errors.RateLimited,
+        Errors.DailyLimit,
+        Errors.InsufficientBalance,
+        Errors.AiUnavailable,
+        Errors.AiUpstreamError
+      )
+    })
+      .annotate(OpenApi.Summary, "Call an AI model (OpenAI chat completions)")
+      .annotateMerge(
+        describe(
+          [
+            "`Authorization: Bearer <project AI key>` (the node's `ai` binding `{ key }`); the OpenAI chat-completions",
+            "request shape. Checked in this order: the key (401: AI not granted or the key revoked); the body and the",
+            "model (400 `bad_request`, 400 `unknown_model` for a model outside the catalog); the plan's limits (400",
+            "for `max_tokens`/`max_completion_tokens` above `maxOutputTokens` or an input above `maxInputTokens`, counted",
+            "as 4 characters a token; 429 `rate_limited` past `requestsPerMinute` calls of the project in the last 60",
+            "seconds; 402 `daily_limit` once the org's calls of the last 24 hours cost `dailySpendMicroCents`); the",
+            "balance (402 `insufficient_balance` at or below 0); the upstream (503 `ai_unavailable` without",
+            "credentials). Then the call goes upstream under the catalog's upstream model, with the plan's",
+            "`maxOutputTokens` as `max_tokens` when none is set; `stream: true` answers server-sent events as they",
+            "arrive. Each call is charged once, after the answer, from the upstream's `usage` at the catalog price:",
+            "one `call` ledger row of `ceil((in × inPrice + out × outPrice) / 1,000,000)` micro-cents (the balance may",
+            "go negative). A caller that disconnects mid-stream is still charged: the upstream is read to its end.",
+            "Upstream refusals: 400 (the upstream's 400/413/422), 429 (its 429), else 502 `ai_upstream_error`."
+          ].join(" ")
+        )
+      )
+  )
+  .annotateMerge(
+    OpenApi.annotations({ title: "AI gateway", description: "The AI gateway nodes call (decisions.md part 6)." })
+  ) {}

@@ -1,14 +1,17 @@
 import { Ai } from "@hostplane/core"
+import { Layer } from "effect"
 import { addonAreaHttp } from "../addons/AddonAreaHttp.ts"
 import { areaHttp } from "../Area.ts"
-import { AiCreditApi } from "./AiApi.ts"
+import { AiCreditApi, AiGatewayApi } from "./AiApi.ts"
+import { AiGatewayHandlers } from "./AiGatewayHandlers.ts"
 import { AiHandlers } from "./AiHandlers.ts"
 
 export const AiAreaHttp = areaHttp({
   name: "aiCredit",
-  groups: [AiCreditApi],
-  handlers: AiHandlers,
+  groups: [AiCreditApi, AiGatewayApi],
+  handlers: Layer.merge(AiHandlers, AiGatewayHandlers),
   routes: [
+    "POST /v1/ai/chat/completions",
     "GET /v1/ai/models",
     "GET /v1/orgs/{orgSlug}/ai/credit",
     "GET /v1/orgs/{orgSlug}/ai/ledger",

@@ -8,7 +8,7 @@ import { NodeApi } from "./NodeApi.ts"
 const api = areaApi(NodeApi)
 
 /** The token of `Bearer <token>`; anything else is no token. */
-const bearer = (header: string | undefined): string | undefined => {
+export const bearer = (header: string | undefined): string | undefined => {
   const match = header === undefined ? null : /^Bearer (\S+)$/.exec(header)
   return match?.[1]
 }

@@ -9,6 +9,7 @@ import {
 } from "@hostplane/adapters-providers"
 import {
   type Access,
+  type Ai,
   type Billing,
   type ConfigOverrides,
   type Database,
@@ -57,6 +58,8 @@ export interface TestServerOptions {
   readonly served?: Parameters<typeof makeNodeListener>[1]
   /** The payment provider (`PaymentGatewayPolar` against a `FakePolar`); billing is off without one. */
   readonly gateway?: () => Layer.Layer<Billing.PaymentGateway>
+  /** The AI upstream (`AiUpstreamOpenAi` against a `FakeOpenAi`); without one AI calls answer 503 `ai_unavailable`. */
+  readonly aiUpstream?: () => Layer.Layer<Ai.AiUpstream>
   /** The SNS adapter (`MailNotificationsSns` on a `FakeSns`'s folder); without one every notification is 403. */
   readonly mailNotifications?: () => Layer.Layer<Email.MailNotifications>
   /** The transport the node mail relay sends through; without one the relay answers 503 `mail_unavailable`. */
@@ -109,6 +112,7 @@ export const startTestServer = async (
         options.passwordHasher === undefined ? testCrypto : Layer.merge(testCrypto, options.passwordHasher),
         bundles,
         options.gateway === undefined ? Layer.empty : options.gateway(),
+        options.aiUpstream === undefined ? Layer.empty : options.aiUpstream(),
         options.mailNotifications === undefined ? Layer.empty : options.mailNotifications(),
         options.mailTransport === undefined ? Layer.empty : options.mailTransport(),
         git,

@@ -1,32 +1,34 @@
 import { Ai } from "@hostplane/core"
 import { Effect, Layer } from "effect"
-import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memory/MemoryState.ts"
+import { MemoryState, memoryTable, type MemoryStore, read, type Tables, write } from "../memory/MemoryState.ts"
 
 /** Keyed by org id. */
 export const creditRows = memoryTable("ai.credit", () => new Map<string, Ai.CreditRow>())
 /** Every org's ledger rows in `ledger_id` order. */
 export const ledgerRows = memoryTable("ai.ledger", () => new Array<Ai.LedgerRow & { readonly orgId: string }>())
 
+/** Appends a ledger row and moves the balance, inside the caller's `write`; answers the new balance. */
+export const appendLedgerRow = (tables: Tables, entry: Ai.LedgerEntry): number => {
+  const credit = tables(creditRows).get(entry.orgId) ?? Ai.zeroCredit(entry.orgId)
+  const balanceMicroCents = credit.balanceMicroCents + entry.amountMicroCents
+  tables(ledgerRows).push({
+    orgId: entry.orgId,
+    ledger_id: tables(ledgerRows).length + 1,
+    kind: entry.kind,
+    amountMicroCents: entry.amountMicroCents,
+    projectName: entry.projectName,
+    model: entry.model,
+    createdAt: entry.at
+  })
+  tables(creditRows).set(entry.orgId, { ...credit, balanceMicroCents })
+  return balanceMicroCents
+}
+
 /** `CreditStore` on the shared memory state: the ledger is an array in id order, the balance moves with each row. */
 export const make = (store: MemoryStore): Ai.CreditStore["Service"] =>
   Ai.CreditStore.of({
     find: (orgId) => read(store, (tables) => tables(creditRows).get(orgId) ?? Ai.zeroCredit(orgId)),
-    append: (entry) =>
-      write(store, (tables) => {
-        const credit = tables(creditRows).get(entry.orgId) ?? Ai.zeroCredit(entry.orgId)
-        const balanceMicroCents = credit.balanceMicroCents + entry.amountMicroCents
-        tables(ledgerRows).push({
-          orgId: entry.orgId,
-          ledger_id: tables(ledgerRows).length + 1,
-          kind: entry.kind,
-          amountMicroCents: entry.amountMicroCents,
-          projectName: entry.projectName,
-          model: entry.model,
-          createdAt: entry.at
-        })
-        tables(creditRows).set(entry.orgId, { ...credit, balanceMicroCents })
-        return balanceMicroCents
-      }),
+    append: (entry) => write(store, (tables) => appendLedgerRow(tables, entry)),
     setPaymentMethod: (orgId) =>
       write(store, (tables) => {
         tables(creditRows).set(orgId, {

@@ -7,8 +7,12 @@ export interface PaymentGatewayMemoryState {
   /** External customer ids (org ids) with billing history at the provider. */
   readonly customers: Set<string>
   readonly subscriptions: Map<string, Billing.SubscriptionState>
+  /** Off-session charges made, by reference (one per reference however often it is asked). */
+  readonly charges: Map<string, Billing.SavedMethodCharge>
   /** While true every call fails `unavailable`. */
   down: boolean
+  /** While true every off-session charge is `declined`. */
+  declined: boolean
 }
 
 /**
@@ -47,6 +51,13 @@ export const make = (
         const next = { ...subscription, cancelAtPeriodEnd: cancel }
         state.subscriptions.set(subscriptionId, next)
         return Effect.succeed(next)
+      }),
+    chargeSavedMethod: (charge) =>
+      guard(status.credit, () => {
+        if (!state.customers.has(charge.customer)) return fail("unknown", `no customer ${charge.customer}`)
+        if (state.declined) return fail("declined", "the card was declined")
+        if (!state.charges.has(charge.reference)) state.charges.set(charge.reference, charge)
+        return Effect.succeed({ orderId: `memory_order_${charge.reference}` })
       })
   })
 }
@@ -55,7 +66,9 @@ export const emptyState = (): PaymentGatewayMemoryState => ({
   checkouts: [],
   customers: new Set(),
   subscriptions: new Map(),
-  down: false
+  charges: new Map(),
+  down: false,
+  declined: false
 })
 
 export const layer = (state: PaymentGatewayMemoryState = emptyState(), status?: Billing.GatewayStatus) =>

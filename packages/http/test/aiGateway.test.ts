@@ -1,0 +1,393 @@
+import { AiUpstreamOpenAi } from "@hostplane/adapters-providers"
+import { Ai } from "@hostplane/core"
+import { type FakeOpenAi, startFakeOpenAi } from "@hostplane/testkit"
+import { Effect, Option, Redacted } from "effect"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { backends } from "./support/backends.ts"
+import { creditOf, orgIdOf, withPolar } from "./support/polar.ts"
+import { type Suite, useSuite } from "./support/TestServer.ts"
+
+const nodeToken = "node-token-for-ai-tests"
+const gpt41 = Ai.defaultCatalog.find((entry) => entry.id === "gpt-4.1")!
+const valueChat = Ai.defaultCatalog.find((entry) => entry.id === "value-chat")!
+const tier = 500_000_000
+
+/** A loopback OpenAI-compatible upstream started before the suite's server. */
+const withUpstream = () => {
+  const holder = {} as { fake: FakeOpenAi }
+  beforeAll(async () => {
+    holder.fake = await startFakeOpenAi()
+  })
+  afterAll(() => holder.fake?.close())
+  const aiUpstream = () =>
+    AiUpstreamOpenAi.layer({ url: holder.fake.url, key: Redacted.make(holder.fake.key), timeout: "5 seconds" })
+  return { holder, aiUpstream }
+}
+
+/** Helpers on a suite with Polar: credit by a signed `order.paid`, pro by `subscription.active`, a granted key. */
+const aiHelpers = (suite: Suite, polar: () => ReturnType<typeof withPolar>["holder"]["polar"]) => {
+  const hook = () => `${suite.server.url}/v1/hooks/billing`
+  const credit = async (slug: string, microCents = tier) => {
+    const orgId = await orgIdOf(suite.server, slug)
+    const reply = await polar().deliver(hook(), {
+      type: "order.paid",
+      data: {
+        id: "ord",
+        customer: { external_id: orgId },
+        metadata: { kind: "ai_credit", microCents: `${microCents}` }
+      }
+    })
+    expect(reply.body).toEqual({ applied: true })
+  }
+  const pro = async (slug: string) => {
+    const orgId = await orgIdOf(suite.server, slug)
+    const sub = polar().subscribe(orgId)
+    const reply = await polar().deliver(hook(), { type: "subscription.active", data: { ...sub } })
+    expect(reply.body).toEqual({ applied: true })
+  }
+  /** A fresh project with AI granted; its key as the node's `ai` binding carries it. */
+  const granted = async (slug: string) => {
+    const project = await suite.newProject(slug)
+    const grant = await suite.api.post(`/v1/orgs/${slug}/projects/${project.name}/ai`, undefined, {
+      token: suite.admin.token
+    })
+    expect(grant.status).toBe(200)
+    const state = await suite.api.get("/v1/node/state", { token: nodeToken })
+    const entry = (state.body.projects as Array<any>).filter((p) => p.projectId === project.id).at(-1)
+    expect(entry.bindings.ai).toEqual({ key: expect.stringMatching(/^hp_ai_/) })
+    return { ...project, key: entry.bindings.ai.key as string }
+  }
+  const chat = (key: string | undefined, body: unknown) =>
+    suite.api.post("/v1/ai/chat/completions", body, key === undefined ? {} : { token: key })
+  const ledger = async (slug: string) => creditOf(suite.server, await orgIdOf(suite.server, slug))
+  return { credit, pro, granted, chat, ledger }
+}
+
+const ask = (model = "gpt-4.1", extra: Record<string, unknown> = {}) => ({
+  model,
+  messages: [{ role: "user", content: "Say hello." }],
+  ...extra
+})
+
+const until = async (check: () => Promise<boolean>, ms = 5000) => {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error("timed out")
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
+describe.each(backends)("decisions part 6 AI gateway (%s)", (_name, stores) => {
+  const { holder, settings, gateway } = withPolar()
+  const upstream = withUpstream()
+  const suite = useSuite(stores, { ...settings, node: { token: nodeToken } }, undefined, undefined, {
+    gateway,
+    aiUpstream: upstream.aiUpstream
+  })
+  const { credit, pro, granted, chat, ledger } = aiHelpers(suite, () => holder.polar)
+  const fake = () => upstream.holder.fake
+
+  beforeEach(() => {
+    const f = upstream.holder.fake
+    if (f === undefined) return
+    f.usage = { prompt_tokens: 12, completion_tokens: 7 }
+    f.omitUsage = false
+    f.chunkDelayMs = 0
+    f.failStatus = undefined
+    f.breakStream = false
+    f.reply = "Hello from the fake upstream."
+  })
+
+  it("the node state's ai binding is { key } once granted, null after revoke; the revoked key is 401", async () => {
+    const slug = await suite.newOrg()
+    const project = await granted(slug)
+    await credit(slug)
+    expect((await chat(project.key, ask())).status).toBe(200)
+    const revoke = await suite.api.delete(`/v1/orgs/${slug}/projects/${project.name}/ai`, undefined, {
+      token: suite.admin.token
+    })
+    expect(revoke.status).toBe(204)
+    const state = await suite.api.get("/v1/node/state", { token: nodeToken })
+    const entry = (state.body.projects as Array<any>).filter((p) => p.projectId === project.id).at(-1)
+    expect(entry.bindings.ai).toBeNull()
+    const reply = await chat(project.key, ask())
+    expect(reply.status).toBe(401)
+    expect(reply.body.code).toBe("unauthorized")
+  })
+
+  it("no key, a malformed one or an unknown one is 401, before the body is looked at", async () => {
+    for (const key of [undefined, "not-a-key", "hp_ai_unknown"]) {
+      const reply = await chat(key, { nonsense: true })
+      expect(reply.status).toBe(401)
+      expect(reply.body.code).toBe("unauthorized")
+    }
+  })
+
+  it("a body that is no chat request is 400 bad_request with issues", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    const missing = await chat(key, { model: "gpt-4.1" })
+    expect(missing.status).toBe(400)
+    expect(missing.body.code).toBe("bad_request")
+    expect(missing.body.details.issues).toEqual([expect.objectContaining({ path: ["messages"] })])
+    const raw = await suite.api.call("POST", "/v1/ai/chat/completions", { token: key, raw: "{not json" })
+    expect(raw.status).toBe(400)
+    expect((await chat(key, ask("gpt-4.1", { max_tokens: -1 }))).status).toBe(400)
+  })
+
+  it("a model outside the catalog is 400 unknown_model, even at a zero balance", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    const reply = await chat(key, ask("gpt-9000"))
+    expect(reply.status).toBe(400)
+    expect(reply.body).toMatchObject({ code: "unknown_model", details: { model: "gpt-9000" } })
+    expect(fake().requests.some((r) => r.body.model === "gpt-9000")).toBe(false)
+  })
+
+  it("free plan token limits are 400: max_tokens above maxOutputTokens, an input above maxInputTokens", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    await credit(slug)
+    const out = await chat(key, ask("gpt-4.1", { max_tokens: 4097 }))
+    expect(out.status).toBe(400)
+    expect(out.body).toMatchObject({ code: "bad_request", details: { limit: "maxOutputTokens" } })
+    const big = await chat(key, { model: "gpt-4.1", messages: [{ role: "user", content: "x".repeat(4 * 32768) }] })
+    expect(big.status).toBe(400)
+    expect(big.body).toMatchObject({ code: "bad_request", details: { limit: "maxInputTokens" } })
+    expect((await chat(key, ask("gpt-4.1", { max_completion_tokens: 4096 }))).status).toBe(200)
+  })
+
+  it("the plan's maxOutputTokens goes upstream as max_tokens when the caller set none; the upstream model name", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    await credit(slug)
+    const reply = await chat(key, ask("value-chat"))
+    expect(reply.status).toBe(200)
+    const sent = fake().requests.at(-1)!
+    expect(sent.token).toBe(fake().key)
+    expect(sent.body).toMatchObject({ model: valueChat.upstreamModel, max_tokens: 4096 })
+    // The answer carries the catalog's name, never the upstream's.
+    expect(reply.body.model).toBe("value-chat")
+  })
+
+  it("past requestsPerMinute calls of a project in a minute: 429 rate_limited, not charged", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    await credit(slug)
+    const replies = await Promise.all(Array.from({ length: 22 }, () => chat(key, ask())))
+    const statuses = replies.map((r) => r.status)
+    expect(statuses.filter((s) => s === 200)).toHaveLength(20)
+    const limited = replies.filter((r) => r.status === 429)
+    expect(limited).toHaveLength(2)
+    expect(limited[0]!.body).toMatchObject({ code: "rate_limited", details: { requestsPerMinute: 20 } })
+    const { ledger: rows } = await ledger(slug)
+    expect(rows.filter((r) => r.kind === "call")).toHaveLength(20)
+  })
+
+  it("once the org's calls of 24 hours cost dailySpendMicroCents: 402 daily_limit", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    await credit(slug)
+    fake().usage = { prompt_tokens: 1_000_000, completion_tokens: 0 }
+    expect((await chat(key, ask())).status).toBe(200)
+    const reply = await chat(key, ask())
+    expect(reply.status).toBe(402)
+    expect(reply.body).toMatchObject({
+      code: "daily_limit",
+      details: { dailySpendMicroCents: 100_000_000, spentMicroCents24h: gpt41.inputMicroCentsPerMTok }
+    })
+  })
+
+  it("a balance at or below 0 is 402 insufficient_balance, and the upstream is not called", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    const before = fake().requests.length
+    const reply = await chat(key, ask())
+    expect(reply.status).toBe(402)
+    expect(reply.body.code).toBe("insufficient_balance")
+    expect(fake().requests.length).toBe(before)
+  })
+
+  it("a JSON call is charged one call row at the catalog price of the upstream's usage", async () => {
+    const slug = await suite.newOrg()
+    const project = await granted(slug)
+    await credit(slug)
+    fake().usage = { prompt_tokens: 1234, completion_tokens: 567 }
+    const reply = await chat(project.key, ask())
+    expect(reply.status).toBe(200)
+    expect(reply.body.choices[0].message.content).toBe(fake().reply)
+    const cost = Math.ceil((1234 * gpt41.inputMicroCentsPerMTok + 567 * gpt41.outputMicroCentsPerMTok) / 1_000_000)
+    const { credit: row, ledger: rows } = await ledger(slug)
+    expect(rows[0]).toMatchObject({
+      kind: "call",
+      amountMicroCents: -cost,
+      projectName: project.name,
+      model: "gpt-4.1"
+    })
+    expect(row.balanceMicroCents).toBe(tier - cost)
+    const page = await suite.api.get(`/v1/orgs/${slug}/ai/ledger`, { token: suite.admin.token })
+    expect(page.body.items[0]).toMatchObject({ kind: "call", amountMicroCents: -cost })
+    const status = await suite.api.get(`/v1/orgs/${slug}/projects/${project.name}/ai`, { token: suite.admin.token })
+    expect(status.body).toMatchObject({ spentMicroCents24h: cost, balanceMicroCents: tier - cost })
+  })
+
+  it("stream: true passes server-sent events through as they arrive, asks for usage, charges from it", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    await credit(slug)
+    fake().reply = "one two three four five"
+    fake().chunkDelayMs = 150
+    const response = await fetch(`${suite.server.url}/v1/ai/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(ask("value-chat", { stream: true }))
+    })
+    expect(response.status).toBe(200)
+    expect(response.headers.get("content-type")).toContain("text/event-stream")
+    const reader = response.body!.getReader()
+    const first = await reader.read()
+    // The first bytes arrive while the upstream is still answering: streamed, not buffered.
+    expect(fake().inFlight()).toBe(1)
+    let text = new TextDecoder().decode(first.value)
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      text += new TextDecoder().decode(next.value)
+    }
+    const events = text
+      .split("\n")
+      .filter((line) => line.startsWith("data: "))
+      .map((line) => line.slice(6))
+    expect(events.at(-1)).toBe("[DONE]")
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e))
+    expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe("one two three four five")
+    expect(chunks.every((c) => c.model === "value-chat")).toBe(true)
+    // The caller did not ask for usage: the usage-only chunk is not forwarded.
+    expect(chunks.some((c) => c.usage !== undefined)).toBe(false)
+    expect(fake().requests.at(-1)!.body.stream_options).toEqual({ include_usage: true })
+    const cost = Math.ceil((12 * valueChat.inputMicroCentsPerMTok + 7 * valueChat.outputMicroCentsPerMTok) / 1_000_000)
+    await until(async () => (await ledger(slug)).ledger.some((r) => r.kind === "call"))
+    expect((await ledger(slug)).ledger.filter((r) => r.kind === "call").map((r) => r.amountMicroCents)).toEqual([-cost])
+  })
+
+  it("a caller that asked for include_usage gets the usage chunk", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    await credit(slug)
+    const reply = await chat(key, ask("gpt-4.1", { stream: true, stream_options: { include_usage: true } }))
+    expect(reply.status).toBe(200)
+    expect(reply.body).toContain('"usage":{"prompt_tokens":12,"completion_tokens":7')
+  })
+
+  it("a caller that disconnects mid-stream is still charged, exactly once, from the final usage", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    await credit(slug)
+    fake().reply = "a b c d e f g h"
+    fake().chunkDelayMs = 60
+    fake().usage = { prompt_tokens: 100, completion_tokens: 8 }
+    const controller = new AbortController()
+    const response = await fetch(`${suite.server.url}/v1/ai/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(ask("gpt-4.1", { stream: true })),
+      signal: controller.signal
+    })
+    const reader = response.body!.getReader()
+    await reader.read()
+    controller.abort()
+    await reader.read().catch(() => undefined)
+    expect(fake().inFlight()).toBe(1)
+    await until(async () => (await ledger(slug)).ledger.some((r) => r.kind === "call"))
+    await until(async () => fake().inFlight() === 0)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const cost = Math.ceil((100 * gpt41.inputMicroCentsPerMTok + 8 * gpt41.outputMicroCentsPerMTok) / 1_000_000)
+    const calls = (await ledger(slug)).ledger.filter((r) => r.kind === "call")
+    expect(calls.map((r) => r.amountMicroCents)).toEqual([-cost])
+  })
+
+  it("a stream the upstream breaks off is charged by estimate, never free", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    await credit(slug)
+    fake().breakStream = true
+    fake().chunkDelayMs = 50
+    const reply = await chat(key, ask("gpt-4.1", { stream: true }))
+    expect(reply.status).toBe(200)
+    await until(async () => (await ledger(slug)).ledger.some((r) => r.kind === "call"))
+    const [call] = (await ledger(slug)).ledger.filter((r) => r.kind === "call")
+    expect(call!.amountMicroCents).toBeLessThan(0)
+  })
+
+  it("a settled call is never charged again", async () => {
+    const slug = await suite.newOrg()
+    const project = await granted(slug)
+    const orgId = await orgIdOf(suite.server, slug)
+    const charges = await suite.server.run(
+      Effect.gen(function* () {
+        const calls = yield* Ai.AiCallStore
+        const at = new Date().toISOString()
+        const id = `aic_${Math.random().toString(36).slice(2)}`
+        const start = { orgId, projectId: project.id, projectName: project.name, model: "gpt-4.1", at }
+        expect(yield* calls.start({ ...start, id, windowStart: at, perMinute: 0 })).toBe(true)
+        const charge = { inputTokens: 1, outputTokens: 1, costMicroCents: 1000, at }
+        return yield* Effect.all([calls.charge(id, charge), calls.charge(id, charge)], { concurrency: 2 })
+      })
+    )
+    expect(charges.filter(Option.isSome)).toHaveLength(1)
+    expect((await ledger(slug)).ledger.filter((r) => r.kind === "call")).toHaveLength(1)
+  })
+
+  it("upstream refusals: its 400 is 400, its 429 is 429 rate_limited, its 500 is 502 ai_upstream_error; none charged", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    await credit(slug)
+    for (const [status, expected, code] of [
+      [400, 400, "bad_request"],
+      [429, 429, "rate_limited"],
+      [500, 502, "ai_upstream_error"]
+    ] as const) {
+      fake().failStatus = status
+      const reply = await chat(key, ask())
+      expect(reply.status).toBe(expected)
+      expect(reply.body).toMatchObject({ code, details: { upstreamStatus: status } })
+    }
+    expect((await ledger(slug)).ledger.filter((r) => r.kind === "call")).toHaveLength(0)
+  })
+
+  it("many calls racing on a small balance: the ledger still sums to the balance exactly", async () => {
+    const slug = await suite.newOrg()
+    await pro(slug)
+    const { key } = await granted(slug)
+    await credit(slug)
+    // Each call costs a fifth of the balance: a handful pass the check before the balance drops to 0 or below.
+    fake().usage = { prompt_tokens: 500_000, completion_tokens: 0 }
+    fake().chunkDelayMs = 0
+    const replies = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => chat(key, ask("gpt-4.1", i % 2 === 0 ? { stream: true } : {})))
+    )
+    const ok = replies.filter((r) => r.status === 200).length
+    expect(ok).toBeGreaterThanOrEqual(5)
+    expect(replies.filter((r) => r.status !== 200).every((r) => r.body.code === "insufficient_balance")).toBe(true)
+    await until(async () => (await ledger(slug)).ledger.filter((r) => r.kind === "call").length === ok)
+    const { credit: row, ledger: rows } = await ledger(slug)
+    const sum = rows.reduce((total, r) => total + r.amountMicroCents, 0)
+    expect(sum).toBe(row.balanceMicroCents)
+    expect(row.balanceMicroCents).toBe(tier - ok * 100_000_000)
+  })
+})
+
+describe.each(backends)("decisions part 6 AI gateway without upstream credentials (%s)", (_name, stores) => {
+  const { holder, settings, gateway } = withPolar()
+  const suite = useSuite(stores, { ...settings, node: { token: nodeToken } }, undefined, undefined, { gateway })
+  const { credit, granted, chat } = aiHelpers(suite, () => holder.polar)
+
+  it("a granted project with credit gets 503 ai_unavailable; the checks before it still answer first", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    expect((await chat(key, ask("nope"))).body.code).toBe("unknown_model")
+    expect((await chat(key, ask())).body.code).toBe("insufficient_balance")
+    await credit(slug)
+    const reply = await chat(key, ask())
+    expect(reply.status).toBe(503)
+    expect(reply.body.code).toBe("ai_unavailable")
+  })
+})
