@@ -257,7 +257,7 @@ export interface Hostplane {
  * Starts the real server on a free port with `SERVICE_DATA_DIR=<dir>/hostplane` and no `DATABASE_URL` (so an embedded
  * PostgreSQL and the dev login), waits until it answers, and signs in as `bench` with the dev login.
  */
-export const startHostplane = async (dir: string): Promise<Hostplane> => {
+export const startHostplane = async (dir: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<Hostplane> => {
   const dataDir = Path.join(dir, "hostplane")
   const port = await freePort()
   const sshPort = await freePort()
@@ -268,7 +268,8 @@ export const startHostplane = async (dir: string): Promise<Hostplane> => {
     SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
     SERVICE_GIT_SSH_LISTEN: `127.0.0.1:${sshPort}`,
     SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
-    SERVICE_DATA_DIR: dataDir
+    SERVICE_DATA_DIR: dataDir,
+    ...extraEnv
   }
   delete env.DATABASE_URL // always the embedded PostgreSQL (and so the dev login)
   const base = `http://127.0.0.1:${port}`
