@@ -142,7 +142,9 @@ const main = async () => {
   )
   await writeReport(
     "ai",
-    { date: new Date().toISOString(), commit: gitCommit(), machine: machine(), calls, runs, results },
+    { date: new Date().toISOString(), commit: gitCommit(), machine: machine(), calls, runs, results } as {
+      date: string
+    },
     values.save === true
   )
   agent.destroy()

@@ -1,6 +1,7 @@
 import { NodeFileSystem, NodeHttpServer } from "@effect/platform-node"
 import * as Pg from "@hostplane/adapters-pg"
 import {
+  AiUpstreamOpenAi,
   ArtifactStoreDisk,
   BackupStoreDisk,
   BundleReader,
@@ -90,6 +91,8 @@ export const ServerLive = Layer.unwrap(
           TokensNode.layer,
           // Polar from SERVICE_POLAR_* when a token is set; without one billing answers 501 billing_off.
           PaymentGatewayPolar.layerConfig,
+          // The AI upstream from SERVICE_AI_UPSTREAM_URL and SERVICE_AI_UPSTREAM_KEY; without both, calls answer 503.
+          AiUpstreamOpenAi.layerConfig.pipe(Layer.provide(settings)),
           // Name.com from SERVICE_REGISTRAR_*; without them domain purchases answer 503 registrar_not_configured.
           RegistrarNameCom.layerConfig,
           // SNS signatures for the mail webhook (certificates fetched, or from SERVICE_MAIL_SNS_CERTS).
