@@ -2,7 +2,7 @@ import { Layer } from "effect"
 import { areaPg } from "../Area.ts"
 import createBillingAndCredit from "../migrations/0013_create_billing_and_credit.ts"
 import createAiKeys from "../migrations/0015_create_ai_keys.ts"
-import createAiCalls from "../migrations/0022_create_ai_calls.ts"
+import createAiCalls from "../migrations/0023_create_ai_calls.ts"
 import * as AiCallStorePg from "./AiCallStorePg.ts"
 import * as AiKeyStorePg from "./AiKeyStorePg.ts"
 import * as BillingStorePg from "./BillingStorePg.ts"
@@ -14,6 +14,6 @@ export const BillingAreaPg = areaPg({
   migrations: {
     "0013_create_billing_and_credit": createBillingAndCredit,
     "0015_create_ai_keys": createAiKeys,
-    "0022_create_ai_calls": createAiCalls
+    "0023_create_ai_calls": createAiCalls
   }
 })
