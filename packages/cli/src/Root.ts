@@ -64,7 +64,7 @@ export interface Session {
 export const httpClient = NodeHttpClient.layerNodeHttp
 
 /** A client without a token, for the calls that need none (dev login, `/v1/config`). */
-export const anonymous = (url: string) => make({ baseUrl: url })
+export const anonymous = (url: string): Effect.Effect<Client, never, HttpClient.HttpClient> => make({ baseUrl: url })
 
 /** A client signed in to the resolved server; `not_logged_in` when there is no token for it. */
 export const session = (flags: RootFlags): Effect.Effect<Session, CliFailure, CliEnv | HttpClient.HttpClient> =>
