@@ -71,11 +71,13 @@ const psql = (at: Connect, command: string) =>
     )
   )
 
-/** `tar -czf` of the cluster's data directory (gzip level 6, as the image); exit 1 "file changed" is expected live. */
+/** `tar -czf` of the cluster's data directory (gzip's default level 6, as the image's); exit 1 "file changed" is expected live. */
 const tarCzf = (dataDir: string, out: string) =>
   new Promise<{ seconds: number; bytes: number; peakRssMiB: number | null }>((resolve, reject) => {
     const started = performance.now()
-    const args = ["-czf", out, "-C", dataDir, "."]
+    // pg_wal's contents are left out as a base backup leaves them out (the image adds back only the segments its
+    // backup needs): otherwise the baseline would compress the fill's whole WAL too.
+    const args = ["-czf", out, "--exclude=./pg_wal/*", "-C", dataDir, "."]
     const timed = Fs.existsSync("/usr/bin/time")
     const child = timed
       ? spawn("/usr/bin/time", ["-v", "tar", ...args], {
