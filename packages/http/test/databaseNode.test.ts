@@ -1,7 +1,9 @@
+import { PgClient } from "@effect/sql-pg"
 import * as Pg from "@hostplane/adapters-pg"
 import { BackupStoreDisk } from "@hostplane/adapters-providers"
 import { Database, Jobs } from "@hostplane/core"
-import { Duration, Effect, Fiber, Layer, Option } from "effect"
+import { Duration, Effect, Fiber, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import * as Os from "node:os"
@@ -32,6 +34,15 @@ const psql = (at: Connect, command: string, as: { user: string; password: string
   )
 
 const slow = 240_000
+
+/** A Node driver (node-postgres, through @effect/sql-pg) on a connection URL, as an application would use it. */
+const driver = <A>(url: string, use: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
+  Effect.runPromise(
+    Effect.flatMap(Effect.service(SqlClient.SqlClient), use).pipe(
+      Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })),
+      Effect.scoped
+    ) as Effect.Effect<A, unknown>
+  )
 
 describe("spec 4.6 database on real PostgreSQL clusters, through HTTP and psql", () => {
   const suite = useSuite(backends[0]![1], { database: { backupInterval: Duration.seconds(1) } }, undefined, undefined, {
@@ -104,6 +115,32 @@ describe("spec 4.6 database on real PostgreSQL clusters, through HTTP and psql",
       expect((await api.delete(`${base}/tokens/${token.user}`, undefined, admin())).status).toBe(204)
       const refused = await psql(db, "select 1", token)
       expect(refused.ok).toBe(false)
+    },
+    slow
+  )
+
+  it(
+    "the connect url works with a Node driver: the owner and a token write, each reads the other's rows",
+    async () => {
+      const { base, db } = await created()
+      const owned = await driver(db.url, (sql) =>
+        Effect.gen(function* () {
+          yield* sql`create table visits (who text)`
+          yield* sql`insert into visits values ('owner')`
+          return yield* sql<{ user: string }>`select current_user as user`
+        })
+      )
+      expect(owned).toEqual([{ user: db.user }])
+      const token = (await api.post(`${base}/tokens`, {}, admin())).body
+      const tokenUrl = `postgres://${token.user}:${encodeURIComponent(token.password)}@${db.host}:${db.port}/app?sslmode=${db.url.split("sslmode=")[1]}`
+      const rows = await driver(tokenUrl, (sql) =>
+        Effect.gen(function* () {
+          yield* sql`insert into visits values ('token')`
+          return yield* sql<{ who: string }>`select who from visits order by who`
+        })
+      )
+      expect(rows).toEqual([{ who: "owner" }, { who: "token" }])
+      expect(await psql(db, "select count(*) from visits")).toEqual({ ok: true, out: "2" })
     },
     slow
   )
