@@ -211,6 +211,9 @@ describe("issue 13 auth cache on PostgreSQL", () => {
       const api = client(server.url)
       const admin = await api.login(unique("queries"))
       await api.post("/v1/orgs", { name: "Counted", slug: unique("org") }, { token: admin.token })
+      // The write's own NOTIFY comes back through the listener later and forgets the user again; under load it can
+      // land after the cold read below. Wait out the one-second bound of that feed first.
+      await new Promise((resolve) => setTimeout(resolve, 1500))
       // A write forgot the user: this request is cold.
       proxy.statements.length = 0
       const cold = await meOf(api, admin.token)
