@@ -42,3 +42,4 @@ export {
 /** Every store port of core on one `SqlClient` built by `PgDatabase` (it relies on that client's name transforms). */
 export const layer = storesOf(areas)
 export * as DatabaseNodeEmbedded from "./database/DatabaseNodeEmbedded.ts"
+export * as EndUserDirectoryPg from "./enduser/EndUserDirectoryPg.ts"

@@ -1,4 +1,5 @@
 export * as IdentityProviderOAuth from "./identity/IdentityProviderOAuth.ts"
+export * as SocialOAuthHttp from "./enduser/SocialOAuthHttp.ts"
 export * as MailTransportAuto from "./mail/MailTransportAuto.ts"
 export * as MailTransportOutboxDir from "./mail/MailTransportOutboxDir.ts"
 export * as MailTransportSmtp from "./mail/MailTransportSmtp.ts"

@@ -14,6 +14,7 @@ import {
   PaymentGatewayPolar,
   RegistrarNameCom,
   SealerAesGcm,
+  SocialOAuthHttp,
   SshKeyParserSsh2,
   TokensNode
 } from "@hostplane/adapters-providers"
@@ -87,6 +88,10 @@ export const ServerLive = Layer.unwrap(
           // exports in <data dir>/backups (decisions.md part 8).
           Pg.DatabaseNodeEmbedded.layerConfig,
           BackupStoreDisk.layerConfig,
+          // The edge's end-user sign-in: the providers' OAuth endpoints (SERVICE_AUTH_*_URL overrides them) and the
+          // users and sessions in each project's own database.
+          SocialOAuthHttp.layerConfig,
+          Pg.EndUserDirectoryPg.layer,
           // Hashes the session token of every request with node:crypto instead of Web Crypto.
           TokensNode.layer,
           // Polar from SERVICE_POLAR_* when a token is set; without one billing answers 501 billing_off.

@@ -48,7 +48,11 @@ const UserInfo = Schema.Struct({
   email: Schema.optional(Schema.NullOr(Schema.String)),
   email_verified: Schema.optional(Schema.NullOr(Schema.Boolean)),
   name: Schema.optional(Schema.NullOr(Schema.String)),
-  login: Schema.optional(Schema.NullOr(Schema.String))
+  login: Schema.optional(Schema.NullOr(Schema.String)),
+  /** Discord's `/users/@me`: `global_name` (display name), `username`, `verified` (the email). */
+  global_name: Schema.optional(Schema.NullOr(Schema.String)),
+  username: Schema.optional(Schema.NullOr(Schema.String)),
+  verified: Schema.optional(Schema.NullOr(Schema.Boolean))
 })
 
 const failure = (reason: Reason, message: string) => new Identity.IdentityProviderError({ reason, message })
@@ -211,8 +215,8 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     const identity: Identity.VerifiedIdentity = {
       provider: id,
       subject,
-      email: info.email_verified === false ? null : nonEmpty(info.email),
-      name: nonEmpty(info.name) ?? nonEmpty(info.login)
+      email: info.email_verified === false || info.verified === false ? null : nonEmpty(info.email),
+      name: nonEmpty(info.name) ?? nonEmpty(info.global_name) ?? nonEmpty(info.login) ?? nonEmpty(info.username)
     }
     return identity
   }, withTimeout("userinfo"))

@@ -12,6 +12,7 @@ import { ProjectStore } from "../projects/ProjectStore.ts"
 import { safeNextPath } from "../access/AccessRules.ts"
 import { assetCandidates, contentTypeOf } from "./AssetPath.ts"
 import { EdgeSessionStore } from "./EdgeSessionStore.ts"
+import { AuthWorker } from "../enduser/AuthWorker.ts"
 import type { OrgId, ProjectId, UserId } from "../kernel/Ids.ts"
 
 /**
@@ -39,6 +40,15 @@ export interface EdgeRequest {
   readonly form?: Readonly<Record<string, string>> | undefined
   /** Who is asking (the remote address), for limiting password attempts per client. */
   readonly client?: string | undefined
+  /** Every cookie the visitor sent (the auth worker reads its own). */
+  readonly cookies?: Readonly<Record<string, string>> | undefined
+}
+
+/** A cookie an answer sets (host-only, `Path=/`, Secure, HttpOnly, SameSite=Lax); `maxAge` 0 removes it. */
+export interface EdgeCookie {
+  readonly name: string
+  readonly value: string
+  readonly maxAge: number
 }
 
 export type EdgeAnswer =
@@ -58,6 +68,13 @@ export type EdgeAnswer =
       readonly _tag: "Redirect"
       readonly location: string
       readonly setSession?: { readonly value: string; readonly maxAge: number }
+      readonly cookies?: ReadonlyArray<EdgeCookie>
+    }
+  | {
+      readonly _tag: "Json"
+      readonly status: number
+      readonly body: unknown
+      readonly cookies?: ReadonlyArray<EdgeCookie>
     }
   | {
       readonly _tag: "Problem"
@@ -136,6 +153,8 @@ export class Edge extends Context.Service<
       const tokens = yield* Tokens
       const settings = yield* Settings
       const passwordAttempt = attemptLimiter()
+      // A host may leave end-user sign-in out: `/__service/auth/*` then always reaches the deployment.
+      const authWorker = yield* Effect.serviceOption(AuthWorker)
 
       const issuePass = Effect.fnUntraced(function* (
         host: string,
@@ -270,9 +289,17 @@ export class Edge extends Context.Service<
 
       const handle = Effect.fn("Edge.handle")(function* (request: EdgeRequest) {
         const url = new URL(request.url, "http://edge.invalid")
-        if (url.pathname.startsWith("/__service/")) return yield* system(request, url.pathname, url.searchParams)
+        const signIn = url.pathname.startsWith("/__service/auth/") && Option.isSome(authWorker)
+        if (url.pathname.startsWith("/__service/") && !signIn) {
+          return yield* system(request, url.pathname, url.searchParams)
+        }
         const route = yield* hostnames.routeOf(request.host)
         if (Option.isNone(route)) return problem(404, "unknown_hostname", `${request.host} is not connected`)
+        if (signIn) {
+          // The auth worker answers on a granted project's hosts; otherwise the path is the deployment's.
+          const answer = yield* authWorker.value.handle(request, route.value.projectId, url)
+          if (Option.isSome(answer)) return answer.value
+        }
         if (request.method !== "GET" && request.method !== "HEAD") {
           return problem(405, "method_not_allowed", "this deployment serves static assets: GET and HEAD only")
         }

@@ -1,6 +1,8 @@
+import { Layer } from "effect"
 import { area } from "../Area.ts"
 import { authAddonProvider } from "./AuthAddon.ts"
 import { AuthStore } from "./AuthStore.ts"
+import { AuthWorker } from "./AuthWorker.ts"
 import { EndUserAuths } from "./EndUserAuths.ts"
 
 /**
@@ -10,6 +12,6 @@ import { EndUserAuths } from "./EndUserAuths.ts"
 export const EndUserArea = area({
   name: "enduser",
   stores: [AuthStore],
-  services: EndUserAuths.layer,
+  services: AuthWorker.layer.pipe(Layer.provideMerge(EndUserAuths.layer)),
   addon: authAddonProvider
 })

@@ -243,7 +243,7 @@ export class Identity extends Context.Service<
 }
 
 /** RFC 7636 S256: base64url(SHA-256(verifier)). */
-const pkceChallenge = (verifier: string): Effect.Effect<string> =>
+export const pkceChallenge = (verifier: string): Effect.Effect<string> =>
   Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier))).pipe(
     Effect.map((digest) =>
       btoa(String.fromCharCode(...new Uint8Array(digest)))

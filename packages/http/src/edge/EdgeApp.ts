@@ -45,6 +45,20 @@ const servicePage = {
   "referrer-policy": "no-referrer"
 }
 
+/** The cookies an answer sets: host-only, Secure, HttpOnly, SameSite=Lax; `maxAge` 0 removes one. */
+const withCookies = (response: HttpServerResponse.HttpServerResponse, cookies: ReadonlyArray<Edge.EdgeCookie> = []) =>
+  cookies.reduce(
+    (current, cookie) =>
+      HttpServerResponse.setCookieUnsafe(current, cookie.name, cookie.value, {
+        path: "/",
+        secure: true,
+        httpOnly: true,
+        sameSite: "lax",
+        maxAge: `${cookie.maxAge} seconds`
+      }),
+    cookies.length === 0 ? response : HttpServerResponse.setHeader(response, "cache-control", "no-store")
+  )
+
 const retryAfter = (seconds: number | undefined): Record<string, string> =>
   seconds === undefined ? {} : { "retry-after": String(seconds) }
 
@@ -66,7 +80,15 @@ const toResponse = (answer: Edge.EdgeAnswer) => {
     }
     case "NotModified":
       return HttpServerResponse.empty({ status: 304, headers: { etag: answer.etag, ...cachingOf(answer.private) } })
+    case "Json":
+      return withCookies(
+        HttpServerResponse.jsonUnsafe(answer.body, { status: answer.status, headers: { "cache-control": "no-store" } }),
+        answer.cookies
+      )
     case "Redirect":
+      if (answer.cookies !== undefined) {
+        return withCookies(HttpServerResponse.redirect(answer.location, { status: 303 }), answer.cookies)
+      }
       return HttpServerResponse.redirect(answer.location, {
         status: 303,
         headers:
@@ -109,7 +131,8 @@ export const edgeApp = Effect.gen(function* () {
     ifNoneMatch: request.headers["if-none-match"],
     wantsHtml: (request.headers["accept"] ?? "").includes("text/html"),
     form: isPasswordPost ? yield* readForm(request) : undefined,
-    client: Option.getOrUndefined(request.remoteAddress)
+    client: Option.getOrUndefined(request.remoteAddress),
+    cookies: request.cookies
   })
   const served = toResponse(answer)
   const own = answer._tag !== "File" && answer._tag !== "NotModified"

@@ -17,6 +17,7 @@ import {
   configLayer,
   type Deployments,
   type Email,
+  type EndUser,
   type Git,
   type Hostnames,
   type Mail,
@@ -68,6 +69,8 @@ export interface TestServerOptions {
   readonly gitStorage?: Layer.Layer<Git.GitStorage, unknown>
   /** The database add-on's node admin and backup store; without them its routes answer 503 `no_node_admin`. */
   readonly database?: Layer.Layer<Database.DatabaseNode | Database.BackupStore, unknown>
+  /** The edge's end-user sign-in (`SocialOAuthHttp` on a fake provider, `EndUserDirectoryPg`); off without it. */
+  readonly endUser?: Layer.Layer<EndUser.SocialOAuth | EndUser.EndUserDirectory, unknown>
 }
 
 /** What `run` may use: the ports and every service the server built. */
@@ -116,7 +119,8 @@ export const startTestServer = async (
         options.mailNotifications === undefined ? Layer.empty : options.mailNotifications(),
         options.mailTransport === undefined ? Layer.empty : options.mailTransport(),
         git,
-        options.database ?? Layer.empty
+        options.database ?? Layer.empty,
+        options.endUser ?? Layer.empty
       )
     ),
     Layer.provide(Logger.layer([]))
