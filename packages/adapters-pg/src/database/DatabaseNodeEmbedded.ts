@@ -337,7 +337,15 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
               yield* Effect.sync(() => pack.finalize())
               const timeline = /START TIMELINE: (\d+)/.exec(label)?.[1]
               return Number(timeline ?? 1)
-            }).pipe(Effect.onError(() => Effect.sync(() => pack.destroy(new Error("the backup was abandoned")))))
+            }).pipe(
+              Effect.onError(() =>
+                Effect.sync(() => {
+                  // The reader may already be gone (interrupted): without a listener the error would be uncaught.
+                  pack.on("error", () => {})
+                  pack.destroy(new Error("the backup was abandoned"))
+                })
+              )
+            )
             const [written, epoch] = yield* Effect.all([write(image), produce], { concurrency: 2 })
             return { epoch, written }
           })

@@ -82,7 +82,8 @@ export class AuthWorker extends Context.Service<
     AuthWorker,
     Effect.gen(function* () {
       const auths = yield* EndUserAuths
-      const databases = yield* Databases
+      // A host may leave the database area out: no project database is then reachable (as with no binding).
+      const databases = yield* Effect.serviceOption(Databases)
       const tokens = yield* Tokens
       const oauth = yield* Effect.serviceOption(SocialOAuth)
       const directory = yield* Effect.serviceOption(EndUserDirectory)
@@ -90,7 +91,8 @@ export class AuthWorker extends Context.Service<
       const unavailable = problem(503, "auth_unavailable", "sign-in is not available on this node")
 
       /** The project's database as the worker connects to it; none while the node cannot serve it. */
-      const databaseOf = (projectId: ProjectId) => databases.binding(projectId)
+      const databaseOf = (projectId: ProjectId) =>
+        Option.isSome(databases) ? databases.value.binding(projectId) : Effect.succeed(null)
 
       const login = Effect.fnUntraced(function* (
         request: EdgeRequest,
