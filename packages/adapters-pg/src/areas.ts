@@ -17,6 +17,7 @@ import { MailAreaPg } from "./mail/MailAreaPg.ts"
 import { OrgsAreaPg } from "./orgs/OrgsAreaPg.ts"
 import { ProjectsAreaPg } from "./projects/ProjectsAreaPg.ts"
 import { SecretsAreaPg } from "./secrets/SecretsAreaPg.ts"
+import { StorageAreaPg } from "./storage/StorageAreaPg.ts"
 
 /** Every area on PostgreSQL, in core's order. */
 export const areas = [
@@ -38,5 +39,6 @@ export const areas = [
   DomainsAreaPg,
   BillingAreaPg,
   EmailAreaPg,
+  StorageAreaPg,
   GitAreaPg
 ] as const

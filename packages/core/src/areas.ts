@@ -20,6 +20,7 @@ import { MailArea } from "./mail/MailArea.ts"
 import { OrgsArea } from "./orgs/OrgsArea.ts"
 import { ProjectsArea } from "./projects/ProjectsArea.ts"
 import { SecretsArea } from "./secrets/SecretsArea.ts"
+import { StorageArea } from "./storage/StorageArea.ts"
 
 /** Every area of core, in dependency order: an area may use the services of the areas before it. */
 export const areas = [
@@ -43,6 +44,7 @@ export const areas = [
   AddonsArea,
   AiArea,
   EmailArea,
+  StorageArea,
   GitArea,
   NodeArea
 ] as const

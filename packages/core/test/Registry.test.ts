@@ -92,7 +92,7 @@ describe("area registry", () => {
         addons.size,
         declared((area) => ("addon" in area ? [area.addon] : undefined))
       )
-      assert.includeMembers([...addons.keys()], ["ai", "email", "auth"])
+      assert.includeMembers([...addons.keys()], ["ai", "email", "auth", "storage"])
       assert.isFalse(paying, "nobody has a subscription: every area's check says no one pays")
     }).pipe(Effect.provide(registryWith([])))
   )

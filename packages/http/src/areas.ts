@@ -14,6 +14,7 @@ import { IdentityAreaHttp } from "./identity/IdentityAreaHttp.ts"
 import { OrgsAreaHttp } from "./orgs/OrgsAreaHttp.ts"
 import { ProjectsAreaHttp } from "./projects/ProjectsAreaHttp.ts"
 import { SecretsAreaHttp } from "./secrets/SecretsAreaHttp.ts"
+import { StorageAreaHttp } from "./storage/StorageAreaHttp.ts"
 
 /** Every area's `/v1` groups and handlers; the root API adds the groups in this order. */
 export const areas = [
@@ -31,6 +32,7 @@ export const areas = [
   EmailAreaHttp,
   AiAddonAreaHttp,
   EndUserAreaHttp,
+  StorageAreaHttp,
   GitAreaHttp,
   DatabaseAreaHttp,
   NodeAreaHttp

@@ -10,6 +10,7 @@ import {
   IdentityProviderOAuth,
   MailNotificationsSns,
   MailTransportAuto,
+  ObjectStoreDisk,
   PasswordHasherScrypt,
   PaymentGatewayPolar,
   RegistrarNameCom,
@@ -92,6 +93,8 @@ export const ServerLive = Layer.unwrap(
           // users and sessions in each project's own database.
           SocialOAuthHttp.layerConfig,
           Pg.EndUserDirectoryPg.layer,
+          // The storage add-on's objects under <data dir>/storage; a project delete removes its prefix there.
+          ObjectStoreDisk.layerConfig,
           // Hashes the session token of every request with node:crypto instead of Web Crypto.
           TokensNode.layer,
           // Polar from SERVICE_POLAR_* when a token is set; without one billing answers 501 billing_off.

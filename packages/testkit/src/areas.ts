@@ -17,6 +17,7 @@ import { MailAreaMemory } from "./mail/MailAreaMemory.ts"
 import { OrgsAreaMemory } from "./orgs/OrgsAreaMemory.ts"
 import { ProjectsAreaMemory } from "./projects/ProjectsAreaMemory.ts"
 import { SecretsAreaMemory } from "./secrets/SecretsAreaMemory.ts"
+import { StorageAreaMemory } from "./storage/StorageAreaMemory.ts"
 
 /** Every area's memory stores and contract suites, in core's order. */
 export const areas = [
@@ -38,5 +39,6 @@ export const areas = [
   DomainsAreaMemory,
   BillingAreaMemory,
   EmailAreaMemory,
+  StorageAreaMemory,
   GitAreaMemory
 ] as const

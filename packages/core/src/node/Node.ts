@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { DatabaseConnect } from "../database/Database.ts"
 import { AuthBinding } from "../enduser/EndUserAuth.ts"
 import { EmailBinding } from "../email/MailRelay.ts"
+import { StorageBinding } from "../storage/Storage.ts"
 
 /** One project as a node applies it (decisions.md part 6); a removed project comes with `removed: true`. */
 export const NodeProject = Schema.Struct({
@@ -15,7 +16,7 @@ export const NodeProject = Schema.Struct({
   secrets: Schema.Array(Schema.Struct({ name: Schema.String, version: Schema.Number })),
   bindings: Schema.Struct({
     db: Schema.NullOr(DatabaseConnect),
-    storage: Schema.Null,
+    storage: Schema.NullOr(StorageBinding),
     email: Schema.NullOr(EmailBinding),
     auth: Schema.NullOr(AuthBinding),
     ai: Schema.NullOr(Schema.Struct({ key: Schema.String }))
@@ -34,3 +35,18 @@ export const OpenedSecrets = Schema.Struct({
   items: Schema.Array(Schema.Struct({ name: Schema.String, version: Schema.Number, value: Schema.String }))
 })
 export type OpenedSecrets = typeof OpenedSecrets.Type
+
+/** A node's usage report (decisions.md part 6): the bytes each project's storage prefix holds now. */
+export const UsageReport = Schema.Struct({
+  items: Schema.Array(
+    Schema.Struct({
+      projectId: Schema.String,
+      storageBytes: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+    })
+  ).check(Schema.isMaxLength(10_000))
+})
+export type UsageReport = typeof UsageReport.Type
+
+/** What a report changed: the projects whose `usedBytes` it set, and the ids it ignored (no storage row). */
+export const UsageRecorded = Schema.Struct({ recorded: Schema.Number, ignored: Schema.Array(Schema.String) })
+export type UsageRecorded = typeof UsageRecorded.Type

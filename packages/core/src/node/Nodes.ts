@@ -15,7 +15,8 @@ import { OrgStore } from "../orgs/OrgStore.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
 import { Sealer } from "../secrets/Sealer.ts"
 import { Secrets } from "../secrets/Secrets.ts"
-import type { NodeProject, NodeState, OpenedSecrets } from "./Node.ts"
+import { StorageNode } from "../storage/StorageNode.ts"
+import type { NodeProject, NodeState, OpenedSecrets, UsageRecorded, UsageReport } from "./Node.ts"
 import { NodeConfig } from "./NodeConfig.ts"
 
 /** Projects answered per state read; `revision` then says where the next read starts. */
@@ -33,6 +34,8 @@ export class Nodes extends Context.Service<
     readonly state: (after: number) => Effect.Effect<NodeState>
     /** A project's secrets, opened: the worker's environment. Never logged. */
     readonly secrets: (projectId: string) => Effect.Effect<OpenedSecrets, NotFound>
+    /** A usage report: sets `usedBytes` of the projects holding storage; other ids are ignored and listed. */
+    readonly usage: (report: UsageReport) => Effect.Effect<UsageRecorded>
   }
 >()("@hostplane/core/node/Nodes") {
   static readonly layer = Layer.effect(
@@ -53,6 +56,7 @@ export class Nodes extends Context.Service<
       const mail = yield* Effect.serviceOption(MailRelay)
       const aiKeys = yield* Effect.serviceOption(AiKeyStore)
       const sealer = yield* Sealer
+      const storage = yield* Effect.serviceOption(StorageNode)
       const expected = Option.isSome(config.token)
         ? Option.some(yield* tokens.hash(Redacted.value(config.token.value)))
         : Option.none<string>()
@@ -110,6 +114,7 @@ export class Nodes extends Context.Service<
             ...none,
             db: Option.isSome(databases) ? yield* databases.value.binding(id) : null,
             email: Option.isSome(mail) ? yield* mail.value.binding(id) : null,
+            storage: Option.isSome(storage) ? yield* storage.value.binding(id) : null,
             auth: Option.isSome(auths) ? yield* auths.value.binding(id) : null,
             ai: yield* aiBinding(id)
           }
@@ -138,7 +143,20 @@ export class Nodes extends Context.Service<
         }
       })
 
-      return Nodes.of({ authorize, state, secrets: openSecrets })
+      const usage = Effect.fn("Nodes.usage")(function* (report: UsageReport) {
+        const lines = report.items.map((item) => ({
+          projectId: makeId("prj", item.projectId),
+          storageBytes: item.storageBytes
+        }))
+        const recorded = Option.isSome(storage) ? yield* storage.value.recordUsage(lines) : []
+        const known = new Set<string>(recorded)
+        return {
+          recorded: recorded.length,
+          ignored: [...new Set(report.items.map((item) => item.projectId))].filter((id) => !known.has(id))
+        }
+      })
+
+      return Nodes.of({ authorize, state, secrets: openSecrets, usage })
     })
   )
 }

@@ -44,6 +44,25 @@ export class NodeApi extends HttpApiGroup.make("node")
         describe(
           "Node token as for the state. `{ items: [{ name, version, value }] }`, the values opened: the worker's environment. Unknown project 404. Never logged, never cached (`Cache-Control: no-store`)."
         )
+      ),
+    HttpApiEndpoint.post("usage", "/node/usage", {
+      headers: authorization,
+      payload: Node.UsageReport,
+      success: Node.UsageRecorded,
+      error: apiErrors(Errors.BadRequest, Errors.Unauthorized, Errors.NodeApiOff)
+    })
+      .annotate(OpenApi.Summary, "Report storage usage")
+      .annotateMerge(
+        describe(
+          [
+            "Node token as for the state. Body `{ items: [{ projectId, storageBytes }] }` (at most 10,000 items,",
+            "`storageBytes` a non-negative integer): the bytes each project's storage prefix holds now, shown as",
+            "StorageStatus `usedBytes`. A project listed twice takes its last line. Ids of projects that hold no storage",
+            "(unknown, deleted, never granted) are ignored, not refused, so one stale id never loses a whole report:",
+            "answers `{ recorded, ignored }` with their ids in `ignored`. A revoked project keeps its objects, so its",
+            "usage is still recorded."
+          ].join(" ")
+        )
       )
   )
   .annotateMerge(OpenApi.annotations({ title: "Node", description: "The node API (decisions.md part 6)." })) {}

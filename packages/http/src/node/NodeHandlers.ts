@@ -24,7 +24,9 @@ export const NodeHandlers = HttpApiBuilder.group(
       secrets: ({ headers, params }) =>
         Effect.andThen(nodes.authorize(bearer(headers.authorization)), nodes.secrets(params.projectId)).pipe(
           Effect.map(noStore)
-        )
+        ),
+      usage: ({ headers, payload }) =>
+        Effect.andThen(nodes.authorize(bearer(headers.authorization)), nodes.usage(payload))
     })
   })
 )

@@ -24,7 +24,8 @@ import {
   Kernel,
   Orgs,
   type Secrets,
-  type services
+  type services,
+  type Storage
 } from "@hostplane/core"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Layer, Logger, Option } from "effect"
@@ -71,6 +72,8 @@ export interface TestServerOptions {
   readonly database?: Layer.Layer<Database.DatabaseNode | Database.BackupStore, unknown>
   /** The edge's end-user sign-in (`SocialOAuthHttp` on a fake provider, `EndUserDirectoryPg`); off without it. */
   readonly endUser?: Layer.Layer<EndUser.SocialOAuth | EndUser.EndUserDirectory, unknown>
+  /** The storage add-on's object store; without one its routes answer 503 `no_core`. */
+  readonly objects?: Layer.Layer<Storage.ObjectStore, unknown>
 }
 
 /** What `run` may use: the ports and every service the server built. */
@@ -120,7 +123,8 @@ export const startTestServer = async (
         options.mailTransport === undefined ? Layer.empty : options.mailTransport(),
         git,
         options.database ?? Layer.empty,
-        options.endUser ?? Layer.empty
+        options.endUser ?? Layer.empty,
+        options.objects ?? Layer.empty
       )
     ),
     Layer.provide(Logger.layer([]))

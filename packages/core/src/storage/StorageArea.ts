@@ -1,0 +1,20 @@
+import { Effect } from "effect"
+import { area } from "../Area.ts"
+import type { TeardownStep } from "../projects/ProjectHooks.ts"
+import { storageAddonProvider } from "./StorageAddon.ts"
+import { StorageNode } from "./StorageNode.ts"
+import { StorageStore } from "./StorageStore.ts"
+
+/** Spec 4.7: object storage under a fixed per-project prefix; the node reports usage; a project delete empties it. */
+export const StorageArea = area({
+  name: "storage",
+  stores: [StorageStore],
+  services: StorageNode.layer,
+  addon: storageAddonProvider,
+  teardown: [
+    Effect.map(Effect.service(StorageNode), (storage): TeardownStep => ({
+      phase: "data",
+      run: (project) => storage.teardown(project.id)
+    }))
+  ]
+})

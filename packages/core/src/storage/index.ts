@@ -1,0 +1,6 @@
+export * from "./Storage.ts"
+export * from "./StorageStore.ts"
+export * from "./ObjectStore.ts"
+export * from "./StorageAddon.ts"
+export * from "./StorageNode.ts"
+export * from "./StorageArea.ts"

@@ -1,0 +1,3 @@
+import { ObjectStoreMemory, objectStoreSuite } from "@hostplane/testkit"
+
+objectStoreSuite("memory", ObjectStoreMemory.layer)
