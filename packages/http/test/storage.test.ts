@@ -251,9 +251,9 @@ describe.each(backends)("spec 4.7 object storage without an object store (%s)", 
     }
     expect((await api.post(path(slug, project.name), undefined, { token: viewer.token })).status).toBe(403)
     expect((await api.delete(path(slug, project.name), undefined, { token: viewer.token })).status).toBe(403)
-    expect((await api.get(`/v1/orgs/${slug}/projects/${project.name}`, { token: suite.admin.token })).body.addons.storage).toBe(
-      false
-    )
+    expect(
+      (await api.get(`/v1/orgs/${slug}/projects/${project.name}`, { token: suite.admin.token })).body.addons.storage
+    ).toBe(false)
   })
 })
 

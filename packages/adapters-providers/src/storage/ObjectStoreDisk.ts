@@ -78,8 +78,9 @@ export const make = Effect.fn("ObjectStoreDisk.make")(function* (dir: string) {
     const temp = Path.join(tmp, `${randomUUID()}.part`)
     let moved = false
     yield* Effect.addFinalizer(() => (moved ? Effect.void : Effect.promise(() => Fs.rm(temp, { force: true }))))
-    const file = yield* Effect.acquireRelease(io("cannot create an object file", () => Fs.open(temp, "wx", 0o600)), (file) =>
-      Effect.promise(() => file.close())
+    const file = yield* Effect.acquireRelease(
+      io("cannot create an object file", () => Fs.open(temp, "wx", 0o600)),
+      (file) => Effect.promise(() => file.close())
     )
     let bytes = 0
     yield* Stream.runForEach(body, (chunk) => {
@@ -111,8 +112,7 @@ export const make = Effect.fn("ObjectStoreDisk.make")(function* (dir: string) {
         invalid(Storage.keyProblem(key)),
         NodeStream.fromReadable({
           evaluate: () => createReadStream(fileOf(key)),
-          onError: (cause) =>
-            failure(`cannot read ${key}`, cause, codeOf(cause) === "ENOENT" ? "NotFound" : undefined)
+          onError: (cause) => failure(`cannot read ${key}`, cause, codeOf(cause) === "ENOENT" ? "NotFound" : undefined)
         })
       )
     )

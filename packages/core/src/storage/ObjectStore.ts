@@ -50,7 +50,10 @@ export class ObjectStore extends Context.Service<
   ObjectStore,
   {
     /** Stores the stream under `key`, replacing what it held only once the whole stream is kept. */
-    readonly put: <E>(key: string, body: Stream.Stream<Uint8Array, E>) => Effect.Effect<ObjectInfo, E | ObjectStoreError>
+    readonly put: <E>(
+      key: string,
+      body: Stream.Stream<Uint8Array, E>
+    ) => Effect.Effect<ObjectInfo, E | ObjectStoreError>
     /** The bytes of `key`; `NotFound` when it holds none. */
     readonly get: (key: string) => Stream.Stream<Uint8Array, ObjectStoreError>
     /** Every object whose key starts with `prefix` (a plain string prefix), in no particular order. */

@@ -47,7 +47,11 @@ export const make = Effect.sync(() => {
           )
         )
       ),
-    remove: (key) => Effect.andThen(checkKey(key), Effect.sync(() => objects.delete(key))),
+    remove: (key) =>
+      Effect.andThen(
+        checkKey(key),
+        Effect.sync(() => objects.delete(key))
+      ),
     removePrefix: (prefix) =>
       Effect.andThen(
         prefix === "" ? Effect.fail(invalid("removing every object takes a prefix")) : checkPrefix(prefix),

@@ -83,7 +83,9 @@ export const objectStoreSuite = <E>(name: string, objects: Layer.Layer<Storage.O
         const root = randomSuffix()
         for (const key of ["p/a", "p/b/c", "p-x", "p", "q/p"]) yield* store.put(`${root}/${key}`, body(key))
         const keys = (prefix: string) =>
-          Effect.map(listed(store, `${root}/${prefix}`), (items) => items.map((item) => item.key.slice(root.length + 1)))
+          Effect.map(listed(store, `${root}/${prefix}`), (items) =>
+            items.map((item) => item.key.slice(root.length + 1))
+          )
         assert.deepStrictEqual(yield* keys("p/"), ["p/a", "p/b/c"])
         assert.deepStrictEqual(yield* keys("p"), ["p", "p-x", "p/a", "p/b/c"])
         assert.deepStrictEqual(yield* keys("p/b"), ["p/b/c"])
@@ -106,22 +108,24 @@ export const objectStoreSuite = <E>(name: string, objects: Layer.Layer<Storage.O
       })
     )
 
-    it.effect("removePrefix removes only the objects under the prefix and answers how many; an empty prefix is refused", () =>
-      Effect.gen(function* () {
-        const store = yield* Storage.ObjectStore
-        const one = `prj_${randomSuffix()}/`
-        const two = `prj_${randomSuffix()}/`
-        for (const key of ["a", "b/c", "b/d/e"]) yield* store.put(`${one}${key}`, body(key))
-        yield* store.put(`${two}a`, body("other project"))
-        assert.strictEqual(yield* store.removePrefix(one), 3)
-        assert.deepStrictEqual(yield* listed(store, one), [])
-        assert.strictEqual(yield* store.removePrefix(one), 0)
-        assert.strictEqual(yield* collect(store.get(`${two}a`)), "other project")
-        assert.strictEqual(yield* reasonOf(store.removePrefix("")), "InvalidKey")
-        // The prefix can be used again afterwards.
-        yield* store.put(`${one}b/c`, body("again"))
-        assert.strictEqual(yield* collect(store.get(`${one}b/c`)), "again")
-      })
+    it.effect(
+      "removePrefix removes only the objects under the prefix and answers how many; an empty prefix is refused",
+      () =>
+        Effect.gen(function* () {
+          const store = yield* Storage.ObjectStore
+          const one = `prj_${randomSuffix()}/`
+          const two = `prj_${randomSuffix()}/`
+          for (const key of ["a", "b/c", "b/d/e"]) yield* store.put(`${one}${key}`, body(key))
+          yield* store.put(`${two}a`, body("other project"))
+          assert.strictEqual(yield* store.removePrefix(one), 3)
+          assert.deepStrictEqual(yield* listed(store, one), [])
+          assert.strictEqual(yield* store.removePrefix(one), 0)
+          assert.strictEqual(yield* collect(store.get(`${two}a`)), "other project")
+          assert.strictEqual(yield* reasonOf(store.removePrefix("")), "InvalidKey")
+          // The prefix can be used again afterwards.
+          yield* store.put(`${one}b/c`, body("again"))
+          assert.strictEqual(yield* collect(store.get(`${one}b/c`)), "again")
+        })
     )
 
     it.effect("keys outside the rules are InvalidKey on every operation, and nothing is written", () =>
@@ -129,7 +133,19 @@ export const objectStoreSuite = <E>(name: string, objects: Layer.Layer<Storage.O
         const store = yield* Storage.ObjectStore
         const root = randomSuffix()
         const longest = `${Array.from({ length: 5 }, () => "x".repeat(200)).join("/")}/${"y".repeat(19)}`
-        const bad = ["", "/a", "a/", "a//b", `${root}/../x`, `${root}/./x`, "..", "a\\b", "a\0b", `${longest}z`, "s".repeat(256)]
+        const bad = [
+          "",
+          "/a",
+          "a/",
+          "a//b",
+          `${root}/../x`,
+          `${root}/./x`,
+          "..",
+          "a\\b",
+          "a\0b",
+          `${longest}z`,
+          "s".repeat(256)
+        ]
         for (const key of bad) {
           assert.strictEqual(yield* reasonOf(store.put(key, body("x"))), "InvalidKey", JSON.stringify(key))
           assert.strictEqual(yield* reasonOf(collect(store.get(key))), "InvalidKey", JSON.stringify(key))

@@ -59,7 +59,9 @@ export const storageStoreSuite = <E>(name: string, store: Layer.Layer<StorageSto
         const tx = yield* Kernel.Transactor
         const project = yield* givenProject
         const failed = yield* Effect.exit(
-          tx.withTransaction(Effect.andThen(storage.setGranted(project.id, `${project.id}/`, true), Effect.fail(new Boom())))
+          tx.withTransaction(
+            Effect.andThen(storage.setGranted(project.id, `${project.id}/`, true), Effect.fail(new Boom()))
+          )
         )
         assert.isTrue(Exit.isFailure(failed))
         assert.isTrue(Option.isNone(yield* storage.find(project.id)))
