@@ -294,7 +294,7 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
       expect(status.body.granted).toBe(true)
     })
 
-    it("a server without an add-on's grant route: the deploy lands, then exits 1 naming the grant it could not make", async () => {
+    it("a grant the server refuses (storage without an object store: 503 no_core): the deploy lands, then exits 1 naming the grant and why", async () => {
       const project = unique("nogrant")
       const run = await hostplane(["deploy", siteFolder({ storage: true }), "--org", org, "--project", project], {
         env: authed()
@@ -302,7 +302,7 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
       expect(run.code).toBe(1)
       expect(run.stdout).toContain(`deployed ${org}/${project} version 1`)
       expect(run.stderr).toMatch(
-        /error not_found: deployed version 1, but 1 add-on grant\(s\) failed: storage: this server has no grant for storage \(POST \/v1\/orgs\/.*\/storage answered 404 not_found\)/
+        /error no_core: deployed version 1, but 1 add-on grant\(s\) failed: storage: the storage add-on's backend is not connected/
       )
     })
 
