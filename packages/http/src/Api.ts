@@ -22,8 +22,15 @@ export const apiOf = <const As extends NonEmptyReadonlyArray<AnyAreaHttp>>(areas
     .annotateMerge(OpenApi.annotations({ title: "hostplane control API", version: "1", description }))
     .annotateMerge(documentAnnotations())
 
+const devAuth = DevAuthApi.prefix(apiPrefix)
+type GroupsIn<A> = A extends HttpApi.HttpApi<string, infer G> ? G : never
+
+// Spelled out: the inferred type of the whole API grew past what tsc serializes into declarations (TS7056).
+const api: ReturnType<typeof apiOf<typeof areas>> = apiOf(areas)
+const apiWithDevAuth: HttpApi.HttpApi<typeof apiId, GroupsIn<typeof api> | typeof devAuth> = api.add(devAuth)
+
 /** The `/v1` API as served in production (no dev login). */
-export class Api extends apiOf(areas) {}
+export class Api extends api {}
 
 /** The same API with the local dev login of spec 4.1. */
-export class ApiWithDevAuth extends Api.add(DevAuthApi.prefix(apiPrefix)) {}
+export class ApiWithDevAuth extends apiWithDevAuth {}
