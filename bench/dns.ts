@@ -11,6 +11,7 @@ import * as Dgram from "node:dgram"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { freePort } from "./support/harness.ts"
 
 const argv = process.argv.slice(2)
 const option = (name: string, fallback: string) => {
@@ -99,16 +100,6 @@ const has = (tool: string) => {
     return false
   }
 }
-
-/** A free UDP port on loopback (NSD takes its port from its configuration). */
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const socket = Dgram.createSocket("udp4")
-    socket.bind(0, "127.0.0.1", () => {
-      const { port } = socket.address()
-      socket.close(() => resolve(port))
-    })
-  })
 
 /** NSD on the same zone as our server (SOA, NS and `www` A), signed by ldns-signzone when `signed`. */
 const startNsd = async (dir: string, signed: boolean) => {
