@@ -1,4 +1,5 @@
 import { Billing, Kernel } from "@hostplane/core"
+import { ObjectStoreMemory } from "@hostplane/testkit"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
@@ -6,10 +7,19 @@ import { itChecksRoles } from "./support/roleMatrix.ts"
 import { creditOf, orgIdOf, publicUrl, returnTo, withPolar, proProduct } from "./support/polar.ts"
 import { auditOf, logCapture, type Suite, useSuite } from "./support/TestServer.ts"
 
+const nodeToken = "node-token-billing-8d2"
+const mailDomain = "mail.billing.example.test"
+
 describe.each(backends)("spec 4.15 billing (%s)", (_name, stores) => {
   const { holder, settings, gateway } = withPolar()
   const { lines: logs, layer: captureLogs } = logCapture()
-  const suite = useSuite(stores, settings, captureLogs, undefined, { gateway })
+  const suite = useSuite(
+    stores,
+    { ...settings, node: { token: nodeToken }, mail: { mailDomain } },
+    captureLogs,
+    undefined,
+    { gateway, objects: ObjectStoreMemory.layer }
+  )
   const { api, newOrg, withRole } = suite
   const hook = () => `${suite.server.url}/v1/hooks/billing`
   const polar = () => holder.polar
@@ -257,6 +267,46 @@ describe.each(backends)("spec 4.15 billing (%s)", (_name, stores) => {
       await subscriptionEvent(slug, "canceled")
       const fifth = await api.post(`/v1/orgs/${slug}/projects`, { name: "fifth" }, { token: suite.admin.token })
       expect(fifth.body).toMatchObject({ code: "project_limit", details: { limit: 3, count: 4, plan: "free" } })
+    })
+
+    it("a plan change raises the node revision of the org's projects: hourlyCap and quotaBytes refresh", async () => {
+      const asNode = { token: nodeToken }
+      const state = async (after: number) => {
+        const reply = await api.get(`/v1/node/state?after=${after}`, asNode)
+        expect(reply.status).toBe(200)
+        return reply.body as { revision: number; projects: Array<{ projectId: string; bindings: any }> }
+      }
+      const slug = await newOrg()
+      const granted = await suite.newProject(slug)
+      const bare = await suite.newProject(slug)
+      const other = await suite.newProject(await newOrg())
+      const base = `/v1/orgs/${slug}/projects/${granted.name}`
+      for (const addon of ["email", "storage"]) {
+        expect((await api.post(`${base}/${addon}`, undefined, { token: suite.admin.token })).status).toBe(200)
+      }
+      const bindingsOf = (changed: Awaited<ReturnType<typeof state>>) => ({
+        changed: changed.projects.map((p) => p.projectId).sort(),
+        email: changed.projects.find((p) => p.projectId === granted.id)?.bindings.email,
+        storage: changed.projects.find((p) => p.projectId === granted.id)?.bindings.storage
+      })
+      const onFree = (await state(0)).revision
+      await proOrg(slug)
+      const pro = await state(onFree)
+      expect(bindingsOf(pro)).toEqual({
+        changed: [granted.id, bare.id].sort(),
+        email: expect.objectContaining({ hourlyCap: 1000 }),
+        storage: expect.objectContaining({ quotaBytes: 100 * 1024 ** 3 })
+      })
+      expect(pro.projects.map((p) => p.projectId)).not.toContain(other.id)
+      // An event that leaves the plan as it is changes nothing a node applies.
+      expect((await subscriptionEvent(slug, "past_due")).body).toEqual({ applied: false })
+      expect((await state(pro.revision)).projects).toEqual([])
+      expect((await subscriptionEvent(slug, "canceled")).body).toEqual({ applied: true })
+      expect(bindingsOf(await state(pro.revision))).toEqual({
+        changed: [granted.id, bare.id].sort(),
+        email: expect.objectContaining({ hourlyCap: 50 }),
+        storage: expect.objectContaining({ quotaBytes: 1024 ** 3 })
+      })
     })
   })
 

@@ -12,12 +12,14 @@ import {
 import type { Actor } from "../kernel/Actor.ts"
 import type { OrgId } from "../kernel/Ids.ts"
 import { Mutation, unaudited } from "../kernel/Mutation.ts"
+import { NodeRevisions } from "../kernel/NodeRevisions.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { Settings } from "../kernel/Settings.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { Transactor } from "../kernel/Transactor.ts"
 import type { OrgRow, Plan } from "../orgs/Org.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
+import { ProjectStore } from "../projects/ProjectStore.ts"
 import {
   type BillingStatus,
   type CancelAnswer,
@@ -137,6 +139,8 @@ export class Billings extends Context.Service<
       const mutation = yield* Mutation
       const tx = yield* Transactor
       const cache = yield* AuthCache
+      const projects = yield* ProjectStore
+      const revisions = yield* NodeRevisions
       const settings = yield* Settings
       const config = yield* BillingConfig
       const webhookKey = Option.map(config.webhookSecret, (secret) =>
@@ -262,6 +266,11 @@ export class Billings extends Context.Service<
         const plan: Plan = isLive(status) ? "pro" : "free"
         if (plan === org.plan) return false
         yield* orgs.setPlan(org.id, plan)
+        // The plan sets numbers nodes apply (the email binding's hourlyCap, storage's quotaBytes): every project of the
+        // org is changed for them, in the same transaction, so the node state never shows the new plan half applied.
+        for (const project of yield* projects.list(org.id)) {
+          if (project.deletingSince === null) yield* revisions.raise(project.id)
+        }
         return true
       })
 

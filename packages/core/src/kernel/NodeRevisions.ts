@@ -16,9 +16,10 @@ export interface RevisionChanges {
 
 /**
  * The node revision (decisions.md part 6): one monotonic counter, raised by every change a node must apply (deploy,
- * rollback, secret, hostname, access, add-on grant and revoke), each raise stamping its project. `raise` joins the
- * writing transaction and holds the counter until it commits, so revisions commit in order: a reader that sees
- * revision N sees every change up to N. Writes raise it through `Mutation.project(..., { node: true })`.
+ * rollback, secret, hostname, access, add-on grant and revoke, and an org's plan change for each of its projects),
+ * each raise stamping its project. `raise` joins the writing transaction and holds the counter until it commits, so
+ * revisions commit in order: a reader that sees revision N sees every change up to N. Writes raise it through
+ * `Mutation.project(..., { node: true })`; the billing webhook raises it itself.
  */
 export class NodeRevisions extends Context.Service<
   NodeRevisions,
