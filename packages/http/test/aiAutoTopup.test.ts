@@ -1,10 +1,10 @@
 import { AiUpstreamOpenAi } from "@hostplane/adapters-providers"
-import { Ai, Jobs } from "@hostplane/core"
+import { Ai, Jobs, type Kernel } from "@hostplane/core"
 import { PaymentGatewayMemory, startFakeOpenAi, type FakeOpenAi } from "@hostplane/testkit"
-import { Redacted } from "effect"
+import { Clock, Effect, Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { creditOf, orgIdOf, withPolar } from "./support/polar.ts"
+import { creditOf, orgIdOf, topupProduct, withPolar } from "./support/polar.ts"
 import { useSuite } from "./support/TestServer.ts"
 
 const nodeToken = "node-token-for-autotopup"
@@ -75,5 +75,168 @@ describe.each(backends)("spec 4.10 AI auto top-up job (%s)", (_name, stores) => 
     expect((await paid("1000000000", { topupId: charges[0]!.reference })).body).toEqual({ applied: true })
     const { credit: row } = await creditOf(suite.server, orgId)
     expect(row.balanceMicroCents).toBe(1_380_000_000)
+  })
+})
+
+describe.each(backends)("spec 4.10 AI auto top-up through Polar's off-session charge (%s)", (_name, stores) => {
+  // The Polar adapter over loopback HTTP against the fake: draft order, finalize, then the signed order.paid.
+  const { holder, settings, gateway } = withPolar()
+  const suite = useSuite(stores, settings, undefined, undefined, { gateway })
+  const { api } = suite
+  const hook = () => `${suite.server.url}/v1/hooks/billing`
+  const amount = 1_000_000_000
+  const day = 24 * 60 * 60 * 1000
+
+  /** The org's clock moved by `shiftMs` (the next day), for the daily cap. */
+  const shifted =
+    (shiftMs: number) =>
+    <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      shiftMs === 0
+        ? effect
+        : Effect.flatMap(Effect.clockWith(Effect.succeed), (clock) =>
+            Effect.provideService(effect, Clock.Clock, {
+              currentTimeMillisUnsafe: () => clock.currentTimeMillisUnsafe() + shiftMs,
+              currentTimeMillis: Effect.sync(() => clock.currentTimeMillisUnsafe() + shiftMs),
+              currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe() + BigInt(shiftMs) * 1_000_000n,
+              currentTimeNanos: Effect.sync(() => clock.currentTimeNanosUnsafe() + BigInt(shiftMs) * 1_000_000n),
+              monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
+              monotonicTimeNanos: clock.monotonicTimeNanos,
+              sleep: (duration) => clock.sleep(duration)
+            })
+          )
+
+  /** Starts a top-up as a call below the threshold does (one unfinished per org). */
+  const startTopup = (orgId: Kernel.OrgId, shiftMs = 0) =>
+    suite.server.run(
+      Effect.flatMap(Effect.service(Jobs.Jobs), (jobs) =>
+        jobs.enqueue(Ai.autoTopup, { orgId, amountMicroCents: amount }, { key: orgId })
+      ).pipe(shifted(shiftMs))
+    )
+
+  /** Drives the org's unfinished top-up now, due or not; answers its row afterwards. */
+  const drive = (orgId: Kernel.OrgId, shiftMs = 0) =>
+    suite.server.run(
+      Effect.gen(function* () {
+        const jobs = yield* Jobs.Jobs
+        const row = yield* jobs.findUnfinished(Ai.autoTopup, orgId)
+        if (Option.isNone(row)) return yield* Effect.die(new Error("no unfinished auto top-up"))
+        return Option.getOrThrow(yield* jobs.runNow(yield* Ai.autoTopupHandler, row.value.id))
+      }).pipe(shifted(shiftMs))
+    )
+
+  /** An org with auto top-up on and a saved card at Polar (its first credit order paid), at 500,000,000. */
+  const setupOrg = async () => {
+    const slug = await suite.newOrg()
+    const orgId = await orgIdOf(suite.server, slug)
+    const polar = holder.polar
+    polar.customers.add(orgId)
+    polar.paymentMethods.add(orgId)
+    const first = await polar.deliver(hook(), {
+      type: "order.paid",
+      data: {
+        id: "ord_first",
+        customer: { external_id: orgId },
+        metadata: { kind: "ai_credit", microCents: "500000000" }
+      }
+    })
+    expect(first.body).toEqual({ applied: true })
+    const on = await api.put(
+      `/v1/orgs/${slug}/ai/autotopup`,
+      { enabled: true, amountMicroCents: amount, thresholdMicroCents: 450_000_000 },
+      { token: suite.admin.token }
+    )
+    expect(on.status).toBe(200)
+    return { slug, orgId }
+  }
+
+  const ordersOf = (orgId: string) => [...holder.polar.orders.values()].filter((o) => o.customer.external_id === orgId)
+
+  it("the balance rises only with order.paid: the job charges Polar, then waits in settle until the webhook, then ends done", async () => {
+    const { orgId } = await setupOrg()
+    holder.polar.webhookUrl = undefined
+    await startTopup(orgId)
+    const waiting = await drive(orgId)
+    // Charged at Polar (a paid order of the top-up product with the top-up's metadata), not yet credited here.
+    const [order] = ordersOf(orgId)
+    expect(order).toMatchObject({
+      status: "paid",
+      amount: 1000,
+      product_id: topupProduct,
+      metadata: { kind: "ai_credit", microCents: String(amount), topupId: waiting.id }
+    })
+    expect(waiting).toMatchObject({
+      terminalCode: null,
+      phase: "settle",
+      lastError: expect.stringContaining("order.paid")
+    })
+    expect((await creditOf(suite.server, orgId)).credit.balanceMicroCents).toBe(500_000_000)
+    // Driving it again before the webhook changes nothing and charges nothing more.
+    expect(await drive(orgId)).toMatchObject({ terminalCode: null, phase: "settle" })
+    expect(ordersOf(orgId)).toHaveLength(1)
+    expect((await creditOf(suite.server, orgId)).credit.balanceMicroCents).toBe(500_000_000)
+    // Polar's order.paid (the order as Polar sends it) raises the balance once; then settle finishes.
+    expect((await holder.polar.deliver(hook(), { type: "order.paid", data: { ...order! } })).body).toEqual({
+      applied: true
+    })
+    const { credit, ledger } = await creditOf(suite.server, orgId)
+    expect(credit.balanceMicroCents).toBe(1_500_000_000)
+    expect(ledger.filter((row) => row.kind === "topup").map((row) => row.amountMicroCents)).toEqual([
+      amount,
+      500_000_000
+    ])
+    expect(await drive(orgId)).toMatchObject({ terminalCode: "done", phase: "settle" })
+  })
+
+  it(`at most autoTopupPerDay (${Ai.autoTopupPerDay}) top-ups a day: the next one charges nothing; the next day charges again`, async () => {
+    const { slug, orgId } = await setupOrg()
+    holder.polar.webhookUrl = hook()
+    for (let n = 1; n <= Ai.autoTopupPerDay; n++) {
+      await startTopup(orgId)
+      const row = await drive(orgId)
+      await holder.polar.settled()
+      // The webhook may land after the settle phase looked: one more drive then finds it.
+      const done = row.terminalCode === "done" ? row : await drive(orgId)
+      expect(done.terminalCode).toBe("done")
+      expect(ordersOf(orgId).filter((o) => o.status === "paid")).toHaveLength(n)
+    }
+    const credit = await api.get(`/v1/orgs/${slug}/ai/credit`, { token: suite.admin.token })
+    expect(credit.body).toMatchObject({
+      balanceMicroCents: 500_000_000 + Ai.autoTopupPerDay * amount,
+      autoTopupsToday: Ai.autoTopupPerDay,
+      autoTopupPerDay: 3
+    })
+    // The fourth of the day ends at its claim: no order at Polar, no change to the balance or the count.
+    await startTopup(orgId)
+    const fourth = await drive(orgId)
+    expect(fourth).toMatchObject({ terminalCode: "done", phase: "claim" })
+    expect(ordersOf(orgId)).toHaveLength(Ai.autoTopupPerDay)
+    const after = await api.get(`/v1/orgs/${slug}/ai/credit`, { token: suite.admin.token })
+    expect(after.body).toMatchObject({
+      balanceMicroCents: 500_000_000 + Ai.autoTopupPerDay * amount,
+      autoTopupsToday: Ai.autoTopupPerDay
+    })
+    // The next day (UTC) counts from zero again.
+    await startTopup(orgId, day)
+    const tomorrow = await drive(orgId, day)
+    await holder.polar.settled()
+    expect(tomorrow).toMatchObject({ phase: "settle" })
+    expect(ordersOf(orgId)).toHaveLength(Ai.autoTopupPerDay + 1)
+    const { ledger } = await creditOf(suite.server, orgId)
+    expect(ledger.filter((row) => row.kind === "topup")).toHaveLength(Ai.autoTopupPerDay + 2)
+  })
+
+  it("a declined card ends the top-up failed with nothing credited; the draft stays at Polar uncharged", async () => {
+    const { orgId } = await setupOrg()
+    holder.polar.webhookUrl = hook()
+    holder.polar.declines.add(orgId)
+    await startTopup(orgId)
+    const row = await drive(orgId)
+    expect(row).toMatchObject({
+      terminalCode: "failed",
+      phase: "charge",
+      lastError: expect.stringContaining("declined")
+    })
+    expect(ordersOf(orgId).map((o) => o.status)).toEqual(["draft"])
+    expect((await creditOf(suite.server, orgId)).credit.balanceMicroCents).toBe(500_000_000)
   })
 })

@@ -13,8 +13,14 @@ export interface Options {
   readonly token: Redacted.Redacted<string>
   /** The Pro plan's subscription product id. */
   readonly proProduct?: string | undefined
-  /** The AI credit product id (a pay-what-you-want price, so `amount` sets it). */
+  /** The AI credit product id (a pay-what-you-want price, so the checkout's `amount` sets it). */
   readonly creditProduct?: string | undefined
+  /**
+   * The AI credit auto top-up product id: a one-time fixed-price product, since Polar's off-session charge refuses
+   * pay-what-you-want prices (the draft order's `amount` overrides the fixed price). Without it auto top-up charges
+   * are `off`.
+   */
+  readonly topupProduct?: string | undefined
   readonly timeout?: Duration.Input | undefined
 }
 
@@ -67,13 +73,14 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     what: string,
     request: HttpClientRequest.HttpClientRequest,
     schema: S,
-    unknownOn: ReadonlyArray<number>
+    refusals: Readonly<Record<number, Billing.PaymentGatewayError["reason"]>>
   ): Effect.Effect<S["Type"], Billing.PaymentGatewayError> =>
     client.execute(request).pipe(
       Effect.mapError((error) => failure("unavailable", `Polar ${what} is unreachable: ${error.message}`)),
       Effect.flatMap((response) => {
-        if (unknownOn.includes(response.status)) {
-          return Effect.fail(failure("unknown", `Polar ${what}: not found (status ${response.status})`))
+        const refused = refusals[response.status]
+        if (refused !== undefined) {
+          return Effect.fail(failure(refused, `Polar ${what} refused (status ${response.status})`))
         }
         if (response.status < 200 || response.status >= 300) {
           return Effect.fail(failure("unavailable", `Polar ${what} answered ${response.status}`))
@@ -104,7 +111,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       "checkout",
       HttpClientRequest.bodyJsonUnsafe(HttpClientRequest.post(`${base}/v1/checkouts/`), body),
       Checkout,
-      []
+      {}
     )
     return { url: created.url }
   })
@@ -119,7 +126,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
       "customer session",
       HttpClientRequest.bodyJsonUnsafe(HttpClientRequest.post(`${base}/v1/customer-sessions/`), body),
       CustomerSession,
-      [404, 422]
+      { 404: "unknown", 422: "unknown" }
     )
     return { token: session.token, expiresAt: session.expires_at, portalUrl: session.customer_portal_url }
   })
@@ -136,7 +143,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         { cancel_at_period_end: cancel }
       ),
       Subscription,
-      [404]
+      { 404: "unknown" }
     )
     return {
       id: updated.id,
@@ -147,22 +154,23 @@ export const make = Effect.fnUntraced(function* (options: Options) {
   })
 
   /**
-   * Polar's documented off-session charge (Orders, "Arbitrary charges"; `orders:write` scope, a paid Polar plan): the
-   * customer by external id, `POST /v1/orders/` (a `draft` order of the credit product at `amount`, with `metadata`),
-   * then `POST /v1/orders/{id}/finalize`, which charges the saved payment method (402 declined, 403 off-session charges
-   * not enabled). A retry first lists the customer's orders with this `metadata.topupId`: an order already finalized
-   * is not charged again, a draft left by a crash is finalized.
+   * Polar's documented off-session charge (Orders, "Arbitrary charges"; `orders:write` scope, the organization's
+   * off-session charges enabled): the customer by external id, `POST /v1/orders/` (a `draft` order of the top-up
+   * product at `amount` cents, with `metadata`), then `POST /v1/orders/{id}/finalize`, which charges the saved payment
+   * method (402 declined or no method, the order staying a draft; 403 off-session charges not enabled). A retry first
+   * lists the customer's orders with this `metadata[topupId]`: an order no longer a draft is not charged again, a
+   * draft left by a crash or a decline is finalized.
    */
   const chargeSavedMethod = Effect.fn("PaymentGatewayPolar.chargeSavedMethod")(function* (
     charge: Billing.SavedMethodCharge
   ) {
-    const product = options.creditProduct
-    if (product === undefined) return yield* off("credit")
+    const product = options.topupProduct
+    if (product === undefined) return yield* off("top-up")
     const customer = yield* call(
       "customer lookup",
       HttpClientRequest.get(`${base}/v1/customers/external/${encodeURIComponent(charge.customer)}`),
       Customer,
-      [404]
+      { 404: "unknown" }
     )
     const existing = yield* call(
       "order list",
@@ -170,7 +178,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
         HttpClientRequest.setUrlParams({ customer_id: customer.id, "metadata[topupId]": charge.reference })
       ),
       Orders,
-      []
+      {}
     )
     const found = existing.items[0]
     if (found !== undefined && found.status !== "draft") return { orderId: found.id }
@@ -185,10 +193,15 @@ export const make = Effect.fnUntraced(function* (options: Options) {
           metadata: { ...charge.metadata, topupId: charge.reference }
         }),
         Order,
-        [404]
+        { 403: "off" }
       ))
     const finalized = yield* client
-      .execute(HttpClientRequest.bodyJsonUnsafe(HttpClientRequest.post(`${base}/v1/orders/${order.id}/finalize`), {}))
+      .execute(
+        HttpClientRequest.bodyJsonUnsafe(
+          HttpClientRequest.post(`${base}/v1/orders/${encodeURIComponent(order.id)}/finalize`),
+          {}
+        )
+      )
       .pipe(
         Effect.mapError((error) => failure("unavailable", `Polar order finalize is unreachable: ${error.message}`)),
         Effect.timeoutOrElse({
@@ -196,7 +209,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
           orElse: () => Effect.fail(failure("unavailable", "Polar order finalize did not answer in time"))
         })
       )
-    // 412: the order is no draft any more (a finalize whose answer was lost): it was charged once already.
+    // 412: the order is no draft any more (a finalize whose answer was lost, or one still charging): charged once.
     if ((finalized.status >= 200 && finalized.status < 300) || finalized.status === 412) return { orderId: order.id }
     if (finalized.status === 402) return yield* failure("declined", "Polar declined the saved payment method")
     if (finalized.status === 403) return yield* failure("off", "Polar off-session charges are not enabled")
@@ -225,14 +238,16 @@ export const config: Config.Config<Option.Option<Options>> = Config.all({
   url: setting("SERVICE_POLAR_URL"),
   token: setting("SERVICE_POLAR_TOKEN"),
   proProduct: setting("SERVICE_POLAR_PRO_PRODUCT"),
-  creditProduct: setting("SERVICE_POLAR_CREDIT_PRODUCT")
+  creditProduct: setting("SERVICE_POLAR_CREDIT_PRODUCT"),
+  topupProduct: setting("SERVICE_POLAR_TOPUP_PRODUCT")
 }).pipe(
   Config.map((env) =>
     Option.map(env.token, (token) => ({
       url: Option.getOrUndefined(env.url),
       token: Redacted.make(token),
       proProduct: Option.getOrUndefined(env.proProduct),
-      creditProduct: Option.getOrUndefined(env.creditProduct)
+      creditProduct: Option.getOrUndefined(env.creditProduct),
+      topupProduct: Option.getOrUndefined(env.topupProduct)
     }))
   )
 )

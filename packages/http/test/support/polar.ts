@@ -9,13 +9,21 @@ export const publicUrl = "https://console.example.test/app"
 export const returnTo = `${publicUrl}/billing/done`
 export const proProduct = "prod_pro_test"
 export const creditProduct = "prod_credit_test"
+export const topupProduct = "prod_topup_test"
 
 /** A loopback Polar started before the suite's server, and the settings pointing the server at it. */
 export const withPolar = (options: { readonly sandbox?: boolean; readonly secret?: boolean } = {}) => {
   const holder = {} as { polar: FakePolar }
   const webhookSecret = `whsec_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`
   beforeAll(async () => {
-    holder.polar = await startFakePolar({ webhookSecret })
+    holder.polar = await startFakePolar({
+      webhookSecret,
+      products: {
+        [proProduct]: { recurring: true, price: "fixed" },
+        [creditProduct]: { recurring: false, price: "custom" },
+        [topupProduct]: { recurring: false, price: "fixed" }
+      }
+    })
   })
   afterAll(() => holder.polar?.close())
   const settings = {
@@ -28,6 +36,7 @@ export const withPolar = (options: { readonly sandbox?: boolean; readonly secret
       token: Redacted.make(holder.polar.token),
       proProduct,
       creditProduct,
+      topupProduct,
       timeout: "2 seconds"
     })
   return { holder, settings, gateway }
