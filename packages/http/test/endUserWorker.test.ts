@@ -1,5 +1,6 @@
 import * as Pg from "@hostplane/adapters-pg"
 import { BackupStoreDisk, SocialOAuthHttp } from "@hostplane/adapters-providers"
+import { EndUser, Jobs } from "@hostplane/core"
 import { bundleOf, FakeIdentityProvider } from "@hostplane/testkit"
 import { Effect, Exit, Layer, Scope } from "effect"
 import { execFile } from "node:child_process"
@@ -260,6 +261,69 @@ describe("spec 4.9 the edge's auth worker, end to end over HTTP with cookies aga
       expect((await signIn(host, known)).status).toBe(303)
       expect((await edge(host, "/__service/auth/me", known)).json().subject).toBe("4242")
       expect(await psql(db, "select count(*) from service_auth.sessions where token_hash = 'stale'")).toBe("0")
+    },
+    slow
+  )
+
+  it(
+    "a provider delete removes that provider's identities in the project's database (made before it); users stay",
+    async () => {
+      const { host, base, db } = await ready()
+      const purge = () => suite.server.run(Jobs.JobRunner.runOnce([EndUser.identitiesDeleteHandler]))
+      const putGithub = async () => {
+        const put = await api.put(
+          `${base}/auth/providers/github`,
+          { clientId: idp.clientId, clientSecret: idp.clientSecret },
+          admin()
+        )
+        expect(put.status).toBe(200)
+      }
+      const identities = () =>
+        psql(
+          db,
+          "select coalesce(string_agg(provider || ':' || subject, ',' order by subject), '') from service_auth.identities"
+        )
+      await Effect.runPromise(
+        idp.signIn({ subject: "4242", login: "octo", email: "octo@example.test", name: "Octo Cat" })
+      )
+      expect((await signIn(host, jar())).status).toBe(303)
+      expect(await identities()).toBe("github:4242")
+
+      expect((await api.delete(`${base}/auth/providers/github`, undefined, admin())).status).toBe(204)
+      // An unknown name and a provider never registered are 204 too, and leave nothing to do.
+      expect((await api.delete(`${base}/auth/providers/google`, undefined, admin())).status).toBe(204)
+      expect((await api.delete(`${base}/auth/providers/gitlab`, undefined, admin())).status).toBe(204)
+      expect(await purge()).toBeGreaterThanOrEqual(1)
+      expect(await identities()).toBe("")
+      expect(await psql(db, "select count(*) from service_auth.users")).toBe("1")
+      expect((await edge(host, "/__service/auth/login/github")).status).toBe(404)
+
+      // Registered again: the same person signs in as a new user (the old record stays, without its identity).
+      await putGithub()
+      expect((await signIn(host, jar())).status).toBe(303)
+      expect(await psql(db, "select count(*) from service_auth.users")).toBe("2")
+      // Deleted, registered again and used before the job runs: only the identities made before the delete go.
+      expect((await api.delete(`${base}/auth/providers/github`, undefined, admin())).status).toBe(204)
+      await putGithub()
+      await Effect.runPromise(idp.signIn({ subject: "5151", login: "late", email: "late@example.test" }))
+      expect((await signIn(host, jar())).status).toBe(303)
+      expect(await identities()).toBe("github:4242,github:5151")
+      await purge()
+      expect(await identities()).toBe("github:5151")
+      expect(await psql(db, "select count(*) from service_auth.users")).toBe("3")
+    },
+    slow
+  )
+
+  it(
+    "a provider delete on a database where no one signed in makes no schema there",
+    async () => {
+      const { base, db } = await ready()
+      expect((await api.delete(`${base}/auth/providers/github`, undefined, admin())).status).toBe(204)
+      expect(await suite.server.run(Jobs.JobRunner.runOnce([EndUser.identitiesDeleteHandler]))).toBeGreaterThanOrEqual(
+        1
+      )
+      expect(await psql(db, "select to_regclass('service_auth.identities') is null")).toBe("t")
     },
     slow
   )

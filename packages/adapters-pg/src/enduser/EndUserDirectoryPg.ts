@@ -29,7 +29,8 @@ const failed = (message: string) => (cause: unknown) =>
 /**
  * `EndUserDirectory` on each project's own PostgreSQL database: one small pool per database (opened at first use,
  * closed with the layer), connected as the project role, which owns the database. The `service_auth` schema is made
- * on first use under an advisory lock, so two replicas starting at once do not race.
+ * on first use under an advisory lock, so two replicas starting at once do not race (removing identities alone does
+ * not make it).
  */
 export const layer: Layer.Layer<EndUser.EndUserDirectory> = Layer.effect(
   EndUser.EndUserDirectory,
@@ -58,6 +59,11 @@ export const layer: Layer.Layer<EndUser.EndUserDirectory> = Layer.effect(
               user_id text NOT NULL REFERENCES service_auth.users (id) ON DELETE CASCADE,
               PRIMARY KEY (provider, subject)
             )`
+          // When the identity was made, so a provider delete removes only the ones made before it. A schema made
+          // before this column gets it here; its identities count as older than any delete.
+          yield* sql`
+            ALTER TABLE service_auth.identities
+            ADD COLUMN IF NOT EXISTS created_at timestamptz NOT NULL DEFAULT '-infinity'`
           yield* sql`
             CREATE TABLE IF NOT EXISTS service_auth.sessions (
               token_hash text PRIMARY KEY,
@@ -71,12 +77,19 @@ export const layer: Layer.Layer<EndUser.EndUserDirectory> = Layer.effect(
         })
       )
 
-    /** The pool of a project's database, its schema ready. */
-    const poolOf = (db: Database.DatabaseConnect) =>
+    const prepared = new Set<string>()
+
+    /** The pool of a project's database (its `service_auth` schema made ready first unless `schema` is false). */
+    const poolOf = (db: Database.DatabaseConnect, schema = true) =>
       lock.withPermit(
         Effect.gen(function* () {
           const existing = pools.get(db.url)
-          if (existing !== undefined) return existing
+          if (existing !== undefined) {
+            if (!schema || prepared.has(db.url)) return existing
+            yield* prepare(existing).pipe(Effect.mapError(failed("cannot prepare the service_auth schema")))
+            prepared.add(db.url)
+            return existing
+          }
           const own = yield* Scope.fork(scope)
           const context = yield* Layer.buildWithScope(
             PgClient.layer({
@@ -88,10 +101,13 @@ export const layer: Layer.Layer<EndUser.EndUserDirectory> = Layer.effect(
             own
           ).pipe(Effect.mapError(failed("cannot connect to the project's database")))
           const sql = Context.get(context, SqlClient.SqlClient)
-          const ready = yield* Effect.exit(prepare(sql))
-          if (Exit.isFailure(ready)) {
-            yield* Scope.close(own, Exit.void)
-            return yield* Effect.fail(failed("cannot prepare the service_auth schema")(ready.cause))
+          if (schema) {
+            const ready = yield* Effect.exit(prepare(sql))
+            if (Exit.isFailure(ready)) {
+              yield* Scope.close(own, Exit.void)
+              return yield* Effect.fail(failed("cannot prepare the service_auth schema")(ready.cause))
+            }
+            prepared.add(db.url)
           }
           pools.set(db.url, sql)
           return sql
@@ -101,9 +117,10 @@ export const layer: Layer.Layer<EndUser.EndUserDirectory> = Layer.effect(
     const withSql = <A>(
       db: Database.DatabaseConnect,
       message: string,
-      use: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>
+      use: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>,
+      schema = true
     ) =>
-      Effect.flatMap(poolOf(db), (sql) => use(sql).pipe(Effect.mapError(failed(message)))).pipe(
+      Effect.flatMap(poolOf(db, schema), (sql) => use(sql).pipe(Effect.mapError(failed(message)))).pipe(
         Effect.withSpan("EndUserDirectoryPg.query")
       )
 
@@ -126,8 +143,8 @@ export const layer: Layer.Layer<EndUser.EndUserDirectory> = Layer.effect(
                   RETURNING id`
                 userId = created[0]!.id
                 yield* sql`
-                  INSERT INTO service_auth.identities (provider, subject, user_id)
-                  VALUES (${identity.provider}, ${identity.subject}, ${userId})`
+                  INSERT INTO service_auth.identities (provider, subject, user_id, created_at)
+                  VALUES (${identity.provider}, ${identity.subject}, ${userId}, ${session.now}::timestamptz)`
               } else {
                 yield* sql`
                   UPDATE service_auth.users
@@ -159,7 +176,27 @@ export const layer: Layer.Layer<EndUser.EndUserDirectory> = Layer.effect(
       signOut: (db, tokenHash) =>
         withSql(db, "cannot end the session", (sql) =>
           Effect.asVoid(sql`DELETE FROM service_auth.sessions WHERE token_hash = ${tokenHash}`)
-        )
+        ),
+      removeIdentities: (db, provider, before) =>
+        Effect.gen(function* () {
+          // Never makes the schema where no one signed in: only a database that has the table has identities.
+          const found = yield* withSql(
+            db,
+            "cannot read the service_auth schema",
+            (sql) => sql<{ present: boolean }>`SELECT to_regclass('service_auth.identities') IS NOT NULL AS present`,
+            false
+          )
+          if (found[0]?.present !== true) return 0
+          return yield* withSql(db, "cannot remove the identities", (sql) =>
+            Effect.map(
+              sql`
+                DELETE FROM service_auth.identities
+                WHERE provider = ${provider} AND created_at <= ${before}::timestamptz
+                RETURNING user_id`,
+              (rows) => rows.length
+            )
+          )
+        })
     })
   })
 )

@@ -4,14 +4,17 @@ import { authAddonProvider } from "./AuthAddon.ts"
 import { AuthStore } from "./AuthStore.ts"
 import { AuthWorker } from "./AuthWorker.ts"
 import { EndUserAuths } from "./EndUserAuths.ts"
+import { identitiesDeleteHandler } from "./IdentitiesDelete.ts"
 
 /**
  * Spec 4.9: end-user sign-in for a project's visitors. The add-on and its settings and providers live here; the users
- * and their sessions live in the project's own database, written by the edge's auth worker.
+ * and their sessions live in the project's own database, written by the edge's auth worker; a provider delete removes
+ * that provider's identities there through a job.
  */
 export const EndUserArea = area({
   name: "enduser",
   stores: [AuthStore],
   services: AuthWorker.layer.pipe(Layer.provideMerge(EndUserAuths.layer)),
-  addon: authAddonProvider
+  addon: authAddonProvider,
+  jobs: [identitiesDeleteHandler]
 })

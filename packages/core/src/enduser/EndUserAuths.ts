@@ -4,9 +4,11 @@ import type { Actor } from "../kernel/Actor.ts"
 import type { ProjectId } from "../kernel/Ids.ts"
 import { audited, Mutation, type ProjectWrite, unaudited } from "../kernel/Mutation.ts"
 import { HostnameStore } from "../hostnames/HostnameStore.ts"
+import { Jobs } from "../jobs/Jobs.ts"
 import { Sealer } from "../secrets/Sealer.ts"
 import { activeHosts } from "./AuthAddon.ts"
 import { AuthStore } from "./AuthStore.ts"
+import { identitiesDelete } from "./IdentitiesDelete.ts"
 import {
   type AuthBinding,
   type AuthGrantRow,
@@ -74,6 +76,7 @@ export class EndUserAuths extends Context.Service<
       const hostnames = yield* HostnameStore
       const sealer = yield* Sealer
       const mutation = yield* Mutation
+      const jobs = yield* Jobs
 
       const statusOf = Effect.fnUntraced(function* (grant: AuthGrantRow) {
         const providers = providerEntries(yield* store.providers(grant.projectId))
@@ -174,15 +177,18 @@ export class EndUserAuths extends Context.Service<
         yield* mutation.project(
           authorized,
           (write) =>
-            Effect.map(store.removeProvider(write.project.id, provider), (removed) =>
-              removed
-                ? audited(undefined, {
-                    action: "auth.provider.delete",
-                    target: write.project.id,
-                    data: { project: write.project.name, provider }
-                  })
-                : unaudited(undefined)
-            ),
+            Effect.gen(function* () {
+              if (!(yield* store.removeProvider(write.project.id, provider))) return unaudited(undefined)
+              // The users' identities of the provider go too, in the project's own database: by a job enqueued in
+              // this transaction, so the removal happens exactly when the delete commits, even if that database is
+              // down right now.
+              yield* jobs.enqueue(identitiesDelete, { projectId: write.project.id, provider, before: write.at })
+              return audited(undefined, {
+                action: "auth.provider.delete",
+                target: write.project.id,
+                data: { project: write.project.name, provider }
+              })
+            }),
           { node: true }
         )
       })

@@ -70,5 +70,14 @@ export class EndUserDirectory extends Context.Service<
       now: string
     ) => Effect.Effect<Option.Option<EndUser>, EndUserDirectoryError>
     readonly signOut: (db: DatabaseConnect, tokenHash: string) => Effect.Effect<void, EndUserDirectoryError>
+    /**
+     * Removes the identities of `provider` made at or before `before` (a provider delete, spec 4.9); the users stay.
+     * Answers how many went; a database where no one ever signed in is left as it is (no schema made).
+     */
+    readonly removeIdentities: (
+      db: DatabaseConnect,
+      provider: AuthProviderName,
+      before: string
+    ) => Effect.Effect<number, EndUserDirectoryError>
   }
 >()("@hostplane/core/enduser/EndUserDirectory") {}
