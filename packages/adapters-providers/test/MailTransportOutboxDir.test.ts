@@ -119,6 +119,17 @@ describe("MailTransportOutboxDir", () => {
     })
   )
 
+  it.effect("a folder removed after the first message is made again for the next one", () =>
+    Effect.gen(function* () {
+      const dir = Path.join(yield* tempDir("outbox"), "outbox")
+      const transport = MailTransportOutboxDir.make(dir)
+      yield* transport.send(message)
+      yield* Effect.promise(() => Fs.rm(dir, { recursive: true }))
+      yield* transport.send({ ...message, id: "mail_second" })
+      assert.deepStrictEqual(yield* listDir(dir), ["mail_second.eml"])
+    })
+  )
+
   it.effect("sending the same id twice replaces the file and leaves no temporary file behind", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir("outbox")

@@ -143,17 +143,19 @@ export const layer = Layer.effect(
               const address = yield* sql<{ granted: boolean }>`
                 SELECT granted FROM email_addresses WHERE project_id = ${row.projectId} FOR UPDATE`
               if (address[0]?.granted !== true) return "not_granted" as const
-              const [sent] = yield* sql<{ count: number }>`
-                SELECT count(*)::int AS count FROM mail_log
-                WHERE project_id = ${row.projectId} AND direction = 'out' AND created_at >= ${limit.since}::timestamptz`
-              if ((sent?.count ?? 0) >= limit.cap) return "capped" as const
-              yield* sql`
+              // The count and the insert in one statement, after the lock: its snapshot is taken once the lock is
+              // held, so it sees every row the previous holder committed (one round trip less under the lock).
+              const inserted = yield* sql`
                 INSERT INTO mail_log (id, project_id, direction, mail_from, mail_to, subject, outcome, size, spf, raw,
                   provider_message_id, created_at, pending)
-                VALUES (${row.id}, ${row.projectId}, ${row.direction}, ${row.from}, ${row.to}, ${row.subject},
+                SELECT ${row.id}, ${row.projectId}, ${row.direction}, ${row.from}, ${row.to}, ${row.subject},
                   ${row.outcome}, ${row.size}, ${row.spf}, ${row.raw === null ? null : Buffer.from(row.raw)},
-                  ${row.providerMessageId}, ${row.createdAt}::timestamptz, true)`
-              return "reserved" as const
+                  ${row.providerMessageId}, ${row.createdAt}::timestamptz, true
+                WHERE (SELECT count(*) FROM mail_log
+                       WHERE project_id = ${row.projectId} AND direction = 'out'
+                         AND created_at >= ${limit.since}::timestamptz) < ${limit.cap}
+                RETURNING id`
+              return inserted.length === 0 ? ("capped" as const) : ("reserved" as const)
             })
           )
           .pipe(Effect.orDie),

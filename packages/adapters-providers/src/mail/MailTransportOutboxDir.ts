@@ -41,17 +41,36 @@ const unsafeId = new Mail.MailSendError({ message: "mail id is not usable as a f
  */
 export const make = (dir: string): Mail.MailTransport["Service"] => {
   const folder = Path.resolve(dir)
-  const mkdir = attempt("mkdir", () => Fs.mkdir(folder, { recursive: true, mode: 0o700 }))
+  // The folder is made once, not before every message. A failed write makes it again and tries once more: the folder
+  // may have been removed since.
+  let made = false
+  const mkdir = Effect.suspend(() =>
+    made
+      ? Effect.void
+      : attempt("mkdir", () => Fs.mkdir(folder, { recursive: true, mode: 0o700 })).pipe(
+          Effect.andThen(Effect.sync(() => void (made = true)))
+        )
+  )
+  const write = (name: string, data: string | Uint8Array) =>
+    mkdir.pipe(
+      Effect.andThen(writeAtomically(folder, name, data)),
+      Effect.catch((error) => {
+        if (!made) return Effect.fail(error)
+        made = false
+        return mkdir.pipe(
+          Effect.andThen(writeAtomically(folder, name, data)),
+          Effect.mapError(() => error)
+        )
+      })
+    )
   const send = Effect.fn("MailTransportOutboxDir.send")(function* (message: Mail.MailMessage) {
     if (!Eml.isSafeId(message.id)) return yield* unsafeId
     const now = yield* Clock.currentTimeMillis
-    yield* mkdir
-    yield* writeAtomically(folder, `${message.id}.eml`, Eml.render(message, now))
+    yield* write(`${message.id}.eml`, Eml.render(message, now))
   })
   const sendRaw = Effect.fn("MailTransportOutboxDir.sendRaw")(function* (message: Mail.RawMailMessage) {
     if (!Eml.isSafeId(message.id)) return yield* unsafeId
-    yield* mkdir
-    yield* writeAtomically(folder, `${message.id}.eml`, message.raw)
+    yield* write(`${message.id}.eml`, message.raw)
     return message.messageId ?? message.id
   })
   return Mail.MailTransport.of({ send, sendRaw })
