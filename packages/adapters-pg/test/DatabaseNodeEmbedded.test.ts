@@ -6,9 +6,11 @@ import { Context, Effect, Fiber, Layer, Redacted } from "effect"
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
+import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll } from "vitest"
+import * as Certificates from "../src/database/Certificates.ts"
 import * as DatabaseNodeEmbedded from "../src/database/DatabaseNodeEmbedded.ts"
 
 const folder = mkdtempSync(Path.join(Os.tmpdir(), "hostplane-node-"))
@@ -188,5 +190,92 @@ layer(BackupStoreDisk.layerTemp)("embedded PostgreSQL node across restarts", (it
         })
       )
     })
+  )
+})
+
+/** psql with a libpq connection string: `sslmode`, `sslrootcert`, `hostaddr` as a client sets them. */
+const psqlWith = (conninfo: string, password: string, command: string) =>
+  Effect.callback<Psql>((resume) => {
+    execFile(
+      "psql",
+      [conninfo, "-XAtqc", command],
+      { env: { ...process.env, PGPASSWORD: password, PGCONNECT_TIMEOUT: "10" } },
+      (error, stdout, stderr) =>
+        resume(Effect.succeed({ ok: error === null, out: error === null ? stdout.trim() : stderr }))
+    )
+  })
+
+const writeFile = (path: string, contents: string) => Effect.promise(() => Fs.writeFile(path, contents))
+
+const tlsQuery = "select ssl from pg_stat_ssl where pid = pg_backend_pid()"
+
+layer(BackupStoreDisk.layerTemp)("embedded PostgreSQL node serves TLS", (it) => {
+  it.effect(
+    "every cluster answers sslmode require: without TLS the project role is refused; verify-full checks the authority and the host name",
+    () =>
+      Effect.gen(function* () {
+        const directory = Path.join(folder, "tls")
+        const project = newProject()
+        const password = secret()
+        const ca = Path.join(folder, "tls-ca.crt")
+        const otherCa = Path.join(folder, "tls-other-ca.crt")
+        const first = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const node = Context.get(
+              yield* Layer.build(DatabaseNodeEmbedded.layer({ directory, durable: false })),
+              Database.DatabaseNode
+            )
+            const endpoint = yield* node.ensure(project, yield* node.verifier(Redacted.make(password)))
+            assert.strictEqual(endpoint.sslmode, "require")
+            assert.isString(node.authority)
+            yield* writeFile(ca, node.authority!)
+            yield* writeFile(otherCa, Certificates.makeAuthority("someone else").certificate)
+            const at = `host=${endpoint.host} port=${endpoint.port} dbname=app user=${node.ownerOf(project)}`
+            // No TLS, no entry: the role is refused before its password is asked.
+            const plain = yield* psqlWith(`${at} sslmode=disable`, password, "select 1")
+            assert.isFalse(plain.ok)
+            assert.include(plain.out, "no encryption")
+            assert.deepStrictEqual(yield* psqlWith(`${at} sslmode=require`, password, tlsQuery), {
+              ok: true,
+              out: "t"
+            })
+            assert.deepStrictEqual(yield* psqlWith(`${at} sslmode=verify-full sslrootcert=${ca}`, password, tlsQuery), {
+              ok: true,
+              out: "t"
+            })
+            const byName = `host=localhost hostaddr=127.0.0.1 port=${endpoint.port} dbname=app user=${node.ownerOf(project)}`
+            assert.deepStrictEqual(
+              yield* psqlWith(`${byName} sslmode=verify-full sslrootcert=${ca}`, password, tlsQuery),
+              { ok: true, out: "t" }
+            )
+            const strangerCa = yield* psqlWith(`${at} sslmode=verify-full sslrootcert=${otherCa}`, password, "select 1")
+            assert.isFalse(strangerCa.ok)
+            assert.include(strangerCa.out, "certificate verify failed")
+            const wrongName = `host=db.example.test hostaddr=127.0.0.1 port=${endpoint.port} dbname=app user=${node.ownerOf(project)}`
+            const misnamed = yield* psqlWith(`${wrongName} sslmode=verify-full sslrootcert=${ca}`, password, "select 1")
+            assert.isFalse(misnamed.ok)
+            assert.include(misnamed.out, "does not match host name")
+            return endpoint
+          })
+        )
+        // Told another host (SERVICE_NODE_DB_HOST), the node started again issues a certificate naming it, under the
+        // same authority.
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const node = Context.get(
+              yield* Layer.build(DatabaseNodeEmbedded.layer({ directory, durable: false, host: "db.example.test" })),
+              Database.DatabaseNode
+            )
+            assert.strictEqual(node.authority, yield* Effect.promise(() => Fs.readFile(ca, "utf8")))
+            assert.deepStrictEqual(yield* node.endpoint(project), { ...first, host: "db.example.test" })
+            const renamed = `host=db.example.test hostaddr=127.0.0.1 port=${first.port} dbname=app user=${node.ownerOf(project)}`
+            assert.deepStrictEqual(
+              yield* psqlWith(`${renamed} sslmode=verify-full sslrootcert=${ca}`, password, tlsQuery),
+              { ok: true, out: "t" }
+            )
+          })
+        )
+      }),
+    180_000
   )
 })

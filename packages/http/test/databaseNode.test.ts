@@ -5,7 +5,7 @@ import { Database, Jobs } from "@hostplane/core"
 import { Duration, Effect, Fiber, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { execFile } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -35,11 +35,30 @@ const psql = (at: Connect, command: string, as: { user: string; password: string
 
 const slow = 240_000
 
-/** A Node driver (node-postgres, through @effect/sql-pg) on a connection URL, as an application would use it. */
+/** The node's certificate authority, where the node keeps it (`<node folder>/.tls/ca.crt`). */
+const authorityFile = Path.join(folder, "node", ".tls", "ca.crt")
+
+/** psql on a whole connection URL or conninfo string, as `psql "$url"` runs. */
+const psqlOn = (conninfo: string, command: string) =>
+  new Promise<{ ok: boolean; out: string }>((resolve) =>
+    execFile(
+      "psql",
+      [conninfo, "-XAtqc", command],
+      { env: { ...process.env, PGCONNECT_TIMEOUT: "10" } },
+      (error, stdout, stderr) => resolve({ ok: error === null, out: error === null ? stdout.trim() : stderr })
+    )
+  )
+
+/**
+ * A Node driver (@effect/sql-pg) on a connection URL, as an application would use it; `sslmode=require` in the URL
+ * verifies the server there, so the application trusts the node's authority.
+ */
 const driver = <A>(url: string, use: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
   Effect.runPromise(
     Effect.flatMap(Effect.service(SqlClient.SqlClient), use).pipe(
-      Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })),
+      Effect.provide(
+        PgClient.layer({ url: Redacted.make(url), ssl: { ca: readFileSync(authorityFile, "utf8") }, maxConnections: 1 })
+      ),
       Effect.scoped
     ) as Effect.Effect<A, unknown>
   )
@@ -115,6 +134,28 @@ describe("spec 4.6 database on real PostgreSQL clusters, through HTTP and psql",
       expect((await api.delete(`${base}/tokens/${token.user}`, undefined, admin())).status).toBe(204)
       const refused = await psql(db, "select 1", token)
       expect(refused.ok).toBe(false)
+    },
+    slow
+  )
+
+  it(
+    "connections are TLS: the url's sslmode=require works with psql as it is, verify-full with the node's authority checks the certificate",
+    async () => {
+      const { base, db } = await created()
+      expect(db.url).toMatch(/\?sslmode=require$/)
+      expect((await api.get(`${base}/endpoint`, admin())).body.sslmode).toBe("require")
+      const tls = "select ssl from pg_stat_ssl where pid = pg_backend_pid()"
+      expect(await psqlOn(db.url, tls)).toEqual({ ok: true, out: "t" })
+      const verified = db.url.replace("sslmode=require", `sslmode=verify-full&sslrootcert=${authorityFile}`)
+      expect(await psqlOn(verified, tls)).toEqual({ ok: true, out: "t" })
+      // Without TLS the project role has no way in.
+      const plain = await psqlOn(db.url.replace("sslmode=require", "sslmode=disable"), "select 1")
+      expect(plain.ok).toBe(false)
+      expect(plain.out).toContain("no encryption")
+      const token = (await api.post(`${base}/tokens`, {}, admin())).body
+      const tokenUrl = `postgres://${token.user}:${encodeURIComponent(token.password)}@${db.host}:${db.port}/app?sslmode=verify-full&sslrootcert=${authorityFile}`
+      // The token's session runs as the project role, which may not read the token's own backend row.
+      expect(await psqlOn(tokenUrl, `set role none; ${tls}`)).toEqual({ ok: true, out: "t" })
     },
     slow
   )

@@ -90,9 +90,10 @@ export const ServerLive = Layer.unwrap(
           Pg.DatabaseNodeEmbedded.layerConfig,
           BackupStoreDisk.layerConfig,
           // The edge's end-user sign-in: the providers' OAuth endpoints (SERVICE_AUTH_*_URL overrides them) and the
-          // users and sessions in each project's own database.
+          // users and sessions in each project's own database, over TLS verified with the node's authority (the
+          // same node layer as above: one build shares it).
           SocialOAuthHttp.layerConfig,
-          Pg.EndUserDirectoryPg.layer,
+          Pg.EndUserDirectoryPg.layer.pipe(Layer.provide(Pg.DatabaseNodeEmbedded.layerConfig)),
           // The storage add-on's objects under <data dir>/storage; a project delete removes its prefix there.
           ObjectStoreDisk.layerConfig,
           // Hashes the session token of every request with node:crypto instead of Web Crypto.

@@ -8,10 +8,14 @@ import { PassThrough } from "node:stream"
 import { createGunzip, createGzip } from "node:zlib"
 import * as TarStream from "tar-stream"
 import * as EmbeddedPostgres from "../embedded/EmbeddedPostgres.ts"
+import * as Certificates from "./Certificates.ts"
 import { addDataDirectory, addFile, addText, chownTree, extract } from "./PhysicalImage.ts"
 import { isScramVerifier, scramVerifier } from "./Scram.ts"
 
 type ProjectId = Kernel.ProjectId
+
+// Every cluster serves TLS and refuses other roles without it.
+const sslmode = "require" as const
 
 export interface DatabaseNodeEmbeddedOptions {
   /** The clusters' folder (decisions.md part 8: `<data dir>/node/db`): one `<project id>/` each. */
@@ -71,6 +75,21 @@ type Query = (
 const walFile = /^[0-9A-F]{24}$/
 
 /**
+ * Each cluster's `hba_file`, written at every start: the node's own superuser connects over loopback (the admin
+ * connection), every other role (the project role, tokens) only over TLS.
+ */
+const hba = `# Written by hostplane's node admin at every start of this cluster.
+hostnossl all postgres 127.0.0.1/32 scram-sha-256
+hostssl   all all      all          scram-sha-256
+`
+
+/** Writes a file whole: a crash leaves the old one or the new one, never half of either. */
+const replace = async (file: string, contents: string) => {
+  await Fs.writeFile(`${file}.tmp`, contents, { mode: 0o600 })
+  await Fs.rename(`${file}.tmp`, file)
+}
+
+/**
  * The reference node admin (decisions.md part 8): each project database is its own PostgreSQL cluster from the
  * embedded binaries, under `<directory>/<project id>/` (`data/`, the superuser `password`, its `port`), started again
  * with the layer. Images are base backups taken through `pg_backup_start`/`pg_backup_stop`, a temporary physical
@@ -83,7 +102,64 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
   const locks = new Map<ProjectId, Semaphore.Semaphore>()
   const asRoot = process.getuid?.() === 0
 
+  // Every name a client may be told to connect to: the server certificates name them all (verify-full).
+  const hosts = [...new Set([host, "127.0.0.1", "localhost"])]
+
+  /** The node's certificate authority, made once under `<directory>/.tls/`; it signs every cluster's certificate. */
+  const authority = yield* io("cannot prepare the certificate authority", async () => {
+    const folder = Path.join(root, ".tls")
+    await Fs.mkdir(folder, { recursive: true, mode: 0o700 })
+    const keyFile = Path.join(folder, "ca.key")
+    const certificateFile = Path.join(folder, "ca.crt")
+    const kept = await Promise.all([Fs.readFile(keyFile, "utf8"), Fs.readFile(certificateFile, "utf8")]).catch(
+      () => undefined
+    )
+    if (kept !== undefined && Certificates.matches(kept[0], kept[1])) return { key: kept[0], certificate: kept[1] }
+    const made = Certificates.makeAuthority("hostplane database node CA")
+    await replace(keyFile, made.key)
+    await replace(certificateFile, made.certificate)
+    return made
+  })
+
   const dirOf = (projectId: ProjectId) => Path.join(root, projectId)
+  const tlsOf = (projectId: ProjectId) => {
+    const folder = Path.join(dirOf(projectId), "tls")
+    return {
+      folder,
+      key: Path.join(folder, "server.key"),
+      certificate: Path.join(folder, "server.crt"),
+      hba: Path.join(folder, "pg_hba.conf")
+    }
+  }
+
+  /**
+   * The cluster's server certificate (issued again when missing, near its end, not naming every host, or not matching
+   * its key) and its `hba_file`, outside the data directory so generations never carry the key. As root the files
+   * belong to `postgres`, which PostgreSQL requires of its key.
+   */
+  const prepareTls = (projectId: ProjectId) =>
+    Effect.gen(function* () {
+      const files = tlsOf(projectId)
+      const ids = asRoot ? yield* postgresIds : undefined
+      yield* io("cannot prepare the cluster's TLS files", async () => {
+        await Fs.mkdir(files.folder, { recursive: true, mode: 0o700 })
+        const [key, certificate] = await Promise.all([
+          Fs.readFile(files.key, "utf8").catch(() => ""),
+          Fs.readFile(files.certificate, "utf8").catch(() => "")
+        ])
+        if (!Certificates.stillGood(key, certificate, authority.certificate, hosts)) {
+          const issued = Certificates.issueServer(authority, projectId, hosts)
+          await replace(files.key, issued.key)
+          await replace(files.certificate, issued.certificate)
+        }
+        await replace(files.hba, hba)
+        if (ids !== undefined) {
+          for (const path of [files.folder, files.key, files.certificate, files.hba]) {
+            await Fs.chown(path, ids.uid, ids.gid)
+          }
+        }
+      })
+    })
   const dataOf = (projectId: ProjectId) => Path.join(dirOf(projectId), "data")
   const owner = (projectId: ProjectId): string => projectId.toLowerCase().replace(/[^a-z0-9_]/g, "_")
 
@@ -118,7 +194,14 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
       directory: dir,
       port,
       durable: options.durable,
-      maxConnections: 50
+      maxConnections: 50,
+      settings: {
+        ssl: "on",
+        ssl_cert_file: tlsOf(projectId).certificate,
+        ssl_key_file: tlsOf(projectId).key,
+        hba_file: tlsOf(projectId).hba
+      },
+      beforeStart: prepareTls(projectId)
     }).pipe(
       Scope.provide(scope),
       Effect.onError(() => Scope.close(scope, Exit.void)),
@@ -198,14 +281,14 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
             if (databases.length === 0) yield* query(`create database app owner ${identifier(role)}`)
           })
         )
-        return { host, port: cluster.port }
+        return { host, port: cluster.port, sslmode }
       })
     )
   )
 
   const endpoint = Effect.fn("DatabaseNodeEmbedded.endpoint")(function* (projectId: ProjectId) {
     const cluster = yield* running(projectId)
-    return Option.isSome(cluster) ? { host, port: cluster.value.port } : undefined
+    return Option.isSome(cluster) ? { host, port: cluster.value.port, sslmode } : undefined
   })
 
   const listTokens = (projectId: ProjectId) =>
@@ -341,7 +424,9 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
               Effect.onError(() =>
                 Effect.sync(() => {
                   // The reader may already be gone (interrupted): without a listener the error would be uncaught.
+                  // The same for the gzip output, which the pack's destruction reaches through the pipe.
                   pack.on("error", () => {})
+                  out.on("error", () => {})
                   pack.destroy(new Error("the backup was abandoned"))
                 })
               )
@@ -450,6 +535,7 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
   yield* Effect.forEach(held, (name) => running(name as ProjectId), { concurrency: 4, discard: true })
 
   return Database.DatabaseNode.of({
+    authority: authority.certificate,
     ownerOf: owner,
     verifier: (password) => Effect.sync(() => scramVerifier(Redacted.value(password))),
     ensure,

@@ -35,11 +35,13 @@ const entry = (
   content?: Readable | Buffer
 ): Promise<void> =>
   new Promise((resolve, reject) => {
+    // An entry of a destroyed pack (an abandoned backup) emits the pack's error: it rejects here, never uncaught.
     if (content === undefined || Buffer.isBuffer(content)) {
-      pack.entry(header, content ?? Buffer.alloc(0), (error) => (error ? reject(error) : resolve()))
+      pack.entry(header, content ?? Buffer.alloc(0), (error) => (error ? reject(error) : resolve())).on("error", reject)
       return
     }
     const sink = pack.entry(header, (error) => (error ? reject(error) : resolve()))
+    sink.on("error", reject)
     pipeline(content, sink).catch(reject)
   })
 

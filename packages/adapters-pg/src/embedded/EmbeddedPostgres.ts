@@ -13,6 +13,10 @@ export interface EmbeddedPostgresOptions {
   /** False trades crash safety for speed (no fsync), for throwaway test clusters. Default true. */
   readonly durable?: boolean | undefined
   readonly maxConnections?: number | undefined
+  /** More server settings, passed as `-c name=value` (TLS files, `hba_file`). */
+  readonly settings?: Readonly<Record<string, string | number>> | undefined
+  /** Runs after the cluster exists (and, as root, its `postgres` user) and before the server starts. */
+  readonly beforeStart?: Effect.Effect<void, unknown> | undefined
 }
 
 export interface EmbeddedPostgresInstance {
@@ -35,7 +39,8 @@ const serverSettings = (options: EmbeddedPostgresOptions): Record<string, string
   listen_addresses: "127.0.0.1",
   unix_socket_directories: "",
   max_connections: options.maxConnections ?? 100,
-  ...((options.durable ?? true) ? {} : { fsync: "off", synchronous_commit: "off", full_page_writes: "off" })
+  ...((options.durable ?? true) ? {} : { fsync: "off", synchronous_commit: "off", full_page_writes: "off" }),
+  ...options.settings
 })
 
 /** A port the kernel reports free on 127.0.0.1 right now. */
@@ -182,6 +187,8 @@ export const start = (
     } else {
       yield* Effect.tryPromise({ try: () => server.initialise(), catch: failure("initdb") })
     }
+    if (options.beforeStart !== undefined)
+      yield* options.beforeStart.pipe(Effect.mapError(failure("preparing the start")))
     yield* Effect.acquireRelease(Effect.tryPromise({ try: () => server.start(), catch: failure("start") }), () =>
       Effect.promise(() => server.stop().catch(() => undefined))
     )

@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { type Database, EndUser } from "@hostplane/core"
+import { Database, EndUser } from "@hostplane/core"
 import { Context, Effect, Exit, Layer, Option, Redacted, Scope, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 
@@ -38,6 +38,18 @@ export const layer: Layer.Layer<EndUser.EndUserDirectory> = Layer.effect(
     const scope = yield* Effect.scope
     const pools = new Map<string, SqlClient.SqlClient>()
     const lock = Semaphore.makeUnsafe(1)
+    // The node's authority (when this process runs the node admin) verifies the cluster's certificate and host;
+    // without it `require` means what it means to libpq: encrypted, not verified.
+    const authority = Option.flatMap(yield* Effect.serviceOption(Database.DatabaseNode), (node) =>
+      Option.fromUndefinedOr(node.authority)
+    )
+    const tlsOf = (db: Database.DatabaseConnect) =>
+      db.sslmode === "disable"
+        ? false
+        : Option.match(authority, {
+            onNone: () => ({ rejectUnauthorized: false }),
+            onSome: (ca) => ({ ca })
+          })
 
     const prepare = (sql: SqlClient.SqlClient) =>
       sql.withTransaction(
@@ -94,6 +106,7 @@ export const layer: Layer.Layer<EndUser.EndUserDirectory> = Layer.effect(
           const context = yield* Layer.buildWithScope(
             PgClient.layer({
               url: Redacted.make(db.url),
+              ssl: tlsOf(db),
               maxConnections: 3,
               idleTimeout: "30 seconds",
               connectTimeout: "5 seconds"

@@ -1,10 +1,14 @@
 import { Context, type Effect, Schema, type Redacted, type Stream } from "effect"
 import type { ProjectId } from "../kernel/Ids.ts"
 
-/** Where a project's database listens; the database is always `app`. */
+/**
+ * Where a project's database listens; the database is always `app`. `sslmode` is the libpq mode clients are told to
+ * use: `require` when the cluster serves TLS (and refuses connections without it), `disable` when it has none.
+ */
 export interface NodeEndpoint {
   readonly host: string
   readonly port: number
+  readonly sslmode: "require" | "disable"
 }
 
 /**
@@ -30,6 +34,11 @@ export interface NodeToken {
 export class DatabaseNode extends Context.Service<
   DatabaseNode,
   {
+    /**
+     * The PEM certificate of the authority that signs the clusters' server certificates (their names are the hosts
+     * clients connect to), for `sslmode=verify-full`; undefined when the node serves no TLS.
+     */
+    readonly authority: string | undefined
     /** The project role's name: the `user` of DatabaseConnect. */
     readonly ownerOf: (projectId: ProjectId) => string
     /** The SCRAM-SHA-256 verifier of a password, computed here so the plaintext never reaches PostgreSQL. */

@@ -44,8 +44,6 @@ import { DatabaseConfig } from "./DatabaseConfig.ts"
 import { DatabaseNode, type DatabaseNodeError, type NodeEndpoint } from "./DatabaseNode.ts"
 import { DatabaseStore } from "./DatabaseStore.ts"
 
-const sslmode = "disable"
-
 const toGeneration = (row: GenerationRow): Generation => ({
   epoch: row.epoch,
   seq: row.seq,
@@ -231,8 +229,8 @@ export class Databases extends Context.Service<
         database: "app",
         user,
         password,
-        sslmode,
-        url: `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@${at.host}:${at.port}/app?sslmode=${sslmode}`
+        sslmode: at.sslmode,
+        url: `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@${at.host}:${at.port}/app?sslmode=${at.sslmode}`
       })
 
       const whereIs = Effect.fnUntraced(function* (projectId: ProjectId) {
@@ -318,7 +316,7 @@ export class Databases extends Context.Service<
         const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
         yield* required(project.id)
         const { at } = yield* whereIs(project.id)
-        return { host: at.host, port: at.port, database: "app", sslmode }
+        return { host: at.host, port: at.port, database: "app", sslmode: at.sslmode }
       })
 
       const listTokens = Effect.fn("Databases.tokens")(function* (actor: Actor, orgSlug: string, projectName: string) {

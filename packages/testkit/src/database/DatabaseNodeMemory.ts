@@ -33,6 +33,8 @@ export const make = Effect.sync(() => {
     })
   const host = "127.0.0.1"
   return Database.DatabaseNode.of({
+    // Nothing connects to a memory cluster: it answers what a node serving TLS answers, without an authority.
+    authority: undefined,
     ownerOf: (projectId) => projectId.toLowerCase().replace(/[^a-z0-9_]/g, "_"),
     verifier: (password) => Effect.sync(() => `memory$${Redacted.value(password).length}`),
     ensure: (projectId, ownerVerifier) =>
@@ -42,12 +44,12 @@ export const make = Effect.sync(() => {
           cluster = { port: nextPort++, ownerVerifier, tokens: new Map(), timeline: 1, draining: false }
           clusters.set(projectId, cluster)
         }
-        return { host, port: cluster.port }
+        return { host, port: cluster.port, sslmode: "require" as const }
       }),
     endpoint: (projectId) =>
       Effect.sync(() => {
         const cluster = clusters.get(projectId)
-        return cluster === undefined ? undefined : { host, port: cluster.port }
+        return cluster === undefined ? undefined : { host, port: cluster.port, sslmode: "require" as const }
       }),
     tokens: (projectId) => Effect.map(require(projectId), (cluster) => [...cluster.tokens.keys()].sort()),
     createToken: (projectId, token) =>
