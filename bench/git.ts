@@ -8,6 +8,7 @@
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
+import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import {
@@ -83,15 +84,37 @@ const json = async (method: string, url: string, token: string, body?: unknown) 
   return JSON.parse(reply.body.toString("utf8")) as Record<string, any>
 }
 
+// The server runs on this same Node: whether ssh2 encrypts natively there (scripts/ssh2-binding.mjs) decides much of
+// the SSH figure, so it is printed with it.
+const ssh2Binding = (createRequire(import.meta.url)("ssh2/lib/protocol/crypto.js") as { bindingAvailable: boolean })
+  .bindingAvailable
+
 const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
 interface Measured {
   readonly seconds: number
   readonly peakRssMiB: number
+  /** The server's user + system CPU time during the clone (Linux only; less skewed by other load than wall time). */
+  readonly serverCpuSeconds: number | null
+}
+
+/** utime + stime of a process from /proc/<pid>/stat, in seconds (clock ticks of 1/100 s on Linux). */
+const cpuSeconds = (pid: number | undefined): number | null => {
+  if (!hasProc || pid === undefined) return null
+  try {
+    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return null
+  }
 }
 
 const main = async () => {
-  log(`node ${process.version}, ${Os.cpus().length} CPUs; ${sizeMiB} MiB of content, ${runs} clones per transport`)
+  log(
+    `node ${process.version}, ${Os.cpus().length} CPUs; ${sizeMiB} MiB of content, ${runs} clones per transport; ` +
+      `ssh2 native crypto binding ${ssh2Binding ? "loaded" : "NOT loaded (slow JavaScript ciphers)"}`
+  )
   const tempDir = await makeTempDir("hostplane-bench-git-")
 
   // 1. The source repository: random (incompressible) files, so the pack is about the content's size.
@@ -143,12 +166,18 @@ const main = async () => {
       const target = Path.join(tempDir, `clone-${name}-${run}`)
       await sleep(500)
       const sampler = samplePeak(() => rssKiB(server.pid), hasProc ? 20 : 200)
+      const cpuBefore = cpuSeconds(server.pid)
       const started = performance.now()
       await git(tempDir, ["clone", "-q", "--bare", "--no-local", url, target], env)
       const seconds = (performance.now() - started) / 1000
+      const cpuAfter = cpuSeconds(server.pid)
+      const serverCpuSeconds = cpuBefore === null || cpuAfter === null ? null : round(cpuAfter - cpuBefore, 2)
       const peakRssMiB = round((sampler.stop().peak ?? 0) / 1024, 1)
-      results[name]!.push({ seconds, peakRssMiB })
-      log(`${name} clone ${run + 1}/${runs}: ${round(seconds, 2)} s, server peak RSS ${peakRssMiB} MiB`)
+      results[name]!.push({ seconds, peakRssMiB, serverCpuSeconds })
+      log(
+        `${name} clone ${run + 1}/${runs}: ${round(seconds, 2)} s, server CPU ${serverCpuSeconds ?? "?"} s, ` +
+          `server peak RSS ${peakRssMiB} MiB`
+      )
       Fs.rmSync(target, { recursive: true, force: true })
     }
   }
@@ -164,17 +193,21 @@ const main = async () => {
           ratio: round(median(ratios), 2),
           ratioMin: round(Math.min(...ratios), 2),
           ratioMax: round(Math.max(...ratios), 2),
-          peakRssMiB: Math.max(...measured.map((m) => m.peakRssMiB))
+          peakRssMiB: Math.max(...measured.map((m) => m.peakRssMiB)),
+          serverCpuSeconds: measured.every((m) => m.serverCpuSeconds !== null)
+            ? round(median(measured.map((m) => m.serverCpuSeconds!)), 2)
+            : null
         }
       ]
     })
   )
   const table = alignColumns([
-    ["transport", "median s", "ratio to file:// (min median max)", "server peak RSS MiB"],
+    ["transport", "median s", "ratio to file:// (min median max)", "server CPU s (median)", "server peak RSS MiB"],
     ...Object.entries(summary).map(([name, row]) => [
       name === "file" ? "file:// --no-local (baseline)" : name,
       String(row.seconds),
       name === "file" ? "1.00" : `${row.ratioMin.toFixed(2)} ${row.ratio.toFixed(2)} ${row.ratioMax.toFixed(2)}`,
+      name === "file" ? "-" : String(row.serverCpuSeconds ?? "?"),
       name === "file" ? "-" : String(row.peakRssMiB)
     ])
   ])
@@ -191,6 +224,7 @@ const main = async () => {
     commit: gitCommit(),
     ...machine(),
     loadAverage: Os.loadavg().map((value) => round(value, 2)),
+    ssh2Binding,
     packMiB: round(packBytes / MiB, 1),
     runs,
     summary,

@@ -3,6 +3,7 @@ import { Git, type Kernel } from "@hostplane/core"
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import { generateKeyPairSync } from "node:crypto"
 import * as Fs from "node:fs/promises"
+import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
 import ssh2 from "ssh2"
@@ -36,6 +37,16 @@ const hostKeyAt = (path: string) =>
     await Fs.writeFile(path, privateKey, { mode: 0o600, flag: "wx" }).catch(() => undefined)
     return (await Fs.readFile(path, "utf8")).trim()
   })
+
+/**
+ * Whether ssh2 encrypts with its native binding under this Node. Without it (built for another Node's ABI, or not at
+ * all) ssh2 falls back to creating ciphers and a WebAssembly Poly1305 per 32 KiB packet and writes every packet in
+ * three pieces, which doubles the server's CPU per SSH clone; the root postinstall (scripts/ssh2-binding.mjs) rebuilds
+ * it for the Node that runs hostplane.
+ */
+export const cryptoBindingLoaded: boolean = (
+  createRequire(import.meta.url)("ssh2/lib/protocol/crypto.js") as { readonly bindingAvailable: boolean }
+).bindingAvailable
 
 /** `git-upload-pack '<path>'` (or `git upload-pack`), the path single-quoted as git quotes it. */
 export const parseGitCommand = (
@@ -88,6 +99,12 @@ export const layer = (options: GitSshServerOptions) =>
       const repos = yield* Git.Repos
       const keys = yield* Git.SshKeys
       const hostKey = yield* hostKeyAt(options.hostKeyPath)
+      if (!cryptoBindingLoaded) {
+        yield* Effect.logWarning(
+          `git over SSH: ssh2's native crypto binding does not load under Node ${process.version}; SSH transfers ` +
+            "take about twice the CPU (npm ci, or node scripts/ssh2-binding.mjs, rebuilds it)"
+        )
+      }
 
       const session = (channel: ssh2.ServerChannel, command: string, userId: Kernel.UserId, protocol: string | null) =>
         Effect.gen(function* () {
