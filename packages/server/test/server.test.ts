@@ -52,7 +52,8 @@ describe("the server binary on its embedded defaults", () => {
         (r) => r.ok,
         () => false
       )
-      if (up) return
+      // Up once it answers and has announced itself (log lines reach stdout in batches, a moment after).
+      if (up && output.includes("hostplane is up")) return
       await new Promise((resolve) => setTimeout(resolve, 250))
     }
     throw new Error(`server did not start:\n${output}`)

@@ -1,6 +1,6 @@
 import { Errors, Idempotency, Identity } from "@hostplane/core"
 import { Effect, Exit, Option, Stream } from "effect"
-import { Cookies, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Cookies, type HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash, type Hash } from "node:crypto"
 
 const headerName = "idempotency-key"
@@ -102,12 +102,22 @@ const replay = (stored: Idempotency.StoredResponse) => {
 export const idempotencyKeys = Effect.gen(function* () {
   const idempotency = yield* Idempotency.Idempotency
   const identity = yield* Identity.Identity
-  return <E, R>(httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-    Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const key = request.headers[headerName]
-      const token = bearerOf(request.headers["authorization"])
-      if (request.method !== "POST" || key === undefined || token === undefined) return yield* httpApp
+  return <E, R>(
+    request: HttpServerRequest.HttpServerRequest,
+    httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | HttpServerError.HttpServerError, R> => {
+    // Every other request (each GET) passes straight through, without a step of its own.
+    const key = request.method === "POST" ? request.headers[headerName] : undefined
+    const token = key === undefined ? undefined : bearerOf(request.headers["authorization"])
+    return key === undefined || token === undefined ? httpApp : keyedPost(request, key, token, httpApp)
+  }
+  function keyedPost<E, R>(
+    request: HttpServerRequest.HttpServerRequest,
+    key: string,
+    token: string,
+    httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  ) {
+    return Effect.gen(function* () {
       const actor = yield* Effect.option(identity.authenticate(token))
       if (Option.isNone(actor)) return yield* httpApp
       if (!Idempotency.keyPattern.test(key)) {
@@ -142,4 +152,5 @@ export const idempotencyKeys = Effect.gen(function* () {
         : idempotency.release(claim)
       return yield* exit
     })
+  }
 })

@@ -32,8 +32,14 @@ const componentIssue = (where: ReadonlyArray<string>, raw: string): InputIssue |
   return problem === undefined ? undefined : { path: where, message: problem }
 }
 
+/** Printable ASCII other than `%`: such a URL decodes to itself, so it holds no NUL and no unpaired surrogate. */
+const plainUrl = /^[\x21-\x24\x26-\x7e]*$/
+
+const none: ReadonlyArray<InputIssue> = []
+
 /** Every path segment and query value, as the router and the query decoder will read them. */
 export const urlIssues = (url: string): ReadonlyArray<InputIssue> => {
+  if (plainUrl.test(url)) return none
   const queryAt = url.indexOf("?")
   const path = queryAt === -1 ? url : url.slice(0, queryAt)
   const query = queryAt === -1 ? "" : url.slice(queryAt + 1).split("#")[0]!
@@ -103,35 +109,31 @@ const isJson = (request: HttpServerRequest.HttpServerRequest, maxBytes: number) 
 
 /**
  * Text the API would otherwise store or route on as something else than it was sent: a JSON body that is not UTF-8
- * (decoding it would put replacement characters in its place), and a NUL or unpaired surrogate in any JSON string,
- * path segment or query value. Malformed JSON is left to the API's own 400. Reads the body (under the request's
- * `MaxBodySize`); the API's decoder reuses the bytes read here.
+ * (decoding it would put replacement characters in its place), and a NUL or unpaired surrogate in any JSON string.
+ * Malformed JSON is left to the API's own 400. Reads the body (under the request's `MaxBodySize`); the API's decoder
+ * reuses the bytes read here. The URL is checked apart, by `urlIssues`.
  */
-export const requestIssues = (
+export const bodyIssues = (
   request: HttpServerRequest.HttpServerRequest,
   options: { readonly readBody: boolean; readonly maxBodyBytes: number }
 ): Effect.Effect<Option.Option<ReadonlyArray<InputIssue>>, HttpServerError.HttpServerError> =>
-  Effect.gen(function* () {
-    const inUrl = urlIssues(request.url)
-    if (inUrl.length > 0) return Option.some(inUrl)
-    if (!options.readBody || !HttpMethod.hasBody(request.method) || !isJson(request, options.maxBodyBytes)) {
-      return Option.none()
-    }
-    const bytes = yield* request.arrayBuffer
-    if (bytes.byteLength === 0) return Option.none()
-    // Not JSON (malformed, or a bundle sent with the wrong type): the route's own 400 or 415 answers it.
-    const isJsonText = (text: string) => Result.try((): unknown => JSON.parse(text))
-    const strict = Result.try(() => strictUtf8.decode(bytes))
-    if (Result.isFailure(strict)) {
-      return Result.isFailure(isJsonText(lenientUtf8.decode(bytes)))
-        ? Option.none()
-        : Option.some([{ path: ["body"], message: "must be UTF-8" }])
-    }
-    // Well-formed UTF-8 holds no unpaired surrogate, and a raw NUL is no JSON: only a `\u` escape can carry either,
-    // so the common body is not parsed twice (the API parses it again).
-    if (!strict.success.includes("\\u")) return Option.none()
-    const parsed = isJsonText(strict.success)
-    if (Result.isFailure(parsed)) return Option.none()
-    const inBody = jsonIssues(parsed.success)
-    return inBody.length > 0 ? Option.some(inBody) : Option.none()
-  })
+  !options.readBody || !HttpMethod.hasBody(request.method) || !isJson(request, options.maxBodyBytes)
+    ? Effect.succeedNone
+    : Effect.map(request.arrayBuffer, (bytes) => {
+        if (bytes.byteLength === 0) return Option.none()
+        // Not JSON (malformed, or a bundle sent with the wrong type): the route's own 400 or 415 answers it.
+        const isJsonText = (text: string) => Result.try((): unknown => JSON.parse(text))
+        const strict = Result.try(() => strictUtf8.decode(bytes))
+        if (Result.isFailure(strict)) {
+          return Result.isFailure(isJsonText(lenientUtf8.decode(bytes)))
+            ? Option.none()
+            : Option.some([{ path: ["body"], message: "must be UTF-8" }])
+        }
+        // Well-formed UTF-8 holds no unpaired surrogate, and a raw NUL is no JSON: only a `\u` escape can carry
+        // either, so the common body is not parsed twice (the API parses it again).
+        if (!strict.success.includes("\\u")) return Option.none()
+        const parsed = isJsonText(strict.success)
+        if (Result.isFailure(parsed)) return Option.none()
+        const inBody = jsonIssues(parsed.success)
+        return inBody.length > 0 ? Option.some(inBody) : Option.none()
+      })

@@ -1,9 +1,16 @@
 import { ByteSize, Cause, Clock, Effect, Exit, Option, Schema, SchemaIssue } from "effect"
-import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import {
+  HttpIncomingMessage,
+  HttpMethod,
+  HttpRouter,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import type { Envelope } from "../errors/ApiError.ts"
 import { idempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
-import { requestIssues } from "./InputText.ts"
+import { bodyIssues, type InputIssue, urlIssues } from "./InputText.ts"
 
 /** A route of the API, for telling 405 (path known, method not) from 404. */
 export interface KnownRoute {
@@ -15,6 +22,8 @@ export interface KnownRoute {
 
 /** Path parameters that carry a secret: they never reach a log line. */
 const secretParams = new Set([":token"])
+
+const hasSecretParam = (route: KnownRoute) => route.template.split("/").some((segment) => secretParams.has(segment))
 
 /** The path as logged: secret-bearing segments of the matched route (an invite token) become `***`. */
 const loggedPath = (path: string, route: KnownRoute | undefined): string => {
@@ -54,7 +63,7 @@ export const maxJsonBody = ByteSize.mebibytes(1)
 
 const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
 
-const newRequestId = Effect.sync(() => `req_${globalThis.crypto.randomUUID().replace(/-/g, "")}`)
+const newRequestId = () => `req_${globalThis.crypto.randomUUID().replace(/-/g, "")}`
 
 /**
  * Every response leaves here: failures the typed handlers did not answer (bad bodies, unknown routes, defects)
@@ -62,10 +71,13 @@ const newRequestId = Effect.sync(() => `req_${globalThis.crypto.randomUUID().rep
  * with an `Idempotency-Key` is run once per key (`idempotencyKeys`).
  */
 export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) => {
-  // Each request tests only its own method's patterns, once: the match decides both the body read and the log path.
+  // A request with a body tests its own method's patterns, once: a body is read only for a route that exists. Every
+  // other request tests only the few routes with a secret in the path, for its log line.
   const byMethod = new Map<string, Array<KnownRoute>>()
   for (const route of routes) byMethod.set(route.method, [...(byMethod.get(route.method) ?? []), route])
   const matching = (method: string, path: string) => byMethod.get(method)?.find((route) => route.pattern.test(path))
+  const secretRoutes = routes.filter(hasSecretParam)
+  const secretRoute = (path: string) => secretRoutes.find((route) => route.pattern.test(path))
   return HttpRouter.middleware(
     Effect.map(
       idempotencyKeys,
@@ -73,26 +85,30 @@ export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) => {
         Effect.gen(function* () {
           const request = yield* HttpServerRequest.HttpServerRequest
           const incoming = request.headers["x-request-id"]
-          const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : yield* newRequestId
+          const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : newRequestId()
           const started = yield* Clock.currentTimeMillis
           const path = request.url.split("?")[0] ?? "/"
-          // Bodies are read only for a route that exists, so a wrong path stays 404 without a byte read.
-          const matched = matching(request.method, path)
-          const known = matched !== undefined
-          const checked = Effect.matchCauseEffect(
-            requestIssues(request, { readBody: known, maxBodyBytes: Number(maxJsonBody) }),
-            {
-              onFailure: (cause) => fromCause(cause, request.method, path, routes, requestId),
-              onSuccess: Option.match({
-                onNone: () => keyed(httpApp),
-                onSome: (issues) =>
-                  Effect.succeed(
-                    json(400, { code: "bad_request", message: "invalid text in the request", details: { issues } })
+          const hasBody = HttpMethod.hasBody(request.method)
+          const matched = hasBody ? matching(request.method, path) : undefined
+          const inUrl = urlIssues(request.url)
+          const checked =
+            inUrl.length > 0
+              ? Effect.succeed(invalidText(inUrl))
+              : !hasBody
+                ? keyed(request, httpApp)
+                : Effect.provideService(
+                    // Bodies are read only for a route that exists, so a wrong path stays 404 without a byte read.
+                    Effect.matchCauseEffect(bodyIssues(request, { readBody: matched !== undefined, maxBodyBytes }), {
+                      onFailure: (cause) => fromCause(cause, request.method, path, routes, requestId),
+                      onSuccess: Option.match({
+                        onNone: () => keyed(request, httpApp),
+                        onSome: (issues) => Effect.succeed(invalidText(issues))
+                      })
+                    }),
+                    HttpIncomingMessage.MaxBodySize,
+                    maxJsonBody
                   )
-              })
-            }
-          )
-          const exit = yield* Effect.exit(Effect.provideService(checked, HttpIncomingMessage.MaxBodySize, maxJsonBody))
+          const exit = yield* Effect.exit(checked)
           if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
             return yield* Effect.failCause(exit.cause)
           }
@@ -106,7 +122,7 @@ export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) => {
             Effect.annotateLogs({
               requestId,
               method: request.method,
-              path: loggedPath(path, matched),
+              path: loggedPath(path, matched ?? (secretRoutes.length > 0 ? secretRoute(path) : undefined)),
               status: response.status,
               ms: elapsed
             })
@@ -117,6 +133,11 @@ export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) => {
     { global: true }
   )
 }
+
+const maxBodyBytes = Number(maxJsonBody)
+
+const invalidText = (issues: ReadonlyArray<InputIssue>) =>
+  json(400, { code: "bad_request", message: "invalid text in the request", details: { issues } })
 
 const fromCause = (
   cause: Cause.Cause<unknown>,
