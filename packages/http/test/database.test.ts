@@ -1,6 +1,6 @@
 import { Database, Jobs, Mail } from "@hostplane/core"
 import { BackupStoreMemory, DatabaseNodeMemory } from "@hostplane/testkit"
-import { Duration, Effect, Layer, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Stream } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
@@ -409,6 +409,54 @@ describe.each(backends)("spec 4.6 database (%s)", (_name, stores) => {
     expect(sent.filter((mail) => mail.to === memberEmail)).toEqual([])
     const [mailed] = await notices(slug)
     expect(mailed.sentAt).toEqual(expect.any(String))
+  })
+
+  /** Runs a finished operation's last step again, as a runner does when its process died before recording it done. */
+  const repeatLastStep = (opId: string, step: "reactivation" | "committing" | "aborted") =>
+    suite.server.run(
+      Effect.gen(function* () {
+        const databases = yield* Database.Databases
+        const row = Option.getOrThrow(yield* Effect.flatMap(Effect.service(Jobs.Jobs), (jobs) => jobs.get(opId)))
+        const handler = databases.handlers.find((h) => h.definition.kind === row.kind)!
+        const job = { ...row, payload: row.payload as any }
+        if (step === "aborted") yield* handler.onAbort!(job)
+        else yield* Effect.orDie(handler.run(step, { ...job, phase: step }))
+      })
+    )
+
+  it("a crash right after the last step repeats it, and its notice is still told and mailed exactly once", async () => {
+    const slug = await newOrg()
+    const project = await withDatabase(slug)
+    const bossEmail = `${unique("boss")}@example.test`
+    await withRole(slug, "admin", { email: bossEmail })
+    const restored = await api.post(`${dbOf(slug, project)}/restore`, { epoch: 1, seq: 1 }, admin())
+    await runOperations()
+    await repeatLastStep(restored.body.operationId, "reactivation")
+    const aborted = await api.post(`${dbOf(slug, project)}/restore`, { epoch: 1, seq: 1 }, admin())
+    await api.post(`${dbOf(slug, project)}/operations/${aborted.body.operationId}/abort`, undefined, admin())
+    await runOperations()
+    await repeatLastStep(aborted.body.operationId, "aborted")
+    const deleted = await api.post(`${dbOf(slug, project)}/delete`, { confirm: project }, admin())
+    await runOperations()
+    await repeatLastStep(deleted.body.operationId, "committing")
+    const told = await notices(slug)
+    expect(
+      told.map((n: { kind: string; message: string }) => [n.kind, n.message.split(" ").slice(0, 6).join(" ")])
+    ).toEqual([
+      ["backup", `The database of project ${project} was`],
+      ["restore", `The restore of the database of`],
+      ["restore", `The database of project ${project} was`]
+    ])
+    const { sent, run } = mailer(suite)
+    await run()
+    expect(sent.filter((mail) => mail.to === bossEmail).map((mail) => mail.subject.split(" (")[0])).toEqual(
+      expect.arrayContaining([
+        `The database of ${project} was restored`,
+        `The restore of ${project}'s database was aborted`,
+        `The database of ${project} was deleted`
+      ])
+    )
+    expect(sent.filter((mail) => mail.to === bossEmail)).toHaveLength(3)
   })
 
   it("an aborted restore is a restore notification; a delete is a backup notification naming the final safety generation", async () => {

@@ -194,8 +194,10 @@ export const layer = Layer.effect(
       insertNotification: (n) =>
         sql`
           INSERT INTO notifications (id, org_id, kind, message, project_name, mail_id, created_at)
-          VALUES (${n.id}, ${n.orgId}, ${n.kind}, ${n.message}, ${n.projectName}, ${n.mailId}, ${n.createdAt})`.pipe(
-          Effect.asVoid,
+          VALUES (${n.id}, ${n.orgId}, ${n.kind}, ${n.message}, ${n.projectName}, ${n.mailId}, ${n.createdAt})
+          ON CONFLICT (id) DO NOTHING
+          RETURNING id`.pipe(
+          Effect.map((rows) => rows.length === 1),
           Effect.orDie
         ),
       listNotifications: (orgId, limit) => listNotifications({ orgId, limit }).pipe(Effect.orDie)

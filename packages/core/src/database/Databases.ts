@@ -195,9 +195,13 @@ export class Databases extends Context.Service<
         return lock
       }
 
-      /** A backup or restore notice about a project's database, mailed to the org's admins; none once the project is gone. */
+      /**
+       * A backup or restore notice about a project's database, mailed to the org's admins; none once the project is
+       * gone. `once` names the event: told again (a phase repeated after a crash), it is not recorded or mailed twice.
+       */
       const notifyAbout = Effect.fnUntraced(function* (
         projectId: ProjectId,
+        once: string,
         kind: Notice["kind"],
         subject: (name: string) => string,
         message: (name: string) => string
@@ -209,7 +213,8 @@ export class Databases extends Context.Service<
           kind,
           projectName: name,
           subject: subject(name),
-          message: message(name)
+          message: message(name),
+          once
         })
       })
 
@@ -555,6 +560,7 @@ export class Databases extends Context.Service<
                 failedBoundary.set(projectId, boundary)
                 yield* notifyAbout(
                   projectId,
+                  `database:${projectId}:generation-failed:${boundary}`,
                   "backup",
                   (name) => `The scheduled backup of ${name}'s database failed`,
                   (name) =>
@@ -584,17 +590,19 @@ export class Databases extends Context.Service<
                 epoch: generation.epoch,
                 seq: generation.seq
               })
-            yield* store.checked(projectId, generation.epoch, generation.seq, yield* nowIso, ok)
-            // Told once: the generation keeps its failed mark, and later rounds find it failed already.
+            // Told once: the generation keeps its failed mark, and later rounds find it failed already. The notice
+            // comes before the mark, so a crash between them tells it again, once (its key), and never loses it.
             if (!ok && generation.checkFailedAt === null) {
               yield* notifyAbout(
                 projectId,
+                `database:${projectId}:generation-damaged:${generation.offsiteKey}`,
                 "backup",
                 (name) => `A backup of ${name}'s database is damaged`,
                 (name) =>
                   `Generation ${generation.epoch}/${generation.seq} of the database of project ${name} no longer matches its sha256 ${generation.sha256}; it will not be restored.`
               )
             }
+            yield* store.checked(projectId, generation.epoch, generation.seq, yield* nowIso, ok)
           }
         }
       }).pipe(Effect.withSpan("Databases.checkDue"))
@@ -649,6 +657,7 @@ export class Databases extends Context.Service<
               const sealed = (yield* store.generations(projectId)).find((g) => g.epoch < nextEpoch)
               yield* notifyAbout(
                 projectId,
+                `operation:${job.id}`,
                 "restore",
                 (name) => `The database of ${name} was restored`,
                 (name) =>
@@ -664,6 +673,7 @@ export class Databases extends Context.Service<
             release(job.payload.projectId),
             notifyAbout(
               job.payload.projectId,
+              `operation:${job.id}`,
               "restore",
               (name) => `The restore of ${name}'s database was aborted`,
               (name) =>
@@ -675,6 +685,7 @@ export class Databases extends Context.Service<
             release(job.payload.projectId),
             notifyAbout(
               job.payload.projectId,
+              `operation:${job.id}`,
               "restore",
               (name) => `The restore of ${name}'s database failed`,
               (name) =>
@@ -700,6 +711,7 @@ export class Databases extends Context.Service<
               const [last] = yield* store.generations(projectId)
               yield* notifyAbout(
                 projectId,
+                `operation:${job.id}`,
                 "backup",
                 (name) => `The database of ${name} was deleted`,
                 (name) =>

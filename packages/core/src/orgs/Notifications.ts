@@ -32,6 +32,11 @@ export interface Notice {
   /** The email's subject; the notice's `message` is its body's first line. */
   readonly subject: string
   readonly message: string
+  /**
+   * Makes the notice once-only: a second notice with the same key (a job phase run again after a crash, another
+   * replica's round) records and mails nothing. The notification's id is derived from it.
+   */
+  readonly once?: string | undefined
 }
 
 /**
@@ -64,6 +69,10 @@ export class Notifications extends Context.Service<
         return yield* store.listNotifications(org.id, pageSize(limit))
       })
       const notify = Effect.fn("Notifications.notify")(function* (orgId: OrgId, notice: Notice) {
+        const id =
+          notice.once === undefined
+            ? yield* newId(tokens, "ntf")
+            : `ntf_${(yield* tokens.hash(notice.once)).slice(0, 26)}`
         yield* transactor.withTransaction(
           Effect.gen(function* () {
             const at = yield* nowIso
@@ -71,22 +80,10 @@ export class Notifications extends Context.Service<
               (member) => member.role === "admin" && member.email !== null && member.email !== ""
             )
             const mailIds: Array<string> = []
-            for (const admin of admins) {
-              const id = yield* tokens.id("mail")
-              yield* enqueueMail(
-                {
-                  id,
-                  from: mailFrom,
-                  to: admin.email!,
-                  subject: `${notice.subject} (${settings.productName})`,
-                  text: notice.message
-                },
-                at
-              )
-              mailIds.push(id)
-            }
-            yield* store.insertNotification({
-              id: yield* newId(tokens, "ntf"),
+            for (const _ of admins) mailIds.push(yield* tokens.id("mail"))
+            // The notice first: when its id is already recorded, nothing is mailed again.
+            const recorded = yield* store.insertNotification({
+              id,
               orgId,
               kind: notice.kind,
               message: notice.message,
@@ -94,6 +91,19 @@ export class Notifications extends Context.Service<
               mailId: mailIds[0] ?? null,
               createdAt: at
             })
+            if (!recorded) return
+            for (const [index, admin] of admins.entries()) {
+              yield* enqueueMail(
+                {
+                  id: mailIds[index]!,
+                  from: mailFrom,
+                  to: admin.email!,
+                  subject: `${notice.subject} (${settings.productName})`,
+                  text: notice.message
+                },
+                at
+              )
+            }
           })
         )
       })

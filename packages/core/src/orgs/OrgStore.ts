@@ -40,7 +40,8 @@ export class OrgStore extends Context.Service<
     /** Stored `pending` invites, newest first; the caller tells pending from expired. */
     readonly listOpenInvites: (orgId: OrgId) => Effect.Effect<ReadonlyArray<InviteRow>>
     readonly setInviteState: (inviteId: InviteId, state: "accepted" | "revoked") => Effect.Effect<void>
-    readonly insertNotification: (notification: NotificationRow) => Effect.Effect<void>
+    /** Records a notification; false (and nothing written) when its id is already recorded. */
+    readonly insertNotification: (notification: NotificationRow) => Effect.Effect<boolean>
     /** Newest first. */
     readonly listNotifications: (orgId: OrgId, limit: number) => Effect.Effect<ReadonlyArray<Notification>>
   }

@@ -211,8 +211,7 @@ export const make = (store: MemoryStore): Orgs.OrgStore["Service"] =>
       }),
     insertNotification: (notification) =>
       write(store, (tables) => {
-        if (tables(notificationRows).has(notification.id))
-          throw new Error(`duplicate notification id ${notification.id}`)
+        if (tables(notificationRows).has(notification.id)) return false
         if (!tables(orgRows).has(notification.orgId)) throw new Error(`no org ${notification.orgId}`)
         tables(notificationRows).set(notification.id, {
           row: {
@@ -226,6 +225,7 @@ export const make = (store: MemoryStore): Orgs.OrgStore["Service"] =>
           },
           seq: nextSeq(store)
         })
+        return true
       }),
     listNotifications: (orgId, limit) =>
       read(store, (tables) =>

@@ -371,6 +371,21 @@ export const orgStoreSuite = <E>(name: string, store: Layer.Layer<OrgStoreSuiteS
       })
     )
 
+    it.effect("insertNotification records an id once: a second insert of it answers false and changes nothing", () =>
+      Effect.gen(function* () {
+        const orgs = yield* Orgs.OrgStore
+        const org = yield* givenOrg()
+        const first = makeNotification(org.id, { createdAt: at(0), kind: "restore", projectName: "web" })
+        assert.isTrue(yield* orgs.insertNotification(first))
+        assert.isFalse(yield* orgs.insertNotification({ ...first, message: "a second telling", createdAt: at(minute) }))
+        const listed = yield* orgs.listNotifications(org.id, 50)
+        assert.deepStrictEqual(
+          listed.map((n) => [n.id, n.message]),
+          [[first.id, first.message]]
+        )
+      })
+    )
+
     it.effect("listNotifications lists the org's notifications newest first, at most limit", () =>
       Effect.gen(function* () {
         const orgs = yield* Orgs.OrgStore
