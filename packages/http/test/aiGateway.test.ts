@@ -1,5 +1,5 @@
 import { AiUpstreamOpenAi } from "@hostplane/adapters-providers"
-import { Ai } from "@hostplane/core"
+import { Ai, Jobs } from "@hostplane/core"
 import { type FakeOpenAi, startFakeOpenAi } from "@hostplane/testkit"
 import { Effect, Option, Redacted } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
@@ -327,13 +327,123 @@ describe.each(backends)("decisions part 6 AI gateway (%s)", (_name, stores) => {
         const at = new Date().toISOString()
         const id = `aic_${Math.random().toString(36).slice(2)}`
         const start = { orgId, projectId: project.id, projectName: project.name, model: "gpt-4.1", at }
-        expect(yield* calls.start({ ...start, id, windowStart: at, perMinute: 0 })).toBe(true)
+        const lease = { owner: "gone", leaseUntil: at, inputEstimate: 1 }
+        expect(yield* calls.start({ ...start, ...lease, id, windowStart: at, perMinute: 0 })).toBe(true)
         const charge = { inputTokens: 1, outputTokens: 1, costMicroCents: 1000, at }
         return yield* Effect.all([calls.charge(id, charge), calls.charge(id, charge)], { concurrency: 2 })
       })
     )
     expect(charges.filter(Option.isSome)).toHaveLength(1)
     expect((await ledger(slug)).ledger.filter((r) => r.kind === "call")).toHaveLength(1)
+  })
+
+  /** Records a pending call as the gateway does, owned by `owner` with a lease ending `leaseMs` from now. */
+  const pendingCall = (slug: string, project: { id: any; name: string }, owner: string, leaseMs: number) =>
+    suite.server.run(
+      Effect.gen(function* () {
+        const orgId = yield* Effect.promise(() => orgIdOf(suite.server, slug))
+        const calls = yield* Ai.AiCallStore
+        const now = Date.now()
+        const id = `aic_${Math.random().toString(36).slice(2)}`
+        const started = yield* calls.start({
+          id,
+          orgId,
+          projectId: project.id,
+          projectName: project.name,
+          model: "gpt-4.1",
+          at: new Date(now).toISOString(),
+          windowStart: new Date(now - 60_000).toISOString(),
+          perMinute: 0,
+          owner,
+          leaseUntil: new Date(now + leaseMs).toISOString(),
+          inputEstimate: 1000
+        })
+        expect(started).toBe(true)
+        return id
+      })
+    )
+  /** A runner identity whose process is gone (its registration's scope closed), or one alive until the suite ends. */
+  const deadOwner = () =>
+    suite.server.run(
+      Effect.scoped(
+        Effect.map(
+          Effect.flatMap(Effect.service(Jobs.JobStore), (s) => s.register),
+          (r) => r.owner
+        )
+      )
+    )
+  // The sweep itself; the periodic job that runs it (every 15 s) is due once at first, then 15 s later.
+  const sweep = () => suite.server.run(Effect.flatMap(Effect.service(Ai.AiGateway), (gateway) => gateway.sweep))
+  const sweepJob = () => suite.server.run(Jobs.JobRunner.runOnce([Ai.aiCallSweepHandler]))
+  const balanced = async (slug: string) => {
+    const { credit: row, ledger: rows } = await ledger(slug)
+    expect(rows.reduce((sum, r) => sum + r.amountMicroCents, 0)).toBe(row.balanceMicroCents)
+    return rows.filter((r) => r.kind === "call")
+  }
+
+  it("a call whose gateway process died is charged once by the sweep, at its input estimate and the output streamed", async () => {
+    const slug = await suite.newOrg()
+    const project = await granted(slug)
+    await credit(slug)
+    const owner = await deadOwner()
+    // Its lease is far from over: only the owner's death makes it an orphan.
+    const id = await pendingCall(slug, project, owner, 10 * 60_000)
+    await suite.server.run(
+      Effect.flatMap(Effect.service(Ai.AiCallStore), (calls) =>
+        calls.renew(id, new Date(Date.now() + 10 * 60_000).toISOString(), 400)
+      )
+    )
+    // The periodic job kind runs the sweep.
+    expect(await sweepJob()).toBe(1)
+    const cost = Math.ceil((1000 * gpt41.inputMicroCentsPerMTok + 100 * gpt41.outputMicroCentsPerMTok) / 1_000_000)
+    expect((await balanced(slug)).map((r) => r.amountMicroCents)).toEqual([-cost])
+    // Swept once: the next sweep and a late settle of the same call charge nothing.
+    await sweep()
+    const late = await suite.server.run(
+      Effect.flatMap(Effect.service(Ai.AiCallStore), (calls) =>
+        calls.charge(id, { inputTokens: 1, outputTokens: 1, costMicroCents: 5, at: new Date().toISOString() })
+      )
+    )
+    expect(Option.isNone(late)).toBe(true)
+    expect(await balanced(slug)).toHaveLength(1)
+  })
+
+  it("the sweep leaves a live process's call alone until its lease ends (a frozen process's call is charged)", async () => {
+    const slug = await suite.newOrg()
+    const project = await granted(slug)
+    await credit(slug)
+    // A live identity: its registration stays open while the sweeps run.
+    const counts = await suite.server.run(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { owner } = yield* (yield* Jobs.JobStore).register
+          yield* Effect.promise(() => pendingCall(slug, project, owner, 10 * 60_000))
+          const gateway = yield* Ai.AiGateway
+          expect(yield* gateway.sweep).toBe(0)
+          const running = (yield* Effect.promise(() => balanced(slug))).length
+          // Alive but its lease is over: frozen, or cut off from the database; charged.
+          yield* Effect.promise(() => pendingCall(slug, project, owner, -1000))
+          expect(yield* gateway.sweep).toBe(1)
+          return { running, frozen: (yield* Effect.promise(() => balanced(slug))).length }
+        })
+      )
+    )
+    expect(counts).toEqual({ running: 0, frozen: 1 })
+  })
+
+  it("the sweep during a streaming call changes nothing: the call is charged once, by its usage, when it ends", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    await credit(slug)
+    fake().chunkDelayMs = 100
+    const reply = chat(key, ask("gpt-4.1", { stream: true }))
+    await until(async () => fake().inFlight() > 0)
+    await sweep()
+    expect(await balanced(slug)).toHaveLength(0)
+    expect((await reply).status).toBe(200)
+    await until(async () => (await balanced(slug)).length === 1)
+    const cost = Math.ceil((12 * gpt41.inputMicroCentsPerMTok + 7 * gpt41.outputMicroCentsPerMTok) / 1_000_000)
+    expect((await balanced(slug)).map((r) => r.amountMicroCents)).toEqual([-cost])
   })
 
   it("upstream refusals: its 400 is 400, its 429 is 429 rate_limited, its 500 is 502 ai_upstream_error; none charged", async () => {

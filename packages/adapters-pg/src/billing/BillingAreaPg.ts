@@ -3,6 +3,7 @@ import { areaPg } from "../Area.ts"
 import createBillingAndCredit from "../migrations/0013_create_billing_and_credit.ts"
 import createAiKeys from "../migrations/0015_create_ai_keys.ts"
 import createAiCalls from "../migrations/0023_create_ai_calls.ts"
+import addAiCallLeases from "../migrations/0025_add_ai_call_leases.ts"
 import * as AiCallStorePg from "./AiCallStorePg.ts"
 import * as AiKeyStorePg from "./AiKeyStorePg.ts"
 import * as BillingStorePg from "./BillingStorePg.ts"
@@ -14,6 +15,7 @@ export const BillingAreaPg = areaPg({
   migrations: {
     "0013_create_billing_and_credit": createBillingAndCredit,
     "0015_create_ai_keys": createAiKeys,
-    "0023_create_ai_calls": createAiCalls
+    "0023_create_ai_calls": createAiCalls,
+    "0025_add_ai_call_leases": addAiCallLeases
   }
 })

@@ -25,6 +25,14 @@ const JobRowSchema = Schema.Struct({
 const lockSpace = 0x686a6f62
 
 /**
+ * The second keys (as text) of the runner identities alive now: an owner id `<key>.<uuid>` whose key is missing here
+ * belongs to a process that is gone. Other stores whose rows name a runner identity (AI calls) use it too.
+ */
+export const liveOwnerKeys = (sql: SqlClient.SqlClient) => sql`SELECT objid::text FROM pg_locks
+  WHERE locktype = 'advisory' AND classid = ${lockSpace} AND objsubid = 2 AND granted
+    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+
+/**
  * `JobStore` on PostgreSQL. Claims take due rows with `FOR UPDATE SKIP LOCKED`. Each runner holds a session advisory
  * lock `(lockSpace, n)` on a reserved connection for its lifetime, and its owner id starts with `n`: when its process
  * dies, PostgreSQL ends the session and drops the lock, and the next claim of any runner takes its jobs without
@@ -36,9 +44,7 @@ export const layer = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const columns = sql`id, kind, key, payload, phase, terminal_code, attempts, run_at, lease_owner, lease_until,
       abort_requested, last_error, created_at, updated_at`
-    const liveKeys = sql`SELECT objid::text FROM pg_locks
-      WHERE locktype = 'advisory' AND classid = ${lockSpace} AND objsubid = 2 AND granted
-        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+    const liveKeys = liveOwnerKeys(sql)
 
     const get = SqlSchema.findOneOption({
       Request: Schema.String,

@@ -14,6 +14,22 @@ export interface AiCallStart {
   readonly windowStart: string
   /** The plan's requests per minute; 0 counts nothing. */
   readonly perMinute: number
+  /** The gateway process that owns the call (a job-runner identity: the store knows whether it is alive). */
+  readonly owner: string
+  /** Until when the call counts as running without a renewal, even when its owner looks alive. */
+  readonly leaseUntil: string
+  /** The request's input tokens as estimated before the call: what a call orphaned by a crash is charged for. */
+  readonly inputEstimate: number
+}
+
+/** A pending call whose owner is gone or whose lease ran out: what the sweeper charges it. */
+export interface AiCallOrphan {
+  readonly id: string
+  readonly orgId: OrgId
+  readonly model: string
+  readonly inputEstimate: number
+  /** Output characters streamed before the owner stopped renewing (0 for a JSON answer). */
+  readonly outputChars: number
 }
 
 /** What a call used, from the upstream's `usage`, and its cost at the catalog price. */
@@ -44,5 +60,12 @@ export class AiCallStore extends Context.Service<
      * the org's new balance, or none when the call was already settled (or abandoned).
      */
     readonly charge: (callId: string, charge: AiCallCharge) => Effect.Effect<Option.Option<number>>
+    /** Extends a pending call's lease and records its output so far; false once it is no longer pending. */
+    readonly renew: (callId: string, leaseUntil: string, outputChars: number) => Effect.Effect<boolean>
+    /**
+     * Pending calls, oldest first, whose owner is no longer alive (PostgreSQL: its session lock is gone) or whose
+     * lease ended before `now`: calls a process died (or froze) in the middle of.
+     */
+    readonly orphans: (now: string, limit: number) => Effect.Effect<ReadonlyArray<AiCallOrphan>>
   }
 >()("@hostplane/core/ai/AiCallStore") {}

@@ -1,4 +1,18 @@
-import { Cause, Clock, Context, Deferred, Effect, Layer, Option, Predicate, Queue, Stream } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Layer,
+  Option,
+  Predicate,
+  Queue,
+  Scope,
+  Semaphore,
+  Stream
+} from "effect"
 import { limitsOf } from "../billing/Billing.ts"
 import {
   AiUnavailable,
@@ -11,6 +25,7 @@ import {
   UnknownModel
 } from "../errors/Errors.ts"
 import { Jobs } from "../jobs/Jobs.ts"
+import { JobStore, type RunnerRegistration } from "../jobs/JobStore.ts"
 import type { OrgId } from "../kernel/Ids.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { Transactor } from "../kernel/Transactor.ts"
@@ -45,6 +60,13 @@ export type GatewayError =
 const maxAnswerBytes = 16 * 1024 * 1024
 const minuteMs = 60_000
 const dayMs = 24 * 60 * minuteMs
+
+/**
+ * A pending call's lease: renewed every third of it while the call runs, so only a process that died or froze stops
+ * renewing. A dead process's calls are found sooner, by its identity's session lock (`AiCallStore.orphans`).
+ */
+export const callLease = Duration.seconds(60)
+const renewEvery = Duration.divideUnsafe(callLease, 3)
 
 const encoder = new TextEncoder()
 
@@ -99,6 +121,12 @@ export class AiGateway extends Context.Service<
   {
     /** `key` is the bearer token sent; `body` the raw chat-completions JSON. */
     readonly chat: (key: string | undefined, body: string) => Effect.Effect<GatewayAnswer, GatewayError>
+    /**
+     * Settles the calls a gateway process died (or froze) in the middle of, once each: charged at the input
+     * estimate plus the output streamed before it stopped (a call that may have reached the upstream is never
+     * free); a call whose model left the catalog is released. Answers how many it settled.
+     */
+    readonly sweep: Effect.Effect<number>
   }
 >()("@hostplane/core/ai/AiGateway") {
   static readonly layer = Layer.effect(
@@ -114,8 +142,24 @@ export class AiGateway extends Context.Service<
       const tx = yield* Transactor
       const jobs = yield* Jobs
       const upstream = yield* Effect.serviceOption(AiUpstream)
+      const jobStore = yield* JobStore
       // Calls outlive their requests (a disconnected caller is still charged) but not the gateway.
       const scope = yield* Effect.scope
+
+      // This process's identity on the calls it owns: a job-runner registration (PostgreSQL: a session lock), taken
+      // at the first call and again if the sweep finds it lost, so a crash leaves calls that are visibly orphaned.
+      let registration: RunnerRegistration | undefined
+      const registering = Semaphore.makeUnsafe(1)
+      const owner = registering.withPermit(
+        Effect.suspend(() =>
+          registration !== undefined
+            ? Effect.succeed(registration.owner)
+            : Effect.map(Scope.provide(jobStore.register, scope), (fresh) => {
+                registration = fresh
+                return fresh.owner
+              })
+        )
+      )
 
       const authenticate = Effect.fnUntraced(function* (key: string | undefined) {
         const refused = new Unauthorized({ message: "an AI key of a granted project is required (Bearer hp_ai_...)" })
@@ -196,7 +240,8 @@ export class AiGateway extends Context.Service<
         callId: string,
         orgId: OrgId,
         entry: CatalogEntry,
-        answered: Deferred.Deferred<GatewayAnswer, GatewayError>
+        answered: Deferred.Deferred<GatewayAnswer, GatewayError>,
+        progress: { chars: number }
       ) =>
         Effect.gen(function* () {
           const queue = yield* Queue.unbounded<Uint8Array, Cause.Done>()
@@ -223,7 +268,11 @@ export class AiGateway extends Context.Service<
             )
           })
           yield* reply.body.pipe(
-            Stream.runForEach((chunk) => forward(reader.push(decoder.decode(chunk, { stream: true })))),
+            Stream.runForEach((chunk) => {
+              const text = reader.push(decoder.decode(chunk, { stream: true }))
+              progress.chars = reader.chars
+              return forward(text)
+            }),
             Effect.catch((error) => Effect.logWarning("AI upstream stream broke", { callId, reason: error.message }))
           )
           yield* forward(reader.flush())
@@ -272,6 +321,9 @@ export class AiGateway extends Context.Service<
         const at = new Date(now).toISOString()
         const callId = yield* tokens.id("aic")
         const started = yield* calls.start({
+          owner: yield* owner,
+          leaseUntil: new Date(now + Duration.toMillis(callLease)).toISOString(),
+          inputEstimate: request.inputTokensEstimate,
           id: callId,
           orgId: org.id,
           projectId: project.id,
@@ -311,7 +363,17 @@ export class AiGateway extends Context.Service<
         }
         const send = upstreamBody(request, entry.upstreamModel, limits.maxOutputTokens)
         const answered = yield* Deferred.make<GatewayAnswer, GatewayError>()
+        const progress = { chars: 0 }
+        // Renews the lease while the call runs (a stream may last minutes); stops with the call.
+        const heartbeat = Effect.sleep(renewEvery).pipe(
+          Effect.andThen(Clock.currentTimeMillis),
+          Effect.flatMap((at) =>
+            calls.renew(callId, new Date(at + Duration.toMillis(callLease)).toISOString(), progress.chars)
+          ),
+          Effect.forever
+        )
         const call = Effect.gen(function* () {
+          yield* Effect.forkScoped(heartbeat)
           const reply = yield* Effect.result(upstream.value.chat(send))
           if (reply._tag === "Failure") {
             yield* calls.abandon(callId)
@@ -326,11 +388,13 @@ export class AiGateway extends Context.Service<
             yield* calls.abandon(callId)
             return yield* Deferred.fail(answered, refusal(status, text))
           }
-          if (request.stream) return yield* answerStream(reply.success, request, callId, org.id, entry, answered)
+          if (request.stream) {
+            return yield* answerStream(reply.success, request, callId, org.id, entry, answered, progress)
+          }
           yield* Deferred.complete(answered, answerJson(reply.success, request, callId, org.id, entry))
         })
         yield* Effect.forkIn(
-          call.pipe(
+          Effect.scoped(call).pipe(
             Effect.catchCause((cause) =>
               Effect.andThen(
                 Effect.logError("AI call failed", { callId }, cause),
@@ -343,7 +407,29 @@ export class AiGateway extends Context.Service<
         return yield* Deferred.await(answered)
       })
 
-      return AiGateway.of({ chat })
+      const sweep = Effect.gen(function* () {
+        // A registration this process lost (its session ended): the next call takes a fresh one.
+        if (registration !== undefined && !(yield* registration.alive)) registration = undefined
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+        const orphans = yield* calls.orphans(now, 200)
+        for (const orphan of orphans) {
+          const entry = catalog.find(orphan.model)
+          if (entry === undefined) {
+            yield* calls.abandon(orphan.id)
+            continue
+          }
+          const output = Math.ceil(orphan.outputChars / 4)
+          yield* Effect.logWarning("AI call settled after its gateway process stopped", {
+            callId: orphan.id,
+            inputTokens: orphan.inputEstimate,
+            outputTokens: output
+          })
+          yield* settle(orphan.id, orphan.orgId, entry, orphan.inputEstimate, output)
+        }
+        return orphans.length
+      }).pipe(Effect.withSpan("AiGateway.sweep"))
+
+      return AiGateway.of({ chat, sweep })
     })
   )
 }

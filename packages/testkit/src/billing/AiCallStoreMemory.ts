@@ -1,10 +1,12 @@
 import { Ai } from "@hostplane/core"
 import { Effect, Layer, Option } from "effect"
-import { MemoryState, memoryTable, type MemoryStore, write } from "../memory/MemoryState.ts"
+import { isLiveOwner } from "../jobs/JobStoreMemory.ts"
+import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memory/MemoryState.ts"
 import { appendLedgerRow } from "./CreditStoreMemory.ts"
 
 interface CallRow extends Ai.AiCallStart {
   readonly charged: boolean
+  readonly outputChars: number
 }
 
 /** Keyed by call id. */
@@ -20,9 +22,30 @@ export const make = (store: MemoryStore): Ai.AiCallStore["Service"] =>
           (row) => row.projectId === call.projectId && row.at > call.windowStart
         ).length
         if (call.perMinute > 0 && recent >= call.perMinute) return false
-        rows.set(call.id, { ...call, charged: false })
+        rows.set(call.id, { ...call, charged: false, outputChars: 0 })
         return true
       }),
+    renew: (callId, leaseUntil, outputChars) =>
+      write(store, (tables) => {
+        const call = tables(aiCallRows).get(callId)
+        if (call === undefined || call.charged) return false
+        tables(aiCallRows).set(callId, { ...call, leaseUntil, outputChars })
+        return true
+      }),
+    orphans: (now, limit) =>
+      read(store, (tables) =>
+        [...tables(aiCallRows).values()]
+          .filter((row) => !row.charged && (row.leaseUntil <= now || !isLiveOwner(store, row.owner)))
+          .sort((a, b) => (a.at === b.at ? (a.id < b.id ? -1 : 1) : a.at < b.at ? -1 : 1))
+          .slice(0, limit)
+          .map((row) => ({
+            id: row.id,
+            orgId: row.orgId,
+            model: row.model,
+            inputEstimate: row.inputEstimate,
+            outputChars: row.outputChars
+          }))
+      ),
     abandon: (callId) =>
       write(store, (tables) => {
         if (tables(aiCallRows).get(callId)?.charged === false) tables(aiCallRows).delete(callId)

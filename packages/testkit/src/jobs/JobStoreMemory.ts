@@ -12,6 +12,9 @@ const runnersOf = (store: MemoryStore): Set<string> => {
   return runners
 }
 
+/** Whether `owner` is a runner identity registered on `store` and not closed (other stores' rows name them too). */
+export const isLiveOwner = (store: MemoryStore, owner: string): boolean => runnersOf(store).has(owner)
+
 const unfinished = (row: Jobs.JobRow) => row.terminalCode === null
 
 /** Applies `f` to a job `owner` still holds; false when it holds it no longer. */
