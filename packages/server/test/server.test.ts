@@ -47,7 +47,10 @@ describe("the server binary on its embedded defaults", () => {
     child.stdout!.on("data", (chunk) => (output += chunk))
     child.stderr!.on("data", (chunk) => (output += chunk))
     exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)))
-    for (let i = 0; i < 240; i++) {
+    // On a loaded machine (several suites on 2 cores) the embedded PostgreSQL alone can take a minute to start: 240
+    // refused polls (about 60 s) were not always enough.
+    const deadline = Date.now() + 110_000
+    while (Date.now() < deadline) {
       const up = await fetch(`${base}/v1/config`, { signal: AbortSignal.timeout(2_000) }).then(
         (r) => r.ok,
         () => false
@@ -57,7 +60,7 @@ describe("the server binary on its embedded defaults", () => {
       await new Promise((resolve) => setTimeout(resolve, 250))
     }
     throw new Error(`server did not start:\n${output}`)
-  }, 90_000)
+  }, 120_000)
   afterAll(async () => {
     await registrar?.close()
     child.kill("SIGKILL")
