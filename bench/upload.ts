@@ -12,6 +12,7 @@ import * as Path from "node:path"
 import { createGzip } from "node:zlib"
 import * as TarStream from "tar-stream"
 import {
+  cpuSeconds,
   hasProc,
   log,
   makeTempDir,
@@ -137,6 +138,8 @@ const buildBundle = (file: string, targetBytes: number) =>
 
 interface Extraction {
   readonly seconds: number
+  /** User + system CPU seconds of tar and its gzip child (GNU time), or null without /usr/bin/time. */
+  readonly cpuSeconds: number | null
   readonly peakRssMiB: number | null
   readonly rssSource: string
 }
@@ -161,8 +164,11 @@ const extract = (file: string, into: string) =>
       const sampled = sampler?.stop()
       if (code !== 0) return reject(new Error(`tar -xzf exited with ${code}: ${stderr.slice(-400)}`))
       const match = /Maximum resident set size \(kbytes\): (\d+)/.exec(stderr)
+      const user = /User time \(seconds\): ([\d.]+)/.exec(stderr)
+      const system = /System time \(seconds\): ([\d.]+)/.exec(stderr)
       resolve({
         seconds,
+        cpuSeconds: user !== null && system !== null ? round(Number(user[1]) + Number(system[1]), 2) : null,
         peakRssMiB: match !== null ? round(Number(match[1]) / 1024, 1) : (sampled ?? null),
         rssSource: match !== null ? "/usr/bin/time -v" : "VmRSS sampled every 20 ms"
       })
@@ -174,6 +180,8 @@ const extract = (file: string, into: string) =>
 
 interface Upload {
   readonly seconds: number
+  /** User + system CPU seconds of the server process (all its threads; not its PostgreSQL) during the upload. */
+  readonly cpuSeconds: number | null
   readonly mbPerSecond: number
   readonly idleRssMiB: number
   readonly peakRssMiB: number
@@ -190,6 +198,8 @@ interface Row {
   readonly tar: ReadonlyArray<Extraction & { readonly mbPerSecond: number }>
   /** hostplane MB/s / tar MB/s of each paired run. */
   readonly ratios: ReadonlyArray<number>
+  /** tar CPU seconds / hostplane CPU seconds of each paired run (more than 1: the server spent less CPU). */
+  readonly cpuRatios: ReadonlyArray<number>
   readonly loadAverage: ReadonlyArray<number>
 }
 
@@ -232,6 +242,7 @@ const main = async () => {
     await sleep(1500) // let the server settle (and collect) before its idle RSS is read
     const idleRssMiB = round((rssKiB(server.pid) ?? 0) / 1024, 1)
     const sampler = sampleRss(server.pid)
+    const cpuBefore = cpuSeconds(server.pid)
     const started = performance.now()
     let reply: Reply
     let peakRssMiB: number
@@ -247,15 +258,27 @@ const main = async () => {
       peakRssMiB = sampler.stop()
     }
     const seconds = (performance.now() - started) / 1000
+    const cpuAfter = cpuSeconds(server.pid)
+    const cpu = cpuBefore !== undefined && cpuAfter !== undefined ? round(cpuAfter - cpuBefore, 2) : null
     const deployment = json(reply, `upload of ${sizeMiB} MiB`, 201)
     if (deployment.bytes !== built.bytes) throw new Error(`the server counted ${deployment.bytes} bytes`)
     const mbPerSecond = round(built.bytes / 1e6 / seconds, 1)
-    return { seconds: round(seconds, 3), mbPerSecond, idleRssMiB, peakRssMiB, deployment }
+    return { seconds: round(seconds, 3), cpuSeconds: cpu, mbPerSecond, idleRssMiB, peakRssMiB, deployment }
   }
   const rows: Array<Row> = []
   for (const { sizeMiB, runs: built } of bundles) {
     const { bytes, files, uncompressedBytes } = built[0]
-    const row: Row = { sizeMiB, bytes, files, uncompressedBytes, hostplane: [], tar: [], ratios: [], loadAverage: [] }
+    const row: Row = {
+      sizeMiB,
+      bytes,
+      files,
+      uncompressedBytes,
+      hostplane: [],
+      tar: [],
+      ratios: [],
+      cpuRatios: [],
+      loadAverage: []
+    }
     for (const [run, bundle] of built.entries()) {
       const ours = await upload(sizeMiB, bundle)
       const folder = Path.join(tempDir, `extract-${sizeMiB}`)
@@ -263,7 +286,7 @@ const main = async () => {
       await Fs.promises.rm(folder, { recursive: true, force: true })
       const tarMbPerSecond = round(bundle.bytes / 1e6 / tar.seconds, 1)
       log(
-        `${sizeMiB} MiB, run ${run + 1}: hostplane ${ours.seconds.toFixed(2)} s (${ours.mbPerSecond} MB/s, peak RSS ${ours.peakRssMiB} MiB), tar -xzf ${tar.seconds.toFixed(2)} s; ${loadLine()}`
+        `${sizeMiB} MiB, run ${run + 1}: hostplane ${ours.seconds.toFixed(2)} s (${ours.mbPerSecond} MB/s, CPU ${ours.cpuSeconds ?? "n/a"} s, peak RSS ${ours.peakRssMiB} MiB), tar -xzf ${tar.seconds.toFixed(2)} s (CPU ${tar.cpuSeconds ?? "n/a"} s); ${loadLine()}`
       )
       ;(row.hostplane as Array<Upload>).push(ours)
       ;(row.tar as Array<Row["tar"][number]>).push({
@@ -272,6 +295,9 @@ const main = async () => {
         mbPerSecond: tarMbPerSecond
       })
       ;(row.ratios as Array<number>).push(ours.mbPerSecond / tarMbPerSecond)
+      if (ours.cpuSeconds !== null && ours.cpuSeconds > 0 && tar.cpuSeconds !== null) {
+        ;(row.cpuRatios as Array<number>).push(tar.cpuSeconds / ours.cpuSeconds)
+      }
     }
     if (sizeMiB === 1) continue // warm-up: JIT, pools, first artifact folders
     rows.push({ ...row, loadAverage: Os.loadavg().map((value) => round(value, 2)) })
@@ -296,31 +322,39 @@ const printTable = (rows: ReadonlyArray<Row>) => {
     "files",
     "content MiB",
     "hostplane s",
+    "CPU s",
     "MB/s",
     "idle RSS",
     "peak RSS",
     "tar -xzf s",
+    "CPU s",
     "MB/s",
     "peak RSS",
     "hostplane/tar MB/s"
   ]
   const median = (values: ReadonlyArray<number>) => spread(values).median
+  const medianCpu = (values: ReadonlyArray<number | null>) => {
+    const known = values.filter((value): value is number => value !== null)
+    return known.length === 0 ? "n/a" : median(known).toFixed(2)
+  }
   const body = rows.map((row) => [
     `${round(row.bytes / MiB, 1)} MiB`,
     String(row.files),
     String(round(row.uncompressedBytes / MiB, 1)),
     median(row.hostplane.map((run) => run.seconds)).toFixed(2),
+    medianCpu(row.hostplane.map((run) => run.cpuSeconds)),
     median(row.hostplane.map((run) => run.mbPerSecond)).toFixed(1),
     Math.min(...row.hostplane.map((run) => run.idleRssMiB)).toFixed(1),
     Math.max(...row.hostplane.map((run) => run.peakRssMiB)).toFixed(1),
     median(row.tar.map((run) => run.seconds)).toFixed(2),
+    medianCpu(row.tar.map((run) => run.cpuSeconds)),
     median(row.tar.map((run) => run.mbPerSecond)).toFixed(1),
     row.tar[0].peakRssMiB === null ? "n/a" : Math.max(...row.tar.map((run) => run.peakRssMiB ?? 0)).toFixed(1),
     `${median(row.ratios).toFixed(2)}x`
   ])
   const [headerLine, ...bodyLines] = alignColumns([header, ...body])
   console.log(
-    `\nUpload of a gzipped tar bundle (medians of ${runs} paired runs; MB/s = compressed 10^6 bytes per second; RSS in MiB, server process only: lowest idle, highest peak)`
+    `\nUpload of a gzipped tar bundle (medians of ${runs} paired runs; MB/s = compressed 10^6 bytes per second; CPU s = user + system seconds of the server process and of tar with its gzip; RSS in MiB, server process only: lowest idle, highest peak)`
   )
   console.log(headerLine)
   console.log("-".repeat(headerLine.length))
@@ -330,6 +364,9 @@ const printTable = (rows: ReadonlyArray<Row>) => {
     console.log(
       `${round(row.bytes / MiB, 1)} MiB: hostplane/tar -xzf ${formatRatio(row.ratios)}, server RSS growth up to ${growth.toFixed(1)} MiB; load average ${row.loadAverage.join(" ")}`
     )
+    if (row.cpuRatios.length > 0) {
+      console.log(`${round(row.bytes / MiB, 1)} MiB: CPU seconds, tar -xzf/hostplane ${formatRatio(row.cpuRatios)}`)
+    }
   }
   if (rows.length > 0) console.log(`(tar peak RSS: ${rows[0].tar[0].rssSource})`)
 }

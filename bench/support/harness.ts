@@ -325,6 +325,29 @@ export const rssKiB = (pid: number): number | undefined => {
   }
 }
 
+const clockTicks = (() => {
+  try {
+    return hasProc ? Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100 : 100
+  } catch {
+    return 100
+  }
+})()
+
+/**
+ * CPU seconds (user + system, every thread) one process has used so far, from /proc/<pid>/stat; undefined off Linux.
+ * Unlike wall time it hardly moves with the load of other processes on the machine.
+ */
+export const cpuSeconds = (pid: number): number | undefined => {
+  if (!hasProc) return undefined
+  try {
+    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks
+  } catch {
+    return undefined
+  }
+}
+
 /** Reads `read` now, every `everyMs` and once more at `stop`, which returns the highest value and how many were read. */
 export const samplePeak = (read: () => number | undefined, everyMs: number) => {
   let peak: number | undefined
