@@ -411,6 +411,47 @@ describe.each(backends)("spec 4.6 database (%s)", (_name, stores) => {
     expect(mailed.sentAt).toEqual(expect.any(String))
   })
 
+  it("while the project's delete runs, export and restore are 409 suspended and a database delete 409 operation_in_progress, naming that operation", async () => {
+    const slug = await newOrg()
+    const project = await withDatabase(slug)
+    const dropped = await api.delete(`/v1/orgs/${slug}/projects/${project}`, { confirm: project }, admin())
+    expect(dropped.status).toBe(202)
+    const operationId = dropped.body.operationId
+    const exported = await api.post(`${dbOf(slug, project)}/export`, undefined, admin())
+    expect({ status: exported.status, code: exported.body.code, details: exported.body.details }).toEqual({
+      status: 409,
+      code: "suspended",
+      details: { operationId }
+    })
+    const restored = await api.post(`${dbOf(slug, project)}/restore`, { epoch: 1, seq: 1 }, admin())
+    expect({ status: restored.status, code: restored.body.code, details: restored.body.details }).toEqual({
+      status: 409,
+      code: "suspended",
+      details: { operationId }
+    })
+    const deleted = await api.post(`${dbOf(slug, project)}/delete`, { confirm: project }, admin())
+    expect({ status: deleted.status, code: deleted.body.code, details: deleted.body.details }).toEqual({
+      status: 409,
+      code: "operation_in_progress",
+      details: { operationId }
+    })
+    // The checks before the state still come first: a viewer is 403, a bad body 400, an outsider 404.
+    const viewer = await withRole(slug, "viewer")
+    expect(
+      (await api.post(`${dbOf(slug, project)}/restore`, { epoch: 1, seq: 1 }, { token: viewer.token })).status
+    ).toBe(403)
+    expect((await api.post(`${dbOf(slug, project)}/restore`, { epoch: "latest" }, admin())).status).toBe(400)
+    const stranger = await newOrg()
+    expect(
+      (await api.post(`/v1/orgs/${stranger}/projects/${project}/database/export`, undefined, admin())).status
+    ).toBe(404)
+    // Nothing was started, and nothing was written to the audit log.
+    const events = (await auditOf(suite.server, slug)).filter((event) =>
+      ["database.restore", "database.delete"].includes(event.action)
+    )
+    expect(events).toEqual([])
+  })
+
   /** Runs a finished operation's last step again, as a runner does when its process died before recording it done. */
   const repeatLastStep = (opId: string, step: "reactivation" | "committing" | "aborted") =>
     suite.server.run(

@@ -23,6 +23,8 @@ import { Transactor } from "../kernel/Transactor.ts"
 import { NodeRevisions } from "../kernel/NodeRevisions.ts"
 import { type Operation, operationOf } from "../operations/Operation.ts"
 import { type Notice, Notifications } from "../orgs/Notifications.ts"
+import type { ProjectRow } from "../projects/Project.ts"
+import { projectDelete } from "../projects/Projects.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
 import { Sealer } from "../secrets/Sealer.ts"
 import { BackupStore, type BackupStoreError } from "./BackupStore.ts"
@@ -225,6 +227,17 @@ export class Databases extends Context.Service<
             : Effect.fail(new NotFound({ message: "this project has no database" }))
         )
 
+      /**
+       * The project's delete holds its database from the moment it is accepted until its data phase removes it: what
+       * would use the database answers 409 `suspended` (restore, export), and a database delete 409
+       * `operation_in_progress`; the details name the project's delete operation.
+       */
+      const projectDeleting = Effect.fnUntraced(function* (project: ProjectRow) {
+        if (project.deletingSince === null) return Option.none<{ operationId?: string }>()
+        const running = yield* jobs.findUnfinished(projectDelete, project.id)
+        return Option.some(Option.isSome(running) ? { operationId: running.value.id } : {})
+      })
+
       const passwordOf = (row: DatabaseRow) =>
         Effect.orDie(sealer.open(row.sealedPassword, passwordContext(row.projectId)))
 
@@ -381,6 +394,13 @@ export class Databases extends Context.Service<
         const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
         const row = yield* required(project.id)
         const { backups } = yield* nodeAdmin
+        const deleting = yield* projectDeleting(project)
+        if (Option.isSome(deleting)) {
+          return yield* new Suspended({
+            message: `project ${project.name} is being deleted: its database is suspended`,
+            details: deleting.value
+          })
+        }
         if (row.operationId !== null) {
           return yield* new Suspended({
             message: "the database is suspended while an operation runs",
@@ -423,12 +443,20 @@ export class Databases extends Context.Service<
         projectName: string,
         request: RestoreRequest
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
+        // A project being deleted is let through to answer 409 suspended, read again under the org lock.
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin", { deleting: "allow" })
         yield* required(grant.project.id)
         yield* whereIs(grant.project.id)
         return yield* mutation.project(grant, ({ org, project }) =>
           Effect.gen(function* () {
             const row = yield* required(project.id)
+            const deleting = yield* projectDeleting(project)
+            if (Option.isSome(deleting)) {
+              return yield* new Suspended({
+                message: `project ${project.name} is being deleted: its database is suspended`,
+                details: deleting.value
+              })
+            }
             if (row.operationId !== null) return yield* inProgress(row.operationId)
             const listed = yield* store.generations(project.id)
             const chosen = listed.find((g) => g.epoch === request.epoch && g.seq === request.seq)
@@ -461,13 +489,21 @@ export class Databases extends Context.Service<
         projectName: string,
         confirm: string
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin", { deleting: "allow" })
         if (confirm !== grant.project.name) {
           return yield* new ConfirmMismatch({ message: "confirm must equal the project name exactly" })
         }
         return yield* mutation.project(grant, ({ org, project }) =>
           Effect.gen(function* () {
             const row = yield* required(project.id)
+            // The project's own delete already takes the database with it.
+            const deleting = yield* projectDeleting(project)
+            if (Option.isSome(deleting)) {
+              return yield* new OperationInProgress({
+                message: `project ${project.name} is being deleted, and its database with it`,
+                details: deleting.value
+              })
+            }
             if (row.operationId !== null) return yield* inProgress(row.operationId)
             const id = makeId("op", yield* tokens.id("op"))
             yield* store.holdFor(project.id, id)
