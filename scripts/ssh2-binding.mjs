@@ -4,7 +4,7 @@
 // Why: npm runs ssh2's install step with whatever `node` comes first on its PATH at that moment, often the system's
 // (another major version, so another ABI): the binding then fails to load under the pinned Node and ssh2 silently
 // falls back to creating two ChaCha20 ciphers and a WebAssembly Poly1305 per 32 KiB packet and writing each packet to
-// the socket in three pieces. The SSH git transport then takes about twice the server CPU per clone (bench/README.md).
+// the socket in three pieces. The SSH git transport then takes about 1.5x the server CPU per clone (bench/README.md).
 // The binding stays optional, as in ssh2: when it cannot be built this prints why and exits 0.
 import { spawnSync } from "node:child_process"
 import * as Fs from "node:fs"

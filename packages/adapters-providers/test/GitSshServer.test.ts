@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest"
 
 describe("GitSshServer", () => {
   // Without the binding every 32 KiB SSH packet creates two ciphers, runs a WebAssembly Poly1305 and goes to the
-  // socket in three writes: about twice the server's CPU per clone (bench/README.md, bench:git). The root postinstall
+  // socket in three writes: about 1.5x the server's CPU per clone (bench/README.md, bench:git). The root postinstall
   // builds it for the Node that runs the tests and the server.
   it("ssh2 encrypts with its native crypto binding under this Node", () => {
     expect(

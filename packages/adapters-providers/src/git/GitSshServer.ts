@@ -41,7 +41,7 @@ const hostKeyAt = (path: string) =>
 /**
  * Whether ssh2 encrypts with its native binding under this Node. Without it (built for another Node's ABI, or not at
  * all) ssh2 falls back to creating ciphers and a WebAssembly Poly1305 per 32 KiB packet and writes every packet in
- * three pieces, which doubles the server's CPU per SSH clone; the root postinstall (scripts/ssh2-binding.mjs) rebuilds
+ * three pieces, about 1.5x the server's CPU per SSH clone; the root postinstall (scripts/ssh2-binding.mjs) rebuilds
  * it for the Node that runs hostplane.
  */
 export const cryptoBindingLoaded: boolean = (
@@ -102,7 +102,7 @@ export const layer = (options: GitSshServerOptions) =>
       if (!cryptoBindingLoaded) {
         yield* Effect.logWarning(
           `git over SSH: ssh2's native crypto binding does not load under Node ${process.version}; SSH transfers ` +
-            "take about twice the CPU (npm ci, or node scripts/ssh2-binding.mjs, rebuilds it)"
+            "take about 1.5x the CPU (npm ci, or node scripts/ssh2-binding.mjs, rebuilds it)"
         )
       }
 
