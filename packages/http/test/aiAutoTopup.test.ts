@@ -225,6 +225,24 @@ describe.each(backends)("spec 4.10 AI auto top-up through Polar's off-session ch
     expect(ledger.filter((row) => row.kind === "topup")).toHaveLength(Ai.autoTopupPerDay + 2)
   })
 
+  it("an order.paid that never comes: settle gives up after its attempts (about 10 minutes), the job ends failed, nothing credited, and a later top-up may start", async () => {
+    const { orgId } = await setupOrg()
+    holder.polar.webhookUrl = undefined
+    await startTopup(orgId)
+    let row = await drive(orgId)
+    expect(row).toMatchObject({ phase: "settle", terminalCode: null })
+    // Each drive is one claim; the job's limit covers the 5 charge retries and settle's 15-second polls for 10 minutes.
+    while (row.terminalCode === null) row = await drive(orgId)
+    expect(row).toMatchObject({ phase: "settle", terminalCode: "failed", attempts: Ai.autoTopup.maxAttempts })
+    expect(Ai.autoTopup.maxAttempts).toBe(5 + 40)
+    expect(ordersOf(orgId)).toHaveLength(1)
+    expect((await creditOf(suite.server, orgId)).credit.balanceMicroCents).toBe(500_000_000)
+    // One unfinished top-up per org: with this one over, the next one starts (and charges a new order).
+    await startTopup(orgId)
+    expect(await drive(orgId)).toMatchObject({ phase: "settle", terminalCode: null })
+    expect(ordersOf(orgId)).toHaveLength(2)
+  })
+
   it("a declined card ends the top-up failed with nothing credited; the draft stays at Polar uncharged", async () => {
     const { orgId } = await setupOrg()
     holder.polar.webhookUrl = hook()

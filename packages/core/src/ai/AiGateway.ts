@@ -124,7 +124,8 @@ export class AiGateway extends Context.Service<
     /**
      * Settles the calls a gateway process died (or froze) in the middle of, once each: charged at the input
      * estimate plus the output streamed before it stopped (a call that may have reached the upstream is never
-     * free); a call whose model left the catalog is released. Answers how many it settled.
+     * free); a call whose model left the catalog (or with nothing to charge) is released. Answers how many it
+     * settled.
      */
     readonly sweep: Effect.Effect<number>
   }
@@ -414,7 +415,8 @@ export class AiGateway extends Context.Service<
         const orphans = yield* calls.orphans(now, 200)
         for (const orphan of orphans) {
           const entry = catalog.find(orphan.model)
-          if (entry === undefined) {
+          // A model gone from the catalog has no price; a call from before calls kept their estimate has no cost.
+          if (entry === undefined || (orphan.inputEstimate === 0 && orphan.outputChars === 0)) {
             yield* calls.abandon(orphan.id)
             continue
           }
