@@ -1,14 +1,17 @@
 import { assert, layer } from "@effect/vitest"
 import type { Actor } from "@hostplane/core/kernel/Actor"
 import { UserStore } from "@hostplane/core/identity/UserStore"
-import { makeId } from "@hostplane/core/kernel/Ids"
+import { makeId, type OrgId, type ProjectId, type UserId } from "@hostplane/core/kernel/Ids"
 import { Members } from "@hostplane/core/orgs/Members"
 import { Orgs } from "@hostplane/core/orgs/Orgs"
 import { OrgStore } from "@hostplane/core/orgs/OrgStore"
-import { EnvelopeStorePg, OrgStorePg, ProjectStorePg } from "@hostplane/adapters-pg"
+import { EnvelopeStorePg, layer as pgStores, OrgStorePg, ProjectStorePg } from "@hostplane/adapters-pg"
+import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
+import { at, makeOrg, makeProject, makeUser } from "@hostplane/testkit/contract/Fixtures"
 import { EnvelopeStore } from "@hostplane/core/kernel/EnvelopeStore"
 import { ProjectStore } from "@hostplane/core/projects/ProjectStore"
-import { Deferred, Effect, Layer, Option, Ref, Result } from "effect"
+import { Deferred, Effect, Fiber, Layer, Option, Ref, Result } from "effect"
+import { SqlClient } from "effect/sql"
 import { coreOnPostgres } from "./support/coreOnPostgres.ts"
 
 /**
@@ -116,6 +119,79 @@ layer(coreOnPostgres(rendezvousOrgStore(false), envelopeWithoutLock), { excludeT
         assert.strictEqual(outcomes.filter(Result.isSuccess).length, 2)
         assert.strictEqual(admins, 0)
       })
+    )
+  }
+)
+
+/**
+ * A transaction holds the org lock and marks the project deleting; meanwhile `read` runs in a transaction of its own,
+ * and once its backend waits for the lock (seen in `pg_stat_activity`, its statement matching `waiting`), the holder
+ * commits. Answers what `read` saw.
+ */
+const readAfterHolder = <A>(
+  waiting: string,
+  read: (ids: { orgId: OrgId; userId: UserId; projectId: ProjectId }) => Effect.Effect<A, unknown, SqlClient.SqlClient>
+) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const org = makeOrg()
+    yield* (yield* OrgStore).insert(org)
+    const project = makeProject(org.id)
+    yield* (yield* ProjectStore).insert(project)
+    const user = (yield* (yield* UserStore).insert(makeUser(), at(0))).user
+    yield* (yield* OrgStore).addMember(org.id, user.id, "member", at(1))
+    const held = yield* Deferred.make<void>()
+    const release = yield* Deferred.make<void>()
+    const holder = yield* Effect.forkChild(
+      sql.withTransaction(
+        Effect.gen(function* () {
+          yield* sql`SELECT id FROM orgs WHERE id = ${org.id} FOR UPDATE`
+          yield* sql`UPDATE projects SET deleting_since = now() WHERE id = ${project.id}`
+          yield* Deferred.succeed(held, undefined)
+          yield* Deferred.await(release)
+        })
+      )
+    )
+    yield* Deferred.await(held)
+    const reader = yield* Effect.forkChild(
+      sql.withTransaction(read({ orgId: org.id, userId: user.id, projectId: project.id }))
+    )
+    const queued = sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE wait_event_type = 'Lock' AND query LIKE ${`%${waiting}%`}`
+    while ((yield* queued)[0]?.n === 0) yield* Effect.sleep("10 millis")
+    yield* Deferred.succeed(release, undefined)
+    yield* Fiber.join(holder)
+    return yield* Fiber.join(reader)
+  })
+
+layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)), { excludeTestServices: true })(
+  "EnvelopeStorePg.lock waiting for the lock",
+  (it) => {
+    it.effect("reads what the previous holder committed: the project's delete accepted while it waited", () =>
+      Effect.gen(function* () {
+        const envelope = yield* EnvelopeStore
+        const read = yield* readAfterHolder("hostplane_envelope_lock", ({ orgId, userId, projectId }) =>
+          envelope.lock(orgId, userId, projectId)
+        )
+        assert.isTrue(Option.isSome(read.project) && read.project.value.deletingSince !== null)
+        assert.deepStrictEqual(read.role, Option.some("member"))
+      })
+    )
+
+    it.effect(
+      "the hazard it avoids: one join under FOR UPDATE OF the org reads its snapshot from before the wait",
+      () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const rows = yield* readAfterHolder(
+            "FOR UPDATE OF o",
+            ({ orgId, projectId }) => sql<{ deletingSince: string | null }>`
+            SELECT p.deleting_since FROM orgs o LEFT JOIN projects p ON p.id = ${projectId}
+            WHERE o.id = ${orgId} FOR UPDATE OF o`
+          )
+          assert.deepStrictEqual(rows, [{ deletingSince: null }])
+        })
     )
   }
 )

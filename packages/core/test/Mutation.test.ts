@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Kernel, Orgs, Projects } from "@hostplane/core"
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { auditOf, memberOf, signIn, withCore } from "./support/CoreMemory.ts"
@@ -54,6 +54,34 @@ describe("Mutation, the one write envelope", () => {
         assert.strictEqual((yield* auditOf("team")).length, before)
       })
     )
+  )
+
+  it.effect(
+    "a change that took the envelope's finish must answer it carried: otherwise a defect, and nothing commits",
+    () =>
+      withCore()(
+        Effect.gen(function* () {
+          const mutation = yield* Kernel.Mutation
+          const { admin, project } = yield* team
+          const grant = yield* mutation.authorizeProject(admin, "team", "web", "member")
+          const entry = { action: "secret.set", target: project.id, data: { name: "A" } } as const
+          const forgotten = yield* Effect.exit(
+            mutation.project(grant, (write) => {
+              write.finish(entry)
+              return Effect.succeed(Kernel.audited("written", entry))
+            })
+          )
+          assert.isTrue(Exit.hasDies(forgotten))
+          const another = yield* Effect.exit(
+            mutation.project(grant, (write) => {
+              write.finish(entry)
+              return Effect.succeed(Kernel.carried("written", { audit: undefined, raise: undefined }))
+            })
+          )
+          assert.isTrue(Exit.hasDies(another))
+          assert.deepStrictEqual(yield* auditOf("team", "secret.set"), [])
+        })
+      )
   )
 
   it.effect("a write to a project whose delete was accepted meanwhile is 409 op_in_flight under the lock", () =>

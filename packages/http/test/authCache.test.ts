@@ -3,9 +3,9 @@ import { layer as pgDatabase } from "@hostplane/adapters-pg/PgDatabase"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { Identity } from "@hostplane/core"
 import { type Duration, Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import * as Net from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
+import { countingProxy } from "./support/CountingProxy.ts"
 import { client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
 
 // Issue 13: bearer lookups and memberships are cached; a write is seen at once by the process that made it, and by
@@ -79,61 +79,6 @@ describe.each(backends)("issue 13 auth cache, one server (%s)", (_name, stores) 
     expect((await meOf(api, first.token)).body.user.name).toBe("After")
   })
 })
-
-/** Counts the statements (simple queries and extended-protocol executions) clients send through it to PostgreSQL. */
-const countingProxy = async (target: URL) => {
-  const statements: Array<string> = []
-  const server = Net.createServer((socket) => {
-    const upstream = Net.connect(Number(target.port), target.hostname)
-    const named = new Map<string, string>()
-    let bound = ""
-    let started = false
-    let buffered = Buffer.alloc(0)
-    socket.on("data", (chunk) => {
-      upstream.write(chunk)
-      buffered = Buffer.concat([buffered, chunk])
-      for (;;) {
-        if (!started) {
-          if (buffered.length < 8) return
-          const length = buffered.readInt32BE(0)
-          if (buffered.length < length) return
-          if (buffered.readInt32BE(4) !== 80877103) started = true // not an SSLRequest: the startup message
-          buffered = buffered.subarray(length)
-          continue
-        }
-        if (buffered.length < 5) return
-        const length = buffered.readInt32BE(1)
-        if (buffered.length < 1 + length) return
-        const type = String.fromCharCode(buffered[0]!)
-        const body = buffered.subarray(5, 1 + length)
-        const cstrings = body.toString("utf8").split("\u0000")
-        if (type === "Q") statements.push(cstrings[0]!)
-        if (type === "P") named.set(cstrings[0]!, cstrings[1]!)
-        if (type === "B") bound = named.get(cstrings[1]!) ?? "?"
-        if (type === "E") statements.push(bound)
-        buffered = buffered.subarray(1 + length)
-      }
-    })
-    upstream.on("data", (chunk) => socket.write(chunk))
-    const close = () => {
-      socket.destroy()
-      upstream.destroy()
-    }
-    socket.on("error", close)
-    upstream.on("error", close)
-    socket.on("close", close)
-    upstream.on("close", close)
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const url = new URL(target.href)
-  url.hostname = "127.0.0.1"
-  url.port = String((server.address() as Net.AddressInfo).port)
-  return {
-    url: Redacted.make(url.href),
-    statements,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
-  }
-}
 
 describe("issue 13 auth cache on PostgreSQL", () => {
   const database = ManagedRuntime.make(TestDatabase.layer)

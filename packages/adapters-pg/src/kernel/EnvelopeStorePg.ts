@@ -1,17 +1,36 @@
-import { type AccessRead, EnvelopeStore } from "@hostplane/core/kernel/EnvelopeStore"
+import { type AccessRead, EnvelopeStore, type Finish } from "@hostplane/core/kernel/EnvelopeStore"
 import { Role } from "@hostplane/core/kernel/Role"
 import { Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import { type SqlClient as Client, SqlClient, type Statement } from "effect/sql"
 import { OrgRowSchema } from "../orgs/OrgStorePg.ts"
 import { ProjectRowSchema } from "../projects/ProjectStorePg.ts"
 import { insertAudit } from "./AuditLogPg.ts"
-import { stampRevision } from "./NodeRevisionsPg.ts"
+import { raiseCtes, stampRevision } from "./NodeRevisionsPg.ts"
 
 const decodeOrg = Schema.decodeUnknownEffect(OrgRowSchema)
 const decodeRole = Schema.decodeUnknownEffect(Role)
 const decodeProject = Schema.decodeUnknownEffect(ProjectRowSchema)
 
 type Row = Record<string, unknown>
+
+/**
+ * A store write that carries the envelope's `Finish`: `write` (an `INSERT`, `UPDATE` or `DELETE` with `RETURNING`)
+ * runs as the CTE `written` beside the audit insert and the revision raise, and the statement answers its rows. One
+ * statement, one snapshot: the writes commit together, as `finish` after `write` would.
+ */
+export const finishing = <A extends object>(
+  sql: Client.SqlClient,
+  write: Statement.Fragment,
+  finish: Finish | undefined
+): Statement.Statement<A> => {
+  const ctes = [
+    ...(finish?.audit === undefined ? [] : [sql`audit AS (${insertAudit(sql, finish.audit)})`]),
+    ...(finish?.raise === undefined ? [] : [raiseCtes(sql, finish.raise)])
+  ]
+  return ctes.length === 0
+    ? sql<A>`${write}`
+    : sql<A>`WITH ${sql.csv(ctes)}, written AS (${write}) SELECT * FROM written`
+}
 
 /** The org's columns, the member's role, the project's columns under `project_*` names (null when not joined). */
 const accessOf = (rows: ReadonlyArray<Row>): Effect.Effect<AccessRead> =>
@@ -41,8 +60,8 @@ const accessOf = (rows: ReadonlyArray<Row>): Effect.Effect<AccessRead> =>
 
 /**
  * `EnvelopeStore` on PostgreSQL. The reads are one join of `orgs`, `memberships` and `projects`; the lock is the org
- * row's `FOR UPDATE` as `OrgStore.lock` takes it, then that join; `finish` puts the audit insert and the revision
- * raise in one statement (data-modifying CTEs all run, in one snapshot).
+ * row's `FOR UPDATE` as `OrgStore.lock` takes it, then that join, both in one function call; `finish` puts the audit
+ * insert and the revision raise in one statement (data-modifying CTEs all run, in one snapshot).
  */
 export const layer = Layer.effect(
   EnvelopeStore,
@@ -62,18 +81,17 @@ export const layer = Layer.effect(
           LEFT JOIN memberships m ON m.org_id = o.id AND m.user_id = ${userId}
           LEFT JOIN projects p ON p.org_id = o.id AND p.name = ${projectName ?? null}
           WHERE o.slug = ${orgSlug}`.pipe(Effect.orDie, Effect.flatMap(accessOf)),
-      // Two statements: one that waits for the lock, then the reads. A statement's snapshot is taken before it
-      // waits, so reads joined to `FOR UPDATE` would miss what the previous holder committed (a project's delete).
+      // One round trip: `hostplane_envelope_lock` (migration 0026) takes the lock, then reads in a fresh snapshot. Reads
+      // joined to `FOR UPDATE` in one statement would use the snapshot taken before it waited, and miss what the
+      // previous holder committed (a project's delete).
       lock: (orgId, userId, projectId) =>
-        sql`SELECT id FROM orgs WHERE id = ${orgId} FOR UPDATE`.pipe(
-          Effect.andThen(
-            sql<Row>`
-              SELECT ${columns}
-              FROM orgs o
-              LEFT JOIN memberships m ON m.org_id = o.id AND m.user_id = ${userId}
-              LEFT JOIN projects p ON p.id = ${projectId ?? null}
-              WHERE o.id = ${orgId}`
-          ),
+        sql<Row>`
+          SELECT (l.org).id, (l.org).slug, (l.org).name, (l.org).plan, (l.org).personal, (l.org).created_at, l.role,
+            (l.project).id AS project_id, (l.project).org_id AS project_org_id, (l.project).name AS project_name,
+            (l.project).hostname AS project_hostname, (l.project).created_at AS project_created_at,
+            (l.project).live_deployment_id AS project_live_deployment_id,
+            (l.project).deleting_since AS project_deleting_since
+          FROM hostplane_envelope_lock(${orgId}, ${userId}, ${projectId ?? null}) l`.pipe(
           Effect.orDie,
           Effect.flatMap(accessOf)
         ),

@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import createNodeRevisions from "../migrations/0011_create_node_revisions.ts"
+import addEnvelopeLock from "../migrations/0026_add_envelope_lock.ts"
 import { areaPg } from "../Area.ts"
 import * as AuditLogPg from "./AuditLogPg.ts"
 import * as EnvelopeStorePg from "./EnvelopeStorePg.ts"
@@ -10,5 +11,5 @@ import * as TransactorPg from "./TransactorPg.ts"
 export const KernelAreaPg = areaPg({
   name: "kernel",
   stores: Layer.mergeAll(AuditLogPg.layer, TransactorPg.layer, NodeRevisionsPg.layer, EnvelopeStorePg.layer),
-  migrations: { "0011_create_node_revisions": createNodeRevisions }
+  migrations: { "0011_create_node_revisions": createNodeRevisions, "0026_add_envelope_lock": addEnvelopeLock }
 })

@@ -15,6 +15,15 @@ export const stampRevision = (sql: Client.SqlClient, projectId: string) => sql`
   INSERT INTO project_revisions (project_id, revision) SELECT ${projectId}, value FROM next
   ON CONFLICT (project_id) DO UPDATE SET revision = excluded.revision`
 
+/**
+ * The same raise as two named CTEs, `next` (the counter) and `stamp` (the project's row), for a statement that does
+ * other writes beside it (`EnvelopeStorePg.finishing`).
+ */
+export const raiseCtes = (sql: Client.SqlClient, projectId: string) => sql`
+  next AS (UPDATE node_revision SET value = value + 1 RETURNING value),
+  stamp AS (INSERT INTO project_revisions (project_id, revision) SELECT ${projectId}, value FROM next
+    ON CONFLICT (project_id) DO UPDATE SET revision = excluded.revision)`
+
 /** `NodeRevisions` on PostgreSQL: the counter row's lock, held until commit, orders revisions by commit. */
 export const layer = Layer.effect(
   NodeRevisions,

@@ -2,6 +2,7 @@ import { SecretMeta } from "@hostplane/core/secrets/Secret"
 import { SecretStore } from "@hostplane/core/secrets/SecretStore"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
+import { finishing } from "../kernel/EnvelopeStorePg.ts"
 import { Timestamp } from "../internal/Rows.ts"
 import { ProjectId } from "@hostplane/core/kernel/Ids"
 
@@ -35,30 +36,27 @@ export const layer = Layer.effect(
         sql`SELECT project_id, name, version, key_id, ciphertext, updated_at FROM secrets
             WHERE project_id = ${projectId} ORDER BY name COLLATE "C"`
     })
-    const put = SqlSchema.findOne({
-      Request: Schema.Struct({
-        projectId: Schema.String,
-        name: Schema.String,
-        keyId: Schema.String,
-        ciphertext: Schema.String,
-        at: Schema.String
-      }),
-      Result: MetaRow,
-      execute: ({ projectId, name, keyId, ciphertext, at }) =>
-        sql`INSERT INTO secrets (project_id, name, version, key_id, ciphertext, updated_at)
-            VALUES (${projectId}, ${name}, 1, ${keyId}, ${ciphertext}, ${at}::timestamptz)
+    const decodeMeta = Schema.decodeUnknownEffect(MetaRow)
+
+    return SecretStore.of({
+      list: (projectId) => list(projectId).pipe(Effect.orDie),
+      // Plain `sql` and one row decode: the request needs no encoding, and this runs under the org lock.
+      put: (projectId, name, sealed, at, finish) =>
+        finishing<Record<string, unknown>>(
+          sql,
+          sql`INSERT INTO secrets (project_id, name, version, key_id, ciphertext, updated_at)
+            VALUES (${projectId}, ${name}, 1, ${sealed.keyId}, ${sealed.ciphertext}, ${at}::timestamptz)
             ON CONFLICT (project_id, name) DO UPDATE SET
               version = secrets.version + 1,
               key_id = EXCLUDED.key_id,
               ciphertext = EXCLUDED.ciphertext,
               updated_at = EXCLUDED.updated_at
-            RETURNING name, version, updated_at`
-    })
-
-    return SecretStore.of({
-      list: (projectId) => list(projectId).pipe(Effect.orDie),
-      put: (projectId, name, sealed, at) =>
-        put({ projectId, name, keyId: sealed.keyId, ciphertext: sealed.ciphertext, at }).pipe(Effect.orDie),
+            RETURNING name, version, updated_at`,
+          finish
+        ).pipe(
+          Effect.flatMap((rows) => decodeMeta(rows[0])),
+          Effect.orDie
+        ),
       remove: (projectId, name) =>
         sql`DELETE FROM secrets WHERE project_id = ${projectId} AND name = ${name} RETURNING name`.pipe(
           Effect.map((rows) => rows.length > 0),

@@ -15,11 +15,21 @@ export interface AccessRead {
 }
 
 /**
+ * The last writes of a project write's envelope, the audit row and the node revision raise (either may be absent),
+ * handed to the change's own store write to record in the same statement: one round trip less under the org lock.
+ * Built by `Mutation` (`ProjectWrite.finish`); the change that passed it to its store answers `carried(result, finish)`.
+ */
+export interface Finish {
+  readonly audit: AuditEvent | undefined
+  readonly raise: ProjectId | undefined
+}
+
+/**
  * The round trips of every authorized write, fused: `Policy` reads the org, the role and the project in one, and
- * `Mutation` takes the org lock and then makes the same reads in one (a statement that waited for the lock still sees
- * its old snapshot), then records the audit row and raises the node revision in one. The reads and writes are those
- * of `OrgStore`, `ProjectStore`, the audit log and `NodeRevisions`, on the
- * same tables; under load each round trip inside the org lock costs every writer of the org waiting behind it.
+ * `Mutation` takes the org lock and then makes the same reads in one round trip (reads in a statement that waited for
+ * the lock would still see its old snapshot, so an adapter must read after the lock is held), then records the audit
+ * row and raises the node revision in one (or lets the change's own write carry them: `Finish`). The reads and writes
+ * are those of `OrgStore`, `ProjectStore`, the audit log and `NodeRevisions`, on the same tables; under load each round trip inside the org lock costs every writer of the org waiting behind it.
  */
 export class EnvelopeStore extends Context.Service<
   EnvelopeStore,

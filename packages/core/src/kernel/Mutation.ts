@@ -4,7 +4,7 @@ import { OrgStore } from "../orgs/OrgStore.ts"
 import type { ProjectRow } from "../projects/Project.ts"
 import type { Actor } from "./Actor.ts"
 import { type AuditAction, type AuditEvent, AuditLog } from "./Audit.ts"
-import { EnvelopeStore } from "./EnvelopeStore.ts"
+import { EnvelopeStore, type Finish } from "./EnvelopeStore.ts"
 import { type Membership, Policy, type ProjectAccess } from "./Policy.ts"
 import type { Role } from "./Role.ts"
 import { nowIso } from "./Time.ts"
@@ -28,12 +28,25 @@ export interface Audited<A> {
   readonly result: A
   readonly audit: AuditEntry | undefined
   readonly changed: boolean
+  /** The envelope's `Finish` that the change's own store write recorded (`carried`): the envelope writes nothing more. */
+  readonly carried?: Finish
 }
 
 export const audited = <A>(result: A, audit: AuditEntry): Audited<A> => ({ result, audit, changed: true })
 
 /** A write that changed nothing (a repeat), or an outcome that is neither audited nor applied by a node. */
 export const unaudited = <A>(result: A): Audited<A> => ({ result, audit: undefined, changed: false })
+
+/**
+ * A change whose store write recorded the envelope's last writes itself: `finish` is what `ProjectWrite.finish` gave
+ * the change, passed to that write. It counts as a change (the revision raise of a `{ node: true }` write is in it).
+ */
+export const carried = <A>(result: A, finish: Finish): Audited<A> => ({
+  result,
+  audit: undefined,
+  changed: true,
+  carried: finish
+})
 
 /** A change spec part 6 lists no audit event for (the database grant): no audit row, but it raises the revision. */
 export const unlisted = <A>(result: A): Audited<A> => ({ result, audit: undefined, changed: true })
@@ -64,6 +77,12 @@ export interface OrgWrite extends Membership {
 
 export interface ProjectWrite extends ProjectAccess {
   readonly at: string
+  /**
+   * For a change that is one store write audited as `entry`: the envelope's audit row and (for a `{ node: true }`
+   * write) revision raise, for that write to record in its own statement, one round trip less under the org lock.
+   * The change then answers `carried(result, finish)`, and the envelope checks that it got back the finish it gave.
+   */
+  readonly finish: (entry: AuditEntry) => Finish
 }
 
 const refuseDeleting = (project: ProjectRow) =>
@@ -131,31 +150,39 @@ export class Mutation extends Context.Service<
       const policy = yield* Policy
       const envelope = yield* EnvelopeStore
 
-      /** Runs the change and records its audit row; the caller provides the transaction. */
+      /**
+       * Runs the change and records its audit row; the caller provides the transaction. A change that took `finish`
+       * must answer `carried` with it: its store write recorded the audit row and the raise, so nothing is left here.
+       */
       const commit = <A, E, R>(
         actor: Actor,
         orgId: OrgId | null,
-        change: (at: string) => Effect.Effect<Audited<A>, E, R>,
+        change: (at: string, finish: (entry: AuditEntry) => Finish) => Effect.Effect<Audited<A>, E, R>,
         raise?: ProjectId
       ): Effect.Effect<A, E, R> =>
         Effect.gen(function* () {
           const at = yield* nowIso
-          const { result, audit: entry, changed } = yield* change(at)
-          const event =
-            entry === undefined
-              ? undefined
-              : {
-                  action: entry.action,
-                  orgId: entry.orgId ?? orgId,
-                  actorId: actor.userId,
-                  target: entry.target,
-                  data: entry.data ?? {},
-                  at
-                }
-          const raised = changed ? raise : undefined
+          const eventOf = (entry: AuditEntry): AuditEvent => ({
+            action: entry.action,
+            orgId: entry.orgId ?? orgId,
+            actorId: actor.userId,
+            target: entry.target,
+            data: entry.data ?? {},
+            at
+          })
+          let issued: Finish | undefined
+          const outcome = yield* change(at, (entry) => (issued = { audit: eventOf(entry), raise }))
+          if (issued !== undefined || outcome.carried !== undefined) {
+            if (outcome.carried !== issued) {
+              return yield* Effect.die(new Error("Mutation: a change took the envelope's finish but did not carry it"))
+            }
+            return outcome.result
+          }
+          const event = outcome.audit === undefined ? undefined : eventOf(outcome.audit)
+          const raised = outcome.changed ? raise : undefined
           // Last in the transaction, so the revision counter is held only until the commit.
           if (event !== undefined || raised !== undefined) yield* envelope.finish(event, raised)
-          return result
+          return outcome.result
         })
 
       const authorizeOrg = Effect.fn("Mutation.authorizeOrg")(function* (actor: Actor, orgSlug: string, minimum: Role) {
@@ -206,7 +233,7 @@ export class Mutation extends Context.Service<
             return yield* commit(
               grant.actor,
               grant.org.id,
-              (at) => change({ ...membership, project: current.value, at }),
+              (at, finish) => change({ ...membership, project: current.value, at, finish }),
               options.node === true ? current.value.id : undefined
             )
           })

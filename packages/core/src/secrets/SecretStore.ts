@@ -1,6 +1,7 @@
 import { Context, Effect } from "effect"
 import type { SecretMeta, SecretRow } from "./Secret.ts"
 import type { Sealed } from "./Sealer.ts"
+import type { Finish } from "../kernel/EnvelopeStore.ts"
 import type { ProjectId } from "../kernel/Ids.ts"
 
 /** Project secrets, unique by name (case-sensitive) in a project; values are stored sealed only. */
@@ -11,9 +12,16 @@ export class SecretStore extends Context.Service<
     readonly list: (projectId: ProjectId) => Effect.Effect<ReadonlyArray<SecretMeta>>
     /**
      * Stores `sealed` under `name` in one atomic step: version 1 for a name the project does not hold, otherwise the
-     * stored version plus one, so concurrent puts get distinct versions.
+     * stored version plus one, so concurrent puts get distinct versions. With `finish` (the write envelope's), its
+     * audit row and revision raise are recorded in the same atomic step, as `EnvelopeStore.finish` records them.
      */
-    readonly put: (projectId: ProjectId, name: string, sealed: Sealed, at: string) => Effect.Effect<SecretMeta>
+    readonly put: (
+      projectId: ProjectId,
+      name: string,
+      sealed: Sealed,
+      at: string,
+      finish?: Finish
+    ) => Effect.Effect<SecretMeta>
     /** Removes the secret; false when the project holds no such name. */
     readonly remove: (projectId: ProjectId, name: string) => Effect.Effect<boolean>
     /** Every secret of the project with its sealed value, by name. */

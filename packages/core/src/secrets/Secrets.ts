@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Redacted } from "effect"
 import { BadRequest, type Forbidden, NotFound, type OpInFlight, ReservedName } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
-import { audited, Mutation } from "../kernel/Mutation.ts"
+import { audited, carried, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import {
   isReservedSecretName,
@@ -87,10 +87,12 @@ export class Secrets extends Context.Service<
         const sealed = yield* sealer.seal(Redacted.value(value), secretContext(grant.project.id, secretName))
         return yield* mutation.project(
           grant,
-          ({ project, at }) =>
-            Effect.map(store.put(project.id, secretName, sealed, at), (meta) =>
-              audited(meta, { action: "secret.set", target: project.id, data: { name: secretName } })
-            ),
+          ({ project, at, finish }) => {
+            const finished = finish({ action: "secret.set", target: project.id, data: { name: secretName } })
+            return Effect.map(store.put(project.id, secretName, sealed, at, finished), (meta) =>
+              carried(meta, finished)
+            )
+          },
           { node: true }
         )
       })

@@ -3,15 +3,12 @@ import { Effect, Layer, Option } from "effect"
 import { MemoryState, type MemoryStore } from "../memory/MemoryState.ts"
 import * as OrgStoreMemory from "../orgs/OrgStoreMemory.ts"
 import * as ProjectStoreMemory from "../projects/ProjectStoreMemory.ts"
-import * as AuditLogMemory from "./AuditLogMemory.ts"
-import * as NodeRevisionsMemory from "./NodeRevisionsMemory.ts"
+import { recordFinish } from "./FinishMemory.ts"
 
 /** `EnvelopeStore` on the shared memory state: the reads and writes of the area stores it fuses, one after another. */
 export const make = (store: MemoryStore): Kernel.EnvelopeStore["Service"] => {
   const orgs = OrgStoreMemory.make(store)
   const projects = ProjectStoreMemory.make(store)
-  const audit = AuditLogMemory.make(store)
-  const revisions = NodeRevisionsMemory.make(store)
   const roleIn = (org: Option.Option<{ readonly id: Kernel.OrgId }>, userId: Kernel.UserId) =>
     Option.isSome(org) ? orgs.findMembership(org.value.id, userId) : Effect.succeed(Option.none<Kernel.Role>())
   return Kernel.EnvelopeStore.of({
@@ -34,11 +31,7 @@ export const make = (store: MemoryStore): Kernel.EnvelopeStore["Service"] => {
           Option.isSome(org) && projectId !== undefined ? yield* projects.findById(projectId) : Option.none()
         return { org, role, project }
       }),
-    finish: (event, raise) =>
-      Effect.gen(function* () {
-        if (event !== undefined) yield* audit.record(event)
-        if (raise !== undefined) yield* revisions.raise(raise)
-      })
+    finish: (audit, raise) => recordFinish(store, { audit, raise })
   })
 }
 

@@ -4,7 +4,13 @@ import { Effect, Exit, type Layer, Schema } from "effect"
 import { at, givenProject, minute, uniqueId } from "../contract/Fixtures.ts"
 
 /** What the secret contract needs beside `SecretStore`: secrets belong to projects, which belong to orgs. */
-export type SecretStoreSuiteServices = Secrets.SecretStore | Projects.ProjectStore | Orgs.OrgStore | Kernel.Transactor
+export type SecretStoreSuiteServices =
+  | Secrets.SecretStore
+  | Projects.ProjectStore
+  | Orgs.OrgStore
+  | Kernel.Transactor
+  | Kernel.AuditLog
+  | Kernel.NodeRevisions
 
 class Boom extends Schema.TaggedError<Boom>()("Boom", { message: Schema.String }) {}
 
@@ -105,6 +111,50 @@ export const secretStoreSuite = <E>(name: string, store: Layer.Layer<SecretStore
           Array.from({ length: 20 }, (_, i) => i + 1)
         )
         assert.strictEqual((yield* secrets.list(project.id))[0]?.version, 20)
+      })
+    )
+
+    it.effect("a put carrying the envelope's finish records its audit row and raises the revision, or neither", () =>
+      Effect.gen(function* () {
+        const secrets = yield* Secrets.SecretStore
+        const tx = yield* Kernel.Transactor
+        const audit = yield* Kernel.AuditLog
+        const revisions = yield* Kernel.NodeRevisions
+        const project = yield* givenProject
+        const event: Kernel.AuditEvent = {
+          action: "secret.set",
+          orgId: project.orgId,
+          actorId: null,
+          target: project.id,
+          data: { name: "CARRIED" },
+          at: at(0)
+        }
+        const start = (yield* revisions.changedAfter(Number.MAX_SAFE_INTEGER, 1)).revision
+        const meta = yield* tx.withTransaction(
+          secrets.put(project.id, "CARRIED", sealed("a"), at(0), { audit: event, raise: project.id })
+        )
+        assert.deepStrictEqual(meta, { name: "CARRIED", version: 1, updatedAt: at(0) })
+        assert.deepStrictEqual(yield* audit.list({ orgId: project.orgId }), [event])
+        const raised = yield* revisions.changedAfter(start, 1000)
+        assert.isTrue(raised.projects.some((stamp) => stamp.projectId === project.id))
+        yield* tx.withTransaction(
+          secrets.put(project.id, "CARRIED", sealed("b"), at(minute), { audit: undefined, raise: undefined })
+        )
+        assert.strictEqual((yield* audit.list({ orgId: project.orgId })).length, 1)
+        assert.isFalse(
+          (yield* revisions.changedAfter(raised.revision, 1000)).projects.some((s) => s.projectId === project.id)
+        )
+        const exit = yield* Effect.exit(
+          tx.withTransaction(
+            Effect.andThen(
+              secrets.put(project.id, "CARRIED", sealed("c"), at(minute), { audit: event, raise: project.id }),
+              Effect.fail(new Boom({ message: "roll back" }))
+            )
+          )
+        )
+        assert.isTrue(Exit.isFailure(exit))
+        assert.strictEqual((yield* audit.list({ orgId: project.orgId })).length, 1)
+        assert.strictEqual((yield* secrets.list(project.id))[0]?.version, 2)
       })
     )
 

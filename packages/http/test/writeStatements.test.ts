@@ -1,0 +1,70 @@
+import * as Pg from "@hostplane/adapters-pg"
+import { layer as pgDatabase } from "@hostplane/adapters-pg/PgDatabase"
+import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
+import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { countingProxy } from "./support/CountingProxy.ts"
+import { auditOf, client, startTestServer, unique } from "./support/TestServer.ts"
+
+// Issue 13: every writer of an org waits for its lock, so each round trip between the lock and the commit is paid by
+// all of them. An authenticated write makes as few as it can; this pins how many, through a TCP proxy.
+
+/** What a statement of the write is, by its text. */
+const kindOf = (statement: string) =>
+  statement === "BEGIN"
+    ? "begin"
+    : statement === "COMMIT"
+      ? "commit"
+      : statement.includes("hostplane_envelope_lock(")
+        ? "lock"
+        : /^\s*SELECT[\s\S]*FROM orgs o\s+LEFT JOIN memberships/.test(statement)
+          ? "access"
+          : statement
+
+describe("issue 13: the statements of an authenticated write", () => {
+  const database = ManagedRuntime.make(TestDatabase.layer)
+  let url: Redacted.Redacted<string>
+  beforeAll(async () => {
+    url = (await database.runPromise(Effect.service(TestDatabase))).url
+  })
+  afterAll(() => database.dispose())
+
+  it("PUT a secret: the access read, then BEGIN, the lock with its reads, one write with the audit row and the revision, COMMIT", async () => {
+    const proxy = await countingProxy(new URL(Redacted.value(url)))
+    const server = await startTestServer(Pg.layer.pipe(Layer.provideMerge(pgDatabase(proxy.url))))
+    try {
+      const api = client(server.url)
+      const admin = await api.login(unique("writer"))
+      const slug = unique("org")
+      await api.post("/v1/orgs", { name: "Counted", slug }, { token: admin.token })
+      await api.post(`/v1/orgs/${slug}/projects`, { name: "site" }, { token: admin.token })
+      const path = `/v1/orgs/${slug}/projects/site/secrets/COUNTED`
+      expect((await api.put(path, { value: "one" }, { token: admin.token })).status).toBe(200)
+      // The org's creation notifies the auth cache's listener, which forgets the user when it lands (within a second):
+      // wait it out, then warm the cache again, so the counted put reads no session.
+      await new Promise((resolve) => setTimeout(resolve, 1500))
+      expect((await api.put(path, { value: "two" }, { token: admin.token })).status).toBe(200)
+      proxy.statements.length = 0
+      const put = await api.put(path, { value: "three" }, { token: admin.token })
+      const statements = [...proxy.statements]
+      expect(put.status).toBe(200)
+      expect(put.body.version).toBe(3)
+      const kinds = statements.map(kindOf)
+      expect(kinds.slice(0, 3), statements.join("\n---\n")).toEqual(["access", "begin", "lock"])
+      expect(kinds.slice(4), statements.join("\n---\n")).toEqual(["commit"])
+      // Under the lock, one statement before COMMIT: the upsert, the audit row and the revision raise together.
+      const write = statements[3]!
+      expect(write).toMatch(/INSERT INTO secrets/)
+      expect(write).toMatch(/INSERT INTO audit_events/)
+      expect(write).toMatch(/UPDATE node_revision/)
+      expect(statements).toHaveLength(5)
+      const sets = (await auditOf(server, slug)).filter((event) => event.action === "secret.set")
+      expect(sets.map((event) => [event.actorId, event.data])).toEqual(
+        Array.from({ length: 3 }, () => [admin.userId, { name: "COUNTED" }])
+      )
+    } finally {
+      await server.close()
+      await proxy.close()
+    }
+  })
+})
