@@ -18,9 +18,26 @@ type Header = TarStream.Header & { readonly byteOffset?: number }
 
 interface TarEntry {
   readonly header: Header
-  /** The entry's bytes (none for a folder); the next entry is parsed once these are read or left. */
-  readonly content: Stream.Stream<Uint8Array, Errors.InvalidBundle>
+  /** Reads the entry's bytes to their end and keeps them; the next entry is parsed once these are read or left. */
+  readonly read: Effect.Effect<Uint8Array, Errors.InvalidBundle>
+  /** Reads the entry's bytes to their end and keeps none. */
+  readonly skip: Effect.Effect<void, Errors.InvalidBundle>
 }
+
+/**
+ * Reads one entry to its end with one promise (an entry is 1 KiB to a few MiB; 20,000 of them may arrive, and a
+ * stream per entry would cost more than its few chunks). `keep` gathers the bytes: the manifest only.
+ */
+const readEntry = (entry: AsyncIterable<unknown>, failure: (error: unknown) => Errors.InvalidBundle, keep: boolean) =>
+  Effect.tryPromise({
+    try: async () => {
+      const chunks: Array<Uint8Array> = []
+      // tar-stream's entries yield Buffers; its typings say unknown.
+      for await (const chunk of entry) if (keep) chunks.push(chunk as Uint8Array)
+      return Buffer.concat(chunks)
+    },
+    catch: failure
+  })
 
 interface Inspection {
   readonly files: ReadonlyArray<Deployments.BundleFile>
@@ -144,8 +161,8 @@ const forEachEntry = <E, E2, R>(
         Stream.runForEach((entry) =>
           f({
             header: entry.header,
-            // tar-stream's entries yield Buffers; its typings say unknown.
-            content: Stream.fromAsyncIterable(entry, failure).pipe(Stream.map((chunk) => chunk as Uint8Array))
+            read: readEntry(entry, failure, true),
+            skip: Effect.asVoid(readEntry(entry, failure, false))
           })
         )
       )
@@ -261,7 +278,7 @@ const inspect = (
         const offset = entry.header.byteOffset
         if (offset === undefined) return yield* Effect.die(new Error("tar-stream no longer reports entry offsets"))
         files.push({ path, offset, bytes: entry.header.size ?? 0 })
-        if (path !== Deployments.manifestPath) return yield* Stream.runDrain(entry.content)
+        if (path !== Deployments.manifestPath) return yield* entry.skip
         if ((entry.header.size ?? 0) > Deployments.manifestMaxBytes) {
           return yield* Deployments.invalidBundle(
             "manifest_too_large",
@@ -269,7 +286,7 @@ const inspect = (
             { limit: Deployments.manifestMaxBytes }
           )
         }
-        manifest = yield* Stream.mkUint8Array(entry.content)
+        manifest = yield* entry.read
       })
 
     return forEachEntry(inflated, check).pipe(
