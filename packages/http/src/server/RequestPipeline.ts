@@ -63,7 +63,11 @@ export const maxJsonBody = ByteSize.mebibytes(1)
 
 const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
 
-const newRequestId = () => `req_${globalThis.crypto.randomUUID().replace(/-/g, "")}`
+/** `req_` and a random UUID's 32 hex digits (its dashes cut by position: a regex replace cost as much as the UUID). */
+const newRequestId = () => {
+  const uuid = globalThis.crypto.randomUUID()
+  return `req_${uuid.slice(0, 8)}${uuid.slice(9, 13)}${uuid.slice(14, 18)}${uuid.slice(19, 23)}${uuid.slice(24)}`
+}
 
 /**
  * Every response leaves here: failures the typed handlers did not answer (bad bodies, unknown routes, defects)
