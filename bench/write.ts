@@ -113,8 +113,15 @@ const main = async () => {
 
   // 3. One after the other, the same request to each, `runs` times.
   const targets: ReadonlyArray<Target> = [
-    { name: "fastify", url: `${fastifyBase}${secretPath}`, child: fastify, withChildren: false },
-    { name: "hostplane", url: `${base}${secretPath}`, child: hostplane, withChildren: true }
+    // Both on hostplane's embedded PostgreSQL: its processes' CPU during each load is that server's.
+    {
+      name: "fastify",
+      url: `${fastifyBase}${secretPath}`,
+      child: fastify,
+      withChildren: false,
+      database: hostplane.pid
+    },
+    { name: "hostplane", url: `${base}${secretPath}`, child: hostplane, withChildren: true, database: hostplane.pid }
   ]
   const paired: Array<PairedRun> = []
   for (let run = 1; run <= runs; run++) {
@@ -144,7 +151,8 @@ const main = async () => {
 
   const ratios = {
     hostplaneToFastify: paired.map((p) => p.results.hostplane.requestsPerSecond / p.results.fastify.requestsPerSecond),
-    p99HostplaneToFastify: paired.map((p) => p.results.hostplane.latencyMs.p99 / p.results.fastify.latencyMs.p99)
+    p99HostplaneToFastify: paired.map((p) => p.results.hostplane.latencyMs.p99 / p.results.fastify.latencyMs.p99),
+    cpuHostplaneToFastify: paired.map((p) => cpuPerRequest(p.results.hostplane) / cpuPerRequest(p.results.fastify))
   }
   printTable(paired, ratios)
   const report = {
@@ -156,6 +164,15 @@ const main = async () => {
     options: { durationS, warmupS, connections, runs, pipelining: 1 },
     finalVersion: version,
     runs: paired,
+    cpuUsPerRequest: Object.fromEntries(
+      targets.map((t) => [
+        t.name,
+        {
+          server: spread(paired.map((p) => p.results[t.name].cpu.serverUsPerRequest ?? Number.NaN)),
+          database: spread(paired.map((p) => p.results[t.name].cpu.databaseUsPerRequest ?? Number.NaN))
+        }
+      ])
+    ),
     ratios: Object.fromEntries(Object.entries(ratios).map(([name, values]) => [name, spread(values)]))
   }
   await writeReport("write", report, save)
@@ -168,6 +185,10 @@ const main = async () => {
   }
 }
 
+/** Server and database CPU per request, in microseconds (NaN when not measured). */
+const cpuPerRequest = (m: Measurement) =>
+  (m.cpu.serverUsPerRequest ?? Number.NaN) + (m.cpu.databaseUsPerRequest ?? Number.NaN)
+
 interface PairedRun {
   readonly results: Record<string, Measurement>
   readonly loadAverage: ReadonlyArray<number>
@@ -175,7 +196,7 @@ interface PairedRun {
 
 const printTable = (
   paired: ReadonlyArray<PairedRun>,
-  ratios: Record<"hostplaneToFastify" | "p99HostplaneToFastify", Array<number>>
+  ratios: Record<"hostplaneToFastify" | "p99HostplaneToFastify" | "cpuHostplaneToFastify", Array<number>>
 ) => {
   const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : "n/a")
   const median = (name: string, pick: (m: Measurement) => number) =>
@@ -196,10 +217,28 @@ const printTable = (
     ),
     String(paired.reduce((sum, p) => sum + p.results[name].non2xx, 0)),
     String(paired.reduce((sum, p) => sum + p.results[name].errors + p.results[name].timeouts, 0)),
-    fixed(Math.max(...paired.map((p) => p.results[name].memory.peakRssMiB ?? 0)), 1)
+    fixed(Math.max(...paired.map((p) => p.results[name].memory.peakRssMiB ?? 0)), 1),
+    fixed(
+      median(name, (m) => m.cpu.serverUsPerRequest ?? Number.NaN),
+      0
+    ),
+    fixed(
+      median(name, (m) => m.cpu.databaseUsPerRequest ?? Number.NaN),
+      0
+    )
   ]
   const lines = alignColumns([
-    ["", "req/s", "p50 ms", "p99 ms", "non-2xx", "errors", "peak RSS MiB"],
+    [
+      "",
+      "req/s",
+      "p50 ms",
+      "p99 ms",
+      "non-2xx",
+      "errors",
+      "peak RSS MiB",
+      "server CPU µs/req",
+      "PostgreSQL CPU µs/req"
+    ],
     row("hostplane"),
     row("fastify")
   ])
@@ -210,6 +249,9 @@ const printTable = (
   console.log("-".repeat(lines[0].length))
   console.log(`hostplane/fastify req/s  ${formatRatio(ratios.hostplaneToFastify)}`)
   console.log(`hostplane/fastify p99    ${formatRatio(ratios.p99HostplaneToFastify)} (lower is better)`)
+  console.log(
+    `hostplane/fastify CPU    ${formatRatio(ratios.cpuHostplaneToFastify)} per request, server and PostgreSQL (lower is better)`
+  )
   console.log(`load average after each run: ${paired.map((p) => p.loadAverage.join(" ")).join(" | ")}; ${loadLine()}`)
 }
 

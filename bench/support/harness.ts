@@ -335,14 +335,16 @@ const clockTicks = (() => {
 
 /**
  * CPU seconds (user + system, every thread) one process has used so far, from /proc/<pid>/stat; undefined off Linux.
- * Unlike wall time it hardly moves with the load of other processes on the machine.
+ * Unlike wall time it hardly moves with the load of other processes on the machine. With `reaped`, also the CPU of
+ * the children it has waited for (a PostgreSQL postmaster's exited backends).
  */
-export const cpuSeconds = (pid: number): number | undefined => {
+export const cpuSeconds = (pid: number, reaped = false): number | undefined => {
   if (!hasProc) return undefined
   try {
     const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[11]) + Number(fields[12])) / clockTicks
+    const own = Number(fields[11]) + Number(fields[12])
+    return (reaped ? own + Number(fields[13]) + Number(fields[14]) : own) / clockTicks
   } catch {
     return undefined
   }

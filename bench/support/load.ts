@@ -4,7 +4,7 @@
 import autocannon from "autocannon"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { type Child, hasProc, log, round, rssKiB, samplePeak, statusKiB } from "./harness.ts"
+import { type Child, cpuSeconds, hasProc, log, round, rssKiB, samplePeak, statusKiB } from "./harness.ts"
 
 /** The URL of the embedded PostgreSQL the server started under `dataDir` (its password file, its postmaster.pid). */
 export const embeddedDatabaseUrl = (dataDir: string) => {
@@ -51,6 +51,35 @@ const pssKiB = (pids: ReadonlyArray<number>): number | undefined => {
     }
   }
   return total
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// CPU: what each request costs the server and PostgreSQL, whatever the machine's load does to the rate
+
+/** CPU seconds of every process under `root` (not `root` itself), reaped children included. */
+const treeCpuSeconds = (root: number): number =>
+  descendants(root).reduce((sum, pid) => sum + (cpuSeconds(pid, true) ?? 0), 0)
+
+export interface CpuReport {
+  /** The server process's CPU per answered request during the measured load, in microseconds. */
+  readonly serverUsPerRequest: number | null
+  /** The database's (every process under `Target.database`) CPU per answered request, in microseconds. */
+  readonly databaseUsPerRequest: number | null
+}
+
+const startCpu = (target: Target) => {
+  const server = cpuSeconds(target.child.pid)
+  const database = target.database === undefined || !hasProc ? undefined : treeCpuSeconds(target.database)
+  return (requests: number): CpuReport => {
+    const perRequest = (before: number | undefined, after: number | undefined) =>
+      before === undefined || after === undefined || requests === 0
+        ? null
+        : round(((after - before) * 1e6) / requests, 0)
+    return {
+      serverUsPerRequest: perRequest(server, cpuSeconds(target.child.pid)),
+      databaseUsPerRequest: target.database === undefined ? null : perRequest(database, treeCpuSeconds(target.database))
+    }
+  }
 }
 
 export interface MemoryReport {
@@ -150,6 +179,8 @@ export interface Target {
   readonly url: string
   readonly child: Child
   readonly withChildren: boolean
+  /** The process whose descendants are the database this target uses (hostplane's: its embedded PostgreSQL). */
+  readonly database?: number | undefined
 }
 
 export interface Measurement {
@@ -172,6 +203,7 @@ export interface Measurement {
   readonly mismatches: number
   readonly statusCodes: Record<string, number>
   readonly memory: MemoryReport
+  readonly cpu: CpuReport
 }
 
 export interface LoadOptions {
@@ -206,7 +238,9 @@ export const measure = async (target: Target, load_: LoadOptions): Promise<Measu
       await load({ ...options, duration: warmupS })
     }
     log(`${target.name}: measuring ${durationS} s, ${connections} connections`)
+    const cpu = startCpu(target)
     const { result, latencies } = await load({ ...options, duration: durationS })
+    const cpuReport = cpu(result.requests.total)
     report = memory.stop()
     const sorted = latencies.slice().sort()
     const mean = sorted.reduce((sum, value) => sum + value, 0) / Math.max(1, sorted.length)
@@ -229,7 +263,8 @@ export const measure = async (target: Target, load_: LoadOptions): Promise<Measu
       timeouts: result.timeouts,
       mismatches: result.mismatches,
       statusCodes: Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, stat]) => [code, stat.count])),
-      memory: report
+      memory: report,
+      cpu: cpuReport
     }
   } finally {
     if (report === undefined) memory.stop()
