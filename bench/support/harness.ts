@@ -287,7 +287,9 @@ export const startHostplane = async (dir: string, extraEnv: NodeJS.ProcessEnv = 
     Path.join(dir, "hostplane.log")
   )
   const login = JSON.stringify({ subject: "bench", name: "Bench" })
-  const token = await waitFor(child, 90_000, async () => {
+  // 180 s: at a load average of 10-13 on 2 cores the embedded PostgreSQL's first start (initdb, migrations) took over
+  // 90 s twice in one afternoon, and the bench failed before measuring anything.
+  const token = await waitFor(child, 180_000, async () => {
     const reply = await request("POST", `${base}/v1/auth/dev/login`, { "content-type": "application/json" }, login)
     if (reply.status !== 200)
       throw new Error(`dev login answered ${reply.status}: ${reply.body.toString("utf8").slice(0, 200)}`)
