@@ -28,6 +28,9 @@ export const databaseNodeSuite = <E>(
         assert.deepStrictEqual(again, first)
         assert.deepStrictEqual(yield* node.endpoint(project), first)
         assert.isAbove(first.port, 0)
+        // What clients are told: TLS required, or none at all (a node without TLS has no authority to verify with).
+        assert.include(["require", "disable"], first.sslmode)
+        if (first.sslmode === "disable") assert.isUndefined(node.authority)
       })
     )
 
