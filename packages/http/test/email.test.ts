@@ -1,5 +1,5 @@
-import { Email, Kernel } from "@hostplane/core"
-import { Effect } from "effect"
+import { Email, Jobs, Kernel, Orgs } from "@hostplane/core"
+import { Effect, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
@@ -99,6 +99,43 @@ describe.each(backends)("spec 4.8 email (%s)", (_name, stores) => {
     expect(await emailEvents(slug)).toEqual([])
   })
 
+  it("a project named under an org it does not belong to is 404 not_found on every email route, whatever the role", async () => {
+    const { slug } = await fresh()
+    const other = await fresh()
+    // Granted in its own org, with a log row: a route that found it through the wrong org would answer them.
+    expect((await api.post(path(other.slug, other.project.name), undefined, { token: suite.admin.token })).status).toBe(
+      200
+    )
+    const row = await insertRow(suite.server, { projectId: other.project.id })
+    const viewer = await withRole(slug, "viewer")
+    const routes = (name: string) =>
+      [
+        ["GET", path(slug, name)],
+        ["POST", path(slug, name)],
+        ["DELETE", path(slug, name)],
+        ["GET", path(slug, name, "/log")],
+        ["GET", path(slug, name, `/log/${row}`)],
+        ["GET", path(slug, name, `/log/${row}/raw`)]
+      ] as const
+    for (const [token, name] of [
+      [suite.admin.token, other.project.name],
+      [viewer.token, other.project.name],
+      [suite.admin.token, "no-such-project"]
+    ] as const) {
+      for (const [method, route] of routes(name)) {
+        const reply = await api.call(method, route, { token })
+        expect({ method, route, status: reply.status, code: reply.body.code }).toEqual({
+          method,
+          route,
+          status: 404,
+          code: "not_found"
+        })
+      }
+    }
+    expect((await api.get(path(other.slug, other.project.name), { token: suite.admin.token })).body.granted).toBe(true)
+    expect(await emailEvents(slug)).toEqual([])
+  })
+
   describe("roles", () => {
     const setup = async (slug: string) => (await newProject(slug)).name
     itChecksRoles(suite, {
@@ -193,6 +230,34 @@ describe.each(backends)("spec 4.8 email (%s)", (_name, stores) => {
       expect(second.body).toEqual({ items: [expect.objectContaining({ id: old })], nextCursor: null })
       const status = await api.get(path(slug, project.name), { token })
       expect(status.body).toMatchObject({ sent24h: 2, received24h: 1 })
+    })
+
+    it("the mail_log_purge job drops rows past the org plan's keepDays (30 free, 365 pro); the log shows the rest", async () => {
+      const free = await fresh()
+      const pro = await fresh()
+      await suite.server.run(
+        Effect.gen(function* () {
+          const orgs = yield* Orgs.OrgStore
+          yield* orgs.setPlan(Option.getOrThrow(yield* orgs.findBySlug(pro.slug)).id, "pro")
+        })
+      )
+      const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000).toISOString()
+      const freeOld = await insertRow(suite.server, { projectId: free.project.id, createdAt: daysAgo(31) })
+      const freeKept = await insertRow(suite.server, { projectId: free.project.id, createdAt: daysAgo(29) })
+      const proKept = await insertRow(suite.server, { projectId: pro.project.id, createdAt: daysAgo(364) })
+      const proOld = await insertRow(suite.server, { projectId: pro.project.id, createdAt: daysAgo(366) })
+      const ids = async (at: { slug: string; project: { name: string } }) =>
+        (await api.get(path(at.slug, at.project.name, "/log"), { token: suite.admin.token })).body.items.map(
+          (row: { id: string }) => row.id
+        )
+      expect(await ids(free)).toEqual([freeKept, freeOld])
+      expect(await ids(pro)).toEqual([proKept, proOld])
+      // The job the server's runner runs every hour (one always exists), run here once.
+      expect(await suite.server.run(Jobs.JobRunner.runOnce([Email.mailPurgeHandler]))).toBe(1)
+      expect(await ids(free)).toEqual([freeKept])
+      expect(await ids(pro)).toEqual([proKept])
+      const gone = await api.get(path(free.slug, free.project.name, `/log/${freeOld}`), { token: suite.admin.token })
+      expect({ status: gone.status, code: gone.body.code }).toEqual({ status: 404, code: "not_found" })
     })
 
     it("a bad direction, cursor or limit is 400", async () => {

@@ -1,10 +1,10 @@
-import { EndUser, type Kernel, Secrets } from "@hostplane/core"
+import { EndUser, Hostnames, type Kernel, Secrets } from "@hostplane/core"
 import { BackupStoreMemory, DatabaseNodeMemory } from "@hostplane/testkit"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
-import { auditOf, logCapture, useSuite } from "./support/TestServer.ts"
+import { auditOf, logCapture, unique, useSuite } from "./support/TestServer.ts"
 
 const nodeToken = "node-token-auth-5d2e"
 const defaults = { sessionDays: 30, allowSignups: true }
@@ -100,6 +100,66 @@ describe.each(backends)("spec 4.9 end-user auth add-on (%s)", (_name, stores) =>
       hosts: [project.hostname],
       settings: defaults
     })
+  })
+
+  it("hosts are the project's active hostnames: a custom name joins once verified, never while pending_dns", async () => {
+    const slug = await newOrg()
+    const project = await granted(slug)
+    const custom = `login.${unique("shop")}.example`
+    const added = await api.post(`/v1/orgs/${slug}/projects/${project.name}/hostnames`, { name: custom }, admin())
+    expect(added.body).toMatchObject({ status: "pending_dns" })
+    expect((await api.get(authOf(slug, project.name), admin())).body.hosts).toEqual([project.hostname])
+    // What a passing verification does (spec 4.4; the DNS checks themselves are tested with the hostnames).
+    await suite.server.run(
+      Effect.gen(function* () {
+        const store = yield* Hostnames.HostnameStore
+        const row = Option.getOrThrow(yield* store.find(custom))
+        yield* store.markActive(custom, row.verifyToken ?? "", new Date().toISOString())
+      })
+    )
+    expect((await api.get(authOf(slug, project.name), admin())).body.hosts).toEqual([project.hostname, custom])
+    const put = await api.put(providerOf(slug, project.name, "github"), { clientId: "a", clientSecret: "b" }, admin())
+    expect(put.body.hosts).toEqual([project.hostname, custom])
+  })
+
+  it("a project named under an org it does not belong to is 404 not_found on every auth route, whatever the role", async () => {
+    const slug = await newOrg()
+    const other = await newOrg()
+    // Granted and configured in its own org: a route that found it through the wrong org would answer or change it.
+    const foreign = await granted(other)
+    await api.put(providerOf(other, foreign.name, "github"), { clientId: "gh", clientSecret: "s" }, admin())
+    const viewer = await suite.withRole(slug, "viewer")
+    const routes = (name: string) =>
+      [
+        ["GET", authOf(slug, name), undefined],
+        ["POST", authOf(slug, name), undefined],
+        ["PATCH", authOf(slug, name), { sessionDays: 7 }],
+        ["DELETE", authOf(slug, name), undefined],
+        ["PUT", providerOf(slug, name, "google"), { clientId: "g", clientSecret: "s" }],
+        ["DELETE", providerOf(slug, name, "github"), undefined]
+      ] as const
+    for (const [token, name] of [
+      [suite.admin.token, foreign.name],
+      [viewer.token, foreign.name],
+      [suite.admin.token, "no-such-project"]
+    ] as const) {
+      for (const [method, route, body] of routes(name)) {
+        const reply = await api.call(method, route, { token, body })
+        expect({ method, route, status: reply.status, code: reply.body.code }).toEqual({
+          method,
+          route,
+          status: 404,
+          code: "not_found"
+        })
+      }
+    }
+    const status = await api.get(authOf(other, foreign.name), admin())
+    expect(status.body).toMatchObject({
+      granted: true,
+      providers: [{ provider: "github", clientId: "gh" }],
+      settings: defaults
+    })
+    expect(await authAudit(slug)).toEqual([])
   })
 
   it("a grant without the database add-on is 409 database_required and changes nothing", async () => {

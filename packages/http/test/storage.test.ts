@@ -67,6 +67,33 @@ describe.each(backends)("spec 4.7 object storage (%s)", (backend, stores) => {
     ok: 204
   })
 
+  it("a project named under an org it does not belong to is 404 not_found on all three routes, whatever the role", async () => {
+    const slug = await newOrg()
+    const other = await newOrg()
+    const foreign = await newProject(other)
+    // Granted in its own org: a route that found it through the wrong org would answer its status.
+    expect((await api.post(path(other, foreign.name), undefined, asAdmin())).status).toBe(200)
+    const viewer = await suite.withRole(slug, "viewer")
+    for (const [token, name] of [
+      [suite.admin.token, foreign.name],
+      [viewer.token, foreign.name],
+      [suite.admin.token, "no-such-project"]
+    ] as const) {
+      for (const method of ["GET", "POST", "DELETE"]) {
+        const reply = await api.call(method, path(slug, name), { token })
+        expect({ method, name, status: reply.status, code: reply.body.code }).toEqual({
+          method,
+          name,
+          status: 404,
+          code: "not_found"
+        })
+      }
+    }
+    // Nothing reached the project in its own org.
+    expect((await api.get(path(other, foreign.name), asAdmin())).body.enabled).toBe(true)
+    expect((await auditOf(suite.server, slug)).filter((event) => event.action.startsWith("storage."))).toEqual([])
+  })
+
   it("status before a grant: not enabled, the prefix it will have, the free plan's 1 GiB quota, 0 used", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
