@@ -58,7 +58,11 @@ export class Identity extends Context.Service<
     /** The actor behind a bearer token; 401 when unknown or expired. */
     readonly authenticate: (token: string) => Effect.Effect<Actor, Unauthorized>
     readonly me: (actor: Actor) => Effect.Effect<Me, Unauthorized>
-    /** The identity provider's authorize URL; `redirect` must be on the allowlist. */
+    /**
+     * `me` of a session token whose actor and memberships the auth cache holds, else undefined: never reads a store,
+     * so the hot `GET /v1/me` can be answered before routing (issue 13).
+     */
+    readonly cachedMe: (token: string) => Effect.Effect<Me | undefined>
     /**
      * The identity provider's authorize URL and its `state`; `redirect` must be on the allowlist. The caller hands
      * `state` to the browser (a cookie) so that `finishIdp` can tell the browser that started the sign-in.
@@ -179,6 +183,16 @@ export class Identity extends Context.Service<
           toMe(actor, rows)
         )
 
+      const cachedMe = (token: string): Effect.Effect<Me | undefined> =>
+        Effect.flatMap(tokens.hash(token), (tokenHash) =>
+          Effect.map(Clock.currentTimeMillis, (now) => {
+            const bearer = cache.bearer(tokenHash, now)
+            if (bearer === undefined) return undefined
+            const memberships = cache.memberships(bearer.actor.userId, now)
+            return memberships === undefined ? undefined : toMe(bearer.actor, memberships)
+          })
+        )
+
       const callbackUri = `${settings.publicUrl}/v1/auth/idp/callback`
 
       const startIdp = Effect.fn("Identity.startIdp")(function* (redirect: string) {
@@ -237,7 +251,7 @@ export class Identity extends Context.Service<
         return back({ ...session })
       })
 
-      return Identity.of({ config, devLogin, authenticate, me, startIdp, finishIdp })
+      return Identity.of({ config, devLogin, authenticate, me, cachedMe, startIdp, finishIdp })
     })
   )
 }

@@ -69,12 +69,21 @@ const newRequestId = () => {
   return `req_${uuid.slice(0, 8)}${uuid.slice(9, 13)}${uuid.slice(14, 18)}${uuid.slice(19, 23)}${uuid.slice(24)}`
 }
 
+/** A GET that may be answered before the router (undefined: it goes the whole way), by its exact URL. */
+export type Shortcut = (
+  request: HttpServerRequest.HttpServerRequest
+) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined>
+
 /**
  * Every response leaves here: failures the typed handlers did not answer (bad bodies, unknown routes, defects)
  * become the error envelope, each response gets `X-Request-Id`, and one log line records it. Inside it, a POST
- * with an `Idempotency-Key` is run once per key (`idempotencyKeys`).
+ * with an `Idempotency-Key` is run once per key (`idempotencyKeys`), and a GET of a `shortcuts` URL tries its
+ * shortcut before the router.
  */
-export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) => {
+export const requestPipeline = <R = never>(
+  routes: ReadonlyArray<KnownRoute>,
+  shortcuts: Effect.Effect<ReadonlyMap<string, Shortcut>, never, R> = Effect.succeed(new Map())
+) => {
   // A request with a body tests its own method's patterns, once: a body is read only for a route that exists. Every
   // other request tests only the few routes with a secret in the path, for its log line.
   const byMethod = new Map<string, Array<KnownRoute>>()
@@ -84,55 +93,64 @@ export const requestPipeline = (routes: ReadonlyArray<KnownRoute>) => {
   const secretRoute = (path: string) => secretRoutes.find((route) => route.pattern.test(path))
   return HttpRouter.middleware(
     Effect.map(
-      idempotencyKeys,
-      (keyed) => (httpApp) =>
-        Effect.gen(function* () {
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const incoming = request.headers["x-request-id"]
-          const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : newRequestId()
-          const started = yield* Clock.currentTimeMillis
-          const path = request.url.split("?")[0] ?? "/"
-          const hasBody = HttpMethod.hasBody(request.method)
-          const matched = hasBody ? matching(request.method, path) : undefined
-          const inUrl = urlIssues(request.url)
-          const checked =
-            inUrl.length > 0
-              ? Effect.succeed(invalidText(inUrl))
-              : !hasBody
-                ? keyed(request, httpApp)
-                : Effect.provideService(
-                    // Bodies are read only for a route that exists, so a wrong path stays 404 without a byte read.
-                    Effect.matchCauseEffect(bodyIssues(request, { readBody: matched !== undefined, maxBodyBytes }), {
-                      onFailure: (cause) => fromCause(cause, request.method, path, routes, requestId),
-                      onSuccess: Option.match({
-                        onNone: () => keyed(request, httpApp),
-                        onSome: (issues) => Effect.succeed(invalidText(issues))
-                      })
-                    }),
-                    HttpIncomingMessage.MaxBodySize,
-                    maxJsonBody
-                  )
-          const exit = yield* Effect.exit(checked)
-          if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
-            return yield* Effect.failCause(exit.cause)
-          }
-          let response = Exit.isSuccess(exit)
-            ? exit.value
-            : yield* fromCause(exit.cause, request.method, path, routes, requestId)
-          response = withAsciiLocation(withChallenge(withEnvelope(response), request))
-          response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
-          const elapsed = (yield* Clock.currentTimeMillis) - started
-          yield* Effect.logInfo("request").pipe(
-            Effect.annotateLogs({
-              requestId,
-              method: request.method,
-              path: loggedPath(path, matched ?? (secretRoutes.length > 0 ? secretRoute(path) : undefined)),
-              status: response.status,
-              ms: elapsed
-            })
-          )
-          return response
-        })
+      Effect.all([idempotencyKeys, shortcuts]),
+      ([keyed, byUrl]) =>
+        (httpApp) =>
+          Effect.gen(function* () {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            const incoming = request.headers["x-request-id"]
+            const requestId = incoming !== undefined && requestIdPattern.test(incoming) ? incoming : newRequestId()
+            const started = yield* Clock.currentTimeMillis
+            const path = request.url.split("?")[0] ?? "/"
+            const hasBody = HttpMethod.hasBody(request.method)
+            const matched = hasBody ? matching(request.method, path) : undefined
+            const inUrl = urlIssues(request.url)
+            const shortcut = request.method === "GET" ? byUrl.get(request.url) : undefined
+            const checked =
+              inUrl.length > 0
+                ? Effect.succeed(invalidText(inUrl))
+                : shortcut !== undefined
+                  ? Effect.flatMap(shortcut(request), (answer) =>
+                      answer === undefined ? keyed(request, httpApp) : Effect.succeed(answer)
+                    )
+                  : !hasBody
+                    ? keyed(request, httpApp)
+                    : Effect.provideService(
+                        // Bodies are read only for a route that exists, so a wrong path stays 404 without a byte read.
+                        Effect.matchCauseEffect(
+                          bodyIssues(request, { readBody: matched !== undefined, maxBodyBytes }),
+                          {
+                            onFailure: (cause) => fromCause(cause, request.method, path, routes, requestId),
+                            onSuccess: Option.match({
+                              onNone: () => keyed(request, httpApp),
+                              onSome: (issues) => Effect.succeed(invalidText(issues))
+                            })
+                          }
+                        ),
+                        HttpIncomingMessage.MaxBodySize,
+                        maxJsonBody
+                      )
+            const exit = yield* Effect.exit(checked)
+            if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
+              return yield* Effect.failCause(exit.cause)
+            }
+            let response = Exit.isSuccess(exit)
+              ? exit.value
+              : yield* fromCause(exit.cause, request.method, path, routes, requestId)
+            response = withAsciiLocation(withChallenge(withEnvelope(response), request))
+            response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
+            const elapsed = (yield* Clock.currentTimeMillis) - started
+            yield* Effect.logInfo("request").pipe(
+              Effect.annotateLogs({
+                requestId,
+                method: request.method,
+                path: loggedPath(path, matched ?? (secretRoutes.length > 0 ? secretRoute(path) : undefined)),
+                status: response.status,
+                ms: elapsed
+              })
+            )
+            return response
+          })
     ),
     { global: true }
   )

@@ -1,0 +1,38 @@
+import { Git, Identity } from "@hostplane/core"
+import { Effect } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { HttpServerResponse } from "effect/http"
+import { apiPrefix } from "../Area.ts"
+
+/** The path `cachedMe` answers: only the bare path (a query string or a trailing slash goes the whole way). */
+export const cachedMePath = `${apiPrefix}/me`
+
+const bearerPrefix = "Bearer "
+
+/**
+ * The hot `GET /v1/me` (issue 13): a session token whose actor and memberships the auth cache holds is answered
+ * before the router, with the bytes the `me` endpoint sends (`Response.text` of the JSON, as HttpApi encodes a JSON
+ * success; `identity/CachedMe.test.ts` compares the two). Everything else is undefined and goes the whole way:
+ * another spelling of the scheme, a personal access token (its use is recorded), a cold or paused cache. The request
+ * pipeline still gives the answer its request id and log line.
+ */
+export const cachedMe = Effect.map(
+  Identity.Identity,
+  (identity) =>
+    (
+      request: HttpServerRequest.HttpServerRequest
+    ): Effect.Effect<HttpServerResponse.HttpServerResponse | undefined> => {
+      const authorization = request.headers["authorization"]
+      if (
+        authorization === undefined ||
+        !authorization.startsWith(bearerPrefix) ||
+        authorization.charCodeAt(bearerPrefix.length) === 32 ||
+        authorization.startsWith(Git.accessTokenPrefix, bearerPrefix.length)
+      ) {
+        return Effect.succeed(undefined)
+      }
+      return Effect.map(identity.cachedMe(authorization.slice(bearerPrefix.length)), (me) =>
+        me === undefined ? undefined : HttpServerResponse.text(JSON.stringify(me), { contentType: "application/json" })
+      )
+    }
+)
