@@ -143,8 +143,9 @@ const main = async () => {
   const targets: ReadonlyArray<Target> = [
     { name: "bare", url: `${bareBase}/v1/me`, child: bare, withChildren: false },
     { name: "floor", url: `${floorBase}/v1/me`, child: floor, withChildren: false },
-    { name: "fastify", url: `${fastifyBase}/v1/me`, child: fastify, withChildren: false },
-    { name: "hostplane", url: `${base}/v1/me`, child: hostplane, withChildren: true }
+    // Both on hostplane's embedded PostgreSQL: its processes' CPU during each load is that server's.
+    { name: "fastify", url: `${fastifyBase}/v1/me`, child: fastify, withChildren: false, database: hostplane.pid },
+    { name: "hostplane", url: `${base}/v1/me`, child: hostplane, withChildren: true, database: hostplane.pid }
   ]
   const paired: Array<PairedRun> = []
   for (let run = 1; run <= runs; run++) {
@@ -172,7 +173,9 @@ const main = async () => {
     hostplaneToFloor: paired.map((p) => p.results.hostplane.requestsPerSecond / p.results.floor.requestsPerSecond),
     hostplaneToBare: paired.map((p) => p.results.hostplane.requestsPerSecond / p.results.bare.requestsPerSecond),
     fastifyToBare: paired.map((p) => p.results.fastify.requestsPerSecond / p.results.bare.requestsPerSecond),
-    p99HostplaneToFastify: paired.map((p) => p.results.hostplane.latencyMs.p99 / p.results.fastify.latencyMs.p99)
+    p99HostplaneToFastify: paired.map((p) => p.results.hostplane.latencyMs.p99 / p.results.fastify.latencyMs.p99),
+    cpuHostplaneToFastify: paired.map((p) => cpuPerRequest(p.results.hostplane) / cpuPerRequest(p.results.fastify)),
+    cpuHostplaneToFloor: paired.map((p) => cpuPerRequest(p.results.hostplane) / cpuPerRequest(p.results.floor))
   }
   const report = {
     benchmark: "GET /v1/me: hostplane vs Fastify + node-postgres vs our Effect floor vs bare node:http",
@@ -199,6 +202,9 @@ const main = async () => {
   }
 }
 
+/** Server and database CPU per request in microseconds (no database: 0; NaN when not measured). */
+const cpuPerRequest = (m: Measurement) => (m.cpu.serverUsPerRequest ?? Number.NaN) + (m.cpu.databaseUsPerRequest ?? 0)
+
 interface PairedRun {
   readonly results: Record<string, Measurement>
   readonly loadAverage: ReadonlyArray<number>
@@ -207,7 +213,13 @@ interface PairedRun {
 const printTable = (
   paired: ReadonlyArray<PairedRun>,
   ratios: Record<
-    "hostplaneToFastify" | "hostplaneToFloor" | "hostplaneToBare" | "fastifyToBare" | "p99HostplaneToFastify",
+    | "hostplaneToFastify"
+    | "hostplaneToFloor"
+    | "hostplaneToBare"
+    | "fastifyToBare"
+    | "p99HostplaneToFastify"
+    | "cpuHostplaneToFastify"
+    | "cpuHostplaneToFloor",
     Array<number>
   >,
   bodyBytes: number
@@ -216,7 +228,17 @@ const printTable = (
     value === null || !Number.isFinite(value) ? "n/a" : value.toFixed(digits)
   const median = (name: string, pick: (m: Measurement) => number | null) =>
     spread(paired.map((p) => pick(p.results[name]) ?? Number.NaN)).median
-  const header = ["", "req/s", "p50 ms", "p99 ms", "non-2xx", "errors", "peak RSS MiB"]
+  const header = [
+    "",
+    "req/s",
+    "p50 ms",
+    "p99 ms",
+    "non-2xx",
+    "errors",
+    "peak RSS MiB",
+    "server CPU µs/req",
+    "PostgreSQL CPU µs/req"
+  ]
   const row = (name: string) => [
     name,
     fixed(
@@ -235,7 +257,15 @@ const printTable = (
     String(
       paired.reduce((sum, p) => sum + p.results[name].errors + p.results[name].timeouts + p.results[name].mismatches, 0)
     ),
-    fixed(Math.max(...paired.map((p) => p.results[name].memory.peakRssMiB ?? 0)), 1)
+    fixed(Math.max(...paired.map((p) => p.results[name].memory.peakRssMiB ?? 0)), 1),
+    fixed(
+      median(name, (m) => m.cpu.serverUsPerRequest),
+      0
+    ),
+    fixed(
+      median(name, (m) => m.cpu.databaseUsPerRequest),
+      0
+    )
   ]
   const lines = alignColumns([header, row("hostplane"), row("fastify"), row("floor"), row("bare")])
   console.log(
@@ -248,6 +278,12 @@ const printTable = (
   console.log(`hostplane/bare req/s     ${formatRatio(ratios.hostplaneToBare)}`)
   console.log(`fastify/bare req/s       ${formatRatio(ratios.fastifyToBare)}`)
   console.log(`hostplane/fastify p99    ${formatRatio(ratios.p99HostplaneToFastify)} (lower is better)`)
+  console.log(
+    `hostplane/fastify CPU    ${formatRatio(ratios.cpuHostplaneToFastify)} per request, server and PostgreSQL (lower is better)`
+  )
+  console.log(
+    `hostplane/floor CPU      ${formatRatio(ratios.cpuHostplaneToFloor)} per request, server and PostgreSQL (lower is better)`
+  )
   console.log(`load average after each run: ${paired.map((p) => p.loadAverage.join(" ")).join(" | ")}; ${loadLine()}`)
   const pss = Math.max(...paired.map((p) => p.results.hostplane.memory.childrenPeakPssMiB ?? 0))
   if (pss > 0) {
