@@ -12,11 +12,16 @@ export const ModelEntry = Schema.Struct({
 })
 export type ModelEntry = typeof ModelEntry.Type
 
-/** A catalog entry with the model name the upstream knows it by (never shown). */
+/**
+ * A catalog entry with the model name the upstream knows it by (never shown). Spec part 2: a `frontier` entry is sold
+ * at list price (`listPrice: true`) under the upstream's own name (its id is `upstreamModel`) and names its
+ * `provider`; a `value` entry names no provider.
+ */
 export const CatalogEntry = Schema.Struct({ ...ModelEntry.fields, upstreamModel: Schema.String }).check(
   Schema.makeFilter((entry) =>
     entry.lane === "frontier"
-      ? (entry.listPrice && entry.provider !== undefined) || "a frontier entry has listPrice true and a provider"
+      ? (entry.listPrice && entry.provider !== undefined && entry.upstreamModel === entry.id) ||
+        "a frontier entry has listPrice true, a provider, and its id is its upstreamModel"
       : entry.provider === undefined || "a value entry has no provider"
   )
 )
