@@ -95,6 +95,42 @@ describe.each(backends)("spec 4.10 AI add-on (%s)", (_name, stores) => {
     expect(JSON.stringify({ granted: granted.body, audit })).not.toContain(second!.key)
   })
 
+  it("a project of another org named under this org, or a missing one, is 404 for GET, POST and DELETE, whatever the role", async () => {
+    const slug = await newOrg()
+    const other = await newOrg()
+    const foreign = await newProject(other)
+    await newProject(slug)
+    const viewer = await suite.withRole(slug, "viewer")
+    const member = await suite.withRole(slug, "member")
+    const calls = (token: string, name: string) =>
+      Promise.all([
+        api.get(path(slug, name), { token }),
+        api.post(path(slug, name), undefined, { token }),
+        api.delete(path(slug, name), undefined, { token })
+      ])
+    for (const [who, token, name] of [
+      ["admin of both orgs", suite.admin.token, foreign.name],
+      ["member", member.token, foreign.name],
+      ["viewer", viewer.token, foreign.name],
+      ["admin", suite.admin.token, "missing"]
+    ] as const) {
+      expect({ who, name, replies: (await calls(token, name)).map((r) => [r.status, r.body?.code]) }).toEqual({
+        who,
+        name,
+        replies: [
+          [404, "not_found"],
+          [404, "not_found"],
+          [404, "not_found"]
+        ]
+      })
+    }
+    // Nothing was granted to the other org's project, and neither org has an ai.* audit row.
+    expect(await keyOf(foreign.id)).toBeUndefined()
+    for (const org of [slug, other]) {
+      expect((await auditOf(suite.server, org)).filter((event) => event.action.startsWith("ai."))).toEqual([])
+    }
+  })
+
   it("the balance belongs to the org: status shows it, revoke keeps it; a pro org shows pro limits at once", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)

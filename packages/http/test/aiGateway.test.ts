@@ -208,6 +208,36 @@ describe.each(backends)("decisions part 6 AI gateway (%s)", (_name, stores) => {
     expect(fake().requests.length).toBe(before)
   })
 
+  it("checks in the order of decisions part 12: token limits before the balance, the daily spend before the balance", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    const before = fake().requests.length
+    // At a zero balance a token limit still answers 400.
+    const out = await chat(key, ask("gpt-4.1", { max_tokens: 4097 }))
+    expect({ status: out.status, code: out.body.code, limit: out.body.details?.limit }).toEqual({
+      status: 400,
+      code: "bad_request",
+      limit: "maxOutputTokens"
+    })
+    const big = await chat(key, { model: "gpt-4.1", messages: [{ role: "user", content: "x".repeat(4 * 32768 + 8) }] })
+    expect({ status: big.status, code: big.body.code, limit: big.body.details?.limit }).toEqual({
+      status: 400,
+      code: "bad_request",
+      limit: "maxInputTokens"
+    })
+    // One call spends 6 times the free plan's daily allowance and leaves the balance below 0: the next call is
+    // refused for the daily spend (a limit), not for the balance.
+    await credit(slug)
+    fake().usage = { prompt_tokens: 3_000_000, completion_tokens: 0 }
+    expect((await chat(key, ask())).status).toBe(200)
+    const { credit: row } = await ledger(slug)
+    expect(row.balanceMicroCents).toBe(tier - 3 * gpt41.inputMicroCentsPerMTok)
+    expect(row.balanceMicroCents).toBeLessThan(0)
+    const refused = await chat(key, ask())
+    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 402, code: "daily_limit" })
+    expect(fake().requests.length).toBe(before + 1)
+  })
+
   it("a JSON call is charged one call row at the catalog price of the upstream's usage", async () => {
     const slug = await suite.newOrg()
     const project = await granted(slug)
@@ -317,26 +347,6 @@ describe.each(backends)("decisions part 6 AI gateway (%s)", (_name, stores) => {
     expect(call!.amountMicroCents).toBeLessThan(0)
   })
 
-  it("a settled call is never charged again", async () => {
-    const slug = await suite.newOrg()
-    const project = await granted(slug)
-    const orgId = await orgIdOf(suite.server, slug)
-    const charges = await suite.server.run(
-      Effect.gen(function* () {
-        const calls = yield* Ai.AiCallStore
-        const at = new Date().toISOString()
-        const id = `aic_${Math.random().toString(36).slice(2)}`
-        const start = { orgId, projectId: project.id, projectName: project.name, model: "gpt-4.1", at }
-        const lease = { owner: "gone", leaseUntil: at, inputEstimate: 1 }
-        expect(yield* calls.start({ ...start, ...lease, id, windowStart: at, perMinute: 0 })).toBe(true)
-        const charge = { inputTokens: 1, outputTokens: 1, costMicroCents: 1000, at }
-        return yield* Effect.all([calls.charge(id, charge), calls.charge(id, charge)], { concurrency: 2 })
-      })
-    )
-    expect(charges.filter(Option.isSome)).toHaveLength(1)
-    expect((await ledger(slug)).ledger.filter((r) => r.kind === "call")).toHaveLength(1)
-  })
-
   /** Records a pending call as the gateway does, owned by `owner` with a lease ending `leaseMs` from now. */
   const pendingCall = (
     slug: string,
@@ -386,6 +396,53 @@ describe.each(backends)("decisions part 6 AI gateway (%s)", (_name, stores) => {
     expect(rows.reduce((sum, r) => sum + r.amountMicroCents, 0)).toBe(row.balanceMicroCents)
     return rows.filter((r) => r.kind === "call")
   }
+
+  it("a settled call is never charged again", async () => {
+    const slug = await suite.newOrg()
+    const project = await granted(slug)
+    const orgId = await orgIdOf(suite.server, slug)
+    const charges = await suite.server.run(
+      Effect.gen(function* () {
+        const calls = yield* Ai.AiCallStore
+        const at = new Date().toISOString()
+        const id = `aic_${Math.random().toString(36).slice(2)}`
+        const start = { orgId, projectId: project.id, projectName: project.name, model: "gpt-4.1", at }
+        const lease = { owner: "gone", leaseUntil: at, inputEstimate: 1 }
+        expect(yield* calls.start({ ...start, ...lease, id, windowStart: at, perMinute: 0 })).toBe(true)
+        const charge = { inputTokens: 1, outputTokens: 1, costMicroCents: 1000, at }
+        return yield* Effect.all([calls.charge(id, charge), calls.charge(id, charge)], { concurrency: 2 })
+      })
+    )
+    expect(charges.filter(Option.isSome)).toHaveLength(1)
+    // Its owner is no live process and its lease is over: pending, it would be an orphan. Settled, the sweep leaves
+    // it alone.
+    await sweep()
+    const calls = await balanced(slug)
+    expect(calls.map((r) => r.amountMicroCents)).toEqual([-1000])
+  })
+
+  it("a call settled by its answer is not charged again by the sweep after its process is gone", async () => {
+    const slug = await suite.newOrg()
+    const project = await granted(slug)
+    await credit(slug)
+    const owner = await deadOwner()
+    const id = await pendingCall(slug, project, owner, 10 * 60_000)
+    // The gateway's own settle (the upstream's usage) comes first; the process then dies before the sweep runs.
+    const settled = await suite.server.run(
+      Effect.flatMap(Effect.service(Ai.AiCallStore), (calls) =>
+        calls.charge(id, { inputTokens: 10, outputTokens: 10, costMicroCents: 777, at: new Date().toISOString() })
+      )
+    )
+    expect(Option.isSome(settled)).toBe(true)
+    const orphans = await suite.server.run(
+      Effect.flatMap(Effect.service(Ai.AiCallStore), (calls) =>
+        calls.orphans(new Date(Date.now() + 60 * 60_000).toISOString(), 10_000)
+      )
+    )
+    expect(orphans.map((o) => o.id)).not.toContain(id)
+    await sweep()
+    expect((await balanced(slug)).map((r) => r.amountMicroCents)).toEqual([-777])
+  })
 
   it("a call whose gateway process died is charged once by the sweep, at its input estimate and the output streamed", async () => {
     const slug = await suite.newOrg()
@@ -521,5 +578,71 @@ describe.each(backends)("decisions part 6 AI gateway without upstream credential
     const reply = await chat(key, ask())
     expect(reply.status).toBe(503)
     expect(reply.body.code).toBe("ai_unavailable")
+  })
+})
+
+describe("decisions part 7 a deployment's own AI catalog (SERVICE_AI_CATALOG's entries)", () => {
+  const house: Ai.CatalogEntry = {
+    id: "house-small",
+    lane: "value",
+    listPrice: false,
+    inputMicroCentsPerMTok: 10_000_000,
+    outputMicroCentsPerMTok: 30_000_000,
+    contextTokens: 128_000,
+    upstreamModel: "llama-3.1-8b-instruct"
+  }
+  const sonnet: Ai.CatalogEntry = {
+    id: "claude-sonnet-4",
+    lane: "frontier",
+    provider: "anthropic",
+    listPrice: true,
+    inputMicroCentsPerMTok: 300_000_000,
+    outputMicroCentsPerMTok: 1_500_000_000,
+    contextTokens: 200_000,
+    upstreamModel: "claude-sonnet-4"
+  }
+  const { holder, settings, gateway } = withPolar()
+  const upstream = withUpstream()
+  const suite = useSuite(
+    backends[1]![1],
+    { ...settings, node: { token: nodeToken }, ai: { catalog: [sonnet, house] } },
+    undefined,
+    undefined,
+    { gateway, aiUpstream: upstream.aiUpstream }
+  )
+  const { credit, granted, chat, ledger } = aiHelpers(suite, () => holder.polar)
+
+  it("GET /v1/ai/models answers exactly the deployment's catalog, without upstream names", async () => {
+    const reply = await suite.api.get("/v1/ai/models", { token: suite.outsider.token })
+    expect(reply.status).toBe(200)
+    expect(reply.body).toEqual({ items: [sonnet, house].map(({ upstreamModel: _, ...entry }) => entry) })
+  })
+
+  it("a model of the built-in catalog is 400 unknown_model here; the catalog's models go upstream under their upstreamModel", async () => {
+    const slug = await suite.newOrg()
+    const { key } = await granted(slug)
+    await credit(slug)
+    const fake = upstream.holder.fake
+    const before = fake.requests.length
+    const builtIn = await chat(key, ask("gpt-4.1"))
+    expect({ status: builtIn.status, code: builtIn.body.code }).toEqual({ status: 400, code: "unknown_model" })
+    expect(fake.requests.length).toBe(before)
+    fake.usage = { prompt_tokens: 1000, completion_tokens: 100 }
+    const value = await chat(key, ask("house-small"))
+    expect(value.status).toBe(200)
+    expect(value.body.model).toBe("house-small")
+    expect(fake.requests.at(-1)!.body.model).toBe("llama-3.1-8b-instruct")
+    const frontier = await chat(key, ask("claude-sonnet-4"))
+    expect(frontier.status).toBe(200)
+    expect(fake.requests.at(-1)!.body.model).toBe("claude-sonnet-4")
+    // Charged at this catalog's prices.
+    const costs = [house, sonnet].map((entry) =>
+      Math.ceil((1000 * entry.inputMicroCentsPerMTok + 100 * entry.outputMicroCentsPerMTok) / 1_000_000)
+    )
+    const calls = (await ledger(slug)).ledger.filter((r) => r.kind === "call")
+    expect(calls.map((r) => [r.model, r.amountMicroCents])).toEqual([
+      ["claude-sonnet-4", -costs[1]!],
+      ["house-small", -costs[0]!]
+    ])
   })
 })
