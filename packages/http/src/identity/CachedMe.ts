@@ -12,7 +12,7 @@ const bearerPrefix = "Bearer "
 /**
  * The hot `GET /v1/me` (issue 13): a session token whose actor and memberships the auth cache holds is answered
  * before the router, with the bytes the `me` endpoint sends (`Response.text` of the JSON, as HttpApi encodes a JSON
- * success; `identity/CachedMe.test.ts` compares the two). Everything else is undefined and goes the whole way:
+ * success; `authCache.test.ts` compares the two). Everything else is undefined and goes the whole way:
  * another spelling of the scheme, a personal access token (its use is recorded), a cold or paused cache. The request
  * pipeline still gives the answer its request id and log line.
  */
