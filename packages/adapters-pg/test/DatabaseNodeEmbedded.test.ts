@@ -4,11 +4,13 @@ import { Database, Kernel } from "@hostplane/core"
 import { databaseNodeSuite } from "@hostplane/testkit"
 import { Context, Effect, Fiber, Layer, Redacted } from "effect"
 import { execFile } from "node:child_process"
-import { randomBytes } from "node:crypto"
+import { randomBytes, X509Certificate } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import * as Fs from "node:fs/promises"
+import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import * as Tls from "node:tls"
 import { afterAll } from "vitest"
 import * as Certificates from "../src/database/Certificates.ts"
 import * as DatabaseNodeEmbedded from "../src/database/DatabaseNodeEmbedded.ts"
@@ -276,6 +278,79 @@ layer(BackupStoreDisk.layerTemp)("embedded PostgreSQL node serves TLS", (it) => 
           })
         )
       }),
+    180_000
+  )
+})
+
+/** The certificate a cluster serves right now: PostgreSQL's SSLRequest, then a TLS handshake that only reads it. */
+const servedCertificate = (port: number) =>
+  Effect.promise(
+    () =>
+      new Promise<X509Certificate>((resolve, reject) => {
+        const socket = Net.connect(port, "127.0.0.1", () => socket.write(Buffer.from([0, 0, 0, 8, 4, 210, 22, 47])))
+        socket.once("error", reject)
+        socket.once("data", (answer) => {
+          if (answer[0] !== 0x53) return reject(new Error("the cluster refused TLS"))
+          const secure = Tls.connect({ socket, rejectUnauthorized: false }, () => {
+            const raw = secure.getPeerCertificate().raw
+            secure.destroy()
+            resolve(new X509Certificate(raw))
+          })
+          secure.once("error", reject)
+        })
+      })
+  )
+
+// Live services: the renewal round sleeps on the real clock.
+layer(Layer.empty, { excludeTestServices: true })("embedded PostgreSQL node renews certificates", (it) => {
+  it.effect(
+    "a running cluster's certificate near its end is issued again and loaded with pg_reload_conf, without a restart",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const directory = Path.join(folder, "renew")
+          const node = Context.get(
+            yield* Layer.build(
+              DatabaseNodeEmbedded.layer({
+                directory,
+                durable: false,
+                // Short-lived: 8 seconds after it is issued the certificate is within 30 days of its end.
+                certificateLifetime: 30 * 86_400_000 + 8_000,
+                renewBefore: "30 days",
+                renewalRound: "1 second"
+              })
+            ),
+            Database.DatabaseNode
+          )
+          const project = newProject()
+          const password = secret()
+          const endpoint = yield* node.ensure(project, yield* node.verifier(Redacted.make(password)))
+          const ca = Path.join(folder, "renew-ca.crt")
+          yield* writeFile(ca, node.authority!)
+          const startedAt = yield* psql(endpoint, node.ownerOf(project), password, "select pg_postmaster_start_time()")
+          assert.isTrue(startedAt.ok)
+          const first = yield* servedCertificate(endpoint.port)
+          assert.isBelow(Date.parse(first.validTo) - Date.now(), 30 * 86_400_000 + 60_000)
+          let served = first
+          for (let tries = 0; served.serialNumber === first.serialNumber && tries < 120; tries++) {
+            yield* Effect.sleep("500 millis")
+            served = yield* servedCertificate(endpoint.port)
+          }
+          assert.notStrictEqual(served.serialNumber, first.serialNumber)
+          assert.isAbove(Date.parse(served.validTo), Date.parse(first.validTo))
+          assert.isTrue(served.verify(new X509Certificate(node.authority!).publicKey))
+          // The new certificate checks out with verify-full, and the cluster was reloaded, not restarted.
+          const at = `host=127.0.0.1 port=${endpoint.port} dbname=app user=${node.ownerOf(project)}`
+          assert.deepStrictEqual(yield* psqlWith(`${at} sslmode=verify-full sslrootcert=${ca}`, password, tlsQuery), {
+            ok: true,
+            out: "t"
+          })
+          assert.deepStrictEqual(
+            yield* psql(endpoint, node.ownerOf(project), password, "select pg_postmaster_start_time()"),
+            startedAt
+          )
+        })
+      ),
     180_000
   )
 })

@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { Database, type Kernel } from "@hostplane/core"
-import { Config, Context, Effect, Exit, Layer, Option, Redacted, Scope, Semaphore, Stream } from "effect"
+import { Config, Context, Duration, Effect, Exit, Layer, Option, Redacted, Scope, Semaphore, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
@@ -24,6 +24,12 @@ export interface DatabaseNodeEmbeddedOptions {
   readonly host?: string | undefined
   /** False skips flushes to disk: throwaway test clusters. Default true. */
   readonly durable?: boolean | undefined
+  /** How long a cluster's server certificate is valid. Default 397 days. */
+  readonly certificateLifetime?: Duration.Input | undefined
+  /** A server certificate this close to its end is issued again, at a start or a renewal round. Default 30 days. */
+  readonly renewBefore?: Duration.Input | undefined
+  /** How often running clusters' certificates are looked at (and renewed when due). Default 1 hour. */
+  readonly renewalRound?: Duration.Input | undefined
 }
 
 interface Cluster {
@@ -132,26 +138,46 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
     }
   }
 
+  const days = (input: Duration.Input) => Duration.toMillis(input) / 86_400_000
+  const lifetimeDays = days(options.certificateLifetime ?? "397 days")
+  const renewBeforeDays = days(options.renewBefore ?? "30 days")
+
   /**
-   * The cluster's server certificate (issued again when missing, near its end, not naming every host, or not matching
-   * its key) and its `hba_file`, outside the data directory so generations never carry the key. As root the files
-   * belong to `postgres`, which PostgreSQL requires of its key.
+   * Issues the cluster's server certificate again when it is missing, within `renewBefore` of its end, not naming every
+   * host, or not matching its key; answers whether it did. As root the files belong to `postgres`, which PostgreSQL
+   * requires of its key.
    */
-  const prepareTls = (projectId: ProjectId) =>
+  const renewCertificate = (projectId: ProjectId) =>
     Effect.gen(function* () {
       const files = tlsOf(projectId)
       const ids = asRoot ? yield* postgresIds : undefined
-      yield* io("cannot prepare the cluster's TLS files", async () => {
+      return yield* io("cannot prepare the cluster's TLS files", async () => {
         await Fs.mkdir(files.folder, { recursive: true, mode: 0o700 })
         const [key, certificate] = await Promise.all([
           Fs.readFile(files.key, "utf8").catch(() => ""),
           Fs.readFile(files.certificate, "utf8").catch(() => "")
         ])
-        if (!Certificates.stillGood(key, certificate, authority.certificate, hosts)) {
-          const issued = Certificates.issueServer(authority, projectId, hosts)
-          await replace(files.key, issued.key)
-          await replace(files.certificate, issued.certificate)
+        if (Certificates.stillGood(key, certificate, authority.certificate, hosts, renewBeforeDays)) return false
+        const issued = Certificates.issueServer(authority, projectId, hosts, lifetimeDays)
+        await replace(files.key, issued.key)
+        await replace(files.certificate, issued.certificate)
+        if (ids !== undefined) {
+          for (const path of [files.folder, files.key, files.certificate]) await Fs.chown(path, ids.uid, ids.gid)
         }
+        return true
+      })
+    })
+
+  /**
+   * Before every start: the server certificate (see `renewCertificate`) and the `hba_file`, both outside the data
+   * directory so generations never carry the key.
+   */
+  const prepareTls = (projectId: ProjectId) =>
+    Effect.gen(function* () {
+      yield* renewCertificate(projectId)
+      const files = tlsOf(projectId)
+      const ids = asRoot ? yield* postgresIds : undefined
+      yield* io("cannot prepare the cluster's TLS files", async () => {
         await replace(files.hba, hba)
         if (ids !== undefined) {
           for (const path of [files.folder, files.key, files.certificate, files.hba]) {
@@ -533,6 +559,34 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
   yield* io("cannot prepare the node folder", () => Fs.mkdir(root, { recursive: true, mode: 0o700 }))
   const held = (yield* io("cannot list the clusters", () => Fs.readdir(root))).filter((name) => !name.startsWith("."))
   yield* Effect.forEach(held, (name) => running(name as ProjectId), { concurrency: 4, discard: true })
+
+  /**
+   * A cluster that runs for months outlives its certificate: each round issues again every running cluster's
+   * certificate that is due and has PostgreSQL load it with `pg_reload_conf()` (open sessions keep theirs; new ones get
+   * the new certificate). Between a restore's stop and start the cluster is not in `clusters`, and its start prepares
+   * the files itself.
+   */
+  const renewRunning = Effect.suspend(() =>
+    Effect.forEach(
+      [...clusters.keys()],
+      (projectId) =>
+        serially(
+          projectId,
+          Effect.gen(function* () {
+            if (!clusters.has(projectId)) return
+            if (!(yield* renewCertificate(projectId))) return
+            yield* admin(projectId, "postgres", (query) => query("select pg_reload_conf()"))
+            yield* Effect.logInfo("a database cluster's TLS certificate was renewed", { projectId })
+          })
+        ).pipe(
+          Effect.catchCause((cause) =>
+            Effect.logWarning("cannot renew a database cluster's TLS certificate", { projectId, cause })
+          )
+        ),
+      { discard: true }
+    )
+  )
+  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(options.renewalRound ?? "1 hour"), renewRunning)))
 
   return Database.DatabaseNode.of({
     authority: authority.certificate,
