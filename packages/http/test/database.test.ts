@@ -1,4 +1,4 @@
-import { Database, Jobs, Mail } from "@hostplane/core"
+import { Database, Jobs, Mail, Projects, Secrets } from "@hostplane/core"
 import { BackupStoreMemory, DatabaseNodeMemory } from "@hostplane/testkit"
 import { Duration, Effect, Layer, Option, Stream } from "effect"
 import { describe, expect, it } from "vitest"
@@ -518,6 +518,140 @@ describe.each(backends)("spec 4.6 database (%s)", (_name, stores) => {
     // Nobody with an address: the notice stays unsent.
     expect(deleted.sentAt).toBeNull()
   })
+  it("a name that is not this project's is 404: another org's project under this org, another project's token", async () => {
+    const slug = await newOrg()
+    const project = await withDatabase(slug)
+    const elsewhere = await newOrg()
+    const theirs = await withDatabase(elsewhere)
+    // Another org's project named under this org: the admin of both orgs still gets 404 here.
+    for (const [method, path] of [
+      ["GET", dbOf(slug, theirs)],
+      ["POST", dbOf(slug, theirs)],
+      ["GET", `${dbOf(slug, theirs)}/connect`],
+      ["GET", `${dbOf(slug, theirs)}/generations`]
+    ] as const) {
+      const reply = await api.call(method, path, { token: suite.admin.token })
+      expect({ method, path, status: reply.status, code: reply.body.code }).toEqual({
+        method,
+        path,
+        status: 404,
+        code: "not_found"
+      })
+    }
+    // A token of another project (same org) cannot be deleted through this one; it keeps its place there.
+    const other = await withDatabase(slug)
+    const token = (await api.post(`${dbOf(slug, other)}/tokens`, {}, admin())).body
+    const foreign = await api.delete(`${dbOf(slug, project)}/tokens/${token.user}`, undefined, admin())
+    expect({ status: foreign.status, code: foreign.body.code }).toEqual({ status: 404, code: "not_found" })
+    expect((await api.get(`${dbOf(slug, other)}/tokens`, admin())).body.items).toEqual([
+      { user: token.user, createdAt: token.createdAt }
+    ])
+    const events = (await auditOf(suite.server, slug)).filter((event) => event.action === "database.token.delete")
+    expect(events).toEqual([])
+  })
+
+  it("an Operation has exactly id, kind, projectId, phase, terminalCode, createdAt, updatedAt; a delete is audited database.delete", async () => {
+    const slug = await newOrg()
+    const created = await newProject(slug)
+    await api.post(dbOf(slug, created.name), undefined, admin())
+    const started = await api.post(`${dbOf(slug, created.name)}/delete`, { confirm: created.name }, admin())
+    const running = await api.get(`${dbOf(slug, created.name)}/operations/${started.body.operationId}`, admin())
+    expect(Object.keys(running.body).sort()).toEqual([
+      "createdAt",
+      "id",
+      "kind",
+      "phase",
+      "projectId",
+      "terminalCode",
+      "updatedAt"
+    ])
+    expect(running.body).toMatchObject({
+      id: started.body.operationId,
+      kind: "delete",
+      projectId: created.id,
+      phase: "draining",
+      terminalCode: null
+    })
+    const events = (await auditOf(suite.server, slug)).filter((event) => event.action === "database.delete")
+    expect(events.map((event) => [event.actorId, event.data])).toEqual([
+      [suite.admin.userId, { operationId: started.body.operationId }]
+    ])
+  })
+
+  it("a delete aborted before committing ends aborted: the database stays and takes work, a new operation may start", async () => {
+    const slug = await newOrg()
+    const project = await withDatabase(slug)
+    const before = (await api.get(`${dbOf(slug, project)}/connect`, admin())).body
+    const started = await api.post(`${dbOf(slug, project)}/delete`, { confirm: project }, admin())
+    const aborted = await api.post(
+      `${dbOf(slug, project)}/operations/${started.body.operationId}/abort`,
+      undefined,
+      admin()
+    )
+    expect(aborted.body).toMatchObject({ kind: "delete", phase: "draining" })
+    await runOperations()
+    expect(
+      (await api.get(`${dbOf(slug, project)}/operations/${started.body.operationId}`, admin())).body
+    ).toMatchObject({ kind: "delete", terminalCode: "aborted" })
+    expect((await api.get(dbOf(slug, project), admin())).body).toEqual({ db: true })
+    expect((await api.get(`${dbOf(slug, project)}/connect`, admin())).body).toEqual(before)
+    expect((await api.post(`${dbOf(slug, project)}/tokens`, {}, admin())).status).toBe(201)
+    expect((await api.post(`${dbOf(slug, project)}/export`, undefined, admin())).status).toBe(200)
+    expect((await api.post(`${dbOf(slug, project)}/delete`, { confirm: project }, admin())).status).toBe(202)
+  })
+
+  it("each reactivation takes one more than the highest epoch the database had: (epoch, seq) pairs never repeat", async () => {
+    const slug = await newOrg()
+    const project = await withDatabase(slug)
+    for (let round = 0; round < 2; round++) {
+      const started = await api.post(`${dbOf(slug, project)}/restore`, { epoch: 1, seq: 1 }, admin())
+      expect(started.status).toBe(202)
+      await runOperations()
+    }
+    // The delete's sealing phase takes the final safety generation on the epoch the second restore reactivated.
+    await api.post(`${dbOf(slug, project)}/delete`, { confirm: project }, admin())
+    await runOperations()
+    const pairs = (await api.get(`${dbOf(slug, project)}/generations`, admin())).body.items.map(
+      (g: { epoch: number; seq: number }) => [g.epoch, g.seq]
+    )
+    expect(pairs).toEqual([
+      [3, 1],
+      [2, 1],
+      [1, 2],
+      [1, 1]
+    ])
+  })
+
+  it("a project delete takes its database: the cluster with the node data, then the images with the backups", async () => {
+    const slug = await newOrg()
+    const created = await newProject(slug)
+    const kept = await withDatabase(slug)
+    await api.post(dbOf(slug, created.name), undefined, admin())
+    const [generation] = (await api.get(`${dbOf(slug, created.name)}/generations`, admin())).body.items
+    const [keptGeneration] = (await api.get(`${dbOf(slug, kept)}/generations`, admin())).body.items
+    const dropped = await api.delete(`/v1/orgs/${slug}/projects/${created.name}`, { confirm: created.name }, admin())
+    expect(dropped.status).toBe(202)
+    await suite.server.run(Jobs.JobRunner.runOnce([Projects.projectDeleteHandler]))
+    expect((await api.get(`/v1/orgs/${slug}/operations/${dropped.body.operationId}`, admin())).body).toMatchObject({
+      terminalCode: "done"
+    })
+    const [node, images] = await suite.server.run(
+      Effect.all([
+        Effect.service(Database.DatabaseNode) as Effect.Effect<Database.DatabaseNode["Service"]>,
+        Effect.service(Database.BackupStore) as Effect.Effect<Database.BackupStore["Service"]>
+      ])
+    )
+    const after = await suite.server.run(
+      Effect.all([
+        Effect.orDie(node.endpoint(created.id)),
+        Effect.orDie(images.digest(generation.offsiteKey)),
+        Effect.orDie(images.digest(keptGeneration.offsiteKey))
+      ])
+    )
+    expect(after.slice(0, 2)).toEqual([undefined, undefined])
+    expect(after[2]).toEqual({ bytes: keptGeneration.bytes, sha256: keptGeneration.sha256 })
+    expect((await api.get(`${dbOf(slug, kept)}/connect`, admin())).status).toBe(200)
+  })
 })
 
 describe("spec 4.6 database without a node admin", () => {
@@ -531,6 +665,30 @@ describe("spec 4.6 database without a node admin", () => {
     expect({ status: created.status, code: created.body.code }).toEqual({ status: 503, code: "no_node_admin" })
     expect((await suite.api.get(path, token)).body).toEqual({ db: false })
     expect((await suite.api.get(`${path}/generations`, token)).body).toEqual({ items: [] })
+  })
+
+  it("a database this deployment recorded before it ran without a node admin: connect, endpoint, export and restore are 503 no_node_admin", async () => {
+    const slug = await suite.newOrg()
+    const project = await suite.newProject(slug)
+    const path = `/v1/orgs/${slug}/projects/${project.name}/database`
+    const token = { token: suite.admin.token }
+    // The record as a create with a node admin left it (the node admin since taken out of this deployment).
+    await suite.server.run(
+      Effect.gen(function* () {
+        const sealer = yield* Secrets.Sealer
+        const store = yield* Database.DatabaseStore
+        const sealed = yield* sealer.seal("a-password", Database.passwordContext(project.id))
+        yield* store.create(project.id, sealed, new Date().toISOString())
+      }) as Effect.Effect<void>
+    )
+    expect((await suite.api.get(path, token)).body).toEqual({ db: true })
+    const codeOf = (reply: { status: number; body: any }) => ({ status: reply.status, code: reply.body.code })
+    const noAdmin = { status: 503, code: "no_node_admin" }
+    expect(codeOf(await suite.api.get(`${path}/connect`, token))).toEqual(noAdmin)
+    expect(codeOf(await suite.api.get(`${path}/endpoint`, token))).toEqual(noAdmin)
+    expect(codeOf(await suite.api.post(`${path}/export`, undefined, token))).toEqual(noAdmin)
+    expect(codeOf(await suite.api.post(`${path}/restore`, { epoch: 1, seq: 1 }, token))).toEqual(noAdmin)
+    expect((await suite.api.get(`${path}/tokens`, token)).body).toEqual({ items: [] })
   })
 })
 
@@ -576,13 +734,17 @@ describe("spec 4.6 database: a failing scheduled generation", () => {
 })
 
 describe("spec 4.6 database: a node that fails or has lost the database", () => {
-  const state = { backupFails: false, lost: false }
+  const state = { backupFails: false, lost: false, restoreFails: false }
   const flakyNode = Layer.effect(
     Database.DatabaseNode,
     Effect.map(DatabaseNodeMemory.make, (node) =>
       Database.DatabaseNode.of({
         ...node,
         endpoint: (projectId) => (state.lost ? Effect.succeed(undefined) : node.endpoint(projectId)),
+        restore: (projectId, image, epoch) =>
+          state.restoreFails
+            ? Effect.fail(new Database.DatabaseNodeError({ reason: "failed", message: "the image did not start" }))
+            : node.restore(projectId, image, epoch),
         backup: (projectId, write) =>
           state.backupFails
             ? Effect.fail(new Database.DatabaseNodeError({ reason: "failed", message: "pg_backup_start refused" }))
@@ -636,6 +798,30 @@ describe("spec 4.6 database: a node that fails or has lost the database", () => 
     }
     // Nothing started: the database answers and a restore is accepted once the node holds it again.
     expect((await suite.api.post(`${path}/restore`, { epoch: 1, seq: 1 }, token())).status).toBe(202)
+  })
+
+  it("an operation still running at committing (not finished) is 409 not_abortable and keeps running", async () => {
+    const { path } = await created()
+    const started = await suite.api.post(`${path}/restore`, { epoch: 1, seq: 1 }, token())
+    state.restoreFails = true
+    try {
+      await suite.server.run(
+        Effect.flatMap(Effect.service(Database.Databases), (databases) =>
+          Jobs.JobRunner.runOnce(databases.handlers.map((handler) => Effect.succeed(handler)))
+        )
+      )
+    } finally {
+      state.restoreFails = false
+    }
+    const operation = `${path}/operations/${started.body.operationId}`
+    expect((await suite.api.get(operation, token())).body).toMatchObject({ phase: "committing", terminalCode: null })
+    const refused = await suite.api.post(`${operation}/abort`, undefined, token())
+    expect({ ...codeOf(refused), details: refused.body.details }).toEqual({
+      status: 409,
+      code: "not_abortable",
+      details: { phase: "committing", terminalCode: null }
+    })
+    expect((await suite.api.get(operation, token())).body).toMatchObject({ phase: "committing", terminalCode: null })
   })
 
   it("bodies are checked: delete without confirm and restore without whole numbers are 400 bad_request", async () => {

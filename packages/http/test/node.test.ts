@@ -1,5 +1,6 @@
+import { Database, Jobs } from "@hostplane/core"
 import { BackupStoreMemory, DatabaseNodeMemory } from "@hostplane/testkit"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { logCapture, useSuite } from "./support/TestServer.ts"
@@ -58,6 +59,35 @@ describe.each(backends)("decisions.md part 6 node API (%s)", (_name, stores) => 
     // A repeated create changes nothing a node applies: no new revision.
     await api.post(`${base}/database`, undefined, { token: suite.admin.token })
     expect((await state(afterGrant.revision)).projects.map((p) => p.projectId)).not.toContain(project.id)
+  })
+
+  it("a database delete drops the db binding when it commits, raising the revision once; accepting or aborting one does not", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const base = `/v1/orgs/${slug}/projects/${project.name}/database`
+    const asAdmin = { token: suite.admin.token }
+    const runOperations = () =>
+      suite.server.run(
+        Effect.flatMap(Effect.service(Database.Databases), (databases) =>
+          Jobs.JobRunner.runOnce(databases.handlers.map((handler) => Effect.succeed(handler)))
+        )
+      )
+    const connect = (await api.post(base, undefined, asAdmin)).body
+    const granted = await state(0)
+    expect(granted.projects.find((p) => p.projectId === project.id)?.bindings.db).toEqual(connect)
+    // An aborted delete leaves the binding as it was.
+    const aborted = await api.post(`${base}/delete`, { confirm: project.name }, asAdmin)
+    await api.post(`${base}/operations/${aborted.body.operationId}/abort`, undefined, asAdmin)
+    await runOperations()
+    const afterAbort = await state(granted.revision)
+    expect(afterAbort.projects.map((p) => p.projectId)).not.toContain(project.id)
+    await api.post(`${base}/delete`, { confirm: project.name }, asAdmin)
+    expect((await state(afterAbort.revision)).projects.map((p) => p.projectId)).not.toContain(project.id)
+    await runOperations()
+    const dropped = await state(afterAbort.revision)
+    expect(dropped.revision).toBeGreaterThan(afterAbort.revision)
+    expect(dropped.projects.filter((p) => p.projectId === project.id).map((p) => p.bindings.db)).toEqual([null])
+    expect((await state(dropped.revision)).projects.map((p) => p.projectId)).not.toContain(project.id)
   })
 
   it("a bad `after` is 400", async () => {

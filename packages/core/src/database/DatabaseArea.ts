@@ -22,11 +22,16 @@ export const DatabaseArea = area({
     grant: () => Effect.die(new Error("the database is created through Databases.create")),
     revoke: () => Effect.die(new Error("the database is deleted through its delete operation"))
   })),
-  // Project delete: no recovery generation; the cluster, its images and its rows go in the data phase.
+  // Project delete: no recovery generation. Spec 4.3's order: the cluster with the node data, the images with the
+  // git repositories and backups.
   teardown: [
     Effect.map(Effect.service(Databases), (databases): TeardownStep => ({
       phase: "data",
-      run: (project) => databases.teardown(project.id)
+      run: (project) => databases.teardown(project.id, "node")
+    })),
+    Effect.map(Effect.service(Databases), (databases): TeardownStep => ({
+      phase: "repositories",
+      run: (project) => databases.teardown(project.id, "backups")
     }))
   ],
   jobs: [handlerAt(0), handlerAt(1), handlerAt(2)]

@@ -159,8 +159,11 @@ export class Databases extends Context.Service<
     readonly backupDue: Effect.Effect<void>
     /** Re-hashes every generation not checked within the check interval; a mismatch is recorded, never trusted. */
     readonly checkDue: Effect.Effect<void>
-    /** Project teardown: the cluster goes to the tombstone, the images and rows are removed. */
-    readonly teardown: (projectId: ProjectId) => Effect.Effect<void>
+    /**
+     * Project teardown (spec 4.3's order): `node` in the data phase (the cluster goes to the tombstone, the record
+     * goes), `backups` in the repositories phase ("git repositories and backups": the images and their rows).
+     */
+    readonly teardown: (projectId: ProjectId, part: "node" | "backups") => Effect.Effect<void>
     readonly handlers: ReadonlyArray<JobHandler>
   }
 >()("@hostplane/core/database/Databases") {
@@ -643,14 +646,17 @@ export class Databases extends Context.Service<
         }
       }).pipe(Effect.withSpan("Databases.checkDue"))
 
-      const teardown = Effect.fn("Databases.teardown")(function* (projectId: ProjectId) {
-        if (Option.isSome(maybeNode)) yield* maybeNode.value.remove(projectId).pipe(Effect.orDie)
+      const teardown = Effect.fn("Databases.teardown")(function* (projectId: ProjectId, part: "node" | "backups") {
+        if (part === "node") {
+          if (Option.isSome(maybeNode)) yield* maybeNode.value.remove(projectId).pipe(Effect.orDie)
+          yield* store.remove(projectId)
+          return
+        }
         if (Option.isSome(maybeBackups)) {
           for (const generation of yield* store.generations(projectId)) {
             yield* maybeBackups.value.remove(generation.offsiteKey).pipe(Effect.orDie)
           }
         }
-        yield* store.remove(projectId)
         yield* store.removeGenerations(projectId)
       })
 
