@@ -1,12 +1,13 @@
 import { MailNotificationsSns, MailTransportOutboxDir, MailTransportSmtp } from "@hostplane/adapters-providers"
+import { Email, Jobs, Kernel, Mail } from "@hostplane/core"
 import { FakeSmtpServer, type FakeSns, startFakeSns } from "@hostplane/testkit"
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { type Suite, unique, useSuite } from "./support/TestServer.ts"
+import { type Suite, type TestServer, unique, useSuite } from "./support/TestServer.ts"
 
 const mailDomain = "mail.example.test"
 const nodeToken = "node-token-mail-51c"
@@ -183,6 +184,148 @@ describe.each(backends)("decisions.md part 6 node mail relay (%s)", (_name, stor
     const revoked = after.body.projects.find((p: { projectId: string }) => p.projectId === project.id)
     expect(revoked.bindings.email).toBeNull()
   })
+})
+
+/** An `out` row of `projectId` as the relay leaves it, `minutesAgo` old. */
+const outRow = (projectId: string, minutesAgo: number): Email.MailLogRow => ({
+  id: Kernel.makeId("mail", `mail_${unique("held").slice(5)}`),
+  projectId: projectId as Kernel.ProjectId,
+  direction: "out",
+  from: "app@x.test",
+  to: "zoe@example.com",
+  subject: "earlier",
+  outcome: "sent",
+  size: 5,
+  spf: null,
+  hasRaw: true,
+  createdAt: new Date(Date.now() - minutesAgo * 60_000).toISOString(),
+  providerMessageId: null,
+  raw: encoder.encode("x\r\n\r\nx")
+})
+
+const emailStore = <A>(server: TestServer, use: (store: Email.EmailStore["Service"]) => Effect.Effect<A>) =>
+  server.run(Effect.flatMap(Email.EmailStore, use))
+
+/** 49 sends of the last hour (the free cap is 50), logged as the relay logs them. */
+const sentBefore = (server: TestServer, projectId: string) =>
+  emailStore(server, (store) =>
+    Effect.forEach(
+      Array.from({ length: 49 }, (_, i) => outRow(projectId, 10 + i / 10)),
+      store.insertLog,
+      {
+        discard: true
+      }
+    )
+  )
+
+/** A transport that holds the first message until `release` (later ones pass), counting arrivals in `entered`. */
+const heldTransport = () => {
+  const gate = { entered: 0, release: () => {}, held: Promise.resolve() }
+  gate.held = new Promise<void>((resolve) => (gate.release = resolve))
+  const layer = Layer.succeed(
+    Mail.MailTransport,
+    Mail.MailTransport.of({
+      send: () => Effect.void,
+      sendRaw: (message) =>
+        Effect.promise(() => {
+          gate.entered += 1
+          return gate.entered === 1 ? gate.held : Promise.resolve()
+        }).pipe(Effect.as(message.messageId ?? message.id))
+    })
+  )
+  return { gate, layer }
+}
+
+describe.each(backends)("the relay's held slot of a process that stopped (%s)", (name, stores) => {
+  const dir = outboxDir()
+  const suite = useSuite(stores, { mail: { mailDomain }, node: { token: nodeToken } }, undefined, undefined, {
+    mailTransport: () => MailTransportOutboxDir.layer(dir)
+  })
+
+  it("a held slot whose lease ended (its process died mid-send) stops counting at once: the next send takes it, the row goes", async () => {
+    const { project, address, base } = await granted(suite)
+    await sentBefore(suite.server, project.id)
+    // What a process SIGKILLed mid-send two minutes ago left: a held row leased for 30 s, never renewed since.
+    const dead = outRow(project.id, 2)
+    const reserved = await emailStore(suite.server, (store) =>
+      store.reserveOut(dead, {
+        since: new Date(Date.now() - 3_600_000).toISOString(),
+        cap: 50,
+        now: dead.createdAt,
+        leaseUntil: new Date(Date.parse(dead.createdAt) + 30_000).toISOString()
+      })
+    )
+    expect(reserved).toBe("reserved")
+    // Before leases, that row held the 50th slot for an hour: this send was 429.
+    const sent = await relay(suite, messageFrom(address), { projectId: project.id })
+    expect(sent.status).toBe(202)
+    const capped = await relay(suite, messageFrom(address), { projectId: project.id })
+    expect({ status: capped.status, code: capped.body.code }).toEqual({ status: 429, code: "mail_rate_limited" })
+    expect((await suite.api.get(base, { token: suite.admin.token })).body.sent24h).toBe(50)
+    // The dead row is gone, not merely skipped: nothing renews or shows it.
+    expect(await emailStore(suite.server, (store) => store.renewOut(dead.id, new Date().toISOString()))).toBe(false)
+    expect(Option.isNone(await emailStore(suite.server, (store) => store.getLog(project.id, dead.id)))).toBe(true)
+  })
+
+  it("a held slot whose lease still runs (a send in flight on another replica) counts: 429 at the cap", async () => {
+    const { project, address } = await granted(suite)
+    await sentBefore(suite.server, project.id)
+    const inFlight = outRow(project.id, 0)
+    await emailStore(suite.server, (store) =>
+      store.reserveOut(inFlight, {
+        since: new Date(Date.now() - 3_600_000).toISOString(),
+        cap: 50,
+        now: inFlight.createdAt,
+        leaseUntil: new Date(Date.now() + 30_000).toISOString()
+      })
+    )
+    const capped = await relay(suite, messageFrom(address), { projectId: project.id })
+    expect({ status: capped.status, code: capped.body.code }).toEqual({ status: 429, code: "mail_rate_limited" })
+  })
+
+  it("the hourly mail_log_purge job also deletes held rows whose lease ended, of projects that send nothing more", async () => {
+    const { project } = await granted(suite)
+    const dead = outRow(project.id, 3)
+    const live = outRow(project.id, 0)
+    const limit = (at: string, leaseUntil: string) => ({
+      since: new Date(Date.now() - 3_600_000).toISOString(),
+      cap: 50,
+      now: at,
+      leaseUntil
+    })
+    await emailStore(suite.server, (store) =>
+      Effect.all([
+        store.reserveOut(dead, limit(dead.createdAt, new Date(Date.parse(dead.createdAt) + 30_000).toISOString())),
+        store.reserveOut(live, limit(live.createdAt, new Date(Date.now() + 30_000).toISOString()))
+      ])
+    )
+    await suite.server.run(Jobs.JobRunner.runOnce([Email.mailPurgeHandler]))
+    expect(await emailStore(suite.server, (store) => store.renewOut(dead.id, new Date().toISOString()))).toBe(false)
+    expect(
+      await emailStore(suite.server, (store) => store.renewOut(live.id, new Date(Date.now() + 30_000).toISOString()))
+    ).toBe(true)
+  })
+
+  if (name === "postgres") {
+    const held = heldTransport()
+    const slow = useSuite(stores, { mail: { mailDomain }, node: { token: nodeToken } }, undefined, undefined, {
+      mailTransport: () => held.layer
+    })
+
+    it("a send the transport holds past the first lease keeps its slot: the relay renews the lease while it waits", async () => {
+      const { project, address, base } = await granted(slow)
+      await sentBefore(slow.server, project.id)
+      const first = relay(slow, messageFrom(address), { projectId: project.id })
+      await expect.poll(() => held.gate.entered, { timeout: 10_000 }).toBe(1)
+      // Past the 30 s the slot was first leased for.
+      await new Promise((resolve) => setTimeout(resolve, 32_000))
+      const capped = await relay(slow, messageFrom(address), { projectId: project.id })
+      expect({ status: capped.status, code: capped.body.code }).toEqual({ status: 429, code: "mail_rate_limited" })
+      held.gate.release()
+      expect((await first).status).toBe(202)
+      expect((await slow.api.get(base, { token: slow.admin.token })).body.sent24h).toBe(50)
+    }, 90_000)
+  }
 })
 
 describe("decisions.md part 6 node mail relay, switched off", () => {

@@ -144,27 +144,60 @@ export const layer = Layer.effect(
                 SELECT granted FROM email_addresses WHERE project_id = ${row.projectId} FOR UPDATE`
               if (address[0]?.granted !== true) return "not_granted" as const
               // The count and the insert in one statement, after the lock: its snapshot is taken once the lock is
-              // held, so it sees every row the previous holder committed (one round trip less under the lock).
+              // held, so it sees every row the previous holder committed (one round trip less under the lock). Held
+              // rows whose lease ended (their process died mid-send) neither count nor stay.
               const inserted = yield* sql`
+                WITH released AS (
+                  DELETE FROM mail_log
+                  WHERE project_id = ${row.projectId} AND pending
+                    AND (lease_until IS NULL OR lease_until <= ${limit.now}::timestamptz)
+                )
                 INSERT INTO mail_log (id, project_id, direction, mail_from, mail_to, subject, outcome, size, spf, raw,
-                  provider_message_id, created_at, pending)
+                  provider_message_id, created_at, pending, lease_until)
                 SELECT ${row.id}, ${row.projectId}, ${row.direction}, ${row.from}, ${row.to}, ${row.subject},
                   ${row.outcome}, ${row.size}, ${row.spf}, ${row.raw === null ? null : Buffer.from(row.raw)},
-                  ${row.providerMessageId}, ${row.createdAt}::timestamptz, true
+                  ${row.providerMessageId}, ${row.createdAt}::timestamptz, true, ${limit.leaseUntil}::timestamptz
                 WHERE (SELECT count(*) FROM mail_log
                        WHERE project_id = ${row.projectId} AND direction = 'out'
-                         AND created_at >= ${limit.since}::timestamptz) < ${limit.cap}
+                         AND created_at >= ${limit.since}::timestamptz
+                         AND (NOT pending OR lease_until > ${limit.now}::timestamptz)) < ${limit.cap}
                 RETURNING id`
               return inserted.length === 0 ? ("capped" as const) : ("reserved" as const)
             })
           )
           .pipe(Effect.orDie),
-      confirmOut: (id, providerMessageId) =>
-        sql`UPDATE mail_log SET pending = false, provider_message_id = ${providerMessageId} WHERE id = ${id}`.pipe(
-          Effect.asVoid,
+      renewOut: (id, leaseUntil) =>
+        sql`UPDATE mail_log SET lease_until = ${leaseUntil}::timestamptz WHERE id = ${id} AND pending
+            RETURNING id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
+      // The held row shown; when it was deleted after its lease ended, inserted shown (unless the project is gone).
+      // The raw message travels again only in that rare case.
+      confirmOut: (row, providerMessageId) =>
+        sql`UPDATE mail_log SET pending = false, lease_until = NULL, provider_message_id = ${providerMessageId}
+            WHERE id = ${row.id} RETURNING id`.pipe(
+          Effect.flatMap((rows) =>
+            rows.length > 0
+              ? Effect.void
+              : sql`
+                  INSERT INTO mail_log (id, project_id, direction, mail_from, mail_to, subject, outcome, size, spf,
+                    raw, provider_message_id, created_at)
+                  SELECT ${row.id}, ${row.projectId}, ${row.direction}, ${row.from}, ${row.to}, ${row.subject},
+                    ${row.outcome}, ${row.size}, ${row.spf}, ${row.raw === null ? null : Buffer.from(row.raw)},
+                    ${providerMessageId}, ${row.createdAt}::timestamptz
+                  WHERE EXISTS (SELECT 1 FROM projects WHERE id = ${row.projectId})
+                  ON CONFLICT (id) DO NOTHING`.pipe(Effect.asVoid)
+          ),
           Effect.orDie
         ),
       releaseOut: (id) => sql`DELETE FROM mail_log WHERE id = ${id} AND pending`.pipe(Effect.asVoid, Effect.orDie),
+      releaseExpired: (now) =>
+        sql`DELETE FROM mail_log WHERE pending AND (lease_until IS NULL OR lease_until <= ${now}::timestamptz)
+            RETURNING id`.pipe(
+          Effect.map((rows) => rows.length),
+          Effect.orDie
+        ),
       setOutcome: (providerMessageId, outcome) =>
         sql`UPDATE mail_log SET outcome = ${outcome}
             WHERE provider_message_id = ${providerMessageId} AND direction = 'out' RETURNING id`.pipe(

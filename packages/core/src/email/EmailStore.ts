@@ -25,17 +25,26 @@ export class EmailStore extends Context.Service<
     readonly insertLog: (row: MailLogRow) => Effect.Effect<void>
     /**
      * The relay's slot, taken atomically per project (concurrent sends never pass the cap): while the address is
-     * granted and fewer than `cap` `out` rows (held ones included) exist since `since`, inserts `row` held back
-     * (not listed, not in the status counts) until `confirmOut`.
+     * granted and fewer than `cap` `out` rows exist since `since`, inserts `row` held back (not listed, not in the
+     * status counts) until `confirmOut`, leased until `leaseUntil`. A held row counts toward the cap only while its
+     * lease runs (its process renews it while the transport works): the held rows of a process that died stop counting
+     * once their lease ends before `now`, and the project's such rows are deleted here.
      */
     readonly reserveOut: (
       row: MailLogRow,
-      limit: { readonly since: string; readonly cap: number }
+      limit: { readonly since: string; readonly cap: number; readonly now: string; readonly leaseUntil: string }
     ) => Effect.Effect<"reserved" | "capped" | "not_granted">
-    /** Shows a held row, with the transport's id for the message. */
-    readonly confirmOut: (id: string, providerMessageId: string) => Effect.Effect<void>
+    /** Extends a held row's lease; false once it is no longer held (shown, released, or deleted after its lease ended). */
+    readonly renewOut: (id: string, leaseUntil: string) => Effect.Effect<boolean>
+    /**
+     * Shows the held row `row.id` with the transport's id for the message. A row deleted meanwhile (its process
+     * stalled past the lease while the transport had the message) is inserted shown, so a sent message keeps its row.
+     */
+    readonly confirmOut: (row: MailLogRow, providerMessageId: string) => Effect.Effect<void>
     /** Removes a held row whose message the transport did not take. */
     readonly releaseOut: (id: string) => Effect.Effect<void>
+    /** Deletes every held row whose lease ended before `now` (its process died mid-send); how many. */
+    readonly releaseExpired: (now: string) => Effect.Effect<number>
     /** Sets the outcome of the `out` rows sent with `providerMessageId`; how many rows matched. */
     readonly setOutcome: (providerMessageId: string, outcome: MailOutcome) => Effect.Effect<number>
     readonly listLog: (projectId: ProjectId, query: LogQuery) => Effect.Effect<ReadonlyArray<MailLogRow>>

@@ -3,7 +3,11 @@ import { limitsOf } from "../billing/Billing.ts"
 import { define, handler, type JobHandler } from "../jobs/Job.ts"
 import { EmailStore } from "./EmailStore.ts"
 
-/** The mail log's retention (spec part 8, `keepDays` by plan): one job of the kind always exists, hourly. */
+/**
+ * The mail log's retention (spec part 8, `keepDays` by plan), and the relay's held rows of processes that died
+ * mid-send (their lease ended; they count toward no cap, and a project's next send deletes its own): one job of the
+ * kind always exists, hourly.
+ */
 export const mailPurge = define({
   kind: "mail_log_purge",
   payload: Schema.Struct({}),
@@ -26,6 +30,8 @@ export const mailPurgeHandler: Effect.Effect<JobHandler, never, EmailStore> = Ef
             pro: cutoff(now, limitsOf("pro").mailKeepDays)
           })
           if (purged > 0) yield* Effect.logInfo("mail log purged", { rows: purged })
+          const released = yield* store.releaseExpired(new Date(now).toISOString())
+          if (released > 0) yield* Effect.logInfo("held relay slots of stopped processes released", { rows: released })
         })
     })
 )

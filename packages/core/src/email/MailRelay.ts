@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option, Result, Schema, Stream } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import { limitsOf } from "../billing/Billing.ts"
 import {
   BadRequest,
@@ -15,11 +15,20 @@ import { Tokens } from "../kernel/Tokens.ts"
 import { MailTransport } from "../mail/Mail.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
+import type { MailLogRow } from "./Email.ts"
 import { EmailStore } from "./EmailStore.ts"
 import { readRelayed } from "./Rfc822.ts"
 
 /** The largest message the relay takes, headers and attachments included (Amazon SES's SMTP limit is 10 MB). */
 export const maxRelayBytes = 10 * 1024 * 1024
+
+/**
+ * A held slot's lease: renewed every third of it while the transport has the message, so only a process that died (or
+ * froze) mid-send stops renewing, and its slot stops counting toward the hourly cap once the lease ends.
+ */
+export const relaySlotLease = Duration.seconds(30)
+const renewEvery = Duration.divideUnsafe(relaySlotLease, 3)
+const leaseFrom = (at: number) => new Date(at + Duration.toMillis(relaySlotLease)).toISOString()
 
 /** What the relay answers: the log row's id and the transport's id, which SNS events name as `mail.messageId`. */
 export const MailSent = Schema.Struct({ id: Schema.String, messageId: Schema.String }).annotate({
@@ -130,27 +139,37 @@ export class MailRelay extends Context.Service<
         const hourlyCap = yield* capOf(project.value.orgId)
         const now = yield* Clock.currentTimeMillis
         const mailId = yield* newId(tokens, "mail")
+        const row: MailLogRow = {
+          id: mailId,
+          projectId: id,
+          direction: "out",
+          from: message.fromHeader,
+          to: message.recipients.join(", "),
+          subject: message.subject,
+          outcome: "sent",
+          size: raw.length,
+          spf: null,
+          hasRaw: true,
+          createdAt: new Date(now).toISOString(),
+          providerMessageId: null,
+          raw
+        }
+        // Renews the slot's lease while the transport has the message (a large one over SMTP may take a while).
+        const heartbeat = Effect.sleep(renewEvery).pipe(
+          Effect.andThen(Clock.currentTimeMillis),
+          Effect.flatMap((at) => store.renewOut(mailId, leaseFrom(at))),
+          Effect.forever,
+          Effect.interruptible
+        )
         // Uninterruptible: a client that hangs up mid-send never leaves a held row behind, nor a send unlogged.
         return yield* Effect.uninterruptible(
           Effect.gen(function* () {
-            const slot = yield* store.reserveOut(
-              {
-                id: mailId,
-                projectId: id,
-                direction: "out",
-                from: message.fromHeader,
-                to: message.recipients.join(", "),
-                subject: message.subject,
-                outcome: "sent",
-                size: raw.length,
-                spf: null,
-                hasRaw: true,
-                createdAt: new Date(now).toISOString(),
-                providerMessageId: null,
-                raw
-              },
-              { since: new Date(now - 3_600_000).toISOString(), cap: hourlyCap }
-            )
+            const slot = yield* store.reserveOut(row, {
+              since: new Date(now - 3_600_000).toISOString(),
+              cap: hourlyCap,
+              now: row.createdAt,
+              leaseUntil: leaseFrom(now)
+            })
             if (slot === "not_granted")
               return yield* new NotGranted({ message: "email is not granted to this project" })
             if (slot === "capped") {
@@ -159,21 +178,24 @@ export class MailRelay extends Context.Service<
                 details: { hourlyCap }
               })
             }
-            const messageId = yield* transport.value
-              .sendRaw({
-                id: mailId,
-                from: message.fromAddress,
-                to: message.recipients,
-                raw,
-                messageId: message.messageId
-              })
-              .pipe(
-                Effect.tapError(() => store.releaseOut(mailId)),
-                Effect.mapError(
-                  (error) => new MailSendFailed({ message: error.message, details: { retryable: error.retryable } })
-                )
+            const messageId = yield* Effect.scoped(
+              Effect.andThen(
+                Effect.forkScoped(heartbeat),
+                transport.value.sendRaw({
+                  id: mailId,
+                  from: message.fromAddress,
+                  to: message.recipients,
+                  raw,
+                  messageId: message.messageId
+                })
               )
-            yield* store.confirmOut(mailId, messageId)
+            ).pipe(
+              Effect.tapError(() => store.releaseOut(mailId)),
+              Effect.mapError(
+                (error) => new MailSendFailed({ message: error.message, details: { retryable: error.retryable } })
+              )
+            )
+            yield* store.confirmOut(row, messageId)
             return { id: mailId, messageId }
           })
         )

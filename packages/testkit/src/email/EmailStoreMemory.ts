@@ -7,7 +7,14 @@ import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memo
 /** Keyed by project id. */
 export const addressRows = memoryTable("email.addresses", () => new Map<string, Email.EmailAddressRow>())
 /** Keyed by mail id. */
-export const logRows = memoryTable("email.log", () => new Map<string, { row: Email.MailLogRow; pending?: boolean }>())
+export const logRows = memoryTable(
+  "email.log",
+  () => new Map<string, { row: Email.MailLogRow; pending?: boolean; leaseUntil?: string }>()
+)
+
+/** A held row whose lease ended by `now`: its process died mid-send. */
+const expired = (entry: { pending?: boolean; leaseUntil?: string }, now: string) =>
+  entry.pending === true && (entry.leaseUntil === undefined || Date.parse(entry.leaseUntil) <= Date.parse(now))
 /** SNS message id to type. */
 export const notificationIds = memoryTable("email.notifications", () => new Map<string, string>())
 
@@ -46,23 +53,47 @@ export const make = (store: MemoryStore): Email.EmailStore["Service"] =>
         if (tables(addressRows).get(row.projectId)?.granted !== true) return "not_granted" as const
         const since = Date.parse(limit.since)
         let sent = 0
-        for (const { row: other } of tables(logRows).values()) {
-          if (other.projectId === row.projectId && other.direction === "out" && Date.parse(other.createdAt) >= since) {
-            sent += 1
+        for (const [id, entry] of tables(logRows)) {
+          if (entry.row.projectId !== row.projectId) continue
+          if (expired(entry, limit.now)) {
+            tables(logRows).delete(id)
+            continue
           }
+          if (entry.row.direction === "out" && Date.parse(entry.row.createdAt) >= since) sent += 1
         }
         if (sent >= limit.cap) return "capped" as const
-        tables(logRows).set(row.id, { row, pending: true })
+        tables(logRows).set(row.id, { row, pending: true, leaseUntil: limit.leaseUntil })
         return "reserved" as const
       }),
-    confirmOut: (id, providerMessageId) =>
+    renewOut: (id, leaseUntil) =>
       write(store, (tables) => {
         const entry = tables(logRows).get(id)
-        if (entry !== undefined) tables(logRows).set(id, { row: { ...entry.row, providerMessageId } })
+        if (entry?.pending !== true) return false
+        tables(logRows).set(id, { ...entry, leaseUntil })
+        return true
+      }),
+    confirmOut: (row, providerMessageId) =>
+      write(store, (tables) => {
+        const entry = tables(logRows).get(row.id)
+        if (entry !== undefined) tables(logRows).set(row.id, { row: { ...entry.row, providerMessageId } })
+        else if (tables(projectRows).has(row.projectId)) {
+          tables(logRows).set(row.id, { row: { ...row, providerMessageId } })
+        }
       }),
     releaseOut: (id) =>
       write(store, (tables) => {
         if (tables(logRows).get(id)?.pending === true) tables(logRows).delete(id)
+      }),
+    releaseExpired: (now) =>
+      write(store, (tables) => {
+        let released = 0
+        for (const [id, entry] of tables(logRows)) {
+          if (expired(entry, now)) {
+            tables(logRows).delete(id)
+            released += 1
+          }
+        }
+        return released
       }),
     setOutcome: (providerMessageId, outcome) =>
       write(store, (tables) => {

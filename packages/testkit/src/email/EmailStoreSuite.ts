@@ -54,7 +54,7 @@ export const emailStoreSuite = <E>(name: string, store: Layer.Layer<EmailStoreSu
       Effect.gen(function* () {
         const email = yield* Email.EmailStore
         const project = yield* givenProject
-        const limit = { since: at(-60), cap: 2 }
+        const limit = { since: at(-60), cap: 2, now: at(0), leaseUntil: at(30_000) }
         const held = row(project.id, { providerMessageId: null })
         assert.strictEqual(yield* email.reserveOut(held, limit), "not_granted")
         yield* email.saveAddress({ projectId: project.id, address: `${randomSuffix()}@m.test`, granted: true })
@@ -65,15 +65,58 @@ export const emailStoreSuite = <E>(name: string, store: Layer.Layer<EmailStoreSu
         assert.strictEqual(yield* email.reserveOut(second, limit), "reserved")
         // Held rows count toward the cap.
         assert.strictEqual(yield* email.reserveOut(row(project.id), limit), "capped")
-        yield* email.confirmOut(held.id, "ses-1")
+        yield* email.confirmOut(held, "ses-1")
         yield* email.releaseOut(second.id)
         const shown = yield* email.getLog(project.id, held.id)
         assert.strictEqual(Option.getOrThrow(shown).providerMessageId, "ses-1")
         assert.isTrue(Option.isNone(yield* email.getLog(project.id, second.id)))
         assert.strictEqual(yield* email.reserveOut(row(project.id), limit), "reserved")
         // Rows before `since` no longer count.
-        assert.strictEqual(yield* email.reserveOut(row(project.id), { since: at(1), cap: 1 }), "reserved")
+        assert.strictEqual(yield* email.reserveOut(row(project.id), { ...limit, since: at(1), cap: 1 }), "reserved")
       })
+    )
+
+    it.effect(
+      "a held row counts only while its lease runs: renewed it counts, ended it is deleted and frees the slot",
+      () =>
+        Effect.gen(function* () {
+          const email = yield* Email.EmailStore
+          const project = yield* givenProject
+          yield* email.saveAddress({ projectId: project.id, address: `${randomSuffix()}@m.test`, granted: true })
+          const hourAgo = at(-60 * minute)
+          // A process that died mid-send: its row was leased until 30 s after it was taken, and never renewed.
+          const dead = row(project.id, { providerMessageId: null })
+          const live = row(project.id, { providerMessageId: null })
+          assert.strictEqual(
+            yield* email.reserveOut(dead, { since: hourAgo, cap: 2, now: at(0), leaseUntil: at(30_000) }),
+            "reserved"
+          )
+          assert.strictEqual(
+            yield* email.reserveOut(live, { since: hourAgo, cap: 2, now: at(0), leaseUntil: at(30_000) }),
+            "reserved"
+          )
+          // The live one renews; the dead one does not.
+          assert.isTrue(yield* email.renewOut(live.id, at(60_000)))
+          const before = { since: hourAgo, cap: 2, now: at(29_000), leaseUntil: at(59_000) }
+          assert.strictEqual(yield* email.reserveOut(row(project.id), before), "capped")
+          const after = { since: hourAgo, cap: 2, now: at(30_000), leaseUntil: at(60_000) }
+          const next = row(project.id, { providerMessageId: null })
+          assert.strictEqual(yield* email.reserveOut(next, after), "reserved")
+          // The dead row is gone (its renew finds nothing), the live one still counts: the cap is reached again.
+          assert.isFalse(yield* email.renewOut(dead.id, at(90_000)))
+          assert.strictEqual(yield* email.reserveOut(row(project.id), after), "capped")
+          // A process that only stalled past its lease still gets its sent message logged.
+          yield* email.confirmOut(dead, "ses-late")
+          assert.strictEqual(Option.getOrThrow(yield* email.getLog(project.id, dead.id)).providerMessageId, "ses-late")
+          // releaseExpired sweeps every project's ended leases, not live ones or shown rows.
+          yield* email.releaseExpired(at(59_000))
+          assert.isTrue(yield* email.renewOut(live.id, at(60_000)))
+          assert.isTrue((yield* email.releaseExpired(at(60_000))) >= 2)
+          assert.isFalse(yield* email.renewOut(next.id, at(120_000)))
+          assert.isFalse(yield* email.renewOut(live.id, at(120_000)))
+          assert.isTrue(Option.isSome(yield* email.getLog(project.id, dead.id)))
+          assert.deepStrictEqual(yield* email.countSince(project.id, hourAgo), { sent: 1, received: 0 })
+        })
     )
 
     it.effect("a notification id is claimed once; a claim in a failed transaction is undone", () =>
