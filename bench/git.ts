@@ -91,24 +91,40 @@ const ssh2Binding = (createRequire(import.meta.url)("ssh2/lib/protocol/crypto.js
 
 const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
+const medianOf = (values: Array<number | null>) =>
+  values.every((value) => value !== null) ? round(median(values as Array<number>), 2) : null
+
 interface Measured {
   readonly seconds: number
   readonly peakRssMiB: number
   /** The server's user + system CPU time during the clone (Linux only; less skewed by other load than wall time). */
   readonly serverCpuSeconds: number | null
+  /** The server's git processes (upload-pack, pack-objects) that ended during the clone. */
+  readonly serverGitCpuSeconds: number | null
+  /** The cloning side: git clone and all it ran (index-pack, ssh, git-remote-http; upload-pack too for file://). */
+  readonly clientCpuSeconds: number | null
 }
 
-/** utime + stime of a process from /proc/<pid>/stat, in seconds (clock ticks of 1/100 s on Linux). */
-const cpuSeconds = (pid: number | undefined): number | null => {
+/**
+ * utime + stime of a process, and cutime + cstime of its children it has waited for (and theirs), from
+ * /proc/<pid>/stat in seconds (clock ticks of 1/100 s on Linux).
+ */
+const cpuSeconds = (pid: number | "self" | undefined): { own: number; children: number } | null => {
   if (!hasProc || pid === undefined) return null
   try {
     const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[11]) + Number(fields[12])) / 100
+    const fields = stat
+      .slice(stat.lastIndexOf(")") + 2)
+      .split(" ")
+      .map(Number)
+    return { own: (fields[11]! + fields[12]!) / 100, children: (fields[13]! + fields[14]!) / 100 }
   } catch {
     return null
   }
 }
+
+const cpuDelta = (before: number | undefined, after: number | undefined) =>
+  before === undefined || after === undefined ? null : round(after - before, 2)
 
 const main = async () => {
   log(
@@ -167,16 +183,22 @@ const main = async () => {
       await sleep(500)
       const sampler = samplePeak(() => rssKiB(server.pid), hasProc ? 20 : 200)
       const cpuBefore = cpuSeconds(server.pid)
+      // The clone is this process's only child that ends meanwhile (the server runs on), so the change of this
+      // process's children's CPU is the clone's.
+      const clientBefore = cpuSeconds("self")
       const started = performance.now()
       await git(tempDir, ["clone", "-q", "--bare", "--no-local", url, target], env)
       const seconds = (performance.now() - started) / 1000
       const cpuAfter = cpuSeconds(server.pid)
-      const serverCpuSeconds = cpuBefore === null || cpuAfter === null ? null : round(cpuAfter - cpuBefore, 2)
+      const clientAfter = cpuSeconds("self")
+      const serverCpuSeconds = cpuDelta(cpuBefore?.own, cpuAfter?.own)
+      const serverGitCpuSeconds = cpuDelta(cpuBefore?.children, cpuAfter?.children)
+      const clientCpuSeconds = cpuDelta(clientBefore?.children, clientAfter?.children)
       const peakRssMiB = round((sampler.stop().peak ?? 0) / 1024, 1)
-      results[name]!.push({ seconds, peakRssMiB, serverCpuSeconds })
+      results[name]!.push({ seconds, peakRssMiB, serverCpuSeconds, serverGitCpuSeconds, clientCpuSeconds })
       log(
-        `${name} clone ${run + 1}/${runs}: ${round(seconds, 2)} s, server CPU ${serverCpuSeconds ?? "?"} s, ` +
-          `server peak RSS ${peakRssMiB} MiB`
+        `${name} clone ${run + 1}/${runs}: ${round(seconds, 2)} s, CPU s: server ${serverCpuSeconds ?? "?"}, ` +
+          `server's git ${serverGitCpuSeconds ?? "?"}, client ${clientCpuSeconds ?? "?"}; server peak RSS ${peakRssMiB} MiB`
       )
       Fs.rmSync(target, { recursive: true, force: true })
     }
@@ -194,20 +216,36 @@ const main = async () => {
           ratioMin: round(Math.min(...ratios), 2),
           ratioMax: round(Math.max(...ratios), 2),
           peakRssMiB: Math.max(...measured.map((m) => m.peakRssMiB)),
-          serverCpuSeconds: measured.every((m) => m.serverCpuSeconds !== null)
-            ? round(median(measured.map((m) => m.serverCpuSeconds!)), 2)
-            : null
+          serverCpuSeconds: medianOf(measured.map((m) => m.serverCpuSeconds)),
+          serverGitCpuSeconds: medianOf(measured.map((m) => m.serverGitCpuSeconds)),
+          clientCpuSeconds: medianOf(measured.map((m) => m.clientCpuSeconds)),
+          totalCpuSeconds: medianOf(
+            measured.map((m) =>
+              m.serverCpuSeconds === null || m.serverGitCpuSeconds === null || m.clientCpuSeconds === null
+                ? null
+                : m.serverCpuSeconds + m.serverGitCpuSeconds + m.clientCpuSeconds
+            )
+          )
         }
       ]
     })
   )
   const table = alignColumns([
-    ["transport", "median s", "ratio to file:// (min median max)", "server CPU s (median)", "server peak RSS MiB"],
+    [
+      "transport",
+      "median s",
+      "ratio to file:// (min median max)",
+      "CPU s: server + its git + client = total (medians)",
+      "server peak RSS MiB"
+    ],
     ...Object.entries(summary).map(([name, row]) => [
       name === "file" ? "file:// --no-local (baseline)" : name,
       String(row.seconds),
       name === "file" ? "1.00" : `${row.ratioMin.toFixed(2)} ${row.ratio.toFixed(2)} ${row.ratioMax.toFixed(2)}`,
-      name === "file" ? "-" : String(row.serverCpuSeconds ?? "?"),
+      name === "file"
+        ? `- + - + ${row.clientCpuSeconds ?? "?"} = ${row.clientCpuSeconds ?? "?"}`
+        : `${row.serverCpuSeconds ?? "?"} + ${row.serverGitCpuSeconds ?? "?"} + ${row.clientCpuSeconds ?? "?"} = ` +
+          `${row.totalCpuSeconds ?? "?"}`,
       name === "file" ? "-" : String(row.peakRssMiB)
     ])
   ])

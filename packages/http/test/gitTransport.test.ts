@@ -315,6 +315,25 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     await cleanup()
   })
 
+  it("SSH: an OpenSSH client is never sent more than 512 KiB ahead of what it passed on, and gets every byte", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const big = randomBytes(6 * 1024 * 1024)
+    await pushed.commitFiles({ "big.bin": big }, "big")
+    await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
+    const key = await registered(suite.admin)
+    // At DEBUG2 OpenSSH logs its window (2 MiB less what it holds unread) before each WINDOW_ADJUST it sends.
+    const clone = await git(pushed.dir, ["clone", sshUrl(slug, pushed.project.name, "site"), "ssh"], {
+      GIT_SSH_COMMAND: sshEnv(key).GIT_SSH_COMMAND.replace("LogLevel=ERROR", "LogLevel=DEBUG2")
+    })
+    expect(clone.code, clone.stderr).toBe(0)
+    const windows = [...clone.stderr.matchAll(/window (\d+) sent adjust \d+/gu)].map((match) => Number(match[1]))
+    expect(windows.length).toBeGreaterThan(10)
+    expect(Math.min(...windows)).toBeGreaterThanOrEqual(2 * 1024 * 1024 - GitSshServer.openSshInFlight)
+    expect(await Fs.readFile(Path.join(pushed.dir, "ssh", "big.bin"))).toEqual(big)
+    await pushed.cleanup()
+  })
+
   it("a never-pushed repo clones as an empty repository over HTTP and SSH", async () => {
     const slug = await newOrg()
     const project = await suite.newProject(slug)

@@ -48,6 +48,25 @@ export const cryptoBindingLoaded: boolean = (
   createRequire(import.meta.url)("ssh2/lib/protocol/crypto.js") as { readonly bindingAvailable: boolean }
 ).bindingAvailable
 
+/**
+ * The most the server sends to an OpenSSH client before the client has passed it on. OpenSSH grants a 2 MiB window
+ * and returns what it has written out as soon as more than 3 packets (96 KiB) are outstanding (channels.c,
+ * `channel_check_window`, unchanged from OpenSSH 6 to 10). Sending all 2 MiB at once made it hold megabytes in buffers
+ * it regrows by reallocating: about 100,000 page faults and 0.3-0.4 s of its CPU per 50 MiB clone, against 8,000 and
+ * 0.2 s with at most 512 KiB in flight (bench/README.md, bench:git). 128 KiB stalled: too close to those 96 KiB.
+ */
+export const openSshInFlight = 512 * 1024
+
+/**
+ * Lowers the send window ssh2 keeps for `channel` (the client's grant) to `limit`: its own flow control then waits for
+ * the client's WINDOW_ADJUSTs, which add what was passed on, so at most `limit` is ever unread. Only for a client that
+ * adjusts early (OpenSSH): one that waits until half its window is used would never adjust and the transfer would stall.
+ */
+const limitInFlight = (channel: ssh2.ServerChannel, limit: number) => {
+  const outgoing = channel.outgoing as { window?: unknown }
+  if (typeof outgoing.window === "number") outgoing.window = Math.min(outgoing.window, limit)
+}
+
 /** `git-upload-pack '<path>'` (or `git upload-pack`), the path single-quoted as git quotes it. */
 export const parseGitCommand = (
   command: string
@@ -133,8 +152,9 @@ export const layer = (options: GitSshServerOptions) =>
         )
 
       const clients = new Set<ssh2.Connection>()
-      const server = new ssh2.Server({ hostKeys: [hostKey] }, (client) => {
+      const server = new ssh2.Server({ hostKeys: [hostKey] }, (client, info) => {
         clients.add(client)
+        const openSsh = info.header.versions.software.startsWith("OpenSSH_")
         client.on("close", () => clients.delete(client))
         let userId: Kernel.UserId | undefined
         client.on("authentication", (ctx) => {
@@ -164,6 +184,7 @@ export const layer = (options: GitSshServerOptions) =>
             })
             opened.on("exec", (accept, _reject, info) => {
               const channel = accept()
+              if (openSsh) limitInFlight(channel, openSshInFlight)
               void run(session(channel, info.command, userId!, protocol)).then(({ code, message }) => {
                 if (message !== "") channel.stderr.write(`fatal: ${message.replace(/^fatal: /u, "")}\n`)
                 channel.exit(code)
