@@ -243,6 +243,8 @@ describe.each(backends)("spec 4.8 mail webhook (%s)", (_name, stores) => {
 
   it("the certificate folder is read once per URL", async () => {
     const { project, address } = await projectWithAddress()
+    // The first message read the certificate (whichever test of the file ran first); later ones need no file.
+    expect((await post(suite, sns().notification(received([address])))).status).toBe(200)
     const certPath = Path.join(sns().certsDir, Path.basename(new URL(sns().certUrl).pathname))
     const pem = Fs.readFileSync(certPath, "utf8")
     Fs.rmSync(certPath)
@@ -251,7 +253,7 @@ describe.each(backends)("spec 4.8 mail webhook (%s)", (_name, stores) => {
     } finally {
       Fs.writeFileSync(certPath, pem)
     }
-    expect(await logOf(suite.server, project.id)).toHaveLength(1)
+    expect(await logOf(suite.server, project.id)).toHaveLength(2)
   })
 })
 

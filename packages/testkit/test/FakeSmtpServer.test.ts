@@ -1,7 +1,7 @@
 import * as Net from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import { FakeSmtpServer } from "@hostplane/testkit"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 
 /** A bare SMTP client: sends each line and collects the complete reply (the last line is `NNN text`). */
 const converse = (port: number, lines: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<string>> =>
@@ -81,6 +81,27 @@ describe("FakeSmtpServer", () => {
       assert.strictEqual(codes(second)[5], "451")
       assert.strictEqual(codes(third)[5], "250")
       assert.lengthOf(yield* server.received, 1)
+    })
+  )
+
+  it.live("holdNext keeps the reply to the data until releaseHeld: the client waits, then gets its 250", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeSmtpServer.make()
+      yield* server.holdNext(1)
+      const waiting = yield* Effect.forkChild(
+        converse(server.port, delivery("a@x.test", "b@y.test", "Subject: slow\r\n\r\nbody"))
+      )
+      while ((yield* server.held).length === 0) yield* Effect.sleep("10 millis")
+      assert.strictEqual((yield* server.held)[0]!.raw, "Subject: slow\r\n\r\nbody\r\n")
+      assert.lengthOf(yield* server.received, 0)
+      yield* server.releaseHeld
+      const replies = yield* Fiber.join(waiting)
+      assert.strictEqual(codes(replies)[5], "250")
+      assert.lengthOf(yield* server.held, 0)
+      assert.lengthOf(yield* server.received, 1)
+      // Only the next one was held.
+      const next = yield* converse(server.port, delivery("a@x.test", "b@y.test", "Subject: x\r\n\r\nbody"))
+      assert.strictEqual(codes(next)[5], "250")
     })
   )
 

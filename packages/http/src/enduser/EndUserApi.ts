@@ -56,8 +56,10 @@ export const authEndpoints = [
     .annotate(OpenApi.Summary, "Remove a sign-in provider")
     .annotateMerge(
       describe(
-        "Admin. 204 also for an unknown or unregistered provider. End users keep their records; sign-in through",
-        "that provider stops. Audit `auth.provider.delete` when a provider was removed."
+        "Admin. 204 also for an unknown or unregistered provider. Sign-in through that provider stops at once, and",
+        "its entries in the users' identities are removed (a job on the project's database); end users keep their",
+        "records, and sessions already open run until they expire or sign out. Audit `auth.provider.delete` when a",
+        "provider was removed."
       )
     )
 ] as const

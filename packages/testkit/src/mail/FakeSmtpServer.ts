@@ -41,7 +41,7 @@ export interface FakeSmtpOptions {
 
 /**
  * A loopback SMTP server on 127.0.0.1 with an ephemeral port, answering as Amazon SES's SMTP interface does
- * (`250 Ok <message id>`); it records every accepted message and can refuse on demand.
+ * (`250 Ok <message id>`); it records every accepted message and can refuse, or hold its reply, on demand.
  */
 export class FakeSmtpServer extends Context.Service<
   FakeSmtpServer,
@@ -53,6 +53,15 @@ export class FakeSmtpServer extends Context.Service<
     readonly received: Effect.Effect<ReadonlyArray<FakeSmtpMessage>>
     /** The next `count` deliveries are answered with `failure` instead of being accepted. */
     readonly failNext: (count: number, failure: FakeSmtpFailure) => Effect.Effect<void>
+    /**
+     * The next `count` deliveries get no reply after their data until `releaseHeld` (a slow provider, or one the
+     * client dies waiting for); what they sent is in `held` meanwhile.
+     */
+    readonly holdNext: (count: number) => Effect.Effect<void>
+    /** Messages whose reply is held now. */
+    readonly held: Effect.Effect<ReadonlyArray<FakeSmtpMessage>>
+    /** Accepts every held message (a client still waiting gets its `250`). */
+    readonly releaseHeld: Effect.Effect<void>
     /** Forgets received messages and pending failures. */
     readonly reset: Effect.Effect<void>
   }
@@ -64,6 +73,8 @@ export class FakeSmtpServer extends Context.Service<
     Effect.gen(function* () {
       const received: Array<FakeSmtpMessage> = []
       const pending: Array<FakeSmtpFailure> = []
+      const holding = { count: 0 }
+      const held: Array<{ readonly message: FakeSmtpMessage; readonly accept: () => void }> = []
 
       const refuse = (stage: FakeSmtpStage): Error | null => {
         const next = pending[0]
@@ -103,16 +114,25 @@ export class FakeSmtpServer extends Context.Service<
             const mailFrom = session.envelope.mailFrom
             const bytes = Buffer.concat(chunks)
             const messageId = sesMessageId()
-            received.push({
+            const message: FakeSmtpMessage = {
               from: mailFrom === false ? "" : mailFrom.address,
               to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
               raw: bytes.toString("utf8"),
               bytes: new Uint8Array(bytes),
               messageId,
               user: userOf(session)
-            })
+            }
             // What SES's SMTP interface answers: the id its SNS events later name as `mail.messageId`.
-            callback(null, `Ok ${messageId}`)
+            const accept = () => {
+              received.push(message)
+              callback(null, `Ok ${messageId}`)
+            }
+            if (holding.count > 0) {
+              holding.count -= 1
+              held.push({ message, accept })
+              return
+            }
+            accept()
           })
         }
       })
@@ -142,9 +162,19 @@ export class FakeSmtpServer extends Context.Service<
           Effect.sync(() => {
             for (let i = 0; i < count; i++) pending.push(failure)
           }),
+        holdNext: (count) =>
+          Effect.sync(() => {
+            holding.count += count
+          }),
+        held: Effect.sync(() => held.map((entry) => entry.message)),
+        releaseHeld: Effect.sync(() => {
+          for (const entry of held.splice(0)) entry.accept()
+        }),
         reset: Effect.sync(() => {
           received.length = 0
           pending.length = 0
+          holding.count = 0
+          for (const entry of held.splice(0)) entry.accept()
         })
       })
     })
