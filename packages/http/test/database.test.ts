@@ -735,12 +735,29 @@ describe("spec 4.6 database: a failing scheduled generation", () => {
 
 describe("spec 4.6 database: a node that fails or has lost the database", () => {
   const state = { backupFails: false, lost: false, restoreFails: false }
+  // What the node was asked to do, in order: [call, project id].
+  const calls: Array<readonly [string, string]> = []
   const flakyNode = Layer.effect(
     Database.DatabaseNode,
     Effect.map(DatabaseNodeMemory.make, (node) =>
       Database.DatabaseNode.of({
         ...node,
         endpoint: (projectId) => (state.lost ? Effect.succeed(undefined) : node.endpoint(projectId)),
+        drain: (projectId) =>
+          Effect.andThen(
+            Effect.sync(() => calls.push(["drain", projectId])),
+            node.drain(projectId)
+          ),
+        resume: (projectId) =>
+          Effect.andThen(
+            Effect.sync(() => calls.push(["resume", projectId])),
+            node.resume(projectId)
+          ),
+        remove: (projectId) =>
+          Effect.andThen(
+            Effect.sync(() => calls.push(["remove", projectId])),
+            node.remove(projectId)
+          ),
         restore: (projectId, image, epoch) =>
           state.restoreFails
             ? Effect.fail(new Database.DatabaseNodeError({ reason: "failed", message: "the image did not start" }))
@@ -758,10 +775,10 @@ describe("spec 4.6 database: a node that fails or has lost the database", () => 
   const token = () => ({ token: suite.admin.token })
   const created = async () => {
     const slug = await suite.newOrg()
-    const project = (await suite.newProject(slug)).name
+    const { name: project, id } = await suite.newProject(slug)
     const path = `/v1/orgs/${slug}/projects/${project}/database`
     expect((await suite.api.post(path, undefined, token())).status).toBe(200)
-    return { path, project }
+    return { path, project, slug, id }
   }
   const codeOf = (reply: { status: number; body: any }) => ({ status: reply.status, code: reply.body.code })
 
@@ -822,6 +839,36 @@ describe("spec 4.6 database: a node that fails or has lost the database", () => 
       details: { phase: "committing", terminalCode: null }
     })
     expect((await suite.api.get(operation, token())).body).toMatchObject({ phase: "committing", terminalCode: null })
+  })
+
+  it("once the project's delete is accepted its database is suspended: the delete's draining phase drains it, its data phase removes the cluster", async () => {
+    const { path, project, slug, id: projectId } = await created()
+    const dropped = await suite.api.delete(`/v1/orgs/${slug}/projects/${project}`, { confirm: project }, token())
+    expect(dropped.status).toBe(202)
+    expect(codeOf(await suite.api.post(`${path}/export`, undefined, token()))).toEqual({
+      status: 409,
+      code: "suspended"
+    })
+    await suite.server.run(Jobs.JobRunner.runOnce([Projects.projectDeleteHandler]))
+    expect(
+      (await suite.api.get(`/v1/orgs/${slug}/operations/${dropped.body.operationId}`, token())).body
+    ).toMatchObject({ terminalCode: "done" })
+    expect(calls.filter(([, id]) => id === projectId).map(([call]) => call)).toEqual(["drain", "remove"])
+  })
+
+  it("a restore that ends after its project's delete was accepted leaves the database drained: it stays suspended", async () => {
+    const { path, project, slug, id: projectId } = await created()
+    expect((await suite.api.post(`${path}/restore`, { epoch: 1, seq: 1 }, token())).status).toBe(202)
+    const dropped = await suite.api.delete(`/v1/orgs/${slug}/projects/${project}`, { confirm: project }, token())
+    expect(dropped.status).toBe(202)
+    await suite.server.run(
+      Effect.flatMap(Effect.service(Database.Databases), (databases) =>
+        Jobs.JobRunner.runOnce(databases.handlers.map((handler) => Effect.succeed(handler)))
+      )
+    )
+    expect(calls.filter(([, id]) => id === projectId).map(([call]) => call)).toEqual(["drain"])
+    await suite.server.run(Jobs.JobRunner.runOnce([Projects.projectDeleteHandler]))
+    expect(calls.filter(([, id]) => id === projectId).map(([call]) => call)).toEqual(["drain", "drain", "remove"])
   })
 
   it("bodies are checked: delete without confirm and restore without whole numbers are 400 bad_request", async () => {

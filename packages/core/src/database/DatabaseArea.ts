@@ -22,9 +22,14 @@ export const DatabaseArea = area({
     grant: () => Effect.die(new Error("the database is created through Databases.create")),
     revoke: () => Effect.die(new Error("the database is deleted through its delete operation"))
   })),
-  // Project delete: no recovery generation. Spec 4.3's order: the cluster with the node data, the images with the
-  // git repositories and backups.
+  // Project delete: no recovery generation. Spec 4.3's order: the database drained with the in-flight requests and
+  // commits (it is suspended from the delete's acceptance), the cluster with the node data, the images with the git
+  // repositories and backups.
   teardown: [
+    Effect.map(Effect.service(Databases), (databases): TeardownStep => ({
+      phase: "draining",
+      run: (project) => databases.teardown(project.id, "drain")
+    })),
     Effect.map(Effect.service(Databases), (databases): TeardownStep => ({
       phase: "data",
       run: (project) => databases.teardown(project.id, "node")

@@ -160,10 +160,11 @@ export class Databases extends Context.Service<
     /** Re-hashes every generation not checked within the check interval; a mismatch is recorded, never trusted. */
     readonly checkDue: Effect.Effect<void>
     /**
-     * Project teardown (spec 4.3's order): `node` in the data phase (the cluster goes to the tombstone, the record
-     * goes), `backups` in the repositories phase ("git repositories and backups": the images and their rows).
+     * Project teardown (spec 4.3's order): `drain` in the draining phase (the suspended database refuses connections
+     * and its open sessions end), `node` in the data phase (the cluster goes to the tombstone, the record goes),
+     * `backups` in the repositories phase ("git repositories and backups": the images and their rows).
      */
-    readonly teardown: (projectId: ProjectId, part: "node" | "backups") => Effect.Effect<void>
+    readonly teardown: (projectId: ProjectId, part: "drain" | "node" | "backups") => Effect.Effect<void>
     readonly handlers: ReadonlyArray<JobHandler>
   }
 >()("@hostplane/core/database/Databases") {
@@ -646,7 +647,18 @@ export class Databases extends Context.Service<
         }
       }).pipe(Effect.withSpan("Databases.checkDue"))
 
-      const teardown = Effect.fn("Databases.teardown")(function* (projectId: ProjectId, part: "node" | "backups") {
+      const teardown = Effect.fn("Databases.teardown")(function* (
+        projectId: ProjectId,
+        part: "drain" | "node" | "backups"
+      ) {
+        if (part === "drain") {
+          // A node that no longer holds the database has nothing to drain.
+          if (Option.isNone(maybeNode) || Option.isNone(yield* store.find(projectId))) return
+          yield* maybeNode.value
+            .drain(projectId)
+            .pipe(Effect.catch((error) => (error.reason === "unavailable" ? Effect.void : Effect.die(error))))
+          return
+        }
         if (part === "node") {
           if (Option.isSome(maybeNode)) yield* maybeNode.value.remove(projectId).pipe(Effect.orDie)
           yield* store.remove(projectId)
@@ -663,9 +675,17 @@ export class Databases extends Context.Service<
       // The operations' phases: each one idempotent, since a crash repeats the phase that was running.
       const failure = (error: { readonly message: string }) =>
         new JobFailure({ message: error.message, retryable: true })
+      // A database whose project's delete was accepted stays suspended: an operation ending meanwhile leaves it drained.
+      const projectGoing = (projectId: ProjectId) =>
+        Effect.map(
+          projects.findById(projectId),
+          (project) => Option.isNone(project) || project.value.deletingSince !== null
+        )
       const release = (projectId: ProjectId) =>
         Effect.gen(function* () {
-          if (Option.isSome(maybeNode)) yield* maybeNode.value.resume(projectId).pipe(Effect.ignore)
+          if (Option.isSome(maybeNode) && !(yield* projectGoing(projectId))) {
+            yield* maybeNode.value.resume(projectId).pipe(Effect.ignore)
+          }
           yield* store.holdFor(projectId, null)
         })
 
@@ -693,7 +713,7 @@ export class Databases extends Context.Service<
               yield* node.syncTokens(projectId, yield* store.tokens(projectId)).pipe(Effect.mapError(failure))
               yield* store.setEpoch(projectId, nextEpoch)
             } else if (phase === "reactivation") {
-              yield* node.resume(projectId).pipe(Effect.mapError(failure))
+              if (!(yield* projectGoing(projectId))) yield* node.resume(projectId).pipe(Effect.mapError(failure))
               yield* store.holdFor(projectId, null)
               // Newest first: the newest generation before the new epoch is the one sealing took.
               const sealed = (yield* store.generations(projectId)).find((g) => g.epoch < nextEpoch)
