@@ -734,7 +734,13 @@ describe("spec 4.6 database: a failing scheduled generation", () => {
 })
 
 describe("spec 4.6 database: a node that fails or has lost the database", () => {
-  const state = { backupFails: false, lost: false, restoreFails: false }
+  const state: {
+    backupFails: boolean
+    lost: boolean
+    restoreFails: boolean
+    /** While set, a backup waits for it before it starts (holds a sealing phase open). */
+    backupGate: Promise<void> | undefined
+  } = { backupFails: false, lost: false, restoreFails: false, backupGate: undefined }
   // What the node was asked to do, in order: [call, project id].
   const calls: Array<readonly [string, string]> = []
   const flakyNode = Layer.effect(
@@ -765,7 +771,12 @@ describe("spec 4.6 database: a node that fails or has lost the database", () => 
         backup: (projectId, write) =>
           state.backupFails
             ? Effect.fail(new Database.DatabaseNodeError({ reason: "failed", message: "pg_backup_start refused" }))
-            : node.backup(projectId, write)
+            : state.backupGate === undefined
+              ? node.backup(projectId, write)
+              : Effect.andThen(
+                  Effect.promise(() => state.backupGate!),
+                  node.backup(projectId, write)
+                )
       })
     )
   )
@@ -869,6 +880,38 @@ describe("spec 4.6 database: a node that fails or has lost the database", () => 
     expect(calls.filter(([, id]) => id === projectId).map(([call]) => call)).toEqual(["drain"])
     await suite.server.run(Jobs.JobRunner.runOnce([Projects.projectDeleteHandler]))
     expect(calls.filter(([, id]) => id === projectId).map(([call]) => call)).toEqual(["drain", "drain", "remove"])
+  })
+
+  it("a restore aborted during its sealing phase ends aborted after it: the sealed generation is kept, the database takes connections again", async () => {
+    const { path, id: projectId } = await created()
+    const started = await suite.api.post(`${path}/restore`, { epoch: 1, seq: 1 }, token())
+    const operation = `${path}/operations/${started.body.operationId}`
+    let open!: () => void
+    state.backupGate = new Promise<void>((resolve) => (open = resolve))
+    const running = suite.server.run(
+      Effect.flatMap(Effect.service(Database.Databases), (databases) =>
+        Jobs.JobRunner.runOnce(databases.handlers.map((handler) => Effect.succeed(handler)))
+      )
+    )
+    try {
+      for (let tries = 0; (await suite.api.get(operation, token())).body.phase !== "sealing" && tries < 200; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      const aborted = await suite.api.post(`${operation}/abort`, undefined, token())
+      expect({ status: aborted.status, phase: aborted.body.phase }).toEqual({ status: 200, phase: "sealing" })
+    } finally {
+      state.backupGate = undefined
+      open()
+    }
+    await running
+    expect((await suite.api.get(operation, token())).body).toMatchObject({ phase: "sealing", terminalCode: "aborted" })
+    const generations = (await suite.api.get(`${path}/generations`, token())).body.items
+    expect(generations.map((g: { epoch: number; seq: number }) => [g.epoch, g.seq])).toEqual([
+      [1, 2],
+      [1, 1]
+    ])
+    expect(calls.filter(([, id]) => id === projectId).map(([call]) => call)).toEqual(["drain", "resume"])
+    expect((await suite.api.post(`${path}/export`, undefined, token())).status).toBe(200)
   })
 
   it("bodies are checked: delete without confirm and restore without whole numbers are 400 bad_request", async () => {
