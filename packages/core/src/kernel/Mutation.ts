@@ -185,12 +185,14 @@ export class Mutation extends Context.Service<
           return outcome.result
         })
 
-      const authorizeOrg = Effect.fn("Mutation.authorizeOrg")(function* (actor: Actor, orgSlug: string, minimum: Role) {
+      // Every write passes here: untraced, as a span and stack frame per call cost more than the envelope's own work
+      // (issue 13's write profile); the statements keep their own spans.
+      const authorizeOrg = Effect.fnUntraced(function* (actor: Actor, orgSlug: string, minimum: Role) {
         const membership = yield* policy.require(actor, orgSlug, minimum)
         return { ...membership, actor, minimum } satisfies OrgGrant
       })
 
-      const authorizeProject = Effect.fn("Mutation.authorizeProject")(function* (
+      const authorizeProject = Effect.fnUntraced(function* (
         actor: Actor,
         orgSlug: string,
         projectName: string,
@@ -203,7 +205,7 @@ export class Mutation extends Context.Service<
         return { ...access, actor, minimum, deleting } satisfies ProjectGrant
       })
 
-      const org = Effect.fn("Mutation.org")(function* <A, E, R>(
+      const org = Effect.fnUntraced(function* <A, E, R>(
         grant: OrgGrant,
         change: (write: OrgWrite) => Effect.Effect<Audited<A>, E, R>
       ) {
@@ -216,7 +218,7 @@ export class Mutation extends Context.Service<
         )
       })
 
-      const project = Effect.fn("Mutation.project")(function* <A, E, R>(
+      const project = Effect.fnUntraced(function* <A, E, R>(
         grant: ProjectGrant,
         change: (write: ProjectWrite) => Effect.Effect<Audited<A>, E, R>,
         options: ProjectWriteOptions = {}
@@ -240,7 +242,7 @@ export class Mutation extends Context.Service<
         )
       })
 
-      const lockedOrg = Effect.fn("Mutation.lockedOrg")(function* <A, E, R>(
+      const lockedOrg = Effect.fnUntraced(function* <A, E, R>(
         actor: Actor,
         orgId: OrgId,
         change: (at: string) => Effect.Effect<Audited<A>, E, R>
@@ -248,7 +250,7 @@ export class Mutation extends Context.Service<
         return yield* tx.withTransaction(Effect.andThen(orgs.lock(orgId), commit(actor, orgId, change)))
       })
 
-      const unlocked = Effect.fn("Mutation.unlocked")(function* <A, E, R>(
+      const unlocked = Effect.fnUntraced(function* <A, E, R>(
         actor: Actor,
         change: (at: string) => Effect.Effect<Audited<A>, E, R>
       ) {
