@@ -104,6 +104,45 @@ describe.each(backends)("spec 4.10 AI catalog and credit (%s)", (_name, stores) 
     })
   })
 
+  describe("ledger pages", () => {
+    it("without limit a page is 50 rows, newest first (ledger_id descending); limit=200 answers them all", async () => {
+      const slug = await newOrg()
+      const orgId = await orgIdOf(suite.server, slug)
+      // 55 topups, 5 at a time: each a signed order.paid of its own.
+      for (let batch = 0; batch < 11; batch++) {
+        await Promise.all(
+          Array.from({ length: 5 }, (_, i) =>
+            polar().deliver(hook(), {
+              type: "order.paid",
+              data: {
+                id: `ord_page_${batch}_${i}`,
+                customer: { external_id: orgId },
+                metadata: { kind: "ai_credit", microCents: `${500_000_000 + batch * 5 + i}` }
+              }
+            })
+          )
+        )
+      }
+      const first = await api.get(`/v1/orgs/${slug}/ai/ledger`, { token: suite.admin.token })
+      expect(first.status).toBe(200)
+      const ids = (first.body.items as Array<{ ledger_id: number }>).map((row) => row.ledger_id)
+      expect(ids).toHaveLength(50)
+      expect([...ids].sort((a, b) => b - a)).toEqual(ids)
+      expect(first.body.nextCursor).toBe(ids[49])
+      const rest = await api.get(`/v1/orgs/${slug}/ai/ledger?before=${first.body.nextCursor}`, {
+        token: suite.admin.token
+      })
+      expect(rest.body.items).toHaveLength(5)
+      expect(rest.body.nextCursor).toBeNull()
+      const all = await api.get(`/v1/orgs/${slug}/ai/ledger?limit=200`, { token: suite.admin.token })
+      expect(all.body.items).toHaveLength(55)
+      expect(all.body.nextCursor).toBeNull()
+      const credit = await api.get(`/v1/orgs/${slug}/ai/credit`, { token: suite.admin.token })
+      const sum = (all.body.items as Array<{ amountMicroCents: number }>).reduce((t, r) => t + r.amountMicroCents, 0)
+      expect(credit.body.balanceMicroCents).toBe(sum)
+    })
+  })
+
   describe("credit checkout", () => {
     itChecksRoles(suite, {
       name: "POST ai/credit/checkout",

@@ -46,6 +46,8 @@ export const layer = Layer.effect(
             FROM ai_credit WHERE org_id = ${orgId}`
     })
 
+    // Ordered by the table's bigint column: a bare `ledger_id` here would name the output column, its ::text, and
+    // sort 9 above 59.
     const ledger = SqlSchema.findAll({
       Request: Schema.Struct({ orgId: Schema.String, limit: Schema.Number, before: Schema.NullOr(Schema.Number) }),
       Result: LedgerRowSchema,
@@ -53,7 +55,7 @@ export const layer = Layer.effect(
         sql`SELECT ledger_id::text, kind, amount_micro_cents::text, project_name, model, created_at
             FROM ai_ledger
             WHERE org_id = ${orgId} AND (${before}::bigint IS NULL OR ledger_id < ${before}::bigint)
-            ORDER BY ledger_id DESC LIMIT ${limit}`
+            ORDER BY ai_ledger.ledger_id DESC LIMIT ${limit}`
     })
 
     return CreditStore.of({
