@@ -1,11 +1,24 @@
+import * as Pg from "@hostplane/adapters-pg"
+import { layer as pgDatabase } from "@hostplane/adapters-pg/PgDatabase"
+import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { Billing, Kernel } from "@hostplane/core"
 import { ObjectStoreMemory } from "@hostplane/testkit"
-import { Effect } from "effect"
-import { describe, expect, it } from "vitest"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { createHmac } from "node:crypto"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
 import { creditOf, orgIdOf, publicUrl, returnTo, withPolar, proProduct } from "./support/polar.ts"
-import { auditOf, logCapture, type Suite, useSuite } from "./support/TestServer.ts"
+import {
+  auditOf,
+  client,
+  logCapture,
+  startTestServer,
+  type Suite,
+  type TestServer,
+  unique,
+  useSuite
+} from "./support/TestServer.ts"
 
 const nodeToken = "node-token-billing-8d2"
 const mailDomain = "mail.billing.example.test"
@@ -187,6 +200,41 @@ describe.each(backends)("spec 4.15 billing (%s)", (_name, stores) => {
       expect((await polar().deliver(hook(), event, { timestamp: now - 4 * 60 })).body).toEqual({ applied: true })
       expect((await polar().deliver(hook(), event, { timestamp: now + 4 * 60 })).body).toEqual({ applied: true })
       expect((await polar().deliver(hook(), event, { id: "msg_forged" })).body).toEqual({ applied: true })
+    })
+
+    it("a delivery signed by an HMAC of its own as Polar's sender signs (key = UTF-8 of the whole whsec_ secret) applies", async () => {
+      const slug = await newOrg()
+      const orgId = await orgIdOf(suite.server, slug)
+      const secret = polar().webhookSecret
+      // Signed with node:crypto, not with the server's own signer: what a Polar delivery carries.
+      const signed = (key: Buffer, id: string, timestamp: string, body: string) =>
+        `v1,${createHmac("sha256", key).update(`${id}.${timestamp}.${body}`).digest("base64")}`
+      const send = (id: string, body: string, signature: string, timestamp: string) =>
+        api.post("/v1/hooks/billing", undefined, {
+          raw: body,
+          headers: {
+            "content-type": "application/json",
+            "webhook-id": id,
+            "webhook-timestamp": timestamp,
+            "webhook-signature": signature
+          }
+        })
+      const now = String(Math.floor(Date.now() / 1000))
+      const body = JSON.stringify(creditOrder(orgId, "500000000"))
+      const asPolar = Buffer.from(secret, "utf8")
+      // The base64 after whsec_ decoded, as plain Standard Webhooks libraries take the key: not Polar's key.
+      const decoded = Buffer.from(secret.slice("whsec_".length), "base64")
+      const id = `msg_hmac_${orgId}`
+      const refused = await send(id, body, signed(decoded, id, now, body), now)
+      expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 403, code: "forbidden" })
+      // Several entries (a key rotation): any v1 entry that matches is enough.
+      const both = `${signed(decoded, id, now, body)} ${signed(asPolar, id, now, body)}`
+      const accepted = await send(id, body, both, now)
+      expect({ status: accepted.status, body: accepted.body }).toEqual({ status: 200, body: { applied: true } })
+      expect((await creditOf(suite.server, orgId)).credit.balanceMicroCents).toBe(500_000_000)
+      // The signature covers id, timestamp and body: the same signature with another id is 403.
+      const moved = await send(`${id}_2`, body, signed(asPolar, id, now, body), now)
+      expect(moved.status).toBe(403)
     })
 
     it("a signed body that is not a webhook is 400", async () => {
@@ -477,15 +525,33 @@ describe.each(backends)("spec 4.15 billing (%s)", (_name, stores) => {
       expect(badReturn.status).toBe(400)
     })
 
-    it("a paying org Polar does not know is 404; Polar down is 502 billing_unavailable", async () => {
+    it("a paying org Polar does not know is 404; Polar down is 502 billing_unavailable for portal and session", async () => {
       const slug = await paidOrg()
       polar().customers.delete(await orgIdOf(suite.server, slug))
       const unknown = await api.post(`/v1/orgs/${slug}/billing/session`, undefined, { token: suite.admin.token })
       expect({ status: unknown.status, code: unknown.body.code }).toEqual({ status: 404, code: "not_found" })
-      polar().outage = 503
-      const down = await api.post(`/v1/orgs/${slug}/billing/portal`, {}, { token: suite.admin.token })
-      polar().outage = undefined
-      expect({ status: down.status, code: down.body.code }).toEqual({ status: 502, code: "billing_unavailable" })
+      const unknownPortal = await api.post(`/v1/orgs/${slug}/billing/portal`, {}, { token: suite.admin.token })
+      expect({ status: unknownPortal.status, code: unknownPortal.body.code }).toEqual({
+        status: 404,
+        code: "not_found"
+      })
+      polar().customers.add(await orgIdOf(suite.server, slug))
+      for (const outage of [503, 500, "hang"] as const) {
+        polar().outage = outage
+        const down = await api.post(`/v1/orgs/${slug}/billing/portal`, {}, { token: suite.admin.token })
+        const session = await api.post(`/v1/orgs/${slug}/billing/session`, undefined, { token: suite.admin.token })
+        polar().outage = undefined
+        expect([outage, down.status, down.body.code, session.status, session.body.code]).toEqual([
+          outage,
+          502,
+          "billing_unavailable",
+          502,
+          "billing_unavailable"
+        ])
+      }
+      expect((await api.post(`/v1/orgs/${slug}/billing/session`, undefined, { token: suite.admin.token })).status).toBe(
+        200
+      )
     })
 
     itChecksRoles(suite, {
@@ -641,5 +707,71 @@ describe("spec 4.15 billing off and sandbox", () => {
       )
       expect(checkout.status).toBe(200)
     })
+  })
+})
+
+describe("spec 5.6 billing webhook on two replicas of one PostgreSQL database", () => {
+  const { holder, settings, gateway } = withPolar()
+  const database = ManagedRuntime.make(TestDatabase.layer)
+  const servers: Array<TestServer> = []
+  beforeAll(async () => {
+    const { url } = await database.runPromise(Effect.service(TestDatabase))
+    // Two servers, each with its own pool and services, on one database and one webhook secret.
+    for (let i = 0; i < 2; i++) {
+      servers.push(
+        await startTestServer(Pg.layer.pipe(Layer.provideMerge(pgDatabase(url))), settings, undefined, undefined, {
+          gateway
+        })
+      )
+    }
+  })
+  afterAll(async () => {
+    for (const server of servers) await server.close()
+    await database.dispose()
+  })
+
+  it("one webhook-id delivered to both at once applies once; the org's balance and plan agree on both", async () => {
+    const [one, two] = servers as [TestServer, TestServer]
+    const apiOne = client(one.url)
+    const apiTwo = client(two.url)
+    const admin = await apiOne.login(unique("admin"))
+    const slug = unique("org")
+    expect((await apiOne.post("/v1/orgs", { name: "Replicas", slug }, { token: admin.token })).status).toBe(201)
+    const orgId = await orgIdOf(one, slug)
+    const deliverBoth = async (
+      event: { readonly type: string; readonly data: Record<string, unknown> },
+      id: string
+    ) => {
+      const replies = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          holder.polar.deliver(`${(i % 2 === 0 ? one : two).url}/v1/hooks/billing`, event, { id })
+        )
+      )
+      expect(replies.map((reply) => reply.status)).toEqual(Array.from({ length: 12 }, () => 200))
+      return replies.filter((reply) => reply.body.applied === true).length
+    }
+    const order = {
+      type: "order.paid",
+      data: {
+        id: "ord_replicas",
+        customer: { external_id: orgId },
+        metadata: { kind: "ai_credit", microCents: "500000000" }
+      }
+    }
+    expect(await deliverBoth(order, `msg_order_${orgId}`)).toBe(1)
+    const subscription = { type: "subscription.active", data: { ...holder.polar.subscribe(orgId) } }
+    expect(await deliverBoth(subscription, `msg_sub_${orgId}`)).toBe(1)
+    for (const api of [apiOne, apiTwo]) {
+      const credit = await api.get(`/v1/orgs/${slug}/ai/credit`, { token: admin.token })
+      expect(credit.body).toMatchObject({ balanceMicroCents: 500_000_000, hasPaymentMethod: true })
+      const ledger = await api.get(`/v1/orgs/${slug}/ai/ledger`, { token: admin.token })
+      expect(
+        ledger.body.items.map((row: { kind: string; amountMicroCents: number }) => [row.kind, row.amountMicroCents])
+      ).toEqual([["topup", 500_000_000]])
+      expect((await api.get(`/v1/orgs/${slug}/billing`, { token: admin.token })).body).toMatchObject({
+        plan: "pro",
+        status: "active"
+      })
+    }
   })
 })
