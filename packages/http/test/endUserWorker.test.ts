@@ -265,7 +265,7 @@ describe("spec 4.9 the edge's auth worker, end to end over HTTP with cookies aga
   )
 
   it(
-    "a provider delete removes that provider's identities in the project's database (made before it); users stay",
+    "a provider delete removes that provider's identities in the project's database (made before it); users and open sessions stay",
     async () => {
       const { host, base, db } = await ready()
       const purge = () => suite.server.run(Jobs.JobRunner.runOnce([EndUser.identitiesDeleteHandler]))
@@ -285,7 +285,8 @@ describe("spec 4.9 the edge's auth worker, end to end over HTTP with cookies aga
       await Effect.runPromise(
         idp.signIn({ subject: "4242", login: "octo", email: "octo@example.test", name: "Octo Cat" })
       )
-      expect((await signIn(host, jar())).status).toBe(303)
+      const browser = jar()
+      expect((await signIn(host, browser)).status).toBe(303)
       expect(await identities()).toBe("github:4242")
 
       expect((await api.delete(`${base}/auth/providers/github`, undefined, admin())).status).toBe(204)
@@ -296,6 +297,11 @@ describe("spec 4.9 the edge's auth worker, end to end over HTTP with cookies aga
       expect(await identities()).toBe("")
       expect(await psql(db, "select count(*) from service_auth.users")).toBe("1")
       expect((await edge(host, "/__service/auth/login/github")).status).toBe(404)
+      // Neither spec 4.9 nor decisions.md ends open sessions with the provider: a session runs to its end (README).
+      expect((await edge(host, "/__service/auth/me", browser)).json()).toMatchObject({
+        provider: "github",
+        subject: "4242"
+      })
 
       // Registered again: the same person signs in as a new user (the old record stays, without its identity).
       await putGithub()
