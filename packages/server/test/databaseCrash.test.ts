@@ -48,7 +48,8 @@ describe("a database restore across a server crash", () => {
         SERVICE_DB_BACKUP_INTERVAL: "1000 days",
         SERVICE_DB_TEST_SEALING_DELAY: "6 seconds"
       },
-      360
+      // About 190 s of refused polls: at load 8 a first start (initdb, migrations) once took over the 94 s of 360.
+      720
     )
     server = started.child
   }
@@ -63,7 +64,7 @@ describe("a database restore across a server crash", () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "hostplane-db-crash-"))
     await start()
-  }, 120_000)
+  }, 240_000)
   afterAll(async () => {
     // A graceful stop ends the clusters the server runs (the killed one's were taken over at the restart).
     await stop("SIGTERM")
