@@ -257,7 +257,12 @@ export interface Hostplane {
  * Starts the real server on a free port with `SERVICE_DATA_DIR=<dir>/hostplane` and no `DATABASE_URL` (so an embedded
  * PostgreSQL and the dev login), waits until it answers, and signs in as `bench` with the dev login.
  */
-export const startHostplane = async (dir: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<Hostplane> => {
+export const startHostplane = async (
+  dir: string,
+  extraEnv: NodeJS.ProcessEnv = {},
+  // Another checkout's server (with its own node_modules), for an A/B run against a baseline tree.
+  entry: string = serverEntry
+): Promise<Hostplane> => {
   const dataDir = Path.join(dir, "hostplane")
   const port = await freePort()
   const sshPort = await freePort()
@@ -281,7 +286,7 @@ export const startHostplane = async (dir: string, extraEnv: NodeJS.ProcessEnv = 
     [
       ...(process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""),
       "--conditions=@hostplane/source",
-      serverEntry
+      entry
     ],
     env,
     Path.join(dir, "hostplane.log")
