@@ -398,20 +398,31 @@ describe.each(backends)("node mail relay over SES's SMTP interface, and SNS even
     expect((await suite.api.get(base, { token: suite.admin.token })).body.sent24h).toBe(0)
   })
 
-  it("inbound mail to an address revoked through the API is recorded as refused and never kept", async () => {
+  it("a grant through the API turns receiving on with sending; after the revoke inbound mail is refused and never kept", async () => {
     const { address, base } = await granted(suite)
-    expect((await suite.api.delete(base, undefined, { token: suite.admin.token })).status).toBe(204)
+    const token = suite.admin.token
     const raw = "From: ann@sender.example\r\nTo: x\r\nSubject: Hi\r\n\r\nhello\r\n"
-    const reply = await notify({
-      notificationType: "Received",
-      mail: { messageId: unique("ses"), source: "ann@sender.example", commonHeaders: { subject: "Hi" } },
-      receipt: { recipients: [address], spfVerdict: { status: "PASS" }, action: { type: "SNS", encoding: "UTF8" } },
-      content: raw
-    })
-    expect(reply.status).toBe(200)
-    const log = await suite.api.get(`${base}/log?direction=in`, { token: suite.admin.token })
-    expect(log.body.items).toEqual([expect.objectContaining({ to: address, outcome: "refused", hasRaw: false })])
-    const rawReply = await suite.api.get(`${base}/log/${log.body.items[0].id}/raw`, { token: suite.admin.token })
+    const inbound = () =>
+      notify({
+        notificationType: "Received",
+        mail: { messageId: unique("ses"), source: "ann@sender.example", commonHeaders: { subject: "Hi" } },
+        receipt: { recipients: [address], spfVerdict: { status: "PASS" }, action: { type: "SNS", encoding: "UTF8" } },
+        content: raw
+      })
+    expect((await inbound()).status).toBe(200)
+    const received = await suite.api.get(`${base}/log?direction=in`, { token })
+    expect(received.body.items).toEqual([expect.objectContaining({ to: address, outcome: "received", hasRaw: true })])
+    expect((await suite.api.get(base, { token })).body.received24h).toBe(1)
+
+    expect((await suite.api.delete(base, undefined, { token })).status).toBe(204)
+    expect((await inbound()).status).toBe(200)
+    const log = await suite.api.get(`${base}/log?direction=in`, { token })
+    expect(log.body.items.map((row: any) => [row.to, row.outcome, row.hasRaw]).sort()).toEqual([
+      [address, "received", true],
+      [address, "refused", false]
+    ])
+    const refused = log.body.items.find((row: any) => row.outcome === "refused")
+    const rawReply = await suite.api.get(`${base}/log/${refused.id}/raw`, { token })
     expect(rawReply.status).toBe(404)
   })
 })
