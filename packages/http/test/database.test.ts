@@ -518,7 +518,7 @@ describe.each(backends)("spec 4.6 database (%s)", (_name, stores) => {
     // Nobody with an address: the notice stays unsent.
     expect(deleted.sentAt).toBeNull()
   })
-  it("a name that is not this project's is 404: another org's project under this org, another project's token", async () => {
+  it("a name that is not this project's is 404: another org's project under this org, another project's token, a role that is no token", async () => {
     const slug = await newOrg()
     const project = await withDatabase(slug)
     const elsewhere = await newOrg()
@@ -546,6 +546,13 @@ describe.each(backends)("spec 4.6 database (%s)", (_name, stores) => {
     expect((await api.get(`${dbOf(slug, other)}/tokens`, admin())).body.items).toEqual([
       { user: token.user, createdAt: token.createdAt }
     ])
+    // Nor is a role of the cluster that is not a token: the project role, the node's superuser.
+    const owner = (await api.get(`${dbOf(slug, project)}/connect`, admin())).body.user
+    for (const user of [owner, "postgres"]) {
+      const reply = await api.delete(`${dbOf(slug, project)}/tokens/${user}`, undefined, admin())
+      expect({ user, status: reply.status, code: reply.body.code }).toEqual({ user, status: 404, code: "not_found" })
+    }
+    expect((await api.get(`${dbOf(slug, project)}/connect`, admin())).body.user).toBe(owner)
     const events = (await auditOf(suite.server, slug)).filter((event) => event.action === "database.token.delete")
     expect(events).toEqual([])
   })
