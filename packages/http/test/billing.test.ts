@@ -76,6 +76,9 @@ describe.each(backends)("spec 4.15 billing (%s)", (_name, stores) => {
     it("trialing and past_due also give pro; any other status gives free; an unchanged plan is applied: false", async () => {
       const slug = await newOrg()
       expect((await subscriptionEvent(slug, "trialing")).body).toEqual({ applied: true })
+      // BillingStatus.status has three values: a trial shows as active.
+      const trial = await api.get(`/v1/orgs/${slug}/billing`, { token: suite.admin.token })
+      expect(trial.body).toMatchObject({ plan: "pro", status: "active" })
       expect((await subscriptionEvent(slug, "past_due")).body).toEqual({ applied: false })
       const pastDue = await api.get(`/v1/orgs/${slug}/billing`, { token: suite.admin.token })
       expect(pastDue.body).toMatchObject({ plan: "pro", status: "past_due" })
@@ -604,6 +607,36 @@ describe.each(backends)("spec 4.15 billing (%s)", (_name, stores) => {
       expect((await api.get(`/v1/orgs/${slug}/billing`, { token: suite.admin.token })).body.cancelAtPeriodEnd).toBe(
         false
       )
+    })
+
+    it("Polar's webhook agrees later: a cancel stays scheduled, a withdrawal at Polar shows, the period's end makes the org free", async () => {
+      const slug = await proOrg()
+      const orgId = await orgIdOf(suite.server, slug)
+      const token = suite.admin.token
+      expect((await api.post(`/v1/orgs/${slug}/billing/cancel`, { cancel: true }, { token })).status).toBe(200)
+      const record = [...polar().subscriptions.values()].find((s) => s.customer.external_id === orgId)!
+      expect(record.cancel_at_period_end).toBe(true)
+      const updated = () => polar().deliver(hook(), { type: "subscription.updated", data: { ...record } })
+      // The webhook that follows the cancel says the same: nothing to apply, the end stays scheduled.
+      expect((await updated()).body).toEqual({ applied: false })
+      expect((await api.get(`/v1/orgs/${slug}/billing`, { token })).body).toMatchObject({
+        plan: "pro",
+        cancelAtPeriodEnd: true
+      })
+      // Withdrawn in Polar's customer portal: the webhook is what tells.
+      record.cancel_at_period_end = false
+      expect((await updated()).body).toEqual({ applied: false })
+      expect((await api.get(`/v1/orgs/${slug}/billing`, { token })).body.cancelAtPeriodEnd).toBe(false)
+      // Scheduled again, then the period ends: Polar's canceled makes the org free; cancel is then 409 not_pro.
+      expect((await api.post(`/v1/orgs/${slug}/billing/cancel`, { cancel: true }, { token })).status).toBe(200)
+      record.status = "canceled"
+      expect((await updated()).body).toEqual({ applied: true })
+      expect((await api.get(`/v1/orgs/${slug}/billing`, { token })).body).toMatchObject({
+        plan: "free",
+        status: "canceled"
+      })
+      const after = await api.post(`/v1/orgs/${slug}/billing/cancel`, { cancel: false }, { token })
+      expect({ status: after.status, code: after.body.code }).toEqual({ status: 409, code: "not_pro" })
     })
 
     it("a free org is 409 not_pro; a body without boolean cancel is 400; Polar down is 502", async () => {
