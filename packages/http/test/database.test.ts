@@ -740,6 +740,76 @@ describe("spec 4.6 database: a failing scheduled generation", () => {
   })
 })
 
+describe("spec 4.6 database: one generation at a time", () => {
+  let gate: Promise<void> | undefined
+  let inFlight = 0
+  let most = 0
+  const countingNode = Layer.effect(
+    Database.DatabaseNode,
+    Effect.map(DatabaseNodeMemory.make, (node) =>
+      Database.DatabaseNode.of({
+        ...node,
+        backup: (projectId, write) =>
+          Effect.acquireUseRelease(
+            Effect.sync(() => {
+              inFlight++
+              most = Math.max(most, inFlight)
+            }),
+            () =>
+              Effect.andThen(
+                Effect.promise(() => gate ?? Promise.resolve()),
+                node.backup(projectId, write)
+              ),
+            () => Effect.sync(() => void inFlight--)
+          )
+      })
+    )
+  )
+  const suite = useSuite(backends[1]![1], { database: { backupInterval: Duration.seconds(1) } }, undefined, undefined, {
+    database: Layer.mergeAll(countingNode, BackupStoreMemory.layer)
+  })
+
+  it("a scheduled generation and a restore's sealing meet: the second waits for the first, each gets its own seq", async () => {
+    const slug = await suite.newOrg()
+    const project = (await suite.newProject(slug)).name
+    const path = `/v1/orgs/${slug}/projects/${project}/database`
+    const token = { token: suite.admin.token }
+    expect((await suite.api.post(path, undefined, token)).status).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
+    let open!: () => void
+    gate = new Promise<void>((resolve) => (open = resolve))
+    most = 0
+    const withDatabases = <A>(use: (databases: Database.Databases["Service"]) => Effect.Effect<A>) =>
+      suite.server.run(Effect.flatMap(Effect.service(Database.Databases), use) as Effect.Effect<A>)
+    // The grid's generation starts and is held at the node; the restore accepted meanwhile seals while it is held.
+    const scheduled = withDatabases((databases) => databases.backupDue)
+    while (inFlight === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+    const started = await suite.api.post(`${path}/restore`, { epoch: 1, seq: 1 }, token)
+    expect(started.status).toBe(202)
+    const restoring = withDatabases((databases) =>
+      Jobs.JobRunner.runOnce(databases.handlers.map((handler) => Effect.succeed(handler)))
+    )
+    const operation = `${path}/operations/${started.body.operationId}`
+    for (let tries = 0; (await suite.api.get(operation, token)).body.phase !== "sealing" && tries < 200; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    gate = undefined
+    open()
+    await Promise.all([scheduled, restoring])
+    expect(most).toBe(1)
+    expect((await suite.api.get(operation, token)).body).toMatchObject({ terminalCode: "done" })
+    const pairs = (await suite.api.get(`${path}/generations`, token)).body.items.map(
+      (g: { epoch: number; seq: number }) => [g.epoch, g.seq]
+    )
+    expect(pairs).toEqual([
+      [1, 3],
+      [1, 2],
+      [1, 1]
+    ])
+  })
+})
+
 describe("spec 4.6 database: a node that fails or has lost the database", () => {
   const state: {
     backupFails: boolean
