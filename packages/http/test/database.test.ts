@@ -786,8 +786,10 @@ describe("spec 4.6 database: one generation at a time", () => {
     while (inFlight === 0) await new Promise((resolve) => setTimeout(resolve, 20))
     const started = await suite.api.post(`${path}/restore`, { epoch: 1, seq: 1 }, token)
     expect(started.status).toBe(202)
-    const restoring = withDatabases((databases) =>
-      Jobs.JobRunner.runOnce(databases.handlers.map((handler) => Effect.succeed(handler)))
+    const restoring = suite.server.run(
+      Effect.flatMap(Effect.service(Database.Databases), (databases) =>
+        Jobs.JobRunner.runOnce(databases.handlers.map((handler) => Effect.succeed(handler)))
+      )
     )
     const operation = `${path}/operations/${started.body.operationId}`
     for (let tries = 0; (await suite.api.get(operation, token)).body.phase !== "sealing" && tries < 200; tries++) {
