@@ -119,6 +119,72 @@ describe("GET /v1/openapi.json describes what the server does", () => {
     expect((login.parameters ?? []).map((p: Json) => p.name)).not.toContain("Idempotency-Key")
   })
 
+  it("the operations of spec 4.10 and 4.15 declare every status and code the spec lists for them", async () => {
+    const doc = await document()
+    const project = "/v1/orgs/{orgSlug}/projects/{projectName}/ai"
+    const billing = "/v1/orgs/{orgSlug}/billing"
+    // [operation, { status: codes that must be among its enum values (none: the status alone) }]
+    const listed: Array<[string, Record<string, Array<string>>]> = [
+      ["GET /v1/ai/models", { 200: [], 401: [] }],
+      [`GET ${project}`, { 200: [], 403: [], 404: [], 503: ["no_core"] }],
+      [`POST ${project}`, { 200: [], 403: [], 404: [], 503: ["no_core"] }],
+      [`DELETE ${project}`, { 204: [], 403: [], 404: [], 503: ["no_core"] }],
+      ["GET /v1/orgs/{orgSlug}/ai/credit", { 200: [], 403: [] }],
+      ["GET /v1/orgs/{orgSlug}/ai/ledger", { 200: [], 403: [] }],
+      ["POST /v1/orgs/{orgSlug}/ai/credit/checkout", { 200: [], 400: [], 403: [], 501: ["billing_off"] }],
+      ["PUT /v1/orgs/{orgSlug}/ai/autotopup", { 200: [], 204: [], 400: [], 403: [], 409: ["no_payment_method"] }],
+      [
+        "POST /v1/ai/chat/completions",
+        {
+          200: [],
+          400: ["bad_request", "unknown_model"],
+          401: [],
+          402: ["insufficient_balance", "daily_limit"],
+          429: ["rate_limited"],
+          503: ["ai_unavailable"]
+        }
+      ],
+      ["POST /v1/hooks/billing", { 200: [], 400: [], 403: [], 501: ["billing_off"] }],
+      [`GET ${billing}`, { 200: [], 403: [], 404: [] }],
+      [
+        `POST ${billing}/checkout`,
+        { 200: [], 400: [], 403: [], 404: [], 409: ["already_pro"], 501: ["billing_off"], 502: ["billing_unavailable"] }
+      ],
+      [
+        `POST ${billing}/portal`,
+        { 200: [], 400: [], 403: [], 404: [], 501: ["billing_off"], 502: ["billing_unavailable"] }
+      ],
+      [`POST ${billing}/session`, { 200: [], 403: [], 404: [], 501: ["billing_off"], 502: ["billing_unavailable"] }],
+      [
+        `POST ${billing}/cancel`,
+        { 200: [], 403: [], 404: [], 409: ["not_pro"], 501: ["billing_off"], 502: ["billing_unavailable"] }
+      ]
+    ]
+    const operations = new Map(operationsOf(doc))
+    const missing: Array<string> = []
+    for (const [name, statuses] of listed) {
+      const operation = operations.get(name)
+      if (operation === undefined) {
+        missing.push(`${name}: not in the document`)
+        continue
+      }
+      for (const [status, codes] of Object.entries(statuses)) {
+        const response = operation.responses[status]
+        if (response === undefined) missing.push(`${name}: no ${status}`)
+        for (const code of codes) {
+          // Inline, or a reference to the error's component (whose code is that one value).
+          const inline = codesOf(response).includes(`"enum":["${code}"]`)
+          const ref = JSON.stringify(response ?? {}).includes(`"#/components/schemas/Error_${code}Encoded"`)
+          const component = doc.components.schemas[`Error_${code}Encoded`]
+          if (!inline && !(ref && codesOf(component).includes(`"enum":["${code}"]`))) {
+            missing.push(`${name}: ${status} without ${code}`)
+          }
+        }
+      }
+    }
+    expect(missing).toEqual([])
+  })
+
   it("answers that carry a secret declare Cache-Control: no-store", async () => {
     const doc = await document()
     const noStore = (operation: Json, status: string) => operation.responses[status].headers?.["cache-control"]
