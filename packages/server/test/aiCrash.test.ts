@@ -119,7 +119,10 @@ describe("an AI call across a server crash", () => {
         interval: 500
       })
       .toBe(1)
+    // Exactly once: the sweeps that follow (one every 15 s) find nothing more to charge.
+    await new Promise((resolve) => setTimeout(resolve, 20_000))
     const rows = await ledger()
+    expect(rows.filter((row) => row.kind === "call")).toHaveLength(1)
     const [charged] = rows.filter((row) => row.kind === "call")
     expect(charged).toMatchObject({ projectName: "crashai", model: "gpt-4.1" })
     expect(charged.amountMicroCents).toBeLessThan(0)
