@@ -170,6 +170,21 @@ describe.each(backends)("decisions part 6 AI gateway (%s)", (_name, stores) => {
     expect(reply.body.model).toBe("value-chat")
   })
 
+  it("on pro the token limits are 0, the model decides: large max_tokens and inputs pass, no max_tokens is added", async () => {
+    const slug = await suite.newOrg()
+    await pro(slug)
+    const { key } = await granted(slug)
+    await credit(slug)
+    const plain = await chat(key, ask("value-chat"))
+    expect(plain.status).toBe(200)
+    expect(fake().requests.at(-1)!.body).not.toHaveProperty("max_tokens")
+    const long = await chat(key, ask("gpt-4.1", { max_tokens: 50_000 }))
+    expect(long.status).toBe(200)
+    expect(fake().requests.at(-1)!.body.max_tokens).toBe(50_000)
+    const big = await chat(key, { model: "gpt-4.1", messages: [{ role: "user", content: "x".repeat(4 * 32768 + 8) }] })
+    expect(big.status).toBe(200)
+  })
+
   it("past requestsPerMinute calls of a project in a minute: 429 rate_limited, not charged", async () => {
     const slug = await suite.newOrg()
     const { key } = await granted(slug)
