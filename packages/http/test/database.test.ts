@@ -946,9 +946,10 @@ describe("spec 4.6 database: a node that fails or has lost the database", () => 
     expect(calls.filter(([, id]) => id === projectId).map(([call]) => call)).toEqual(["drain", "remove"])
   })
 
-  it("a restore that ends after its project's delete was accepted leaves the database drained: it stays suspended", async () => {
+  it("a restore not yet run when its project's delete is accepted ends failed without touching the database, which stays suspended", async () => {
     const { path, project, slug, id: projectId } = await created()
-    expect((await suite.api.post(`${path}/restore`, { epoch: 1, seq: 1 }, token())).status).toBe(202)
+    const started = await suite.api.post(`${path}/restore`, { epoch: 1, seq: 1 }, token())
+    expect(started.status).toBe(202)
     const dropped = await suite.api.delete(`/v1/orgs/${slug}/projects/${project}`, { confirm: project }, token())
     expect(dropped.status).toBe(202)
     await suite.server.run(
@@ -956,9 +957,14 @@ describe("spec 4.6 database: a node that fails or has lost the database", () => 
         Jobs.JobRunner.runOnce(databases.handlers.map((handler) => Effect.succeed(handler)))
       )
     )
-    expect(calls.filter(([, id]) => id === projectId).map(([call]) => call)).toEqual(["drain"])
+    expect((await suite.api.get(`${path}/operations/${started.body.operationId}`, token())).body).toMatchObject({
+      phase: "draining",
+      terminalCode: "failed"
+    })
+    // Neither drained by the restore nor resumed when it ended: the node was not called.
+    expect(calls.filter(([, id]) => id === projectId)).toEqual([])
     await suite.server.run(Jobs.JobRunner.runOnce([Projects.projectDeleteHandler]))
-    expect(calls.filter(([, id]) => id === projectId).map(([call]) => call)).toEqual(["drain", "drain", "remove"])
+    expect(calls.filter(([, id]) => id === projectId).map(([call]) => call)).toEqual(["drain", "remove"])
   })
 
   it("a restore aborted during its sealing phase ends aborted after it: the sealed generation is kept, the database takes connections again", async () => {

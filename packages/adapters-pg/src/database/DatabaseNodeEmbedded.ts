@@ -468,6 +468,13 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
     serially(
       projectId,
       Effect.gen(function* () {
+        // A removed database stays removed: a restore arriving after it must not bring a cluster back.
+        if (!(yield* exists(dirOf(projectId)))) {
+          return yield* new Database.DatabaseNodeError({
+            reason: "unavailable",
+            message: `the node holds no database for ${projectId}`
+          })
+        }
         const data = dataOf(projectId)
         const incoming = `${data}.restore`
         const previous = `${data}.previous`

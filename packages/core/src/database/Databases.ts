@@ -694,6 +694,11 @@ export class Databases extends Context.Service<
           Effect.gen(function* () {
             const { node, backups } = yield* nodeAdmin.pipe(Effect.mapError(failure))
             const { projectId, epoch, seq, nextEpoch } = job.payload
+            // The project's delete takes the database with it: a restore phase that has not run yet never runs (its
+            // committing, after the delete's data phase, would bring back a cluster for a deleted project).
+            if (phase !== "reactivation" && (yield* projectGoing(projectId))) {
+              return yield* new JobFailure({ message: "the project is being deleted", retryable: false })
+            }
             const chosen = (yield* store.generations(projectId)).find((g) => g.epoch === epoch && g.seq === seq)
             if (chosen === undefined)
               return yield* new JobFailure({ message: "the generation is gone", retryable: false })

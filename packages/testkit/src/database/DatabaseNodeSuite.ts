@@ -77,18 +77,28 @@ export const databaseNodeSuite = <E>(
       180_000
     )
 
-    it.effect("remove lets go of the database: no endpoint, token calls are unavailable", () =>
-      Effect.gen(function* () {
-        const node = yield* Database.DatabaseNode
-        const project = projectId()
-        yield* node.ensure(project, yield* node.verifier(Redacted.make("owner")))
-        yield* node.remove(project)
-        yield* node.remove(project)
-        assert.isUndefined(yield* node.endpoint(project))
-        const exit = yield* Effect.exit(node.tokens(project))
-        assert.isTrue(Exit.isFailure(exit))
-        const error = yield* Effect.flip(node.tokens(project))
-        assert.strictEqual(error.reason, "unavailable")
-      })
+    it.effect(
+      "remove lets go of the database: no endpoint, token calls and a late restore are unavailable and bring nothing back",
+      () =>
+        Effect.gen(function* () {
+          const node = yield* Database.DatabaseNode
+          const store = yield* Database.BackupStore
+          const project = projectId()
+          yield* node.ensure(project, yield* node.verifier(Redacted.make("owner")))
+          yield* node.backup(project, (image) => store.put(`${project}/1-1.tar.gz`, image))
+          yield* node.remove(project)
+          yield* node.remove(project)
+          assert.isUndefined(yield* node.endpoint(project))
+          const exit = yield* Effect.exit(node.tokens(project))
+          assert.isTrue(Exit.isFailure(exit))
+          const error = yield* Effect.flip(node.tokens(project))
+          assert.strictEqual(error.reason, "unavailable")
+          // A restore that was under way when the database was removed (its project deleted) comes too late.
+          const late = yield* Effect.flip(node.restore(project, store.read(`${project}/1-1.tar.gz`), 2))
+          assert.strictEqual(late._tag === "DatabaseNodeError" ? late.reason : late._tag, "unavailable")
+          assert.isUndefined(yield* node.endpoint(project))
+        }),
+      // A real node takes an image.
+      120_000
     )
   })
