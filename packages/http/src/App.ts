@@ -7,6 +7,7 @@ import { apiOf } from "./Api.ts"
 import { type AnyAreaHttp, apiPrefix, type HandlersOf } from "./Area.ts"
 import { areas } from "./areas.ts"
 import { AuthenticationLive } from "./auth/Authentication.ts"
+import { authorizeFirst } from "./auth/AuthorizeFirst.ts"
 import { cachedMe, cachedMePath } from "./identity/CachedMe.ts"
 import { DevAuthApi } from "./identity/IdentityApi.ts"
 import { invitePage, invitePagePath } from "./orgs/InvitePage.ts"
@@ -63,10 +64,10 @@ export const routesOf = <const As extends NonEmptyReadonlyArray<AnyAreaHttp>>(
         HttpApiScalar.layer(documented, { path: "/v1/docs" }),
         apiIndex,
         invitePage,
-        requestPipeline(
-          knownRoutes(api),
-          Effect.map(cachedMe, (answer) => new Map([[cachedMePath, answer]]))
-        )
+        requestPipeline(knownRoutes(api), {
+          shortcuts: Effect.map(cachedMe, (answer) => new Map([[cachedMePath, answer]])),
+          authorizeFirst
+        })
       ).pipe(Layer.provide(handlers))
     })
   ) as Layer.Layer<never, never, any>

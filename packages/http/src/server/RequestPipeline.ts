@@ -80,9 +80,20 @@ export type Shortcut = (
  * with an `Idempotency-Key` is run once per key (`idempotencyKeys`), and a GET of a `shortcuts` URL tries its
  * shortcut before the router.
  */
+/** Checks an input refusal of an org route as its handler would authorize (`AuthorizeFirst.ts`). */
+export type AuthorizeFirst = (
+  request: HttpServerRequest.HttpServerRequest,
+  method: string,
+  template: string,
+  path: string
+) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined>
+
 export const requestPipeline = <R = never>(
   routes: ReadonlyArray<KnownRoute>,
-  shortcuts: Effect.Effect<ReadonlyMap<string, Shortcut>, never, R> = Effect.succeed(new Map())
+  options: {
+    readonly shortcuts?: Effect.Effect<ReadonlyMap<string, Shortcut>, never, R>
+    readonly authorizeFirst?: Effect.Effect<AuthorizeFirst, never, R>
+  } = {}
 ) => {
   // A request with a body tests its own method's patterns, once: a body is read only for a route that exists. Every
   // other request tests only the few routes with a secret in the path, for its log line.
@@ -93,8 +104,12 @@ export const requestPipeline = <R = never>(
   const secretRoute = (path: string) => secretRoutes.find((route) => route.pattern.test(path))
   return HttpRouter.middleware(
     Effect.map(
-      Effect.all([idempotencyKeys, shortcuts]),
-      ([keyed, byUrl]) =>
+      Effect.all([
+        idempotencyKeys,
+        options.shortcuts ?? Effect.succeed(new Map<string, Shortcut>()),
+        options.authorizeFirst ?? Effect.succeed(undefined)
+      ]),
+      ([keyed, byUrl, authorize]) =>
         (httpApp) =>
           Effect.gen(function* () {
             const request = yield* HttpServerRequest.HttpServerRequest
@@ -137,6 +152,14 @@ export const requestPipeline = <R = never>(
             let response = Exit.isSuccess(exit)
               ? exit.value
               : yield* fromCause(exit.cause, request.method, path, routes, requestId)
+            // An input refusal comes before any handler authorized: the route's authorization goes first (404, 403).
+            // A URL that is not even text (a NUL, a broken escape) names no route to authorize: it stays 400.
+            if ((response.status === 400 || response.status === 415) && authorize !== undefined && inUrl.length === 0) {
+              const route = matched ?? matching(request.method, path)
+              const first =
+                route === undefined ? undefined : yield* authorize(request, request.method, route.template, path)
+              if (first !== undefined) response = first
+            }
             response = withAsciiLocation(withChallenge(withEnvelope(response), request))
             response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
             const elapsed = (yield* Clock.currentTimeMillis) - started

@@ -1,0 +1,156 @@
+import { Errors, Git, Identity, Kernel } from "@hostplane/core"
+import { Effect } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import { HttpServerResponse } from "effect/http"
+
+/**
+ * The spec's role column for the org routes whose minimum is above viewer (control-api.md parts 4.2 to 4.15; a route
+ * not listed needs a membership). Only read here, for input refused before a handler could authorize.
+ */
+const minimumRoles: Readonly<Record<string, Kernel.Role>> = {
+  "PATCH /v1/orgs/:orgSlug": "admin",
+  "DELETE /v1/orgs/:orgSlug": "admin",
+  "GET /v1/orgs/:orgSlug/members": "member",
+  "POST /v1/orgs/:orgSlug/members": "admin",
+  "PUT /v1/orgs/:orgSlug/members/:userId": "admin",
+  "GET /v1/orgs/:orgSlug/invites": "admin",
+  "POST /v1/orgs/:orgSlug/invites": "admin",
+  "DELETE /v1/orgs/:orgSlug/invites/:inviteId": "admin",
+  "POST /v1/orgs/:orgSlug/projects": "member",
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName": "admin",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/deployments": "member",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/rollback": "member",
+  "GET /v1/orgs/:orgSlug/projects/:projectName/secrets": "member",
+  "PUT /v1/orgs/:orgSlug/projects/:projectName/secrets/:secretName": "member",
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName/secrets/:secretName": "member",
+  "PUT /v1/orgs/:orgSlug/projects/:projectName/access": "admin",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/access/bypass": "admin",
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName/access/bypass": "admin",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/hostnames": "member",
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName/hostnames/:host": "member",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/hostnames/:host/verify": "member",
+  "POST /v1/orgs/:orgSlug/billing/checkout": "admin",
+  "POST /v1/orgs/:orgSlug/billing/portal": "admin",
+  "POST /v1/orgs/:orgSlug/billing/session": "admin",
+  "POST /v1/orgs/:orgSlug/billing/cancel": "admin",
+  "POST /v1/orgs/:orgSlug/dns/zones": "admin",
+  "DELETE /v1/orgs/:orgSlug/dns/zones/:zone": "admin",
+  "PUT /v1/orgs/:orgSlug/dns/zones/:zone/rrsets/:name/:type": "member",
+  "DELETE /v1/orgs/:orgSlug/dns/zones/:zone/rrsets/:name/:type": "member",
+  "POST /v1/orgs/:orgSlug/dns/zones/:zone/dnssec": "admin",
+  "PUT /v1/orgs/:orgSlug/dns/zones/:zone/dnssec/ds": "admin",
+  "POST /v1/orgs/:orgSlug/domains": "admin",
+  "POST /v1/orgs/:orgSlug/domains/check": "member",
+  "POST /v1/orgs/:orgSlug/domains/import": "admin",
+  "POST /v1/orgs/:orgSlug/domains/:name/renew": "admin",
+  "POST /v1/orgs/:orgSlug/domains/:name/auto-renew": "admin",
+  "POST /v1/orgs/:orgSlug/domains/:name/lock": "admin",
+  "POST /v1/orgs/:orgSlug/domains/:name/auth-code": "admin",
+  "POST /v1/orgs/:orgSlug/domains/:name/sync": "member",
+  "GET /v1/orgs/:orgSlug/ai/credit": "member",
+  "GET /v1/orgs/:orgSlug/ai/ledger": "member",
+  "POST /v1/orgs/:orgSlug/ai/credit/checkout": "admin",
+  "PUT /v1/orgs/:orgSlug/ai/autotopup": "admin",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/email": "member",
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName/email": "admin",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/ai": "member",
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName/ai": "admin",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/auth": "member",
+  "PATCH /v1/orgs/:orgSlug/projects/:projectName/auth": "member",
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName/auth": "admin",
+  "PUT /v1/orgs/:orgSlug/projects/:projectName/auth/providers/:provider": "admin",
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName/auth/providers/:provider": "admin",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/storage": "member",
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName/storage": "admin",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/repos": "member",
+  "PATCH /v1/orgs/:orgSlug/projects/:projectName/repos/:repoName": "admin",
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName/repos/:repoName": "admin",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/database": "member",
+  "GET /v1/orgs/:orgSlug/projects/:projectName/database/connect": "member",
+  "GET /v1/orgs/:orgSlug/projects/:projectName/database/tokens": "member",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/database/tokens": "member",
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName/database/tokens/:tokenUser": "member",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/database/export": "member",
+  "GET /v1/orgs/:orgSlug/projects/:projectName/database/generations": "member",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/database/restore": "admin",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/database/delete": "admin",
+  "GET /v1/orgs/:orgSlug/projects/:projectName/database/operations/:opId": "member",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/database/operations/:opId/abort": "admin"
+}
+
+/** The minimum role of an org route (`METHOD template`): the spec's, or a membership. */
+export const minimumRoleOf = (method: string, template: string): Kernel.Role =>
+  minimumRoles[`${method} ${template}`] ?? "viewer"
+
+/** The routes `minimumRoles` names, for the test that pins them to routes that exist. */
+export const rolesListed = Object.keys(minimumRoles)
+
+const refusals = {
+  Unauthorized: [401, Errors.Unauthorized.code],
+  NotFound: [404, Errors.NotFound.code],
+  Forbidden: [403, Errors.Forbidden.code]
+} as const
+
+const envelope = (status: number, code: string, message: string) =>
+  HttpServerResponse.jsonUnsafe({ code, message }, { status })
+
+/** A path parameter by the route's template, percent-decoded as the router does; undefined when malformed. */
+const paramOf = (template: ReadonlyArray<string>, path: ReadonlyArray<string>, name: string) => {
+  const index = template.indexOf(name)
+  const raw = index < 0 ? undefined : path[index]
+  if (raw === undefined) return undefined
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return undefined
+  }
+}
+
+/** The credential of `Authorization: Bearer <token>` as HttpApi reads it (scheme in any case, spaces skipped). */
+const bearerOf = (authorization: string | undefined) => {
+  if (authorization === undefined || !/^bearer /i.test(authorization)) return undefined
+  const token = authorization.slice(7).trimStart()
+  return token === "" ? undefined : token
+}
+
+/**
+ * decisions.md part 12's order of checks: authorization (404, 403) before the body's validation (400). The framework
+ * decodes a route's parameters, query and body before its handler authorizes, so an input refusal (400, 415) on an
+ * org route is checked here again as the handler would have: no session is 401, an outsider or a foreign project
+ * 404, a role below the route's minimum 403; undefined keeps the refusal.
+ */
+export const authorizeFirst = Effect.gen(function* () {
+  const identity = yield* Identity.Identity
+  const accessTokens = yield* Git.AccessTokens
+  const policy = yield* Kernel.Policy
+  return (
+    request: HttpServerRequest.HttpServerRequest,
+    method: string,
+    routeTemplate: string,
+    path: string
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse | undefined> => {
+    const template = routeTemplate.split("/")
+    const segments = path.split("/")
+    const orgSlug = paramOf(template, segments, ":orgSlug")
+    if (orgSlug === undefined) return Effect.succeed(undefined)
+    const projectName = template.includes(":projectName") ? paramOf(template, segments, ":projectName") : undefined
+    const token = bearerOf(request.headers["authorization"])
+    if (token === undefined) return Effect.succeed(envelope(401, Errors.Unauthorized.code, "sign in first"))
+    const minimum = minimumRoleOf(method, routeTemplate)
+    const actor = token.startsWith(Git.accessTokenPrefix)
+      ? accessTokens.authenticate(token)
+      : identity.authenticate(token)
+    return actor.pipe(
+      Effect.flatMap((actor) =>
+        projectName === undefined
+          ? policy.require(actor, orgSlug, minimum)
+          : policy.requireProject(actor, orgSlug, projectName, minimum)
+      ),
+      Effect.as(undefined),
+      Effect.catch((error) => {
+        const [status, code] = refusals[error._tag]
+        return Effect.succeed(envelope(status, code, error.message))
+      })
+    )
+  }
+})
