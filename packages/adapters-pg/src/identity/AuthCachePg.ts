@@ -1,6 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { AuthCache, AuthCacheSettings, AuthChange } from "@hostplane/core/identity/AuthCache"
 import { Effect, Layer, Queue, Schedule } from "effect"
+import { unsharedClient } from "../UnsharedClient.ts"
 
 /** The channel the triggers of migration 0021 notify: `u:<user id>`, `o:<org id>`. */
 export const channel = "hostplane_auth"
@@ -13,7 +14,8 @@ export const channel = "hostplane_auth"
 export const layer: Layer.Layer<AuthCache, never, PgClient.PgClient> = Layer.effect(
   AuthCache,
   Effect.gen(function* () {
-    const sql = yield* PgClient.PgClient
+    // LISTEN holds its connection for life: an unshared one (see `unsharedClient`).
+    const sql = yield* unsharedClient(1)
     const cache = AuthCache.make({ ...(yield* AuthCacheSettings), paused: true })
     const follow = Effect.scoped(
       Effect.gen(function* () {

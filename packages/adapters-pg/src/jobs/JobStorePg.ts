@@ -2,6 +2,7 @@ import { TerminalCode } from "@hostplane/core/jobs/Job"
 import { JobStore } from "@hostplane/core/jobs/JobStore"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
+import { unsharedClient } from "../UnsharedClient.ts"
 import { NullableTimestamp, Timestamp } from "../internal/Rows.ts"
 
 const JobRowSchema = Schema.Struct({
@@ -42,6 +43,8 @@ export const layer = Layer.effect(
   JobStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    // Each runner's lock holds its connection for life: an unshared one (see `unsharedClient`).
+    const sessions = yield* unsharedClient(4)
     const columns = sql`id, kind, key, payload, phase, terminal_code, attempts, run_at, lease_owner, lease_until,
       abort_requested, last_error, created_at, updated_at`
     const liveKeys = liveOwnerKeys(sql)
@@ -107,7 +110,7 @@ export const layer = Layer.effect(
     const changed = (rows: ReadonlyArray<unknown>) => rows.length > 0
 
     const register = Effect.gen(function* () {
-      const connection = yield* sql.reserve
+      const connection = yield* sessions.reserve
       const key = yield* Effect.gen(function* () {
         for (;;) {
           const candidate = 1 + Math.floor(Math.random() * 0x7ffffffe)
