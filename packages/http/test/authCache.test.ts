@@ -227,7 +227,7 @@ describe("issue 13 auth cache on PostgreSQL", () => {
     }
   })
 
-  it("GET /v1/me makes one database round trip when cold and none when warm", async () => {
+  it("GET /v1/me makes one database round trip when cold (shared by concurrent requests) and none when warm", async () => {
     const proxy = await countingProxy(new URL(Redacted.value(url)))
     const server = await serverOn(proxy.url, "10 minutes")
     try {
@@ -246,6 +246,13 @@ describe("issue 13 auth cache on PostgreSQL", () => {
       proxy.statements.length = 0
       for (let i = 0; i < 20; i++) expect((await meOf(api, admin.token)).body).toEqual(cold.body)
       expect(proxy.statements, proxy.statements.join("\n---\n")).toEqual([])
+      // Another session of the user, never read: 20 concurrent cold requests share one read.
+      const again = await api.login(admin.subject)
+      await new Promise((resolve) => setTimeout(resolve, 1500))
+      proxy.statements.length = 0
+      const concurrent = await Promise.all(Array.from({ length: 20 }, () => meOf(api, again.token)))
+      expect(concurrent.map((reply) => reply.status)).toEqual(Array.from({ length: 20 }, () => 200))
+      expect(proxy.statements, proxy.statements.join("\n---\n")).toHaveLength(1)
     } finally {
       await server.close()
       await proxy.close()

@@ -1,4 +1,4 @@
-import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Layer, Option } from "effect"
 import { BadRequest, Unauthorized } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { HostnamesConfig } from "../hostnames/HostnamesConfig.ts"
@@ -158,12 +158,39 @@ export class Identity extends Context.Service<
         return actor
       })
 
+      // A busy client's connections all miss together when its entry ends (or before it is first kept): concurrent
+      // cold requests of one token share one load instead of each making the same read. A request joins a load only
+      // while no change has been heard since it started, so nothing read before a revocation is handed on after it.
+      const loading = new Map<
+        string,
+        { readonly ticket: number; readonly actor: Deferred.Deferred<Actor, Unauthorized> }
+      >()
+      const loadOnce = (tokenHash: string, now: number): Effect.Effect<Actor, Unauthorized> =>
+        Effect.suspend(() => {
+          const ticket = cache.ticket()
+          const pending = loading.get(tokenHash)
+          if (pending !== undefined && pending.ticket === ticket) return Deferred.await(pending.actor)
+          const shared = { ticket, actor: Deferred.makeUnsafe<Actor, Unauthorized>() }
+          loading.set(tokenHash, shared)
+          // Uninterruptible: the requests waiting on it get an answer even when the first one's client leaves.
+          return Effect.uninterruptible(
+            Effect.flatten(
+              Effect.tap(Effect.exit(loadSession(tokenHash, now)), (exit) =>
+                Effect.sync(() => {
+                  if (loading.get(tokenHash) === shared) loading.delete(tokenHash)
+                  Deferred.doneUnsafe(shared.actor, exit)
+                })
+              )
+            )
+          )
+        })
+
       // Every authenticated request passes here: no span, and no store read while the cache holds the token.
       const authenticate = (token: string): Effect.Effect<Actor, Unauthorized> =>
         Effect.flatMap(tokens.hash(token), (tokenHash) =>
           Effect.flatMap(Clock.currentTimeMillis, (now) => {
             const hit = cache.bearer(tokenHash, now)
-            return hit === undefined ? loadSession(tokenHash, now) : Effect.succeed(hit.actor)
+            return hit === undefined ? loadOnce(tokenHash, now) : Effect.succeed(hit.actor)
           })
         )
 
