@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, startServer } from "./support/ServerProcess.ts"
+import { startOnData, stopServer } from "./support/ServerProcess.ts"
 
 const nodeToken = "node-token-for-ai-crash"
 
@@ -22,16 +22,9 @@ describe("an AI call across a server crash", () => {
   let polar: FakePolar
 
   const start = async () => {
-    const port = await freePort()
-    base = `http://127.0.0.1:${port}`
-    const started = await startServer(
-      base,
+    ;({ base, child: server } = await startOnData(
+      dataDir,
       {
-        SERVICE_DATA_DIR: dataDir,
-        SERVICE_LISTEN: `127.0.0.1:${port}`,
-        SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
-        SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
-        DATABASE_URL: "",
         SERVICE_NODE_TOKEN: nodeToken,
         SERVICE_AI_UPSTREAM_URL: upstream.url,
         SERVICE_AI_UPSTREAM_KEY: upstream.key,
@@ -39,16 +32,10 @@ describe("an AI call across a server crash", () => {
       },
       // A restart first stops the killed server's orphaned PostgreSQL: slow on a loaded machine.
       1_200
-    )
-    server = started.child
+    ))
   }
 
-  const stop = async (signal: NodeJS.Signals) => {
-    if (server === undefined || server.exitCode !== null) return
-    const exited = new Promise((resolve) => server!.once("exit", resolve))
-    server.kill(signal)
-    await exited
-  }
+  const stop = (signal: NodeJS.Signals) => stopServer(server, signal)
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "hostplane-ai-crash-"))

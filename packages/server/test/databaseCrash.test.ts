@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, startServer } from "./support/ServerProcess.ts"
+import { startOnData, stopServer } from "./support/ServerProcess.ts"
 
 interface Connect {
   readonly host: string
@@ -34,32 +34,19 @@ describe("a database restore across a server crash", () => {
   let server: ChildProcess | undefined
 
   const start = async () => {
-    const port = await freePort()
-    base = `http://127.0.0.1:${port}`
-    const started = await startServer(
-      base,
+    ;({ base, child: server } = await startOnData(
+      dataDir,
       {
-        SERVICE_DATA_DIR: dataDir,
-        SERVICE_LISTEN: `127.0.0.1:${port}`,
-        SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
-        SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
-        DATABASE_URL: "",
         // No grid boundary during the test: the generations are the baseline and what the restore seals.
         SERVICE_DB_BACKUP_INTERVAL: "1000 days",
         SERVICE_DB_TEST_SEALING_DELAY: "6 seconds"
       },
       // About 190 s of refused polls: at load 8 a first start (initdb, migrations) once took over the 94 s of 360.
       720
-    )
-    server = started.child
+    ))
   }
 
-  const stop = async (signal: NodeJS.Signals) => {
-    if (server === undefined || server.exitCode !== null) return
-    const exited = new Promise((resolve) => server!.once("exit", resolve))
-    server.kill(signal)
-    await exited
-  }
+  const stop = (signal: NodeJS.Signals) => stopServer(server, signal)
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "hostplane-db-crash-"))

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type FakeNameCom, startFakeNameCom } from "@hostplane/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, startServer } from "./support/ServerProcess.ts"
+import { startOnData, stopServer } from "./support/ServerProcess.ts"
 
 const contact = {
   name: "Ada Lovelace",
@@ -28,31 +28,19 @@ describe("a domain purchase across a server crash", () => {
   let server: ChildProcess | undefined
 
   const start = async () => {
-    const port = await freePort()
-    base = `http://127.0.0.1:${port}`
-    const started = await startServer(
-      base,
+    ;({ base, child: server } = await startOnData(
+      dataDir,
       {
-        SERVICE_DATA_DIR: dataDir,
-        SERVICE_LISTEN: `127.0.0.1:${port}`,
-        SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
-        SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
-        DATABASE_URL: "",
         SERVICE_REGISTRAR_URL: registrar.url,
         SERVICE_REGISTRAR_USERNAME: registrar.username,
         SERVICE_REGISTRAR_TOKEN: registrar.token,
         SERVICE_REGISTRAR_TIMEOUT: "120 seconds"
       },
       360
-    )
-    server = started.child
+    ))
   }
 
-  const kill = async () => {
-    const exited = new Promise((resolve) => server!.once("exit", resolve))
-    server!.kill("SIGKILL")
-    await exited
-  }
+  const kill = () => stopServer(server, "SIGKILL")
 
   beforeAll(async () => {
     registrar = await startFakeNameCom()

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, startServer } from "./support/ServerProcess.ts"
+import { startOnData, stopServer } from "./support/ServerProcess.ts"
 
 const nodeToken = "node-token-for-mail-crash"
 const mailDomain = "mail.crash.test"
@@ -23,32 +23,19 @@ describe("a relayed message across a server crash", () => {
   let smtp: FakeSmtpServer["Service"]
 
   const start = async () => {
-    const port = await freePort()
-    base = `http://127.0.0.1:${port}`
-    const started = await startServer(
-      base,
+    ;({ base, child: server } = await startOnData(
+      dataDir,
       {
-        SERVICE_DATA_DIR: dataDir,
-        SERVICE_LISTEN: `127.0.0.1:${port}`,
-        SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
-        SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
-        DATABASE_URL: "",
         SERVICE_NODE_TOKEN: nodeToken,
         SERVICE_MAIL_DOMAIN: mailDomain,
         SERVICE_SMTP_URL: smtp.url
       },
       // A restart first stops the killed server's orphaned PostgreSQL: slow on a loaded machine.
       1_200
-    )
-    server = started.child
+    ))
   }
 
-  const stop = async (signal: NodeJS.Signals) => {
-    if (server === undefined || server.exitCode !== null) return
-    const exited = new Promise((resolve) => server!.once("exit", resolve))
-    server.kill(signal)
-    await exited
-  }
+  const stop = (signal: NodeJS.Signals) => stopServer(server, signal)
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "hostplane-mail-crash-"))

@@ -44,3 +44,33 @@ export const startServer = async (base: string, env: Record<string, string>, tri
   child.kill("SIGKILL")
   throw new Error(`server did not start:\n${output}`)
 }
+
+/**
+ * The standalone binary on `dataDir` with its own embedded PostgreSQL and free ports for every listener, `env` on top:
+ * what a crash test starts, kills and starts again on the same data.
+ */
+export const startOnData = async (dataDir: string, env: Record<string, string>, tries?: number) => {
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const started = await startServer(
+    base,
+    {
+      SERVICE_DATA_DIR: dataDir,
+      SERVICE_LISTEN: `127.0.0.1:${port}`,
+      SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
+      SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
+      DATABASE_URL: "",
+      ...env
+    },
+    tries
+  )
+  return { base, child: started.child }
+}
+
+/** Signals a server started by `startOnData` and waits for it to exit (nothing when it already has). */
+export const stopServer = async (child: ChildProcess | undefined, signal: NodeJS.Signals) => {
+  if (child === undefined || child.exitCode !== null) return
+  const exited = new Promise((resolve) => child.once("exit", resolve))
+  child.kill(signal)
+  await exited
+}
