@@ -15,19 +15,22 @@ export class Authentication extends HttpApiMiddleware.Service<
   error: apiError(Errors.Unauthorized)
 }) {}
 
+/** The actor of a bearer token: a personal access token's user (its use recorded), else a session's. */
+export const bearerActor = Effect.gen(function* () {
+  const identity = yield* Identity.Identity
+  const tokens = yield* Git.AccessTokens
+  return (token: string): Effect.Effect<Kernel.Actor, Errors.Unauthorized> =>
+    token.startsWith(Git.accessTokenPrefix) ? tokens.authenticate(token) : identity.authenticate(token)
+})
+
 export const AuthenticationLive = Layer.effect(
   Authentication,
-  Effect.gen(function* () {
-    const identity = yield* Identity.Identity
-    const tokens = yield* Git.AccessTokens
-    return Authentication.of({
-      bearer: (httpEffect, { credential }) => {
-        const token = Redacted.value(credential)
-        const actor = token.startsWith(Git.accessTokenPrefix)
-          ? tokens.authenticate(token)
-          : identity.authenticate(token)
-        return Effect.flatMap(actor, (actor) => Effect.provideService(httpEffect, Kernel.CurrentActor, actor))
-      }
+  Effect.map(bearerActor, (actorOf) =>
+    Authentication.of({
+      bearer: (httpEffect, { credential }) =>
+        Effect.flatMap(actorOf(Redacted.value(credential)), (actor) =>
+          Effect.provideService(httpEffect, Kernel.CurrentActor, actor)
+        )
     })
-  })
+  )
 )

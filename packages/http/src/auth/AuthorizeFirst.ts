@@ -1,7 +1,8 @@
-import { Errors, Git, Identity, Kernel } from "@hostplane/core"
+import { Errors, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpServerResponse } from "effect/http"
+import { bearerActor } from "./Authentication.ts"
 
 /**
  * The spec's role column for the org routes whose minimum is above viewer (control-api.md parts 4.2 to 4.15; a route
@@ -120,8 +121,7 @@ const bearerOf = (authorization: string | undefined) => {
  * 404, a role below the route's minimum 403; undefined keeps the refusal.
  */
 export const authorizeFirst = Effect.gen(function* () {
-  const identity = yield* Identity.Identity
-  const accessTokens = yield* Git.AccessTokens
+  const actorOf = yield* bearerActor
   const policy = yield* Kernel.Policy
   return (
     request: HttpServerRequest.HttpServerRequest,
@@ -137,9 +137,7 @@ export const authorizeFirst = Effect.gen(function* () {
     const token = bearerOf(request.headers["authorization"])
     if (token === undefined) return Effect.succeed(envelope(401, Errors.Unauthorized.code, "sign in first"))
     const minimum = minimumRoleOf(method, routeTemplate)
-    const actor = token.startsWith(Git.accessTokenPrefix)
-      ? accessTokens.authenticate(token)
-      : identity.authenticate(token)
+    const actor = actorOf(token)
     return actor.pipe(
       Effect.flatMap((actor) =>
         projectName === undefined
