@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startOnData, stopServer } from "./support/ServerProcess.ts"
+import { signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
 
 const nodeToken = "node-token-for-ai-crash"
 
@@ -51,21 +51,7 @@ describe("an AI call across a server crash", () => {
   }, 60_000)
 
   it("SIGKILL mid-stream, restart: the pending call is charged once by the sweep and the ledger sums to the balance", async () => {
-    const login = await fetch(`${base}/v1/auth/dev/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ subject: "ai-crasher" })
-    }).then((r) => r.json() as Promise<{ token: string }>)
-    const headers = { authorization: `Bearer ${login.token}`, "content-type": "application/json" }
-    const call = async (method: string, path: string, body?: unknown) => {
-      const reply = await fetch(`${base}${path}`, {
-        method,
-        headers,
-        ...(body === undefined ? {} : { body: JSON.stringify(body) })
-      })
-      const text = await reply.text()
-      return { status: reply.status, body: text === "" ? undefined : (JSON.parse(text) as any) }
-    }
+    const { call } = await signIn(() => base, "ai-crasher")
     const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
     const paid = await polar.deliver(`${base}/v1/hooks/billing`, {
       type: "order.paid",

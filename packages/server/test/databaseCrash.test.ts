@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startOnData, stopServer } from "./support/ServerProcess.ts"
+import { signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
 
 interface Connect {
   readonly host: string
@@ -59,20 +59,7 @@ describe("a database restore across a server crash", () => {
   }, 60_000)
 
   it("SIGKILL while sealing, restart: the operation resumes at sealing and ends done with the generation's rows", async () => {
-    const login = await fetch(`${base}/v1/auth/dev/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ subject: "crash-restorer" })
-    }).then((r) => r.json() as Promise<{ token: string }>)
-    const headers = { authorization: `Bearer ${login.token}`, "content-type": "application/json" }
-    const call = async (method: string, path: string, body?: unknown) => {
-      const reply = await fetch(`${base}${path}`, {
-        method,
-        headers,
-        ...(body === undefined ? {} : { body: JSON.stringify(body) })
-      })
-      return { status: reply.status, body: (await reply.json()) as any }
-    }
+    const { call } = await signIn(() => base, "crash-restorer")
     const me = await call("GET", "/v1/me")
     const slug = me.body.orgs[0].slug as string
     expect((await call("POST", `/v1/orgs/${slug}/projects`, { name: "crashdb" })).status).toBe(201)

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type FakeNameCom, startFakeNameCom } from "@hostplane/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startOnData, stopServer } from "./support/ServerProcess.ts"
+import { signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
 
 const contact = {
   name: "Ada Lovelace",
@@ -54,12 +54,7 @@ describe("a domain purchase across a server crash", () => {
   })
 
   it("SIGKILL after the registrar bought the name, restart: the domain becomes active, bought once", async () => {
-    const login = await fetch(`${base}/v1/auth/dev/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ subject: "crash-buyer" })
-    }).then((r) => r.json() as Promise<{ token: string }>)
-    const headers = { authorization: `Bearer ${login.token}`, "content-type": "application/json" }
+    const { headers } = await signIn(base, "crash-buyer")
     const me = await fetch(`${base}/v1/me`, { headers }).then(
       (r) => r.json() as Promise<{ orgs: Array<{ slug: string }> }>
     )

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startOnData, stopServer } from "./support/ServerProcess.ts"
+import { signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
 
 const nodeToken = "node-token-for-mail-crash"
 const mailDomain = "mail.crash.test"
@@ -49,20 +49,7 @@ describe("a relayed message across a server crash", () => {
   }, 60_000)
 
   it("SIGKILL while the SMTP server holds the 50th message, restart: the held slot frees once its lease ends", async () => {
-    const login = await fetch(`${base}/v1/auth/dev/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ subject: "mail-crasher" })
-    }).then((r) => r.json() as Promise<{ token: string }>)
-    const call = async (method: string, path: string, body?: unknown) => {
-      const reply = await fetch(`${base}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${login.token}`, "content-type": "application/json" },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) })
-      })
-      const text = await reply.text()
-      return { status: reply.status, body: text === "" ? undefined : (JSON.parse(text) as any) }
-    }
+    const { call } = await signIn(() => base, "mail-crasher")
     const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
     expect((await call("POST", `/v1/orgs/${slug}/projects`, { name: "crashmail" })).status).toBe(201)
     const email = `/v1/orgs/${slug}/projects/crashmail/email`

@@ -74,3 +74,37 @@ export const stopServer = async (child: ChildProcess | undefined, signal: NodeJS
   child.kill(signal)
   await exited
 }
+
+/** A JSON answer: its status and parsed body (`undefined` when empty). */
+export interface Reply {
+  readonly status: number
+  // Tests read the fields they check; the spec's shapes are pinned by the http package's own tests.
+  readonly body: any
+}
+
+/**
+ * Signs a dev user in on a running server (`POST /v1/auth/dev/login`) and answers their bearer headers and a `call`
+ * that sends JSON with them: what every test against the standalone binary does first. A crash test's server comes
+ * back on another port, so `base` may be read again at each call.
+ */
+export const signIn = async (base: string | (() => string), subject: string) => {
+  const origin = typeof base === "string" ? () => base : base
+  const login = await fetch(`${origin()}/v1/auth/dev/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ subject })
+  })
+  if (login.status !== 200) throw new Error(`dev login answered ${login.status}: ${await login.text()}`)
+  const { token } = (await login.json()) as { token: string }
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+  const call = async (method: string, path: string, body?: unknown): Promise<Reply> => {
+    const reply = await fetch(`${origin()}${path}`, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+    const text = await reply.text()
+    return { status: reply.status, body: text === "" ? undefined : JSON.parse(text) }
+  }
+  return { token, headers, call }
+}
