@@ -7,7 +7,7 @@ import { client, type Client, startTestServer, type TestServer, unique } from ".
 
 // decisions.md part 12: authorization (404, 403) before the body's validation (400). The framework refuses a bad body,
 // query or parameter before a handler runs, so every org route is driven here with input it refuses, by an outsider,
-// a viewer and an admin of the org.
+// a viewer, a member and an admin of the org.
 
 interface OrgRoute {
   readonly method: string
@@ -42,14 +42,17 @@ describe.each(backends)("authorization before input validation (%s)", (_name, st
   let org: string
   let admin: string
   let viewer: string
+  let member: string
   let outsider: string
   beforeAll(async () => {
     server = await startTestServer(stores())
     api = client(server.url)
     const owner = await api.login(unique("owner"))
     const low = await api.login(unique("viewer"))
+    const middle = await api.login(unique("member"))
     admin = owner.token
     viewer = low.token
+    member = middle.token
     outsider = (await api.login(unique("outsider"))).token
     org = unique("org")
     expect((await api.post("/v1/orgs", { name: "Order", slug: org }, { token: admin })).status).toBe(201)
@@ -60,6 +63,12 @@ describe.each(backends)("authorization before input validation (%s)", (_name, st
       { token: admin }
     )
     expect(added.status).toBe(201)
+    const joined = await api.post(
+      `/v1/orgs/${org}/members`,
+      { provider: "dev", subject: middle.subject, role: "member" },
+      { token: admin }
+    )
+    expect(joined.status).toBe(201)
   })
   afterAll(() => server.close())
 
@@ -96,6 +105,17 @@ describe.each(backends)("authorization before input validation (%s)", (_name, st
       const needsMore = minimumRoleOf(route.method, route.template) !== "viewer"
       const name = `${route.method} ${route.template}`
       if (needsMore) expect([name, reply.status]).toEqual([name, 403])
+      else expect([name, [400, 404, 415].includes(reply.status)]).toEqual([name, true])
+    }
+  })
+
+  it("a member gets 403 where the route needs an admin, and the input's 400 or 415 where it does not", async () => {
+    const adminOnly = refusable.filter((route) => minimumRoleOf(route.method, route.template) === "admin")
+    expect(adminOnly.length).toBeGreaterThan(10)
+    for (const route of refusable) {
+      const reply = await refused(route, pathOf(route.template, org), member)
+      const name = `${route.method} ${route.template}`
+      if (adminOnly.includes(route)) expect([name, reply.status]).toEqual([name, 403])
       else expect([name, [400, 404, 415].includes(reply.status)]).toEqual([name, true])
     }
   })
