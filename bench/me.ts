@@ -25,11 +25,11 @@ import {
   loadOptions,
   loadOptionsConfig,
   type Measurement,
-  measure,
   stopLoad,
   type Target
 } from "./support/load.ts"
-import { alignColumns, formatRatio, gitCommit, loadLine, machine, spread, writeReport } from "./support/report.ts"
+import { gitCommit, machine, spread, writeReport } from "./support/report.ts"
+import { cpuNote, cpuPerRequest, logStart, type PairedRun, printRequestTable, runPaired } from "./support/paired.ts"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
@@ -56,14 +56,7 @@ const floorEntry = Path.join(benchDir, "floor-server.ts")
 const loadAtStart = Os.loadavg().map((value) => round(value, 2))
 
 const main = async () => {
-  if (loadAtStart[0] > Os.cpus().length) {
-    log(
-      `warning: load average ${loadAtStart[0]} on ${Os.cpus().length} CPUs: the machine is busy, expect noisy numbers`
-    )
-  }
-  log(
-    `node ${process.version}, ${Os.cpus().length} CPUs; ${durationS} s per server after ${warmupS} s warm-up, ${connections} connections; time bound ${timeoutS} s`
-  )
+  logStart(loadAtStart, { durationS, warmupS, connections, timeoutS })
   const tempDir = await makeTempDir("hostplane-bench-")
 
   // 1. The real server, on a fresh data dir and a free port.
@@ -147,25 +140,14 @@ const main = async () => {
     { name: "fastify", url: `${fastifyBase}/v1/me`, child: fastify, withChildren: false, database: hostplane.pid },
     { name: "hostplane", url: `${base}/v1/me`, child: hostplane, withChildren: true, database: hostplane.pid }
   ]
-  const paired: Array<PairedRun> = []
-  for (let run = 1; run <= runs; run++) {
-    const results: Record<string, Measurement> = {}
-    for (const target of targets) {
-      results[target.name] = await measure(target, {
-        connections,
-        warmupS,
-        durationS,
-        method: "GET",
-        headers,
-        expectBody
-      })
-    }
-    const loadAverage = Os.loadavg().map((value) => round(value, 2))
-    paired.push({ results, loadAverage })
-    log(
-      `run ${run}/${runs}: ${targets.map((t) => `${t.name} ${Math.round(results[t.name].requestsPerSecond)} req/s`).join(", ")}; ${loadLine()}`
-    )
-  }
+  const paired = await runPaired(targets, runs, {
+    connections,
+    warmupS,
+    durationS,
+    method: "GET",
+    headers,
+    expectBody
+  })
 
   // 5. Table and JSON.
   const ratios = {
@@ -174,8 +156,8 @@ const main = async () => {
     hostplaneToBare: paired.map((p) => p.results.hostplane.requestsPerSecond / p.results.bare.requestsPerSecond),
     fastifyToBare: paired.map((p) => p.results.fastify.requestsPerSecond / p.results.bare.requestsPerSecond),
     p99HostplaneToFastify: paired.map((p) => p.results.hostplane.latencyMs.p99 / p.results.fastify.latencyMs.p99),
-    cpuHostplaneToFastify: paired.map((p) => cpuPerRequest(p.results.hostplane) / cpuPerRequest(p.results.fastify)),
-    cpuHostplaneToFloor: paired.map((p) => cpuPerRequest(p.results.hostplane) / cpuPerRequest(p.results.floor))
+    cpuHostplaneToFastify: paired.map((p) => cpuOf(p.results.hostplane) / cpuOf(p.results.fastify)),
+    cpuHostplaneToFloor: paired.map((p) => cpuOf(p.results.hostplane) / cpuOf(p.results.floor))
   }
   const report = {
     benchmark: "GET /v1/me: hostplane vs Fastify + node-postgres vs our Effect floor vs bare node:http",
@@ -203,12 +185,7 @@ const main = async () => {
 }
 
 /** Server and database CPU per request in microseconds (no database: 0; NaN when not measured). */
-const cpuPerRequest = (m: Measurement) => (m.cpu.serverUsPerRequest ?? Number.NaN) + (m.cpu.databaseUsPerRequest ?? 0)
-
-interface PairedRun {
-  readonly results: Record<string, Measurement>
-  readonly loadAverage: ReadonlyArray<number>
-}
+const cpuOf = (m: Measurement) => cpuPerRequest(m, 0)
 
 const printTable = (
   paired: ReadonlyArray<PairedRun>,
@@ -224,71 +201,24 @@ const printTable = (
   >,
   bodyBytes: number
 ) => {
-  const fixed = (value: number | null, digits: number) =>
-    value === null || !Number.isFinite(value) ? "n/a" : value.toFixed(digits)
-  const median = (name: string, pick: (m: Measurement) => number | null) =>
-    spread(paired.map((p) => pick(p.results[name]) ?? Number.NaN)).median
-  const header = [
-    "",
-    "req/s",
-    "p50 ms",
-    "p99 ms",
-    "non-2xx",
-    "errors",
-    "peak RSS MiB",
-    "server CPU µs/req",
-    "PostgreSQL CPU µs/req"
-  ]
-  const row = (name: string) => [
-    name,
-    fixed(
-      median(name, (m) => m.requestsPerSecond),
-      0
-    ),
-    fixed(
-      median(name, (m) => m.latencyMs.p50),
-      2
-    ),
-    fixed(
-      median(name, (m) => m.latencyMs.p99),
-      2
-    ),
-    String(paired.reduce((sum, p) => sum + p.results[name].non2xx, 0)),
-    String(
-      paired.reduce((sum, p) => sum + p.results[name].errors + p.results[name].timeouts + p.results[name].mismatches, 0)
-    ),
-    fixed(Math.max(...paired.map((p) => p.results[name].memory.peakRssMiB ?? 0)), 1),
-    fixed(
-      median(name, (m) => m.cpu.serverUsPerRequest),
-      0
-    ),
-    fixed(
-      median(name, (m) => m.cpu.databaseUsPerRequest),
-      0
-    )
-  ]
-  const lines = alignColumns([header, row("hostplane"), row("fastify"), row("floor"), row("bare")])
-  console.log(
-    `\nGET /v1/me, ${bodyBytes}-byte JSON body, ${connections} connections, ${durationS} s each (after ${warmupS} s warm-up), one server at a time; medians of ${paired.length} paired runs`
+  printRequestTable(
+    `GET /v1/me, ${bodyBytes}-byte JSON body, ${connections} connections, ${durationS} s each (after ${warmupS} s warm-up), one server at a time; medians of ${paired.length} paired runs`,
+    paired,
+    ["hostplane", "fastify", "floor", "bare"],
+    [
+      ["hostplane/fastify req/s", ratios.hostplaneToFastify],
+      ["hostplane/floor req/s", ratios.hostplaneToFloor],
+      ["hostplane/bare req/s", ratios.hostplaneToBare],
+      ["fastify/bare req/s", ratios.fastifyToBare],
+      ["hostplane/fastify p99", ratios.p99HostplaneToFastify, "(lower is better)"],
+      ["hostplane/fastify CPU", ratios.cpuHostplaneToFastify, cpuNote],
+      ["hostplane/floor CPU", ratios.cpuHostplaneToFloor, cpuNote]
+    ]
   )
-  for (const line of lines) console.log(line)
-  console.log("-".repeat(lines[0].length))
-  console.log(`hostplane/fastify req/s  ${formatRatio(ratios.hostplaneToFastify)}`)
-  console.log(`hostplane/floor req/s    ${formatRatio(ratios.hostplaneToFloor)}`)
-  console.log(`hostplane/bare req/s     ${formatRatio(ratios.hostplaneToBare)}`)
-  console.log(`fastify/bare req/s       ${formatRatio(ratios.fastifyToBare)}`)
-  console.log(`hostplane/fastify p99    ${formatRatio(ratios.p99HostplaneToFastify)} (lower is better)`)
-  console.log(
-    `hostplane/fastify CPU    ${formatRatio(ratios.cpuHostplaneToFastify)} per request, server and PostgreSQL (lower is better)`
-  )
-  console.log(
-    `hostplane/floor CPU      ${formatRatio(ratios.cpuHostplaneToFloor)} per request, server and PostgreSQL (lower is better)`
-  )
-  console.log(`load average after each run: ${paired.map((p) => p.loadAverage.join(" ")).join(" | ")}; ${loadLine()}`)
   const pss = Math.max(...paired.map((p) => p.results.hostplane.memory.childrenPeakPssMiB ?? 0))
   if (pss > 0) {
     console.log(
-      `(hostplane's embedded PostgreSQL, not in its RSS above: peak ${fixed(pss, 1)} MiB PSS; the peer uses it too)`
+      `(hostplane's embedded PostgreSQL, not in its RSS above: peak ${pss.toFixed(1)} MiB PSS; the peer uses it too)`
     )
   }
 }

@@ -20,16 +20,9 @@ import {
   startHostplane,
   waitFor
 } from "./support/harness.ts"
-import {
-  embeddedDatabaseUrl,
-  loadOptions,
-  loadOptionsConfig,
-  type Measurement,
-  measure,
-  stopLoad,
-  type Target
-} from "./support/load.ts"
-import { alignColumns, formatRatio, gitCommit, loadLine, machine, spread, writeReport } from "./support/report.ts"
+import { embeddedDatabaseUrl, loadOptions, loadOptionsConfig, stopLoad, type Target } from "./support/load.ts"
+import { gitCommit, machine, spread, writeReport } from "./support/report.ts"
+import { cpuNote, cpuPerRequest, logStart, type PairedRun, printRequestTable, runPaired } from "./support/paired.ts"
 
 const usage = `usage: npm run bench:write -- [options]
   --duration <s>      measured load per server, seconds (default 10)
@@ -59,14 +52,7 @@ const json = (reply: Reply, what: string, status: number) => {
 const loadAtStart = Os.loadavg().map((value) => round(value, 2))
 
 const main = async () => {
-  if (loadAtStart[0] > Os.cpus().length) {
-    log(
-      `warning: load average ${loadAtStart[0]} on ${Os.cpus().length} CPUs: the machine is busy, expect noisy numbers`
-    )
-  }
-  log(
-    `node ${process.version}, ${Os.cpus().length} CPUs; ${durationS} s per server after ${warmupS} s warm-up, ${connections} connections; time bound ${timeoutS} s`
-  )
+  logStart(loadAtStart, { durationS, warmupS, connections, timeoutS })
   const tempDir = await makeTempDir("hostplane-bench-write-")
 
   // 1. The real server, an org and a project to write to.
@@ -123,18 +109,7 @@ const main = async () => {
     },
     { name: "hostplane", url: `${base}${secretPath}`, child: hostplane, withChildren: true, database: hostplane.pid }
   ]
-  const paired: Array<PairedRun> = []
-  for (let run = 1; run <= runs; run++) {
-    const results: Record<string, Measurement> = {}
-    for (const target of targets) {
-      results[target.name] = await measure(target, { connections, warmupS, durationS, method: "PUT", headers, body })
-    }
-    const loadAverage = Os.loadavg().map((value) => round(value, 2))
-    paired.push({ results, loadAverage })
-    log(
-      `run ${run}/${runs}: ${targets.map((t) => `${t.name} ${Math.round(results[t.name].requestsPerSecond)} req/s`).join(", ")}; ${loadLine()}`
-    )
-  }
+  const paired = await runPaired(targets, runs, { connections, warmupS, durationS, method: "PUT", headers, body })
 
   // 4. Every write counted: the version is the number of puts that answered 200.
   const after = json(
@@ -185,74 +160,19 @@ const main = async () => {
   }
 }
 
-/** Server and database CPU per request, in microseconds (NaN when not measured). */
-const cpuPerRequest = (m: Measurement) =>
-  (m.cpu.serverUsPerRequest ?? Number.NaN) + (m.cpu.databaseUsPerRequest ?? Number.NaN)
-
-interface PairedRun {
-  readonly results: Record<string, Measurement>
-  readonly loadAverage: ReadonlyArray<number>
-}
-
 const printTable = (
   paired: ReadonlyArray<PairedRun>,
   ratios: Record<"hostplaneToFastify" | "p99HostplaneToFastify" | "cpuHostplaneToFastify", Array<number>>
-) => {
-  const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : "n/a")
-  const median = (name: string, pick: (m: Measurement) => number) =>
-    spread(paired.map((p) => pick(p.results[name]))).median
-  const row = (name: string) => [
-    name,
-    fixed(
-      median(name, (m) => m.requestsPerSecond),
-      0
-    ),
-    fixed(
-      median(name, (m) => m.latencyMs.p50),
-      2
-    ),
-    fixed(
-      median(name, (m) => m.latencyMs.p99),
-      2
-    ),
-    String(paired.reduce((sum, p) => sum + p.results[name].non2xx, 0)),
-    String(paired.reduce((sum, p) => sum + p.results[name].errors + p.results[name].timeouts, 0)),
-    fixed(Math.max(...paired.map((p) => p.results[name].memory.peakRssMiB ?? 0)), 1),
-    fixed(
-      median(name, (m) => m.cpu.serverUsPerRequest ?? Number.NaN),
-      0
-    ),
-    fixed(
-      median(name, (m) => m.cpu.databaseUsPerRequest ?? Number.NaN),
-      0
-    )
-  ]
-  const lines = alignColumns([
+) =>
+  printRequestTable(
+    `PUT a secret (one transaction: session, org lock, membership, sealed upsert, audit row, node revision), ${connections} connections, ${durationS} s each (after ${warmupS} s warm-up), one server at a time; medians of ${paired.length} paired runs`,
+    paired,
+    ["hostplane", "fastify"],
     [
-      "",
-      "req/s",
-      "p50 ms",
-      "p99 ms",
-      "non-2xx",
-      "errors",
-      "peak RSS MiB",
-      "server CPU µs/req",
-      "PostgreSQL CPU µs/req"
-    ],
-    row("hostplane"),
-    row("fastify")
-  ])
-  console.log(
-    `\nPUT a secret (one transaction: session, org lock, membership, sealed upsert, audit row, node revision), ${connections} connections, ${durationS} s each (after ${warmupS} s warm-up), one server at a time; medians of ${paired.length} paired runs`
+      ["hostplane/fastify req/s", ratios.hostplaneToFastify],
+      ["hostplane/fastify p99", ratios.p99HostplaneToFastify, "(lower is better)"],
+      ["hostplane/fastify CPU", ratios.cpuHostplaneToFastify, cpuNote]
+    ]
   )
-  for (const line of lines) console.log(line)
-  console.log("-".repeat(lines[0].length))
-  console.log(`hostplane/fastify req/s  ${formatRatio(ratios.hostplaneToFastify)}`)
-  console.log(`hostplane/fastify p99    ${formatRatio(ratios.p99HostplaneToFastify)} (lower is better)`)
-  console.log(
-    `hostplane/fastify CPU    ${formatRatio(ratios.cpuHostplaneToFastify)} per request, server and PostgreSQL (lower is better)`
-  )
-  console.log(`load average after each run: ${paired.map((p) => p.loadAverage.join(" ")).join(" | ")}; ${loadLine()}`)
-}
 
 await runBench(main, timeoutS, stopLoad)
