@@ -286,6 +286,59 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     await pushed.cleanup()
   })
 
+  it("a clone abandoned mid-pack over HTTP leaves no git process behind", async () => {
+    // The git processes (upload-pack and its pack-objects) running under this process, the test server's host.
+    const gitDescendants = async () => {
+      const parents = new Map<number, number>()
+      const commands = new Map<number, string>()
+      for (const name of await Fs.readdir("/proc")) {
+        if (!/^\d+$/.test(name)) continue
+        const stat = await Fs.readFile(`/proc/${name}/stat`, "utf8").catch(() => "")
+        const cmdline = await Fs.readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "")
+        if (stat === "") continue
+        parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]))
+        commands.set(Number(name), cmdline.replaceAll("\0", " "))
+      }
+      const descends = (pid: number): boolean => {
+        for (let at = parents.get(pid); at !== undefined && at > 1; at = parents.get(at)) {
+          if (at === process.pid) return true
+        }
+        return false
+      }
+      return [...commands].filter(([pid, command]) => /upload-pack|pack-objects/.test(command) && descends(pid))
+    }
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    await pushed.commitFiles({ "big.bin": randomBytes(24 * 1024 * 1024) }, "big")
+    await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
+    const head = await gitOk(pushed.work, ["rev-parse", "HEAD"])
+    const abort = new AbortController()
+    const reply = await fetch(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`, {
+      method: "POST",
+      headers: {
+        authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
+        "git-protocol": "version=2",
+        "content-type": "application/x-git-upload-pack-request"
+      },
+      body: `${pkt("command=fetch\n")}0001${pkt(`want ${head}\n`)}${pkt("done\n")}0000`,
+      signal: abort.signal
+    })
+    expect(reply.status).toBe(200)
+    const first = await reply.body!.getReader().read()
+    expect(first.done).toBe(false)
+    // The client reads no further: git is still running, held back by the unread pack.
+    expect(await gitDescendants()).not.toEqual([])
+    abort.abort()
+    const deadline = Date.now() + 10_000
+    let left = await gitDescendants()
+    while (left.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      left = await gitDescendants()
+    }
+    expect(left).toEqual([])
+    await pushed.cleanup()
+  })
+
   it("SSH: a registered key clones and pushes (both URL forms); the push is recorded with its user", async () => {
     const slug = await newOrg()
     const project = await suite.newProject(slug)

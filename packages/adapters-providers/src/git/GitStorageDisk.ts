@@ -283,7 +283,10 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
             Effect.callback<"output">((resume) => {
               // An empty 'readable' is the end of the output: then the exit code decides.
               const onReadable = () => {
-                if (stdout.readableLength > 0) resume(Effect.succeed("output"))
+                if (stdout.readableLength === 0) return
+                // A 'readable' listener left behind would hold the stream in paused mode, stalling a pipe().
+                stdout.off("readable", onReadable)
+                resume(Effect.succeed("output"))
               }
               stdout.on("readable", onReadable)
               return Effect.sync(() => stdout.off("readable", onReadable))
@@ -306,7 +309,12 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
             evaluate: () => child.stdout!,
             onError: unreachable
           }).pipe(Stream.concat(Stream.drain(Stream.fromEffect(finish))))
-          return { output, exitCode: Deferred.await(exited), messages: Effect.sync(() => stderr) }
+          return {
+            output,
+            ...(pushLog === undefined ? { nativeOutput: child.stdout! } : {}),
+            exitCode: Deferred.await(exited),
+            messages: Effect.sync(() => stderr)
+          }
         })
 
       const refs = (repoId: Kernel.RepoId, defaultBranch: string) =>

@@ -17,6 +17,13 @@ export interface GitRun {
 /** A running git service: its output streams as git writes it; `exitCode` waits for the end. */
 export interface GitProcess {
   readonly output: Stream.Stream<Uint8Array, GitUnreachable>
+  /**
+   * The same bytes as `output` as the platform's own stream (a Node `Readable` from the disk storage), present only
+   * when nothing is recorded after git's output ends (not a push). An edge can hand it to its socket with the
+   * platform's own backpressure, no chunk passing through an Effect stream; the caller still closes the run's scope
+   * once it is done with it (that stops git if it is still running). Read either this or `output`, never both.
+   */
+  readonly nativeOutput?: unknown
   readonly exitCode: Effect.Effect<number>
   /** What git wrote to stderr (at most 64 KiB), complete once it has exited. */
   readonly messages: Effect.Effect<string>

@@ -1,7 +1,8 @@
-import { NodeStream } from "@effect/platform-node"
+import { NodeHttpServerRequest, NodeStream } from "@effect/platform-node"
 import { Git, type Kernel } from "@hostplane/core"
 import { Cause, Effect, Exit, Option, Scope, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Readable } from "node:stream"
 import * as Zlib from "node:zlib"
 
 /** Where smart HTTP is served: `<public url>/git/<org>/<project>/<repo>.git/...`. */
@@ -138,17 +139,35 @@ export const gitSmartHttp = HttpRouter.use((router) =>
           if (error._tag === "GitRefused") return envelope(400, "bad_request", error.message)
           return envelope(503, error._tag === "GitUnavailable" ? "git_unavailable" : "git_unreachable", error.message)
         }
-        const announced =
-          mode === "advertise" && !(protocol ?? "").split(":").includes("version=2")
-            ? Stream.make(pktLine(`# service=${service}\n`), new TextEncoder().encode("0000"))
-            : Stream.empty
+        const announces = mode === "advertise" && !(protocol ?? "").split(":").includes("version=2")
+        const options = {
+          contentType: `application/x-${service}-${mode === "advertise" ? "advertisement" : "result"}`,
+          headers: { "cache-control": "no-cache, max-age=0, must-revalidate", expires: "Fri, 01 Jan 1980 00:00:00 GMT" }
+        }
+        const native = started.value.nativeOutput
+        if (!announces && native instanceof Readable) {
+          // git's output piped to the socket by Node itself (a clone's pack): no Effect stream step per 64 KiB chunk.
+          // The scope closes once the output has ended (after git exits) or the response is gone (git is stopped).
+          const response = NodeHttpServerRequest.toServerResponse(request)
+          const running = started.value
+          yield* Effect.callback<boolean>((resume) => {
+            const done = () => resume(Effect.succeed(native.readableEnded))
+            native.once("close", done)
+            response.once("close", done)
+          }).pipe(
+            Effect.flatMap((ended) => (ended ? running.exitCode : Effect.void)),
+            Effect.ensuring(Scope.close(scope, Exit.void)),
+            Effect.forkDetach
+          )
+          return HttpServerResponse.raw(native, options)
+        }
+        const announced = announces
+          ? Stream.make(pktLine(`# service=${service}\n`), new TextEncoder().encode("0000"))
+          : Stream.empty
         const output = Stream.concat(announced, started.value.output).pipe(
           Stream.ensuring(Scope.close(scope, Exit.void))
         )
-        return HttpServerResponse.stream(output, {
-          contentType: `application/x-${service}-${mode === "advertise" ? "advertisement" : "result"}`,
-          headers: { "cache-control": "no-cache, max-age=0, must-revalidate", expires: "Fri, 01 Jan 1980 00:00:00 GMT" }
-        })
+        return HttpServerResponse.stream(output, options)
       })
 
     yield* router.add("*", `${gitPathPrefix}*`, handle)
