@@ -1,7 +1,7 @@
 import { GitSshServer, GitStorageDisk } from "@hostplane/adapters-providers"
 import { Git, Kernel } from "@hostplane/core"
 import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
@@ -54,6 +54,37 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
   }
   const refUpdates = async (slug: string, project: string, repo = "site") =>
     (await api.get(`${reposOf(slug, project)}/${repo}/ref-updates`, admin())).body.items
+
+  // The git processes (upload-pack and its pack-objects) running under this process, the test server's host.
+  const gitDescendants = async () => {
+    const parents = new Map<number, number>()
+    const commands = new Map<number, string>()
+    for (const name of await Fs.readdir("/proc")) {
+      if (!/^\d+$/.test(name)) continue
+      const stat = await Fs.readFile(`/proc/${name}/stat`, "utf8").catch(() => "")
+      const cmdline = await Fs.readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "")
+      if (stat === "") continue
+      parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]))
+      commands.set(Number(name), cmdline.replaceAll("\0", " "))
+    }
+    const descends = (pid: number): boolean => {
+      for (let at = parents.get(pid); at !== undefined && at > 1; at = parents.get(at)) {
+        if (at === process.pid) return true
+      }
+      return false
+    }
+    return [...commands].filter(([pid, command]) => /upload-pack|pack-objects/.test(command) && descends(pid))
+  }
+  /** Waits up to 10 s for every git process under this one to end; what is left. */
+  const gitLeft = async () => {
+    const deadline = Date.now() + 10_000
+    let left = await gitDescendants()
+    while (left.length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      left = await gitDescendants()
+    }
+    return left
+  }
 
   it("a private repo without, with bad, revoked or expired credentials, or a session token, is 401 with WWW-Authenticate Basic", async () => {
     const slug = await newOrg()
@@ -287,26 +318,6 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
   })
 
   it("a clone abandoned mid-pack over HTTP leaves no git process behind", async () => {
-    // The git processes (upload-pack and its pack-objects) running under this process, the test server's host.
-    const gitDescendants = async () => {
-      const parents = new Map<number, number>()
-      const commands = new Map<number, string>()
-      for (const name of await Fs.readdir("/proc")) {
-        if (!/^\d+$/.test(name)) continue
-        const stat = await Fs.readFile(`/proc/${name}/stat`, "utf8").catch(() => "")
-        const cmdline = await Fs.readFile(`/proc/${name}/cmdline`, "utf8").catch(() => "")
-        if (stat === "") continue
-        parents.set(Number(name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]))
-        commands.set(Number(name), cmdline.replaceAll("\0", " "))
-      }
-      const descends = (pid: number): boolean => {
-        for (let at = parents.get(pid); at !== undefined && at > 1; at = parents.get(at)) {
-          if (at === process.pid) return true
-        }
-        return false
-      }
-      return [...commands].filter(([pid, command]) => /upload-pack|pack-objects/.test(command) && descends(pid))
-    }
     const slug = await newOrg()
     const pushed = await pushedRepo(slug)
     await pushed.commitFiles({ "big.bin": randomBytes(24 * 1024 * 1024) }, "big")
@@ -329,13 +340,49 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     // The client reads no further: git is still running, held back by the unread pack.
     expect(await gitDescendants()).not.toEqual([])
     abort.abort()
-    const deadline = Date.now() + 10_000
-    let left = await gitDescendants()
-    while (left.length > 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      left = await gitDescendants()
-    }
-    expect(left).toEqual([])
+    expect(await gitLeft()).toEqual([])
+    await pushed.cleanup()
+  })
+
+  it("a clone abandoned mid-pack over SSH leaves no git process behind", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    await pushed.commitFiles({ "big.bin": randomBytes(24 * 1024 * 1024) }, "big")
+    await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
+    const head = await gitOk(pushed.work, ["rev-parse", "HEAD"])
+    const key = await registered(suite.admin)
+    const ssh = spawn(
+      "ssh",
+      [
+        ...sshEnv(key).GIT_SSH_COMMAND.split(" ").slice(1),
+        "-p",
+        String(sshPort),
+        "git@127.0.0.1",
+        `git-upload-pack '${slug}/${pushed.project.name}/site.git'`
+      ],
+      { stdio: ["pipe", "pipe", "ignore"] }
+    )
+    // Protocol v0: the ref advertisement, then one want and done; the pack follows.
+    let received = 0
+    let asked = false
+    const packStarted = new Promise<void>((resolve) => {
+      ssh.stdout.on("data", (chunk: Buffer) => {
+        received += chunk.length
+        if (!asked && chunk.toString("latin1").endsWith("0000")) {
+          asked = true
+          received = 0
+          ssh.stdin.write(`${pkt(`want ${head}\n`)}0000${pkt("done\n")}`)
+        } else if (asked && received > 256 * 1024) {
+          ssh.stdout.pause()
+          resolve()
+        }
+      })
+    })
+    await packStarted
+    // The client reads no further: git is still running, held back by the unread pack.
+    expect(await gitDescendants()).not.toEqual([])
+    ssh.kill("SIGKILL")
+    expect(await gitLeft()).toEqual([])
     await pushed.cleanup()
   })
 

@@ -138,12 +138,22 @@ export const layer = (options: GitSshServerOptions) =>
           const grant = yield* repos.authorizeTransport(userId, parsed.path, access)
           const input = NodeStream.fromReadable<Uint8Array>({ evaluate: () => channel, closeOnDone: false })
           const process = yield* repos.serve(grant, { service: parsed.service, mode: "session", protocol }, input)
-          yield* Stream.runForEach(process.output, (chunk) =>
+          const relayed = Stream.runForEach(process.output, (chunk) =>
             Effect.callback<void>((resume) => {
               if (channel.write(chunk)) resume(Effect.void)
               else channel.once("drain", () => resume(Effect.void))
             })
           )
+          // A client gone mid-transfer never drains the channel: the scope's end then stops git, which would
+          // otherwise wait on its unread output for ever.
+          const gone = Effect.callback<"gone">((resume) => {
+            const onClose = () => resume(Effect.succeed("gone"))
+            channel.once("close", onClose)
+            return Effect.sync(() => channel.off("close", onClose))
+          })
+          if ((yield* Effect.raceFirst(Effect.as(relayed, "sent" as const), gone)) === "gone") {
+            return { code: 128, message: "" }
+          }
           const code = yield* process.exitCode
           return { code, message: code === 0 ? "" : yield* process.messages }
         }).pipe(
