@@ -1,10 +1,10 @@
 import { NodeStream } from "@effect/platform-node"
 import { Git, type Kernel } from "@hostplane/core"
 import { Context, Effect, Layer, Option, Stream } from "effect"
-import { generateKeyPairSync } from "node:crypto"
+import { generateKeyPairSync, randomFillSync } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import { createRequire } from "node:module"
-import type { AddressInfo } from "node:net"
+import type { AddressInfo, Socket } from "node:net"
 import * as Path from "node:path"
 import ssh2 from "ssh2"
 import { inDataDir } from "../DataDir.ts"
@@ -65,6 +65,89 @@ export const openSshInFlight = 512 * 1024
 const limitInFlight = (channel: ssh2.ServerChannel, limit: number) => {
   const outgoing = channel.outgoing as { window?: unknown }
   if (typeof outgoing.window === "number") outgoing.window = Math.min(outgoing.window, limit)
+}
+
+// The largest packet the server sends: a 32 KiB CHANNEL_DATA payload (OpenSSH's and ssh2's packet size) with its
+// header, at most 15 bytes of padding and the 16-byte MAC.
+const pooledPacketBytes = 32 * 1024 + 64
+
+interface OutgoingCipher {
+  allocPacket: (payloadLength: number) => Buffer
+}
+
+/**
+ * The buffers of one connection's outgoing packets: ssh2 allocates a fresh 32 KiB buffer for every packet, 50 MiB of
+ * external memory per 50 MiB clone, and V8 answers that much external memory with a mark-compact of the whole heap
+ * every few hundred milliseconds (bench/README.md, bench:git). A buffer is lent to one packet and given back once the
+ * socket has written it; at most 64 are kept.
+ */
+export const packetPool = () => {
+  const free: Array<ArrayBuffer> = []
+  const lent = new WeakSet<ArrayBuffer>()
+  return {
+    lends: (chunk: unknown): chunk is Buffer =>
+      chunk instanceof Uint8Array && chunk.buffer instanceof ArrayBuffer && lent.has(chunk.buffer),
+    release: (buffer: ArrayBuffer) => {
+      if (!lent.has(buffer)) return
+      lent.delete(buffer)
+      if (free.length < 64) free.push(buffer)
+    },
+    /**
+     * Makes `cipher` take its packets from the pool when it is ssh2's chacha20-poly1305 (OpenSSH's default); false for
+     * any other cipher, which keeps ssh2's own allocation. The layout is ssh2's `allocPacket` for that cipher
+     * (lib/protocol/crypto.js): length, padding length, payload, random padding to a multiple of 8, MAC.
+     */
+    adopt: (cipher: OutgoingCipher): boolean => {
+      if (cipher.constructor.name !== "ChaChaPolyCipherBinding") return false
+      const own = cipher.allocPacket.bind(cipher)
+      cipher.allocPacket = (payloadLength: number) => {
+        let packetLength = 4 + 1 + payloadLength
+        let padding = 8 - ((packetLength - 4) & 7)
+        if (padding < 4) padding += 8
+        packetLength += padding
+        if (packetLength + 16 > pooledPacketBytes) return own(payloadLength)
+        const buffer = free.pop() ?? new ArrayBuffer(pooledPacketBytes)
+        lent.add(buffer)
+        const packet = Buffer.from(buffer, 0, packetLength + 16)
+        packet.writeUInt32BE(packetLength - 4, 0)
+        packet[4] = padding
+        randomFillSync(packet, 5 + payloadLength, padding)
+        return packet
+      }
+      return true
+    }
+  }
+}
+
+/**
+ * Puts a connection's outgoing packets in a `packetPool`: each cipher ssh2 installs (after every key exchange) adopts
+ * the pool, and a pooled packet's socket write gives its buffer back when it completes.
+ */
+const reusePacketBuffers = (client: ssh2.Connection) => {
+  const internals = client as unknown as {
+    readonly _sock: Socket
+    readonly _protocol: { _cipher: OutgoingCipher | undefined }
+  }
+  const socket = internals._sock
+  const protocol = internals._protocol
+  const pool = packetPool()
+  const write = socket.write
+  socket.write = function (this: Socket, chunk: unknown, ...rest: Array<unknown>) {
+    if (rest.length > 0 || !pool.lends(chunk))
+      return (write as (...args: Array<unknown>) => boolean).call(this, chunk, ...rest)
+    const buffer = chunk.buffer as ArrayBuffer
+    return write.call(this, chunk, undefined, () => pool.release(buffer))
+  } as typeof socket.write
+  let cipher = protocol._cipher
+  if (typeof cipher === "object" && cipher !== null) pool.adopt(cipher)
+  Object.defineProperty(protocol, "_cipher", {
+    configurable: true,
+    get: () => cipher,
+    set: (next: OutgoingCipher | undefined) => {
+      if (typeof next === "object" && next !== null) pool.adopt(next)
+      cipher = next
+    }
+  })
 }
 
 /** `git-upload-pack '<path>'` (or `git upload-pack`), the path single-quoted as git quotes it. */
@@ -165,6 +248,7 @@ export const layer = (options: GitSshServerOptions) =>
       const server = new ssh2.Server({ hostKeys: [hostKey] }, (client, info) => {
         clients.add(client)
         const openSsh = info.header.versions.software.startsWith("OpenSSH_")
+        reusePacketBuffers(client)
         client.on("close", () => clients.delete(client))
         let userId: Kernel.UserId | undefined
         client.on("authentication", (ctx) => {
