@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Exit, Layer, Logger, Runtime } from "effect"
+import { Cause, Exit, Layer, Logger, References, Runtime } from "effect"
 import { batchedStdout, formatJsonLine } from "../JsonLines.ts"
 import { ServerLive } from "../Server.ts"
 
@@ -11,5 +11,14 @@ const teardown: Runtime.Teardown = (exit, onExit) =>
 /** One JSON line per log entry (and per request), batched to stdout: `console` costs more per request. */
 const jsonLines = Logger.map(formatJsonLine, batchedStdout())
 
+/**
+ * No tracer is installed (nothing exports spans, and no log line carries one), so spans are not built: every request
+ * made a span per statement and per transaction and passed each as the parent of the next step (issue 13's write
+ * profile). A host that exports traces provides a tracer and turns this back on.
+ */
+const untraced = Layer.succeed(References.TracerEnabled)(false)
+
 // SIGINT/SIGTERM close the listeners and let requests in flight finish.
-Layer.launch(ServerLive.pipe(Layer.provide(Logger.layer([jsonLines])))).pipe(NodeRuntime.runMain({ teardown }))
+Layer.launch(ServerLive.pipe(Layer.provide(Logger.layer([jsonLines])), Layer.provide(untraced))).pipe(
+  NodeRuntime.runMain({ teardown })
+)
