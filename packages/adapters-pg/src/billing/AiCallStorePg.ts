@@ -2,6 +2,7 @@ import { AiCallStore } from "@hostplane/core/ai/AiCallStore"
 import type { OrgId } from "@hostplane/core/kernel/Ids"
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { transaction } from "../internal/Transaction.ts"
 import { liveOwnerKeys } from "../jobs/JobStorePg.ts"
 
 /**
@@ -47,26 +48,24 @@ export const layer = Layer.effect(
           Effect.orDie
         ),
       start: (call) =>
-        sql
-          .withTransaction(
-            Effect.gen(function* () {
-              yield* sql`SELECT pg_advisory_xact_lock(hashtext('ai_calls'), hashtext(${call.projectId}))`
-              // Charged calls older than the window are no longer needed: the ledger keeps what they cost.
-              yield* sql`DELETE FROM ai_calls WHERE project_id = ${call.projectId} AND state = 'charged'
+        transaction(sql)(
+          Effect.gen(function* () {
+            yield* sql`SELECT pg_advisory_xact_lock(hashtext('ai_calls'), hashtext(${call.projectId}))`
+            // Charged calls older than the window are no longer needed: the ledger keeps what they cost.
+            yield* sql`DELETE FROM ai_calls WHERE project_id = ${call.projectId} AND state = 'charged'
                            AND started_at <= ${call.windowStart}::timestamptz`
-              if (call.perMinute > 0) {
-                const rows = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM ai_calls
+            if (call.perMinute > 0) {
+              const rows = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM ai_calls
                   WHERE project_id = ${call.projectId} AND started_at > ${call.windowStart}::timestamptz`
-                if (Number(rows[0]!.n) >= call.perMinute) return false
-              }
-              yield* sql`INSERT INTO ai_calls (id, org_id, project_id, project_name, model, state, started_at,
+              if (Number(rows[0]!.n) >= call.perMinute) return false
+            }
+            yield* sql`INSERT INTO ai_calls (id, org_id, project_id, project_name, model, state, started_at,
                   lease_owner, lease_until, input_estimate)
                 VALUES (${call.id}, ${call.orgId}, ${call.projectId}, ${call.projectName}, ${call.model}, 'pending',
                   ${call.at}::timestamptz, ${call.owner}, ${call.leaseUntil}::timestamptz, ${call.inputEstimate})`
-              return true
-            })
-          )
-          .pipe(Effect.orDie),
+            return true
+          })
+        ).pipe(Effect.orDie),
       abandon: (callId) =>
         sql`DELETE FROM ai_calls WHERE id = ${callId} AND state = 'pending'`.pipe(Effect.asVoid, Effect.orDie),
       charge: (callId, charge) =>

@@ -5,6 +5,7 @@ import { MailId, ProjectId } from "@hostplane/core/kernel/Ids"
 import { Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { onUniqueViolation, Timestamp } from "../internal/Rows.ts"
+import { transaction } from "../internal/Transaction.ts"
 
 const AddressRow = Schema.Struct({ projectId: ProjectId, address: Schema.String, granted: Schema.Boolean })
 
@@ -136,17 +137,16 @@ export const layer = Layer.effect(
               ${row.outcome}, ${row.size}, ${row.spf}, ${row.raw === null ? null : Buffer.from(row.raw)},
               ${row.providerMessageId}, ${row.createdAt}::timestamptz)`.pipe(Effect.asVoid, Effect.orDie),
       reserveOut: (row, limit) =>
-        sql
-          .withTransaction(
-            Effect.gen(function* () {
-              // The address row's lock serializes a project's sends (and a revoke) until the insert commits.
-              const address = yield* sql<{ granted: boolean }>`
+        transaction(sql)(
+          Effect.gen(function* () {
+            // The address row's lock serializes a project's sends (and a revoke) until the insert commits.
+            const address = yield* sql<{ granted: boolean }>`
                 SELECT granted FROM email_addresses WHERE project_id = ${row.projectId} FOR UPDATE`
-              if (address[0]?.granted !== true) return "not_granted" as const
-              // The count and the insert in one statement, after the lock: its snapshot is taken once the lock is
-              // held, so it sees every row the previous holder committed (one round trip less under the lock). Held
-              // rows whose lease ended (their process died mid-send) neither count nor stay.
-              const inserted = yield* sql`
+            if (address[0]?.granted !== true) return "not_granted" as const
+            // The count and the insert in one statement, after the lock: its snapshot is taken once the lock is
+            // held, so it sees every row the previous holder committed (one round trip less under the lock). Held
+            // rows whose lease ended (their process died mid-send) neither count nor stay.
+            const inserted = yield* sql`
                 WITH released AS (
                   DELETE FROM mail_log
                   WHERE project_id = ${row.projectId} AND pending
@@ -162,10 +162,9 @@ export const layer = Layer.effect(
                          AND created_at >= ${limit.since}::timestamptz
                          AND (NOT pending OR lease_until > ${limit.now}::timestamptz)) < ${limit.cap}
                 RETURNING id`
-              return inserted.length === 0 ? ("capped" as const) : ("reserved" as const)
-            })
-          )
-          .pipe(Effect.orDie),
+            return inserted.length === 0 ? ("capped" as const) : ("reserved" as const)
+          })
+        ).pipe(Effect.orDie),
       renewOut: (id, leaseUntil) =>
         sql`UPDATE mail_log SET lease_until = ${leaseUntil}::timestamptz WHERE id = ${id} AND pending
             RETURNING id`.pipe(

@@ -1,5 +1,6 @@
 import { Effect, Schema, SchemaTransformation } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
+import { transaction } from "./Transaction.ts"
 
 /** A `timestamptz` column (a `Date` from the driver) as the RFC 3339 UTC string of the models, with milliseconds. */
 export const Timestamp = Schema.Date.pipe(
@@ -20,13 +21,11 @@ export const NullableTimestamp = Schema.NullOr(Timestamp)
 export const onUniqueViolation =
   <B>(sql: SqlClient.SqlClient, constraint: string, onConflict: () => B) =>
   <A, R>(write: Effect.Effect<A, SqlError.SqlError, R>) =>
-    sql
-      .withTransaction(write)
-      .pipe(
-        Effect.catchReason("SqlError", "UniqueViolation", (reason, error) =>
-          reason.constraint === constraint ? Effect.succeed(onConflict()) : Effect.fail(error)
-        )
+    transaction(sql)(write).pipe(
+      Effect.catchReason("SqlError", "UniqueViolation", (reason, error) =>
+        reason.constraint === constraint ? Effect.succeed(onConflict()) : Effect.fail(error)
       )
+    )
 
 /** A sealed value in one text column: `<keyId>:<ciphertext>` (a key id holds no colon). */
 export const joinSealed = (sealed: { readonly keyId: string; readonly ciphertext: string }): string =>
