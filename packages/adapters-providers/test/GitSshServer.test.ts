@@ -60,6 +60,12 @@ describe("GitSshServer", () => {
       expect(b!.equals(a!), `payload of ${length}`).toBe(true)
       if (pool.lends(theirs)) pool.release(theirs.buffer as ArrayBuffer)
     }
+    // The padding is drawn from the CSPRNG in blocks, each byte used once: no two packets share theirs.
+    const paddings = Array.from({ length: 600 }, () => {
+      const packet = pooled.allocPacket(100)
+      return packet.subarray(105, packet.length - 16).toString("hex")
+    })
+    expect(new Set(paddings).size).toBe(paddings.length)
     const first = pooled.allocPacket(100)
     pool.release(first.buffer as ArrayBuffer)
     expect(pooled.allocPacket(200).buffer).toBe(first.buffer)

@@ -84,6 +84,8 @@ interface OutgoingCipher {
 export const packetPool = () => {
   const free: Array<ArrayBuffer> = []
   const lent = new WeakSet<ArrayBuffer>()
+  const entropy = Buffer.alloc(4096)
+  let entropyUsed = entropy.length
   return {
     lends: (chunk: unknown): chunk is Buffer =>
       chunk instanceof Uint8Array && chunk.buffer instanceof ArrayBuffer && lent.has(chunk.buffer),
@@ -111,7 +113,14 @@ export const packetPool = () => {
         const packet = Buffer.from(buffer, 0, packetLength + 16)
         packet.writeUInt32BE(packetLength - 4, 0)
         packet[4] = padding
-        randomFillSync(packet, 5 + payloadLength, padding)
+        // Random padding from a block drawn 4 KiB at a time, each byte used once: one call into the CSPRNG per
+        // few hundred packets instead of one per packet.
+        if (entropyUsed + padding > entropy.length) {
+          randomFillSync(entropy)
+          entropyUsed = 0
+        }
+        entropy.copy(packet, 5 + payloadLength, entropyUsed, entropyUsed + padding)
+        entropyUsed += padding
         return packet
       }
       return true
