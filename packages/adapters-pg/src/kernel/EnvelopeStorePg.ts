@@ -1,17 +1,47 @@
 import { type AccessRead, EnvelopeStore, type Finish } from "@hostplane/core/kernel/EnvelopeStore"
+import type { DeploymentId, OrgId, ProjectId } from "@hostplane/core/kernel/Ids"
 import { Role } from "@hostplane/core/kernel/Role"
-import { Effect, Layer, Option, Schema } from "effect"
+import type { OrgRow } from "@hostplane/core/orgs/Org"
+import { Plan } from "@hostplane/core/orgs/Org"
+import type { ProjectRow } from "@hostplane/core/projects/Project"
+import { Effect, Layer, Option } from "effect"
 import { type SqlClient as Client, SqlClient, type Statement } from "effect/sql"
-import { OrgRowSchema } from "../orgs/OrgStorePg.ts"
-import { ProjectRowSchema } from "../projects/ProjectStorePg.ts"
 import { insertAudit } from "./AuditLogPg.ts"
 import { raiseCtes, stampRevision } from "./NodeRevisionsPg.ts"
 
-const decodeOrg = Schema.decodeUnknownEffect(OrgRowSchema)
-const decodeRole = Schema.decodeUnknownEffect(Role)
-const decodeProject = Schema.decodeUnknownEffect(ProjectRowSchema)
-
 type Row = Record<string, unknown>
+
+// The envelope's rows are read twice per write (before the transaction and under the lock), so they are checked by
+// hand instead of by an effectful schema decode, which cost a chain of fibre steps per row (issue 13's write profile).
+// The checks are those of `OrgRowSchema` and `ProjectRowSchema`; a row that fails one is a defect, as before.
+const column = (row: Row, name: string): unknown => {
+  if (!(name in row)) throw new Error(`EnvelopeStore: no column ${name}`)
+  return row[name]
+}
+const text = (row: Row, name: string): string => {
+  const value = column(row, name)
+  if (typeof value !== "string") throw new Error(`EnvelopeStore: ${name} is not text`)
+  return value
+}
+const nullableText = (row: Row, name: string): string | null => (column(row, name) === null ? null : text(row, name))
+/** A `timestamptz` (a `Date` from the driver) as `Timestamp` decodes it: RFC 3339 UTC with milliseconds. */
+const timestamp = (row: Row, name: string): string => {
+  const value = column(row, name)
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new Error(`EnvelopeStore: ${name} is no time`)
+  return value.toISOString()
+}
+const nullableTimestamp = (row: Row, name: string): string | null =>
+  column(row, name) === null ? null : timestamp(row, name)
+const literal = <L extends string>(literals: ReadonlyArray<L>, row: Row, name: string): L => {
+  const value = column(row, name)
+  if (!literals.includes(value as L)) throw new Error(`EnvelopeStore: ${name} is not one of ${literals.join(", ")}`)
+  return value as L
+}
+const boolean = (row: Row, name: string): boolean => {
+  const value = column(row, name)
+  if (typeof value !== "boolean") throw new Error(`EnvelopeStore: ${name} is not a boolean`)
+  return value
+}
 
 /**
  * A store write that carries the envelope's `Finish`: `write` (an `INSERT`, `UPDATE` or `DELETE` with `RETURNING`)
@@ -33,30 +63,32 @@ export const finishing = <A extends object>(
 }
 
 /** The org's columns, the member's role, the project's columns under `project_*` names (null when not joined). */
-const accessOf = (rows: ReadonlyArray<Row>): Effect.Effect<AccessRead> =>
-  Effect.gen(function* () {
-    const row = rows[0]
-    if (row === undefined) return { org: Option.none(), role: Option.none(), project: Option.none() }
-    const project =
-      row.projectId === null
-        ? Option.none()
-        : Option.some(
-            yield* decodeProject({
-              id: row.projectId,
-              orgId: row.projectOrgId,
-              name: row.projectName,
-              hostname: row.projectHostname,
-              createdAt: row.projectCreatedAt,
-              liveDeploymentId: row.projectLiveDeploymentId,
-              deletingSince: row.projectDeletingSince
-            })
-          )
-    return {
-      org: Option.some(yield* decodeOrg(row)),
-      role: row.role === null ? Option.none() : Option.some(yield* decodeRole(row.role)),
-      project
-    }
-  }).pipe(Effect.orDie)
+const accessOf = (rows: ReadonlyArray<Row>): AccessRead => {
+  const row = rows[0]
+  if (row === undefined) return { org: Option.none(), role: Option.none(), project: Option.none() }
+  const org: OrgRow = {
+    id: text(row, "id") as OrgId,
+    slug: text(row, "slug"),
+    name: text(row, "name"),
+    plan: literal(Plan.literals, row, "plan"),
+    personal: boolean(row, "personal"),
+    createdAt: timestamp(row, "createdAt")
+  }
+  const project: Option.Option<ProjectRow> =
+    column(row, "projectId") === null
+      ? Option.none()
+      : Option.some({
+          id: text(row, "projectId") as ProjectId,
+          orgId: text(row, "projectOrgId") as OrgId,
+          name: text(row, "projectName"),
+          hostname: text(row, "projectHostname"),
+          createdAt: timestamp(row, "projectCreatedAt"),
+          liveDeploymentId: nullableText(row, "projectLiveDeploymentId") as DeploymentId | null,
+          deletingSince: nullableTimestamp(row, "projectDeletingSince")
+        })
+  const role = column(row, "role") === null ? Option.none() : Option.some(literal(Role.literals, row, "role"))
+  return { org: Option.some(org), role, project }
+}
 
 /**
  * `EnvelopeStore` on PostgreSQL. The reads are one join of `orgs`, `memberships` and `projects`; the lock is the org
@@ -80,7 +112,7 @@ export const layer = Layer.effect(
           FROM orgs o
           LEFT JOIN memberships m ON m.org_id = o.id AND m.user_id = ${userId}
           LEFT JOIN projects p ON p.org_id = o.id AND p.name = ${projectName ?? null}
-          WHERE o.slug = ${orgSlug}`.pipe(Effect.orDie, Effect.flatMap(accessOf)),
+          WHERE o.slug = ${orgSlug}`.pipe(Effect.orDie, Effect.map(accessOf)),
       // One round trip: `hostplane_envelope_lock` (migration 0026) takes the lock, then reads in a fresh snapshot. Reads
       // joined to `FOR UPDATE` in one statement would use the snapshot taken before it waited, and miss what the
       // previous holder committed (a project's delete).
@@ -93,7 +125,7 @@ export const layer = Layer.effect(
             (l.project).deleting_since AS project_deleting_since
           FROM hostplane_envelope_lock(${orgId}, ${userId}, ${projectId ?? null}) l`.pipe(
           Effect.orDie,
-          Effect.flatMap(accessOf)
+          Effect.map(accessOf)
         ),
       finish: (audit, raise) => {
         const statement =
