@@ -55,7 +55,8 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
   const refUpdates = async (slug: string, project: string, repo = "site") =>
     (await api.get(`${reposOf(slug, project)}/${repo}/ref-updates`, admin())).body.items
 
-  // The git processes (upload-pack and its pack-objects) running under this process, the test server's host.
+  // The git processes serving a fetch (upload-pack and its pack-objects, not a background repack) under this
+  // process, the test server's host.
   const gitDescendants = async () => {
     const parents = new Map<number, number>()
     const commands = new Map<number, string>()
@@ -73,7 +74,9 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
       }
       return false
     }
-    return [...commands].filter(([pid, command]) => /upload-pack|pack-objects/.test(command) && descends(pid))
+    return [...commands].filter(
+      ([pid, command]) => /upload-pack|pack-objects .*--stdout/.test(command) && descends(pid)
+    )
   }
   /** Waits up to 10 s for every git process under this one to end; what is left. */
   const gitLeft = async () => {
