@@ -1,0 +1,221 @@
+// `npm run bench:git-ab -- --baseline <checkout> [--transport http|ssh|both] [--clones <n>] [--size <MiB>]`
+//
+// Server CPU per clone of this tree against a baseline checkout: both servers run side by side (each with its own
+// embedded PostgreSQL), hold the same content (one commit of `--size` MiB of random bytes, pushed over smart HTTP),
+// and are cloned from one after the other, the order swapped every round. On a shared machine a clone's wall time
+// swings by 2x and its CPU by tens of percent within minutes, so a change to the git transports is judged by these
+// paired figures. Besides the process's CPU (user + system, /proc/<pid>/stat) it prints the main thread's, and the
+// other threads' (V8's garbage collector helpers, mostly), from /proc/<pid>/task: the collector's timing moves the
+// total more than anything else. See README.md, bench:git.
+// Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
+import { execFile } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import {
+  type Hostplane,
+  hasProc,
+  log,
+  makeTempDir,
+  parseOptions,
+  request,
+  round,
+  runBench,
+  sleep,
+  startHostplane
+} from "./support/harness.ts"
+
+const usage = `usage: npm run bench:git-ab -- --baseline <checkout> [options]
+  --baseline <dir>    another checkout of hostplane with its node_modules (git worktree add, cp -a node_modules)
+  --transport <t>     http, ssh or both (default both)
+  --clones <n>        clones of each server per transport (default 8)
+  --size <MiB>        incompressible content in the repository (default 50)
+  --timeout <s>       abort everything after this many seconds (default 900)`
+
+const { values: parsed, fail } = parseOptions(usage, {
+  baseline: { type: "string" },
+  transport: { type: "string" },
+  clones: { type: "string" },
+  size: { type: "string" },
+  timeout: { type: "string" }
+})
+const baselineEntry = Path.resolve(
+  parsed.baseline ?? fail("--baseline is required"),
+  "packages/server/src/bin/server.ts"
+)
+if (!Fs.existsSync(baselineEntry)) fail(`no server at ${baselineEntry}`)
+const transports = parsed.transport === undefined || parsed.transport === "both" ? ["http", "ssh"] : [parsed.transport]
+if (transports.some((t) => t !== "http" && t !== "ssh")) fail(`invalid --transport ${parsed.transport}`)
+const clones = Number(parsed.clones ?? "8")
+if (!Number.isInteger(clones) || clones < 1) fail(`invalid --clones ${parsed.clones}`)
+const sizeMiB = Number(parsed.size ?? "50")
+if (!Number.isFinite(sizeMiB) || sizeMiB < 1) fail(`invalid --size ${parsed.size}`)
+const timeoutS = Number(parsed.timeout ?? "900")
+if (!hasProc) fail("bench:git-ab reads /proc: Linux only")
+const MiB = 1024 * 1024
+
+const git = (cwd: string, args: Array<string>, env: Record<string, string> = {}) =>
+  new Promise<string>((resolve, reject) =>
+    execFile(
+      "git",
+      ["-c", "credential.helper=", ...args],
+      {
+        cwd,
+        maxBuffer: 16 * MiB,
+        env: {
+          PATH: process.env.PATH,
+          HOME: cwd,
+          GIT_CONFIG_NOSYSTEM: "1",
+          GIT_TERMINAL_PROMPT: "0",
+          GIT_AUTHOR_NAME: "Bench",
+          GIT_AUTHOR_EMAIL: "bench@example.test",
+          GIT_COMMITTER_NAME: "Bench",
+          GIT_COMMITTER_EMAIL: "bench@example.test",
+          ...env
+        }
+      },
+      (error, stdout, stderr) =>
+        error === null ? resolve(stdout.trim()) : reject(new Error(`git ${args.join(" ")}: ${stderr}`))
+    )
+  )
+
+const json = async (method: string, url: string, token: string, body?: unknown) => {
+  const reply = await request(
+    method,
+    url,
+    { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body === undefined ? undefined : JSON.stringify(body),
+    10_000
+  )
+  if (reply.status >= 300) throw new Error(`${method} ${url}: ${reply.status} ${reply.body.toString("utf8")}`)
+  return JSON.parse(reply.body.toString("utf8")) as Record<string, any>
+}
+
+/** CPU seconds (user + system) of each thread of `pid`: the main thread as `main`, all others summed as `other`. */
+const threadCpu = (pid: number) => {
+  let main = 0
+  let other = 0
+  for (const task of Fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = Fs.readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8")
+      const fields = stat
+        .slice(stat.lastIndexOf(")") + 2)
+        .split(" ")
+        .map(Number)
+      const seconds = (fields[11]! + fields[12]!) / 100
+      if (task === String(pid)) main += seconds
+      else other += seconds
+    } catch {
+      // a thread that ended meanwhile
+    }
+  }
+  return { main, other }
+}
+
+/** The process's own CPU seconds and its waited-for children's (the git processes it ran). */
+const processCpu = (pid: number) => {
+  const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = stat
+    .slice(stat.lastIndexOf(")") + 2)
+    .split(" ")
+    .map(Number)
+  return { own: (fields[11]! + fields[12]!) / 100, children: (fields[13]! + fields[14]!) / 100 }
+}
+
+const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const mean = (values: Array<number>) => values.reduce((sum, value) => sum + value, 0) / values.length
+
+interface Side {
+  readonly name: string
+  readonly server: Hostplane
+  readonly urls: Record<string, string>
+  readonly measured: Record<string, { cpu: number[]; main: number[]; other: number[]; git: number[]; wall: number[] }>
+}
+
+const main = async () => {
+  const tempDir = await makeTempDir("hostplane-bench-git-ab-")
+  log(`${sizeMiB} MiB of content, ${clones} clones per server and transport (${transports.join(", ")})`)
+  const source = Path.join(tempDir, "source")
+  Fs.mkdirSync(source)
+  await git(source, ["init", "-q", "-b", "main"])
+  for (let i = 0; i < sizeMiB; i++) Fs.writeFileSync(Path.join(source, `blob-${i}.bin`), randomBytes(MiB))
+  await git(source, ["add", "-A"])
+  await git(source, ["commit", "-q", "-m", "content"])
+  await git(source, ["gc", "-q"])
+  const keyFile = Path.join(tempDir, "id_ed25519")
+  await new Promise<void>((resolve, reject) =>
+    execFile("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", keyFile], (error) =>
+      error === null ? resolve() : reject(error)
+    )
+  )
+  const sshEnv = {
+    GIT_SSH_COMMAND: `ssh -i ${keyFile} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR`
+  }
+
+  const start = async (name: string, entry?: string): Promise<Side> => {
+    const dir = Path.join(tempDir, name)
+    Fs.mkdirSync(dir)
+    const server = await startHostplane(dir, {}, entry)
+    const { base, token, sshPort } = server
+    const me = await json("GET", `${base}/v1/me`, token)
+    const slug = me.orgs[0].slug as string
+    await json("POST", `${base}/v1/orgs/${slug}/projects`, token, { name: "bench" })
+    await json("POST", `${base}/v1/orgs/${slug}/projects/bench/repos`, token, { name: "big" })
+    const pat = (await json("POST", `${base}/v1/me/tokens`, token, { name: "bench" })).token as string
+    await json("POST", `${base}/v1/me/ssh-keys`, token, { publicKey: Fs.readFileSync(`${keyFile}.pub`, "utf8") })
+    const httpUrl = new URL(`${base}/git/${slug}/bench/big.git`)
+    httpUrl.username = "bench"
+    httpUrl.password = pat
+    await git(source, ["push", "-q", httpUrl.toString(), "main"])
+    const empty = () => ({ cpu: [], main: [], other: [], git: [], wall: [] })
+    return {
+      name,
+      server,
+      urls: { http: httpUrl.toString(), ssh: `ssh://git@127.0.0.1:${sshPort}/${slug}/bench/big.git` },
+      measured: { http: empty(), ssh: empty() }
+    }
+  }
+  const sides = [await start("baseline", baselineEntry), await start("this tree")]
+  // The background repack after each push, and the start's own garbage, settle before measuring.
+  await sleep(5000)
+
+  for (const transport of transports) {
+    for (let turn = 0; turn < clones; turn++) {
+      for (const side of turn % 2 === 0 ? sides : [...sides].reverse()) {
+        await sleep(300)
+        const pid = side.server.child.pid
+        const target = Path.join(tempDir, "clone")
+        const before = { process: processCpu(pid), threads: threadCpu(pid) }
+        const started = performance.now()
+        await git(tempDir, ["clone", "-q", "--bare", "--no-local", side.urls[transport]!, target], sshEnv)
+        const wall = (performance.now() - started) / 1000
+        const after = { process: processCpu(pid), threads: threadCpu(pid) }
+        const m = side.measured[transport]!
+        m.cpu.push(after.process.own - before.process.own)
+        m.git.push(after.process.children - before.process.children)
+        m.main.push(after.threads.main - before.threads.main)
+        m.other.push(after.threads.other - before.threads.other)
+        m.wall.push(wall)
+        Fs.rmSync(target, { recursive: true, force: true })
+      }
+    }
+    for (const side of sides) {
+      const m = side.measured[transport]!
+      console.log(
+        `${transport} ${side.name.padEnd(9)}: server CPU per clone median ${round(median(m.cpu), 2)} s ` +
+          `(main thread ${round(median(m.main), 2)} s, other threads mean ${round(mean(m.other), 3)} s), ` +
+          `its git ${round(median(m.git), 2)} s, wall median ${round(median(m.wall), 2)} s`
+      )
+    }
+    const [baseline, tree] = sides.map((side) => median(side.measured[transport]!.cpu)) as [number, number]
+    console.log(`${transport} server CPU per clone, this tree / baseline: ${round(tree / baseline, 2)}x`)
+  }
+  console.log(
+    `load average ${Os.loadavg()
+      .map((value) => value.toFixed(2))
+      .join(" ")} on ${Os.cpus().length} CPUs`
+  )
+}
+
+await runBench(main, timeoutS)
