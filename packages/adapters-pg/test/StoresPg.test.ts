@@ -4,6 +4,7 @@ import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { UserStore } from "@hostplane/core/identity/UserStore"
 import { makeId } from "@hostplane/core/kernel/Ids"
 import { AuditLog } from "@hostplane/core/kernel/Audit"
+import { Transactor } from "@hostplane/core/kernel/Transactor"
 import { OrgStore } from "@hostplane/core/orgs/OrgStore"
 import type { OrgRow } from "@hostplane/core/orgs/Org"
 import { Effect, Exit, Layer, Option } from "effect"
@@ -138,6 +139,35 @@ layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)))("PostgreSQL specifi
       const keys =
         yield* sql`SELECT conname FROM pg_constraint WHERE conrelid = 'audit_events'::regclass AND contype = 'f'`
       assert.deepStrictEqual(keys, [])
+    })
+  )
+
+  // internal/Transaction.ts: savepoints inside one transaction take turns, each level with its own lock (one lock for
+  // every level deadlocked the savepoint inside a savepoint here), a unique violation in one (onUniqueViolation) rolls
+  // back to its savepoint and leaves the transaction usable, and what succeeded commits.
+  it.effect("concurrent nested transactions and a slug conflict inside one transaction commit what succeeded", () =>
+    Effect.gen(function* () {
+      const tx = yield* Transactor
+      const orgs = yield* OrgStore
+      const taken = makeOrg()
+      yield* orgs.insert(taken)
+      const fresh = Array.from({ length: 4 }, () => makeOrg())
+      const conflicts = yield* tx.withTransaction(
+        Effect.gen(function* () {
+          yield* Effect.all(
+            fresh.map((org) => tx.withTransaction(tx.withTransaction(orgs.insert(org)))),
+            { concurrency: "unbounded", discard: true }
+          )
+          // The slug is taken: the insert's savepoint rolls back, the transaction goes on.
+          const conflict = yield* Effect.flip(orgs.insert(makeOrg({ slug: taken.slug })))
+          const after = makeOrg()
+          yield* orgs.insert(after)
+          fresh.push(after)
+          return conflict._tag
+        })
+      )
+      assert.strictEqual(conflicts, "SlugTaken")
+      for (const org of fresh) assert.deepStrictEqual(yield* orgs.findById(org.id), Option.some(org))
     })
   )
 })
