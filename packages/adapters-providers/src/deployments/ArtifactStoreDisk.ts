@@ -64,9 +64,12 @@ const batchedWriter = (file: Fs.FileHandle) => {
     return previous
   }
   return {
-    add: (chunk: Uint8Array): Effect.Effect<void> => {
-      batch.push(chunk)
-      gathered += chunk.byteLength
+    /** Appends a batch of chunks (one fiber step for all of them); waits only when a full batch goes to the disk. */
+    add: (chunks: ReadonlyArray<Uint8Array>): Effect.Effect<void> => {
+      for (const chunk of chunks) {
+        batch.push(chunk)
+        gathered += chunk.byteLength
+      }
       return gathered < batchBytes ? Effect.void : io(flush)
     },
     end: io(() => {
@@ -145,10 +148,12 @@ export const make = Effect.fn("ArtifactStoreDisk.make")(function* (dir: string) 
     const writer = batchedWriter(file)
     yield* Effect.addFinalizer(() => io(() => writer.settled()))
     let size = 0
-    yield* Stream.runForEach(bytes, (chunk) => {
-      hash.update(chunk)
-      size += chunk.byteLength
-      return writer.add(chunk)
+    yield* Stream.runForEachArray(bytes, (chunks) => {
+      for (const chunk of chunks) {
+        hash.update(chunk)
+        size += chunk.byteLength
+      }
+      return writer.add(chunks)
     })
     yield* writer.end
     yield* io(() => file.sync())
