@@ -134,11 +134,13 @@ export const packetPool = () => {
  */
 const reusePacketBuffers = (client: ssh2.Connection) => {
   const internals = client as unknown as {
-    readonly _sock: Socket
-    readonly _protocol: { _cipher: OutgoingCipher | undefined }
+    readonly _sock: Socket | undefined
+    readonly _protocol: { _cipher: OutgoingCipher | undefined } | undefined
   }
   const socket = internals._sock
   const protocol = internals._protocol
+  // Internals another ssh2 version may lay out otherwise: without them the connection keeps ssh2's own packets.
+  if (typeof socket?.write !== "function" || typeof protocol !== "object") return
   const pool = packetPool()
   const write = socket.write
   socket.write = function (this: Socket, chunk: unknown, ...rest: Array<unknown>) {
