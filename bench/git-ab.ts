@@ -8,8 +8,6 @@
 // other threads' (V8's garbage collector helpers, mostly), from /proc/<pid>/task: the collector's timing moves the
 // total more than anything else. See README.md, bench:git.
 // Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
-import { execFile } from "node:child_process"
-import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -19,12 +17,13 @@ import {
   log,
   makeTempDir,
   parseOptions,
-  request,
+  processCpu,
   round,
   runBench,
   sleep,
   startHostplane
 } from "./support/harness.ts"
+import { git, serveRepository, sourceRepository, sshKey } from "./support/git.ts"
 
 const usage = `usage: npm run bench:git-ab -- --baseline <checkout> [options]
   --baseline <dir>    another checkout of hostplane with its node_modules (git worktree add, cp -a node_modules)
@@ -58,44 +57,6 @@ const warmup = Number(parsed.warmup ?? "3")
 if (!Number.isInteger(warmup) || warmup < 0) fail(`invalid --warmup ${parsed.warmup}`)
 const timeoutS = Number(parsed.timeout ?? "900")
 if (!hasProc) fail("bench:git-ab reads /proc: Linux only")
-const MiB = 1024 * 1024
-
-const git = (cwd: string, args: Array<string>, env: Record<string, string> = {}) =>
-  new Promise<string>((resolve, reject) =>
-    execFile(
-      "git",
-      ["-c", "credential.helper=", ...args],
-      {
-        cwd,
-        maxBuffer: 16 * MiB,
-        env: {
-          PATH: process.env.PATH,
-          HOME: cwd,
-          GIT_CONFIG_NOSYSTEM: "1",
-          GIT_TERMINAL_PROMPT: "0",
-          GIT_AUTHOR_NAME: "Bench",
-          GIT_AUTHOR_EMAIL: "bench@example.test",
-          GIT_COMMITTER_NAME: "Bench",
-          GIT_COMMITTER_EMAIL: "bench@example.test",
-          ...env
-        }
-      },
-      (error, stdout, stderr) =>
-        error === null ? resolve(stdout.trim()) : reject(new Error(`git ${args.join(" ")}: ${stderr}`))
-    )
-  )
-
-const json = async (method: string, url: string, token: string, body?: unknown) => {
-  const reply = await request(
-    method,
-    url,
-    { "content-type": "application/json", authorization: `Bearer ${token}` },
-    body === undefined ? undefined : JSON.stringify(body),
-    10_000
-  )
-  if (reply.status >= 300) throw new Error(`${method} ${url}: ${reply.status} ${reply.body.toString("utf8")}`)
-  return JSON.parse(reply.body.toString("utf8")) as Record<string, any>
-}
 
 /** CPU seconds (user + system) of each thread of `pid`: the main thread as `main`, all others summed as `other`. */
 const threadCpu = (pid: number) => {
@@ -118,16 +79,6 @@ const threadCpu = (pid: number) => {
   return { main, other }
 }
 
-/** The process's own CPU seconds and its waited-for children's (the git processes it ran). */
-const processCpu = (pid: number) => {
-  const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-  const fields = stat
-    .slice(stat.lastIndexOf(")") + 2)
-    .split(" ")
-    .map(Number)
-  return { own: (fields[11]! + fields[12]!) / 100, children: (fields[13]! + fields[14]!) / 100 }
-}
-
 const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 const mean = (values: Array<number>) => values.reduce((sum, value) => sum + value, 0) / values.length
 
@@ -144,43 +95,19 @@ const main = async () => {
     `${sizeMiB} MiB of content, ${clones} clones per server and transport (${transports.join(", ")}) after ` +
       `${warmup} unmeasured`
   )
-  const source = Path.join(tempDir, "source")
-  Fs.mkdirSync(source)
-  await git(source, ["init", "-q", "-b", "main"])
-  for (let i = 0; i < sizeMiB; i++) Fs.writeFileSync(Path.join(source, `blob-${i}.bin`), randomBytes(MiB))
-  await git(source, ["add", "-A"])
-  await git(source, ["commit", "-q", "-m", "content"])
-  await git(source, ["gc", "-q"])
-  const keyFile = Path.join(tempDir, "id_ed25519")
-  await new Promise<void>((resolve, reject) =>
-    execFile("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", keyFile], (error) =>
-      error === null ? resolve() : reject(error)
-    )
-  )
-  const sshEnv = {
-    GIT_SSH_COMMAND: `ssh -i ${keyFile} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR`
-  }
+  const { source } = await sourceRepository(tempDir, sizeMiB)
+  const { keyFile, sshEnv } = await sshKey(tempDir)
 
   const start = async (name: string, entry?: string): Promise<Side> => {
     const dir = Path.join(tempDir, name)
     Fs.mkdirSync(dir)
     const server = await startHostplane(dir, {}, entry)
-    const { base, token, sshPort } = server
-    const me = await json("GET", `${base}/v1/me`, token)
-    const slug = me.orgs[0].slug as string
-    await json("POST", `${base}/v1/orgs/${slug}/projects`, token, { name: "bench" })
-    await json("POST", `${base}/v1/orgs/${slug}/projects/bench/repos`, token, { name: "big" })
-    const pat = (await json("POST", `${base}/v1/me/tokens`, token, { name: "bench" })).token as string
-    await json("POST", `${base}/v1/me/ssh-keys`, token, { publicKey: Fs.readFileSync(`${keyFile}.pub`, "utf8") })
-    const httpUrl = new URL(`${base}/git/${slug}/bench/big.git`)
-    httpUrl.username = "bench"
-    httpUrl.password = pat
-    await git(source, ["push", "-q", httpUrl.toString(), "main"])
+    const urls = await serveRepository(server, source, keyFile)
     const empty = () => ({ cpu: [], main: [], other: [], git: [], wall: [] })
     return {
       name,
       server,
-      urls: { http: httpUrl.toString(), ssh: `ssh://git@127.0.0.1:${sshPort}/${slug}/bench/big.git` },
+      urls: { http: urls.http, ssh: urls.ssh },
       measured: { http: empty(), ssh: empty() }
     }
   }
@@ -208,9 +135,9 @@ const main = async () => {
       for (const side of turn % 2 === 0 ? sides : [...sides].reverse()) {
         await sleep(300)
         const pid = side.server.child.pid
-        const before = { process: processCpu(pid), threads: threadCpu(pid) }
+        const before = { process: processCpu(pid)!, threads: threadCpu(pid) }
         const wall = await clone(side, transport)
-        const after = { process: processCpu(pid), threads: threadCpu(pid) }
+        const after = { process: processCpu(pid)!, threads: threadCpu(pid) }
         const m = side.measured[transport]!
         m.cpu.push(after.process.own - before.process.own)
         m.git.push(after.process.children - before.process.children)

@@ -5,8 +5,6 @@
 // upload-pack making a pack over a pipe, not a copy or hardlink of the object files), and prints the
 // time ratios and the server's peak RSS. Flat memory shows as a peak RSS far below the pack size. See README.md.
 // Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
-import { execFile } from "node:child_process"
-import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Os from "node:os"
@@ -16,7 +14,7 @@ import {
   log,
   makeTempDir,
   parseOptions,
-  request,
+  processCpu,
   round,
   rssKiB,
   runBench,
@@ -24,6 +22,7 @@ import {
   sleep,
   startHostplane
 } from "./support/harness.ts"
+import { git, serveRepository, sourceRepository, sshKey } from "./support/git.ts"
 import { alignColumns, gitCommit, machine, writeReport } from "./support/report.ts"
 
 const usage = `usage: npm run bench:git -- [options]
@@ -47,43 +46,6 @@ if (!Number.isFinite(timeoutS) || timeoutS <= 0) fail(`invalid --timeout ${parse
 const save = parsed.save === true
 const MiB = 1024 * 1024
 
-const git = (cwd: string, args: Array<string>, env: Record<string, string> = {}) =>
-  new Promise<string>((resolve, reject) =>
-    execFile(
-      "git",
-      ["-c", "credential.helper=", ...args],
-      {
-        cwd,
-        env: {
-          PATH: process.env.PATH,
-          HOME: cwd,
-          GIT_CONFIG_NOSYSTEM: "1",
-          GIT_TERMINAL_PROMPT: "0",
-          GIT_AUTHOR_NAME: "Bench",
-          GIT_AUTHOR_EMAIL: "bench@example.test",
-          GIT_COMMITTER_NAME: "Bench",
-          GIT_COMMITTER_EMAIL: "bench@example.test",
-          ...env
-        },
-        maxBuffer: 16 * MiB
-      },
-      (error, stdout, stderr) =>
-        error === null ? resolve(stdout.trim()) : reject(new Error(`git ${args.join(" ")}: ${stderr}`))
-    )
-  )
-
-const json = async (method: string, url: string, token: string, body?: unknown) => {
-  const reply = await request(
-    method,
-    url,
-    { "content-type": "application/json", authorization: `Bearer ${token}` },
-    body === undefined ? undefined : JSON.stringify(body),
-    10_000
-  )
-  if (reply.status >= 300) throw new Error(`${method} ${url}: ${reply.status} ${reply.body.toString("utf8")}`)
-  return JSON.parse(reply.body.toString("utf8")) as Record<string, any>
-}
-
 // The server runs on this same Node: whether ssh2 encrypts natively there (scripts/ssh2-binding.mjs) decides much of
 // the SSH figure, so it is printed with it.
 const ssh2Binding = (createRequire(import.meta.url)("ssh2/lib/protocol/crypto.js") as { bindingAvailable: boolean })
@@ -105,24 +67,6 @@ interface Measured {
   readonly clientCpuSeconds: number | null
 }
 
-/**
- * utime + stime of a process, and cutime + cstime of its children it has waited for (and theirs), from
- * /proc/<pid>/stat in seconds (clock ticks of 1/100 s on Linux).
- */
-const cpuSeconds = (pid: number | "self" | undefined): { own: number; children: number } | null => {
-  if (!hasProc || pid === undefined) return null
-  try {
-    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat
-      .slice(stat.lastIndexOf(")") + 2)
-      .split(" ")
-      .map(Number)
-    return { own: (fields[11]! + fields[12]!) / 100, children: (fields[13]! + fields[14]!) / 100 }
-  } catch {
-    return null
-  }
-}
-
 const cpuDelta = (before: number | undefined, after: number | undefined) =>
   before === undefined || after === undefined ? null : round(after - before, 2)
 
@@ -134,47 +78,21 @@ const main = async () => {
   const tempDir = await makeTempDir("hostplane-bench-git-")
 
   // 1. The source repository: random (incompressible) files, so the pack is about the content's size.
-  const source = Path.join(tempDir, "source")
-  Fs.mkdirSync(source)
-  await git(source, ["init", "-q", "-b", "main"])
-  for (let i = 0; i < sizeMiB; i++) Fs.writeFileSync(Path.join(source, `blob-${i}.bin`), randomBytes(MiB))
-  await git(source, ["add", "-A"])
-  await git(source, ["commit", "-q", "-m", "content"])
-  await git(source, ["gc", "-q"])
-  const packBytes = Fs.readdirSync(Path.join(source, ".git", "objects", "pack"))
-    .filter((name) => name.endsWith(".pack"))
-    .reduce((sum, name) => sum + Fs.statSync(Path.join(source, ".git", "objects", "pack", name)).size, 0)
+  const { source, packBytes } = await sourceRepository(tempDir, sizeMiB)
   log(`source: pack of ${round(packBytes / MiB, 1)} MiB`)
 
   // 2. The real server: a repo, a token and a key, then the content pushed over smart HTTP.
-  const { child: server, base, token, sshPort } = await startHostplane(tempDir)
-  const me = await json("GET", `${base}/v1/me`, token)
-  const slug = me.orgs[0].slug as string
-  await json("POST", `${base}/v1/orgs/${slug}/projects`, token, { name: "bench" })
-  const repo = await json("POST", `${base}/v1/orgs/${slug}/projects/bench/repos`, token, { name: "big" })
-  const pat = (await json("POST", `${base}/v1/me/tokens`, token, { name: "bench" })).token as string
-  const keyFile = Path.join(tempDir, "id_ed25519")
-  await new Promise<void>((resolve, reject) =>
-    execFile("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", keyFile], (error) =>
-      error === null ? resolve() : reject(error)
-    )
-  )
-  await json("POST", `${base}/v1/me/ssh-keys`, token, { publicKey: Fs.readFileSync(`${keyFile}.pub`, "utf8") })
-  const httpUrl = new URL(`${base}/git/${slug}/bench/big.git`)
-  httpUrl.username = "bench"
-  httpUrl.password = pat
-  const sshUrl = `ssh://git@127.0.0.1:${sshPort}/${slug}/bench/big.git`
-  const sshEnv = {
-    GIT_SSH_COMMAND: `ssh -i ${keyFile} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR`
-  }
-  await git(source, ["push", "-q", httpUrl.toString(), "main"])
-  log(`hostplane: ${repo.cloneUrl} holds the content`)
+  const hostplane = await startHostplane(tempDir)
+  const server = hostplane.child
+  const { keyFile, sshEnv } = await sshKey(tempDir)
+  const urls = await serveRepository(hostplane, source, keyFile)
+  log(`hostplane: ${urls.cloneUrl} holds the content`)
 
   // 3. Clones, transports interleaved so drift hits them alike; the server's RSS sampled during each.
   const transports = {
     file: { url: `file://${source}`, env: {} as Record<string, string> },
-    http: { url: httpUrl.toString(), env: {} as Record<string, string> },
-    ssh: { url: sshUrl, env: sshEnv }
+    http: { url: urls.http, env: {} as Record<string, string> },
+    ssh: { url: urls.ssh, env: sshEnv }
   }
   const results: Record<string, Array<Measured>> = { file: [], http: [], ssh: [] }
   for (let run = 0; run < runs; run++) {
@@ -182,15 +100,15 @@ const main = async () => {
       const target = Path.join(tempDir, `clone-${name}-${run}`)
       await sleep(500)
       const sampler = samplePeak(() => rssKiB(server.pid), hasProc ? 20 : 200)
-      const cpuBefore = cpuSeconds(server.pid)
+      const cpuBefore = processCpu(server.pid)
       // The clone is this process's only child that ends meanwhile (the server runs on), so the change of this
       // process's children's CPU is the clone's.
-      const clientBefore = cpuSeconds("self")
+      const clientBefore = processCpu("self")
       const started = performance.now()
       await git(tempDir, ["clone", "-q", "--bare", "--no-local", url, target], env)
       const seconds = (performance.now() - started) / 1000
-      const cpuAfter = cpuSeconds(server.pid)
-      const clientAfter = cpuSeconds("self")
+      const cpuAfter = processCpu(server.pid)
+      const clientAfter = processCpu("self")
       const serverCpuSeconds = cpuDelta(cpuBefore?.own, cpuAfter?.own)
       const serverGitCpuSeconds = cpuDelta(cpuBefore?.children, cpuAfter?.children)
       const clientCpuSeconds = cpuDelta(clientBefore?.children, clientAfter?.children)

@@ -341,20 +341,31 @@ const clockTicks = (() => {
 })()
 
 /**
- * CPU seconds (user + system, every thread) one process has used so far, from /proc/<pid>/stat; undefined off Linux.
- * Unlike wall time it hardly moves with the load of other processes on the machine. With `reaped`, also the CPU of
- * the children it has waited for (a PostgreSQL postmaster's exited backends).
+ * CPU seconds (user + system, every thread) a process has used so far (`own`), and those of the children it has
+ * waited for and theirs (`children`), from /proc/<pid>/stat; undefined off Linux or once it is gone.
  */
-export const cpuSeconds = (pid: number, reaped = false): number | undefined => {
+export const processCpu = (pid: number | "self"): { own: number; children: number } | undefined => {
   if (!hasProc) return undefined
   try {
     const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    const own = Number(fields[11]) + Number(fields[12])
-    return (reaped ? own + Number(fields[13]) + Number(fields[14]) : own) / clockTicks
+    return {
+      own: (Number(fields[11]) + Number(fields[12])) / clockTicks,
+      children: (Number(fields[13]) + Number(fields[14])) / clockTicks
+    }
   } catch {
     return undefined
   }
+}
+
+/**
+ * CPU seconds one process has used so far (`processCpu`). Unlike wall time it hardly moves with the load of other
+ * processes on the machine. With `reaped`, also the CPU of the children it has waited for (a PostgreSQL postmaster's
+ * exited backends).
+ */
+export const cpuSeconds = (pid: number, reaped = false): number | undefined => {
+  const cpu = processCpu(pid)
+  return cpu === undefined ? undefined : reaped ? cpu.own + cpu.children : cpu.own
 }
 
 /** Reads `read` now, every `everyMs` and once more at `stop`, which returns the highest value and how many were read. */

@@ -1,0 +1,105 @@
+// What the git benches (bench/git.ts, bench/git-ab.ts) share: the git runner, the source repository of random
+// content, the SSH key, and a hostplane server set up to serve that repository over smart HTTP and SSH.
+// Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
+import { execFile } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { type Hostplane, request } from "./harness.ts"
+
+const MiB = 1024 * 1024
+
+/** Runs git with no system or user configuration and no credential helper; its stdout, trimmed. */
+export const git = (cwd: string, args: Array<string>, env: Record<string, string> = {}) =>
+  new Promise<string>((resolve, reject) =>
+    execFile(
+      "git",
+      ["-c", "credential.helper=", ...args],
+      {
+        cwd,
+        maxBuffer: 16 * MiB,
+        env: {
+          PATH: process.env.PATH,
+          HOME: cwd,
+          GIT_CONFIG_NOSYSTEM: "1",
+          GIT_TERMINAL_PROMPT: "0",
+          GIT_AUTHOR_NAME: "Bench",
+          GIT_AUTHOR_EMAIL: "bench@example.test",
+          GIT_COMMITTER_NAME: "Bench",
+          GIT_COMMITTER_EMAIL: "bench@example.test",
+          ...env
+        }
+      },
+      (error, stdout, stderr) =>
+        error === null ? resolve(stdout.trim()) : reject(new Error(`git ${args.join(" ")}: ${stderr}`))
+    )
+  )
+
+const json = async (method: string, url: string, token: string, body?: unknown) => {
+  const reply = await request(
+    method,
+    url,
+    { "content-type": "application/json", authorization: `Bearer ${token}` },
+    body === undefined ? undefined : JSON.stringify(body),
+    10_000
+  )
+  if (reply.status >= 300) throw new Error(`${method} ${url}: ${reply.status} ${reply.body.toString("utf8")}`)
+  return JSON.parse(reply.body.toString("utf8")) as Record<string, any>
+}
+
+/**
+ * A repository at `<dir>/source` with one commit of `sizeMiB` files of 1 MiB of random (incompressible) bytes, packed:
+ * its pack is about the content's size. Answers its path and the pack's bytes.
+ */
+export const sourceRepository = async (dir: string, sizeMiB: number) => {
+  const source = Path.join(dir, "source")
+  Fs.mkdirSync(source)
+  await git(source, ["init", "-q", "-b", "main"])
+  for (let i = 0; i < sizeMiB; i++) Fs.writeFileSync(Path.join(source, `blob-${i}.bin`), randomBytes(MiB))
+  await git(source, ["add", "-A"])
+  await git(source, ["commit", "-q", "-m", "content"])
+  await git(source, ["gc", "-q"])
+  const packs = Path.join(source, ".git", "objects", "pack")
+  const packBytes = Fs.readdirSync(packs)
+    .filter((name) => name.endsWith(".pack"))
+    .reduce((sum, name) => sum + Fs.statSync(Path.join(packs, name)).size, 0)
+  return { source, packBytes }
+}
+
+/** A fresh ed25519 key at `<dir>/id_ed25519`, and the environment that makes git's ssh use it (and trust any host). */
+export const sshKey = async (dir: string) => {
+  const keyFile = Path.join(dir, "id_ed25519")
+  await new Promise<void>((resolve, reject) =>
+    execFile("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", keyFile], (error) =>
+      error === null ? resolve() : reject(error)
+    )
+  )
+  const sshEnv = {
+    GIT_SSH_COMMAND: `ssh -i ${keyFile} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR`
+  }
+  return { keyFile, sshEnv }
+}
+
+/**
+ * Sets up a running hostplane to serve `source`: the bench user's org gets a project `bench` with a repo `big`, a
+ * personal access token for smart HTTP and the key for SSH, and `main` is pushed over smart HTTP. Answers the clone
+ * URLs (HTTP with the token in it) and the repo's own `cloneUrl`.
+ */
+export const serveRepository = async (server: Hostplane, source: string, keyFile: string) => {
+  const { base, token, sshPort } = server
+  const me = await json("GET", `${base}/v1/me`, token)
+  const slug = me.orgs[0].slug as string
+  await json("POST", `${base}/v1/orgs/${slug}/projects`, token, { name: "bench" })
+  const repo = await json("POST", `${base}/v1/orgs/${slug}/projects/bench/repos`, token, { name: "big" })
+  const pat = (await json("POST", `${base}/v1/me/tokens`, token, { name: "bench" })).token as string
+  await json("POST", `${base}/v1/me/ssh-keys`, token, { publicKey: Fs.readFileSync(`${keyFile}.pub`, "utf8") })
+  const httpUrl = new URL(`${base}/git/${slug}/bench/big.git`)
+  httpUrl.username = "bench"
+  httpUrl.password = pat
+  await git(source, ["push", "-q", httpUrl.toString(), "main"])
+  return {
+    http: httpUrl.toString(),
+    ssh: `ssh://git@127.0.0.1:${sshPort}/${slug}/bench/big.git`,
+    cloneUrl: repo.cloneUrl as string
+  }
+}
