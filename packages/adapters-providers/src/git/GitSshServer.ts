@@ -232,9 +232,11 @@ export const layer = (options: GitSshServerOptions) =>
           const grant = yield* repos.authorizeTransport(userId, parsed.path, access)
           const input = NodeStream.fromReadable<Uint8Array>({ evaluate: () => channel, closeOnDone: false })
           const process = yield* repos.serve(grant, { service: parsed.service, mode: "session", protocol }, input)
-          const relayed = Stream.runForEach(process.output, (chunk) =>
+          // The reads of git's output that queued up meanwhile go out as one write: ssh2 cuts a write into packets
+          // of at most 32 KiB, so pieces of 1 to 64 KiB written one by one would each end in a short packet.
+          const relayed = Stream.runForEachArray(process.output, (chunks) =>
             Effect.callback<void>((resume) => {
-              if (channel.write(chunk)) resume(Effect.void)
+              if (channel.write(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))) resume(Effect.void)
               else channel.once("drain", () => resume(Effect.void))
             })
           )
