@@ -1,8 +1,9 @@
 // The paired runs of the request benchmarks (bench/me.ts, bench/write.ts): every server loaded one after the other,
 // `runs` times; the medians per server with each server's CPU per request, and the ratios with min/median/max. One
 // copy for both benches. Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
+import * as Fs from "node:fs"
 import * as Os from "node:os"
-import { log, round } from "./harness.ts"
+import { hasProc, log, round } from "./harness.ts"
 import { type LoadOptions, type Measurement, measure, type Target } from "./load.ts"
 import { alignColumns, formatRatio, loadLine, spread } from "./report.ts"
 
@@ -10,6 +11,28 @@ import { alignColumns, formatRatio, loadLine, spread } from "./report.ts"
 export interface PairedRun {
   readonly results: Record<string, Measurement>
   readonly loadAverage: ReadonlyArray<number>
+  /** Per server, the share of the machine's CPU time its hypervisor gave to others during its load (warm-up too). */
+  readonly stealPercent: Record<string, number | null>
+}
+
+/** The machine's total and stolen CPU time so far (/proc/stat's first line, in ticks); undefined off Linux. */
+const cpuTicks = (): { total: number; steal: number } | undefined => {
+  if (!hasProc) return undefined
+  const fields = Fs.readFileSync("/proc/stat", "utf8").split("\n", 1)[0].trim().split(/\s+/).slice(1).map(Number)
+  // user nice system idle iowait irq softirq steal (guest time is already inside user and nice)
+  return { total: fields.slice(0, 8).reduce((sum, value) => sum + value, 0), steal: fields[7] ?? 0 }
+}
+
+/** `measure`, and the share of CPU time stolen by the hypervisor meanwhile (a VM's speed drops with it). */
+const measureWithSteal = async (target: Target, load: LoadOptions) => {
+  const before = cpuTicks()
+  const measurement = await measure(target, load)
+  const after = cpuTicks()
+  const steal =
+    before === undefined || after === undefined || after.total === before.total
+      ? null
+      : round((100 * (after.steal - before.steal)) / (after.total - before.total), 1)
+  return { measurement, steal }
 }
 
 /** The machine and the options, first thing: a warning when the load average at the start exceeds the cores. */
@@ -33,7 +56,11 @@ export const logStart = (
   )
 }
 
-/** `runs` times, each target loaded with `load` one after the other (never two at once), in the order given. */
+/**
+ * `runs` times, each target loaded with `load` one after the other (never two at once): in the order given on odd
+ * runs and reversed on even ones, so that neither server always follows the other's load (a write bench leaves
+ * dead rows and autovacuum work behind it) or always meets the same phase of a drifting machine.
+ */
 export const runPaired = async (
   targets: ReadonlyArray<Target>,
   runs: number,
@@ -42,12 +69,18 @@ export const runPaired = async (
   const paired: Array<PairedRun> = []
   for (let run = 1; run <= runs; run++) {
     const results: Record<string, Measurement> = {}
-    for (const target of targets) results[target.name] = await measure(target, load)
+    const stealPercent: Record<string, number | null> = {}
+    for (const target of run % 2 === 1 ? targets : [...targets].reverse()) {
+      const { measurement, steal } = await measureWithSteal(target, load)
+      results[target.name] = measurement
+      stealPercent[target.name] = steal
+    }
     const loadAverage = Os.loadavg().map((value) => round(value, 2))
-    paired.push({ results, loadAverage })
-    log(
-      `run ${run}/${runs}: ${targets.map((t) => `${t.name} ${Math.round(results[t.name].requestsPerSecond)} req/s`).join(", ")}; ${loadLine()}`
+    paired.push({ results, loadAverage, stealPercent })
+    const each = targets.map(
+      (t) => `${t.name} ${Math.round(results[t.name].requestsPerSecond)} req/s (steal ${stealPercent[t.name] ?? "?"}%)`
     )
+    log(`run ${run}/${runs}: ${each.join(", ")}; ${loadLine()}`)
   }
   return paired
 }
@@ -118,7 +151,7 @@ export const cpuNote = "per request, server and PostgreSQL (lower is better)"
 
 /**
  * Prints `title`, the medians table of `names` and a rule, the ratio lines (`[label, ratios, note?]`), then the
- * load average after each paired run and now.
+ * load average after each paired run and now, and the CPU time the hypervisor stole during each server's load.
  */
 export const printRequestTable = (
   title: string,
@@ -132,4 +165,6 @@ export const printRequestTable = (
   console.log("-".repeat(lines[0].length))
   for (const [label, values, note] of ratios) console.log(ratioLine(label, values, note))
   console.log(`load average after each run: ${paired.map((p) => p.loadAverage.join(" ")).join(" | ")}; ${loadLine()}`)
+  const steal = (p: PairedRun) => names.map((name) => `${name} ${p.stealPercent[name] ?? "?"}`).join(", ")
+  console.log(`CPU time stolen by the hypervisor per run, %: ${paired.map(steal).join(" | ")}`)
 }
