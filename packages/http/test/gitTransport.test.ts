@@ -320,12 +320,17 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     await pushed.cleanup()
   })
 
-  it("a clone abandoned mid-pack over HTTP leaves no git process behind", async () => {
+  /** A repo whose main holds 24 MiB of random bytes: a pack that outlasts the pipes' buffers while it is sent. */
+  const bigClone = async () => {
     const slug = await newOrg()
     const pushed = await pushedRepo(slug)
     await pushed.commitFiles({ "big.bin": randomBytes(24 * 1024 * 1024) }, "big")
     await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
-    const head = await gitOk(pushed.work, ["rev-parse", "HEAD"])
+    return { slug, pushed, head: await gitOk(pushed.work, ["rev-parse", "HEAD"]) }
+  }
+
+  it("a clone abandoned mid-pack over HTTP leaves no git process behind", async () => {
+    const { slug, pushed, head } = await bigClone()
     const abort = new AbortController()
     const reply = await fetch(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`, {
       method: "POST",
@@ -348,11 +353,7 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
   })
 
   it("a clone abandoned mid-pack over SSH leaves no git process behind", async () => {
-    const slug = await newOrg()
-    const pushed = await pushedRepo(slug)
-    await pushed.commitFiles({ "big.bin": randomBytes(24 * 1024 * 1024) }, "big")
-    await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
-    const head = await gitOk(pushed.work, ["rev-parse", "HEAD"])
+    const { slug, pushed, head } = await bigClone()
     const key = await registered(suite.admin)
     const ssh = spawn(
       "ssh",
