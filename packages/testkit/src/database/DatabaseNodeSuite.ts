@@ -8,6 +8,15 @@ const projectId = () => Kernel.makeId("prj", `prj_${randomBytes(8).toString("hex
 const token = (node: Database.DatabaseNode["Service"], user: string) =>
   Effect.map(node.verifier(Redacted.make(randomBytes(24).toString("base64url"))), (verifier) => ({ user, verifier }))
 
+/** A fresh project's database, ensured with an owner password, beside the node and the store that keeps its images. */
+const ensuredDatabase = Effect.gen(function* () {
+  const node = yield* Database.DatabaseNode
+  const store = yield* Database.BackupStore
+  const project = projectId()
+  yield* node.ensure(project, yield* node.verifier(Redacted.make("owner")))
+  return { node, store, project }
+})
+
 /**
  * The `DatabaseNode` contract (with a `BackupStore` to keep images): every node admin must pass it. Projects are
  * unique per test, so one node may serve the whole file.
@@ -36,9 +45,7 @@ export const databaseNodeSuite = <E>(
 
     it.effect("tokens are created, listed sorted, replaced and deleted; deleting an absent one is no error", () =>
       Effect.gen(function* () {
-        const node = yield* Database.DatabaseNode
-        const project = projectId()
-        yield* node.ensure(project, yield* node.verifier(Redacted.make("owner")))
+        const { node, project } = yield* ensuredDatabase
         assert.deepStrictEqual(yield* node.tokens(project), [])
         yield* node.createToken(project, yield* token(node, "tok_b"))
         yield* node.createToken(project, yield* token(node, "tok_a"))
@@ -56,10 +63,7 @@ export const databaseNodeSuite = <E>(
       "a restore brings back the image's state and moves the cluster to the given epoch",
       () =>
         Effect.gen(function* () {
-          const node = yield* Database.DatabaseNode
-          const store = yield* Database.BackupStore
-          const project = projectId()
-          yield* node.ensure(project, yield* node.verifier(Redacted.make("owner")))
+          const { node, store, project } = yield* ensuredDatabase
           yield* node.createToken(project, yield* token(node, "tok_before"))
           const first = yield* node.backup(project, (image) => store.put(`${project}/1-1.tar.gz`, image))
           assert.strictEqual(first.epoch, 1)
@@ -81,10 +85,7 @@ export const databaseNodeSuite = <E>(
       "remove lets go of the database: no endpoint, token calls and a late restore are unavailable and bring nothing back",
       () =>
         Effect.gen(function* () {
-          const node = yield* Database.DatabaseNode
-          const store = yield* Database.BackupStore
-          const project = projectId()
-          yield* node.ensure(project, yield* node.verifier(Redacted.make("owner")))
+          const { node, store, project } = yield* ensuredDatabase
           yield* node.backup(project, (image) => store.put(`${project}/1-1.tar.gz`, image))
           yield* node.remove(project)
           yield* node.remove(project)
