@@ -86,14 +86,11 @@ export const minimumRoleOf = (method: string, template: string): Kernel.Role =>
 /** The routes `minimumRoles` names, for the test that pins them to routes that exist. */
 export const rolesListed = Object.keys(minimumRoles)
 
-const refusals = {
-  Unauthorized: [401, Errors.Unauthorized.code],
-  NotFound: [404, Errors.NotFound.code],
-  Forbidden: [403, Errors.Forbidden.code]
-} as const
-
-const envelope = (status: number, code: string, message: string) =>
-  HttpServerResponse.jsonUnsafe({ code, message }, { status })
+/** A refusal in the error envelope, with its code's status (decisions.md part 1). */
+const refusal = (error: Errors.Unauthorized | Errors.NotFound | Errors.Forbidden) => {
+  const code = Errors[error._tag].code
+  return HttpServerResponse.jsonUnsafe({ code, message: error.message }, { status: Errors.statusOf(code) })
+}
 
 /** A path parameter by the route's template, percent-decoded as the router does; undefined when malformed. */
 const paramOf = (template: ReadonlyArray<string>, path: ReadonlyArray<string>, name: string) => {
@@ -125,7 +122,6 @@ export const authorizeFirst = Effect.gen(function* () {
   const policy = yield* Kernel.Policy
   return (
     request: HttpServerRequest.HttpServerRequest,
-    method: string,
     routeTemplate: string,
     path: string
   ): Effect.Effect<HttpServerResponse.HttpServerResponse | undefined> => {
@@ -135,8 +131,8 @@ export const authorizeFirst = Effect.gen(function* () {
     if (orgSlug === undefined) return Effect.succeed(undefined)
     const projectName = template.includes(":projectName") ? paramOf(template, segments, ":projectName") : undefined
     const token = bearerOf(request.headers["authorization"])
-    if (token === undefined) return Effect.succeed(envelope(401, Errors.Unauthorized.code, "sign in first"))
-    const minimum = minimumRoleOf(method, routeTemplate)
+    if (token === undefined) return Effect.succeed(refusal(new Errors.Unauthorized({ message: "sign in first" })))
+    const minimum = minimumRoleOf(request.method, routeTemplate)
     const actor = actorOf(token)
     return actor.pipe(
       Effect.flatMap((actor) =>
@@ -145,10 +141,7 @@ export const authorizeFirst = Effect.gen(function* () {
           : policy.requireProject(actor, orgSlug, projectName, minimum)
       ),
       Effect.as(undefined),
-      Effect.catch((error) => {
-        const [status, code] = refusals[error._tag]
-        return Effect.succeed(envelope(status, code, error.message))
-      })
+      Effect.catch((error) => Effect.succeed(refusal(error)))
     )
   }
 })

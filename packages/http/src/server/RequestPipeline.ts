@@ -74,19 +74,19 @@ export type Shortcut = (
   request: HttpServerRequest.HttpServerRequest
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined>
 
-/**
- * Every response leaves here: failures the typed handlers did not answer (bad bodies, unknown routes, defects)
- * become the error envelope, each response gets `X-Request-Id`, and one log line records it. Inside it, a POST
- * with an `Idempotency-Key` is run once per key (`idempotencyKeys`), and a GET of a `shortcuts` URL tries its
- * shortcut before the router.
- */
 /** Checks an input refusal of an org route as its handler would authorize (`AuthorizeFirst.ts`). */
 export type AuthorizeFirst = (
   request: HttpServerRequest.HttpServerRequest,
-  method: string,
   template: string,
   path: string
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined>
+
+/**
+ * Every response leaves here: failures the typed handlers did not answer (bad bodies, unknown routes, defects)
+ * become the error envelope, each response gets `X-Request-Id`, and one log line records it. Inside it, a POST
+ * with an `Idempotency-Key` is run once per key (`idempotencyKeys`), a GET of a `shortcuts` URL tries its
+ * shortcut before the router, and an input refusal of an org route is checked by `authorizeFirst`.
+ */
 
 export const requestPipeline = <R = never>(
   routes: ReadonlyArray<KnownRoute>,
@@ -156,8 +156,7 @@ export const requestPipeline = <R = never>(
             // A URL that is not even text (a NUL, a broken escape) names no route to authorize: it stays 400.
             if ((response.status === 400 || response.status === 415) && authorize !== undefined && inUrl.length === 0) {
               const route = matched ?? matching(request.method, path)
-              const first =
-                route === undefined ? undefined : yield* authorize(request, request.method, route.template, path)
+              const first = route === undefined ? undefined : yield* authorize(request, route.template, path)
               if (first !== undefined) response = first
             }
             response = withAsciiLocation(withChallenge(withEnvelope(response), request))
