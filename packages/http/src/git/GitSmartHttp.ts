@@ -151,9 +151,13 @@ export const gitSmartHttp = HttpRouter.use((router) =>
           const response = NodeHttpServerRequest.toServerResponse(request)
           const running = started.value
           yield* Effect.callback<boolean>((resume) => {
-            const done = () => resume(Effect.succeed(native.readableEnded))
-            native.once("close", done)
-            response.once("close", done)
+            const done = () => {
+              native.off("close", done)
+              response.off("close", done)
+              resume(Effect.succeed(native.readableEnded))
+            }
+            native.on("close", done)
+            response.on("close", done)
           }).pipe(
             Effect.flatMap((ended) => (ended ? running.exitCode : Effect.void)),
             Effect.ensuring(Scope.close(scope, Exit.void)),
