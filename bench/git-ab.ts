@@ -9,7 +9,6 @@
 // total more than anything else. See README.md, bench:git.
 // Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import {
   type Hostplane,
@@ -21,9 +20,11 @@ import {
   round,
   runBench,
   sleep,
-  startHostplane
+  startHostplane,
+  threadCpu
 } from "./support/harness.ts"
 import { git, serveRepository, sourceRepository, sshKey } from "./support/git.ts"
+import { loadLine, spread } from "./support/report.ts"
 
 const usage = `usage: npm run bench:git-ab -- --baseline <checkout> [options]
   --baseline <dir>    another checkout of hostplane with its node_modules (git worktree add, cp -a node_modules)
@@ -58,28 +59,7 @@ if (!Number.isInteger(warmup) || warmup < 0) fail(`invalid --warmup ${parsed.war
 const timeoutS = Number(parsed.timeout ?? "900")
 if (!hasProc) fail("bench:git-ab reads /proc: Linux only")
 
-/** CPU seconds (user + system) of each thread of `pid`: the main thread as `main`, all others summed as `other`. */
-const threadCpu = (pid: number) => {
-  let main = 0
-  let other = 0
-  for (const task of Fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = Fs.readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8")
-      const fields = stat
-        .slice(stat.lastIndexOf(")") + 2)
-        .split(" ")
-        .map(Number)
-      const seconds = (fields[11]! + fields[12]!) / 100
-      if (task === String(pid)) main += seconds
-      else other += seconds
-    } catch {
-      // a thread that ended meanwhile
-    }
-  }
-  return { main, other }
-}
-
-const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const median = (values: ReadonlyArray<number>) => spread(values).median
 const mean = (values: Array<number>) => values.reduce((sum, value) => sum + value, 0) / values.length
 
 interface Side {
@@ -157,11 +137,7 @@ const main = async () => {
     const [baseline, tree] = sides.map((side) => median(side.measured[transport]!.cpu)) as [number, number]
     console.log(`${transport} server CPU per clone, this tree / baseline: ${round(tree / baseline, 2)}x`)
   }
-  console.log(
-    `load average ${Os.loadavg()
-      .map((value) => value.toFixed(2))
-      .join(" ")} on ${Os.cpus().length} CPUs`
-  )
+  console.log(loadLine())
 }
 
 await runBench(main, timeoutS)

@@ -23,7 +23,7 @@ import {
   startHostplane
 } from "./support/harness.ts"
 import { git, serveRepository, sourceRepository, sshKey } from "./support/git.ts"
-import { alignColumns, gitCommit, machine, writeReport } from "./support/report.ts"
+import { alignColumns, gitCommit, loadLine, machine, spread, writeReport } from "./support/report.ts"
 
 const usage = `usage: npm run bench:git -- [options]
   --size <MiB>      incompressible content in the repository (default 50: a pack of about 50 MiB)
@@ -51,7 +51,7 @@ const MiB = 1024 * 1024
 const ssh2Binding = (createRequire(import.meta.url)("ssh2/lib/protocol/crypto.js") as { bindingAvailable: boolean })
   .bindingAvailable
 
-const median = (values: Array<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+const median = (values: ReadonlyArray<number>) => spread(values).median
 
 const medianOf = (values: Array<number | null>) =>
   values.every((value) => value !== null) ? round(median(values as Array<number>), 2) : null
@@ -170,9 +170,7 @@ const main = async () => {
   for (const line of table) console.log(line)
   console.log(
     `pack ${round(packBytes / MiB, 1)} MiB; target: within 1.1x of file://, server memory flat (far below the pack); ` +
-      `load average ${Os.loadavg()
-        .map((value) => value.toFixed(2))
-        .join(" ")} on ${Os.cpus().length} CPUs`
+      loadLine()
   )
   const report = {
     benchmark: "git clone: hostplane smart HTTP and SSH vs git clone file://",

@@ -340,14 +340,10 @@ const clockTicks = (() => {
   }
 })()
 
-/**
- * CPU seconds (user + system, every thread) a process has used so far (`own`), and those of the children it has
- * waited for and theirs (`children`), from /proc/<pid>/stat; undefined off Linux or once it is gone.
- */
-export const processCpu = (pid: number | "self"): { own: number; children: number } | undefined => {
-  if (!hasProc) return undefined
+/** User + system seconds (`own`) and its waited-for children's (`children`) from a `stat` file; undefined once gone. */
+const statCpu = (file: string): { own: number; children: number } | undefined => {
   try {
-    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const stat = Fs.readFileSync(file, "utf8")
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
     return {
       own: (Number(fields[11]) + Number(fields[12])) / clockTicks,
@@ -356,6 +352,30 @@ export const processCpu = (pid: number | "self"): { own: number; children: numbe
   } catch {
     return undefined
   }
+}
+
+/**
+ * CPU seconds (user + system, every thread) a process has used so far (`own`), and those of the children it has
+ * waited for and theirs (`children`), from /proc/<pid>/stat; undefined off Linux or once it is gone.
+ */
+export const processCpu = (pid: number | "self"): { own: number; children: number } | undefined =>
+  hasProc ? statCpu(`/proc/${pid}/stat`) : undefined
+
+/**
+ * CPU seconds (user + system) of each thread of `pid` so far, from /proc/<pid>/task: the main thread as `main`, all
+ * others summed as `other` (V8's collector helpers, the thread pool); zeros off Linux.
+ */
+export const threadCpu = (pid: number) => {
+  let main = 0
+  let other = 0
+  if (!hasProc) return { main, other }
+  for (const task of Fs.readdirSync(`/proc/${pid}/task`)) {
+    // A thread that ended meanwhile counts nothing.
+    const seconds = statCpu(`/proc/${pid}/task/${task}/stat`)?.own ?? 0
+    if (task === String(pid)) main += seconds
+    else other += seconds
+  }
+  return { main, other }
 }
 
 /**
