@@ -165,7 +165,7 @@ const printTable = (
   ratios: Record<"hostplaneToFastify" | "p99HostplaneToFastify" | "cpuHostplaneToFastify", Array<number>>
 ) =>
   printRequestTable(
-    `PUT a secret (one transaction: session, org lock, membership, sealed upsert, audit row, node revision), ${connections} connections, ${durationS} s each (after ${warmupS} s warm-up), one server at a time; medians of ${paired.length} paired runs`,
+    `PUT a secret (session, org lock, membership, sealed upsert, audit row, node revision: atomic), ${connections} connections, ${durationS} s each (after ${warmupS} s warm-up), one server at a time; medians of ${paired.length} paired runs`,
     paired,
     ["hostplane", "fastify"],
     [

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Kernel, Orgs, Projects } from "@hostplane/core"
+import { Kernel, Orgs, Projects, Secrets } from "@hostplane/core"
 import { Effect, Exit } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -56,32 +56,61 @@ describe("Mutation, the one write envelope", () => {
     )
   )
 
-  it.effect(
-    "a change that took the envelope's finish must answer it carried: otherwise a defect, and nothing commits",
-    () =>
-      withCore()(
-        Effect.gen(function* () {
-          const mutation = yield* Kernel.Mutation
-          const { admin, project } = yield* team
-          const grant = yield* mutation.authorizeProject(admin, "team", "web", "member")
-          const entry = { action: "secret.set", target: project.id, data: { name: "A" } } as const
-          const forgotten = yield* Effect.exit(
-            mutation.project(grant, (write) => {
-              write.finish(entry)
-              return Effect.succeed(Kernel.audited("written", entry))
-            })
+  it.effect("a one-statement write hands its store the guard, the audit row and the raise; a refusal is named", () =>
+    withCore()(
+      Effect.gen(function* () {
+        const mutation = yield* Kernel.Mutation
+        const secrets = yield* Secrets.SecretStore
+        const { admin, project } = yield* team
+        const { actor: bob } = yield* memberOf(admin, "team", "bob", "member")
+        const grant = yield* mutation.authorizeProject(bob, "team", "web", "member")
+        const entry = { action: "secret.set", target: project.id, data: { name: "A" } } as const
+        const put = (value: string) =>
+          mutation.projectStatement(
+            grant,
+            ({ project, at, finish }) =>
+              secrets.put(project.id, "A", { keyId: "k", ciphertext: value }, at, finish(entry)),
+            { node: true }
           )
-          assert.isTrue(Exit.hasDies(forgotten))
-          const another = yield* Effect.exit(
-            mutation.project(grant, (write) => {
-              write.finish(entry)
-              return Effect.succeed(Kernel.carried("written", { audit: undefined, raise: undefined }))
-            })
+        const written = yield* put("one")
+        assert.strictEqual(written.version, 1)
+        const rows = yield* auditOf("team", "secret.set")
+        assert.deepStrictEqual(
+          rows.map((row) => [row.actorId, row.target, row.data]),
+          [[bob.userId, project.id, { name: "A" }]]
+        )
+        // Demoted, removed, the project's delete accepted: refused as `project` refuses, and nothing written.
+        yield* (yield* Orgs.Members).setRole(admin, "team", bob.userId, "viewer")
+        assert.strictEqual((yield* Effect.flip(put("two")))._tag, "Forbidden")
+        yield* (yield* Orgs.Members).remove(admin, "team", bob.userId)
+        assert.strictEqual((yield* Effect.flip(put("two")))._tag, "NotFound")
+        const adminGrant = yield* mutation.authorizeProject(admin, "team", "web", "member")
+        yield* (yield* Projects.Projects).remove(admin, "team", "web", "web")
+        const deleting = yield* Effect.flip(
+          mutation.projectStatement(adminGrant, ({ project, at, finish }) =>
+            secrets.put(project.id, "A", { keyId: "k", ciphertext: "three" }, at, finish(entry))
           )
-          assert.isTrue(Exit.hasDies(another))
-          assert.deepStrictEqual(yield* auditOf("team", "secret.set"), [])
-        })
-      )
+        )
+        assert.strictEqual(deleting._tag, "OpInFlight")
+        assert.strictEqual((yield* auditOf("team", "secret.set")).length, 1)
+        assert.strictEqual((yield* secrets.list(project.id))[0]?.version, 1)
+      })
+    )
+  )
+
+  it.effect("a store refusing a one-statement write the rules allow is a defect", () =>
+    withCore()(
+      Effect.gen(function* () {
+        const mutation = yield* Kernel.Mutation
+        const { admin } = yield* team
+        const grant = yield* mutation.authorizeProject(admin, "team", "web", "member")
+        const read = yield* (yield* Kernel.EnvelopeStore).access("team", admin.userId, "web")
+        const exit = yield* Effect.exit(
+          mutation.projectStatement(grant, () => Effect.fail(new Kernel.EnvelopeRefused({ read })))
+        )
+        assert.isTrue(Exit.hasDies(exit))
+      })
+    )
   )
 
   it.effect("a write to a project whose delete was accepted meanwhile is 409 op_in_flight under the lock", () =>

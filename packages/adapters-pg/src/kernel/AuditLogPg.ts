@@ -1,6 +1,6 @@
 import { AuditEvent, AuditLog } from "@hostplane/core/kernel/Audit"
 import { Effect, Layer, Schema } from "effect"
-import { type SqlClient as Client, SqlClient, SqlSchema } from "effect/sql"
+import { type SqlClient as Client, SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { Timestamp } from "../internal/Rows.ts"
 
 const AuditRow = Schema.Struct({ ...AuditEvent.fields, at: Timestamp })
@@ -12,6 +12,12 @@ export const insertAudit = (sql: Client.SqlClient, event: AuditEvent) => sql`
   INSERT INTO audit_events (action, org_id, actor_id, target, data, at)
   VALUES (${event.action}, ${event.orgId}, ${event.actorId}, ${event.target}, ${JSON.stringify(event.data)}::jsonb,
     ${event.at})`
+
+/** The same insert as a row selected from `source` (a CTE): no row there, no audit row. */
+export const insertAuditFrom = (sql: Client.SqlClient, event: AuditEvent, source: Statement.Fragment) => sql`
+  INSERT INTO audit_events (action, org_id, actor_id, target, data, at)
+  SELECT ${event.action}::text, ${event.orgId}::text, ${event.actorId}::text, ${event.target}::text,
+    ${JSON.stringify(event.data)}::jsonb, ${event.at}::timestamptz FROM ${source}`
 
 /** `AuditLog` on PostgreSQL: rows are only ever inserted, in the caller's transaction, and listed oldest first. */
 export const layer = Layer.effect(

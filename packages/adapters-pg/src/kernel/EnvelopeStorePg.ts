@@ -1,12 +1,12 @@
-import { type AccessRead, EnvelopeStore, type Finish } from "@hostplane/core/kernel/EnvelopeStore"
+import { type AccessRead, EnvelopeRefused, EnvelopeStore, type Finish } from "@hostplane/core/kernel/EnvelopeStore"
 import type { DeploymentId, OrgId, ProjectId } from "@hostplane/core/kernel/Ids"
 import { Role } from "@hostplane/core/kernel/Role"
 import type { OrgRow } from "@hostplane/core/orgs/Org"
 import { Plan } from "@hostplane/core/orgs/Org"
 import type { ProjectRow } from "@hostplane/core/projects/Project"
 import { Effect, Layer, Option } from "effect"
-import { type SqlClient as Client, SqlClient, type Statement } from "effect/sql"
-import { insertAudit } from "./AuditLogPg.ts"
+import { type SqlClient as Client, SqlClient, type SqlError, type Statement } from "effect/sql"
+import { insertAudit, insertAuditFrom } from "./AuditLogPg.ts"
 import { raiseCtes, stampRevision } from "./NodeRevisionsPg.ts"
 
 type Row = Record<string, unknown>
@@ -43,51 +43,94 @@ const boolean = (row: Row, name: string): boolean => {
   return value
 }
 
+/** A column's name under `prefix` as the client names it (`envelope` + `slug`: `envelopeSlug`). */
+const prefixed = (prefix: string, name: string) =>
+  prefix === "" ? name : `${prefix}${name.charAt(0).toUpperCase()}${name.slice(1)}`
+
 /**
- * A store write that carries the envelope's `Finish`: `write` (an `INSERT`, `UPDATE` or `DELETE` with `RETURNING`)
- * runs as the CTE `written` beside the audit insert and the revision raise, and the statement answers its rows. One
- * statement, one snapshot: the writes commit together, as `finish` after `write` would.
+ * The org's columns, the member's role, the project's columns under `project_*` names (null when not joined), all
+ * under `prefix` when given. No row, or a null org id, is no org.
+ */
+const accessOf = (rows: ReadonlyArray<Row>, prefix = ""): AccessRead => {
+  const row = rows[0]
+  const name = (field: string) => prefixed(prefix, field)
+  if (row === undefined || column(row, name("id")) === null) {
+    return { org: Option.none(), role: Option.none(), project: Option.none() }
+  }
+  const org: OrgRow = {
+    id: text(row, name("id")) as OrgId,
+    slug: text(row, name("slug")),
+    name: text(row, name("name")),
+    plan: literal(Plan.literals, row, name("plan")),
+    personal: boolean(row, name("personal")),
+    createdAt: timestamp(row, name("createdAt"))
+  }
+  const project: Option.Option<ProjectRow> =
+    column(row, name("projectId")) === null
+      ? Option.none()
+      : Option.some({
+          id: text(row, name("projectId")) as ProjectId,
+          orgId: text(row, name("projectOrgId")) as OrgId,
+          name: text(row, name("projectName")),
+          hostname: text(row, name("projectHostname")),
+          createdAt: timestamp(row, name("projectCreatedAt")),
+          liveDeploymentId: nullableText(row, name("projectLiveDeploymentId")) as DeploymentId | null,
+          deletingSince: nullableTimestamp(row, name("projectDeletingSince"))
+        })
+  const role =
+    column(row, name("role")) === null ? Option.none() : Option.some(literal(Role.literals, row, name("role")))
+  return { org: Option.some(org), role, project }
+}
+
+/**
+ * A store write that carries the envelope's `Finish` (`Mutation.projectStatement`), as one statement outside any
+ * transaction, so the org lock is held only while PostgreSQL runs it:
+ * - `envelope_guard` takes the org lock and reads again (`hostplane_envelope_lock`, fresh snapshots after the wait);
+ * - `envelope_allowed` holds a row when the guard's checks pass (`guardAllows`, in SQL);
+ * - the audit insert, the revision raise and `write(source)` (the store's `INSERT`, `UPDATE` or `DELETE` with
+ *   `RETURNING`, its rows selected `FROM ${source}`) each take their rows from `envelope_allowed`, so nothing is
+ *   written, and no other lock taken, before the org lock is held and the checks passed.
+ *
+ * Answers the write's rows, or fails with `EnvelopeRefused` and what the guard read. Without `finish`, `write` alone
+ * (its `source` a one-row `VALUES`). The writes that take rows locked since the statement began (the counter, a
+ * conflicting row) update their newest versions, as PostgreSQL's `UPDATE` and `ON CONFLICT` do in read committed.
  */
 export const finishing = <A extends object>(
   sql: Client.SqlClient,
-  write: Statement.Fragment,
-  finish: Finish | undefined
-): Statement.Statement<A> => {
+  finish: Finish | undefined,
+  write: (source: Statement.Fragment) => Statement.Fragment
+): Effect.Effect<ReadonlyArray<A>, EnvelopeRefused | SqlError.SqlError> => {
+  if (finish === undefined) return sql<A>`${write(sql`(VALUES (1)) AS one`)}`
+  const { guard, audit, raise } = finish
+  const allowed = sql`envelope_allowed`
   const ctes = [
-    ...(finish?.audit === undefined ? [] : [sql`audit AS (${insertAudit(sql, finish.audit)})`]),
-    ...(finish?.raise === undefined ? [] : [raiseCtes(sql, finish.raise)])
+    sql`envelope_guard AS (SELECT l.org, l.role, l.project
+      FROM hostplane_envelope_lock(${guard.orgId}, ${guard.userId}, ${guard.projectId}) l)`,
+    sql`envelope_allowed AS (SELECT FROM envelope_guard g
+      WHERE g.role IN ${sql.in(guard.roles)} AND (g.project).id = ${guard.projectId}
+        AND (g.project).org_id = ${guard.orgId}
+        ${guard.refuseDeleting ? sql`AND (g.project).deleting_since IS NULL` : sql``})`,
+    ...(audit === undefined ? [] : [sql`audit AS (${insertAuditFrom(sql, audit, allowed)})`]),
+    ...(raise === undefined ? [] : [raiseCtes(sql, raise, allowed)]),
+    sql`written AS (${write(allowed)})`
   ]
-  return ctes.length === 0
-    ? sql<A>`${write}`
-    : sql<A>`WITH ${sql.csv(ctes)}, written AS (${write}) SELECT * FROM written`
-}
-
-/** The org's columns, the member's role, the project's columns under `project_*` names (null when not joined). */
-const accessOf = (rows: ReadonlyArray<Row>): AccessRead => {
-  const row = rows[0]
-  if (row === undefined) return { org: Option.none(), role: Option.none(), project: Option.none() }
-  const org: OrgRow = {
-    id: text(row, "id") as OrgId,
-    slug: text(row, "slug"),
-    name: text(row, "name"),
-    plan: literal(Plan.literals, row, "plan"),
-    personal: boolean(row, "personal"),
-    createdAt: timestamp(row, "createdAt")
-  }
-  const project: Option.Option<ProjectRow> =
-    column(row, "projectId") === null
-      ? Option.none()
-      : Option.some({
-          id: text(row, "projectId") as ProjectId,
-          orgId: text(row, "projectOrgId") as OrgId,
-          name: text(row, "projectName"),
-          hostname: text(row, "projectHostname"),
-          createdAt: timestamp(row, "projectCreatedAt"),
-          liveDeploymentId: nullableText(row, "projectLiveDeploymentId") as DeploymentId | null,
-          deletingSince: nullableTimestamp(row, "projectDeletingSince")
-        })
-  const role = column(row, "role") === null ? Option.none() : Option.some(literal(Role.literals, row, "role"))
-  return { org: Option.some(org), role, project }
+  return Effect.flatMap(
+    sql<Row>`WITH ${sql.csv(ctes)}
+      SELECT written.*, EXISTS (SELECT FROM envelope_allowed) AS envelope_allowed,
+        (g.org).id AS envelope_id, (g.org).slug AS envelope_slug, (g.org).name AS envelope_name,
+        (g.org).plan AS envelope_plan, (g.org).personal AS envelope_personal,
+        (g.org).created_at AS envelope_created_at, g.role AS envelope_role,
+        (g.project).id AS envelope_project_id, (g.project).org_id AS envelope_project_org_id,
+        (g.project).name AS envelope_project_name, (g.project).hostname AS envelope_project_hostname,
+        (g.project).created_at AS envelope_project_created_at,
+        (g.project).live_deployment_id AS envelope_project_live_deployment_id,
+        (g.project).deleting_since AS envelope_project_deleting_since
+      FROM envelope_guard g LEFT JOIN written ON true`,
+    (rows) =>
+      rows[0]?.["envelopeAllowed"] === true
+        ? Effect.succeed(rows as ReadonlyArray<Row> as ReadonlyArray<A>)
+        : Effect.fail(new EnvelopeRefused({ read: accessOf(rows, "envelope") }))
+  )
 }
 
 /**

@@ -1,7 +1,7 @@
 import { changesOf, NodeRevisions } from "@hostplane/core/kernel/NodeRevisions"
 import { ProjectId } from "@hostplane/core/kernel/Ids"
 import { Effect, Layer, Schema } from "effect"
-import { type SqlClient as Client, SqlClient, SqlSchema } from "effect/sql"
+import { type SqlClient as Client, SqlClient, SqlSchema, type Statement } from "effect/sql"
 
 // `bigint` columns, which the driver reads as text.
 const Revision = Schema.NumberFromString.check(Schema.isInt())
@@ -17,10 +17,10 @@ export const stampRevision = (sql: Client.SqlClient, projectId: string) => sql`
 
 /**
  * The same raise as two named CTEs, `next` (the counter) and `stamp` (the project's row), for a statement that does
- * other writes beside it (`EnvelopeStorePg.finishing`).
+ * other writes beside it (`EnvelopeStorePg.finishing`); only when `source` (a CTE) holds a row.
  */
-export const raiseCtes = (sql: Client.SqlClient, projectId: string) => sql`
-  next AS (UPDATE node_revision SET value = value + 1 RETURNING value),
+export const raiseCtes = (sql: Client.SqlClient, projectId: string, source: Statement.Fragment) => sql`
+  next AS (UPDATE node_revision SET value = value + 1 WHERE EXISTS (SELECT FROM ${source}) RETURNING value),
   stamp AS (INSERT INTO project_revisions (project_id, revision) SELECT ${projectId}, value FROM next
     ON CONFLICT (project_id) DO UPDATE SET revision = excluded.revision)`
 

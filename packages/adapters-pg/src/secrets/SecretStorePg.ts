@@ -40,22 +40,25 @@ export const layer = Layer.effect(
 
     return SecretStore.of({
       list: (projectId) => list(projectId).pipe(Effect.orDie),
-      // Plain `sql` and one row decode: the request needs no encoding, and this runs under the org lock.
+      // Plain `sql` and one row decode: the request needs no encoding. With `finish`, the one statement of the
+      // write envelope (`finishing`): the org lock, the guard, this upsert, the audit row and the revision raise.
       put: (projectId, name, sealed, at, finish) =>
         finishing<Record<string, unknown>>(
           sql,
-          sql`INSERT INTO secrets (project_id, name, version, key_id, ciphertext, updated_at)
-            VALUES (${projectId}, ${name}, 1, ${sealed.keyId}, ${sealed.ciphertext}, ${at}::timestamptz)
+          finish,
+          (source) => sql`INSERT INTO secrets (project_id, name, version, key_id, ciphertext, updated_at)
+            SELECT ${projectId}::text, ${name}::text, 1, ${sealed.keyId}::text, ${sealed.ciphertext}::text,
+              ${at}::timestamptz
+            FROM ${source}
             ON CONFLICT (project_id, name) DO UPDATE SET
               version = secrets.version + 1,
               key_id = EXCLUDED.key_id,
               ciphertext = EXCLUDED.ciphertext,
               updated_at = EXCLUDED.updated_at
-            RETURNING name, version, updated_at`,
-          finish
+            RETURNING name, version, updated_at`
         ).pipe(
-          Effect.flatMap((rows) => decodeMeta(rows[0])),
-          Effect.orDie
+          Effect.catchTag("SqlError", Effect.die),
+          Effect.flatMap((rows) => Effect.orDie(decodeMeta(rows[0])))
         ),
       remove: (projectId, name) =>
         sql`DELETE FROM secrets WHERE project_id = ${projectId} AND name = ${name} RETURNING name`.pipe(

@@ -4,9 +4,9 @@ import { OrgStore } from "../orgs/OrgStore.ts"
 import type { ProjectRow } from "../projects/Project.ts"
 import type { Actor } from "./Actor.ts"
 import { type AuditAction, type AuditEvent, AuditLog } from "./Audit.ts"
-import { EnvelopeStore, type Finish } from "./EnvelopeStore.ts"
+import { type AccessRead, EnvelopeRefused, EnvelopeStore, type Finish } from "./EnvelopeStore.ts"
 import { type Membership, Policy, type ProjectAccess } from "./Policy.ts"
-import type { Role } from "./Role.ts"
+import { type Role, rolesFrom } from "./Role.ts"
 import { nowIso } from "./Time.ts"
 import { Transactor } from "./Transactor.ts"
 import type { OrgId, ProjectId } from "./Ids.ts"
@@ -28,25 +28,12 @@ export interface Audited<A> {
   readonly result: A
   readonly audit: AuditEntry | undefined
   readonly changed: boolean
-  /** The envelope's `Finish` that the change's own store write recorded (`carried`): the envelope writes nothing more. */
-  readonly carried?: Finish
 }
 
 export const audited = <A>(result: A, audit: AuditEntry): Audited<A> => ({ result, audit, changed: true })
 
 /** A write that changed nothing (a repeat), or an outcome that is neither audited nor applied by a node. */
 export const unaudited = <A>(result: A): Audited<A> => ({ result, audit: undefined, changed: false })
-
-/**
- * A change whose store write recorded the envelope's last writes itself: `finish` is what `ProjectWrite.finish` gave
- * the change, passed to that write. It counts as a change (the revision raise of a `{ node: true }` write is in it).
- */
-export const carried = <A>(result: A, finish: Finish): Audited<A> => ({
-  result,
-  audit: undefined,
-  changed: true,
-  carried: finish
-})
 
 /** A change spec part 6 lists no audit event for (the database grant): no audit row, but it raises the revision. */
 export const unlisted = <A>(result: A): Audited<A> => ({ result, audit: undefined, changed: true })
@@ -77,12 +64,17 @@ export interface OrgWrite extends Membership {
 
 export interface ProjectWrite extends ProjectAccess {
   readonly at: string
+}
+
+/** What a one-statement change sees (`Mutation.projectStatement`): the project as authorized, and the time. */
+export interface ProjectStatementWrite {
+  readonly project: ProjectRow
+  readonly at: string
   /**
-   * For a change that is one store write audited as `entry`: the envelope's audit row and (for a `{ node: true }`
-   * write) revision raise, for that write to record in its own statement, one round trip less under the org lock.
-   * The change then answers `carried(result, finish)`, and the envelope checks that it got back the finish it gave.
+   * The envelope for the change's one store write: the guard, the audit row of `entry` (none when undefined) and,
+   * for a `{ node: true }` write, the revision raise.
    */
-  readonly finish: (entry: AuditEntry) => Finish
+  readonly finish: (entry: AuditEntry | undefined) => Finish
 }
 
 const refuseDeleting = (project: ProjectRow) =>
@@ -126,6 +118,17 @@ export class Mutation extends Context.Service<
       change: (write: ProjectWrite) => Effect.Effect<Audited<A>, E, R>,
       options?: ProjectWriteOptions
     ) => Effect.Effect<A, E | NotFound | Forbidden | OpInFlight, R>
+    /**
+     * As `project`, for a change that is one store write: it hands the write the envelope (`Finish`), and the store
+     * takes the org lock, checks the rule again, writes, records the audit row and raises the revision in one
+     * atomic statement, outside any transaction, so the lock is held only while the database runs it. A store's
+     * `EnvelopeRefused` becomes the refusal `project` would answer (404, 403 or 409 `op_in_flight`).
+     */
+    readonly projectStatement: <A, E, R>(
+      grant: ProjectGrant,
+      change: (write: ProjectStatementWrite) => Effect.Effect<A, E | EnvelopeRefused, R>,
+      options?: ProjectWriteOptions
+    ) => Effect.Effect<A, Exclude<E, EnvelopeRefused> | NotFound | Forbidden | OpInFlight, R>
     /** Org lock, the change, its audit row: for a write authorized otherwise than by a role (an invite token). */
     readonly lockedOrg: <A, E, R>(
       actor: Actor,
@@ -150,35 +153,26 @@ export class Mutation extends Context.Service<
       const policy = yield* Policy
       const envelope = yield* EnvelopeStore
 
-      /**
-       * Runs the change and records its audit row; the caller provides the transaction. A change that took `finish`
-       * must answer `carried` with it: its store write recorded the audit row and the raise, so nothing is left here.
-       */
+      const eventOf = (actor: Actor, orgId: OrgId | null, at: string, entry: AuditEntry): AuditEvent => ({
+        action: entry.action,
+        orgId: entry.orgId ?? orgId,
+        actorId: actor.userId,
+        target: entry.target,
+        data: entry.data ?? {},
+        at
+      })
+
+      /** Runs the change and records its audit row; the caller provides the transaction. */
       const commit = <A, E, R>(
         actor: Actor,
         orgId: OrgId | null,
-        change: (at: string, finish: (entry: AuditEntry) => Finish) => Effect.Effect<Audited<A>, E, R>,
+        change: (at: string) => Effect.Effect<Audited<A>, E, R>,
         raise?: ProjectId
       ): Effect.Effect<A, E, R> =>
         Effect.gen(function* () {
           const at = yield* nowIso
-          const eventOf = (entry: AuditEntry): AuditEvent => ({
-            action: entry.action,
-            orgId: entry.orgId ?? orgId,
-            actorId: actor.userId,
-            target: entry.target,
-            data: entry.data ?? {},
-            at
-          })
-          let issued: Finish | undefined
-          const outcome = yield* change(at, (entry) => (issued = { audit: eventOf(entry), raise }))
-          if (issued !== undefined || outcome.carried !== undefined) {
-            if (outcome.carried !== issued) {
-              return yield* Effect.die(new Error("Mutation: a change took the envelope's finish but did not carry it"))
-            }
-            return outcome.result
-          }
-          const event = outcome.audit === undefined ? undefined : eventOf(outcome.audit)
+          const outcome = yield* change(at)
+          const event = outcome.audit === undefined ? undefined : eventOf(actor, orgId, at, outcome.audit)
           const raised = outcome.changed ? raise : undefined
           // Last in the transaction, so the revision counter is held only until the commit.
           if (event !== undefined || raised !== undefined) yield* envelope.finish(event, raised)
@@ -235,12 +229,49 @@ export class Mutation extends Context.Service<
             return yield* commit(
               grant.actor,
               grant.org.id,
-              (at, finish) => change({ ...membership, project: current.value, at, finish }),
+              (at) => change({ ...membership, project: current.value, at }),
               options.node === true ? current.value.id : undefined
             )
           })
         )
       })
+
+      /** The refusal `project` answers for what a guarded write read under the lock; a read that passes is a defect. */
+      const refusal = (grant: ProjectGrant, read: AccessRead) =>
+        Effect.gen(function* () {
+          yield* policy.recheck(read, grant, grant.minimum)
+          if (Option.isNone(read.project) || read.project.value.id !== grant.project.id) {
+            return yield* new NotFound({ message: `project ${grant.project.name} not found` })
+          }
+          if (grant.deleting === "refuse") yield* refuseDeleting(read.project.value)
+          return yield* Effect.die(new Error("Mutation: a store's guard refused a write the rules allow"))
+        })
+
+      const projectStatement = <A, E, R>(
+        grant: ProjectGrant,
+        change: (write: ProjectStatementWrite) => Effect.Effect<A, E | EnvelopeRefused, R>,
+        options: ProjectWriteOptions = {}
+      ): Effect.Effect<A, Exclude<E, EnvelopeRefused> | NotFound | Forbidden | OpInFlight, R> =>
+        Effect.flatMap(nowIso, (at) => {
+          const guard = {
+            orgId: grant.org.id,
+            userId: grant.actor.userId,
+            projectId: grant.project.id,
+            roles: rolesFrom(grant.minimum),
+            refuseDeleting: grant.deleting === "refuse"
+          }
+          const finish = (entry: AuditEntry | undefined): Finish => ({
+            guard,
+            audit: entry === undefined ? undefined : eventOf(grant.actor, grant.org.id, at, entry),
+            raise: options.node === true ? grant.project.id : undefined
+          })
+          return change({ project: grant.project, at, finish })
+        }).pipe(
+          Effect.catchIf(
+            (error): error is EnvelopeRefused => error instanceof EnvelopeRefused,
+            (refused) => refusal(grant, refused.read)
+          )
+        ) as Effect.Effect<A, Exclude<E, EnvelopeRefused> | NotFound | Forbidden | OpInFlight, R>
 
       const lockedOrg = Effect.fnUntraced(function* <A, E, R>(
         actor: Actor,
@@ -260,7 +291,16 @@ export class Mutation extends Context.Service<
       const history = (orgId: OrgId, target: string) =>
         Effect.map(audit.list({ orgId }), (events) => events.filter((event) => event.target === target))
 
-      return Mutation.of({ authorizeOrg, authorizeProject, org, project, lockedOrg, unlocked, history })
+      return Mutation.of({
+        authorizeOrg,
+        authorizeProject,
+        org,
+        project,
+        projectStatement,
+        lockedOrg,
+        unlocked,
+        history
+      })
     })
   )
 }

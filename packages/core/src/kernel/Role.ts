@@ -8,3 +8,6 @@ const rank: Record<Role, number> = { viewer: 0, member: 1, admin: 2 }
 
 /** True when `role` is `minimum` or higher. */
 export const atLeast = (role: Role, minimum: Role): boolean => rank[role] >= rank[minimum]
+
+/** The roles a rule with this minimum accepts, lowest first. */
+export const rolesFrom = (minimum: Role): ReadonlyArray<Role> => Role.literals.filter((role) => atLeast(role, minimum))

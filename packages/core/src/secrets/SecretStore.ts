@@ -1,7 +1,7 @@
 import { Context, Effect } from "effect"
 import type { SecretMeta, SecretRow } from "./Secret.ts"
 import type { Sealed } from "./Sealer.ts"
-import type { Finish } from "../kernel/EnvelopeStore.ts"
+import type { EnvelopeRefused, Finish } from "../kernel/EnvelopeStore.ts"
 import type { ProjectId } from "../kernel/Ids.ts"
 
 /** Project secrets, unique by name (case-sensitive) in a project; values are stored sealed only. */
@@ -12,8 +12,10 @@ export class SecretStore extends Context.Service<
     readonly list: (projectId: ProjectId) => Effect.Effect<ReadonlyArray<SecretMeta>>
     /**
      * Stores `sealed` under `name` in one atomic step: version 1 for a name the project does not hold, otherwise the
-     * stored version plus one, so concurrent puts get distinct versions. With `finish` (the write envelope's), its
-     * audit row and revision raise are recorded in the same atomic step, as `EnvelopeStore.finish` records them.
+     * stored version plus one, so concurrent puts get distinct versions. With `finish` (the write envelope's,
+     * `Mutation.projectStatement`) the same atomic step first takes the org lock and checks its guard, failing with
+     * `EnvelopeRefused` and writing nothing when a check fails, then records its audit row and revision raise as
+     * `EnvelopeStore.finish` records them.
      */
     readonly put: (
       projectId: ProjectId,
@@ -21,7 +23,7 @@ export class SecretStore extends Context.Service<
       sealed: Sealed,
       at: string,
       finish?: Finish
-    ) => Effect.Effect<SecretMeta>
+    ) => Effect.Effect<SecretMeta, EnvelopeRefused>
     /** Removes the secret; false when the project holds no such name. */
     readonly remove: (projectId: ProjectId, name: string) => Effect.Effect<boolean>
     /** Every secret of the project with its sealed value, by name. */

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Redacted } from "effect"
 import { BadRequest, type Forbidden, NotFound, type OpInFlight, ReservedName } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
-import { audited, carried, Mutation } from "../kernel/Mutation.ts"
+import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import {
   isReservedSecretName,
@@ -86,14 +86,17 @@ export class Secrets extends Context.Service<
         const problem = secretValueProblem(Redacted.value(value))
         if (problem !== undefined) return yield* new BadRequest({ message: `the secret value ${problem}` })
         const sealed = yield* sealer.seal(Redacted.value(value), secretContext(grant.project.id, secretName))
-        return yield* mutation.project(
+        // One statement: the org lock, the rechecks, the upsert, its audit row and the revision raise.
+        return yield* mutation.projectStatement(
           grant,
-          ({ project, at, finish }) => {
-            const finished = finish({ action: "secret.set", target: project.id, data: { name: secretName } })
-            return Effect.map(store.put(project.id, secretName, sealed, at, finished), (meta) =>
-              carried(meta, finished)
-            )
-          },
+          ({ project, at, finish }) =>
+            store.put(
+              project.id,
+              secretName,
+              sealed,
+              at,
+              finish({ action: "secret.set", target: project.id, data: { name: secretName } })
+            ),
           { node: true }
         )
       })

@@ -3,7 +3,7 @@ import { Effect, Layer, Option } from "effect"
 import { MemoryState, type MemoryStore } from "../memory/MemoryState.ts"
 import * as OrgStoreMemory from "../orgs/OrgStoreMemory.ts"
 import * as ProjectStoreMemory from "../projects/ProjectStoreMemory.ts"
-import { recordFinish } from "./FinishMemory.ts"
+import { recordLast } from "./FinishMemory.ts"
 
 /** `EnvelopeStore` on the shared memory state: the reads and writes of the area stores it fuses, one after another. */
 export const make = (store: MemoryStore): Kernel.EnvelopeStore["Service"] => {
@@ -31,7 +31,7 @@ export const make = (store: MemoryStore): Kernel.EnvelopeStore["Service"] => {
           Option.isSome(org) && projectId !== undefined ? yield* projects.findById(projectId) : Option.none()
         return { org, role, project }
       }),
-    finish: (audit, raise) => recordFinish(store, { audit, raise })
+    finish: (audit, raise) => recordLast(store, audit, raise)
   })
 }
 

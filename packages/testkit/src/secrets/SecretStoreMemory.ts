@@ -1,6 +1,6 @@
 import { Secrets } from "@hostplane/core"
 import { Effect, Layer } from "effect"
-import { recordFinish } from "../kernel/FinishMemory.ts"
+import { guarded } from "../kernel/FinishMemory.ts"
 import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memory/MemoryState.ts"
 
 /** Keyed by `secretKey(projectId, name)`. */
@@ -25,13 +25,17 @@ export const make = (store: MemoryStore): Secrets.SecretStore["Service"] =>
   Secrets.SecretStore.of({
     list: (projectId) => read(store, (tables) => rowsOf(tables(secretRows), projectId).map(metaOf)),
     put: (projectId, name, sealed, at, finish) =>
-      write(store, (tables) => {
-        const key = secretKey(projectId, name)
-        const version = (tables(secretRows).get(key)?.version ?? 0) + 1
-        const row: Secrets.SecretRow = { projectId, name, version, sealed: { ...sealed }, updatedAt: at }
-        tables(secretRows).set(key, row)
-        return metaOf(row)
-      }).pipe(Effect.tap(recordFinish(store, finish))),
+      guarded(
+        store,
+        finish,
+        write(store, (tables) => {
+          const key = secretKey(projectId, name)
+          const version = (tables(secretRows).get(key)?.version ?? 0) + 1
+          const row: Secrets.SecretRow = { projectId, name, version, sealed: { ...sealed }, updatedAt: at }
+          tables(secretRows).set(key, row)
+          return metaOf(row)
+        })
+      ),
     remove: (projectId, name) => write(store, (tables) => tables(secretRows).delete(secretKey(projectId, name))),
     listSealed: (projectId) => read(store, (tables) => rowsOf(tables(secretRows), projectId))
   })
