@@ -3,7 +3,7 @@ import { createRequire } from "node:module"
 import { describe, expect, it } from "vitest"
 
 interface Ssh2Crypto {
-  readonly CIPHER_INFO: Record<string, { readonly keyLen: number }>
+  readonly CIPHER_INFO: Record<string, { readonly keyLen: number; readonly ivLen: number }>
   readonly createCipher: (config: unknown) => {
     allocPacket: (payloadLength: number) => Buffer
     encrypt: (packet: Buffer) => void
@@ -22,55 +22,60 @@ describe("GitSshServer", () => {
     ).toBe(true)
   })
 
-  // OpenSSH's default cipher takes its packets from the connection's pool: the same bytes as ssh2's own packets, in
+  // ssh2's native AEAD ciphers take their packets from the connection's pool: the same bytes as ssh2's own, in
   // buffers given back after each write (a fresh 32 KiB buffer per packet cost a mark-compact every few hundred ms).
-  it("chacha20-poly1305 packets come from the pool, laid out and encrypted as ssh2's own", () => {
-    const written: Array<Buffer> = []
-    const cipherOf = () =>
-      ssh2Crypto.createCipher({
-        outbound: {
-          onWrite: (packet: Buffer) => written.push(Buffer.from(packet)),
-          cipherInfo: ssh2Crypto.CIPHER_INFO["chacha20-poly1305@openssh.com"],
-          cipherKey: Buffer.alloc(ssh2Crypto.CIPHER_INFO["chacha20-poly1305@openssh.com"]!.keyLen, 7),
-          seqno: 0
-        }
+  it.each(["chacha20-poly1305@openssh.com", "aes128-gcm@openssh.com", "aes256-gcm@openssh.com"])(
+    "%s packets come from the pool, laid out and encrypted as ssh2's own",
+    (name) => {
+      const written: Array<Buffer> = []
+      const info = ssh2Crypto.CIPHER_INFO[name]!
+      const cipherOf = () =>
+        ssh2Crypto.createCipher({
+          outbound: {
+            onWrite: (packet: Buffer) => written.push(Buffer.from(packet)),
+            cipherInfo: info,
+            cipherKey: Buffer.alloc(info.keyLen, 7),
+            cipherIV: Buffer.alloc(info.ivLen, 3),
+            seqno: 0
+          }
+        })
+      const own = cipherOf()
+      const pooled = cipherOf()
+      const pool = GitSshServer.packetPool()
+      expect(pool.adopt(pooled), `ssh2's ${name} cipher class is no longer recognized`).toBe(true)
+      const lengths = [0, 1, 3, 4, 11, 12, 100, 32 * 1024 + 9, 40 * 1024]
+      for (const length of lengths) {
+        const payload = Buffer.alloc(length, length % 251)
+        const mine = own.allocPacket(length)
+        const theirs = pooled.allocPacket(length)
+        expect([theirs.length, theirs.readUInt32BE(0), theirs[4]], `payload of ${length}`).toEqual([
+          mine.length,
+          mine.readUInt32BE(0),
+          mine[4]
+        ])
+        expect(pool.lends(theirs)).toBe(length < 32 * 1024 + 32)
+        // The padding is random: copy it over so both encrypt the same bytes.
+        payload.copy(mine, 5)
+        payload.copy(theirs, 5)
+        theirs.copy(mine, 5 + length, 5 + length, mine.length - 16)
+        own.encrypt(mine)
+        pooled.encrypt(theirs)
+        const [a, b] = written.splice(0, 2)
+        expect(b!.equals(a!), `payload of ${length}`).toBe(true)
+        if (pool.lends(theirs)) pool.release(theirs.buffer as ArrayBuffer)
+      }
+      // The padding is drawn from the CSPRNG in blocks, each byte used once: no two packets share theirs.
+      const paddings = Array.from({ length: 600 }, () => {
+        const packet = pooled.allocPacket(100)
+        return packet.subarray(105, packet.length - 16).toString("hex")
       })
-    const own = cipherOf()
-    const pooled = cipherOf()
-    const pool = GitSshServer.packetPool()
-    expect(pool.adopt(pooled), "ssh2's chacha20-poly1305 cipher class is no longer recognized").toBe(true)
-    const lengths = [0, 1, 3, 4, 11, 12, 100, 32 * 1024 + 9, 40 * 1024]
-    for (const length of lengths) {
-      const payload = Buffer.alloc(length, length % 251)
-      const mine = own.allocPacket(length)
-      const theirs = pooled.allocPacket(length)
-      expect([theirs.length, theirs.readUInt32BE(0), theirs[4]], `payload of ${length}`).toEqual([
-        mine.length,
-        mine.readUInt32BE(0),
-        mine[4]
-      ])
-      expect(pool.lends(theirs)).toBe(length < 32 * 1024 + 32)
-      // The padding is random: copy it over so both encrypt the same bytes.
-      payload.copy(mine, 5)
-      payload.copy(theirs, 5)
-      theirs.copy(mine, 5 + length, 5 + length, mine.length - 16)
-      own.encrypt(mine)
-      pooled.encrypt(theirs)
-      const [a, b] = written.splice(0, 2)
-      expect(b!.equals(a!), `payload of ${length}`).toBe(true)
-      if (pool.lends(theirs)) pool.release(theirs.buffer as ArrayBuffer)
+      expect(new Set(paddings).size).toBe(paddings.length)
+      const first = pooled.allocPacket(100)
+      pool.release(first.buffer as ArrayBuffer)
+      expect(pooled.allocPacket(200).buffer).toBe(first.buffer)
+      expect(pooled.allocPacket(200).buffer).not.toBe(first.buffer)
     }
-    // The padding is drawn from the CSPRNG in blocks, each byte used once: no two packets share theirs.
-    const paddings = Array.from({ length: 600 }, () => {
-      const packet = pooled.allocPacket(100)
-      return packet.subarray(105, packet.length - 16).toString("hex")
-    })
-    expect(new Set(paddings).size).toBe(paddings.length)
-    const first = pooled.allocPacket(100)
-    pool.release(first.buffer as ArrayBuffer)
-    expect(pooled.allocPacket(200).buffer).toBe(first.buffer)
-    expect(pooled.allocPacket(200).buffer).not.toBe(first.buffer)
-  })
+  )
 
   it("parses the commands git sends over SSH, and nothing else", () => {
     expect(GitSshServer.parseGitCommand("git-upload-pack '/acme/web/site.git'")).toEqual({

@@ -68,12 +68,19 @@ const limitInFlight = (channel: ssh2.ServerChannel, limit: number) => {
 }
 
 // The largest packet the server sends: a 32 KiB CHANNEL_DATA payload (OpenSSH's and ssh2's packet size) with its
-// header, at most 15 bytes of padding and the 16-byte MAC.
+// header, at most 19 bytes of padding and the 16-byte tag.
 const pooledPacketBytes = 32 * 1024 + 64
 
 interface OutgoingCipher {
   allocPacket: (payloadLength: number) => Buffer
 }
+
+/**
+ * The native ciphers of ssh2 whose packets the pool lays out, by class name, with the block their padding rounds to
+ * (lib/protocol/crypto.js, `allocPacket`): chacha20-poly1305 (OpenSSH's default) and AES-GCM (the first choice of
+ * Go's x/crypto/ssh clients, and of OpenSSH's with `-c aes128-gcm@openssh.com`).
+ */
+const pooledCiphers: Record<string, number> = { ChaChaPolyCipherBinding: 8, AESGCMCipherBinding: 16 }
 
 /**
  * The buffers of one connection's outgoing packets: ssh2 allocates a fresh 32 KiB buffer for every packet, 50 MiB of
@@ -95,17 +102,18 @@ export const packetPool = () => {
       if (free.length < 64) free.push(buffer)
     },
     /**
-     * Makes `cipher` take its packets from the pool when it is ssh2's chacha20-poly1305 (OpenSSH's default); false for
-     * any other cipher, which keeps ssh2's own allocation. The layout is ssh2's `allocPacket` for that cipher
-     * (lib/protocol/crypto.js): length, padding length, payload, random padding to a multiple of 8, MAC.
+     * Makes `cipher` take its packets from the pool when it is one of `pooledCiphers`; false for any other cipher,
+     * which keeps ssh2's own allocation. The layout is ssh2's `allocPacket` for that cipher (lib/protocol/crypto.js):
+     * length, padding length, payload, random padding to a multiple of the cipher's block, 16-byte tag.
      */
     adopt: (cipher: OutgoingCipher): boolean => {
-      if (cipher.constructor.name !== "ChaChaPolyCipherBinding") return false
+      const block = pooledCiphers[cipher.constructor.name]
+      if (block === undefined) return false
       const own = cipher.allocPacket.bind(cipher)
       cipher.allocPacket = (payloadLength: number) => {
         let packetLength = 4 + 1 + payloadLength
-        let padding = 8 - ((packetLength - 4) & 7)
-        if (padding < 4) padding += 8
+        let padding = block - ((packetLength - 4) & (block - 1))
+        if (padding < 4) padding += block
         packetLength += padding
         if (packetLength + 16 > pooledPacketBytes) return own(payloadLength)
         const buffer = free.pop() ?? new ArrayBuffer(pooledPacketBytes)
