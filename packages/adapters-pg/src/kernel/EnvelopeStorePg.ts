@@ -94,6 +94,8 @@ const accessOf = (rows: ReadonlyArray<Row>, prefix = ""): AccessRead => {
  * Answers the write's rows, or fails with `EnvelopeRefused` and what the guard read. Without `finish`, `write` alone
  * (its `source` a one-row `VALUES`). The writes that take rows locked since the statement began (the counter, a
  * conflicting row) update their newest versions, as PostgreSQL's `UPDATE` and `ON CONFLICT` do in read committed.
+ * Outside a transaction it runs on a shared (multiplexed) connection, where statements queued behind it wait while it
+ * waits for the lock: the lock's other holders are envelope transactions, which do no slow work under it.
  */
 export const finishing = <A extends object>(
   sql: Client.SqlClient,
