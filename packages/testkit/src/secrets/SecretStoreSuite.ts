@@ -28,6 +28,15 @@ const givenTeam = Effect.gen(function* () {
   return { project, member: member!, viewer: viewer!, outsider: outsider! }
 }).pipe(Effect.orDie)
 
+/** The guard of a secret put by `userId` to `project` under the member rule. */
+const guardOf = (project: Projects.ProjectRow, userId: Kernel.UserId, refuseDeleting = true): Kernel.Guard => ({
+  orgId: project.orgId,
+  userId,
+  projectId: project.id,
+  roles: Kernel.rolesFrom("member"),
+  refuseDeleting
+})
+
 const sealed = (tag: string): Secrets.Sealed => ({ keyId: `k-${tag}`, ciphertext: `c2VhbGVk${tag}==` })
 
 /** The `SecretStore` contract: every adapter must pass it; projects are unique per test so a database may be shared. */
@@ -144,13 +153,7 @@ export const secretStoreSuite = <E>(name: string, store: Layer.Layer<SecretStore
             data: { name: "CARRIED" },
             at: at(0)
           }
-          const guard = (userId: Kernel.UserId, refuseDeleting = true): Kernel.Guard => ({
-            orgId: project.orgId,
-            userId,
-            projectId: project.id,
-            roles: Kernel.rolesFrom("member"),
-            refuseDeleting
-          })
+          const guard = (userId: Kernel.UserId, refuseDeleting = true) => guardOf(project, userId, refuseDeleting)
           const start = (yield* revisions.changedAfter(Number.MAX_SAFE_INTEGER, 1)).revision
           const raisedSince = (revision: number) =>
             Effect.map(revisions.changedAfter(revision, 1000), (changed) =>
@@ -235,13 +238,7 @@ export const secretStoreSuite = <E>(name: string, store: Layer.Layer<SecretStore
           const audit = yield* Kernel.AuditLog
           const { project, member } = yield* givenTeam
           const finish = (i: number): Kernel.Finish => ({
-            guard: {
-              orgId: project.orgId,
-              userId: member.id,
-              projectId: project.id,
-              roles: Kernel.rolesFrom("member"),
-              refuseDeleting: true
-            },
+            guard: guardOf(project, member.id),
             audit: {
               action: "secret.set",
               orgId: project.orgId,
