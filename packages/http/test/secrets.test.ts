@@ -280,6 +280,57 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
     }
   })
 
+  it("on a project being deleted: outsider 404, viewer 403, a bad or reserved name or value 400, then 409 op_in_flight; nothing lands", async () => {
+    // decisions.md part 12: authorization (404, 403), then the input (400), then the resource's state (409).
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const member = await withRole(slug, "member")
+    const viewer = await withRole(slug, "viewer")
+    await api.put(`${secretsOf(slug, project.name)}/KEPT`, { value: "v" }, { token: member.token })
+    expect(
+      (
+        await api.delete(
+          `/v1/orgs/${slug}/projects/${project.name}`,
+          { confirm: project.name },
+          { token: suite.admin.token }
+        )
+      ).status
+    ).toBe(202)
+    const audited = (await auditOf(suite.server, slug)).length
+    const put = (token: string, name: string, value = "v") =>
+      api.put(`${secretsOf(slug, project.name)}/${name}`, { value }, { token })
+    const answers = [
+      await put(suite.outsider.token, "KEPT"),
+      await put(suite.outsider.token, "DB"),
+      await put(viewer.token, "KEPT"),
+      await put(viewer.token, "1BAD"),
+      await put(member.token, "1BAD"),
+      await put(member.token, "A-B"),
+      await put(member.token, "DB"),
+      await put(member.token, "service_token"),
+      await put(member.token, "KEPT", "q".repeat(65537)),
+      await put(member.token, "KEPT"),
+      await put(member.token, "NEW")
+    ]
+    expect(answers.map((reply) => [reply.status, reply.body.code])).toEqual([
+      [404, "not_found"],
+      [404, "not_found"],
+      [403, "forbidden"],
+      [403, "forbidden"],
+      [400, "bad_request"],
+      [400, "bad_request"],
+      [400, "reserved_name"],
+      [400, "reserved_name"],
+      [400, "bad_request"],
+      [409, "op_in_flight"],
+      [409, "op_in_flight"]
+    ])
+    expect((await auditOf(suite.server, slug)).length).toBe(audited)
+    expect((await api.get(secretsOf(slug, project.name), { token: member.token })).body.items).toEqual([
+      { name: "KEPT", version: 1, updatedAt: expect.any(String) }
+    ])
+  })
+
   it("deleting the project (the durable operation) removes its secrets", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
