@@ -331,6 +331,39 @@ describe.each(backends)("spec 4.5 secrets (%s)", (_name, stores) => {
     ])
   })
 
+  it("puts racing the writer's demotion to viewer land before it (audit order) or are 403 forbidden, never after", async () => {
+    // The put authorizes, seals, then writes in one guarded statement that reads the role again under the org lock:
+    // a put authorized before the demotion whose statement runs after it must be refused there. Three rounds, as
+    // the interleaving is up to the scheduler (without the guard's role check, one round alone fails about 2 in 3).
+    for (let round = 0; round < 3; round++) {
+      const slug = await newOrg()
+      const project = await newProject(slug)
+      const member = await withRole(slug, "member")
+      const put = (i: number) =>
+        api.put(`${secretsOf(slug, project.name)}/RACE_${i}`, { value: "v" }, { token: member.token })
+      const replies = await Promise.all([
+        put(0),
+        put(1),
+        api.put(`/v1/orgs/${slug}/members/${member.userId}`, { role: "viewer" }, { token: suite.admin.token }),
+        ...Array.from({ length: 37 }, (_, i) => put(i + 2))
+      ])
+      const [demoted] = replies.splice(2, 1)
+      expect(demoted!.status).toBe(200)
+      expect(
+        replies.filter((reply) => reply.status !== 200 && !(reply.status === 403 && reply.body.code === "forbidden"))
+      ).toEqual([])
+      const events = (await auditOf(suite.server, slug)).filter(
+        (event) => event.action === "member.role" || (event.action === "secret.set" && event.actorId === member.userId)
+      )
+      const demotedAt = events.findIndex((event) => event.action === "member.role")
+      expect(events.slice(demotedAt + 1)).toEqual([])
+      const landed = replies.filter((reply) => reply.status === 200).length
+      expect(demotedAt).toBe(landed)
+      const listed = (await api.get(secretsOf(slug, project.name), { token: suite.admin.token })).body.items
+      expect(listed).toHaveLength(landed)
+    }
+  })
+
   it("deleting the project (the durable operation) removes its secrets", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
