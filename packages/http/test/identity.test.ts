@@ -1,3 +1,4 @@
+import { Duration } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
@@ -148,5 +149,38 @@ describe.each(backends)("dev login is not registered when SERVICE_ENABLE_DEV_AUT
     const openapi = await api.get("/v1/openapi.json")
     expect(Object.keys(openapi.body.paths)).not.toContain("/v1/auth/dev/login")
     expect(Object.keys(openapi.body.paths)).toContain("/v1/me")
+  })
+})
+
+describe.each(backends)("spec part 5: a session ends at its expiresAt (%s)", (_name, stores) => {
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startTestServer(stores(), { identity: { sessionTtl: Duration.seconds(1) } })
+  })
+  afterAll(() => server.close())
+
+  it("before expiresAt the session works; after it every login route is 401 unauthorized, cached or not", async () => {
+    const api = client(server.url)
+    const session = await api.login(unique("brief"))
+    const left = Date.parse(session.expiresAt) - Date.now()
+    expect(left).toBeGreaterThan(0)
+    expect(left).toBeLessThanOrEqual(1_000)
+    const me = await api.get("/v1/me", { token: session.token })
+    expect(me.status).toBe(200)
+    const slug = me.body.orgs[0].slug
+    // A second use, so the authorization cache holds the session before it ends.
+    expect((await api.get(`/v1/orgs/${slug}/projects`, { token: session.token })).status).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, Date.parse(session.expiresAt) - Date.now() + 50))
+    for (const reply of [
+      await api.get("/v1/me", { token: session.token }),
+      await api.get(`/v1/orgs/${slug}/projects`, { token: session.token }),
+      await api.post(`/v1/orgs/${slug}/projects`, { name: "late" }, { token: session.token })
+    ]) {
+      expect({ status: reply.status, code: reply.body.code }).toEqual({ status: 401, code: "unauthorized" })
+      expect(reply.headers.get("www-authenticate")).toContain('error="invalid_token"')
+    }
+    const again = await api.login(session.subject)
+    expect((await api.get("/v1/me", { token: again.token })).body.user.id).toBe(session.userId)
+    expect((await api.get(`/v1/orgs/${slug}/projects`, { token: again.token })).body.items).toEqual([])
   })
 })
