@@ -125,6 +125,28 @@ describe.each(backends)("spec 4.14 DNS zones (%s)", (_name, stores) => {
     expect((await api.get(zoneOf(slug, "missing.example"), { token: viewer.token })).status).toBe(404)
   })
 
+  it("another org's zone named under my org is 404 for every write (rrset put and delete, zone delete, dnssec, ds); it stays as it was", async () => {
+    const mine = await newOrg()
+    const theirs = await newOrg()
+    const zone = await createZone(theirs)
+    await put(theirs, zone, "www", "A", { records: ["192.0.2.1"] })
+    const before = (await api.get(zoneOf(theirs, zone), { token: suite.admin.token })).body
+    const member = await withRole(mine, "member")
+    const admin = await withRole(mine, "admin")
+    const replies = [
+      await api.put(rrsetOf(mine, zone, "www", "A"), { records: ["192.0.2.9"] }, { token: member.token }),
+      await api.put(rrsetOf(mine, zone, "new", "TXT"), { records: ["x"] }, { token: admin.token }),
+      await api.delete(rrsetOf(mine, zone, "www", "A"), undefined, { token: member.token }),
+      await api.post(`${zoneOf(mine, zone)}/dnssec`, { enabled: true }, { token: admin.token }),
+      await api.put(`${zoneOf(mine, zone)}/dnssec/ds`, { ds: [] }, { token: admin.token }),
+      await api.delete(zoneOf(mine, zone), undefined, { token: admin.token })
+    ]
+    expect(replies.map((reply) => [reply.status, reply.body.code])).toEqual(replies.map(() => [404, "not_found"]))
+    expect((await api.get(zoneOf(theirs, zone), { token: suite.admin.token })).body).toEqual(before)
+    const audit = await auditOf(suite.server, mine)
+    expect(audit.filter((event) => event.action.startsWith("dns."))).toEqual([])
+  })
+
   it("DELETE zone (admin) removes it with every record: 204, then 404; audit dns.zone.delete", async () => {
     const slug = await newOrg()
     const name = await createZone(slug)

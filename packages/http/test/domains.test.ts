@@ -371,6 +371,34 @@ describe.each(backends)("spec 4.13 domains (%s)", (_name, stores) => {
     expect((await api.get(`${base(slug)}/missing.example`, as(suite.admin))).status).toBe(404)
   })
 
+  it("another org's domain named under my org is 404 for renew, auto-renew, lock, auth-code and sync; the registrar is not asked", async () => {
+    const theirs = await newOrg()
+    const mine = await newOrg()
+    const name = domainName()
+    expect((await buy(theirs, name)).status).toBe(201)
+    const before = (await api.get(`${base(theirs)}/${name}`, as(suite.admin))).body
+    const registrarBefore = { ...fake().account.domains.get(name)! }
+    const asked = fake().requests.length
+    const admin = await withRole(mine, "admin")
+    const replies: Array<[string, Reply]> = []
+    for (const [path, body] of [
+      ["renew", { years: 1 }],
+      ["auto-renew", { autoRenew: false }],
+      ["lock", { locked: false }],
+      ["auth-code", undefined],
+      ["sync", undefined]
+    ] as const) {
+      replies.push([path, await api.post(`${base(mine)}/${name}/${path}`, body, as(admin))])
+    }
+    expect(replies.map(([path, reply]) => [path, reply.status, reply.body.code])).toEqual(
+      replies.map(([path]) => [path, 404, "not_found"])
+    )
+    expect(fake().requests.length).toBe(asked)
+    expect(fake().account.domains.get(name)).toEqual(registrarBefore)
+    expect((await api.get(`${base(theirs)}/${name}`, as(suite.admin))).body).toEqual(before)
+    expect((await auditOf(suite.server, mine)).filter((row) => row.action.startsWith("domain."))).toEqual([])
+  })
+
   it("renew adds the years at the registrar and answers the new expiry; audit domain.renew; years outside 1..10 is 400", async () => {
     const slug = await newOrg()
     const name = domainName()

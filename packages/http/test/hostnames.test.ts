@@ -272,6 +272,33 @@ describe.each(backends)("spec 4.4 custom hostnames (%s)", (_name, stores) => {
     expect(again.body).toEqual(reply.body)
   })
 
+  it("verify of a name another project holds (same org or another org) is 404 and leaves that name pending_dns", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const sibling = await newProject(slug)
+    const otherOrg = await newOrg()
+    const foreign = await newProject(otherOrg)
+    const member = await withRole(slug, "member")
+    for (const [owner, holder] of [
+      [slug, sibling],
+      [otherOrg, foreign]
+    ] as const) {
+      const name = customName()
+      const added = (await add(owner, holder, name)).body
+      // Proof is in place: only the ownership of the name may refuse the verify.
+      await setDns(fake.set(added.verify.name, "TXT", [added.verify.value]))
+      const reply = await api.post(`${base(slug, project)}/${name}/verify`, undefined, { token: member.token })
+      expect({ name, status: reply.status, code: reply.body.code }).toEqual({ name, status: 404, code: "not_found" })
+      const held = await api.get(base(owner, holder), { token: suite.admin.token })
+      expect(held.body.items.find((item: { name: string }) => item.name === name)).toMatchObject({
+        status: "pending_dns",
+        lastError: null,
+        verifiedAt: null
+      })
+      expect(await routeOf(name)).toEqual(Option.none())
+    }
+  })
+
   it("verify with a CNAME of <host> to the fallback origin makes the name active", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)

@@ -244,6 +244,112 @@ describe.each(backends)("the authoritative name server with dig (%s)", (_name, s
     expect(elapsed).toBeLessThan(1000)
   })
 
+  it("malformed or unsupported queries get their error code (FORMERR, NOTIMP, BADVERS, REFUSED), and the server keeps answering", async () => {
+    const { zone } = await newZone()
+    const socket = Dgram.createSocket("udp4")
+    const replies = new Map<number, Buffer>()
+    socket.on("message", (message) => {
+      if (message.length >= 2) replies.set(message.readUInt16BE(0), message)
+    })
+    await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", () => resolve()))
+    try {
+      const question = (name: string) =>
+        Buffer.concat([
+          ...name.split(".").map((label) => Buffer.concat([Buffer.from([label.length]), Buffer.from(label)])),
+          Buffer.from([0, 0, 6, 0, 1])
+        ])
+      const header = (id: number, qdcount: number) => {
+        const bytes = Buffer.alloc(12)
+        bytes.writeUInt16BE(id, 0)
+        bytes.writeUInt16BE(qdcount, 4)
+        return bytes
+      }
+      const malformed: ReadonlyArray<readonly [number, Buffer]> = [
+        // One question announced, none present.
+        [0x1001, header(0x1001, 1)],
+        // Two questions in one query.
+        [0x1002, Buffer.concat([header(0x1002, 2), question(zone), question(zone)])],
+        // A compression pointer to itself.
+        [0x1003, Buffer.concat([header(0x1003, 1), Buffer.from([0xc0, 12, 0, 6, 0, 1])])],
+        // A question cut inside its name.
+        [0x1004, Buffer.concat([header(0x1004, 1), question(zone).subarray(0, 5)])]
+      ]
+      for (const [, packet] of malformed) socket.send(packet, server.port, "127.0.0.1")
+      const { reply: answered } = await eventually(
+        async () => malformed.filter(([id]) => replies.has(id)).length,
+        (count) => count === malformed.length
+      )
+      expect(answered).toBe(malformed.length)
+      for (const [id] of malformed) {
+        const flags = replies.get(id)!.readUInt16BE(2)
+        // QR set, RCODE 1 (FORMERR).
+        expect({ id, qr: (flags & 0x8000) !== 0, rcode: flags & 0xf }).toEqual({ id, qr: true, rcode: 1 })
+      }
+    } finally {
+      socket.close()
+    }
+    expect((await q("+opcode=2", zone, "SOA")).status).toBe("NOTIMP")
+    expect((await q("+edns=1", "+noednsneg", zone, "SOA")).status).toBe("BADVERS")
+    expect((await q(zone, "SOA", "-c", "CH")).status).toBe("REFUSED")
+    const still = await q(zone, "SOA")
+    expect([still.status, still.answer.length]).toEqual(["NOERROR", 1])
+  })
+
+  it("a delegation in a signed zone is proved insecure: the referral carries the signed NSEC without DS, and delv validates the DS denial", async () => {
+    const { slug, zone, put, served } = await newZone()
+    await put("sub", "NS", ["ns1.sub", "ns.elsewhere.example."])
+    await put("ns1.sub", "A", ["192.0.2.53"])
+    const on = await api.post(`${zonesOf(slug)}/${zone}/dnssec`, { enabled: true }, { token: suite.admin.token })
+    expect(on.body.dnssec).toBe("signing")
+    await served()
+    const referral = await q("+dnssec", "+norec", `host.sub.${zone}`, "A")
+    expect(referral.status).toBe("NOERROR")
+    expect(referral.flags).not.toContain("aa")
+    expect(referral.answer).toEqual([])
+    expect(referral.authority.filter((line) => line.includes(" IN NS ")).sort()).toEqual([
+      `sub.${zone}. 300 IN NS ns.elsewhere.example.`,
+      `sub.${zone}. 300 IN NS ns1.sub.${zone}.`
+    ])
+    // The NS at the cut belongs to the child: unsigned. The NSEC at the cut is signed and lists no DS.
+    expect(referral.authority.some((line) => line.includes(" RRSIG NS "))).toBe(false)
+    const nsec = referral.authority.find((line) => line.startsWith(`sub.${zone}. `) && line.includes(" IN NSEC "))
+    expect(nsec).toBeDefined()
+    expect(nsec!.split(" IN NSEC ")[1]!.split(" ").slice(1)).not.toContain("DS")
+    expect(nsec!.split(" IN NSEC ")[1]!.split(" ").slice(1)).toContain("NS")
+    expect(
+      referral.authority.some((line) => line.startsWith(`sub.${zone}. `) && line.includes(" RRSIG NSEC 13 "))
+    ).toBe(true)
+    expect(referral.additional.some((line) => line === `ns1.sub.${zone}. 300 IN A 192.0.2.53`)).toBe(true)
+
+    // The DS at the cut is the parent's to answer: authoritative NODATA with the SOA and the NSEC.
+    const ds = await q("+dnssec", `sub.${zone}`, "DS")
+    expect(ds.status).toBe("NOERROR")
+    expect(ds.flags).toContain("aa")
+    expect(ds.answer).toEqual([])
+    expect(ds.authority.some((line) => line.includes(" IN SOA "))).toBe(true)
+    expect(ds.authority.some((line) => line.startsWith(`sub.${zone}. `) && line.includes(" IN NSEC "))).toBe(true)
+
+    const [tag, alg, digestType, digest] = (on.body.ds[0] as string).split(" ")
+    const dir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-delv-"))
+    try {
+      const anchors = Path.join(dir, "anchors.conf")
+      await Fs.writeFile(anchors, `trust-anchors { "${zone}." static-ds ${tag} ${alg} ${digestType} "${digest}"; };\n`)
+      const result = await tool("delv", [
+        "@127.0.0.1",
+        "-p",
+        String(server.port),
+        "-a",
+        anchors,
+        `+root=${zone}`,
+        `sub.${zone}`,
+        "DS"
+      ])
+      expect(result.output).toMatch(/; negative response, fully validated/)
+    } finally {
+      await Fs.rm(dir, { recursive: true, force: true })
+    }
+  })
+
   it("AXFR gives the whole zone to an allowed address and is REFUSED to others", async () => {
     const { zone, put, served } = await newZone()
     await put("www", "A", ["192.0.2.1"])
