@@ -4,7 +4,7 @@ import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { git, gitOk, withToken } from "./support/GitClient.ts"
+import { fastImport, git, gitOk, importData, withToken } from "./support/GitClient.ts"
 import { gitRepos } from "./support/GitRepos.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
 import { auditOf, useSuite } from "./support/TestServer.ts"
@@ -385,6 +385,33 @@ describe.each(backends)("spec 4.12 repositories (%s)", (_name, stores) => {
     expect([edge.body.tooLarge, edge.body.content.length]).toEqual([false, 1024 * 1024])
     const many = await api.get(`${repo}/tree?path=many`, admin())
     expect([many.body.entries.length, many.body.truncated]).toEqual([1000, true])
+    await pushed.cleanup()
+  })
+
+  it("commits: an author date past year 9999 (git stores it) is given as git prints it, never a 500; others are UTC", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const repo = `${reposOf(slug, pushed.project.name)}/site`
+    // Seconds since 1970: past 32 bits (2106), year 10000, and beyond what a JavaScript Date can hold.
+    const dates = [4294967296, 253402300800, 99999999999999]
+    const commits = dates.map(
+      (seconds, i) =>
+        `commit refs/heads/main\nauthor Far <far@example.test> ${seconds} +0130\n` +
+        `committer Far <far@example.test> ${seconds} +0000\n${importData(`at ${seconds}`)}` +
+        (i === 0 ? `from ${pushed.commit}\n` : "")
+    )
+    await fastImport(pushed.work, Buffer.from(commits.join("")))
+    await gitOk(pushed.work, ["push", "-q", pushed.url, "main"])
+    const listed = await api.get(`${repo}/commits?limit=3`, admin())
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200)
+    const printed = (await gitOk(pushed.work, ["log", "-n3", "--format=%aI"])).split("\n")
+    expect(listed.body.items.map((commit: { author: { date: string } }) => commit.author.date)).toEqual([
+      printed[0],
+      printed[1],
+      "2106-02-07T06:28:16.000Z"
+    ])
+    expect(printed[0]).toMatch(/^3170843-/)
+    expect(printed[1]).toBe("10000-01-01T01:30:00+01:30")
     await pushed.cleanup()
   })
 

@@ -51,6 +51,15 @@ const unavailable = () => new Errors.GitUnavailable({ message: "the git binary i
 
 const isMissing = (cause: unknown) => (cause as NodeJS.ErrnoException)?.code === "ENOENT"
 
+/**
+ * git's strict ISO 8601 date as an RFC 3339 UTC time; a date git stores but RFC 3339 cannot hold (after year 9999, as a
+ * pushed commit may carry) stays as git prints it.
+ */
+const utcOrAsPrinted = (date: string): string => {
+  const millis = Date.parse(date)
+  return Number.isNaN(millis) ? date : new Date(millis).toISOString()
+}
+
 interface Ran {
   readonly code: number
   readonly stdout: Buffer
@@ -425,7 +434,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
               commits.push({
                 sha: sha.replace(/^\n/u, ""),
                 message: message.replace(/\n+$/u, ""),
-                author: { name, email, date: new Date(date).toISOString() },
+                author: { name, email, date: utcOrAsPrinted(date) },
                 parents: parents === "" ? [] : parents.split(" ")
               })
             }

@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -76,4 +76,30 @@ export const commitFiles = async (dir: string, files: Record<string, string | Ui
   await gitOk(dir, ["add", "-A"])
   await gitOk(dir, ["commit", "-q", "-m", message])
   return gitOk(dir, ["rev-parse", "HEAD"])
+}
+
+/**
+ * Feeds `stream` to `git fast-import` in `dir` (a repository): thousands of objects or commits in one process, and
+ * objects the porcelain will not write (a gitlink to a missing commit, any date git can store).
+ */
+export const fastImport = (dir: string, stream: Uint8Array): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const child = spawn("git", ["fast-import", "--quiet"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, GIT_CONFIG_NOSYSTEM: "1" },
+      stdio: ["pipe", "ignore", "pipe"]
+    })
+    let stderr = ""
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on("error", reject)
+    child.on("close", (code) =>
+      code === 0 ? resolve() : reject(new Error(`git fast-import failed (${code}): ${stderr}`))
+    )
+    child.stdin.end(stream)
+  })
+
+/** One fast-import `data` command holding `content`. */
+export const importData = (content: string | Uint8Array): Buffer => {
+  const bytes = typeof content === "string" ? Buffer.from(content) : Buffer.from(content)
+  return Buffer.concat([Buffer.from(`data ${bytes.length}\n`), bytes, Buffer.from("\n")])
 }
