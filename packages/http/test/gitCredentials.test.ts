@@ -113,6 +113,36 @@ describe.each(backends)("spec 4.12 access tokens and SSH keys (%s)", (_name, sto
     expect((await api.get("/v1/me", { token })).status).toBe(401)
   })
 
+  it("token expiresAt is an RFC 3339 time with its offset: none, a date alone or a day that does not exist is 400; an offset is the same instant in UTC", async () => {
+    const user = await signIn()
+    for (const expiresAt of [
+      "2099-01-01T00:00:00",
+      "2099-01-01",
+      "2099-02-30T00:00:00Z",
+      "2099-01-01T24:00:00Z",
+      "2099-01-01T00:00:00+24:00",
+      "2099-01-01 00:00:00Z",
+      "Thu, 01 Jan 2099 00:00:00 GMT"
+    ]) {
+      const reply = await api.post("/v1/me/tokens", { name: "t", expiresAt }, { token: user.token })
+      expect([reply.status, reply.body.code], expiresAt).toEqual([400, "bad_request"])
+    }
+    for (const [expiresAt, utc] of [
+      ["2099-01-01T02:00:00+02:00", "2099-01-01T00:00:00.000Z"],
+      ["2099-01-01t00:00:00.5z", "2099-01-01T00:00:00.500Z"],
+      ["2096-02-29T23:30:00-00:30", "2096-03-01T00:00:00.000Z"]
+    ] as const) {
+      const reply = await api.post("/v1/me/tokens", { name: "t", expiresAt }, { token: user.token })
+      expect([reply.status, reply.body.expiresAt], expiresAt).toEqual([201, utc])
+    }
+    const listed = (await api.get("/v1/me/tokens", { token: user.token })).body.items
+    expect(listed.map((token: { expiresAt: string }) => token.expiresAt)).toEqual([
+      "2099-01-01T00:00:00.000Z",
+      "2099-01-01T00:00:00.500Z",
+      "2096-03-01T00:00:00.000Z"
+    ])
+  })
+
   it("every /v1/me/tokens and /v1/me/ssh-keys route without a session is 401", async () => {
     const key = generateKey("ed25519")
     const replies = [

@@ -2,7 +2,7 @@ import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import { BadRequest, NotFound, Unauthorized } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { type AccessTokenId, makeId, newId } from "../kernel/Ids.ts"
-import { isoToMillis, nowIso } from "../kernel/Time.ts"
+import { isoToMillis, nowIso, rfc3339Millis } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { UserStore } from "../identity/UserStore.ts"
 import { AuthCache, AuthChange } from "../identity/AuthCache.ts"
@@ -57,12 +57,12 @@ export class AccessTokens extends Context.Service<
       const create = Effect.fn("AccessTokens.create")(function* (actor: Actor, input: CreateAccessTokenInput) {
         const now = yield* nowIso
         const expiresAt = input.expiresAt ?? null
-        if (expiresAt !== null) {
-          const millis = Date.parse(expiresAt)
-          if (!Number.isFinite(millis) || !/^\d{4}-\d\d-\d\dT/u.test(expiresAt)) {
-            return yield* new BadRequest({ message: "expiresAt must be an RFC 3339 time" })
-          }
-          if (millis <= isoToMillis(now)) return yield* new BadRequest({ message: "expiresAt must be in the future" })
+        const expiresMillis = expiresAt === null ? null : rfc3339Millis(expiresAt)
+        if (expiresMillis === undefined) {
+          return yield* new BadRequest({ message: "expiresAt must be an RFC 3339 time with its offset (or Z)" })
+        }
+        if (expiresMillis !== null && expiresMillis <= isoToMillis(now)) {
+          return yield* new BadRequest({ message: "expiresAt must be in the future" })
         }
         const token = `${accessTokenPrefix}${yield* tokens.secret(32)}`
         const row: AccessTokenRow = {
@@ -71,7 +71,7 @@ export class AccessTokens extends Context.Service<
           name: input.name,
           tokenHash: yield* tokens.hash(token),
           createdAt: now,
-          expiresAt: expiresAt === null ? null : new Date(Date.parse(expiresAt)).toISOString(),
+          expiresAt: expiresMillis === null ? null : new Date(expiresMillis).toISOString(),
           lastUsedAt: null,
           revokedAt: null
         }

@@ -12,3 +12,32 @@ export const isoToMillis = (iso: string): number => DateTime.toEpochMillis(DateT
 /** The RFC 3339 UTC string `duration` after `iso`: one instant's deadline, with no second read of the clock. */
 export const isoPlus = (iso: string, duration: Duration.Duration): string =>
   new Date(isoToMillis(iso) + Duration.toMillis(duration)).toISOString()
+
+const rfc3339 = /^(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(\.\d+)?(?:[Zz]|([+-])(\d\d):(\d\d))$/u
+
+/**
+ * The instant of an RFC 3339 date-time as given on input (any offset, `Z` included), or undefined when it is none:
+ * no offset (a local time means nothing to a server), a date alone, or a day or time that does not exist. A leap
+ * second (`:60`) has no JavaScript instant and is refused too.
+ */
+export const rfc3339Millis = (text: string): number | undefined => {
+  const match = rfc3339.exec(text)
+  if (match === null) return undefined
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number
+  ]
+  const offsetHours = Number(match[9] ?? 0)
+  const offsetMinutes = Number(match[10] ?? 0)
+  const daysInMonth = month >= 1 && month <= 12 ? new Date(Date.UTC(year, month, 0)).getUTCDate() : 0
+  if (day < 1 || day > daysInMonth || hour > 23 || minute > 59 || second > 59) return undefined
+  if (offsetHours > 23 || offsetMinutes > 59) return undefined
+  const fraction = match[7] === undefined ? 0 : Math.floor(Number(`0${match[7]}`) * 1000)
+  const local = Date.UTC(year, month - 1, day, hour, minute, second, fraction)
+  const offset = (match[8] === "-" ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000
+  return local - offset
+}
