@@ -12,7 +12,7 @@ import { auditOf, useSuite } from "./support/TestServer.ts"
 describe.each(backends)("spec 4.12 repositories (%s)", (_name, stores) => {
   const suite = useSuite(stores, { git: { retention: Duration.hours(1) } })
   const { api, newOrg, newProject } = suite
-  const { reposOf, createRepo, pushedRepo, httpUrl } = gitRepos(suite)
+  const { reposOf, createRepo, pushedRepo, httpUrl, tokenOf } = gitRepos(suite)
   const admin = () => ({ token: suite.admin.token })
 
   itChecksRoles(suite, {
@@ -388,6 +388,95 @@ describe.each(backends)("spec 4.12 repositories (%s)", (_name, stores) => {
     await pushed.cleanup()
   })
 
+  it("limits at their edges: commits default and maximum 200, the latest 200 ref updates, a tree of exactly 1000 entries, git's binary rule at byte 8,000, a large binary, a submodule", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const repo = `${reposOf(slug, pushed.project.name)}/site`
+    const gitlink = "1234567890abcdef1234567890abcdef12345678"
+    const nulAt = (at: number) => Buffer.concat([Buffer.alloc(at, "a"), Buffer.from([0]), Buffer.from("tail\n")])
+    const files: Array<readonly [string, Uint8Array | string]> = [
+      ["nul7999.bin", nulAt(7999)],
+      ["nul8000.bin", nulAt(8000)],
+      ["large.bin", Buffer.concat([Buffer.from([0]), Buffer.alloc(1024 * 1024, 1)])],
+      ...Array.from({ length: 1000 }, (_, i) => [`exact/f${String(i).padStart(4, "0")}`, `${i}\n`] as const)
+    ]
+    // 205 commits on top of the pushed one: the first adds the files and a gitlink, the rest change nothing.
+    const stream = [
+      Buffer.from(`commit refs/heads/main\ncommitter A <a@example.test> 1700000000 +0000\n`),
+      importData("files"),
+      Buffer.from(`from ${pushed.commit}\nM 160000 ${gitlink} sub\n`),
+      ...files.flatMap(([path, content]) => [Buffer.from(`M 100644 inline ${path}\n`), importData(content)]),
+      ...Array.from({ length: 204 }, (_, i) =>
+        Buffer.concat([
+          Buffer.from(`commit refs/heads/main\ncommitter A <a@example.test> ${1700000001 + i} +0000\n`),
+          importData(`c${i}`)
+        ])
+      )
+    ]
+    await fastImport(pushed.work, Buffer.concat(stream))
+    await gitOk(pushed.work, ["push", "-q", pushed.url, "main"])
+    const log = (await gitOk(pushed.work, ["log", "--format=%H"])).split("\n")
+    expect(log).toHaveLength(206)
+    for (const query of ["", "?limit=200", "?limit=201", "?limit=5000"]) {
+      const commits = await api.get(`${repo}/commits${query}`, admin())
+      expect(
+        commits.body.items.map((commit: { sha: string }) => commit.sha),
+        query
+      ).toEqual(log.slice(0, 200))
+    }
+    expect((await api.get(`${repo}/commits?limit=199`, admin())).body.items).toHaveLength(199)
+    const exact = await api.get(`${repo}/tree?path=exact`, admin())
+    expect([exact.body.entries.length, exact.body.truncated]).toEqual([1000, false])
+    const root = await api.get(`${repo}/tree`, admin())
+    expect(root.body.entries.find((entry: { name: string }) => entry.name === "sub")).toEqual({
+      name: "sub",
+      path: "sub",
+      type: "commit",
+      mode: "160000",
+      size: null
+    })
+    expect(root.body.entries.find((entry: { name: string }) => entry.name === "exact")).toMatchObject({
+      type: "tree",
+      mode: "040000",
+      size: null
+    })
+    const submodule = await api.get(`${repo}/blob?path=sub`, admin())
+    expect([submodule.status, submodule.body.code]).toEqual([404, "no_path"])
+    expect((await api.get(`${repo}/blob?path=nul7999.bin`, admin())).body).toMatchObject({
+      size: 8005,
+      binary: true,
+      tooLarge: false,
+      content: null
+    })
+    expect((await api.get(`${repo}/blob?path=nul8000.bin`, admin())).body).toMatchObject({
+      size: 8006,
+      binary: false,
+      tooLarge: false,
+      content: `${"a".repeat(8000)}\u0000tail\n`
+    })
+    expect((await api.get(`${repo}/blob?path=large.bin`, admin())).body).toEqual({
+      ref: "main",
+      path: "large.bin",
+      size: 1024 * 1024 + 1,
+      binary: false,
+      tooLarge: true,
+      content: null
+    })
+    // Ref updates: one push of 201 new branches after the first push of main; the latest 200 are returned.
+    const branches = Array.from({ length: 201 }, (_, i) => `b${String(i).padStart(3, "0")}`)
+    for (const branch of branches)
+      await Fs.writeFile(Path.join(pushed.work, ".git", "refs", "heads", branch), `${log[0]}\n`)
+    await gitOk(pushed.work, ["push", "-q", pushed.url, "refs/heads/b*:refs/heads/b*"])
+    const updates = (await api.get(`${repo}/ref-updates`, admin())).body.items as Array<{
+      ref: string
+      old: string | null
+    }>
+    expect(updates).toHaveLength(200)
+    expect(new Set(updates.map((update) => update.ref)).size).toBe(200)
+    expect(updates.every((update) => /^refs\/heads\/b\d{3}$/.test(update.ref) && update.old === null)).toBe(true)
+    await pushed.cleanup()
+  })
+
   it("commits: an author date past year 9999 (git stores it) is given as git prints it, never a 500; others are UTC", async () => {
     const slug = await newOrg()
     const pushed = await pushedRepo(slug)
@@ -413,6 +502,183 @@ describe.each(backends)("spec 4.12 repositories (%s)", (_name, stores) => {
     expect(printed[0]).toMatch(/^3170843-/)
     expect(printed[1]).toBe("10000-01-01T01:30:00+01:30")
     await pushed.cleanup()
+  })
+
+  /** Every repository route on one repo URL, reads and writes. */
+  const repoRoutes = (repo: string) =>
+    [
+      ["GET", repo],
+      ["PATCH", repo, { visibility: "public" }],
+      ["DELETE", repo],
+      ["GET", `${repo}/ref-updates`],
+      ["GET", `${repo}/refs`],
+      ["GET", `${repo}/tree`],
+      ["GET", `${repo}/blob?path=README.md`],
+      ["GET", `${repo}/commits`]
+    ] as const
+
+  it("foreign names are 404 not_found on every repo route: another org's project under my org, another project's repo", async () => {
+    const [mine, theirs] = [await newOrg(), await newOrg()]
+    const ours = await pushedRepo(mine)
+    const other = await pushedRepo(theirs)
+    const sibling = await newProject(mine)
+    await createRepo(mine, sibling.name, { name: "only-here" })
+    const foreign = [
+      `${reposOf(mine, other.project.name)}/site`,
+      `${reposOf(mine, ours.project.name)}/only-here`,
+      `${reposOf(theirs, ours.project.name)}/site`
+    ]
+    for (const repo of foreign) {
+      for (const [method, path, body] of repoRoutes(repo)) {
+        const reply = await api.call(method, path, { token: suite.admin.token, body })
+        expect([reply.status, reply.body.code], `${method} ${path}`).toEqual([404, "not_found"])
+      }
+    }
+    const create = await api.post(reposOf(mine, other.project.name), { name: "x" }, admin())
+    expect([create.status, create.body.code]).toEqual([404, "not_found"])
+    // Nothing changed where the names do exist.
+    for (const [slug, project, name] of [
+      [theirs, other.project.name, "site"],
+      [mine, sibling.name, "only-here"],
+      [mine, ours.project.name, "site"]
+    ] as const) {
+      expect((await api.get(`${reposOf(slug, project)}/${name}`, admin())).body.visibility).toBe("private")
+    }
+    expect((await api.get(reposOf(theirs, other.project.name), admin())).body.items).toHaveLength(1)
+    await ours.cleanup()
+    await other.cleanup()
+  })
+
+  it("a personal access token as Bearer acts with its user's role on 4.12: viewer reads and is 403 on writes, member creates, admin patches; an outsider's is 404, a revoked one 401", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const repos = reposOf(slug, pushed.project.name)
+    const [viewer, member] = [await suite.withRole(slug, "viewer"), await suite.withRole(slug, "member")]
+    const [viewerPat, memberPat, outsiderPat] = [
+      await tokenOf(viewer),
+      await tokenOf(member),
+      await tokenOf(suite.outsider)
+    ]
+    for (const suffix of ["", "/site", "/site/refs", "/site/tree", "/site/commits", "/site/ref-updates"]) {
+      expect((await api.get(`${repos}${suffix}`, { token: viewerPat })).status, suffix).toBe(200)
+    }
+    const refused = [
+      await api.post(repos, { name: "by-viewer" }, { token: viewerPat }),
+      await api.patch(`${repos}/site`, { visibility: "public" }, { token: viewerPat }),
+      await api.delete(`${repos}/site`, undefined, { token: viewerPat }),
+      await api.patch(`${repos}/site`, { visibility: "public" }, { token: memberPat })
+    ]
+    expect(refused.map((reply) => [reply.status, reply.body.code])).toEqual(Array(4).fill([403, "forbidden"]))
+    expect((await api.post(repos, { name: "by-member" }, { token: memberPat })).status).toBe(201)
+    expect((await api.patch(`${repos}/by-member`, { visibility: "public" }, { token: pushed.token })).status).toBe(204)
+    const outsider = await api.get(`${repos}/site`, { token: outsiderPat })
+    expect([outsider.status, outsider.body.code]).toEqual([404, "not_found"])
+    const events = (await auditOf(suite.server, slug)).filter((event) => event.action === "repo.create")
+    expect(events.map((event) => [event.actorId, event.data.name])).toContainEqual([member.userId, "by-member"])
+    const listed = (await api.get("/v1/me/tokens", { token: viewer.token })).body.items
+    await api.delete(`/v1/me/tokens/${listed[0].id}`, undefined, { token: viewer.token })
+    const revoked = await api.get(repos, { token: viewerPat })
+    expect([revoked.status, revoked.body.code]).toEqual([401, "unauthorized"])
+    await pushed.cleanup()
+  })
+
+  it("PATCH to a new case of its own name is a rename, not repo_exists; PATCH {} is 204 and changes nothing", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const repos = reposOf(slug, project.name)
+    const created = await createRepo(slug, project.name, { name: "site", visibility: "public", defaultBranch: "trunk" })
+    expect((await api.patch(`${repos}/site`, {}, admin())).status).toBe(204)
+    expect((await api.get(`${repos}/site`, admin())).body).toEqual(created)
+    expect((await api.patch(`${repos}/site`, { name: "Site" }, admin())).status).toBe(204)
+    expect((await api.get(`${repos}/site`, admin())).body).toMatchObject({
+      name: "Site",
+      visibility: "public",
+      defaultBranch: "trunk",
+      cloneUrl: expect.stringMatching(/\/Site\.git$/)
+    })
+  })
+
+  it("bad input on the repo, token and key routes is 4xx, never a 500, and stores nothing: NUL, broken escapes, non-UTF-8, malformed or oversize bodies, unknown ids", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const repos = reposOf(slug, project.name)
+    await createRepo(slug, project.name)
+    const token = suite.admin.token
+    const check = (label: string, reply: { status: number; body: { code?: string } }, status: number, code: string) =>
+      expect([reply.status, reply.body.code], label).toEqual([status, code])
+    for (const [method, path] of [
+      ["GET", `${repos}/si%00te`],
+      ["PATCH", `${repos}/si%00te`],
+      ["DELETE", `${repos}/si%00te`],
+      ["GET", `${repos}/%E0%A4%A`],
+      ["GET", `${repos}/site/tree?path=a%00b`],
+      ["GET", `${repos}/site/tree?ref=main%00`],
+      ["GET", `${repos}/site/blob?path=%FF`],
+      ["GET", `${repos}/site/commits?limit=1%00`],
+      ["DELETE", "/v1/me/tokens/pat_%00"],
+      ["DELETE", "/v1/me/ssh-keys/key_%ED%A0%80"]
+    ] as const) {
+      const body = method === "PATCH" ? {} : undefined
+      check(`${method} ${path}`, await api.call(method, path, { token, body }), 400, "bad_request")
+    }
+    const key = (await import("./support/SshKeys.ts")).generateKey("ed25519")
+    for (const [path, raw] of [
+      [repos, '{"name":"a\\u0000b"}'],
+      [`${repos}/site`, '{"name":"x","visibility":"public\\u0000"}'],
+      ["/v1/me/tokens", '{"name":"ci\\u0000"}'],
+      ["/v1/me/tokens", '{"name":"ci","expiresAt":"2099-01-01T00:00:00Z\\u0000"}'],
+      [
+        "/v1/me/ssh-keys",
+        JSON.stringify({ publicKey: key.publicKey, title: "laptop" }).replace("laptop", "lap\\u0000top")
+      ],
+      ["/v1/me/ssh-keys", JSON.stringify({ publicKey: `${key.publicKey}\u0000` })],
+      ["/v1/me/tokens", '{"name":"\\ud800"}'],
+      [repos, '{"name":'],
+      ["/v1/me/tokens", "[]"],
+      ["/v1/me/ssh-keys", "null"]
+    ] as const) {
+      const method = path.endsWith("/site") ? "PATCH" : "POST"
+      check(`${method} ${path} ${raw}`, await api.call(method, path, { token, raw }), 400, "bad_request")
+    }
+    const latin1 = Buffer.concat([Buffer.from('{"name":"caf'), Buffer.from([0xe9]), Buffer.from('"}')])
+    for (const path of [repos, "/v1/me/tokens"]) {
+      const reply = await fetch(`${suite.server.url}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: latin1
+      })
+      expect([reply.status, ((await reply.json()) as { code: string }).code], path).toEqual([400, "bad_request"])
+    }
+    const huge = JSON.stringify({ name: "big", title: "x".repeat(3 * 1024 * 1024) })
+    for (const [method, path] of [
+      ["POST", repos],
+      ["PATCH", `${repos}/site`],
+      ["POST", "/v1/me/tokens"],
+      ["POST", "/v1/me/ssh-keys"]
+    ] as const) {
+      check(`${method} ${path} 3 MiB`, await api.call(method, path, { token, raw: huge }), 413, "payload_too_large")
+    }
+    for (const path of [
+      "/v1/me/tokens/pat_unknown",
+      "/v1/me/tokens/unknown",
+      `/v1/me/tokens/${"p".repeat(300)}`,
+      "/v1/me/ssh-keys/key_unknown",
+      "/v1/me/ssh-keys/SHA256:abc",
+      `/v1/me/ssh-keys/${"k".repeat(300)}`
+    ]) {
+      check(`DELETE ${path}`, await api.delete(path, undefined, { token }), 404, "not_found")
+    }
+    const smart = await fetch(
+      `${suite.server.url}/git/${slug}/${project.name}/si%00te.git/info/refs?service=git-upload-pack`
+    )
+    expect(smart.status).toBe(400)
+    expect((await api.get(repos, admin())).body.items.map((repo: { name: string }) => repo.name)).toEqual(["site"])
+    expect((await api.get(`${repos}/site`, admin())).body.visibility).toBe("private")
+    const names = (await api.get("/v1/me/tokens", admin())).body.items.map((t: { name: string }) => t.name)
+    expect(names.some((name: string) => name.startsWith("ci") || name.startsWith("caf"))).toBe(false)
+    expect(
+      (await api.get("/v1/me/ssh-keys", admin())).body.items.map((k: { fingerprint: string }) => k.fingerprint)
+    ).not.toContain(key.fingerprint)
   })
 
   it("every 4.12 repository route without a session is 401", async () => {
