@@ -25,7 +25,7 @@ describe("Notifications (spec 4.2) on the memory store", () => {
             mailId: null
           })
         }
-        assert.strictEqual((yield* notifications.list(viewer, "team", 0)).length, 1)
+        assert.strictEqual((yield* notifications.list(viewer, "team", 0)).items.length, 1)
       })
     )
   )

@@ -319,9 +319,64 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
       createdAt: "2026-01-01T00:02:00.000Z",
       sentAt: null
     })
+    expect(reply.body.nextCursor).toBeNull()
     const limited = await api.get(`/v1/orgs/${slug}/notifications?limit=1`, { token: viewer.token })
     expect(limited.body.items.map((n: { id: string }) => n.id)).toEqual([`ntf_${slug}_2`])
     const badLimit = await api.get(`/v1/orgs/${slug}/notifications?limit=abc`, { token: viewer.token })
     expect(badLimit.status).toBe(400)
+  })
+
+  it("notifications are a paged list (spec part 8, decisions part 1): nextCursor walks every row once, null on the last page; a cursor it did not hand out is 400", async () => {
+    const { slug } = await createOrg("Paged", unique("ntf"))
+    const viewer = await memberWith(slug, "viewer")
+    // Five rows, two at one instant split across pages 1 and 2: the cursor orders them by id as the list does.
+    const times = [0, 1, 2, 2, 3].map((minute) => new Date(Date.UTC(2026, 0, 1, 0, minute)).toISOString())
+    await server.run(
+      Effect.gen(function* () {
+        const store = yield* Orgs.OrgStore
+        const org = Option.getOrThrow(yield* store.findBySlug(slug))
+        for (const [i, createdAt] of times.entries()) {
+          yield* store.insertNotification({
+            id: `ntf_${slug.replaceAll("-", "_")}_${i}`,
+            orgId: org.id,
+            kind: "backup",
+            message: `notice ${i}`,
+            projectName: null,
+            createdAt,
+            mailId: null
+          })
+        }
+      })
+    )
+    const path = `/v1/orgs/${slug}/notifications`
+    const all = (await api.get(path, { token: viewer.token })).body
+    expect(all.items).toHaveLength(5)
+    expect(all.nextCursor).toBeNull()
+    const walked: Array<string> = []
+    const cursors: Array<string> = []
+    let cursor: string | null = null
+    do {
+      const query: string = cursor === null ? "?limit=2" : `?limit=2&cursor=${encodeURIComponent(cursor)}`
+      const page = await api.get(`${path}${query}`, { token: viewer.token })
+      expect(page.status).toBe(200)
+      expect(Object.keys(page.body).sort()).toEqual(["items", "nextCursor"])
+      walked.push(...page.body.items.map((n: { id: string }) => n.id))
+      cursor = page.body.nextCursor
+      if (cursor !== null) cursors.push(cursor)
+    } while (cursor !== null)
+    expect(walked).toEqual(all.items.map((n: { id: string }) => n.id))
+    expect(cursors).toHaveLength(2)
+    // A cursor positions in time and id only: in another org it pages that org's own rows, never these.
+    const other = await createOrg("Other", unique("ntf"))
+    const elsewhere = await api.get(`/v1/orgs/${other.slug}/notifications?cursor=${cursors[0]}`, {
+      token: admin.token
+    })
+    expect(elsewhere.body).toEqual({ items: [], nextCursor: null })
+    const forged = Buffer.from(JSON.stringify(["yesterday", "ntf_x"])).toString("base64url")
+    for (const bad of ["nope", "%00", "%FF", forged, "a".repeat(500)]) {
+      const reply = await api.get(`${path}?cursor=${bad}`, { token: viewer.token })
+      expect([bad, reply.status, reply.body.code]).toEqual([bad, 400, "bad_request"])
+    }
+    expect((await api.get(`${path}?cursor=${cursors[0]}`, { token: outsider.token })).status).toBe(404)
   })
 })

@@ -111,12 +111,23 @@ export const layer = Layer.effect(
     })
 
     const listNotifications = SqlSchema.findAll({
-      Request: Schema.Struct({ orgId: Schema.String, limit: Schema.Number }),
+      Request: Schema.Struct({
+        orgId: Schema.String,
+        limit: Schema.Number,
+        beforeAt: Schema.NullOr(Schema.String),
+        beforeId: Schema.String
+      }),
       Result: NotificationRowSchema,
-      execute: ({ orgId, limit }) => sql`
+      execute: ({ orgId, limit, beforeAt, beforeId }) => sql`
         SELECT n.id, n.kind, n.message, n.project_name, n.created_at, m.sent_at
         FROM notifications n LEFT JOIN mail_outbox m ON m.id = n.mail_id AND m.state = 'sent'
         WHERE n.org_id = ${orgId}
+        ${
+          beforeAt === null
+            ? sql``
+            : sql`AND (n.created_at < ${beforeAt}::timestamptz
+              OR (n.created_at = ${beforeAt}::timestamptz AND n.id COLLATE "C" < ${beforeId} COLLATE "C"))`
+        }
         ORDER BY n.created_at DESC, n.id COLLATE "C" DESC
         LIMIT ${limit}`
     })
@@ -200,7 +211,13 @@ export const layer = Layer.effect(
           Effect.map((rows) => rows.length === 1),
           Effect.orDie
         ),
-      listNotifications: (orgId, limit) => listNotifications({ orgId, limit }).pipe(Effect.orDie)
+      listNotifications: (orgId, limit, before) =>
+        listNotifications({
+          orgId,
+          limit,
+          beforeAt: before?.createdAt ?? null,
+          beforeId: before?.id ?? ""
+        }).pipe(Effect.orDie)
     })
   })
 )

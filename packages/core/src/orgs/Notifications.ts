@@ -1,5 +1,6 @@
-import { Context, Effect, Layer, Schema } from "effect"
-import type { Forbidden, NotFound } from "../errors/Errors.ts"
+import { Context, Effect, Layer, Option, Result, Schema } from "effect"
+import { Base64Url } from "effect/encoding"
+import { BadRequest, type Forbidden, type NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { newId, type OrgId } from "../kernel/Ids.ts"
 import { Policy } from "../kernel/Policy.ts"
@@ -9,7 +10,7 @@ import { Tokens } from "../kernel/Tokens.ts"
 import { Transactor } from "../kernel/Transactor.ts"
 import { MailConfig } from "../mail/MailConfig.ts"
 import { mailQueue } from "../mail/SendMail.ts"
-import type { Notification } from "./Org.ts"
+import type { Notification, NotificationPage, NotificationPosition } from "./Org.ts"
 import { OrgStore } from "./OrgStore.ts"
 
 export const defaultPageSize = 50
@@ -24,6 +25,29 @@ export const PageLimit = Schema.FiniteFromString.check(
 /** Clamps a requested page size to 1..200, 50 when absent. */
 export const pageSize = (limit: number | undefined): number =>
   limit === undefined ? defaultPageSize : Math.min(Math.max(Math.trunc(limit), 1), maxPageSize)
+
+/** The opaque `nextCursor` of a page: its last row's position, base64url JSON `[createdAt, id]`. */
+const encodeCursor = (row: NotificationPosition): string => Base64Url.encode(JSON.stringify([row.createdAt, row.id]))
+
+/** A cursor this list returned; anything else (not base64url JSON of a canonical time and an id) is none. */
+const decodeCursor = (cursor: string): Option.Option<NotificationPosition> => {
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return Option.none()
+  const text = Base64Url.decodeString(cursor)
+  if (Result.isFailure(text)) return Option.none()
+  try {
+    const parsed: unknown = JSON.parse(text.success)
+    if (!Array.isArray(parsed) || parsed.length !== 2) return Option.none()
+    const [createdAt, id] = parsed as [unknown, unknown]
+    if (typeof createdAt !== "string" || typeof id !== "string" || !/^ntf_[A-Za-z0-9_]{1,100}$/.test(id)) {
+      return Option.none()
+    }
+    const time = Date.parse(createdAt)
+    if (Number.isNaN(time) || new Date(time).toISOString() !== createdAt) return Option.none()
+    return Option.some({ createdAt, id })
+  } catch {
+    return Option.none()
+  }
+}
 
 /** A notice an area raises (a restore finished, a generation failed its re-hash). */
 export interface Notice {
@@ -46,11 +70,13 @@ export interface Notice {
 export class Notifications extends Context.Service<
   Notifications,
   {
+    /** A page, newest first: `limit` rows (50 when absent), after the row `cursor` (a `nextCursor`) names. */
     readonly list: (
       actor: Actor,
       slug: string,
-      limit: number | undefined
-    ) => Effect.Effect<ReadonlyArray<Notification>, NotFound | Forbidden>
+      limit: number | undefined,
+      cursor?: string | undefined
+    ) => Effect.Effect<NotificationPage, NotFound | Forbidden | BadRequest>
     readonly notify: (orgId: OrgId, notice: Notice) => Effect.Effect<void>
   }
 >()("@hostplane/core/orgs/Notifications") {
@@ -64,9 +90,25 @@ export class Notifications extends Context.Service<
       const settings = yield* Settings
       const { mailFrom } = yield* MailConfig
       const enqueueMail = yield* mailQueue
-      const list = Effect.fn("Notifications.list")(function* (actor: Actor, slug: string, limit: number | undefined) {
+      const list = Effect.fn("Notifications.list")(function* (
+        actor: Actor,
+        slug: string,
+        limit: number | undefined,
+        cursor?: string | undefined
+      ) {
         const { org } = yield* policy.require(actor, slug, "viewer")
-        return yield* store.listNotifications(org.id, pageSize(limit))
+        const before = cursor === undefined || cursor === "" ? Option.none() : decodeCursor(cursor)
+        if (cursor !== undefined && cursor !== "" && Option.isNone(before)) {
+          return yield* new BadRequest({ message: "cursor is not one this API returned", details: { field: "cursor" } })
+        }
+        const size = pageSize(limit)
+        const rows = yield* store.listNotifications(org.id, size + 1, Option.getOrUndefined(before))
+        const items = rows.slice(0, size)
+        const last = items.at(-1)
+        return {
+          items,
+          nextCursor: rows.length > size && last !== undefined ? encodeCursor(last) : null
+        } satisfies NotificationPage
       })
       const notify = Effect.fn("Notifications.notify")(function* (orgId: OrgId, notice: Notice) {
         const id =

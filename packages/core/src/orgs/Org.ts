@@ -153,6 +153,19 @@ export const Notification = Schema.Struct({
 })
 export type Notification = typeof Notification.Type
 
+/** A page of notifications, newest first; `nextCursor` fetches the older ones, null on the last page. */
+export const NotificationPage = Schema.Struct({
+  items: Schema.Array(Notification),
+  nextCursor: Schema.NullOr(Schema.String)
+})
+export type NotificationPage = typeof NotificationPage.Type
+
+/** Where a page of notifications ends: its last row's time and id. */
+export interface NotificationPosition {
+  readonly createdAt: string
+  readonly id: string
+}
+
 export interface NotificationRow extends Omit<Notification, "sentAt"> {
   readonly orgId: string
   readonly mailId: string | null

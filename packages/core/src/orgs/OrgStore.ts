@@ -1,7 +1,7 @@
 import { Context, Effect, Option } from "effect"
 import type { SlugTaken } from "../errors/Errors.ts"
 import type { Role } from "../kernel/Role.ts"
-import type { InviteRow, Member, Notification, NotificationRow, OrgRow, Plan } from "./Org.ts"
+import type { InviteRow, Member, Notification, NotificationPosition, NotificationRow, OrgRow, Plan } from "./Org.ts"
 import type { InviteId, OrgId, UserId } from "../kernel/Ids.ts"
 
 export interface MembershipRow {
@@ -42,7 +42,14 @@ export class OrgStore extends Context.Service<
     readonly setInviteState: (inviteId: InviteId, state: "accepted" | "revoked") => Effect.Effect<void>
     /** Records a notification; false (and nothing written) when its id is already recorded. */
     readonly insertNotification: (notification: NotificationRow) => Effect.Effect<boolean>
-    /** Newest first. */
-    readonly listNotifications: (orgId: OrgId, limit: number) => Effect.Effect<ReadonlyArray<Notification>>
+    /**
+     * Newest first (`createdAt`, then `id` in byte order, both descending); with `before`, only the rows after that
+     * position in this order (a page's last row: the next page).
+     */
+    readonly listNotifications: (
+      orgId: OrgId,
+      limit: number,
+      before?: NotificationPosition
+    ) => Effect.Effect<ReadonlyArray<Notification>>
   }
 >()("@hostplane/core/orgs/OrgStore") {}

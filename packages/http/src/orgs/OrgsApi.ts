@@ -7,6 +7,7 @@ import { OrgRef } from "../projects/ProjectRef.ts"
 
 const items = <S extends Schema.Top>(item: S) => Schema.Struct({ items: Schema.Array(item) })
 const access = apiErrors(Errors.NotFound, Errors.Forbidden)
+const describe = (description: string) => OpenApi.annotations({ description })
 
 /** Spec 4.2: organizations and their notifications. */
 export class OrgsApi extends HttpApiGroup.make("orgs")
@@ -41,10 +42,20 @@ export class OrgsApi extends HttpApiGroup.make("orgs")
     }).annotate(OpenApi.Summary, "Delete an organization"),
     HttpApiEndpoint.get("notifications", "/orgs/:orgSlug/notifications", {
       params: OrgRef,
-      query: { limit: Schema.optionalKey(Orgs.PageLimit) },
-      success: items(Orgs.Notification),
-      error: access
-    }).annotate(OpenApi.Summary, "List an organization's notifications")
+      query: { limit: Schema.optionalKey(Orgs.PageLimit), cursor: Schema.optionalKey(Schema.String) },
+      success: Orgs.NotificationPage,
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
+    })
+      .annotate(OpenApi.Summary, "List an organization's notifications")
+      .annotateMerge(
+        describe(
+          [
+            "Viewer or higher. Limit, backup and restore notices, newest first. Query `limit` (1..200, default 50) and",
+            "`cursor` (the `nextCursor` of the previous page; null on the last page). A cursor this list did not hand",
+            "out is 400. `sentAt` set means an email went out."
+          ].join(" ")
+        )
+      )
   )
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({ title: "Organizations", description: "Organizations (spec 4.2)." })) {}

@@ -25,9 +25,7 @@ export const OrgsHandlers = HttpApiBuilder.group(
       rename: ({ params, payload }) => Effect.flatMap(actor, (a) => orgs.rename(a, params.orgSlug, payload.name)),
       remove: ({ params, payload }) => Effect.flatMap(actor, (a) => orgs.remove(a, params.orgSlug, payload.confirm)),
       notifications: ({ params, query }) =>
-        Effect.flatMap(actor, (a) => notifications.list(a, params.orgSlug, query.limit)).pipe(
-          Effect.map((items) => ({ items }))
-        )
+        Effect.flatMap(actor, (a) => notifications.list(a, params.orgSlug, query.limit, query.cursor))
     })
   })
 )

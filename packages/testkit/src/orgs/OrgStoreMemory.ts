@@ -76,6 +76,16 @@ const storedInvite = (invite: StoredInvite): StoredInvite => ({
   createdAt: invite.createdAt
 })
 
+/** A notification's place in its list, as PostgreSQL orders it: newest `createdAt` first, then `id` descending in byte order. */
+const positionOrder = (
+  a: { readonly createdAt: string; readonly id: string },
+  b: { readonly createdAt: string; readonly id: string }
+): number => {
+  const at = Date.parse(b.createdAt) - Date.parse(a.createdAt)
+  if (at !== 0) return at
+  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0
+}
+
 /** Newest first by `createdAt`, insertion order breaking ties. */
 const newestFirst = <Row extends { readonly createdAt: string }>(a: Sequenced<Row>, b: Sequenced<Row>): number =>
   a.row.createdAt < b.row.createdAt ? 1 : a.row.createdAt > b.row.createdAt ? -1 : b.seq - a.seq
@@ -227,11 +237,11 @@ export const make = (store: MemoryStore): Orgs.OrgStore["Service"] =>
         })
         return true
       }),
-    listNotifications: (orgId, limit) =>
+    listNotifications: (orgId, limit, before) =>
       read(store, (tables) =>
         [...tables(notificationRows).values()]
-          .filter(({ row }) => row.orgId === orgId)
-          .sort(newestFirst)
+          .filter(({ row }) => row.orgId === orgId && (before === undefined || positionOrder(row, before) > 0))
+          .sort((a, b) => positionOrder(a.row, b.row))
           .slice(0, Math.max(limit, 0))
           .map(({ row }): Orgs.Notification => ({
             id: row.id,

@@ -411,6 +411,39 @@ export const orgStoreSuite = <E>(name: string, store: Layer.Layer<OrgStoreSuiteS
       })
     )
 
+    it.effect("listNotifications with before: the rows after that position, ties at one instant ordered by id", () =>
+      Effect.gen(function* () {
+        const orgs = yield* Orgs.OrgStore
+        const org = yield* givenOrg()
+        // Ids in byte order a < b < c < d < e; a run-unique prefix, as ids are global.
+        const id = (letter: string) => `ntf_${org.id.slice(4)}_${letter}`
+        const rows = [
+          makeNotification(org.id, { id: id("a"), createdAt: at(minute) }),
+          makeNotification(org.id, { id: id("b"), createdAt: at(minute) }),
+          makeNotification(org.id, { id: id("c"), createdAt: at(minute) }),
+          makeNotification(org.id, { id: id("d"), createdAt: at(0) }),
+          makeNotification(org.id, { id: id("e"), createdAt: at(2 * minute) })
+        ]
+        for (const row of rows) yield* orgs.insertNotification(row)
+        const ids = (listed: ReadonlyArray<Orgs.Notification>) => listed.map((row) => row.id)
+        assert.deepStrictEqual(ids(yield* orgs.listNotifications(org.id, 50)), [
+          id("e"),
+          id("c"),
+          id("b"),
+          id("a"),
+          id("d")
+        ])
+        const after = (position: string, createdAt: string, limit = 50) =>
+          Effect.map(orgs.listNotifications(org.id, limit, { createdAt, id: position }), ids)
+        assert.deepStrictEqual(yield* after(id("e"), at(2 * minute)), [id("c"), id("b"), id("a"), id("d")])
+        assert.deepStrictEqual(yield* after(id("c"), at(minute), 2), [id("b"), id("a")])
+        assert.deepStrictEqual(yield* after(id("b"), at(minute)), [id("a"), id("d")])
+        assert.deepStrictEqual(yield* after(id("d"), at(0)), [])
+        // A position between rows (a row since gone) still pages on from there.
+        assert.deepStrictEqual(yield* after(id("bb"), at(minute)), [id("b"), id("a"), id("d")])
+      })
+    )
+
     it.effect("a notification's sentAt is its outbox row's sentAt once that row is sent", () =>
       Effect.gen(function* () {
         const orgs = yield* Orgs.OrgStore
