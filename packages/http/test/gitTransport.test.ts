@@ -4,6 +4,7 @@ import { Context, Effect, Exit, Layer, Option, Scope } from "effect"
 import { execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
+import * as Http from "node:http"
 import * as Path from "node:path"
 import { gzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -57,7 +58,7 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
 
   // The git processes serving a fetch (upload-pack and its pack-objects, not a background repack) under this
   // process, the test server's host.
-  const gitDescendants = async () => {
+  const gitDescendants = async (serving = /upload-pack|pack-objects .*--stdout/) => {
     const parents = new Map<number, number>()
     const commands = new Map<number, string>()
     for (const name of await Fs.readdir("/proc")) {
@@ -74,9 +75,7 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
       }
       return false
     }
-    return [...commands].filter(
-      ([pid, command]) => /upload-pack|pack-objects .*--stdout/.test(command) && descends(pid)
-    )
+    return [...commands].filter(([pid, command]) => serving.test(command) && descends(pid))
   }
   /** Waits up to 10 s for every git process under this one to end; what is left. */
   const gitLeft = async () => {
@@ -387,6 +386,90 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     expect(await gitDescendants()).not.toEqual([])
     ssh.kill("SIGKILL")
     expect(await gitLeft()).toEqual([])
+    await pushed.cleanup()
+  })
+
+  it("a rename while a push is running does not interrupt it: the push lands in the renamed repo and is recorded", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const repos = reposOf(slug, pushed.project.name)
+    const next = await pushed.commitFiles({ "during.txt": "pushed across a rename\n" }, "during")
+    // The push as git sends it over smart HTTP: the ref command with report-status, then a pack of what main lacks.
+    const pack = await new Promise<Buffer>((resolve, reject) => {
+      const child = spawn("git", ["pack-objects", "--stdout", "--revs", "-q"], { cwd: pushed.work })
+      const chunks: Array<Buffer> = []
+      child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk))
+      child.on("error", reject)
+      child.on("close", (code) => (code === 0 ? resolve(Buffer.concat(chunks)) : reject(new Error(`pack ${code}`))))
+      child.stdin.end(`${next}\n^${pushed.commit}\n`)
+    })
+    const url = new URL(`${httpUrl(slug, pushed.project.name, "site")}/git-receive-pack`)
+    const push = Http.request(url, {
+      method: "POST",
+      headers: {
+        authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
+        "content-type": "application/x-git-receive-pack-request"
+      }
+    })
+    const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      push.on("response", (response) => {
+        const chunks: Array<Buffer> = []
+        response.on("data", (chunk: Buffer) => chunks.push(chunk))
+        response.on("end", () => resolve({ status: response.statusCode!, body: Buffer.concat(chunks).toString() }))
+      })
+      push.on("error", reject)
+    })
+    push.write(`${pkt(`${pushed.commit} ${next} refs/heads/main\0report-status\n`)}0000`)
+    push.write(pack.subarray(0, 12))
+    // receive-pack is running and holds the first bytes of the pack when the repo is renamed.
+    const deadline = Date.now() + 10_000
+    while ((await gitDescendants(/receive-pack/)).length === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect(await gitDescendants(/receive-pack/)).not.toEqual([])
+    expect((await api.patch(`${repos}/site`, { name: "renamed" }, admin())).status).toBe(204)
+    push.end(pack.subarray(12))
+    const reply = await answered
+    expect(reply.status).toBe(200)
+    expect(reply.body).toContain("unpack ok")
+    expect(reply.body).toContain("ok refs/heads/main")
+    const refs = await api.get(`${repos}/renamed/refs`, admin())
+    expect(refs.body.branches).toEqual([{ name: "main", commit: next }])
+    expect((await refUpdates(slug, pushed.project.name, "renamed"))[0]).toMatchObject({
+      ref: "refs/heads/main",
+      old: pushed.commit,
+      new: next,
+      userId: suite.admin.userId
+    })
+    const blob = await api.get(`${repos}/renamed/blob?path=during.txt`, admin())
+    expect(blob.body.content).toBe("pushed across a rename\n")
+    expect((await api.get(`${repos}/site`, admin())).status).toBe(404)
+    await pushed.cleanup()
+  })
+
+  it("git use sets a token's lastUsedAt; a token revoked right after a clone is refused at once (401 with the challenge)", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const url = httpUrl(slug, pushed.project.name, "site")
+    const created = await api.post("/v1/me/tokens", { name: "ci" }, admin())
+    const unused = (await api.get("/v1/me/tokens", admin())).body.items.find(
+      (token: { id: string }) => token.id === created.body.id
+    )
+    expect(unused.lastUsedAt).toBeNull()
+    await gitOk(pushed.dir, ["clone", "-q", withToken(url, created.body.token), "used"])
+    const used = (await api.get("/v1/me/tokens", admin())).body.items.find(
+      (token: { id: string }) => token.id === created.body.id
+    )
+    expect(used.lastUsedAt).not.toBeNull()
+    expect(Date.parse(used.lastUsedAt)).toBeGreaterThanOrEqual(Date.parse(created.body.createdAt))
+    expect((await api.delete(`/v1/me/tokens/${created.body.id}`, undefined, admin())).status).toBe(204)
+    const refused = await fetch(`${url}/info/refs?service=git-upload-pack`, {
+      headers: { authorization: `Basic ${Buffer.from(`x:${created.body.token}`).toString("base64")}` }
+    })
+    expect(refused.status).toBe(401)
+    expect(refused.headers.get("www-authenticate")).toBe('Basic realm="hostplane"')
+    const fetchAgain = await git(Path.join(pushed.dir, "used"), ["fetch", "-q"])
+    expect(fetchAgain.code).not.toBe(0)
     await pushed.cleanup()
   })
 
