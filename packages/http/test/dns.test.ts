@@ -277,6 +277,42 @@ describe.each(backends)("spec 4.14 DNS zones (%s)", (_name, stores) => {
     expect((await api.get(zoneOf(slug, zone), { token: suite.admin.token })).body.rrsets).toHaveLength(2)
   })
 
+  it("an rrset larger than one DNS answer can carry (16384 bytes in wire form) is 400 bad_request with details { limit, size }; nothing is stored", async () => {
+    const slug = await newOrg()
+    const zone = await createZone(slug)
+    // Each A record of "many" takes its owner name in wire form, 10 bytes of type, class, TTL and length, and 4 of
+    // address: the most that fit is accepted, one more is refused.
+    const perRecord = `many.${zone}`.split(".").reduce((total, label) => total + label.length + 1, 1) + 10 + 4
+    const fitting = Math.floor(16384 / perRecord)
+    const addresses = (count: number) =>
+      Array.from({ length: count }, (_, index) => `10.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}`)
+    const over = await put(slug, zone, "many", "A", { records: addresses(fitting + 1) })
+    expect({ status: over.status, code: over.body.code, details: over.body.details }).toEqual({
+      status: 400,
+      code: "bad_request",
+      details: { limit: 16384, size: (fitting + 1) * perRecord }
+    })
+    const fits = await put(slug, zone, "many", "A", { records: addresses(fitting) })
+    expect([fits.status, fits.body.records.length]).toEqual([200, fitting])
+    // Twelve TXT records of 6000 bytes (each fine alone), and one TXT record of 20000 bytes.
+    const serial = await serialOf(slug, zone)
+    for (const [name, records] of [
+      ["big", Array.from({ length: 12 }, (_, index) => String(index % 10).repeat(6000))],
+      ["huge", ["h".repeat(20000)]]
+    ] as const) {
+      const reply = await put(slug, zone, name, "TXT", { records })
+      expect({ name, status: reply.status, code: reply.body.code, limit: reply.body.details?.limit }).toEqual({
+        name,
+        status: 400,
+        code: "bad_request",
+        limit: 16384
+      })
+    }
+    const detail = await api.get(zoneOf(slug, zone), { token: suite.admin.token })
+    expect(detail.body.serial).toBe(serial)
+    expect(detail.body.rrsets.map((rrset: { name: string }) => rrset.name)).toEqual(["@", "@", "many"])
+  })
+
   it("the SOA and apex NS are 409 managed_rrset for PUT and DELETE", async () => {
     const slug = await newOrg()
     const zone = await createZone(slug)

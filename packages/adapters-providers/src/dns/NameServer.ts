@@ -29,6 +29,8 @@ const opcodeQuery = 0
 const opcodeNotify = 4
 const rcodeNotAuth = 9
 const maxTransferMessage = 16 * 1024
+/** The longest DNS message: its length travels in two bytes over TCP (RFC 1035 4.2.2). */
+const maxMessage = 65535
 
 /** One parsed query: the parts of RFC 1035 4.1 the server reads, with the question as received. */
 interface Query {
@@ -231,9 +233,22 @@ export class NameServer extends Context.Service<
         return message
       }
 
+      /**
+       * `respond` made safe for a socket: an answer that cannot be built, or is longer than one DNS message can be
+       * (65535 bytes, a limit the API keeps every rrset well under), is SERVFAIL instead of an exception.
+       */
+      const answerOrFail = (query: Query): Buffer => {
+        try {
+          const message = respond(query)
+          return message.length <= maxMessage ? message : bare(query, rcodes.SERVFAIL)
+        } catch {
+          return bare(query, rcodes.SERVFAIL)
+        }
+      }
+
       const udpAnswer = (query: Query): Buffer => {
         if (query.type === typeCodes.AXFR) return bare(query, rcodes.REFUSED)
-        const message = respond(query)
+        const message = answerOrFail(query)
         const limit = query.edns === undefined ? 512 : Math.min(query.edns.payload, 4096)
         return message.length <= limit ? message : bare(query, message.readUInt16BE(2) & 0xf, flagTc | flagAa)
       }
@@ -382,8 +397,13 @@ export class NameServer extends Context.Service<
             }
             if (query.response) continue
             if (query.type === typeCodes.AXFR || query.type === typeCodes.IXFR) {
-              transfer(query, socket.remoteAddress ?? "", (reply) => socket.write(framed(reply)))
-            } else socket.write(framed(respond(query)))
+              try {
+                transfer(query, socket.remoteAddress ?? "", (reply) => socket.write(framed(reply)))
+              } catch {
+                // A transfer that cannot be framed ends the connection; the secondary retries or reports it.
+                return void socket.destroy()
+              }
+            } else socket.write(framed(answerOrFail(query)))
           }
         })
       })

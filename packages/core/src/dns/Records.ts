@@ -188,6 +188,51 @@ export const parseCharacterStrings = (text: string): Array<Uint8Array> | undefin
   return strings
 }
 
+/**
+ * The most an rrset's records may take in DNS wire form (each record's owner name, type, class, TTL, length and
+ * RDATA): the rrset is answered in one DNS message (at most 65535 bytes over TCP), beside its signature, a CNAME
+ * chain or glue, so a quarter of the message is left for it.
+ */
+export const maxRrsetWireBytes = 16384
+
+/** The uncompressed wire length of an absolute name (`.` is the root). */
+const nameWireLength = (name: string): number =>
+  name === "."
+    ? 1
+    : name
+        .replace(/\.$/, "")
+        .split(".")
+        .reduce((total, label) => total + label.length + 1, 1)
+
+/** The RDATA length of one record in its stored form (see `normalizeRecord`). */
+const rdataLength = (type: RrsetType, record: string): number => {
+  const parts = tokens(record)
+  switch (type) {
+    case "A":
+      return 4
+    case "AAAA":
+      return 16
+    case "CNAME":
+    case "NS":
+    case "PTR":
+      return nameWireLength(parts[0]!)
+    case "MX":
+      return 2 + nameWireLength(parts[1]!)
+    case "SRV":
+      return 6 + nameWireLength(parts[3]!)
+    case "CAA": {
+      const match = /^\s*\d+\s+(\S+)\s+(.+?)\s*$/.exec(record)
+      return 2 + (match?.[1]?.length ?? 0) + (parseCharacterStrings(match?.[2] ?? "")?.[0]?.length ?? 0)
+    }
+    case "TXT":
+      return (parseCharacterStrings(record) ?? []).reduce((total, chunk) => total + chunk.length + 1, 0)
+  }
+}
+
+/** The wire length of an rrset of stored records at `owner` (absolute, with its trailing dot). */
+export const rrsetWireLength = (owner: string, type: RrsetType, records: ReadonlyArray<string>): number =>
+  records.reduce((total, record) => total + nameWireLength(owner) + 10 + rdataLength(type, record), 0)
+
 /** One character-string in zone-file form: quoted, `"` and `\` escaped, bytes outside printable ASCII as `\DDD`. */
 export const quoteCharacterString = (bytes: Uint8Array): string => {
   let out = '"'

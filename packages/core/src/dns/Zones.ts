@@ -22,13 +22,16 @@ import { Sealer } from "../secrets/Sealer.ts"
 import { DnsConfig, dnsEnabled } from "./DnsConfig.ts"
 import { newZoneKey } from "./ZoneKeys.ts"
 import {
+  absoluteOwner,
   defaultTtl,
   managedTypes,
+  maxRrsetWireBytes,
   maxTtl,
   minTtl,
   normalizeRecord,
   parseOwner,
   parseType,
+  rrsetWireLength,
   type RrsetType
 } from "./Records.ts"
 import {
@@ -287,6 +290,13 @@ export class Zones extends Context.Service<
           for (const record of input.records) {
             const normalized = yield* Effect.fromResult(normalizeRecord(zoneName, key.type, record))
             if (!records.includes(normalized)) records.push(normalized)
+          }
+          const size = rrsetWireLength(absoluteOwner(zoneName, key.owner), key.type, records)
+          if (size > maxRrsetWireBytes) {
+            return yield* new BadRequest({
+              message: `the rrset takes ${size} bytes in DNS wire form; at most ${maxRrsetWireBytes} fit one answer`,
+              details: { limit: maxRrsetWireBytes, size }
+            })
           }
         }
         yield* requireEnabled

@@ -83,7 +83,10 @@ export class DnsApi extends HttpApiGroup.make("dns")
             "400. Records are zone-file RDATA; names without a trailing dot are relative to the zone and come back",
             "absolute. A, AAAA, MX, SRV and CAA are shape-checked (400 `bad_request`, the record and reason in",
             "`details`); TXT (quoted strings or bare text) comes back as quoted strings of at most 255 bytes each.",
-            "`records: []` is 400; `ttl` 60..86400, 300 when omitted. A CNAME at the apex, beside another type or with",
+            "`records: []` is 400; `ttl` 60..86400, 300 when omitted. An rrset is answered in one DNS message, so its",
+            "records in wire form (each record's owner name, 10 bytes of type, class, TTL and length, and its RDATA) total",
+            "at most 16384 bytes: more is 400 `bad_request` with `details: { limit, size }`.",
+            "A CNAME at the apex, beside another type or with",
             "more than one record is 409 `cname_conflict`; the SOA and apex NS are 409 `managed_rrset`. Served within one",
             "second; the serial rises. Audit `dns.rrset.set`."
           ].join(" ")
