@@ -133,6 +133,101 @@ describe.each(backends)("hostile input on /v1 (%s)", (_name, stores) => {
     const huge = await api.get(`/v1/orgs/${"a".repeat(5000)}/projects`, { token })
     expect(huge.status).toBe(404)
   })
+
+  it("bad input on the 4.1-4.3 routes (ids, tokens, bodies) is 4xx with its code, never a 500, and stores nothing", async () => {
+    const token = suite.admin.token
+    const slug = await suite.newOrg()
+    const project = await suite.newProject(slug)
+    const member = await suite.withRole(slug, "member")
+    const at = `/v1/orgs/${slug}`
+    const state = async () =>
+      JSON.stringify(
+        await Promise.all(
+          [`${at}/members`, `${at}/invites`, `${at}/projects`, `${at}/projects/${project.name}/deployments`].map(
+            async (path) => (await api.get(path, { token })).body
+          )
+        )
+      )
+    const before = await state()
+    const latin = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xe9, 0xff]), Buffer.from('"}')])
+    const json = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+    const cases: ReadonlyArray<readonly [string, string, unknown, number, string]> = [
+      ["GET", "/v1/invites/%FF", undefined, 400, "bad_request"],
+      ["GET", "/v1/invites/a%00b", undefined, 400, "bad_request"],
+      ["POST", "/v1/invites/%E0%A4%A/accept", undefined, 400, "bad_request"],
+      ["POST", "/v1/invites/a%00/accept", undefined, 400, "bad_request"],
+      ["POST", `/v1/invites/${"y".repeat(43)}/accept`, undefined, 404, "not_found"],
+      ["DELETE", `${at}/invites/%FF`, undefined, 400, "bad_request"],
+      ["DELETE", `${at}/invites/inv_%00`, undefined, 400, "bad_request"],
+      ["DELETE", `${at}/invites/inv_unknown`, undefined, 404, "not_found"],
+      ["PUT", `${at}/members/usr_%00`, { role: "member" }, 400, "bad_request"],
+      ["PUT", `${at}/members/usr_unknown`, { role: "member" }, 404, "not_found"],
+      ["DELETE", `${at}/members/%E0%A4%A`, undefined, 400, "bad_request"],
+      ["DELETE", `${at}/members/usr_unknown`, undefined, 404, "not_found"],
+      ["GET", `${at}/operations/%FF`, undefined, 400, "bad_request"],
+      ["GET", `${at}/operations/op_unknown`, undefined, 404, "not_found"],
+      ["PUT", `${at}/members/${member.userId}`, { role: "admin\u0000" }, 400, "bad_request"],
+      ["PUT", `${at}/members/${member.userId}`, { role: 1 }, 400, "bad_request"],
+      ["POST", `${at}/members`, { provider: "dev\u0000", subject: "x", role: "member" }, 400, "bad_request"],
+      [
+        "POST",
+        `${at}/members`,
+        { provider: "dev", subject: "s".repeat(100_000), role: "member" },
+        404,
+        "user_not_found"
+      ],
+      ["POST", `${at}/invites`, { email: "a\u0000@example.com", role: "member" }, 400, "bad_request"],
+      ["POST", `${at}/invites`, { email: `${"a".repeat(400)}@example.com`, role: "member" }, 400, "bad_request"],
+      ["POST", `${at}/projects/${project.name}/rollback`, { deploymentId: "dep_\u0000" }, 400, "bad_request"],
+      ["POST", `${at}/projects/${project.name}/rollback`, { deploymentId: 5 }, 400, "bad_request"],
+      ["POST", `${at}/projects/${project.name}/rollback`, { deploymentId: "d".repeat(100_000) }, 404, "not_found"],
+      ["POST", `${at}/projects/${project.name}/rollback`, { deploymentId: "dep_unknown" }, 404, "not_found"],
+      ["DELETE", `${at}/projects/${project.name}`, { confirm: "\u0000" }, 400, "bad_request"],
+      ["DELETE", `${at}/projects/${project.name}`, { confirm: 5 }, 400, "bad_request"],
+      ["DELETE", at, { confirm: "x".repeat(100_000) }, 400, "bad_request"],
+      ["POST", "/v1/auth/dev/login", { subject: "ok", email: "e".repeat(100_000) }, 400, "bad_request"],
+      ["GET", "/v1/auth/idp/callback?state=%FF", undefined, 400, "bad_request"],
+      ["GET", `/v1/auth/idp/start?redirect=${"r".repeat(5000)}`, undefined, 400, "bad_request"]
+    ]
+    for (const [method, path, body, status, code] of cases) {
+      const reply = await api.call(method, path, { token, body })
+      expect([method, path.slice(0, 80), reply.status, reply.body.code]).toEqual([
+        method,
+        path.slice(0, 80),
+        status,
+        code
+      ])
+    }
+    // A body that is not UTF-8, or over 1 MiB, on every 4.1-4.3 route that takes one.
+    for (const [method, path] of [
+      ["PATCH", at],
+      ["POST", `${at}/members`],
+      ["PUT", `${at}/members/${member.userId}`],
+      ["POST", `${at}/invites`],
+      ["POST", `${at}/projects`],
+      ["POST", `${at}/projects/${project.name}/rollback`],
+      ["POST", "/v1/auth/dev/login"]
+    ] as const) {
+      const broken = await rawRequest(
+        suite.server.url,
+        method,
+        path,
+        { ...json, "content-length": String(latin.length) },
+        latin
+      )
+      expect([method, path, broken.status, broken.body.code]).toEqual([method, path, 400, "bad_request"])
+      const big = Buffer.from(JSON.stringify({ name: "x", pad: "p".repeat(3 * 1024 * 1024) }))
+      const tooBig = await rawRequest(
+        suite.server.url,
+        method,
+        path,
+        { ...json, "content-length": String(big.length) },
+        big
+      )
+      expect([method, path, tooBig.status, tooBig.body.code]).toEqual([method, path, 413, "payload_too_large"])
+    }
+    expect(await state()).toBe(before)
+  })
 })
 
 describe.each(backends)("hostile names and numbers (%s)", (_name, stores) => {
