@@ -3,6 +3,7 @@ import { Effect, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
+import { hostileBodies, sendRaw } from "./support/HostileBodies.ts"
 import { auditOf, logCapture, type Reply, unique, useSuite } from "./support/TestServer.ts"
 
 describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
@@ -217,6 +218,24 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
         [404, "not_found"]
       ])
     }
+  })
+
+  it("hostile bodies on PUT access and authorize (malformed, not UTF-8, NUL, lone surrogate, array, 3 MiB) are 400 or 413, and change nothing", async () => {
+    const slug = await suite.newOrg()
+    const project = await suite.newProject(slug)
+    const writes = [
+      ["PUT", accessOf(slug, project.name), JSON.stringify({ mode: "password", password: "correct horse" })],
+      ["POST", "/v1/access/authorize", JSON.stringify({ to: project.hostname, next: "/" })]
+    ] as const
+    for (const [method, path, valid] of writes) {
+      for (const [what, body, status, code] of hostileBodies(valid)) {
+        const reply = await sendRaw(`${suite.server.url}${path}`, method, suite.admin.token, body)
+        expect({ path, what, status: reply.status, code: reply.code }).toEqual({ path, what, status, code })
+      }
+    }
+    const policy = await api.get(accessOf(slug, project.name), { token: suite.admin.token })
+    expect(policy.body).toEqual({ mode: "public", hasPassword: false, hasBypass: false })
+    expect((await auditOf(suite.server, slug)).filter((event) => event.action.startsWith("access."))).toEqual([])
   })
 
   it("POST /v1/access/authorize answers https://<to>/__service/access/callback?code=<code>&next=<path>", async () => {

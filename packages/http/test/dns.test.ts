@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
+import { hostileBodies, sendRaw } from "./support/HostileBodies.ts"
 import { auditOf, unique, useSuite } from "./support/TestServer.ts"
 
 const zoneName = () => `${unique("zone")}.example`
@@ -311,6 +312,30 @@ describe.each(backends)("spec 4.14 DNS zones (%s)", (_name, stores) => {
     const detail = await api.get(zoneOf(slug, zone), { token: suite.admin.token })
     expect(detail.body.serial).toBe(serial)
     expect(detail.body.rrsets.map((rrset: { name: string }) => rrset.name)).toEqual(["@", "@", "many"])
+  })
+
+  it("hostile bodies on every DNS write (malformed, not UTF-8, NUL, lone surrogate, array, 3 MiB) are 400 or 413, and change nothing", async () => {
+    const slug = await newOrg()
+    const zone = await createZone(slug)
+    const before = (await api.get(zoneOf(slug, zone), { token: suite.admin.token })).body
+    const fresh = zoneName()
+    const writes = [
+      ["POST", zonesOf(slug), JSON.stringify({ name: fresh })],
+      ["PUT", rrsetOf(slug, zone, "www", "TXT"), JSON.stringify({ records: ["hello"], ttl: 300 })],
+      ["POST", `${zoneOf(slug, zone)}/dnssec`, '{"enabled":true,"note":"x"}'],
+      ["PUT", `${zoneOf(slug, zone)}/dnssec/ds`, JSON.stringify({ ds: ["1 13 2 ab"] })]
+    ] as const
+    for (const [method, path, valid] of writes) {
+      for (const [what, body, status, code] of hostileBodies(valid)) {
+        const reply = await sendRaw(`${suite.server.url}${path}`, method, suite.admin.token, body)
+        expect({ path, what, status: reply.status, code: reply.code }).toEqual({ path, what, status, code })
+      }
+    }
+    expect((await api.get(zoneOf(slug, zone), { token: suite.admin.token })).body).toEqual(before)
+    expect((await api.get(zoneOf(slug, fresh), { token: suite.admin.token })).status).toBe(404)
+    expect(
+      (await auditOf(suite.server, slug)).map((event) => event.action).filter((action) => action.startsWith("dns."))
+    ).toEqual(["dns.zone.create"])
   })
 
   it("the SOA and apex NS are 409 managed_rrset for PUT and DELETE", async () => {

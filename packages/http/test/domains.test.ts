@@ -5,6 +5,7 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
+import { hostileBodies, sendRaw } from "./support/HostileBodies.ts"
 import { auditOf, logCapture, type Reply, type Suite, unique, useSuite } from "./support/TestServer.ts"
 
 const nameservers = ["ns1.hostplane.test", "ns2.hostplane.test"]
@@ -399,6 +400,32 @@ describe.each(backends)("spec 4.13 domains (%s)", (_name, stores) => {
     expect((await auditOf(suite.server, mine)).filter((row) => row.action.startsWith("domain."))).toEqual([])
   })
 
+  it("hostile bodies on every domain write (malformed, not UTF-8, NUL, lone surrogate, array, 3 MiB) are 400 or 413; the registrar is not asked", async () => {
+    const slug = await newOrg()
+    const name = domainName()
+    expect((await buy(slug, name)).status).toBe(201)
+    const before = (await api.get(`${base(slug)}/${name}`, as(suite.admin))).body
+    const asked = fake().requests.length
+    const fresh = domainName()
+    const writes = [
+      [base(slug), JSON.stringify({ name: fresh, contact })],
+      [`${base(slug)}/check`, JSON.stringify({ names: [fresh] })],
+      [`${base(slug)}/import`, JSON.stringify({ name: fresh })],
+      [`${base(slug)}/${name}/renew`, '{"years":1,"note":"x"}'],
+      [`${base(slug)}/${name}/auto-renew`, '{"autoRenew":false,"note":"x"}'],
+      [`${base(slug)}/${name}/lock`, '{"locked":false,"note":"x"}']
+    ] as const
+    for (const [path, valid] of writes) {
+      for (const [what, body, status, code] of hostileBodies(valid)) {
+        const reply = await sendRaw(`${suite.server.url}${path}`, "POST", suite.admin.token, body)
+        expect({ path, what, status: reply.status, code: reply.code }).toEqual({ path, what, status, code })
+      }
+    }
+    expect(fake().requests.length).toBe(asked)
+    expect((await api.get(`${base(slug)}/${name}`, as(suite.admin))).body).toEqual(before)
+    expect((await api.get(`${base(slug)}/${fresh}`, as(suite.admin))).status).toBe(404)
+  })
+
   it("renew adds the years at the registrar and answers the new expiry; audit domain.renew; years outside 1..10 is 400", async () => {
     const slug = await newOrg()
     const name = domainName()
@@ -615,5 +642,29 @@ describe.each(backends)("spec 4.13 domains without a registrar or DNS (%s)", (_n
     expect(await post(noDns, "/import", { name: "a.example" })).toEqual([503, "dns_not_configured"])
     expect(await post(noDns, "/import", { name: "not a name" })).toEqual([400, "bad_request"])
     expect(registrar.fake.account.creates).toEqual([])
+  })
+
+  it("no registrar settings: bad input is still 400 first; import, list and detail need no registrar (201, 200)", async () => {
+    expect(await post(noRegistrar, "/check", { names: [] })).toEqual([400, "bad_request"])
+    expect(await post(noRegistrar, "", { name: "not a name", contact })).toEqual([400, "bad_request"])
+    expect(await post(noRegistrar, "", { name: domainName(), contact: { name: "Ada" } })).toEqual([400, "bad_request"])
+    const slug = await noRegistrar.newOrg()
+    const as = { token: noRegistrar.admin.token }
+    const name = domainName()
+    const imported = await noRegistrar.api.post(`/v1/orgs/${slug}/domains/import`, { name }, as)
+    expect([imported.status, imported.body.status]).toEqual([201, "imported"])
+    const list = await noRegistrar.api.get(`/v1/orgs/${slug}/domains`, as)
+    expect([list.status, list.body.items.map((domain: { name: string }) => domain.name)]).toEqual([200, [name]])
+    expect((await noRegistrar.api.get(`/v1/orgs/${slug}/domains/${name}`, as)).status).toBe(200)
+  })
+
+  it("DNS off: the list and the availability check need no zones (200)", async () => {
+    const slug = await noDns.newOrg()
+    const as = { token: noDns.admin.token }
+    const list = await noDns.api.get(`/v1/orgs/${slug}/domains`, as)
+    expect([list.status, list.body]).toEqual([200, { items: [] }])
+    const name = domainName()
+    const check = await noDns.api.post(`/v1/orgs/${slug}/domains/check`, { names: [name] }, as)
+    expect([check.status, check.body.items.map((item: { name: string }) => item.name)]).toEqual([200, [name]])
   })
 })

@@ -5,6 +5,7 @@ import { Duration, Effect, Layer, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
+import { hostileBodies, sendRaw } from "./support/HostileBodies.ts"
 import { auditOf, unique, useSuite } from "./support/TestServer.ts"
 
 const fallbackOrigin = "fallback.apps.localhost"
@@ -216,6 +217,18 @@ describe.each(backends)("spec 4.4 custom hostnames (%s)", (_name, stores) => {
       expect(reply.status).toBe(404)
       expect(reply.body.code).toBe("not_found")
     }
+  })
+
+  it("hostile bodies on POST hostnames (malformed, not UTF-8, NUL, lone surrogate, array, 3 MiB) are 400 or 413, and add nothing", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    for (const [what, body, status, code] of hostileBodies(JSON.stringify({ name: customName() }))) {
+      const reply = await sendRaw(`${suite.server.url}${base(slug, project)}`, "POST", suite.admin.token, body)
+      expect({ what, status: reply.status, code: reply.code }).toEqual({ what, status, code })
+    }
+    const list = await api.get(base(slug, project), { token: suite.admin.token })
+    expect(list.body.items.map((item: { kind: string }) => item.kind)).toEqual(["default"])
+    expect((await auditOf(suite.server, slug)).filter((event) => event.action === "hostname.add")).toEqual([])
   })
 
   it("DELETE: the default hostname is 400; unknown and other projects' names 404; a custom name 204, audited", async () => {
