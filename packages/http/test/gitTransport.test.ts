@@ -5,6 +5,7 @@ import { execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Http from "node:http"
+import { tmpdir } from "node:os"
 import * as Path from "node:path"
 import { gzipSync } from "node:zlib"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -681,5 +682,42 @@ describe.each([
       headers: { authorization: `Basic ${Buffer.from(`x:${token}`).toString("base64")}` }
     })
     expect([reply.status, ((await reply.json()) as { code: string }).code]).toEqual([503, code])
+  })
+})
+
+describe.each(backends)("git storage lost during a PATCH (%s)", (_name, stores) => {
+  // The storage's root is a folder that a test can swap for a file: then every repository is unreachable.
+  const root = Path.join(tmpdir(), `hostplane-git-swap-${randomBytes(6).toString("hex")}`)
+  const suite = useSuite(stores, {}, undefined, undefined, { gitStorage: GitStorageDisk.layer(root) })
+  const { reposOf, createRepo, httpUrl, tokenOf } = gitRepos(suite)
+  const admin = () => ({ token: suite.admin.token })
+  afterAll(async () => {
+    await Fs.rm(root, { recursive: true, force: true })
+    await Fs.rm(`${root}.away`, { recursive: true, force: true })
+  })
+
+  it("moving HEAD while the storage is unreachable is 503 git_unreachable and changes nothing; once it is back, the same PATCH moves HEAD", async () => {
+    await Fs.mkdir(root, { recursive: true })
+    const slug = await suite.newOrg()
+    const project = await suite.newProject(slug)
+    await createRepo(slug, project.name)
+    const repo = `${reposOf(slug, project.name)}/site`
+    const { dir, cleanup } = await scratch()
+    const work = await workingCopy(Path.join(dir, "work"), { "README.md": "hi\n" })
+    const url = withToken(httpUrl(slug, project.name, "site"), await tokenOf(suite.admin))
+    await gitOk(work, ["push", "-q", url, "HEAD:refs/heads/main", "HEAD:refs/heads/trunk"])
+    await Fs.rename(root, `${root}.away`)
+    await Fs.writeFile(root, "not a folder")
+    const lost = await suite.api.patch(repo, { defaultBranch: "trunk", visibility: "public" }, admin())
+    expect([lost.status, lost.body.code]).toEqual([503, "git_unreachable"])
+    await Fs.rm(root)
+    await Fs.rename(`${root}.away`, root)
+    expect((await suite.api.get(repo, admin())).body).toMatchObject({ defaultBranch: "main", visibility: "private" })
+    expect((await suite.api.get(`${repo}/refs`, admin())).body.head).toBe("main")
+    const again = await suite.api.patch(repo, { defaultBranch: "trunk" }, admin())
+    expect(again.status).toBe(204)
+    expect((await suite.api.get(`${repo}/refs`, admin())).body.head).toBe("trunk")
+    expect((await git(dir, ["ls-remote", "--symref", url, "HEAD"])).stdout).toContain("ref: refs/heads/trunk\tHEAD")
+    await cleanup()
   })
 })

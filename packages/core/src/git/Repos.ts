@@ -197,7 +197,7 @@ export class Repos extends Context.Service<
 
       const update = Effect.fn("Repos.update")(function* (actor: Actor, path: RepoPath, input: PatchRepoInput) {
         const grant = yield* mutation.authorizeProject(actor, path.orgSlug, path.projectName, "admin")
-        const moved = yield* mutation.project(grant, ({ project }) =>
+        yield* mutation.project(grant, ({ project }) =>
           Effect.gen(function* () {
             const repo = yield* store.findByName(project.id, path.repoName)
             if (Option.isNone(repo)) return yield* repoNotFound(path.repoName)
@@ -207,16 +207,19 @@ export class Repos extends Context.Service<
               defaultBranch: input.defaultBranch ?? repo.value.defaultBranch
             }
             yield* store.update(repo.value.id, next)
+            // HEAD moves inside the write: storage that cannot move it (503) leaves the record as it was, and a
+            // repeated PATCH of the same branch moves it again, so HEAD and `defaultBranch` never disagree.
+            if (input.defaultBranch !== undefined) yield* storage.setHead(repo.value.id, input.defaultBranch)
             const changed = Object.fromEntries(
               Object.entries(next).filter(([key, value]) => repo.value[key as keyof typeof next] !== value)
             )
-            return audited(
-              { id: repo.value.id, branch: next.defaultBranch, moved: next.defaultBranch !== repo.value.defaultBranch },
-              { action: "repo.update", target: project.id, data: { repoId: repo.value.id, name: next.name, changed } }
-            )
+            return audited(undefined, {
+              action: "repo.update",
+              target: project.id,
+              data: { repoId: repo.value.id, name: next.name, changed }
+            })
           })
         )
-        if (moved.moved) yield* storage.setHead(moved.id, moved.branch)
       })
 
       const remove = Effect.fn("Repos.remove")(function* (actor: Actor, path: RepoPath) {
