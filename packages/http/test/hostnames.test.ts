@@ -1,7 +1,9 @@
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
 import { Hostnames, Jobs, Orgs, Projects, services } from "@hostplane/core"
+import { bundleOf, manifestEntry } from "@hostplane/testkit"
 import { FakeDnsServer } from "@hostplane/testkit/dns/FakeDnsServer"
 import { Duration, Effect, Layer, Option } from "effect"
+import * as Http from "node:http"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
@@ -310,6 +312,47 @@ describe.each(backends)("spec 4.4 custom hostnames (%s)", (_name, stores) => {
       })
       expect(await routeOf(name)).toEqual(Option.none())
     }
+  })
+
+  it("through the edge: a pending_dns name is 404 unknown_hostname; once verified it serves the project; once deleted it is 404 unknown_hostname again", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const bundle = await Effect.runPromise(
+      bundleOf([manifestEntry({ name: "site" }), { name: "assets/index.html", content: "<h1>custom</h1>" }])
+    )
+    const uploaded = await fetch(`${suite.server.url}/v1/orgs/${slug}/projects/${project}/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${suite.admin.token}`, "content-type": "application/gzip" },
+      body: bundle
+    })
+    expect(uploaded.status).toBe(201)
+    const edge = (host: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const url = new URL(suite.server.edgeUrl)
+        const request = Http.request(
+          { host: url.hostname, port: url.port, path: "/", headers: { host } },
+          (response) => {
+            const chunks: Array<Buffer> = []
+            response.on("data", (chunk: Buffer) => chunks.push(chunk))
+            response.on("end", () => resolve({ status: response.statusCode!, body: Buffer.concat(chunks).toString() }))
+          }
+        )
+        request.on("error", reject)
+        request.end()
+      })
+    const name = customName()
+    const added = (await add(slug, project, name)).body
+    const pending = await edge(name)
+    expect([pending.status, JSON.parse(pending.body).code]).toEqual([404, "unknown_hostname"])
+    await setDns(fake.set(added.verify.name, "TXT", [added.verify.value]))
+    const verified = await api.post(`${base(slug, project)}/${name}/verify`, undefined, { token: suite.admin.token })
+    expect(verified.body.status).toBe("active")
+    expect(await edge(name)).toEqual({ status: 200, body: "<h1>custom</h1>" })
+    expect((await api.delete(`${base(slug, project)}/${name}`, undefined, { token: suite.admin.token })).status).toBe(
+      204
+    )
+    const deleted = await edge(name)
+    expect([deleted.status, JSON.parse(deleted.body).code]).toEqual([404, "unknown_hostname"])
   })
 
   it("verify with a CNAME of <host> to the fallback origin makes the name active", async () => {
