@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { configLayer, configLayerFromEnv, Hostnames, Identity, Kernel, Mail, Orgs } from "@hostplane/core"
+import { configLayer, configLayerFromEnv, Git, Hostnames, Identity, Kernel, Mail, Orgs } from "@hostplane/core"
 import { ConfigProvider, Duration, Effect, Layer } from "effect"
 
 const read = Effect.gen(function* () {
@@ -86,6 +86,38 @@ describe("per-area config", () => {
         topicArn: "arn:aws:sns:us-east-1:123456789012:mail"
       })
     })
+  )
+
+  it.effect(
+    "git: SERVICE_GIT_SSH_LISTEN (default 127.0.0.1:2222, [v6]:port, off) and SERVICE_GIT_RETENTION (default 7 days, any duration); sshUrl's host is the public URL's",
+    () =>
+      Effect.gen(function* () {
+        const gitOf = (env: Record<string, string>) =>
+          Effect.service(Git.GitConfig).pipe(
+            Effect.provide(
+              configLayerFromEnv({ devAuthDefault: false }).pipe(
+                Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
+              )
+            )
+          )
+        const defaults = yield* gitOf({})
+        assert.deepStrictEqual(defaults.sshListen, { host: "127.0.0.1", port: 2222 })
+        assert.deepStrictEqual([defaults.sshHost, defaults.sshPort], ["localhost", 2222])
+        assert.strictEqual(Duration.toMillis(defaults.retention), Duration.toMillis(Duration.days(7)))
+        const set = yield* gitOf({
+          SERVICE_PUBLIC_URL: "https://git.example.com",
+          SERVICE_GIT_SSH_LISTEN: "[::1]:2022",
+          SERVICE_GIT_RETENTION: "2 hours"
+        })
+        assert.deepStrictEqual(set.sshListen, { host: "::1", port: 2022 })
+        assert.deepStrictEqual([set.sshHost, set.sshPort], ["git.example.com", 2022])
+        assert.strictEqual(Duration.toMillis(set.retention), Duration.toMillis(Duration.hours(2)))
+        const days = yield* gitOf({ SERVICE_GIT_RETENTION: "7 days", SERVICE_GIT_SSH_LISTEN: "off" })
+        assert.strictEqual(Duration.toMillis(days.retention), Duration.toMillis(Duration.days(7)))
+        assert.isNull(days.sshListen)
+        const bad = yield* Effect.exit(gitOf({ SERVICE_GIT_RETENTION: "soon" }))
+        assert.isTrue(bad._tag === "Failure")
+      })
   )
 
   it.effect("configLayer takes explicit values by area", () =>
