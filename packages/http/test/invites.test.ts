@@ -285,6 +285,27 @@ describe.each(backends)("spec 4.2 invites (%s)", (_name, stores) => {
     expect(await orgsOf(member)).toContainEqual(expect.objectContaining({ slug, role: "member" }))
   })
 
+  it("an existing member's accept still uses the invite (spec part 3): state accepted, unlisted, member.accept, then 409 invite_used", async () => {
+    const slug = await newOrg()
+    const member = await suite.withRole(slug, "member")
+    const { reply: created, token } = await invite(slug, `${unique("used")}@example.test`, "admin")
+    const accepted = await api.post(`/v1/invites/${token}/accept`, undefined, { token: member.token })
+    expect(accepted.body).toMatchObject({ alreadyMember: true, org: { slug, role: "member" } })
+    expect((await api.get(`/v1/invites/${token}`)).body.state).toBe("accepted")
+    expect((await api.get(`/v1/orgs/${slug}/invites`, { token: suite.admin.token })).body.items).toEqual([])
+    const audit = (await auditOf(suite.server, slug)).filter((e) => e.action === "member.accept")
+    expect(audit.map((e) => [e.actorId, e.target, e.data])).toEqual([
+      [member.userId, created.body.inviteId, { role: "member", alreadyMember: true }]
+    ])
+    const joiner = await api.login(unique("second"))
+    for (const session of [member, joiner]) {
+      const again = await api.post(`/v1/invites/${token}/accept`, undefined, { token: session.token })
+      expect({ status: again.status, code: again.body.code }).toEqual({ status: 409, code: "invite_used" })
+    }
+    expect((await orgsOf(joiner)).map((o) => o.slug)).not.toContain(slug)
+    expect(await orgsOf(member)).toContainEqual(expect.objectContaining({ slug, role: "member" }))
+  })
+
   it("DELETE invite revokes it (204, member.uninvite), drops the unsent email; accept is then 409 invite_revoked", async () => {
     const slug = await newOrg()
     const email = `${unique("rev")}@example.test`
