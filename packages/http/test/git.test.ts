@@ -4,7 +4,7 @@ import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { fastImport, git, gitOk, importData, withToken } from "./support/GitClient.ts"
+import { fastImport, git, gitOk, importData, scratch, withToken } from "./support/GitClient.ts"
 import { gitRepos } from "./support/GitRepos.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
 import { auditOf, useSuite } from "./support/TestServer.ts"
@@ -110,6 +110,32 @@ describe.each(backends)("spec 4.12 repositories (%s)", (_name, stores) => {
       [suite.admin.userId, project.id, "Site.v2", "private"],
       [suite.admin.userId, project.id, "docs", "public"]
     ])
+  })
+
+  it("POST only inserts a record: no directory until first use (browsing makes none), then one named by the repo's id", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    await createRepo(slug, project.name)
+    const id = await suite.server.run(
+      Effect.map(
+        Effect.flatMap(Git.RepoStore, (store) => store.findByName(project.id, "site")),
+        (row) => Option.getOrThrow(row).id
+      )
+    )
+    const onDisk = () => Fs.readdir(suite.server.gitDir).then((names) => names.filter((name) => name.endsWith(".git")))
+    const before = await onDisk()
+    expect(before).not.toContain(`${id}.git`)
+    for (const suffix of ["/refs", "/tree", "/commits", "/ref-updates"]) {
+      await api.get(`${reposOf(slug, project.name)}/site${suffix}`, admin())
+    }
+    expect(await onDisk()).toEqual(before)
+    const token = await tokenOf(suite.admin)
+    const { dir, cleanup } = await scratch()
+    const listed = await git(dir, ["ls-remote", withToken(httpUrl(slug, project.name, "site"), token)])
+    expect(listed.code, listed.stderr).toBe(0)
+    await cleanup()
+    expect(await onDisk()).toContain(`${id}.git`)
+    expect(await onDisk()).toHaveLength(before.length + 1)
   })
 
   it("a repo name outside ^[A-Za-z0-9._-]{1,100}$, ending .git, or . or .. is 400; a bad default branch is 400", async () => {
