@@ -622,6 +622,51 @@ describe.each(backends)("spec 4.13 domains on the DNS area's zones (%s)", (_name
   })
 })
 
+describe.each(backends)("spec 4.13 domains with a registrar that hangs (%s)", (_name, stores) => {
+  const registrar = useRegistrar()
+  // The Name.com client with a short time limit (SERVICE_REGISTRAR_TIMEOUT), so a hang is seen in the test's time.
+  const suite = useSuite(
+    () =>
+      Layer.mergeAll(
+        stores(),
+        RegistrarNameCom.layer({
+          url: registrar.fake.url,
+          username: registrar.fake.username,
+          token: Redacted.make(registrar.fake.token),
+          timeout: "1 second"
+        })
+      ),
+    { hostnames: { dnsNameservers: nameservers } }
+  )
+  const buy = (slug: string, name: string) =>
+    suite.api.post(`/v1/orgs/${slug}/domains`, { name, contact }, { token: suite.admin.token })
+
+  it("a purchase the registrar carries out but never answers is 502 registrar_error at the time limit; the resend never buys twice", async () => {
+    const slug = await suite.newOrg()
+    const name = domainName()
+    registrar.fake.failNext(/^POST \/v4\/domains$/, { stall: true })
+    const started = Date.now()
+    const hung = await buy(slug, name)
+    expect([hung.status, hung.body.code]).toEqual([502, "registrar_error"])
+    expect(Date.now() - started).toBeLessThan(10_000)
+    expect(registrar.fake.account.creates.filter((c) => c.domainName === name)).toHaveLength(1)
+    const resent = await buy(slug, name)
+    expect([resent.status, resent.body.status]).toEqual([201, "active"])
+    expect(registrar.fake.account.creates.filter((c) => c.domainName === name)).toHaveLength(1)
+  })
+
+  it("an availability check the registrar never answers is 502 registrar_error at the time limit", async () => {
+    const slug = await suite.newOrg()
+    registrar.fake.failNext(/checkAvailability/, { stall: true })
+    const hung = await suite.api.post(
+      `/v1/orgs/${slug}/domains/check`,
+      { names: [domainName()] },
+      { token: suite.admin.token }
+    )
+    expect([hung.status, hung.body.code]).toEqual([502, "registrar_error"])
+  })
+})
+
 describe.each(backends)("spec 4.13 domains without a registrar or DNS (%s)", (_name, stores) => {
   const noRegistrar = useSuite(stores)
   const registrar = useRegistrar()
