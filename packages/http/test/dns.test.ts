@@ -465,6 +465,25 @@ describe.each(backends)("spec 4.14 DNS zones (%s)", (_name, stores) => {
     expect((await dnssec("yes" as unknown as boolean)).status).toBe(400)
   })
 
+  it("PUT ds on a zone with DNSSEC off: the body is checked first (a malformed entry 400), a well-formed one is 409 dnssec_off; the state stays off", async () => {
+    const slug = await newOrg()
+    const zone = await createZone(slug)
+    const putDs = (ds: unknown) => api.put(`${zoneOf(slug, zone)}/dnssec/ds`, { ds }, { token: suite.admin.token })
+    const replies = [
+      await putDs(["not a ds"]),
+      await putDs("1 13 2 ab"),
+      await putDs([`1 13 2 ${"ab".repeat(32)}`]),
+      await putDs([])
+    ]
+    expect(replies.map((reply) => [reply.status, reply.body.code])).toEqual([
+      [400, "bad_request"],
+      [400, "bad_request"],
+      [409, "dnssec_off"],
+      [409, "dnssec_off"]
+    ])
+    expect((await api.get(zoneOf(slug, zone), { token: suite.admin.token })).body.dnssec).toBe("off")
+  })
+
   it("an org holding zones cannot be deleted: 409 org_not_empty with details.holdings.zones", async () => {
     const slug = await newOrg()
     const name = await createZone(slug)

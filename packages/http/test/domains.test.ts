@@ -342,6 +342,16 @@ describe.each(backends)("spec 4.13 domains (%s)", (_name, stores) => {
     }
   })
 
+  it("import of a name that is not a registrable domain (one label, a wildcard, an IP, under the service's domains) is 400 bad_request and creates nothing", async () => {
+    const slug = await newOrg()
+    for (const name of ["example", "*.wild.example", "192.0.2.1", "shop.apps.localhost", "a b.example", ""]) {
+      const reply = await api.post(`${base(slug)}/import`, { name }, as(suite.admin))
+      expect({ name, status: reply.status, code: reply.body.code }).toEqual({ name, status: 400, code: "bad_request" })
+    }
+    expect((await api.get(base(slug), as(suite.admin))).body.items).toEqual([])
+    expect((await api.get(`/v1/orgs/${slug}/dns/zones`, as(suite.admin))).body.items).toEqual([])
+  })
+
   it("import of a name whose zone another org has is 409 domain_taken", async () => {
     const first = await newOrg()
     const second = await newOrg()
