@@ -71,7 +71,8 @@ export class ReposApi extends HttpApiGroup.make("repos")
         describe(
           [
             "Admin. `{ name?, visibility?, defaultBranch? }`; `defaultBranch` must be a valid branch name (it need not",
-            "exist yet) and moves the repository's HEAD. A rename never moves data, so a running push goes on.",
+            "exist yet) and moves the repository's HEAD within the same write: when the storage cannot move it (503),",
+            "nothing changes. A rename never moves data, so a running push goes on.",
             "Audit `repo.update`."
           ].join(" ")
         )
@@ -187,7 +188,7 @@ export class CredentialsApi extends HttpApiGroup.make("credentials")
       .annotate(OpenApi.Summary, "Create an access token")
       .annotateMerge(
         describe(
-          "`{ name (1..100), expiresAt? }` (a past `expiresAt` is 400). The token (`svc_pat_` and 32 random bytes) is in this answer only; only its SHA-256 is stored. It is the password of git over HTTPS (the Basic username is ignored) and an API bearer token (`Authorization: Bearer svc_pat_...`) with its user's roles. `lastUsedAt` updates at most once a minute."
+          "`{ name (1..100), expiresAt? }`: `expiresAt` is an RFC 3339 time with its offset or `Z`, answered in UTC; one without an offset, or in the past, is 400. The token (`svc_pat_` and 32 random bytes) is in this answer only; only its SHA-256 is stored. It is the password of git over HTTPS (the Basic username is ignored) and an API bearer token (`Authorization: Bearer svc_pat_...`) with its user's roles. `lastUsedAt` updates at most once a minute."
         )
       ),
     HttpApiEndpoint.delete("revokeToken", "/me/tokens/:tokenId", {
