@@ -326,6 +326,39 @@ describe.each(backends)("spec 4.2 organizations (%s)", (_name, stores) => {
     expect(badLimit.status).toBe(400)
   })
 
+  it("notifications: a page is 50 rows when no limit is given (decisions part 1), 200 at most", async () => {
+    const { slug } = await createOrg("Many", unique("ntf"))
+    await server.run(
+      Effect.gen(function* () {
+        const store = yield* Orgs.OrgStore
+        const org = Option.getOrThrow(yield* store.findBySlug(slug))
+        for (let i = 0; i < 201; i++) {
+          yield* store.insertNotification({
+            id: `ntf_${slug.replaceAll("-", "_")}_${String(i).padStart(3, "0")}`,
+            orgId: org.id,
+            kind: "limit",
+            message: `notice ${i}`,
+            projectName: null,
+            createdAt: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(),
+            mailId: null
+          })
+        }
+      })
+    )
+    const path = `/v1/orgs/${slug}/notifications`
+    const first = (await api.get(path, { token: admin.token })).body
+    expect(first.items).toHaveLength(50)
+    expect(first.items[0].message).toBe("notice 200")
+    const second = (await api.get(`${path}?cursor=${first.nextCursor}`, { token: admin.token })).body
+    expect(second.items).toHaveLength(50)
+    expect(second.items[0].message).toBe("notice 150")
+    const widest = (await api.get(`${path}?limit=200`, { token: admin.token })).body
+    expect(widest.items).toHaveLength(200)
+    const rest = (await api.get(`${path}?limit=200&cursor=${widest.nextCursor}`, { token: admin.token })).body
+    expect(rest).toEqual({ items: [expect.objectContaining({ message: "notice 0" })], nextCursor: null })
+    expect((await api.get(`${path}?limit=201`, { token: admin.token })).status).toBe(400)
+  })
+
   it("notifications are a paged list (spec part 8, decisions part 1): nextCursor walks every row once, null on the last page; a cursor it did not hand out is 400", async () => {
     const { slug } = await createOrg("Paged", unique("ntf"))
     const viewer = await memberWith(slug, "viewer")
