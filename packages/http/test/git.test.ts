@@ -723,3 +723,30 @@ describe.each(backends)("spec 4.12 repositories (%s)", (_name, stores) => {
     expect(replies.map((reply) => reply.status)).toEqual(Array(10).fill(401))
   })
 })
+
+describe.each([
+  [{ settings: { publicUrl: "http://[::1]:8080" } }, "http://[::1]:8080", "ssh://git@[::1]:2222/"],
+  [{ git: { sshListen: { host: "0.0.0.0", port: 22 } } }, "http://localhost:8080", "git@localhost:"],
+  [
+    { settings: { publicUrl: "https://[2001:db8::1]" }, git: { sshListen: { host: "::", port: 22 } } },
+    "https://[2001:db8::1]",
+    "git@[2001:db8::1]:"
+  ]
+] as const)("Repo URLs for public URL and SSH port %j", (settings, http, ssh) => {
+  const suite = useSuite(backends[1]![1], settings)
+  const { reposOf, createRepo } = gitRepos(suite)
+
+  it(`cloneUrl starts ${http}/git/ and sshUrl ${ssh} (decisions 11: git@host:path on port 22, else ssh://git@host:port/path)`, async () => {
+    const slug = await suite.newOrg()
+    const project = await suite.newProject(slug)
+    const repo = await createRepo(slug, project.name)
+    const path = `${slug}/${project.name}/site.git`
+    expect([repo.cloneUrl, repo.sshUrl]).toEqual([`${http}/git/${path}`, `${ssh}${path}`])
+    if (ssh.startsWith("ssh://")) {
+      const url = new URL(repo.sshUrl)
+      expect([url.username, url.hostname, url.port, url.pathname]).toEqual(["git", "[::1]", "2222", `/${path}`])
+    }
+    const listed = await suite.api.get(reposOf(slug, project.name), { token: suite.admin.token })
+    expect(listed.body.items[0].sshUrl).toBe(repo.sshUrl)
+  })
+})

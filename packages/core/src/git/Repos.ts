@@ -131,10 +131,10 @@ export class Repos extends Context.Service<
 
       const toRepo = (orgSlug: string, projectName: string, row: RepoRow): Repo => {
         const path = `${orgSlug}/${projectName}/${row.name}.git`
-        const ssh =
-          config.sshPort === 22
-            ? `git@${config.sshHost}:${path}`
-            : `ssh://git@${config.sshHost.includes(":") ? `[${config.sshHost}]` : config.sshHost}:${config.sshPort}/${path}`
+        // An IPv6 host is bracketed in both forms; the public URL's hostname already is (`[::1]`).
+        const host =
+          config.sshHost.includes(":") && !config.sshHost.startsWith("[") ? `[${config.sshHost}]` : config.sshHost
+        const ssh = config.sshPort === 22 ? `git@${host}:${path}` : `ssh://git@${host}:${config.sshPort}/${path}`
         return {
           name: row.name,
           visibility: row.visibility,
