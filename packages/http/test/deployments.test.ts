@@ -590,6 +590,18 @@ describe.each(backends)("spec 4.3 deployments (%s)", (_name, stores) => {
     })
   })
 
+  it("a page is 50 deployments when no limit is given (decisions part 1); the cursor reaches the rest", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const bytes = await bundle()
+    for (let n = 0; n < 51; n++) expect((await upload(slug, project, bytes)).status).toBe(201)
+    const first = await list(slug, project)
+    expect(first.body.items).toHaveLength(50)
+    expect(first.body.items[0]).toMatchObject({ version: 51, live: true })
+    const rest = await list(slug, project, `?cursor=${first.body.nextCursor}`)
+    expect(rest.body).toMatchObject({ items: [{ version: 1, live: false }], nextCursor: null })
+  })
+
   it("the list pages newest first with limit and nextCursor; a foreign cursor is 400", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
