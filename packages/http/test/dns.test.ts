@@ -94,6 +94,28 @@ describe.each(backends)("spec 4.14 DNS zones (%s)", (_name, stores) => {
     expect((await api.post(zonesOf(first), { name: `sub.${name}` }, { token: suite.admin.token })).status).toBe(200)
   })
 
+  it("orgs creating a zone, its parent and its child at the same moment: one wins, every other is 409 zone_taken", async () => {
+    for (let round = 0; round < 5; round++) {
+      const orgs = await Promise.all([newOrg(), newOrg(), newOrg(), newOrg()])
+      const parent = zoneName()
+      const names = [parent, `child.${parent}`, parent, `deeper.child.${parent}`]
+      const replies = await Promise.all(
+        orgs.map((slug, index) => api.post(zonesOf(slug), { name: names[index] }, { token: suite.admin.token }))
+      )
+      const outcome = replies.map((reply) => [reply.status, reply.body.code ?? null])
+      expect({ round, won: outcome.filter(([status]) => status === 200).length }).toEqual({ round, won: 1 })
+      expect(outcome.filter(([status]) => status !== 200)).toEqual([
+        [409, "zone_taken"],
+        [409, "zone_taken"],
+        [409, "zone_taken"]
+      ])
+      const held = await Promise.all(
+        orgs.map(async (slug) => (await api.get(zonesOf(slug), { token: suite.admin.token })).body.items.length)
+      )
+      expect(held.reduce((total, count) => total + count, 0)).toBe(1)
+    }
+  })
+
   it("a zone name that is not a domain, or is under the service's own domains, is 400 bad_request", async () => {
     const slug = await newOrg()
     for (const name of [

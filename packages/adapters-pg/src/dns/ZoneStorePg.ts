@@ -116,6 +116,11 @@ export const layer = Layer.effect(
           Effect.map((rows) => rows.map(toZone)),
           Effect.orDie
         ),
+      lockTree: (name) =>
+        sql`SELECT pg_advisory_xact_lock(hashtext('dns_zone_tree'), hashtext(${name.split(".").slice(-2).join(".")}))`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
       related: (name) =>
         related(name).pipe(
           Effect.map((rows) => rows.map(toZone)),

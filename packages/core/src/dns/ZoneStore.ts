@@ -20,6 +20,11 @@ export class ZoneStore extends Context.Service<
   {
     readonly find: (name: string) => Effect.Effect<Option.Option<ZoneRow>>
     readonly listByOrg: (orgId: OrgId) => Effect.Effect<ReadonlyArray<ZoneRow>>
+    /**
+     * Inside a transaction: waits for, and holds until it ends, the one lock of every zone related to `name` (they
+     * share its last two labels), so two organizations cannot create a parent and a child zone at once.
+     */
+    readonly lockTree: (name: string) => Effect.Effect<void>
     /** Zones equal to `name`, above it or below it (`example.com` for `a.example.com`, and the reverse). */
     readonly related: (name: string) => Effect.Effect<ReadonlyArray<ZoneRow>>
     /** Inserts a zone; a taken name fails with `ZoneTaken`. */

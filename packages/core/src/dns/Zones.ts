@@ -179,6 +179,7 @@ export class Zones extends Context.Service<
 
       /** Inside a transaction: the org's zone of `name`, inserted when missing; `created` says which. */
       const insertOrFind = Effect.fnUntraced(function* (orgId: OrgId, name: string, at: string) {
+        yield* store.lockTree(name)
         const related = yield* store.related(name)
         const same = related.find((row) => row.name === name)
         if (same !== undefined && same.orgId === orgId) return { row: same, created: false }

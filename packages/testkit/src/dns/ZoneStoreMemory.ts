@@ -60,6 +60,8 @@ export const make = (store: MemoryStore): Dns.ZoneStore["Service"] => {
     return next
   }
   return Dns.ZoneStore.of({
+    // Memory transactions already run one at a time.
+    lockTree: () => Effect.void,
     find: (name) => read(store, (tables) => Option.fromNullishOr(zonesOf(tables).get(name))),
     listByOrg: (orgId) =>
       read(store, (tables) =>
