@@ -233,6 +233,36 @@ describe.each(backends)("spec 4.13 domains (%s)", (_name, stores) => {
     expect(fake().requests.length).toBe(before)
   })
 
+  it("four orgs buying, or importing, the same name at the same moment: one wins, three are 409 domain_taken, bought once", async () => {
+    const orgs = await Promise.all([newOrg(), newOrg(), newOrg(), newOrg()])
+    const bought = domainName()
+    const purchases = await Promise.all(orgs.map((slug) => buy(slug, bought)))
+    expect(purchases.map((reply) => [reply.status, reply.body.code ?? null]).sort()).toEqual([
+      [201, null],
+      [409, "domain_taken"],
+      [409, "domain_taken"],
+      [409, "domain_taken"]
+    ])
+    expect(creates(bought)).toBe(1)
+    const imported = domainName()
+    const imports = await Promise.all(
+      orgs.map((slug) => api.post(`${base(slug)}/import`, { name: imported }, as(suite.admin)))
+    )
+    expect(imports.map((reply) => [reply.status, reply.body.code ?? null]).sort()).toEqual([
+      [201, null],
+      [409, "domain_taken"],
+      [409, "domain_taken"],
+      [409, "domain_taken"]
+    ])
+    const held = await Promise.all(orgs.map(async (slug) => (await api.get(base(slug), as(suite.admin))).body.items))
+    expect(
+      held
+        .flat()
+        .map((domain: { name: string }) => domain.name)
+        .sort()
+    ).toEqual([bought, imported].sort())
+  })
+
   it("a name another org holds here is 409 domain_taken", async () => {
     const first = await newOrg()
     const second = await newOrg()

@@ -149,6 +149,30 @@ describe.each(backends)("spec 4.4 custom hostnames (%s)", (_name, stores) => {
     expect((await api.get(base(otherOrg, foreign), { token: suite.admin.token })).body.items).toHaveLength(1)
   })
 
+  it("projects of four orgs adding the same name at the same moment: one 200, three 409 hostname_taken, one row", async () => {
+    for (let round = 0; round < 3; round++) {
+      const orgs = await Promise.all([newOrg(), newOrg(), newOrg(), newOrg()])
+      const projects = await Promise.all(orgs.map((slug) => newProject(slug)))
+      const name = customName()
+      const replies = await Promise.all(orgs.map((slug, index) => add(slug, projects[index]!, name)))
+      const outcome = replies.map((reply) => [reply.status, reply.body.code ?? null])
+      expect([...outcome].sort()).toEqual([
+        [200, null],
+        [409, "hostname_taken"],
+        [409, "hostname_taken"],
+        [409, "hostname_taken"]
+      ])
+      const holders = await Promise.all(
+        orgs.map(async (slug, index) =>
+          (await api.get(base(slug, projects[index]!), { token: suite.admin.token })).body.items.filter(
+            (item: { name: string }) => item.name === name
+          )
+        )
+      )
+      expect(holders.flat()).toHaveLength(1)
+    }
+  })
+
   it("wildcards, names under the service's own domains and invalid shapes are 400 bad_request", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
