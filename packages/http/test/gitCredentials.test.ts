@@ -143,6 +143,27 @@ describe.each(backends)("spec 4.12 access tokens and SSH keys (%s)", (_name, sto
     ])
   })
 
+  it("a token name and a key title are names people read: control characters and bidi overrides are 400, as for an org's name; a key comment's become spaces in the default title", async () => {
+    const user = await signIn()
+    const [key, commented] = [generateKey("ed25519"), generateKey("ed25519")]
+    for (const name of ["ci\nprod", "a\u001b[31mred", "x\u202etxt.exe", "tab\there", "\u0085"]) {
+      const token = await api.post("/v1/me/tokens", { name }, { token: user.token })
+      expect([token.status, token.body.code], JSON.stringify(name)).toEqual([400, "bad_request"])
+      const titled = await api.post("/v1/me/ssh-keys", { publicKey: key.publicKey, title: name }, { token: user.token })
+      expect([titled.status, titled.body.code], JSON.stringify(name)).toEqual([400, "bad_request"])
+    }
+    expect((await api.get("/v1/me/tokens", { token: user.token })).body.items).toEqual([])
+    expect((await api.get("/v1/me/ssh-keys", { token: user.token })).body.items).toEqual([])
+    const [type, blob] = commented.publicKey.split(" ")
+    const added = await api.post(
+      "/v1/me/ssh-keys",
+      { publicKey: `${type} ${blob} me@laptop\u001b[2J\tcleared` },
+      { token: user.token }
+    )
+    expect([added.status, added.body.title]).toEqual([201, "me@laptop [2J cleared"])
+    expect((await api.post("/v1/me/tokens", { name: "CI – déploiement ✓" }, { token: user.token })).status).toBe(201)
+  })
+
   it("every /v1/me/tokens and /v1/me/ssh-keys route without a session is 401", async () => {
     const key = generateKey("ed25519")
     const replies = [

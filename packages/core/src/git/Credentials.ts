@@ -1,12 +1,16 @@
 import { Schema } from "effect"
 import { AccessTokenId, SshKeyId, UserId } from "../kernel/Ids.ts"
+import { DisplayName, noControlCharacters } from "../orgs/Org.ts"
 
 /** The fixed prefix of every personal access token (spec 4.12). */
 export const accessTokenPrefix = "svc_pat_"
 
-/** Token create (decisions.md part 11): a name of 1..100 characters and an optional expiry in the future. */
+/**
+ * Token create (decisions.md part 11): a name of 1..100 characters that people read (no control characters, as an
+ * org's display name) and an optional expiry in the future.
+ */
 export const CreateAccessTokenInput = Schema.Struct({
-  name: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)),
+  name: DisplayName,
   expiresAt: Schema.optionalKey(Schema.NullOr(Schema.String))
 })
 export type CreateAccessTokenInput = typeof CreateAccessTokenInput.Type
@@ -53,7 +57,7 @@ export type SshKeyType = typeof SshKeyType.Type
 /** SSH key create: one public key line (`<type> <base64> [comment]`, no options); the title defaults to the comment. */
 export const AddSshKeyInput = Schema.Struct({
   publicKey: Schema.String.check(Schema.isMaxLength(16384)),
-  title: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(200))))
+  title: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(200), noControlCharacters)))
 })
 export type AddSshKeyInput = typeof AddSshKeyInput.Type
 

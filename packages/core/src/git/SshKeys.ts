@@ -5,6 +5,7 @@ import { makeId, newId, type UserId } from "../kernel/Ids.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import type { AddSshKeyInput, SshKey, SshKeyRow } from "./Credentials.ts"
+import { withoutControlCharacters } from "../orgs/Org.ts"
 import { CredentialStore } from "./CredentialStore.ts"
 import { SshKeyParser } from "./SshKeyParser.ts"
 
@@ -52,7 +53,7 @@ export class SshKeys extends Context.Service<
         const parsed = yield* parser.value
           .parse(input.publicKey)
           .pipe(Effect.mapError((refused) => new BadRequest({ message: refused.message })))
-        const title = (input.title ?? "").trim() || parsed.comment || parsed.type
+        const title = (input.title ?? "").trim() || withoutControlCharacters(parsed.comment) || parsed.type
         const row: SshKeyRow = {
           id: yield* newId(tokens, "key"),
           userId: actor.userId,

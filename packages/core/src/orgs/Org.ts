@@ -52,19 +52,24 @@ export const toMembership = (row: OrgRow, role: Role): OrgMembership => ({
 /** C0 and C1 controls (a newline or an escape would break every list and log that shows the name) and bidi overrides. */
 const controlCharacter = /[\p{Cc}\u202a-\u202e\u2066-\u2069]/u
 
-/** A name people read (an org's display name): 1 to 100 characters, none of them a control character. */
-export const DisplayName = Schema.String.check(
-  Schema.isMinLength(1),
-  Schema.isMaxLength(100),
-  Schema.makeFilter((name: string) => !controlCharacter.test(name) || "must not contain control characters")
+/** Text people read (a name, a title) holds no control character and no bidi override. */
+export const noControlCharacters = Schema.makeFilter(
+  (text: string) => !controlCharacter.test(text) || "must not contain control characters"
 )
+
+/** Text taken from elsewhere made readable: controls become spaces, runs of space collapse, trimmed. */
+export const withoutControlCharacters = (text: string): string =>
+  text.toWellFormed().replace(new RegExp(controlCharacter.source, "gu"), " ").replace(/\s+/gu, " ").trim()
+
+/** A name people read (an org's display name): 1 to 100 characters, none of them a control character. */
+export const DisplayName = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100), noControlCharacters)
 
 /**
  * The nearest `DisplayName` to a name taken from elsewhere (an identity provider's profile, a subject): controls become
  * spaces, runs of space collapse, at most 100 characters (code points) are kept; `fallback` when nothing is left.
  */
 export const toDisplayName = (text: string, fallback: string): string => {
-  const plain = text.toWellFormed().replace(new RegExp(controlCharacter.source, "gu"), " ").replace(/\s+/gu, " ").trim()
+  const plain = withoutControlCharacters(text)
   const cut = Array.from(plain).slice(0, 100).join("").trim()
   return cut === "" ? fallback : cut
 }
