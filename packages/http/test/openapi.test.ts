@@ -185,6 +185,84 @@ describe("GET /v1/openapi.json describes what the server does", () => {
     expect(missing).toEqual([])
   })
 
+  it("the operations of spec 4.4, 4.11, 4.13 and 4.14 declare every status and code the spec lists for them", async () => {
+    const doc = await document()
+    const project = "/v1/orgs/{orgSlug}/projects/{projectName}"
+    const domains = "/v1/orgs/{orgSlug}/domains"
+    const zones = "/v1/orgs/{orgSlug}/dns/zones"
+    const dns = ["dns_not_configured", "no_core"]
+    const listed: Array<[string, Record<string, Array<string>>]> = [
+      [`GET ${project}/hostnames`, { 200: [], 403: [], 404: [] }],
+      [`POST ${project}/hostnames`, { 200: [], 400: ["bad_request"], 403: [], 404: [], 409: ["hostname_taken"] }],
+      [`DELETE ${project}/hostnames/{host}`, { 204: [], 400: [], 403: [], 404: [] }],
+      [`POST ${project}/hostnames/{host}/verify`, { 200: [], 403: [], 404: [] }],
+      [`GET ${project}/access`, { 200: [], 403: [], 404: [], 503: ["no_core"] }],
+      [`PUT ${project}/access`, { 200: [], 400: [], 403: [], 404: [], 503: ["no_core"] }],
+      [`POST ${project}/access/bypass`, { 200: [], 403: [], 404: [], 503: ["no_core"] }],
+      [`DELETE ${project}/access/bypass`, { 204: [], 403: [], 404: [], 503: ["no_core"] }],
+      ["POST /v1/access/authorize", { 200: [], 400: [], 403: [], 404: [], 503: ["no_core"] }],
+      [`GET ${domains}`, { 200: [], 403: [], 404: [], 503: ["no_core"] }],
+      [
+        `POST ${domains}`,
+        {
+          200: [],
+          201: [],
+          400: [],
+          402: ["payment_failed"],
+          403: [],
+          409: ["domain_taken", "domain_unavailable"],
+          422: ["registrar_rejected"],
+          502: ["saga_incomplete", "registrar_error"],
+          503: ["no_core", "registrar_not_configured", "dns_not_configured"]
+        }
+      ],
+      [`POST ${domains}/check`, { 200: [], 400: [], 403: [], 503: ["no_core", "registrar_not_configured"] }],
+      [
+        `POST ${domains}/import`,
+        { 200: [], 201: [], 400: [], 403: [], 409: ["domain_taken"], 503: ["no_core", "dns_not_configured"] }
+      ],
+      [`GET ${domains}/{name}`, { 200: [], 403: [], 404: [] }],
+      [`POST ${domains}/{name}/renew`, { 200: [], 400: [], 403: [], 404: [] }],
+      [`POST ${domains}/{name}/auto-renew`, { 200: [], 400: [], 403: [], 404: [] }],
+      [`POST ${domains}/{name}/lock`, { 200: [], 400: [], 403: [], 404: [] }],
+      [`POST ${domains}/{name}/auth-code`, { 200: [], 403: [], 404: [] }],
+      [`POST ${domains}/{name}/sync`, { 200: [], 403: [], 404: [] }],
+      [`GET ${zones}`, { 200: [], 403: [], 404: [], 503: dns }],
+      [`POST ${zones}`, { 200: [], 400: [], 403: [], 404: [], 409: ["zone_taken"], 503: dns }],
+      [`GET ${zones}/{zone}`, { 200: [], 403: [], 404: [], 503: dns }],
+      [`DELETE ${zones}/{zone}`, { 204: [], 403: [], 404: [], 503: dns }],
+      [
+        `PUT ${zones}/{zone}/rrsets/{name}/{type}`,
+        { 200: [], 400: [], 403: [], 404: [], 409: ["managed_rrset", "cname_conflict"], 503: dns }
+      ],
+      [`DELETE ${zones}/{zone}/rrsets/{name}/{type}`, { 204: [], 403: [], 404: [], 409: ["managed_rrset"], 503: dns }],
+      [`POST ${zones}/{zone}/dnssec`, { 200: [], 403: [], 404: [], 503: dns }],
+      [`PUT ${zones}/{zone}/dnssec/ds`, { 200: [], 400: [], 403: [], 404: [], 409: ["dnssec_off"], 503: dns }]
+    ]
+    const operations = new Map(operationsOf(doc))
+    const missing: Array<string> = []
+    for (const [name, statuses] of listed) {
+      const operation = operations.get(name)
+      if (operation === undefined) {
+        missing.push(`${name}: not in the document`)
+        continue
+      }
+      for (const [status, codes] of Object.entries(statuses)) {
+        const response = operation.responses[status]
+        if (response === undefined) missing.push(`${name}: no ${status}`)
+        for (const code of codes) {
+          const inline = codesOf(response).includes(`"enum":["${code}"]`)
+          const ref = JSON.stringify(response ?? {}).includes(`"#/components/schemas/Error_${code}Encoded"`)
+          const component = doc.components.schemas[`Error_${code}Encoded`]
+          if (!inline && !(ref && codesOf(component).includes(`"enum":["${code}"]`))) {
+            missing.push(`${name}: ${status} without ${code}`)
+          }
+        }
+      }
+    }
+    expect(missing).toEqual([])
+  })
+
   it("answers that carry a secret declare Cache-Control: no-store", async () => {
     const doc = await document()
     const noStore = (operation: Json, status: string) => operation.responses[status].headers?.["cache-control"]

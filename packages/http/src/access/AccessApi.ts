@@ -5,9 +5,13 @@ import { apiErrors } from "../errors/ApiError.ts"
 import { ProjectRef } from "../projects/ProjectRef.ts"
 import { secretSuccess } from "../server/NoStore.ts"
 
-const access = apiErrors(Errors.NotFound, Errors.Forbidden)
+/**
+ * Spec 4.11 lists 503 `no_core` on every access operation; in hostplane the policy lives in the control database
+ * itself, so no answer carries it, but the document keeps the spec's contract.
+ */
+const access = apiErrors(Errors.NotFound, Errors.Forbidden, Errors.NoCore)
 /** The errors of a write to the project: a project being deleted is 409 `op_in_flight`. */
-const write = apiErrors(Errors.NotFound, Errors.Forbidden, Errors.OpInFlight)
+const write = apiErrors(Errors.NotFound, Errors.Forbidden, Errors.OpInFlight, Errors.NoCore)
 
 const describe = (...lines: ReadonlyArray<string>) => OpenApi.annotations({ description: lines.join(" ") })
 
@@ -27,7 +31,7 @@ export class AccessApi extends HttpApiGroup.make("access")
       params: ProjectRef,
       payload: Access.SetAccessPolicyInput,
       success: Access.AccessPolicy,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.OpInFlight)
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.OpInFlight, Errors.NoCore)
     })
       .annotate(OpenApi.Summary, "Set the access policy")
       .annotateMerge(
@@ -66,7 +70,7 @@ export class AccessApi extends HttpApiGroup.make("access")
     HttpApiEndpoint.post("authorize", "/access/authorize", {
       payload: Access.AuthorizeInput,
       success: secretSuccess(Access.AccessAuthorize),
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.NoCore)
     })
       .annotate(OpenApi.Summary, "Get a one-time access code for a protected host")
       .annotateMerge(

@@ -11,6 +11,11 @@ const domain = { ...OrgRef, name: Schema.String.annotate({ description: "The dom
 const describe = (description: string) => OpenApi.annotations({ description: description.replace(/\s+/g, " ") })
 
 const access = [Errors.NotFound, Errors.Forbidden] as const
+/**
+ * Spec 4.13 lists 503 `no_core` on the list, purchase, check and import; in hostplane domains live in the control
+ * database itself, so no answer carries it, but the document keeps the spec's contract.
+ */
+const core = [Errors.NoCore] as const
 const registrar = [
   Errors.RegistrarNotConfigured,
   Errors.PaymentFailed,
@@ -26,7 +31,7 @@ export class DomainsApi extends HttpApiGroup.make("domains")
     HttpApiEndpoint.get("list", base, {
       params: OrgRef,
       success: Domains.DomainList,
-      error: apiErrors(...access)
+      error: apiErrors(...access, ...core)
     })
       .annotate(OpenApi.Summary, "List domains")
       .annotateMerge(describe("viewer. The org's domains by name, without history.")),
@@ -36,6 +41,7 @@ export class DomainsApi extends HttpApiGroup.make("domains")
       success: [Domains.Domain.pipe(HttpApiSchema.status(201)), Domains.Domain],
       error: apiErrors(
         ...access,
+        ...core,
         Errors.BadRequest,
         Errors.DnsNotConfigured,
         Errors.DomainTaken,
@@ -61,7 +67,7 @@ export class DomainsApi extends HttpApiGroup.make("domains")
       params: OrgRef,
       payload: Domains.CheckDomainsInput,
       success: Domains.DomainAvailabilityList,
-      error: apiErrors(...access, Errors.BadRequest, ...registrar)
+      error: apiErrors(...access, ...core, Errors.BadRequest, ...registrar)
     })
       .annotate(OpenApi.Summary, "Check availability and prices")
       .annotateMerge(
@@ -73,7 +79,7 @@ export class DomainsApi extends HttpApiGroup.make("domains")
       params: OrgRef,
       payload: Domains.ImportDomainInput,
       success: [Domains.Domain.pipe(HttpApiSchema.status(201)), Domains.Domain],
-      error: apiErrors(...access, Errors.BadRequest, Errors.DnsNotConfigured, Errors.DomainTaken)
+      error: apiErrors(...access, ...core, Errors.BadRequest, Errors.DnsNotConfigured, Errors.DomainTaken)
     })
       .annotate(OpenApi.Summary, "Import a domain registered elsewhere")
       .annotateMerge(
