@@ -273,7 +273,7 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     await pushed.cleanup()
   })
 
-  it("hostile input: a bad pkt-line is 400, a wrong content type 415, dumb HTTP 403, a wrong method 405, traversal or an odd path 404", async () => {
+  it("hostile input: a bad pkt-line is 400, a wrong content type or encoding 415, dumb HTTP 403, a wrong method 405, traversal or an odd path 404", async () => {
     const slug = await newOrg()
     const pushed = await pushedRepo(slug)
     const url = httpUrl(slug, pushed.project.name, "site")
@@ -287,6 +287,18 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     const receive = await post("git-receive-pack", "zzzz", "application/x-git-receive-pack-request")
     expect(receive.status).toBe(400)
     expect((await post("git-upload-pack", "0000", "application/json")).status).toBe(415)
+    // A body in an encoding other than gzip is never handed to git as if it were plain.
+    for (const encoding of ["br", "deflate", "gzip, br"]) {
+      const encoded = await fetch(`${url}/git-upload-pack`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/x-git-upload-pack-request", "content-encoding": encoding },
+        body: "0000"
+      })
+      expect([encoded.status, ((await encoded.json()) as { code: string }).code], encoding).toEqual([
+        415,
+        "unsupported_media_type"
+      ])
+    }
     expect((await fetch(`${url}/info/refs`, { headers: auth })).status).toBe(403)
     expect((await fetch(`${url}/info/refs?service=git-shell`, { headers: auth })).status).toBe(403)
     expect((await fetch(`${url}/git-upload-pack`, { headers: auth })).status).toBe(405)

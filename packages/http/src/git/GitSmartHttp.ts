@@ -12,6 +12,9 @@ const routePattern = /^\/git\/([^/]+)\/([^/]+)\/([^/]+)\/(info\/refs|git-upload-
 
 const services = new Set(["git-upload-pack", "git-receive-pack"])
 
+/** Request body encodings git's smart HTTP clients send (gzip for large requests); any other is 415. */
+const readableEncodings = new Set(["", "identity", "gzip", "x-gzip"])
+
 const protocolPattern = /^[A-Za-z0-9=:._-]{1,200}$/u
 
 const challenge = { "www-authenticate": 'Basic realm="hostplane"' }
@@ -66,6 +69,7 @@ export const gitSmartHttp = HttpRouter.use((router) =>
         const [orgSlug, projectName, rawRepo] = segments as [string, string, string]
         const path: Git.RepoPath = { orgSlug, projectName, repoName: rawRepo.replace(/\.git$/u, "") }
         const action = match[4]!
+        const encoding = (request.headers["content-encoding"] ?? "").trim().toLowerCase()
         let service: string
         let mode: Git.GitRun["mode"]
         if (action === "info/refs") {
@@ -83,6 +87,9 @@ export const gitSmartHttp = HttpRouter.use((router) =>
           mode = "stateless"
           if (request.headers["content-type"] !== `application/x-${service}-request`) {
             return envelope(415, "unsupported_media_type", `the body must be application/x-${service}-request`)
+          }
+          if (!readableEncodings.has(encoding)) {
+            return envelope(415, "unsupported_media_type", "the body must be sent plain or gzip-encoded")
           }
         }
         const password = basicPassword(request.headers["authorization"])
@@ -113,7 +120,6 @@ export const gitSmartHttp = HttpRouter.use((router) =>
         const offered = request.headers["git-protocol"]
         const protocol = offered !== undefined && protocolPattern.test(offered) ? offered : null
         const body = request.stream
-        const encoding = (request.headers["content-encoding"] ?? "").toLowerCase()
         const input: Stream.Stream<Uint8Array, unknown> =
           mode === "advertise"
             ? Stream.empty
