@@ -415,6 +415,25 @@ describe.each(backends)("spec 4.4 custom hostnames (%s)", (_name, stores) => {
     expect(fixed.body).toMatchObject({ status: "active", lastError: null })
   })
 
+  it("verify while the name's DNS fails (SERVFAIL, REFUSED) is still 200: pending_dns, lastError names the failure", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    for (const rcode of ["SERVFAIL", "REFUSED"] as const) {
+      const name = customName()
+      const added = (await add(slug, project, name)).body
+      await setDns(fake.setRcode(added.verify.name, rcode))
+      await setDns(fake.setRcode(name, rcode))
+      const reply = await api.post(`${base(slug, project)}/${name}/verify`, undefined, { token: suite.admin.token })
+      expect({ rcode, status: reply.status, state: reply.body.status }).toEqual({
+        rcode,
+        status: 200,
+        state: "pending_dns"
+      })
+      expect(reply.body.lastError).toContain(rcode)
+      expect(await routeOf(name)).toEqual(Option.none())
+    }
+  })
+
   it("routeOf answers active names only: unknown and pending names are none, the default hostname routes", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
