@@ -245,6 +245,35 @@ describe.each(backends)("spec 4.4 custom hostnames (%s)", (_name, stores) => {
     }
   })
 
+  it("POST on a project being deleted: outsider 404, viewer 403, a bad name 400, then 409 op_in_flight; nothing added", async () => {
+    // decisions.md part 12: authorization (404, 403), then the input (400), then the resource's state (409).
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const viewer = await withRole(slug, "viewer")
+    expect(
+      (await api.delete(`/v1/orgs/${slug}/projects/${project}`, { confirm: project }, { token: suite.admin.token }))
+        .status
+    ).toBe(202)
+    const audited = (await auditOf(suite.server, slug)).length
+    const name = customName()
+    const answers = [
+      await add(slug, project, name, suite.outsider.token),
+      await add(slug, project, "*.wild.example", viewer.token),
+      await add(slug, project, "*.wild.example"),
+      await add(slug, project, "not a name"),
+      await add(slug, project, name)
+    ]
+    expect(answers.map((reply) => [reply.status, reply.body.code])).toEqual([
+      [404, "not_found"],
+      [403, "forbidden"],
+      [400, "bad_request"],
+      [400, "bad_request"],
+      [409, "op_in_flight"]
+    ])
+    expect((await auditOf(suite.server, slug)).length).toBe(audited)
+    expect(await routeOf(name)).toEqual(Option.none())
+  })
+
   it("hostile bodies on POST hostnames (malformed, not UTF-8, NUL, lone surrogate, array, 3 MiB) are 400 or 413, and add nothing", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)

@@ -96,8 +96,11 @@ export class Hostnames extends Context.Service<
         projectName: string,
         input: string
       ) {
-        const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member")
+        // Authorization (404, 403), then the input (400), then the project's state (409 `op_in_flight`, checked under
+        // the lock): decisions.md part 12's order, so a bad hostname is 400 on a project being deleted too.
+        const authorized = yield* mutation.authorizeProject(actor, slug, projectName, "member", { deleting: "allow" })
         const name = yield* normalizeHostname(input, settings)
+        const grant = { ...authorized, deleting: "refuse" } as const
         const taken = () => new HostnameTaken({ message: `the hostname ${name} is already in use` })
         return yield* mutation
           .project(
