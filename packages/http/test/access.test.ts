@@ -102,6 +102,39 @@ describe.each(backends)("spec 4.11 access policy (%s)", (_name, stores) => {
     expect(JSON.stringify(logs)).not.toContain("second-password")
   })
 
+  it("PUT on a project being deleted: a bad body 400 before 409 op_in_flight (decisions.md part 12); nothing set", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const remove = await api.delete(
+      `/v1/orgs/${slug}/projects/${project.name}`,
+      { confirm: project.name },
+      { token: suite.admin.token }
+    )
+    expect(remove.status).toBe(202)
+    const audited = (await auditOf(suite.server, slug)).length
+    const answers = [
+      await api.put(
+        accessOf(slug, project.name),
+        { mode: "password", password: "short" },
+        { token: suite.admin.token }
+      ),
+      await api.put(accessOf(slug, project.name), { mode: "private" }, { token: suite.admin.token }),
+      await api.put(
+        accessOf(slug, project.name),
+        { mode: "password", password: "long-enough-password" },
+        { token: suite.admin.token }
+      ),
+      await api.put(accessOf(slug, project.name), { mode: "org" }, { token: suite.admin.token })
+    ]
+    expect(answers.map((reply) => [reply.status, reply.body.code])).toEqual([
+      [400, "bad_request"],
+      [400, "bad_request"],
+      [409, "op_in_flight"],
+      [409, "op_in_flight"]
+    ])
+    expect((await auditOf(suite.server, slug)).length).toBe(audited)
+  })
+
   it("POST bypass answers { secret } once; each call invalidates the previous; only its SHA-256 is stored", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)

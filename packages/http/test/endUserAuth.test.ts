@@ -307,6 +307,24 @@ describe.each(backends)("spec 4.9 end-user auth add-on (%s)", (_name, stores) =>
     for (const value of [secret, rotated, "gh-secret-0a9"]) expect(everything).not.toContain(value)
   })
 
+  it("PUT provider on a project being deleted: 400 invalid_provider before 409 op_in_flight (decisions.md part 12)", async () => {
+    const slug = await newOrg()
+    const project = await granted(slug)
+    const remove = await api.delete(`/v1/orgs/${slug}/projects/${project.name}`, { confirm: project.name }, admin())
+    expect(remove.status).toBe(202)
+    const answers = [
+      await api.put(providerOf(slug, project.name, "facebook"), { clientId: "a", clientSecret: "b" }, admin()),
+      await api.put(providerOf(slug, project.name, "github"), { clientId: "", clientSecret: "b" }, admin()),
+      await api.put(providerOf(slug, project.name, "github"), { clientId: "a", clientSecret: "b" }, admin())
+    ]
+    expect(answers.map((reply) => [reply.status, reply.body.code])).toEqual([
+      [400, "invalid_provider"],
+      [400, "invalid_provider"],
+      [409, "op_in_flight"]
+    ])
+    expect((await authAudit(slug)).map(([action]) => action)).toEqual(["auth.grant"])
+  })
+
   it("PUT provider: a name outside the three, or an empty or missing clientId or clientSecret, is 400 invalid_provider", async () => {
     const slug = await newOrg()
     const project = await granted(slug)

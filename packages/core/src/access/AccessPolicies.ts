@@ -142,7 +142,8 @@ export class AccessPolicies extends Context.Service<
         projectName: string,
         input: SetAccessPolicyInput
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
+        // decisions.md part 12: a bad password is 400 before a project being deleted is 409 (refused at the write).
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin", { deleting: "atWrite" })
         const problem = input.password === undefined ? undefined : passwordProblem(input.password)
         if (problem !== undefined) return yield* new BadRequest({ message: problem })
         // Hashing is deliberately slow: it runs before the transaction, so the org lock is held only for the write.

@@ -133,7 +133,10 @@ export class EndUserAuths extends Context.Service<
         provider: string,
         body: AuthProviderPut
       ) {
-        const authorized = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
+        // decisions.md part 12: a bad provider or body is 400 before a project being deleted is 409 (at the write).
+        const authorized = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin", {
+          deleting: "atWrite"
+        })
         if (!isAuthProviderName(provider)) {
           return yield* new InvalidProvider({ message: "the provider is github, google or discord" })
         }

@@ -98,9 +98,8 @@ export class Hostnames extends Context.Service<
       ) {
         // Authorization (404, 403), then the input (400), then the project's state (409 `op_in_flight`, checked under
         // the lock): decisions.md part 12's order, so a bad hostname is 400 on a project being deleted too.
-        const authorized = yield* mutation.authorizeProject(actor, slug, projectName, "member", { deleting: "allow" })
+        const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member", { deleting: "atWrite" })
         const name = yield* normalizeHostname(input, settings)
-        const grant = { ...authorized, deleting: "refuse" } as const
         const taken = () => new HostnameTaken({ message: `the hostname ${name} is already in use` })
         return yield* mutation
           .project(

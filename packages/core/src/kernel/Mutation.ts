@@ -96,13 +96,17 @@ export class Mutation extends Context.Service<
       orgSlug: string,
       minimum: Role
     ) => Effect.Effect<OrgGrant, NotFound | Forbidden>
-    /** Refuses a project being deleted at once (409 `op_in_flight`) unless `deleting` is `allow`. */
+    /**
+     * Refuses a project being deleted at once (409 `op_in_flight`) unless `deleting` is `allow` (the change sees it)
+     * or `atWrite`: then the write refuses it under the lock, after the caller checked its input (decisions.md part
+     * 12: 400 before 409).
+     */
     readonly authorizeProject: (
       actor: Actor,
       orgSlug: string,
       projectName: string,
       minimum: Role,
-      options?: { readonly deleting?: "refuse" | "allow" }
+      options?: { readonly deleting?: "refuse" | "allow" | "atWrite" }
     ) => Effect.Effect<ProjectGrant, NotFound | Forbidden | OpInFlight>
     /** Org lock, the caller's membership read again (404 gone, 403 demoted), the change, its audit row. */
     readonly org: <A, E, R>(
@@ -191,12 +195,17 @@ export class Mutation extends Context.Service<
         orgSlug: string,
         projectName: string,
         minimum: Role,
-        options: { readonly deleting?: "refuse" | "allow" } = {}
+        options: { readonly deleting?: "refuse" | "allow" | "atWrite" } = {}
       ) {
         const access = yield* policy.requireProject(actor, orgSlug, projectName, minimum)
         const deleting = options.deleting ?? "refuse"
         if (deleting === "refuse") yield* refuseDeleting(access.project)
-        return { ...access, actor, minimum, deleting } satisfies ProjectGrant
+        return {
+          ...access,
+          actor,
+          minimum,
+          deleting: deleting === "allow" ? "allow" : "refuse"
+        } satisfies ProjectGrant
       })
 
       const org = Effect.fnUntraced(function* <A, E, R>(

@@ -73,10 +73,7 @@ export class Secrets extends Context.Service<
       ) {
         // Authorization (404, 403), then the input (400), then the project's state (409 `op_in_flight`, refused by the
         // statement's guard): decisions.md part 12's order, so a bad name is 400 on a project being deleted too.
-        const authorized = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member", {
-          deleting: "allow"
-        })
-        const grant = { ...authorized, deleting: "refuse" } as const
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member", { deleting: "atWrite" })
         if (!secretNamePattern.test(secretName)) {
           return yield* new BadRequest({
             message: "a secret name is a letter or underscore followed by up to 127 letters, digits or underscores",
