@@ -29,6 +29,35 @@ const closedObjects = (node: unknown, at = "#"): Array<string> => {
 const codesOf = (response: Json | undefined): Array<string> =>
   JSON.stringify(response ?? {}).match(/"enum":\["[a-z_]+"\]/g) ?? []
 
+/**
+ * What `listed` ([operation, { status: codes that must be among its enum values (none: the status alone) }]) finds
+ * missing in the document: an operation, a status, or a code, inline or through the error's component.
+ */
+const undeclared = (doc: Json, listed: ReadonlyArray<[string, Record<string, Array<string>>]>): Array<string> => {
+  const operations = new Map(operationsOf(doc))
+  const missing: Array<string> = []
+  for (const [name, statuses] of listed) {
+    const operation = operations.get(name)
+    if (operation === undefined) {
+      missing.push(`${name}: not in the document`)
+      continue
+    }
+    for (const [status, codes] of Object.entries(statuses)) {
+      const response = operation.responses[status]
+      if (response === undefined) missing.push(`${name}: no ${status}`)
+      for (const code of codes) {
+        const inline = codesOf(response).includes(`"enum":["${code}"]`)
+        const ref = JSON.stringify(response ?? {}).includes(`"#/components/schemas/Error_${code}Encoded"`)
+        const component = doc.components.schemas[`Error_${code}Encoded`]
+        if (!inline && !(ref && codesOf(component).includes(`"enum":["${code}"]`))) {
+          missing.push(`${name}: ${status} without ${code}`)
+        }
+      }
+    }
+  }
+  return missing
+}
+
 describe("GET /v1/openapi.json describes what the server does", () => {
   const suite = useSuite(() => Layer.fresh(layerMemory), { settings: { publicUrl: "https://console.example.test" } })
   const document = async () => (await suite.api.get("/v1/openapi.json")).body as Json
@@ -160,29 +189,7 @@ describe("GET /v1/openapi.json describes what the server does", () => {
         { 200: [], 403: [], 404: [], 409: ["not_pro"], 501: ["billing_off"], 502: ["billing_unavailable"] }
       ]
     ]
-    const operations = new Map(operationsOf(doc))
-    const missing: Array<string> = []
-    for (const [name, statuses] of listed) {
-      const operation = operations.get(name)
-      if (operation === undefined) {
-        missing.push(`${name}: not in the document`)
-        continue
-      }
-      for (const [status, codes] of Object.entries(statuses)) {
-        const response = operation.responses[status]
-        if (response === undefined) missing.push(`${name}: no ${status}`)
-        for (const code of codes) {
-          // Inline, or a reference to the error's component (whose code is that one value).
-          const inline = codesOf(response).includes(`"enum":["${code}"]`)
-          const ref = JSON.stringify(response ?? {}).includes(`"#/components/schemas/Error_${code}Encoded"`)
-          const component = doc.components.schemas[`Error_${code}Encoded`]
-          if (!inline && !(ref && codesOf(component).includes(`"enum":["${code}"]`))) {
-            missing.push(`${name}: ${status} without ${code}`)
-          }
-        }
-      }
-    }
-    expect(missing).toEqual([])
+    expect(undeclared(doc, listed)).toEqual([])
   })
 
   it("the operations of spec 4.4, 4.11, 4.13 and 4.14 declare every status and code the spec lists for them", async () => {
@@ -239,28 +246,7 @@ describe("GET /v1/openapi.json describes what the server does", () => {
       [`POST ${zones}/{zone}/dnssec`, { 200: [], 403: [], 404: [], 503: dns }],
       [`PUT ${zones}/{zone}/dnssec/ds`, { 200: [], 400: [], 403: [], 404: [], 409: ["dnssec_off"], 503: dns }]
     ]
-    const operations = new Map(operationsOf(doc))
-    const missing: Array<string> = []
-    for (const [name, statuses] of listed) {
-      const operation = operations.get(name)
-      if (operation === undefined) {
-        missing.push(`${name}: not in the document`)
-        continue
-      }
-      for (const [status, codes] of Object.entries(statuses)) {
-        const response = operation.responses[status]
-        if (response === undefined) missing.push(`${name}: no ${status}`)
-        for (const code of codes) {
-          const inline = codesOf(response).includes(`"enum":["${code}"]`)
-          const ref = JSON.stringify(response ?? {}).includes(`"#/components/schemas/Error_${code}Encoded"`)
-          const component = doc.components.schemas[`Error_${code}Encoded`]
-          if (!inline && !(ref && codesOf(component).includes(`"enum":["${code}"]`))) {
-            missing.push(`${name}: ${status} without ${code}`)
-          }
-        }
-      }
-    }
-    expect(missing).toEqual([])
+    expect(undeclared(doc, listed)).toEqual([])
   })
 
   it("answers that carry a secret declare Cache-Control: no-store", async () => {
