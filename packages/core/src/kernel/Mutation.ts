@@ -221,6 +221,20 @@ export class Mutation extends Context.Service<
         )
       })
 
+      /**
+       * The project rule again on what was read under the org lock: the membership and role (404, 403), the project
+       * still there (404) and, unless the grant allows it, not being deleted (409 `op_in_flight`).
+       */
+      const recheckProject = (grant: ProjectGrant, read: AccessRead) =>
+        Effect.gen(function* () {
+          const membership = yield* policy.recheck(read, grant, grant.minimum)
+          if (Option.isNone(read.project) || read.project.value.id !== grant.project.id) {
+            return yield* new NotFound({ message: `project ${grant.project.name} not found` })
+          }
+          if (grant.deleting === "refuse") yield* refuseDeleting(read.project.value)
+          return { membership, project: read.project.value }
+        })
+
       const project = Effect.fnUntraced(function* <A, E, R>(
         grant: ProjectGrant,
         change: (write: ProjectWrite) => Effect.Effect<Audited<A>, E, R>,
@@ -229,17 +243,12 @@ export class Mutation extends Context.Service<
         return yield* tx.withTransaction(
           Effect.gen(function* () {
             const locked = yield* envelope.lock(grant.org.id, grant.actor.userId, grant.project.id)
-            const membership = yield* policy.recheck(locked, grant, grant.minimum)
-            const current = locked.project
-            if (Option.isNone(current)) {
-              return yield* new NotFound({ message: `project ${grant.project.name} not found` })
-            }
-            if (grant.deleting === "refuse") yield* refuseDeleting(current.value)
+            const { membership, project } = yield* recheckProject(grant, locked)
             return yield* commit(
               grant.actor,
               grant.org.id,
-              (at) => change({ ...membership, project: current.value, at }),
-              options.node === true ? current.value.id : undefined
+              (at) => change({ ...membership, project, at }),
+              options.node === true ? project.id : undefined
             )
           })
         )
@@ -247,14 +256,10 @@ export class Mutation extends Context.Service<
 
       /** The refusal `project` answers for what a guarded write read under the lock; a read that passes is a defect. */
       const refusal = (grant: ProjectGrant, read: AccessRead) =>
-        Effect.gen(function* () {
-          yield* policy.recheck(read, grant, grant.minimum)
-          if (Option.isNone(read.project) || read.project.value.id !== grant.project.id) {
-            return yield* new NotFound({ message: `project ${grant.project.name} not found` })
-          }
-          if (grant.deleting === "refuse") yield* refuseDeleting(read.project.value)
-          return yield* Effect.die(new Error("Mutation: a store's guard refused a write the rules allow"))
-        })
+        Effect.andThen(
+          recheckProject(grant, read),
+          Effect.die(new Error("Mutation: a store's guard refused a write the rules allow"))
+        )
 
       const projectStatement = <A, E, R>(
         grant: ProjectGrant,
