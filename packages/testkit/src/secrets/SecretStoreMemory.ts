@@ -1,6 +1,6 @@
 import { Secrets } from "@hostplane/core"
 import { Effect, Layer } from "effect"
-import { guarded } from "../kernel/FinishMemory.ts"
+import { guarded } from "../kernel/EnvelopeStoreMemory.ts"
 import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memory/MemoryState.ts"
 
 /** Keyed by `secretKey(projectId, name)`. */
