@@ -48,6 +48,21 @@ const prefixed = (prefix: string, name: string) =>
   prefix === "" ? name : `${prefix}${name.charAt(0).toUpperCase()}${name.slice(1)}`
 
 /**
+ * The columns `accessOf` reads, from a row `row` of `hostplane_envelope_lock` (its `org`, `role` and `project`),
+ * each named `<prefix><column>`: the lock's own read (no prefix) and the guarded write's (`envelope_`). Built once.
+ */
+const lockedColumns = (row: "l" | "g", prefix: "" | "envelope_") =>
+  [
+    ...["id", "slug", "name", "plan", "personal", "created_at"].map((c) => `(${row}.org).${c} AS ${prefix}${c}`),
+    `${row}.role AS ${prefix}role`,
+    ...["id", "org_id", "name", "hostname", "created_at", "live_deployment_id", "deleting_since"].map(
+      (c) => `(${row}.project).${c} AS ${prefix}project_${c}`
+    )
+  ].join(", ")
+const lockColumns = lockedColumns("l", "")
+const guardColumns = lockedColumns("g", "envelope_")
+
+/**
  * The org's columns, the member's role, the project's columns under `project_*` names (null when not joined), all
  * under `prefix` when given. No row, or a null org id, is no org.
  */
@@ -118,15 +133,7 @@ export const finishing = <A extends object>(
   ]
   return Effect.flatMap(
     sql<Row>`WITH ${sql.csv(ctes)}
-      SELECT written.*, EXISTS (SELECT FROM envelope_allowed) AS envelope_allowed,
-        (g.org).id AS envelope_id, (g.org).slug AS envelope_slug, (g.org).name AS envelope_name,
-        (g.org).plan AS envelope_plan, (g.org).personal AS envelope_personal,
-        (g.org).created_at AS envelope_created_at, g.role AS envelope_role,
-        (g.project).id AS envelope_project_id, (g.project).org_id AS envelope_project_org_id,
-        (g.project).name AS envelope_project_name, (g.project).hostname AS envelope_project_hostname,
-        (g.project).created_at AS envelope_project_created_at,
-        (g.project).live_deployment_id AS envelope_project_live_deployment_id,
-        (g.project).deleting_since AS envelope_project_deleting_since
+      SELECT written.*, EXISTS (SELECT FROM envelope_allowed) AS envelope_allowed, ${sql.literal(guardColumns)}
       FROM envelope_guard g LEFT JOIN written ON true`,
     (rows) =>
       rows[0]?.["envelopeAllowed"] === true
@@ -163,11 +170,7 @@ export const layer = Layer.effect(
       // previous holder committed (a project's delete).
       lock: (orgId, userId, projectId) =>
         sql<Row>`
-          SELECT (l.org).id, (l.org).slug, (l.org).name, (l.org).plan, (l.org).personal, (l.org).created_at, l.role,
-            (l.project).id AS project_id, (l.project).org_id AS project_org_id, (l.project).name AS project_name,
-            (l.project).hostname AS project_hostname, (l.project).created_at AS project_created_at,
-            (l.project).live_deployment_id AS project_live_deployment_id,
-            (l.project).deleting_since AS project_deleting_since
+          SELECT ${sql.literal(lockColumns)}
           FROM hostplane_envelope_lock(${orgId}, ${userId}, ${projectId ?? null}) l`.pipe(
           Effect.orDie,
           Effect.map(accessOf)
