@@ -22,6 +22,9 @@ export const PageLimit = Schema.FiniteFromString.check(
   Schema.isBetween({ minimum: 1, maximum: maxPageSize })
 )
 
+/** The query of a paged list: `limit` (`PageLimit`) and the `cursor` its previous page answered as `nextCursor`. */
+export const PageQuery = { limit: Schema.optionalKey(PageLimit), cursor: Schema.optionalKey(Schema.String) }
+
 /** Clamps a requested page size to 1..200, 50 when absent. */
 export const pageSize = (limit: number | undefined): number =>
   limit === undefined ? defaultPageSize : Math.min(Math.max(Math.trunc(limit), 1), maxPageSize)

@@ -49,10 +49,7 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
   .add(
     HttpApiEndpoint.get("list", "/orgs/:orgSlug/projects/:projectName/deployments", {
       params: ProjectRef,
-      query: {
-        limit: Schema.optionalKey(Orgs.PageLimit),
-        cursor: Schema.optionalKey(Schema.String)
-      },
+      query: Orgs.PageQuery,
       success: Deployments.DeploymentList,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
     })

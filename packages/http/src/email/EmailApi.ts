@@ -89,8 +89,7 @@ export const emailLogEndpoints = [
     params: ProjectRef,
     query: {
       direction: Schema.optionalKey(Schema.String.annotate({ description: "`in`, `out`, or empty for both." })),
-      cursor: Schema.optionalKey(Schema.String),
-      limit: Schema.optionalKey(Orgs.PageLimit)
+      ...Orgs.PageQuery
     },
     success: Email.MailLogPage,
     error: apiErrors(Errors.BadRequest, Errors.NotFound, Errors.Forbidden)

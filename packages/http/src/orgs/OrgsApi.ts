@@ -42,7 +42,7 @@ export class OrgsApi extends HttpApiGroup.make("orgs")
     }).annotate(OpenApi.Summary, "Delete an organization"),
     HttpApiEndpoint.get("notifications", "/orgs/:orgSlug/notifications", {
       params: OrgRef,
-      query: { limit: Schema.optionalKey(Orgs.PageLimit), cursor: Schema.optionalKey(Schema.String) },
+      query: Orgs.PageQuery,
       success: Orgs.NotificationPage,
       error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
     })
