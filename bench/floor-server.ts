@@ -3,7 +3,7 @@
 // and encoded through the same `Me` schema) on BENCH_LISTEN (host:port). No database, no log lines.
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Errors, Identity } from "@hostplane/core"
-import { apiError } from "@hostplane/http/errors/ApiError"
+import { apiError } from "@hostplane/api/errors/ApiError"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { HttpRouter } from "effect/http"
 import {

@@ -1,5 +1,5 @@
 import { Errors } from "@hostplane/core"
-import { ApiWithDevAuth } from "@hostplane/http/Api"
+import { ApiWithDevAuth } from "@hostplane/api/Api"
 import { Context, Effect, Layer, Schema } from "effect"
 import { HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"

@@ -9,10 +9,10 @@ import { areas } from "./areas.ts"
 import { AuthenticationLive } from "./auth/Authentication.ts"
 import { authorizeFirst } from "./auth/AuthorizeFirst.ts"
 import { cachedMe, cachedMePath } from "./identity/CachedMe.ts"
-import { DevAuthApi } from "./identity/IdentityApi.ts"
+import { DevAuthApi } from "@hostplane/api/identity/IdentityApi"
 import { invitePage, invitePagePath } from "./orgs/InvitePage.ts"
 import { apiIndex } from "./server/ApiIndex.ts"
-import { documentAnnotations } from "./server/OpenApiDocument.ts"
+import { documentAnnotations } from "@hostplane/api/server/OpenApiDocument"
 import { type KnownRoute, requestPipeline, routePattern } from "./server/RequestPipeline.ts"
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,10 +1,9 @@
 import type { Layer } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
+import { apiId, apiPrefix } from "@hostplane/api/Api"
 
-/** Every group is served under this prefix, by an API of this id. */
-export const apiId = "hostplane"
-export const apiPrefix = "/v1"
+export { apiId, apiPrefix }
 
 /**
  * The API of one area's groups exactly as the root API serves them (same id, same prefix): an area builds its

@@ -1,14 +1,9 @@
 export * from "./Api.ts"
 export { app, appWith, type Ports, routerConfig, routerLayer, routes, routesOf } from "./App.ts"
-export {
-  type AddonAreaOptions,
-  addonAreaHttp,
-  addonEndpoints,
-  type AddonEndpoints,
-  type AddonGroup
-} from "./addons/AddonAreaHttp.ts"
+export { type AddonAreaOptions, addonAreaHttp } from "./addons/AddonAreaHttp.ts"
+export { addonEndpoints, type AddonEndpoints, type AddonGroup } from "@hostplane/api/addons/AddonApi"
 export { type AnyAreaHttp, apiId, apiPrefix, areaApi, type AreaHttp, areaHttp } from "./Area.ts"
 export { areas } from "./areas.ts"
 export { edgeApp } from "./edge/EdgeApp.ts"
-export { apiError, apiErrors, Envelope } from "./errors/ApiError.ts"
+export { apiError, apiErrors, Envelope } from "@hostplane/api/errors/ApiError"
 export { makeNodeListener, type NodeListener } from "./server/NodeListener.ts"

@@ -2,7 +2,7 @@ import { Orgs, Secrets } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { Layer } from "effect"
 import { describe, expect, it } from "vitest"
-import { hostnamePattern } from "../src/server/OpenApiDocument.ts"
+import { hostnamePattern } from "@hostplane/api/server/OpenApiDocument"
 import { useSuite } from "./support/TestServer.ts"
 
 type Json = Record<string, any>

@@ -1,5 +1,5 @@
 import { areaHttp } from "../Area.ts"
-import { AccessApi } from "./AccessApi.ts"
+import { AccessApi } from "@hostplane/api/access/AccessApi"
 import { AccessHandlers } from "./AccessHandlers.ts"
 
 export const AccessAreaHttp = areaHttp({

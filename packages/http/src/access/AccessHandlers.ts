@@ -2,8 +2,8 @@ import { Access, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { AccessApi } from "./AccessApi.ts"
-import { noStore } from "../server/NoStore.ts"
+import { AccessApi } from "@hostplane/api/access/AccessApi"
+import { noStore } from "@hostplane/api/server/NoStore"
 
 const api = areaApi(AccessApi)
 

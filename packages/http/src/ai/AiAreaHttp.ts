@@ -2,7 +2,7 @@ import { Ai } from "@hostplane/core"
 import { Layer } from "effect"
 import { addonAreaHttp } from "../addons/AddonAreaHttp.ts"
 import { areaHttp } from "../Area.ts"
-import { AiCreditApi, AiGatewayApi } from "./AiApi.ts"
+import { AiAddonApi, AiCreditApi, AiGatewayApi } from "@hostplane/api/ai/AiApi"
 import { AiGatewayHandlers } from "./AiGatewayHandlers.ts"
 import { AiHandlers } from "./AiHandlers.ts"
 
@@ -21,4 +21,4 @@ export const AiAreaHttp = areaHttp({
 })
 
 /** Spec 4.10's add-on endpoints: status (viewer), grant (member), revoke (admin), on the add-on scaffold. */
-export const AiAddonAreaHttp = addonAreaHttp(Ai.aiAddon)
+export const AiAddonAreaHttp = addonAreaHttp(Ai.aiAddon, { group: AiAddonApi })

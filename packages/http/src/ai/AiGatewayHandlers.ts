@@ -4,7 +4,7 @@ import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
 import { bearer } from "../node/NodeHandlers.ts"
-import { AiGatewayApi } from "./AiApi.ts"
+import { AiGatewayApi } from "@hostplane/api/ai/AiApi"
 
 const api = areaApi(AiGatewayApi)
 

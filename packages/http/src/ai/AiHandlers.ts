@@ -2,7 +2,7 @@ import { Ai, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { AiCreditApi } from "./AiApi.ts"
+import { AiCreditApi } from "@hostplane/api/ai/AiApi"
 
 const api = areaApi(AiCreditApi)
 

@@ -1,19 +1,6 @@
-import { Errors, Git, Identity, Kernel } from "@hostplane/core"
+import { Authentication } from "@hostplane/api/auth/Authentication"
+import { type Errors, Git, Identity, Kernel } from "@hostplane/core"
 import { Effect, Layer, Redacted } from "effect"
-import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import { apiError } from "../errors/ApiError.ts"
-
-/**
- * Bearer check (decisions.md part 1): a session token, or a personal access token (`svc_pat_...`, decisions.md part
- * 11) acting with its user's roles; provides the actor to every endpoint that needs a login.
- */
-export class Authentication extends HttpApiMiddleware.Service<
-  Authentication,
-  { provides: Kernel.CurrentActor; requires: never }
->()("@hostplane/http/auth/Authentication", {
-  security: { bearer: HttpApiSecurity.bearer },
-  error: apiError(Errors.Unauthorized)
-}) {}
 
 /** The actor of a bearer token: a personal access token's user (its use recorded), else a session's. */
 export const bearerActor = Effect.gen(function* () {

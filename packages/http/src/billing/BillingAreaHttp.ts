@@ -1,5 +1,5 @@
 import { areaHttp } from "../Area.ts"
-import { BillingApi, BillingHooksApi } from "./BillingApi.ts"
+import { BillingApi, BillingHooksApi } from "@hostplane/api/billing/BillingApi"
 import { BillingHandlers } from "./BillingHandlers.ts"
 
 export const BillingAreaHttp = areaHttp({

@@ -2,8 +2,8 @@ import { Billing, Kernel } from "@hostplane/core"
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { noStore } from "../server/NoStore.ts"
-import { BillingApi, BillingHooksApi } from "./BillingApi.ts"
+import { noStore } from "@hostplane/api/server/NoStore"
+import { BillingApi, BillingHooksApi } from "@hostplane/api/billing/BillingApi"
 
 const api = areaApi(BillingHooksApi, BillingApi)
 

@@ -1,5 +1,5 @@
 import { areaHttp } from "../Area.ts"
-import { DatabaseApi } from "./DatabaseApi.ts"
+import { DatabaseApi } from "@hostplane/api/database/DatabaseApi"
 import { DatabaseHandlers } from "./DatabaseHandlers.ts"
 
 const base = "/v1/orgs/{orgSlug}/projects/{projectName}/database"

@@ -2,8 +2,8 @@ import { Database, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { noStore } from "../server/NoStore.ts"
-import { DatabaseApi } from "./DatabaseApi.ts"
+import { noStore } from "@hostplane/api/server/NoStore"
+import { DatabaseApi } from "@hostplane/api/database/DatabaseApi"
 
 const api = areaApi(DatabaseApi)
 

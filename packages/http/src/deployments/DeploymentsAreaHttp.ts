@@ -1,5 +1,5 @@
 import { areaHttp } from "../Area.ts"
-import { DeploymentsApi } from "./DeploymentsApi.ts"
+import { DeploymentsApi } from "@hostplane/api/deployments/DeploymentsApi"
 import { DeploymentsHandlers } from "./DeploymentsHandlers.ts"
 
 export const DeploymentsAreaHttp = areaHttp({

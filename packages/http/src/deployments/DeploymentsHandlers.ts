@@ -3,7 +3,7 @@ import { Effect, Stream } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { DeploymentsApi } from "./DeploymentsApi.ts"
+import { DeploymentsApi } from "@hostplane/api/deployments/DeploymentsApi"
 
 const api = areaApi(DeploymentsApi)
 

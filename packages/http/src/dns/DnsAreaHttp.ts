@@ -1,5 +1,5 @@
 import { areaHttp } from "../Area.ts"
-import { DnsApi } from "./DnsApi.ts"
+import { DnsApi } from "@hostplane/api/dns/DnsApi"
 import { DnsHandlers } from "./DnsHandlers.ts"
 
 export const DnsAreaHttp = areaHttp({

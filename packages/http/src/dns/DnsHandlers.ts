@@ -2,7 +2,7 @@ import { Dns, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { DnsApi } from "./DnsApi.ts"
+import { DnsApi } from "@hostplane/api/dns/DnsApi"
 
 const api = areaApi(DnsApi)
 

@@ -1,5 +1,5 @@
 import { areaHttp } from "../Area.ts"
-import { DomainsApi } from "./DomainsApi.ts"
+import { DomainsApi } from "@hostplane/api/domains/DomainsApi"
 import { DomainsHandlers } from "./DomainsHandlers.ts"
 
 export const DomainsAreaHttp = areaHttp({

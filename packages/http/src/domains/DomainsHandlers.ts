@@ -3,8 +3,8 @@ import { Effect, Redacted } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { HttpServerResponse } from "effect/http"
 import { areaApi } from "../Area.ts"
-import { noStore } from "../server/NoStore.ts"
-import { DomainsApi } from "./DomainsApi.ts"
+import { noStore } from "@hostplane/api/server/NoStore"
+import { DomainsApi } from "@hostplane/api/domains/DomainsApi"
 
 const api = areaApi(DomainsApi)
 

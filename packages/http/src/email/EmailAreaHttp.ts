@@ -3,14 +3,13 @@ import { Effect, Layer } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { addonAreaHttp } from "../addons/AddonAreaHttp.ts"
 import { areaHttp } from "../Area.ts"
-import { emailLogEndpoints, MailHooksApi, MailRelayApi } from "./EmailApi.ts"
+import { EmailAddonApi, MailHooksApi, MailRelayApi } from "@hostplane/api/email/EmailApi"
 import { EmailHandlers } from "./EmailHandlers.ts"
 
 const actor = Effect.service(Kernel.CurrentActor)
 
 const addon = addonAreaHttp(Email.emailAddon, {
-  description: "Spec 4.8: a project's email address, its mail log and raw messages.",
-  endpoints: emailLogEndpoints,
+  group: EmailAddonApi,
   handle: (handlers) =>
     Effect.map(Effect.service(Email.EmailLog), (log) =>
       handlers

@@ -2,7 +2,7 @@ import { Email, Errors, Node } from "@hostplane/core"
 import { Effect, Layer, Stream } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { MailHooksApi, MailRelayApi } from "./EmailApi.ts"
+import { MailHooksApi, MailRelayApi } from "@hostplane/api/email/EmailApi"
 
 const api = areaApi(MailHooksApi, MailRelayApi)
 

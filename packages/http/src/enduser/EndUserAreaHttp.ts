@@ -1,14 +1,13 @@
 import { EndUser, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 import { addonAreaHttp } from "../addons/AddonAreaHttp.ts"
-import { authEndpoints } from "./EndUserApi.ts"
+import { AuthAddonApi } from "@hostplane/api/enduser/EndUserApi"
 
 const actor = Effect.service(Kernel.CurrentActor)
 
 /** Spec 4.9: the auth add-on (status, grant, revoke) with its settings and providers in one group. */
 export const EndUserAreaHttp = addonAreaHttp(EndUser.authAddon, {
-  description: "Spec 4.9: sign-in for a project's own visitors, run by the edge's auth worker.",
-  endpoints: authEndpoints,
+  group: AuthAddonApi,
   handle: (handlers) =>
     Effect.map(Effect.service(EndUser.EndUserAuths), (auths) =>
       handlers

@@ -1,6 +1,6 @@
 import { Layer } from "effect"
 import { areaHttp } from "../Area.ts"
-import { CredentialsApi, ReposApi } from "./GitApi.ts"
+import { CredentialsApi, ReposApi } from "@hostplane/api/git/GitApi"
 import { GitHandlers } from "./GitHandlers.ts"
 import { gitSmartHttp } from "./GitSmartHttp.ts"
 

@@ -2,8 +2,8 @@ import { Git, Kernel } from "@hostplane/core"
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { noStore } from "../server/NoStore.ts"
-import { CredentialsApi, ReposApi } from "./GitApi.ts"
+import { noStore } from "@hostplane/api/server/NoStore"
+import { CredentialsApi, ReposApi } from "@hostplane/api/git/GitApi"
 
 const api = areaApi(ReposApi, CredentialsApi)
 

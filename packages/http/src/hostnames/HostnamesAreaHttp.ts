@@ -1,5 +1,5 @@
 import { areaHttp } from "../Area.ts"
-import { HostnamesApi } from "./HostnamesApi.ts"
+import { HostnamesApi } from "@hostplane/api/hostnames/HostnamesApi"
 import { HostnamesHandlers } from "./HostnamesHandlers.ts"
 
 export const HostnamesAreaHttp = areaHttp({

@@ -2,7 +2,7 @@ import { Hostnames, Kernel } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { HostnamesApi } from "./HostnamesApi.ts"
+import { HostnamesApi } from "@hostplane/api/hostnames/HostnamesApi"
 
 const api = areaApi(HostnamesApi)
 

@@ -1,6 +1,6 @@
 import { Layer } from "effect"
 import { areaHttp } from "../Area.ts"
-import { IdentityApi } from "./IdentityApi.ts"
+import { IdentityApi } from "@hostplane/api/identity/IdentityApi"
 import { DevAuthHandlers, IdentityHandlers } from "./IdentityHandlers.ts"
 
 /** Spec 4.1; the dev login group is added by `ApiWithDevAuth` only, its handlers are always built. */

@@ -3,8 +3,8 @@ import { Duration, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { DevAuthApi, IdentityApi } from "./IdentityApi.ts"
-import { noStore } from "../server/NoStore.ts"
+import { DevAuthApi, IdentityApi } from "@hostplane/api/identity/IdentityApi"
+import { noStore } from "@hostplane/api/server/NoStore"
 
 const api = areaApi(IdentityApi, DevAuthApi)
 

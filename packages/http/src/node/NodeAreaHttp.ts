@@ -1,5 +1,5 @@
 import { areaHttp } from "../Area.ts"
-import { NodeApi } from "./NodeApi.ts"
+import { NodeApi } from "@hostplane/api/node/NodeApi"
 import { NodeHandlers } from "./NodeHandlers.ts"
 
 export const NodeAreaHttp = areaHttp({

@@ -2,8 +2,8 @@ import { Node } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { noStore } from "../server/NoStore.ts"
-import { NodeApi } from "./NodeApi.ts"
+import { noStore } from "@hostplane/api/server/NoStore"
+import { NodeApi } from "@hostplane/api/node/NodeApi"
 
 const api = areaApi(NodeApi)
 

@@ -1,6 +1,6 @@
 import { Layer } from "effect"
 import { areaHttp } from "../Area.ts"
-import { InvitesApi, MembersApi, OrgsApi } from "./OrgsApi.ts"
+import { InvitesApi, MembersApi, OrgsApi } from "@hostplane/api/orgs/OrgsApi"
 import { InvitesHandlers, MembersHandlers, OrgsHandlers } from "./OrgsHandlers.ts"
 
 export const OrgsAreaHttp = areaHttp({

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { InvitesApi, MembersApi, OrgsApi } from "./OrgsApi.ts"
+import { InvitesApi, MembersApi, OrgsApi } from "@hostplane/api/orgs/OrgsApi"
 
 const api = areaApi(OrgsApi, MembersApi, InvitesApi)
 

@@ -1,5 +1,5 @@
 import { areaHttp } from "../Area.ts"
-import { ProjectsApi } from "./ProjectsApi.ts"
+import { ProjectsApi } from "@hostplane/api/projects/ProjectsApi"
 import { ProjectsHandlers } from "./ProjectsHandlers.ts"
 
 export const ProjectsAreaHttp = areaHttp({

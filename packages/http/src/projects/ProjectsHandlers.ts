@@ -2,7 +2,7 @@ import { Kernel, Projects } from "@hostplane/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { ProjectsApi } from "./ProjectsApi.ts"
+import { ProjectsApi } from "@hostplane/api/projects/ProjectsApi"
 
 const api = areaApi(ProjectsApi)
 

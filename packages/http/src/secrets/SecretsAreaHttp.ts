@@ -1,5 +1,5 @@
 import { areaHttp } from "../Area.ts"
-import { SecretsApi } from "./SecretsApi.ts"
+import { SecretsApi } from "@hostplane/api/secrets/SecretsApi"
 import { SecretsHandlers } from "./SecretsHandlers.ts"
 
 export const SecretsAreaHttp = areaHttp({

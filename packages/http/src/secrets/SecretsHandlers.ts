@@ -2,7 +2,7 @@ import { Kernel, Secrets } from "@hostplane/core"
 import { Effect, Redacted } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { SecretsApi } from "./SecretsApi.ts"
+import { SecretsApi } from "@hostplane/api/secrets/SecretsApi"
 
 const api = areaApi(SecretsApi)
 

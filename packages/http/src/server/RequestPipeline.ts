@@ -8,7 +8,7 @@ import {
   HttpServerResponse
 } from "effect/http"
 import { HttpApiError } from "effect/http-api"
-import type { Envelope } from "../errors/ApiError.ts"
+import type { Envelope } from "@hostplane/api/errors/ApiError"
 import { idempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
 import { bodyIssues, type InputIssue, urlIssues } from "./InputText.ts"
 

@@ -1,6 +1,7 @@
 import { Email, Errors, Orgs } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { addonGroup } from "../addons/AddonApi.ts"
 import { apiErrors } from "../errors/ApiError.ts"
 import { ProjectRef } from "../projects/ProjectRef.ts"
 
@@ -127,3 +128,9 @@ export const emailLogEndpoints = [
       })
     )
 ] as const
+
+/** Spec 4.8's add-on group: status, grant, revoke, and the mail log. */
+export const EmailAddonApi = addonGroup(Email.emailAddon, {
+  description: "Spec 4.8: a project's email address, its mail log and raw messages.",
+  endpoints: emailLogEndpoints
+})

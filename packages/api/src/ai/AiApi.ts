@@ -1,6 +1,7 @@
 import { Ai, Errors, Orgs } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { addonGroup } from "../addons/AddonApi.ts"
 import { Authentication } from "../auth/Authentication.ts"
 import { apiErrors } from "../errors/ApiError.ts"
 import { OrgRef } from "../projects/ProjectRef.ts"
@@ -160,3 +161,6 @@ export class AiGatewayApi extends HttpApiGroup.make("aiGateway")
   .annotateMerge(
     OpenApi.annotations({ title: "AI gateway", description: "The AI gateway nodes call (decisions.md part 6)." })
   ) {}
+
+/** Spec 4.10's add-on endpoints: status (viewer), grant (member), revoke (admin), on the add-on scaffold. */
+export const AiAddonApi = addonGroup(Ai.aiAddon)

@@ -1,6 +1,7 @@
 import { EndUser, Errors } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiSchema, OpenApi } from "effect/http-api"
+import { addonGroup } from "../addons/AddonApi.ts"
 import { apiErrors } from "../errors/ApiError.ts"
 import { ProjectRef } from "../projects/ProjectRef.ts"
 
@@ -63,3 +64,9 @@ export const authEndpoints = [
       )
     )
 ] as const
+
+/** Spec 4.9: the auth add-on (status, grant, revoke) with its settings and providers in one group. */
+export const AuthAddonApi = addonGroup(EndUser.authAddon, {
+  description: "Spec 4.9: sign-in for a project's own visitors, run by the edge's auth worker.",
+  endpoints: authEndpoints
+})
