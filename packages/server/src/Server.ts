@@ -23,10 +23,11 @@ import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUd
 import { NameServer } from "@hostplane/adapters-providers/dns/NameServer"
 import { configLayerFromEnv, Dns, Hostnames, jobHandlers, Jobs, services } from "@hostplane/core"
 import { Config, Effect, Layer, Option } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
+import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
 import * as Path from "node:path"
-import { app, edgeApp, routerConfig } from "@hostplane/http"
+import { app, routerConfig } from "@hostplane/http"
+import { edgeListeners } from "./EdgeListeners.ts"
 import { parseListen } from "./Listen.ts"
 import { logStartup } from "./StartupLog.ts"
 
@@ -115,10 +116,8 @@ export const ServerLive = Layer.unwrap(
       Layer.provide(NodeHttpServer.layer(createServer, { host: listen.host, port: listen.port }))
     )
     // The reference edge on its own port, on the same services (one build shares the `services` layer).
-    const edge = HttpServer.serve(edgeApp).pipe(
-      Layer.provide(NodeHttpServer.layer(createServer, { host: edgeListen.host, port: edgeListen.port })),
-      Layer.provide(services)
-    )
+    // With SERVICE_EDGE_TLS_LISTEN, HTTPS beside it (decisions.md part 16).
+    const edge = edgeListeners(edgeListen).pipe(Layer.provide(services))
     // Git over SSH on SERVICE_GIT_SSH_LISTEN (decisions.md part 8), on the same services; `off` starts none.
     const ssh = GitSshServer.layerConfig.pipe(Layer.provide(services))
     // Ports first: the sockets are bound only once the database is up, so no early request waits on a missing handler.
