@@ -1,5 +1,6 @@
 import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { Config, Effect, Layer, Option, Redacted, String } from "effect"
+import { Config, Duration, Effect, Layer, Option, Redacted, Schema, String } from "effect"
+import { SqlClient } from "effect/sql"
 import * as Path from "node:path"
 import * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 import { migrations } from "./migrations/index.ts"
@@ -24,7 +25,62 @@ export const clientConfig = (
  * Applies this package's pending migrations. `PgMigrator.layer` would also demand process and file services for
  * `pg_dump` schema dumps, which are not used here, so the same migrator runs without them.
  */
-export const migrate = PgMigrator.make({})({ loader: PgMigrator.fromRecord(migrations) })
+const migrator = PgMigrator.make({})({ loader: PgMigrator.fromRecord(migrations) })
+
+/** The id of the newest migration this code ships. */
+export const latestMigration = Math.max(0, ...Object.keys(migrations).map((key) => Number.parseInt(key, 10)))
+
+/** The id of the newest migration applied to the database (0 when none has run). */
+export const appliedMigration = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const [table] = yield* sql<{
+    readonly found: string | null
+  }>`SELECT to_regclass('effect_sql_migrations')::text AS found`
+  if (table?.found === null || table?.found === undefined) return 0
+  const [row] = yield* sql<{
+    readonly latest: number | null
+  }>`SELECT max(migration_id) AS latest FROM effect_sql_migrations`
+  return row?.latest ?? 0
+})
+
+/** The database was migrated by a newer hostplane than this one: running on it could misread or damage its rows. */
+export class NewerSchema extends Schema.TaggedError<NewerSchema>()("NewerSchema", {
+  message: Schema.String,
+  applied: Schema.Number,
+  latest: Schema.Number
+}) {}
+
+/**
+ * Applies this package's pending migrations, after refusing a database migrated past this code (a replica of an
+ * older version started against it). Concurrent starts migrate once: the migrator locks its table first.
+ */
+export const migrate = Effect.gen(function* () {
+  const applied = yield* appliedMigration
+  if (applied > latestMigration) {
+    return yield* new NewerSchema({
+      message: `the database is at migration ${applied}, newer than this hostplane (its latest is ${latestMigration}): run the version that migrated it, or newer`,
+      applied,
+      latest: latestMigration
+    })
+  }
+  return yield* migrator
+})
+
+/** What `/readyz` reports of the database: whether it answers (within `timeout`) and whether it is fully migrated. */
+export const readiness = (timeout: Duration.Input = Duration.seconds(2)) =>
+  appliedMigration.pipe(
+    Effect.timeout(timeout),
+    Effect.match({
+      onFailure: (error) => ({
+        database: { ok: false, error: error._tag === "TimeoutError" ? "no answer in time" : "unreachable" },
+        migrations: { ok: false, applied: null, latest: latestMigration }
+      }),
+      onSuccess: (applied) => ({
+        database: { ok: true },
+        migrations: { ok: applied === latestMigration, applied, latest: latestMigration }
+      })
+    })
+  )
 
 /** `PgClient` and `SqlClient` on `url`, migrated before anything can use them. */
 export const layer = (url: Redacted.Redacted<string>, options: { readonly maxConnections?: number | undefined } = {}) =>

@@ -1,4 +1,4 @@
-import { NodeFileSystem, NodeHttpServer } from "@effect/platform-node"
+import { NodeFileSystem } from "@effect/platform-node"
 import * as Pg from "@hostplane/adapters-pg"
 import {
   AiUpstreamOpenAi,
@@ -23,12 +23,12 @@ import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUd
 import { NameServer } from "@hostplane/adapters-providers/dns/NameServer"
 import { configLayerFromEnv, Dns, Hostnames, jobHandlers, Jobs, services } from "@hostplane/core"
 import { Config, Effect, Layer, Option } from "effect"
-import { HttpRouter } from "effect/http"
-import { createServer } from "node:http"
+import { HttpRouter, HttpServer } from "effect/http"
 import * as Path from "node:path"
-import { app, routerConfig } from "@hostplane/http"
-import { edgeListeners } from "./EdgeListeners.ts"
+import { app, edgeApp, routerConfig } from "@hostplane/http"
+import { healthRoutes } from "./Health.ts"
 import { parseListen } from "./Listen.ts"
+import { connectionSettings, httpListener, namedBind } from "./Listeners.ts"
 import { logStartup } from "./StartupLog.ts"
 
 /** True when no `DATABASE_URL` is set: the server runs on its embedded defaults. */
@@ -112,24 +112,33 @@ export const ServerLive = Layer.unwrap(
         )
       )
     )
-    const api = HttpRouter.serve(app, { disableLogger: true, routerConfig }).pipe(
-      Layer.provide(NodeHttpServer.layer(createServer, { host: listen.host, port: listen.port }))
+    // Keep-alive above load balancers' idle timeout; a stop drains requests in flight (Listeners.ts).
+    const connections = yield* connectionSettings
+    const api = HttpRouter.serve(Layer.merge(app, healthRoutes), { disableLogger: true, routerConfig }).pipe(
+      Layer.provide(httpListener({ name: "API", address: listen, setting: "SERVICE_LISTEN" }, connections))
     )
     // The reference edge on its own port, on the same services (one build shares the `services` layer).
-    // With SERVICE_EDGE_TLS_LISTEN, HTTPS beside it (decisions.md part 16).
-    const edge = edgeListeners(edgeListen).pipe(Layer.provide(services))
+    const edge = HttpServer.serve(edgeApp).pipe(
+      Layer.provide(httpListener({ name: "edge", address: edgeListen, setting: "SERVICE_EDGE_LISTEN" }, connections)),
+      Layer.provide(services)
+    )
     // Git over SSH on SERVICE_GIT_SSH_LISTEN (decisions.md part 8), on the same services; `off` starts none.
-    const ssh = GitSshServer.layerConfig.pipe(Layer.provide(services))
+    const ssh = namedBind(GitSshServer.layerConfig, { name: "git SSH", setting: "SERVICE_GIT_SSH_LISTEN" }).pipe(
+      Layer.provide(services)
+    )
     // Ports first: the sockets are bound only once the database is up, so no early request waits on a missing handler.
     // Announced once both sockets are bound, so every URL it names answers.
     const announce = Layer.effectDiscard(logStartup({ listen, edgeListen, embeddedPostgres }))
     // The authoritative name server (decisions.md part 8) on SERVICE_DNS_LISTEN, unless it is `off`.
     const nameServer = dnsOff
       ? Layer.empty
-      : Layer.effectDiscard(
-          Effect.tap(NameServer.make(parseListen(dnsListen)), (server) =>
-            Effect.logInfo(`DNS on ${server.host}:${server.port} (UDP and TCP)`)
-          )
+      : namedBind(
+          Layer.effectDiscard(
+            Effect.tap(NameServer.make(parseListen(dnsListen)), (server) =>
+              Effect.logInfo(`DNS on ${server.host}:${server.port} (UDP and TCP)`)
+            )
+          ),
+          { name: "DNS", address: parseListen(dnsListen), setting: "SERVICE_DNS_LISTEN" }
         )
     // SSH is bound before the API, so every listener is up once the API answers.
     return announce.pipe(Layer.provide(Layer.mergeAll(api, edge, nameServer)), Layer.provide(ssh), Layer.provide(ports))
