@@ -1,5 +1,5 @@
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
-import { configLayer } from "@hostplane/core"
+import { configLayer, Identity } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Layer } from "effect"
@@ -12,6 +12,7 @@ it("a host server mounts hostplane's /v1 beside its own routes", async () => {
     Layer.mergeAll(
       layerMemory,
       configLayer({ identity: { devAuth: true } }),
+      Identity.IdentityProvider.off,
       dnsNone,
       SealerAesGcm.layerEphemeral,
       PasswordHasherScrypt.layer,

@@ -1,6 +1,12 @@
 // Run: DATABASE_URL=postgres://... npx node --conditions=@hostplane/source examples/embed/main.ts
 import * as Pg from "@hostplane/adapters-pg"
-import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
+import {
+  ArtifactStoreDisk,
+  BundleReader,
+  IdentityProviderOAuth,
+  PasswordHasherScrypt,
+  SealerAesGcm
+} from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
 import { configLayer, Hostnames } from "@hostplane/core"
 import { Layer, Redacted } from "effect"
@@ -16,6 +22,8 @@ const ports = Layer.mergeAll(
   // Each area's config: the shared settings and the sign-in ones (the rest keep their defaults).
   configLayer({ settings: { publicUrl: "http://127.0.0.1:3000" }, identity: { devAuth: true } }),
   DnsResolverUdp.layerConfig,
+  // Sign-in through an OAuth provider when SERVICE_IDP_* names one.
+  IdentityProviderOAuth.layerConfig,
   Hostnames.HostedZones.layerNone,
   // Secrets are sealed with SERVICE_SEAL_KEY (else the key file .hostplane/seal.key); access passwords use scrypt.
   SealerAesGcm.layerConfig,

@@ -353,30 +353,31 @@ describe("IdentityProviderOAuth", () => {
   })
 
   describe("configuration", () => {
-    const probe = Effect.serviceOption(Identity.IdentityProvider)
+    const probe = Effect.service(Identity.IdentityProvider)
 
     it.effect("layerConfig provides the provider from the SERVICE_IDP_* settings", () =>
       Effect.gen(function* () {
         const fake = yield* FakeIdentityProvider.make()
-        const found = yield* probe.pipe(
+        const idp = yield* probe.pipe(
           Effect.provide(IdentityProviderOAuth.layerConfig),
           Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(fake.env)))
         )
-        assert.isTrue(Option.isSome(found))
-        const idp = Option.getOrThrow(found)
+        assert.isTrue(idp.enabled)
         assert.strictEqual(idp.id, "fake")
         const grant = yield* authorize(idp)
         assert.strictEqual((yield* idp.exchange({ ...grant, redirectUri })).subject, "user-1")
       })
     )
 
-    it.effect("without settings layerConfig provides no provider, so the server runs without one", () =>
+    it.effect("without settings layerConfig provides the off provider: the server runs, sign-in is not offered", () =>
       Effect.gen(function* () {
-        const found = yield* probe.pipe(
+        const idp = yield* probe.pipe(
           Effect.provide(IdentityProviderOAuth.layerConfig),
           Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ SERVICE_IDP_SCOPE: "openid" })))
         )
-        assert.isTrue(Option.isNone(found))
+        assert.isFalse(idp.enabled)
+        const refused = yield* Effect.flip(idp.authorizeUrl({ state: "s", codeChallenge: "c", redirectUri }))
+        assert.strictEqual(refused.reason, "not_configured")
       })
     )
 

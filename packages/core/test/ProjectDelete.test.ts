@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { area, configLayer, Hostnames, Jobs, Orgs, Projects, servicesWith } from "@hostplane/core"
+import { area, configLayer, Hostnames, Identity, Jobs, Orgs, Projects, servicesWith } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Duration, Effect, Layer, Option } from "effect"
@@ -36,7 +36,9 @@ describe("project delete (spec 4.3) as a durable operation", () => {
         teardown: steps.map((step) => Effect.succeed(step))
       })
       const core = servicesWith([recording]).pipe(
-        Layer.provideMerge(Layer.mergeAll(layerMemory, configLayer(), dnsNone, testCrypto, testBundles))
+        Layer.provideMerge(
+          Layer.mergeAll(layerMemory, configLayer(), Identity.IdentityProvider.off, dnsNone, testCrypto, testBundles)
+        )
       )
       return Effect.gen(function* () {
         yield* TestClock.setTime(start)

@@ -4,6 +4,7 @@ import {
   area,
   areas,
   Hostnames,
+  Identity,
   jobHandlersWith,
   Kernel,
   Jobs,
@@ -18,7 +19,14 @@ import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Exit, Layer, Schema } from "effect"
 import { testBundles, testCrypto } from "./support/CoreMemory.ts"
 
-const ports = Layer.mergeAll(layerMemory, configLayer(), dnsNone, testCrypto, testBundles)
+const ports = Layer.mergeAll(
+  layerMemory,
+  configLayer(),
+  Identity.IdentityProvider.off,
+  dnsNone,
+  testCrypto,
+  testBundles
+)
 
 /** What only a runner needs: a mail transport (never called here). */
 const transport = Layer.succeed(Mail.MailTransport, {

@@ -18,13 +18,17 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
     server = await startTestServer(
       stores(),
       { identity: { oauthRedirects: ["http://app.test/"] } },
-      IdentityProviderOAuth.layer({
-        authorizeUrl: fake.authorizeUrl,
-        tokenUrl: fake.tokenUrl,
-        userinfoUrl: fake.userinfoUrl,
-        clientId: fake.clientId,
-        clientSecret: fake.clientSecret ?? undefined
-      })
+      undefined,
+      undefined,
+      {
+        identityProvider: IdentityProviderOAuth.layer({
+          authorizeUrl: fake.authorizeUrl,
+          tokenUrl: fake.tokenUrl,
+          userinfoUrl: fake.userinfoUrl,
+          clientId: fake.clientId,
+          clientSecret: fake.clientSecret ?? undefined
+        })
+      }
     )
     api = client(server.url)
   })

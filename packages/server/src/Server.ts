@@ -73,7 +73,7 @@ export const ServerLive = Layer.unwrap(
     const dns = Layer.merge(DnsResolverUdp.layerConfig, hostedZones)
     // Bundles stream into <data dir>/artifacts (decisions.md part 5), under decisions.md's limits.
     const bundles = BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig))
-    const ports = Layer.mergeAll(jobs, IdentityProviderOAuth.layerConfig).pipe(
+    const ports = jobs.pipe(
       Layer.provideMerge(
         // SERVICE_SEAL_KEY, else the key file <data dir>/seal.key (created on first start).
         Layer.mergeAll(
@@ -97,6 +97,8 @@ export const ServerLive = Layer.unwrap(
           Pg.EndUserDirectoryPg.layer.pipe(Layer.provide(Pg.DatabaseNodeEmbedded.layerConfig)),
           // The storage add-on's objects under <data dir>/storage; a project delete removes its prefix there.
           ObjectStoreDisk.layerConfig,
+          // The OAuth identity provider from SERVICE_IDP_*, else none (sign-in through a provider answers 400).
+          IdentityProviderOAuth.layerConfig,
           // Hashes the session token of every request with node:crypto instead of Web Crypto.
           TokensNode.layer,
           // Polar from SERVICE_POLAR_* when a token is set; without one billing answers 501 billing_off.

@@ -1,7 +1,7 @@
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
 import * as Pg from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
-import { services } from "@hostplane/core"
+import { Identity, services } from "@hostplane/core"
 import { configLayer } from "@hostplane/core/configs"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import type { EnvelopeStore } from "@hostplane/core/kernel/EnvelopeStore"
@@ -24,6 +24,7 @@ export const coreOnPostgres = (
         SealerAesGcm.layerEphemeral,
         PasswordHasherScrypt.layerWith({ logN: 10, r: 8, p: 1 }),
         configLayer(),
+        Identity.IdentityProvider.off,
         dnsNone,
         BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerTemp))
       )

@@ -230,7 +230,7 @@ export const make = Effect.fnUntraced(function* (options: Options) {
     return yield* readUserinfo(accessToken)
   })
 
-  return Identity.IdentityProvider.of({ id, authorizeUrl, exchange })
+  return Identity.IdentityProvider.of({ id, enabled: true, authorizeUrl, exchange })
 })
 
 /** The identity provider over `fetch`; fails to build with `not_configured` when an endpoint is not an http(s) URL. */
@@ -293,10 +293,6 @@ export const config: Config.Config<Option.Option<Options>> = Config.all({
   })
 )
 
-/**
- * Provides `IdentityProvider` from the `SERVICE_IDP_*` settings when they are set, and nothing otherwise, so the
- * server starts without an identity provider (`Identity` reads the port as optional).
- */
-export const layerConfig: Layer.Layer<never, Config.ConfigError | Identity.IdentityProviderError> = Layer.unwrap(
-  Effect.map(config, Option.match({ onNone: () => Layer.empty, onSome: layer }))
-)
+/** `IdentityProvider` from the `SERVICE_IDP_*` settings when they are set, else `IdentityProvider.off`. */
+export const layerConfig: Layer.Layer<Identity.IdentityProvider, Config.ConfigError | Identity.IdentityProviderError> =
+  Layer.unwrap(Effect.map(config, Option.match({ onNone: () => Identity.IdentityProvider.off, onSome: layer })))

@@ -89,7 +89,7 @@ export class Identity extends Context.Service<
       const settings = yield* Settings
       const identityConfig = yield* IdentityConfig
       const { dnsNameservers } = yield* HostnamesConfig
-      const idp = yield* Effect.serviceOption(IdentityProvider)
+      const idp = yield* IdentityProvider
       const cache = yield* AuthCache
 
       const config = Effect.succeed<SiteConfig>({
@@ -226,7 +226,7 @@ export class Identity extends Context.Service<
         if (!redirectAllowed(redirect, identityConfig.oauthRedirects)) {
           return yield* new BadRequest({ message: "redirect is not on the allowlist (SERVICE_OAUTH_REDIRECTS)" })
         }
-        if (Option.isNone(idp)) {
+        if (!idp.enabled) {
           return yield* new BadRequest({ message: "no identity provider is configured" })
         }
         const state = yield* tokens.secret(32)
@@ -238,7 +238,7 @@ export class Identity extends Context.Service<
           codeVerifier,
           expiresAt: yield* isoAfter(oauthStateTtl)
         })
-        const url = yield* idp.value
+        const url = yield* idp
           .authorizeUrl({ state, codeChallenge, redirectUri: callbackUri })
           .pipe(Effect.mapError((error) => new BadRequest({ message: error.message })))
         return { url, state }
@@ -265,10 +265,10 @@ export class Identity extends Context.Service<
         if (input.error !== undefined && input.error !== "") {
           return back({ error: input.error, message: "the identity provider refused the sign-in" })
         }
-        if (input.code === undefined || input.code === "" || Option.isNone(idp)) {
+        if (input.code === undefined || input.code === "") {
           return back({ error: "invalid_request", message: "the identity provider sent no code" })
         }
-        const identity = yield* idp.value
+        const identity = yield* idp
           .exchange({ code: input.code, codeVerifier: pending.value.codeVerifier, redirectUri: callbackUri })
           .pipe(Effect.option)
         if (Option.isNone(identity)) {

@@ -30,7 +30,9 @@ export const coreMemory = (
     ...(options.hasSubscription === undefined ? {} : { subscription: Effect.succeed(options.hasSubscription) })
   })
   return servicesWith([fixture]).pipe(
-    Layer.provideMerge(Layer.mergeAll(layerMemory, configLayer(), dnsNone, testCrypto, testBundles))
+    Layer.provideMerge(
+      Layer.mergeAll(layerMemory, configLayer(), Identity.IdentityProvider.off, dnsNone, testCrypto, testBundles)
+    )
   )
 }
 

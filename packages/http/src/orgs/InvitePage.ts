@@ -129,7 +129,7 @@ export const invitePage = HttpRouter.use((router) =>
     const invites = yield* Orgs.Invites
     const settings = yield* Kernel.Settings
     const { devAuth } = yield* Identity.IdentityConfig
-    const signInOffered = Option.isSome(yield* Effect.serviceOption(Identity.IdentityProvider))
+    const signInOffered = (yield* Identity.IdentityProvider).enabled
     yield* router.add(
       "GET",
       invitePagePath,

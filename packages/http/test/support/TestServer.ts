@@ -20,6 +20,7 @@ import {
   type EndUser,
   type Git,
   type Hostnames,
+  Identity,
   type Mail,
   Kernel,
   Orgs,
@@ -38,7 +39,10 @@ import type { Ports } from "../../src/App.ts"
 import { makeNodeListener } from "../../src/server/NodeListener.ts"
 
 /** The store ports a backend provides; settings and DNS come from the test. */
-export type Stores = Exclude<Ports, Configs | Dns | Crypto | Deployments.BundleReader | Deployments.ArtifactStore>
+export type Stores = Exclude<
+  Ports,
+  Configs | Dns | Crypto | Deployments.BundleReader | Deployments.ArtifactStore | Identity.IdentityProvider
+>
 
 /** What hostname verification asks: a resolver and the hosted zones. */
 export type Dns = Hostnames.DnsResolver | Hostnames.HostedZones
@@ -72,6 +76,8 @@ export interface TestServerOptions {
   readonly database?: Layer.Layer<Database.DatabaseNode | Database.BackupStore, unknown>
   /** The edge's end-user sign-in (`SocialOAuthHttp` on a fake provider, `EndUserDirectoryPg`); off without it. */
   readonly endUser?: Layer.Layer<EndUser.SocialOAuth | EndUser.EndUserDirectory, unknown>
+  /** The OAuth identity provider (`IdentityProviderOAuth` against a `FakeIdentityProvider`); none by default. */
+  readonly identityProvider?: Layer.Layer<Identity.IdentityProvider, unknown>
   /** The storage add-on's object store; without one its routes answer 503 `no_core`. */
   readonly objects?: Layer.Layer<Storage.ObjectStore, unknown>
 }
@@ -124,7 +130,8 @@ export const startTestServer = async (
         git,
         options.database ?? Layer.empty,
         options.endUser ?? Layer.empty,
-        options.objects ?? Layer.empty
+        options.objects ?? Layer.empty,
+        options.identityProvider ?? Identity.IdentityProvider.off
       )
     ),
     Layer.provide(Logger.layer([]))
