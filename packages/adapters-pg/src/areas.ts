@@ -13,6 +13,7 @@ import { HostnamesAreaPg } from "./hostnames/HostnamesAreaPg.ts"
 import { IdentityAreaPg } from "./identity/IdentityAreaPg.ts"
 import { JobsAreaPg } from "./jobs/JobsAreaPg.ts"
 import { KernelAreaPg } from "./kernel/KernelAreaPg.ts"
+import { LogsAreaPg } from "./logs/LogsAreaPg.ts"
 import { MailAreaPg } from "./mail/MailAreaPg.ts"
 import { OrgsAreaPg } from "./orgs/OrgsAreaPg.ts"
 import { ProjectsAreaPg } from "./projects/ProjectsAreaPg.ts"
@@ -40,5 +41,6 @@ export const areas = [
   BillingAreaPg,
   EmailAreaPg,
   StorageAreaPg,
-  GitAreaPg
+  GitAreaPg,
+  LogsAreaPg
 ] as const

@@ -12,6 +12,7 @@ import { AuthAddonApi } from "./enduser/EndUserApi.ts"
 import { CredentialsApi, ReposApi } from "./git/GitApi.ts"
 import { HostnamesApi } from "./hostnames/HostnamesApi.ts"
 import { DevAuthApi, IdentityApi } from "./identity/IdentityApi.ts"
+import { LogsApi } from "./logs/LogsApi.ts"
 import { NodeApi } from "./node/NodeApi.ts"
 import { InvitesApi, MembersApi, OrgsApi } from "./orgs/OrgsApi.ts"
 import { ProjectsApi } from "./projects/ProjectsApi.ts"
@@ -69,7 +70,8 @@ export const groups = [
   ReposApi,
   CredentialsApi,
   DatabaseApi,
-  NodeApi
+  NodeApi,
+  LogsApi
 ] as const
 
 const devAuth = DevAuthApi.prefix(apiPrefix)

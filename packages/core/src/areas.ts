@@ -15,6 +15,7 @@ import { HostnamesArea } from "./hostnames/HostnamesArea.ts"
 import { JobsArea } from "./jobs/JobsArea.ts"
 import { IdentityArea } from "./identity/IdentityArea.ts"
 import { KernelArea } from "./kernel/KernelArea.ts"
+import { LogsArea } from "./logs/LogsArea.ts"
 import { NodeArea } from "./node/NodeArea.ts"
 import { MailArea } from "./mail/MailArea.ts"
 import { OrgsArea } from "./orgs/OrgsArea.ts"
@@ -46,5 +47,6 @@ export const areas = [
   EmailArea,
   StorageArea,
   GitArea,
-  NodeArea
+  NodeArea,
+  LogsArea
 ] as const

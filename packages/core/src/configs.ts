@@ -10,6 +10,7 @@ import { IdentityConfig, type IdentityConfigShape } from "./identity/IdentityCon
 import { Settings, type SettingsShape } from "./kernel/Settings.ts"
 import { MailConfig, type MailConfigShape } from "./mail/MailConfig.ts"
 import { InvitesConfig, type InvitesConfigShape } from "./orgs/InvitesConfig.ts"
+import { LogsConfig, type LogsConfigShape } from "./logs/LogsConfig.ts"
 
 /** Every area's config: the shared `Settings` and the one service per area that reads its own settings. */
 export type Configs =
@@ -24,6 +25,7 @@ export type Configs =
   | GitConfig
   | DatabaseConfig
   | NodeConfig
+  | LogsConfig
 
 /** Explicit values for `configLayer`, by area; anything left out takes its default. */
 export interface ConfigOverrides {
@@ -38,6 +40,7 @@ export interface ConfigOverrides {
   readonly git?: Partial<GitConfigShape>
   readonly database?: Partial<DatabaseConfigShape>
   readonly node?: { readonly token?: string | undefined }
+  readonly logs?: Partial<LogsConfigShape>
 }
 
 /** Every area's config from explicit values (tests, embedding hosts), each area's `make`. */
@@ -52,7 +55,8 @@ export const configLayer = (overrides: ConfigOverrides = {}): Layer.Layer<Config
     AiConfig.make(overrides.ai),
     GitConfig.make(overrides.git),
     DatabaseConfig.make(overrides.database),
-    NodeConfig.make(overrides.node)
+    NodeConfig.make(overrides.node),
+    LogsConfig.make(overrides.logs)
   ).pipe(Layer.provideMerge(Settings.make(overrides.settings)))
 
 /** Every area's config from the `SERVICE_*` environment, each area's `layerConfig`. */
@@ -71,5 +75,6 @@ export const configLayerFromEnv = (options: {
     AiConfig.layerConfig,
     GitConfig.layerConfig,
     DatabaseConfig.layerConfig,
-    NodeConfig.layerConfig
+    NodeConfig.layerConfig,
+    LogsConfig.layerConfig
   ).pipe(Layer.provideMerge(Settings.layerConfigWith({ siteUrlDefault: options.siteUrlDefault })))

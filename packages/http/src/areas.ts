@@ -11,6 +11,7 @@ import { EndUserAreaHttp } from "./enduser/EndUserAreaHttp.ts"
 import { GitAreaHttp } from "./git/GitAreaHttp.ts"
 import { HostnamesAreaHttp } from "./hostnames/HostnamesAreaHttp.ts"
 import { IdentityAreaHttp } from "./identity/IdentityAreaHttp.ts"
+import { LogsAreaHttp } from "./logs/LogsAreaHttp.ts"
 import { OrgsAreaHttp } from "./orgs/OrgsAreaHttp.ts"
 import { ProjectsAreaHttp } from "./projects/ProjectsAreaHttp.ts"
 import { SecretsAreaHttp } from "./secrets/SecretsAreaHttp.ts"
@@ -35,5 +36,6 @@ export const areas = [
   StorageAreaHttp,
   GitAreaHttp,
   DatabaseAreaHttp,
-  NodeAreaHttp
+  NodeAreaHttp,
+  LogsAreaHttp
 ] as const

@@ -12,6 +12,7 @@ import { HostnamesAreaMemory } from "./hostnames/HostnamesAreaMemory.ts"
 import { IdentityAreaMemory } from "./identity/IdentityAreaMemory.ts"
 import { JobsAreaMemory } from "./jobs/JobsAreaMemory.ts"
 import { KernelAreaMemory } from "./kernel/KernelAreaMemory.ts"
+import { LogsAreaMemory } from "./logs/LogsAreaMemory.ts"
 import { DatabaseAreaMemory } from "./database/DatabaseAreaMemory.ts"
 import { MailAreaMemory } from "./mail/MailAreaMemory.ts"
 import { OrgsAreaMemory } from "./orgs/OrgsAreaMemory.ts"
@@ -40,5 +41,6 @@ export const areas = [
   BillingAreaMemory,
   EmailAreaMemory,
   StorageAreaMemory,
-  GitAreaMemory
+  GitAreaMemory,
+  LogsAreaMemory
 ] as const

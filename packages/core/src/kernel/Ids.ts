@@ -27,6 +27,8 @@ export const SshKeyId = Schema.String.pipe(Schema.brand("SshKeyId"))
 export type SshKeyId = typeof SshKeyId.Type
 export const AccessTokenId = Schema.String.pipe(Schema.brand("AccessTokenId"))
 export type AccessTokenId = typeof AccessTokenId.Type
+export const LogEventId = Schema.String.pipe(Schema.brand("LogEventId"))
+export type LogEventId = typeof LogEventId.Type
 
 const kinds = {
   usr: UserId,
@@ -39,7 +41,8 @@ const kinds = {
   mail: MailId,
   repo: RepoId,
   key: SshKeyId,
-  pat: AccessTokenId
+  pat: AccessTokenId,
+  log: LogEventId
 }
 type Kinds = typeof kinds
 

@@ -1,8 +1,8 @@
-import { Context, Effect, Layer, Option, Result, Schema } from "effect"
-import { Base64Url } from "effect/encoding"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { BadRequest, type Forbidden, type NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { newId, type OrgId } from "../kernel/Ids.ts"
+import { decodePageCursor, encodePageCursor } from "../kernel/PageCursor.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { Settings } from "../kernel/Settings.ts"
 import { nowIso } from "../kernel/Time.ts"
@@ -10,7 +10,7 @@ import { Tokens } from "../kernel/Tokens.ts"
 import { Transactor } from "../kernel/Transactor.ts"
 import { MailConfig } from "../mail/MailConfig.ts"
 import { mailQueue } from "../mail/SendMail.ts"
-import type { Notification, NotificationPage, NotificationPosition } from "./Org.ts"
+import type { Notification, NotificationPage } from "./Org.ts"
 import { OrgStore } from "./OrgStore.ts"
 
 export const defaultPageSize = 50
@@ -28,29 +28,6 @@ export const PageQuery = { limit: Schema.optionalKey(PageLimit), cursor: Schema.
 /** Clamps a requested page size to 1..200, 50 when absent. */
 export const pageSize = (limit: number | undefined): number =>
   limit === undefined ? defaultPageSize : Math.min(Math.max(Math.trunc(limit), 1), maxPageSize)
-
-/** The opaque `nextCursor` of a page: its last row's position, base64url JSON `[createdAt, id]`. */
-const encodeCursor = (row: NotificationPosition): string => Base64Url.encode(JSON.stringify([row.createdAt, row.id]))
-
-/** A cursor this list returned; anything else (not base64url JSON of a canonical time and an id) is none. */
-const decodeCursor = (cursor: string): Option.Option<NotificationPosition> => {
-  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return Option.none()
-  const text = Base64Url.decodeString(cursor)
-  if (Result.isFailure(text)) return Option.none()
-  try {
-    const parsed: unknown = JSON.parse(text.success)
-    if (!Array.isArray(parsed) || parsed.length !== 2) return Option.none()
-    const [createdAt, id] = parsed as [unknown, unknown]
-    if (typeof createdAt !== "string" || typeof id !== "string" || !/^ntf_[A-Za-z0-9_]{1,100}$/.test(id)) {
-      return Option.none()
-    }
-    const time = Date.parse(createdAt)
-    if (Number.isNaN(time) || new Date(time).toISOString() !== createdAt) return Option.none()
-    return Option.some({ createdAt, id })
-  } catch {
-    return Option.none()
-  }
-}
 
 /** A notice an area raises (a restore finished, a generation failed its re-hash). */
 export interface Notice {
@@ -100,7 +77,7 @@ export class Notifications extends Context.Service<
         cursor?: string | undefined
       ) {
         const { org } = yield* policy.require(actor, slug, "viewer")
-        const before = cursor === undefined || cursor === "" ? Option.none() : decodeCursor(cursor)
+        const before = cursor === undefined || cursor === "" ? Option.none() : decodePageCursor(cursor, "ntf")
         if (cursor !== undefined && cursor !== "" && Option.isNone(before)) {
           return yield* new BadRequest({ message: "cursor is not one this API returned", details: { field: "cursor" } })
         }
@@ -110,7 +87,7 @@ export class Notifications extends Context.Service<
         const last = items.at(-1)
         return {
           items,
-          nextCursor: rows.length > size && last !== undefined ? encodeCursor(last) : null
+          nextCursor: rows.length > size && last !== undefined ? encodePageCursor(last) : null
         } satisfies NotificationPage
       })
       const notify = Effect.fn("Notifications.notify")(function* (orgId: OrgId, notice: Notice) {

@@ -1,0 +1,168 @@
+import { PgClient } from "@effect/sql-pg"
+import type { LogEvent } from "@hostplane/core/logs/LogEvent"
+import { type LogNote, LogStore } from "@hostplane/core/logs/LogStore"
+import { makeId } from "@hostplane/core/kernel/Ids"
+import { Deferred, Effect, Layer, Option, PubSub, Queue, Schedule, Schema } from "effect"
+import { SqlSchema } from "effect/sql"
+import { transaction } from "../internal/Transaction.ts"
+import { unsharedClient } from "../UnsharedClient.ts"
+
+/** The channel every recorded event is announced on when its insert commits (payload `<project id> <event id>`). */
+export const channel = "hostplane_worker_logs"
+
+/** Read as text: the driver would parse `json`, and the client's name transforms would rename a logged object's keys. */
+const EventRow = Schema.Struct({ event: Schema.String })
+const SeqRow = Schema.Struct({ seq: Schema.String })
+interface Deleted {
+  readonly count: number
+}
+
+const eventsOf = (rows: ReadonlyArray<typeof EventRow.Type>): ReadonlyArray<LogEvent> =>
+  rows.map((row) => JSON.parse(row.event) as LogEvent)
+
+const noteOf = (payload: string): Option.Option<LogNote> => {
+  const [projectId, id, ...rest] = payload.split(" ")
+  return projectId === undefined || id === undefined || rest.length > 0
+    ? Option.none()
+    : Option.some({ projectId: makeId("prj", projectId), id: makeId("log", id) })
+}
+
+/**
+ * `LogStore` on PostgreSQL. An insert is one statement that also notifies `channel`; each process listens once (an
+ * unshared connection, opened at the first `watch`) and hands the notes to its subscribers, so an event recorded on
+ * any replica reaches every follower. The purge looks only at projects that recorded since its last run.
+ */
+export const layer = Layer.effect(
+  LogStore,
+  Effect.gen(function* () {
+    const sql = yield* PgClient.PgClient
+    const scope = yield* Effect.scope
+    // LISTEN holds its connection for life: an unshared one (see `unsharedClient`).
+    const feeds = yield* unsharedClient(1)
+    const notes = yield* PubSub.unbounded<LogNote>()
+    const listening = yield* Deferred.make<void>()
+
+    const follow = Effect.scoped(
+      Effect.gen(function* () {
+        const queue = yield* feeds.listen(channel)
+        yield* Deferred.succeed(listening, undefined)
+        for (;;) {
+          const batch = yield* Queue.takeAll(queue)
+          yield* PubSub.publishAll(
+            notes,
+            batch.flatMap((note) => Option.toArray(noteOf(note.payload)))
+          )
+        }
+      })
+    ).pipe(
+      Effect.tapError((error) =>
+        Effect.logWarning(`runtime log feed lost (${error.message}); live streams miss events until it is back`)
+      ),
+      Effect.retry(Schedule.spaced("1 second"))
+    )
+    const started = yield* Effect.cached(Effect.andThen(Effect.forkIn(follow, scope), Deferred.await(listening)))
+
+    const find = SqlSchema.findAll({
+      Request: Schema.Struct({ projectId: Schema.String, ids: Schema.Array(Schema.String) }),
+      Result: EventRow,
+      execute: ({ projectId, ids }) =>
+        sql`SELECT event::text AS event FROM worker_log_events
+          WHERE project_id = ${projectId} AND id IN ${sql.in(ids)} ORDER BY seq`
+    })
+
+    return LogStore.of({
+      insert: (rows) => {
+        if (rows.length === 0) return Effect.succeed([])
+        const values = JSON.stringify(
+          rows.map(({ projectId, event }) => ({
+            id: event.id,
+            projectId,
+            deploymentId: event.deploymentId,
+            at: event.timestamp,
+            outcome: event.outcome,
+            event
+          }))
+        )
+        const insert = sql<{ readonly id: string }>`
+          WITH input AS (
+            SELECT value, ordinality FROM json_array_elements(${values}::json) WITH ORDINALITY
+          ), inserted AS (
+            INSERT INTO worker_log_events (id, project_id, deployment_id, at, outcome, event)
+            SELECT value->>'id', value->>'projectId', value->>'deploymentId', (value->>'at')::timestamptz,
+              value->>'outcome', value->'event'
+            FROM input
+            WHERE EXISTS (SELECT 1 FROM projects WHERE projects.id = input.value->>'projectId')
+            ORDER BY ordinality
+            RETURNING id, project_id
+          )
+          SELECT id, pg_notify(${channel}, project_id || ' ' || id) FROM inserted`
+        // A project deleted between the check and the insert fails its foreign key: once more, without it.
+        return insert.pipe(
+          Effect.catchReason("SqlError", "ConstraintError", () => insert),
+          Effect.map((inserted) => {
+            const kept = new Set(inserted.map((row) => row.id))
+            return rows.filter((row) => kept.has(row.event.id))
+          }),
+          Effect.orDie
+        )
+      },
+      list: (projectId, query) =>
+        sql<typeof EventRow.Type>`SELECT event::text AS event FROM worker_log_events
+          WHERE project_id = ${projectId} AND at >= ${query.since}::timestamptz
+            AND (${query.before?.createdAt ?? null}::timestamptz IS NULL
+              OR (at, id COLLATE "C") < (${query.before?.createdAt ?? null}::timestamptz, ${query.before?.id ?? ""}))
+            AND (${query.deploymentId ?? null}::text IS NULL OR deployment_id = ${query.deploymentId ?? null})
+            AND (${query.outcome ?? null}::text IS NULL OR outcome = ${query.outcome ?? null})
+          ORDER BY at DESC, id COLLATE "C" DESC
+          LIMIT ${query.limit}`.pipe(Effect.map(eventsOf), Effect.orDie),
+      after: (projectId, id, limit) =>
+        Effect.gen(function* () {
+          const mark = yield* sql<typeof SeqRow.Type>`SELECT seq::text AS seq FROM worker_log_events
+            WHERE id = ${id} AND project_id = ${projectId}`
+          if (mark[0] === undefined) return Option.none()
+          const rows = yield* sql<typeof EventRow.Type>`SELECT event::text AS event FROM worker_log_events
+            WHERE project_id = ${projectId} AND seq > ${mark[0].seq}::bigint ORDER BY seq LIMIT ${limit}`
+          return Option.some(eventsOf(rows))
+        }).pipe(Effect.orDie),
+      byIds: (projectId, ids) =>
+        ids.length === 0 ? Effect.succeed([]) : find({ projectId, ids }).pipe(Effect.map(eventsOf), Effect.orDie),
+      purge: ({ since, keep }) =>
+        transaction(sql)(
+          Effect.gen(function* () {
+            const [aged] = yield* sql<Deleted>`WITH gone AS (
+                DELETE FROM worker_log_events WHERE at < ${since}::timestamptz RETURNING 1
+              ) SELECT count(*)::int AS count FROM gone`
+            // One purger at a time; it reads how far the last one looked, with an overlap for inserts that took a
+            // sequence number before it looked but committed after.
+            const [mark] = yield* sql<
+              typeof SeqRow.Type
+            >`SELECT last_seq::text AS seq FROM worker_log_purges FOR UPDATE`
+            const [top] = yield* sql<{
+              readonly seq: string | null
+            }>`SELECT max(seq)::text AS seq FROM worker_log_events`
+            const from = Math.max(Number(mark?.seq ?? 0) - 10_000, 0)
+            const [counted] = yield* sql<Deleted>`
+              WITH gone AS (DELETE FROM worker_log_events e USING (
+                SELECT recent.project_id,
+                  (SELECT w.seq FROM worker_log_events w WHERE w.project_id = recent.project_id
+                    ORDER BY w.seq DESC OFFSET ${keep - 1} LIMIT 1) AS floor
+                FROM (SELECT DISTINCT project_id FROM worker_log_events WHERE seq > ${from}) recent
+              ) f
+              WHERE e.project_id = f.project_id AND e.seq < f.floor
+              RETURNING 1) SELECT count(*)::int AS count FROM gone`
+            if (top?.seq !== null && top?.seq !== undefined) {
+              yield* sql`UPDATE worker_log_purges SET last_seq = greatest(last_seq, ${top.seq}::bigint)`
+            }
+            return (aged?.count ?? 0) + (counted?.count ?? 0)
+          })
+        ).pipe(Effect.orDie),
+      removeProject: (projectId) =>
+        sql`DELETE FROM worker_log_events WHERE project_id = ${projectId}`.pipe(Effect.asVoid, Effect.orDie),
+      watch: Effect.gen(function* () {
+        yield* started
+        const subscription = yield* PubSub.subscribe(notes)
+        return { next: PubSub.takeAll(subscription) }
+      })
+    })
+  })
+)

@@ -1,0 +1,35 @@
+import { Option, Result } from "effect"
+import { Base64Url } from "effect/encoding"
+
+/** Where a newest-first page ends: its last row's time (RFC 3339 UTC, milliseconds) and id, the tie-breaker. */
+export interface PagePosition {
+  readonly createdAt: string
+  readonly id: string
+}
+
+/** The opaque `nextCursor` of a newest-first page: its last row's position, base64url JSON `[createdAt, id]`. */
+export const encodePageCursor = (row: PagePosition): string => Base64Url.encode(JSON.stringify([row.createdAt, row.id]))
+
+/**
+ * A cursor a list of ids with `idPrefix` returned; anything else (not base64url JSON of a canonical time and an id of
+ * that kind) is none, which the list answers 400.
+ */
+export const decodePageCursor = (cursor: string, idPrefix: string): Option.Option<PagePosition> => {
+  if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return Option.none()
+  const text = Base64Url.decodeString(cursor)
+  if (Result.isFailure(text)) return Option.none()
+  try {
+    const parsed: unknown = JSON.parse(text.success)
+    if (!Array.isArray(parsed) || parsed.length !== 2) return Option.none()
+    const [createdAt, id] = parsed as [unknown, unknown]
+    if (typeof createdAt !== "string" || typeof id !== "string") return Option.none()
+    if (!id.startsWith(`${idPrefix}_`) || !/^[A-Za-z0-9_]{1,100}$/.test(id.slice(idPrefix.length + 1))) {
+      return Option.none()
+    }
+    const time = Date.parse(createdAt)
+    if (Number.isNaN(time) || new Date(time).toISOString() !== createdAt) return Option.none()
+    return Option.some({ createdAt, id })
+  } catch {
+    return Option.none()
+  }
+}

@@ -1,0 +1,6 @@
+export * from "./LogEvent.ts"
+export * from "./LogStore.ts"
+export * from "./LogsConfig.ts"
+export * from "./RuntimeLogs.ts"
+export * from "./LogPurge.ts"
+export * from "./LogsArea.ts"
