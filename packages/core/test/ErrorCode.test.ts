@@ -66,6 +66,10 @@ const decidedCodes: Record<string, number> = {
   mail_unavailable: 503,
   // Our own: the AI upstream failed or refused the call (spec part 7: 502 is an upstream failure).
   ai_upstream_error: 502,
+  // decisions.md part 13: the edge's answers for a project's worker.
+  worker_exception: 500,
+  worker_unavailable: 503,
+  worker_timeout: 504,
   internal: 500
 }
 

@@ -6,4 +6,5 @@ export { type AnyAreaHttp, apiId, apiPrefix, areaApi, type AreaHttp, areaHttp } 
 export { areas } from "./areas.ts"
 export { edgeApp } from "./edge/EdgeApp.ts"
 export { apiError, apiErrors, Envelope } from "@hostplane/api/errors/ApiError"
+export { WorkerInvoker } from "./edge/WorkerInvoker.ts"
 export { makeNodeListener, type NodeListener } from "./server/NodeListener.ts"

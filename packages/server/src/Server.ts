@@ -27,6 +27,7 @@ import { HttpRouter, HttpServer } from "effect/http"
 import * as Path from "node:path"
 import { app, edgeApp, routerConfig } from "@hostplane/http"
 import { healthRoutes } from "./Health.ts"
+import { runtimeSettingsConfig, WorkerCheckLive, WorkerInvokerLive, WorkerRuntime } from "@hostplane/node"
 import { parseListen } from "./Listen.ts"
 import { connectionSettings, httpListener, namedBind } from "./Listeners.ts"
 import { logStartup } from "./StartupLog.ts"
@@ -73,6 +74,13 @@ export const ServerLive = Layer.unwrap(
     const dns = Layer.merge(DnsResolverUdp.layerConfig, hostedZones)
     // Bundles stream into <data dir>/artifacts (decisions.md part 5), under decisions.md's limits.
     const bundles = BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig))
+    // Worker code in workerd (decisions.md part 13) unless SERVICE_WORKERS=off: the runtime and its deploy check are
+    // ports (the deploy check runs inside the API's services), the invoker sits behind the edge.
+    const workers = yield* runtimeSettingsConfig
+    const runtime = workers.enabled
+      ? Layer.provideMerge(WorkerCheckLive, WorkerRuntime.layer(workers)).pipe(Layer.provide(bundles))
+      : Layer.empty
+    const invoker = workers.enabled ? WorkerInvokerLive : Layer.empty
     const ports = jobs.pipe(
       Layer.provideMerge(
         // SERVICE_SEAL_KEY, else the key file <data dir>/seal.key (created on first start).
@@ -110,7 +118,8 @@ export const ServerLive = Layer.unwrap(
           // SNS signatures for the mail webhook (certificates fetched, or from SERVICE_MAIL_SNS_CERTS).
           MailNotificationsSns.layerConfig,
           // The node mail relay sends through the same transport as the runner (one build: layers are shared).
-          MailTransportAuto.layerConfig
+          MailTransportAuto.layerConfig,
+          runtime
         )
       )
     )
@@ -122,6 +131,7 @@ export const ServerLive = Layer.unwrap(
     // The reference edge on its own port, on the same services (one build shares the `services` layer).
     const edge = HttpServer.serve(edgeApp).pipe(
       Layer.provide(httpListener({ name: "edge", address: edgeListen, setting: "SERVICE_EDGE_LISTEN" }, connections)),
+      Layer.provide(invoker),
       Layer.provide(services)
     )
     // Git over SSH on SERVICE_GIT_SSH_LISTEN (decisions.md part 8), on the same services; `off` starts none.

@@ -176,7 +176,16 @@ const inspect = <E>(
           if (end !== undefined) return Effect.fail(tarFailure(end))
           return manifest === undefined
             ? Effect.fail(Deployments.invalidBundle("manifest_missing", "the bundle has no service.json"))
-            : Deployments.decodeManifest(manifest)
+            : Deployments.decodeManifest(manifest).pipe(
+                Effect.tap((decoded) =>
+                  Effect.fromResult(
+                    Deployments.workerEntry(
+                      decoded,
+                      files.map((file) => file.path)
+                    )
+                  )
+                )
+              )
         })
       ),
       Effect.map((decoded) => ({ files, uncompressedBytes, manifest: decoded }))

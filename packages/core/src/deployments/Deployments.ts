@@ -16,6 +16,7 @@ import { ProjectStore } from "../projects/ProjectStore.ts"
 import { BundleReader } from "./BundleReader.ts"
 import { type Deployment, type DeploymentList, type DeploymentRow, toDeployment } from "./Deployment.ts"
 import { DeploymentStore } from "./DeploymentStore.ts"
+import { WorkerCheck } from "./WorkerCheck.ts"
 import { type GitHeaders, parseGitHeaders } from "./GitHeaders.ts"
 import { bundleTooLarge } from "./Manifest.ts"
 import type { DeploymentId, ProjectId } from "../kernel/Ids.ts"
@@ -79,6 +80,8 @@ export class Deployments extends Context.Service<
       const store = yield* DeploymentStore
       const projects = yield* ProjectStore
       const reader = yield* BundleReader
+      // A host without a worker runtime (or with it off) checks no worker code at deploy.
+      const workerCheck = yield* Effect.serviceOption(WorkerCheck)
       const policy = yield* Policy
       const mutation = yield* Mutation
       const tokens = yield* Tokens
@@ -118,6 +121,7 @@ export class Deployments extends Context.Service<
           return yield* bundleTooLarge("compressed_bytes", reader.limits.compressedBytes, declared)
         }
         const bundle = yield* reader.read(body)
+        if (Option.isSome(workerCheck)) yield* workerCheck.value.check(bundle.digest, bundle.manifest)
         return yield* mutation.project(
           grant,
           ({ project, at }) =>

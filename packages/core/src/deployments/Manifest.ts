@@ -12,9 +12,64 @@ export const Manifest = Schema.Struct({
   storage: Schema.optionalKey(Schema.Boolean),
   email: Schema.optionalKey(Schema.Boolean),
   auth: Schema.optionalKey(Schema.Boolean),
-  ai: Schema.optionalKey(Schema.Boolean)
+  ai: Schema.optionalKey(Schema.Boolean),
+  /** workerd's compatibility date for the worker (decisions.md part 13); default {@link defaultCompatibilityDate}. */
+  compatibilityDate: Schema.optionalKey(
+    Schema.String.check(
+      Schema.makeFilter((date) => isCalendarDate(date) || "a calendar date written YYYY-MM-DD", {
+        title: "YYYY-MM-DD"
+      })
+    )
+  ),
+  compatibilityFlags: Schema.optionalKey(
+    Schema.Array(Schema.String.check(Schema.isPattern(/^[a-z0-9_]{1,100}$/))).check(Schema.isMaxLength(100))
+  ),
+  /** Every path goes to the worker, assets only through `env.ASSETS`. */
+  workerFirst: Schema.optionalKey(Schema.Boolean)
 })
 export type Manifest = typeof Manifest.Type
+
+/** The compatibility date a manifest without one runs at (decisions.md part 13). */
+export const defaultCompatibilityDate = "2026-11-01"
+
+/** `YYYY-MM-DD` naming a day that exists. */
+const isCalendarDate = (text: string): boolean => {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return false
+  const parsed = new Date(`${text}T00:00:00Z`)
+  return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 10) === text
+}
+
+/**
+ * The worker's entry module among a bundle's file paths (decisions.md part 13): `main` relative to `worker/` (a `main`
+ * already starting `worker/` is taken as written), else `worker/index.js`, else `worker/index.mjs`. `undefined` when
+ * `worker/` holds no file (an assets-only bundle); `worker_main_missing` when it holds files but no entry.
+ */
+export const workerEntry = (
+  manifest: Manifest,
+  paths: ReadonlyArray<string>
+): Result.Result<string | undefined, InvalidBundle> => {
+  const workerFiles = paths.filter((path) => path.startsWith("worker/"))
+  const has = new Set(workerFiles)
+  const candidates =
+    manifest.main === undefined
+      ? ["worker/index.js", "worker/index.mjs"]
+      : [
+          `worker/${manifest.main.replace(/^\.\//, "")}`,
+          ...(manifest.main.startsWith("worker/") ? [manifest.main] : [])
+        ]
+  const found = candidates.find((candidate) => has.has(candidate))
+  if (found !== undefined) return Result.succeed(found)
+  if (workerFiles.length === 0 && manifest.main === undefined) return Result.succeed(undefined)
+  return Result.fail(
+    invalidBundle(
+      "worker_main_missing",
+      manifest.main === undefined
+        ? "worker/ has files but neither worker/index.js nor worker/index.mjs"
+        : `main names no file under worker/: ${manifest.main}`,
+      { path: candidates[0] }
+    )
+  )
+}
 
 /** Size limits of one uploaded bundle. */
 export interface BundleLimits {
@@ -64,7 +119,9 @@ export const BundleProblem = Schema.Literals([
   "manifest_not_file",
   "manifest_too_large",
   "manifest_not_json",
-  "manifest_invalid"
+  "manifest_invalid",
+  "worker_main_missing",
+  "worker_invalid"
 ])
 export type BundleProblem = typeof BundleProblem.Type
 

@@ -13,7 +13,10 @@ import { safeNextPath } from "../access/AccessRules.ts"
 import { assetCandidates, contentTypeOf } from "./AssetPath.ts"
 import { EdgeSessionStore } from "./EdgeSessionStore.ts"
 import { AuthWorker } from "../enduser/AuthWorker.ts"
-import type { OrgId, ProjectId, UserId } from "../kernel/Ids.ts"
+import type { DeploymentId, OrgId, ProjectId, UserId } from "../kernel/Ids.ts"
+import type { DeploymentRow } from "../deployments/Deployment.ts"
+import { type Manifest, workerEntry } from "../deployments/Manifest.ts"
+import { Result } from "effect"
 
 /**
  * The cookie carrying a visitor's pass on a protected deployment's host. The `__Host-` prefix makes browsers take it
@@ -85,6 +88,19 @@ export type EdgeAnswer =
       readonly retryAfter?: number
     }
   | { readonly _tag: "Page"; readonly status: number; readonly html: string; readonly retryAfter?: number }
+  | ({ readonly _tag: "Worker" } & WorkerTarget)
+
+/** A request the live deployment's worker answers (decisions.md part 13), once the access policy admitted it. */
+export interface WorkerTarget {
+  readonly projectId: ProjectId
+  readonly deploymentId: DeploymentId
+  readonly digest: string
+  readonly manifest: Manifest
+  /** The entry module's path in the bundle (`worker/index.js`). */
+  readonly entry: string
+  /** Served under an access policy. */
+  readonly private: boolean
+}
 
 const problem = (status: number, code: string, message: string): EdgeAnswer => ({
   _tag: "Problem",
@@ -134,7 +150,7 @@ const attemptLimiter = () => {
  * The reference edge's rules (spec 3 and 4.11): routes a verified hostname to its project's live deployment, serves
  * the bundle's `assets/`, and admits visitors by policy: anyone (`public`), org members with a pass from a one-time
  * authorize code (`org`), holders of the shared password (`password`), or the bypass header in any mode.
- * Worker code is not executed.
+ * Every other path goes to the live deployment's worker when it has one (a `Worker` answer the host's runtime runs).
  */
 export class Edge extends Context.Service<
   Edge,
@@ -241,20 +257,61 @@ export class Edge extends Context.Service<
         return problem(404, "not_found", `no system route ${path}`)
       })
 
-      const serve = Effect.fnUntraced(function* (
-        request: EdgeRequest,
-        projectId: ProjectId,
-        path: string,
-        isPrivate: boolean
-      ) {
+      // A digest's files never change, so its worker entry is computed once per digest.
+      const entries = new Map<string, string | null>()
+      const entryOf = Effect.fnUntraced(function* (digest: string, manifest: Manifest) {
+        const known = entries.get(digest)
+        if (known !== undefined) return known
+        const index = yield* artifacts.index(digest)
+        const paths = Option.isSome(index) ? index.value.files.map((file) => file.path) : []
+        const found = Result.getOrUndefined(workerEntry(manifest, paths)) ?? null
+        if (entries.size > 10_000) entries.clear()
+        entries.set(digest, found)
+        return found
+      })
+
+      /** The live deployment and its worker entry (null: assets only). */
+      const liveOf = Effect.fnUntraced(function* (projectId: ProjectId) {
         const project = yield* projects.findById(projectId)
         const liveId = Option.isSome(project) ? project.value.liveDeploymentId : null
         const live = liveId === null ? Option.none() : yield* deployments.get(projectId, liveId)
-        if (Option.isNone(live)) return problem(404, "not_found", "nothing is deployed here yet")
-        const digest = live.value.digest
+        if (Option.isNone(live)) return undefined
+        return { deployment: live.value, entry: yield* entryOf(live.value.digest, live.value.manifest) }
+      })
+
+      const serve = Effect.fnUntraced(function* (
+        request: EdgeRequest,
+        projectId: ProjectId,
+        live:
+          | { readonly deployment: Pick<DeploymentRow, "id" | "digest" | "manifest">; readonly entry: string | null }
+          | undefined,
+        path: string,
+        isPrivate: boolean
+      ) {
+        if (live === undefined) return problem(404, "not_found", "nothing is deployed here yet")
+        const digest = live.deployment.digest
+        const entry = live.entry
+        const worker: EdgeAnswer | undefined =
+          entry === null
+            ? undefined
+            : {
+                _tag: "Worker",
+                projectId,
+                deploymentId: live.deployment.id,
+                digest,
+                manifest: live.deployment.manifest,
+                entry,
+                private: isPrivate
+              }
+        if (
+          worker !== undefined &&
+          (live.deployment.manifest.workerFirst === true || (request.method !== "GET" && request.method !== "HEAD"))
+        ) {
+          return worker
+        }
         const etag = `"${digest.slice("sha256:".length)}"`
         const candidates = assetCandidates(path)
-        if (candidates === undefined) return problem(400, "bad_request", "this path cannot name a file")
+        if (candidates === undefined) return worker ?? problem(400, "bad_request", "this path cannot name a file")
         for (const candidate of candidates) {
           const file = yield* artifacts.file(digest, candidate)
           if (Option.isSome(file)) {
@@ -272,6 +329,7 @@ export class Edge extends Context.Service<
             } satisfies EdgeAnswer
           }
         }
+        if (worker !== undefined) return worker
         const notFoundPage = yield* artifacts.file(digest, "assets/404.html")
         if (Option.isSome(notFoundPage)) {
           return {
@@ -289,21 +347,22 @@ export class Edge extends Context.Service<
 
       const handle = Effect.fn("Edge.handle")(function* (request: EdgeRequest) {
         const url = new URL(request.url, "http://edge.invalid")
-        const signIn = url.pathname.startsWith("/__service/auth/") && Option.isSome(authWorker)
+        const signIn = url.pathname.startsWith("/__service/auth/")
         if (url.pathname.startsWith("/__service/") && !signIn) {
           return yield* system(request, url.pathname, url.searchParams)
         }
         const route = yield* hostnames.routeOf(request.host)
         if (Option.isNone(route)) return problem(404, "unknown_hostname", `${request.host} is not connected`)
-        if (signIn) {
+        if (signIn && Option.isSome(authWorker)) {
           // The auth worker answers on a granted project's hosts; otherwise the path is the deployment's.
           const answer = yield* authWorker.value.handle(request, route.value.projectId, url)
           if (Option.isSome(answer)) return answer.value
         }
-        if (request.method !== "GET" && request.method !== "HEAD") {
+        const { projectId, orgId } = route.value
+        const live = yield* liveOf(projectId)
+        if ((live === undefined || live.entry === null) && request.method !== "GET" && request.method !== "HEAD") {
           return problem(405, "method_not_allowed", "this deployment serves static assets: GET and HEAD only")
         }
-        const { projectId, orgId } = route.value
         const policy = yield* access.policyOf(projectId)
         const admitted =
           policy.mode === "public" ||
@@ -328,7 +387,7 @@ export class Edge extends Context.Service<
               } satisfies EdgeAnswer)
             : problem(401, "unauthorized", "this deployment is open to members of its organization")
         }
-        return yield* serve(request, projectId, url.pathname, policy.mode !== "public")
+        return yield* serve(request, projectId, live, url.pathname, policy.mode !== "public")
       })
 
       return Edge.of({ handle })

@@ -57,6 +57,7 @@ export const ErrorCode = {
   rate_limited: { status: 429 },
   idempotency_key_reused: { status: 422 },
   internal: { status: 500 },
+  worker_exception: { status: 500 },
   billing_off: { status: 501 },
   mail_webhook_off: { status: 501 },
   node_api_off: { status: 501 },
@@ -74,7 +75,9 @@ export const ErrorCode = {
   no_home_node: { status: 503 },
   no_node_admin: { status: 503 },
   git_unavailable: { status: 503 },
-  git_unreachable: { status: 503 }
+  git_unreachable: { status: 503 },
+  worker_unavailable: { status: 503 },
+  worker_timeout: { status: 504 }
 } as const satisfies Record<string, { readonly status: number }>
 
 export type ErrorCode = keyof typeof ErrorCode

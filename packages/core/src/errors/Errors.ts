@@ -386,6 +386,21 @@ export class MailUnavailable extends Schema.TaggedError<MailUnavailable>()("Mail
 }
 
 /** Every error class of the code table, for the HTTP envelope and the table test. */
+/** `worker_exception`: the project's worker threw before answering (the edge's 500; the stack goes to the logs). */
+export class WorkerException extends Schema.TaggedError<WorkerException>()("WorkerException", fields) {
+  static readonly code = "worker_exception" satisfies ErrorCode
+}
+
+/** `worker_unavailable`: the worker runtime is off (`SERVICE_WORKERS=off`) or not running. */
+export class WorkerUnavailable extends Schema.TaggedError<WorkerUnavailable>()("WorkerUnavailable", fields) {
+  static readonly code = "worker_unavailable" satisfies ErrorCode
+}
+
+/** `worker_timeout`: the worker's response had not started within `SERVICE_WORKER_TIMEOUT`. */
+export class WorkerTimeout extends Schema.TaggedError<WorkerTimeout>()("WorkerTimeout", fields) {
+  static readonly code = "worker_timeout" satisfies ErrorCode
+}
+
 export const all = [
   BadRequest,
   ConfirmMismatch,
@@ -461,7 +476,10 @@ export const all = [
   AiUnavailable,
   MailSendFailed,
   MailUnavailable,
-  AiUpstreamError
+  AiUpstreamError,
+  WorkerException,
+  WorkerUnavailable,
+  WorkerTimeout
 ] as const
 
 export type ApiFailure = InstanceType<(typeof all)[number]>

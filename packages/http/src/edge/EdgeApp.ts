@@ -2,6 +2,7 @@ import { Edge, Kernel } from "@hostplane/core"
 import { Clock, Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { withAsciiLocation } from "../server/RequestPipeline.ts"
+import { WorkerInvoker } from "./WorkerInvoker.ts"
 
 /** The posted password form is small; anything larger is refused unread. */
 const maxFormBytes = 8 * 1024
@@ -62,7 +63,7 @@ const withCookies = (response: HttpServerResponse.HttpServerResponse, cookies: R
 const retryAfter = (seconds: number | undefined): Record<string, string> =>
   seconds === undefined ? {} : { "retry-after": String(seconds) }
 
-const toResponse = (answer: Edge.EdgeAnswer) => {
+const toResponse = (answer: Exclude<Edge.EdgeAnswer, { readonly _tag: "Worker" }>) => {
   switch (answer._tag) {
     case "File": {
       const headers = { etag: answer.etag, ...cachingOf(answer.private) }
@@ -134,11 +135,23 @@ export const edgeApp = Effect.gen(function* () {
     client: Option.getOrUndefined(request.remoteAddress),
     cookies: request.cookies
   })
-  const served = toResponse(answer)
-  const own = answer._tag !== "File" && answer._tag !== "NotModified"
-  const response = withAsciiLocation(
-    HttpServerResponse.setHeaders(served, own ? { ...everyResponse, ...servicePage } : everyResponse)
-  )
+  let response: HttpServerResponse.HttpServerResponse
+  if (answer._tag === "Worker") {
+    // The worker's own response goes out as it answered; only the edge's refusals carry the edge's headers.
+    const invoker = yield* Effect.serviceOption(WorkerInvoker)
+    response = Option.isSome(invoker)
+      ? yield* invoker.value.invoke(answer, request)
+      : HttpServerResponse.jsonUnsafe(
+          { code: "worker_unavailable", message: "this node runs no worker code" },
+          { status: 503, headers: everyResponse }
+        )
+  } else {
+    const served = toResponse(answer)
+    const own = answer._tag !== "File" && answer._tag !== "NotModified"
+    response = withAsciiLocation(
+      HttpServerResponse.setHeaders(served, own ? { ...everyResponse, ...servicePage } : everyResponse)
+    )
+  }
   yield* Effect.logInfo("edge request").pipe(
     Effect.annotateLogs({
       host,

@@ -1,0 +1,15 @@
+import { Context, type Effect } from "effect"
+import type { InvalidBundle } from "../errors/Errors.ts"
+import type { Digest } from "./ArtifactStore.ts"
+import type { Manifest } from "./Manifest.ts"
+
+/**
+ * Loads an accepted bundle's worker in the runtime before it becomes a deployment (decisions.md part 13): an entry
+ * that does not load (a syntax error, no default export with `fetch`) is 400 `invalid_bundle` with `details.reason`
+ * `worker_invalid` and the runtime's message in `details.message`. A host without a runtime provides none and the
+ * check is skipped; a bundle without a worker passes.
+ */
+export class WorkerCheck extends Context.Service<
+  WorkerCheck,
+  { readonly check: (digest: Digest, manifest: Manifest) => Effect.Effect<void, InvalidBundle> }
+>()("@hostplane/core/deployments/WorkerCheck") {}

@@ -1,0 +1,88 @@
+import { Effect } from "effect"
+
+/** One invocation as the node reports it (decisions.md part 13's event, before the service assigns its id). */
+export interface InvocationEvent {
+  readonly projectId: string
+  readonly deploymentId: string
+  /** Epoch milliseconds when the invocation started. */
+  readonly timestamp: number
+  readonly outcome: "ok" | "exception" | "timeout" | "canceled"
+  readonly request: { readonly method: string; readonly url: string }
+  readonly response: { readonly status: number } | null
+  readonly durationMs: number
+  readonly logs: ReadonlyArray<{
+    readonly level: string
+    readonly message: ReadonlyArray<unknown>
+    readonly timestamp: number
+  }>
+  readonly exceptions: ReadonlyArray<{ readonly name: string; readonly message: string; readonly stack: string }>
+}
+
+export interface LogCollector {
+  readonly record: (event: InvocationEvent) => void
+  /** A shard router's tail batch for one project (workerd's tail items). */
+  readonly fromTail: (projectId: string, deploymentId: string, items: ReadonlyArray<unknown>) => void
+  /** The newest events this node saw, oldest first (at most 1,000): what a node without a log store keeps. */
+  readonly recent: () => ReadonlyArray<InvocationEvent>
+  /** Where events go besides `recent` (the logs area's store once the host has one). */
+  readonly setSink: (sink: (events: ReadonlyArray<InvocationEvent>) => void) => void
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type TailItem = any
+
+const outcomeOf = (outcome: unknown): InvocationEvent["outcome"] =>
+  outcome === "ok" ? "ok" : outcome === "canceled" ? "canceled" : "exception"
+
+/** A tail item (workerd's trace of one fetch invocation) as an invocation event. */
+export const eventOfTail = (projectId: string, deploymentId: string, item: TailItem): InvocationEvent => {
+  const request = item?.event?.request ?? {}
+  const status = item?.event?.response?.status
+  return {
+    projectId,
+    deploymentId,
+    timestamp: Number(item?.eventTimestamp ?? Date.now()),
+    outcome: outcomeOf(item?.outcome),
+    request: { method: String(request.method ?? "GET"), url: String(request.url ?? "") },
+    response: typeof status === "number" ? { status } : null,
+    durationMs: Math.max(0, Math.round(Number(item?.wallTime ?? 0))),
+    logs: (Array.isArray(item?.logs) ? item.logs : []).map((line: TailItem) => ({
+      level: String(line?.level ?? "log"),
+      message: Array.isArray(line?.message) ? line.message : [line?.message],
+      timestamp: Number(line?.timestamp ?? Date.now())
+    })),
+    exceptions: (Array.isArray(item?.exceptions) ? item.exceptions : []).map((exception: TailItem) => ({
+      name: String(exception?.name ?? "Error"),
+      message: String(exception?.message ?? ""),
+      stack: String(exception?.stack ?? "")
+    }))
+  }
+}
+
+export const makeCollector = Effect.sync((): LogCollector => {
+  const recent: Array<InvocationEvent> = []
+  let sink: (events: ReadonlyArray<InvocationEvent>) => void = () => {}
+  const push = (events: ReadonlyArray<InvocationEvent>) => {
+    recent.push(...events)
+    if (recent.length > 1_000) recent.splice(0, recent.length - 1_000)
+    try {
+      sink(events)
+    } catch {
+      // A failing sink never turns into a worker's failure.
+    }
+  }
+  return {
+    record: (event) => push([event]),
+    fromTail: (projectId, deploymentId, items) =>
+      // Deploy checks load code under a project id of their own: they are no one's invocations.
+      projectId.startsWith("__")
+        ? undefined
+        : push(
+            items
+              .filter((item: TailItem) => item?.event?.request !== undefined)
+              .map((item) => eventOfTail(projectId, deploymentId, item))
+          ),
+    recent: () => [...recent],
+    setSink: (next) => (sink = next)
+  }
+})

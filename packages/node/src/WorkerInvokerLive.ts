@@ -1,0 +1,306 @@
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Edge, EndUser, Node } from "@hostplane/core"
+import { WorkerInvoker } from "@hostplane/http"
+import { Effect, Layer, Semaphore } from "effect"
+import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as Http from "node:http"
+import type { TLSSocket } from "node:tls"
+import { WorkerRuntime } from "./WorkerRuntime.ts"
+
+/** decisions.md part 13: request bodies up to 100 MiB reach a worker; larger ones are 413. */
+export const maxRequestBodyBytes = 100 * 1024 * 1024
+
+/** How often the node reads the control plane's changes (secrets, grants) when nothing asked for them sooner. */
+const convergeEveryMs = 1_000
+
+/** The service's own cookies, which never reach a worker. */
+const ownCookies = new Set([Edge.accessCookie, EndUser.authSessionCookie, EndUser.authFlowCookie])
+
+/** Headers a client sends that a worker never sees, or that the edge sets itself. */
+const droppedHeaders = new Set([
+  "service-access-bypass",
+  "x-forwarded-for",
+  "x-forwarded-proto",
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "transfer-encoding",
+  "upgrade",
+  "te",
+  "trailer"
+])
+
+/** Response headers that belong to one hop. */
+const hopHeaders = new Set(["connection", "keep-alive", "transfer-encoding", "set-cookie"])
+
+const envelope = (status: number, code: string, message: string) =>
+  HttpServerResponse.jsonUnsafe(
+    { code, message },
+    { status, headers: { "x-content-type-options": "nosniff", "cache-control": "no-store" } }
+  )
+
+/** The cookie header without the service's own cookies; undefined when nothing is left. */
+const withoutOwnCookies = (header: string | undefined): string | undefined => {
+  if (header === undefined) return undefined
+  const kept = header
+    .split(";")
+    .map((part) => part.trim())
+    .filter((part) => part !== "" && !ownCookies.has(part.slice(0, Math.max(0, part.indexOf("="))).trim()))
+  return kept.length === 0 ? undefined : kept.join("; ")
+}
+
+interface ProjectEnv {
+  readonly secrets: Readonly<Record<string, string>>
+  readonly bindings: Readonly<Record<string, unknown>>
+}
+
+/** What a worker's `env` gets from a project's node state: the flags and data the entry module turns into bindings. */
+const bindingsOf = (project: Node.NodeProject): Record<string, unknown> => ({
+  ...(project.bindings.db === null ? {} : { db: { connectionString: project.bindings.db.url } }),
+  ...(project.bindings.storage === null ? {} : { storage: true }),
+  ...(project.bindings.email === null ? {} : { email: true }),
+  ...(project.bindings.ai === null ? {} : { ai: true }),
+  ...(project.bindings.auth === null ? {} : { auth: true })
+})
+
+/**
+ * The edge's side of the worker runtime: converges on the node state (secrets and grants of each project, at most
+ * `convergeEveryMs` old, read at once for a project not seen yet), registers what each request's worker loads, and
+ * forwards the request over the shard's socket, streaming both ways, under the time and size limits.
+ */
+export const WorkerInvokerLive = Layer.effect(
+  WorkerInvoker,
+  Effect.gen(function* () {
+    const runtime = yield* WorkerRuntime
+    const nodes = yield* Node.Nodes
+    const collector = runtime.collector
+    const settings = runtime.settings
+
+    const states = new Map<string, Node.NodeProject>()
+    const envs = new Map<string, { readonly signature: string; readonly env: ProjectEnv }>()
+    let revision = 0
+    const syncLock = Semaphore.makeUnsafe(1)
+
+    /** Reads every change since the last revision; a project whose secrets or grants changed gets its env again. */
+    const sync = syncLock.withPermits(1)(
+      Effect.gen(function* () {
+        for (;;) {
+          const page = yield* nodes.state(revision)
+          for (const project of page.projects) {
+            if (project.removed) {
+              states.delete(project.projectId)
+              envs.delete(project.projectId)
+            } else states.set(project.projectId, project)
+          }
+          const moved = page.revision !== revision
+          revision = page.revision
+          if (!moved || page.projects.length === 0) return
+        }
+      })
+    )
+
+    const envOf = Effect.fnUntraced(function* (projectId: string) {
+      let project = states.get(projectId)
+      if (project === undefined) {
+        yield* sync
+        project = states.get(projectId)
+      }
+      if (project === undefined) return { secrets: {}, bindings: {} } satisfies ProjectEnv
+      const signature = JSON.stringify([project.secrets, project.bindings])
+      const known = envs.get(projectId)
+      if (known !== undefined && known.signature === signature) return known.env
+      const opened = yield* Effect.orElseSucceed(nodes.secrets(projectId), () => ({ items: [] }))
+      const env: ProjectEnv = {
+        secrets: Object.fromEntries(opened.items.map((item) => [item.name, item.value])),
+        bindings: bindingsOf(project)
+      }
+      envs.set(projectId, { signature, env })
+      return env
+    })
+
+    yield* sync
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.sleep(convergeEveryMs).pipe(
+          Effect.andThen(sync),
+          Effect.catchCause((cause) => Effect.logWarning("node state read failed", cause))
+        )
+      )
+    )
+
+    const invoke = Effect.fn("WorkerInvoker.invoke")(function* (
+      target: Edge.WorkerTarget,
+      request: HttpServerRequest.HttpServerRequest
+    ) {
+      if (!settings.enabled) return envelope(503, "worker_unavailable", "worker code is off on this node")
+      const incoming = NodeHttpServerRequest.toIncomingMessage(request) as Http.IncomingMessage
+      const declared = Number(incoming.headers["content-length"] ?? "0")
+      if (Number.isFinite(declared) && declared > maxRequestBodyBytes) {
+        incoming.resume()
+        return envelope(413, "payload_too_large", `request bodies are limited to ${maxRequestBodyBytes} bytes`)
+      }
+      const env = yield* envOf(target.projectId)
+      const key = runtime.register({
+        projectId: target.projectId,
+        deploymentId: target.deploymentId,
+        digest: target.digest,
+        manifest: target.manifest,
+        entry: target.entry,
+        secrets: env.secrets,
+        bindings: env.bindings
+      })
+      const started = Date.now()
+      const scheme = (incoming.socket as TLSSocket).encrypted === true ? "https" : "http"
+      const url = `${scheme}://${incoming.headers.host ?? "localhost"}${incoming.url ?? "/"}`
+      const outcome = yield* Effect.callback<Forwarded>((resume) => {
+        const controller = new AbortController()
+        forward({ runtime, target, key, url, scheme, incoming, signal: controller.signal }).then(
+          (forwarded) => resume(Effect.succeed(forwarded)),
+          (error: unknown) => resume(Effect.succeed({ _tag: "Unavailable", message: String(error) } as const))
+        )
+        return Effect.sync(() => controller.abort())
+      })
+      switch (outcome._tag) {
+        case "Response": {
+          const upstream = outcome.response
+          const headers: Record<string, string> = {}
+          for (const [name, value] of Object.entries(upstream.headers)) {
+            if (value === undefined || hopHeaders.has(name)) continue
+            headers[name] = Array.isArray(value) ? value.join(", ") : value
+          }
+          const setCookies = upstream.headers["set-cookie"] ?? []
+          return HttpServerResponse.raw(upstream, {
+            status: upstream.statusCode ?? 502,
+            headers,
+            ...(setCookies.length === 0 ? {} : { cookies: Cookies.fromSetCookie(setCookies) })
+          })
+        }
+        case "Exception":
+          return envelope(500, "worker_exception", "the worker threw an exception")
+        case "Timeout":
+          collector.record({
+            projectId: target.projectId,
+            deploymentId: target.deploymentId,
+            timestamp: started,
+            outcome: "timeout",
+            request: { method: incoming.method ?? "GET", url },
+            response: null,
+            durationMs: Date.now() - started,
+            logs: [],
+            exceptions: []
+          })
+          return envelope(504, "worker_timeout", `the worker did not answer within ${settings.timeoutMs} ms`)
+        case "TooLarge":
+          return envelope(413, "payload_too_large", `request bodies are limited to ${maxRequestBodyBytes} bytes`)
+        case "Unavailable":
+          return envelope(503, "worker_unavailable", "the worker runtime is not answering; try again")
+      }
+    })
+
+    return WorkerInvoker.of({ invoke })
+  })
+)
+
+type Forwarded =
+  | { readonly _tag: "Response"; readonly response: Http.IncomingMessage }
+  | { readonly _tag: "Exception" }
+  | { readonly _tag: "Timeout" }
+  | { readonly _tag: "TooLarge" }
+  | { readonly _tag: "Unavailable"; readonly message: string }
+
+/** One request to the shard's router, the body streamed and counted, under the response-start deadline. */
+const forward = async (options: {
+  readonly runtime: WorkerRuntime["Service"]
+  readonly target: Edge.WorkerTarget
+  readonly key: string
+  readonly url: string
+  readonly scheme: string
+  readonly incoming: Http.IncomingMessage
+  readonly signal: AbortSignal
+}): Promise<Forwarded> => {
+  const { runtime, incoming } = options
+  const timeoutMs = runtime.settings.timeoutMs
+  const shard = runtime.shardOf(options.target.projectId)
+  try {
+    await runtime.ready(shard, timeoutMs)
+  } catch {
+    return { _tag: "Timeout" }
+  }
+  const headers: Record<string, string | Array<string>> = {}
+  for (const [name, value] of Object.entries(incoming.headers)) {
+    if (value === undefined || droppedHeaders.has(name) || name.startsWith("x-hostplane-")) continue
+    if (name === "cookie") {
+      const kept = withoutOwnCookies(Array.isArray(value) ? value.join("; ") : value)
+      if (kept !== undefined) headers.cookie = kept
+      continue
+    }
+    headers[name] = value
+  }
+  headers["x-forwarded-for"] = incoming.socket.remoteAddress ?? ""
+  headers["x-forwarded-proto"] = options.scheme
+  headers["x-hostplane-invoke"] = JSON.stringify({ key: options.key, url: options.url })
+  return new Promise<Forwarded>((resolve) => {
+    let settled = false
+    const settle = (value: Forwarded) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      resolve(value)
+    }
+    const upstream = Http.request({
+      socketPath: runtime.socketOf(shard),
+      method: incoming.method,
+      path: incoming.url,
+      headers
+    })
+    // The worker's time starts once it has the whole request: a slow upload is not the worker's delay.
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const startClock = () => {
+      timer = setTimeout(() => {
+        settle({ _tag: "Timeout" })
+        upstream.destroy()
+      }, timeoutMs)
+    }
+    options.signal.addEventListener("abort", () => {
+      upstream.destroy()
+      settle({ _tag: "Unavailable", message: "canceled" })
+    })
+    upstream.on("response", (response) => {
+      if (response.headers["x-hostplane-outcome"] === "exception") {
+        response.resume()
+        return settle({ _tag: "Exception" })
+      }
+      settle({ _tag: "Response", response })
+      // The client went away: the worker's request is canceled too.
+      incoming.once("close", () => {
+        if (!incoming.complete || !response.complete) upstream.destroy()
+      })
+    })
+    upstream.on("error", (error) => settle({ _tag: "Unavailable", message: String(error) }))
+    const hasBody = incoming.method !== "GET" && incoming.method !== "HEAD"
+    if (!hasBody) {
+      upstream.end()
+      startClock()
+      return
+    }
+    let received = 0
+    incoming.on("data", (chunk: Buffer) => {
+      received += chunk.length
+      if (received > maxRequestBodyBytes) {
+        incoming.pause()
+        upstream.destroy()
+        settle({ _tag: "TooLarge" })
+        return
+      }
+      if (!upstream.write(chunk)) {
+        incoming.pause()
+        upstream.once("drain", () => incoming.resume())
+      }
+    })
+    incoming.on("end", () => {
+      upstream.end()
+      startClock()
+    })
+    incoming.on("error", () => upstream.destroy())
+  })
+}

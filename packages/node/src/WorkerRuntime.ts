@@ -1,0 +1,537 @@
+import { Deployments, Edge } from "@hostplane/core"
+import { Config, Context, Duration, Effect, Layer, Option, Result, Stream } from "effect"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { createHash, randomBytes } from "node:crypto"
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { Readable } from "node:stream"
+import { fileURLToPath } from "node:url"
+import { type LogCollector, makeCollector } from "./LogCollector.ts"
+import { workerdBinary } from "./WorkerdBinary.ts"
+
+/** `SERVICE_WORKER_OUTBOUND`: what a worker's own `fetch()`/`connect()` may reach. */
+export type Outbound = "public" | "none"
+
+export interface RuntimeSettings {
+  /** `SERVICE_WORKERS` (default on): off answers every worker request 503 `worker_unavailable`. */
+  readonly enabled: boolean
+  /** `SERVICE_WORKER_SHARDS` (default 2): workerd processes; projects are assigned by hash. */
+  readonly shards: number
+  /** `SERVICE_WORKER_TIMEOUT` (default 30 seconds): no response started by then is 504; a shard silent that long restarts. */
+  readonly timeoutMs: number
+  readonly outbound: Outbound
+  /** `SERVICE_WORKER_SANDBOX` (default `auto`: bubblewrap when `bwrap` is installed), `off` runs workerd bare. */
+  readonly sandbox: "auto" | "off"
+}
+
+export const defaultRuntimeSettings: RuntimeSettings = {
+  enabled: true,
+  shards: 2,
+  timeoutMs: 30_000,
+  outbound: "public",
+  sandbox: "auto"
+}
+
+/** The settings from `SERVICE_WORKER*`. */
+export const runtimeSettingsConfig = Config.all({
+  enabled: Config.String("SERVICE_WORKERS").pipe(
+    Config.withDefault("on"),
+    Config.map((value) => !["off", "false", "0", "no"].includes(value.trim().toLowerCase()))
+  ),
+  shards: Config.Int("SERVICE_WORKER_SHARDS").pipe(Config.withDefault(2)),
+  timeoutMs: Config.Duration("SERVICE_WORKER_TIMEOUT").pipe(
+    Config.withDefault(Duration.seconds(30)),
+    Config.map((duration) => Duration.toMillis(duration))
+  ),
+  outbound: Config.String("SERVICE_WORKER_OUTBOUND").pipe(
+    Config.withDefault("public"),
+    Config.map((value): Outbound => (value.trim().toLowerCase() === "none" ? "none" : "public"))
+  ),
+  sandbox: Config.String("SERVICE_WORKER_SANDBOX").pipe(
+    Config.withDefault("auto"),
+    Config.map((value): "auto" | "off" => (value.trim().toLowerCase() === "off" ? "off" : "auto"))
+  )
+})
+
+/** Everything the router needs to load one project's worker: what the loader key stands for. */
+export interface WorkerSpec {
+  readonly projectId: string
+  readonly deploymentId: string
+  readonly digest: string
+  readonly manifest: Deployments.Manifest
+  readonly entry: string
+  /** Secret values by name: the worker's `env.<NAME>`. Held in memory only. */
+  readonly secrets: Readonly<Record<string, string>>
+  /** What the entry module builds into `env` (the granted add-ons); the calls go through the node. */
+  readonly bindings: Readonly<Record<string, unknown>>
+}
+
+/** A node-side handler for a binding call a worker made; `projectId` is the router's, never the tenant's. */
+export type BindingHandler = (
+  projectId: string,
+  binding: string,
+  method: string,
+  args: ReadonlyArray<unknown>
+) => Promise<{ readonly value: unknown } | { readonly error: { readonly message: string; readonly code?: string } }>
+
+/** One invocation's tail events, with the project the router attributed them to. */
+export type TailHandler = (projectId: string, deploymentId: string, events: ReadonlyArray<unknown>) => void
+
+const routerSource = () => Fs.readFileSync(fileURLToPath(new URL("../worker/router.js", import.meta.url)), "utf8")
+const entrySource = () => Fs.readFileSync(fileURLToPath(new URL("../worker/entry.js", import.meta.url)), "utf8")
+
+/** The hostplane entry module's name in a loaded worker; the tenant's modules keep their paths under `worker/`. */
+const entryModule = "__hostplane_entry.js"
+
+const capnpString = (text: string) => JSON.stringify(text)
+
+const shardConfig = (options: { readonly socket: string; readonly nodeSocket: string; readonly outbound: Outbound }) =>
+  `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "router", worker = .router),
+    (name = "node", external = (address = ${capnpString(`unix:${options.nodeSocket}`)}, http = ())),
+    (name = "internet", network = (allow = ["public"], deny = ["local", "private", "unix", "unix-abstract"])),
+  ],
+  sockets = [ (name = "http", address = ${capnpString(`unix:${options.socket}`)}, http = (), service = "router") ],
+);
+const router :Workerd.Worker = (
+  modules = [ (name = "router.js", esModule = embed "router.js") ],
+  compatibilityDate = "2026-11-01",
+  compatibilityFlags = ["experimental"],
+  bindings = [
+    (name = "LOADER", workerLoader = ()),
+    (name = "NODE", service = "node"),
+    (name = "INTERNET", service = "internet"),
+  ],
+  globalOutbound = "internet",
+);
+`
+
+const hasCommand = (command: string): boolean => {
+  try {
+    return spawnSync(command, ["--version"], { stdio: "ignore" }).status === 0
+  } catch {
+    return false
+  }
+}
+
+/** The unprivileged account workerd runs as when the node runs as root. */
+const nobody = { uid: 65534, gid: 65534 }
+
+/**
+ * The sandbox around one workerd: a new mount namespace holding only the system's libraries, the binary and the
+ * shard's own folder (never the data directory), new PID, IPC and UTS namespaces, dying with the node.
+ */
+const bwrapArgs = (binary: string, dir: string): ReadonlyArray<string> => {
+  const ro = (path: string) => (Fs.existsSync(path) ? ["--ro-bind", path, path] : [])
+  const link = (target: string, path: string) =>
+    Fs.existsSync(path) && Fs.lstatSync(path).isSymbolicLink() ? ["--symlink", target, path] : ro(path)
+  return [
+    ...ro("/usr"),
+    ...link("usr/lib", "/lib"),
+    ...link("usr/lib64", "/lib64"),
+    ...link("usr/bin", "/bin"),
+    ...ro("/etc/resolv.conf"),
+    ...ro("/etc/hosts"),
+    ...ro("/etc/ssl"),
+    ...ro("/etc/ca-certificates"),
+    ...ro(Path.dirname(binary)),
+    // The private /tmp first, so the shard's own folder (usually under /tmp) is mounted over it, not hidden by it.
+    "--tmpfs",
+    "/tmp",
+    "--bind",
+    dir,
+    dir,
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--die-with-parent",
+    "--new-session",
+    "--chdir",
+    dir
+  ]
+}
+
+interface Shard {
+  readonly index: number
+  readonly socket: string
+  process: ChildProcess | undefined
+  /** Resolves once the router answers its health probe. */
+  ready: Promise<void>
+  markReady: () => void
+  lastHealthy: number
+  restarts: number
+}
+
+const probe = (socket: string, timeoutMs: number) =>
+  new Promise<boolean>((resolve) => {
+    const request = Http.request(
+      { socketPath: socket, path: "/__hostplane/health", method: "GET", timeout: timeoutMs },
+      (response) => {
+        response.resume()
+        resolve(response.statusCode === 200)
+      }
+    )
+    request.on("timeout", () => {
+      request.destroy()
+      resolve(false)
+    })
+    request.on("error", () => resolve(false))
+    request.end()
+  })
+
+/**
+ * The worker runtime of a node: `shards` workerd processes, each running the router worker on a unix socket in a
+ * private folder, and the node's own socket the routers call back into (code, assets, bindings, tail events).
+ * Supervised: a process that dies, or stops answering its health probe for `timeoutMs`, is started again.
+ */
+export class WorkerRuntime extends Context.Service<
+  WorkerRuntime,
+  {
+    readonly settings: RuntimeSettings
+    /** Whether workerd runs inside bubblewrap, and as which user. */
+    readonly sandbox: { readonly bwrap: boolean; readonly uid: number | undefined }
+    /** Records what a key loads and answers the key; the same spec gives the same key. */
+    readonly register: (spec: WorkerSpec) => string
+    readonly shardOf: (projectId: string) => number
+    /** Resolves when the shard answers (after a restart, too); rejects after `waitMs`. */
+    readonly ready: (shard: number, waitMs: number) => Promise<void>
+    readonly socketOf: (shard: number) => string
+    readonly pids: () => ReadonlyArray<number | undefined>
+    readonly restarts: () => ReadonlyArray<number>
+    readonly setBindings: (handler: BindingHandler) => void
+    /** Every invocation's event: from the routers' tails, and the edge's own timeouts. */
+    readonly collector: LogCollector
+  }
+>()("@hostplane/node/WorkerRuntime") {
+  /** The runtime on given settings, over the node's ArtifactStore. */
+  static readonly layer = (settings: RuntimeSettings) =>
+    Layer.effect(
+      WorkerRuntime,
+      Effect.gen(function* () {
+        const artifacts = yield* Deployments.ArtifactStore
+        return yield* Effect.acquireRelease(
+          Effect.promise(() => start(settings, artifacts)),
+          (runtime) => Effect.promise(() => runtime.stop())
+        ).pipe(Effect.map((running) => running.service))
+      })
+    )
+
+  static readonly layerConfig = Layer.unwrap(Effect.map(runtimeSettingsConfig, WorkerRuntime.layer))
+}
+
+const readAll = (stream: Stream.Stream<Uint8Array>) =>
+  Effect.runPromise(
+    Stream.runFold(
+      stream,
+      () => [] as Array<Uint8Array>,
+      (chunks, chunk) => {
+        chunks.push(chunk)
+        return chunks
+      }
+    )
+  ).then((chunks) => Buffer.concat(chunks))
+
+const readJson = (request: Http.IncomingMessage, limit: number) =>
+  new Promise<unknown>((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    request.on("data", (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        request.destroy()
+        reject(new Error("body too large"))
+      } else chunks.push(chunk)
+    })
+    request.on("end", () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}"))
+      } catch (error) {
+        reject(error)
+      }
+    })
+    request.on("error", reject)
+  })
+
+/** The tenant's `worker/` files as loader modules, named by their path under `worker/`. */
+const modulesOf = async (artifacts: Deployments.ArtifactStore["Service"], digest: string) => {
+  const index = await Effect.runPromise(artifacts.index(digest))
+  const modules: Record<string, Record<string, string>> = {}
+  if (Option.isNone(index)) return modules
+  for (const file of index.value.files) {
+    if (!file.path.startsWith("worker/")) continue
+    const name = file.path.slice("worker/".length)
+    const extension = Path.extname(name).toLowerCase()
+    const stored = await Effect.runPromise(artifacts.file(digest, file.path))
+    if (Option.isNone(stored)) continue
+    const bytes = await readAll(stored.value.content)
+    if (extension === ".js" || extension === ".mjs") modules[name] = { js: bytes.toString("utf8") }
+    else if (extension === ".json") modules[name] = { json: JSON.parse(bytes.toString("utf8")) }
+    else if (extension === ".wasm") modules[name] = { wasm: bytes.toString("base64") }
+    else if (extension === ".txt" || extension === ".html") modules[name] = { text: bytes.toString("utf8") }
+  }
+  return modules
+}
+
+const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactStore["Service"]) => {
+  const binary = workerdBinary()
+  const root = process.getuid?.() === 0
+  const bwrap = settings.sandbox === "auto" && hasCommand("bwrap")
+  const setpriv = !bwrap && hasCommand("setpriv")
+  // A private folder outside the data directory: the router's sources, configs and the sockets.
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-runtime-"))
+  Fs.chmodSync(dir, 0o700)
+  const nodeSocket = Path.join(dir, "node.sock")
+  Fs.writeFileSync(Path.join(dir, "router.js"), routerSource())
+  const entry = entrySource()
+  const specs = new Map<string, WorkerSpec>()
+  let bindings: BindingHandler = async () => ({ error: { message: "bindings_unavailable" } })
+  const collector = Effect.runSync(makeCollector)
+  const tail: TailHandler = collector.fromTail
+
+  const control = Http.createServer((request, response) => {
+    const url = new URL(request.url ?? "/", "http://node")
+    const fail = (status: number, message: string) => {
+      if (!response.headersSent) response.writeHead(status, { "content-type": "text/plain" })
+      response.end(message)
+    }
+    const handle = async () => {
+      if (url.pathname === "/code") {
+        const spec = specs.get(url.searchParams.get("key") ?? "")
+        if (spec === undefined) return fail(404, "unknown key")
+        const modules = await modulesOf(artifacts, spec.digest)
+        const relative = spec.entry.slice("worker/".length)
+        modules[entryModule] = { js: entry.replace("__TENANT_ENTRY__", `./${relative}`) }
+        const body = JSON.stringify({
+          projectId: spec.projectId,
+          deploymentId: spec.deploymentId,
+          digest: spec.digest,
+          compatibilityDate: spec.manifest.compatibilityDate ?? Deployments.defaultCompatibilityDate,
+          compatibilityFlags: spec.manifest.compatibilityFlags ?? [],
+          mainModule: entryModule,
+          modules,
+          secrets: spec.secrets,
+          bindings: spec.bindings,
+          outbound: settings.outbound
+        })
+        response.writeHead(200, { "content-type": "application/json" })
+        return response.end(body)
+      }
+      if (url.pathname === "/asset") {
+        const digest = url.searchParams.get("digest") ?? ""
+        const candidates = Edge.assetCandidates(url.searchParams.get("path") ?? "/") ?? []
+        for (const candidate of candidates) {
+          const file = await Effect.runPromise(artifacts.file(digest, candidate))
+          if (Option.isSome(file)) {
+            response.writeHead(200, {
+              "content-type": Edge.contentTypeOf(candidate),
+              "content-length": String(file.value.bytes)
+            })
+            if (request.method === "HEAD") return response.end()
+            return Readable.fromWeb(Stream.toReadableStream(file.value.content) as never).pipe(response)
+          }
+        }
+        return fail(404, "not found")
+      }
+      const projectId = request.headers["x-hostplane-project"]
+      if (typeof projectId !== "string") return fail(400, "no project")
+      if (url.pathname === "/tail") {
+        const body = (await readJson(request, 64 * 1024 * 1024)) as { deploymentId: string; events: Array<unknown> }
+        tail(projectId, body.deploymentId, body.events ?? [])
+        response.writeHead(204)
+        return response.end()
+      }
+      const call = /^\/binding\/([a-z]+)\/([a-zA-Z]+)$/.exec(url.pathname)
+      if (call !== null) {
+        const body = (await readJson(request, 150 * 1024 * 1024)) as { args?: Array<unknown> }
+        const answer = await bindings(projectId, call[1]!, call[2]!, body.args ?? [])
+        response.writeHead(200, { "content-type": "application/json" })
+        return response.end(JSON.stringify(answer))
+      }
+      return fail(404, "no such route")
+    }
+    handle().catch((error: unknown) => fail(500, String(error)))
+  })
+  await new Promise<void>((resolve) => control.listen(nodeSocket, resolve))
+  // workerd may run as another user: it must be able to connect to the node's socket.
+  Fs.chmodSync(nodeSocket, 0o666)
+  if (root) Fs.chownSync(dir, nobody.uid, nobody.gid)
+
+  const shards: Array<Shard> = []
+  let stopping = false
+
+  const launch = (shard: Shard) => {
+    let markReady = () => {}
+    shard.ready = new Promise<void>((resolve) => (markReady = resolve))
+    shard.markReady = markReady
+    Fs.rmSync(shard.socket, { force: true })
+    const config = `shard-${shard.index}.capnp`
+    const command = [binary, "serve", "--experimental", config]
+    // Without bubblewrap's --die-with-parent, setpriv ties workerd's life to the node's all the same.
+    const [file, ...args] = bwrap
+      ? ["bwrap", ...bwrapArgs(binary, dir), ...command]
+      : setpriv
+        ? ["setpriv", "--pdeathsig", "KILL", ...command]
+        : command
+    const child = spawn(file!, args, {
+      cwd: dir,
+      stdio: ["ignore", "ignore", "pipe"],
+      ...(root ? nobody : {})
+    })
+    shard.process = child
+    shard.lastHealthy = Date.now()
+    child.stderr?.on("data", (chunk: Buffer) => {
+      // workerd's own diagnostics (tenants' console output goes to the tail, not here).
+      const text = chunk.toString("utf8").trim()
+      // A rejected egress or a tenant's fault is logged by workerd as an internal error: it belongs to the
+      // tenant's events, not the node's log.
+      if (text === "" || /became the default|jsgInternalError|^stack:|internal error; reference/.test(text)) return
+      process.stderr.write(`workerd[${shard.index}] ${text}\n`)
+    })
+    child.on("exit", () => {
+      if (shard.process !== child) return
+      shard.process = undefined
+      if (!stopping) setTimeout(() => relaunch(shard), 100)
+    })
+  }
+
+  const relaunch = (shard: Shard) => {
+    if (stopping) return
+    shard.restarts += 1
+    const old = shard.process
+    shard.process = undefined
+    if (old !== undefined && old.exitCode === null) {
+      // Its exit must not launch a second process: this shard's process is no longer `old`.
+      old.kill("SIGKILL")
+    }
+    launch(shard)
+  }
+
+  for (let index = 0; index < Math.max(1, settings.shards); index++) {
+    const socket = Path.join(dir, `shard-${index}.sock`)
+    Fs.writeFileSync(
+      Path.join(dir, `shard-${index}.capnp`),
+      shardConfig({ socket, nodeSocket, outbound: settings.outbound })
+    )
+    const shard: Shard = {
+      index,
+      socket,
+      process: undefined,
+      ready: Promise.resolve(),
+      markReady: () => {},
+      lastHealthy: Date.now(),
+      restarts: 0
+    }
+    shards.push(shard)
+    launch(shard)
+  }
+  if (root) for (const file of Fs.readdirSync(dir)) Fs.chownSync(Path.join(dir, file), nobody.uid, nobody.gid)
+
+  // Health: a probe a second; an answer marks the shard ready, silence for the timeout restarts it.
+  let probing = false
+  const healthTimer = setInterval(() => {
+    if (probing) return
+    probing = true
+    void Promise.all(
+      shards.map(async (shard) => {
+        if (shard.process === undefined) return
+        const ok = await probe(shard.socket, Math.min(2_000, settings.timeoutMs))
+        if (ok) {
+          shard.lastHealthy = Date.now()
+          shard.markReady()
+        } else if (Date.now() - shard.lastHealthy > settings.timeoutMs) {
+          relaunch(shard)
+        }
+      })
+    ).finally(() => (probing = false))
+  }, 250)
+  healthTimer.unref()
+
+  // First readiness quickly: poll until each shard answers (workerd starts in well under a second).
+  await Promise.all(
+    shards.map(async (shard) => {
+      const deadline = Date.now() + 60_000
+      while (Date.now() < deadline) {
+        if (await probe(shard.socket, 1_000)) {
+          shard.lastHealthy = Date.now()
+          shard.markReady()
+          return
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      throw new Error(`workerd shard ${shard.index} did not start`)
+    })
+  )
+
+  const register = (spec: WorkerSpec) => {
+    const version = createHash("sha256")
+      .update(
+        JSON.stringify([spec.deploymentId, spec.entry, spec.manifest, spec.secrets, spec.bindings, settings.outbound])
+      )
+      .digest("base64url")
+      .slice(0, 22)
+    const key = `${spec.projectId}:${spec.digest.slice("sha256:".length, "sha256:".length + 16)}:${version}`
+    if (!specs.has(key) && specs.size >= 10_000) specs.delete(specs.keys().next().value!)
+    specs.set(key, spec)
+    return key
+  }
+
+  const shardOf = (projectId: string) => createHash("sha256").update(projectId).digest().readUInt32BE(0) % shards.length
+
+  const ready = (index: number, waitMs: number) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("shard not ready")), waitMs)
+      void shards[index]!.ready.then(() => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
+
+  const service = WorkerRuntime.of({
+    settings,
+    sandbox: { bwrap, uid: root ? nobody.uid : process.getuid?.() },
+    register,
+    shardOf,
+    ready,
+    socketOf: (index) => shards[index]!.socket,
+    pids: () => shards.map((shard) => shard.process?.pid),
+    restarts: () => shards.map((shard) => shard.restarts),
+    setBindings: (handler) => (bindings = handler),
+    collector
+  })
+
+  const stop = async () => {
+    stopping = true
+    clearInterval(healthTimer)
+    await Promise.all(
+      shards.map(
+        (shard) =>
+          new Promise<void>((resolve) => {
+            const child = shard.process
+            if (child === undefined || child.exitCode !== null) return resolve()
+            child.once("exit", () => resolve())
+            child.kill("SIGKILL")
+          })
+      )
+    )
+    control.closeAllConnections()
+    await new Promise<void>((resolve) => control.close(() => resolve()))
+    Fs.rmSync(dir, { recursive: true, force: true })
+  }
+
+  return { service, stop }
+}
+
+/** A fresh key's random part, for checks that must never reuse a cached isolate. */
+export const freshNonce = () => randomBytes(9).toString("base64url")
+
+/** The entry of a bundle, or `undefined` when it holds no worker. */
+export const entryOf = (manifest: Deployments.Manifest, paths: ReadonlyArray<string>) =>
+  Result.getOrUndefined(Deployments.workerEntry(manifest, paths))

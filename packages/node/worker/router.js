@@ -1,0 +1,120 @@
+// The router of one workerd shard (hostplane's own code, trusted): loads each project's worker through the worker
+// loader, keyed by project, deployment digest and environment version, and gives it its bindings as capabilities
+// whose project comes from the router, never from the tenant. The node reaches this worker over a unix socket only.
+import { WorkerEntrypoint } from "cloudflare:workers"
+
+const invokeHeader = "x-hostplane-invoke"
+
+const base64ToBytes = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0))
+
+/** The tenant's modules as the loader takes them. */
+const loaderModules = (modules) => {
+  const out = {}
+  for (const [name, module] of Object.entries(modules)) {
+    if ("js" in module) out[name] = { js: module.js }
+    else if ("text" in module) out[name] = { text: module.text }
+    else if ("json" in module) out[name] = { json: module.json }
+    else if ("wasm" in module) out[name] = { wasm: base64ToBytes(module.wasm).buffer }
+  }
+  return out
+}
+
+/** Asks the node (trusted) for something on behalf of the project named in the props the router set. */
+const nodeCall = async (env, projectId, path, body) => {
+  const response = await env.NODE.fetch(`http://node${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-hostplane-project": projectId },
+    body: JSON.stringify(body ?? {})
+  })
+  return response.json()
+}
+
+/** `env.ASSETS`: the deployment's `assets/`, by the edge's asset rules. */
+export class Assets extends WorkerEntrypoint {
+  async fetch(request) {
+    const url = new URL(request.url)
+    return this.env.NODE.fetch(
+      `http://node/asset?digest=${encodeURIComponent(this.ctx.props.digest)}&path=${encodeURIComponent(url.pathname)}`,
+      { method: request.method === "HEAD" ? "HEAD" : "GET" }
+    )
+  }
+}
+
+/** The add-on bindings: every call names the project the router loaded the worker for. */
+export class Bindings extends WorkerEntrypoint {
+  async call(binding, method, args) {
+    return nodeCall(this.env, this.ctx.props.projectId, `/binding/${binding}/${method}`, { args })
+  }
+  async user(token) {
+    return nodeCall(this.env, this.ctx.props.projectId, `/binding/auth/user`, { args: [token] })
+  }
+}
+
+/** Per-invocation events (logs, exceptions, outcome) of one project's worker, handed to the node's collector. */
+export class Tail extends WorkerEntrypoint {
+  async tail(events) {
+    await this.env.NODE.fetch("http://node/tail", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-hostplane-project": this.ctx.props.projectId },
+      body: JSON.stringify({ deploymentId: this.ctx.props.deploymentId, events })
+    })
+  }
+}
+
+const load = (env, ctx, meta) =>
+  env.LOADER.get(meta.key, async () => {
+    const response = await env.NODE.fetch(`http://node/code?key=${encodeURIComponent(meta.key)}`)
+    if (!response.ok) throw new Error(`the node has no code for ${meta.key}: ${response.status}`)
+    const code = await response.json()
+    const props = { projectId: code.projectId, deploymentId: code.deploymentId, digest: code.digest }
+    return {
+      compatibilityDate: code.compatibilityDate,
+      compatibilityFlags: code.compatibilityFlags,
+      mainModule: code.mainModule,
+      modules: loaderModules(code.modules),
+      env: {
+        ...code.secrets,
+        ASSETS: ctx.exports.Assets({ props }),
+        __hostplane: ctx.exports.Bindings({ props }),
+        __hostplaneBindings: code.bindings
+      },
+      globalOutbound: code.outbound === "public" ? env.INTERNET : null,
+      tails: [ctx.exports.Tail({ props })]
+    }
+  })
+
+const describe = (error) => ({
+  name: String(error?.name ?? "Error"),
+  message: String(error?.message ?? error),
+  stack: String(error?.stack ?? "")
+})
+
+export default {
+  async fetch(request, env, ctx) {
+    const url = new URL(request.url)
+    if (url.pathname === "/__hostplane/health") return new Response("ok")
+    const header = request.headers.get(invokeHeader)
+    if (header === null) return new Response("not an invocation", { status: 400 })
+    const meta = JSON.parse(header)
+    const headers = new Headers(request.headers)
+    headers.delete(invokeHeader)
+    if (meta.check !== true) headers.delete("x-hostplane-check")
+    else headers.set("x-hostplane-check", "1")
+    const hasBody = request.method !== "GET" && request.method !== "HEAD"
+    const forwarded = new Request(meta.url, {
+      method: request.method,
+      headers,
+      body: hasBody ? request.body : null,
+      redirect: "manual"
+    })
+    try {
+      const worker = load(env, ctx, meta)
+      return await worker.getEntrypoint().fetch(forwarded)
+    } catch (error) {
+      return new Response(JSON.stringify(describe(error)), {
+        status: 500,
+        headers: { "content-type": "application/json", "x-hostplane-outcome": "exception" }
+      })
+    }
+  }
+}

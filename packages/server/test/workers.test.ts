@@ -1,0 +1,109 @@
+import { bundleOf, manifestEntry } from "@hostplane/testkit"
+import { Effect } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import * as Http from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort, type ServerProcess, startServer, stopServer } from "./support/ServerProcess.ts"
+
+const edgeGet = (port: number, host: string, path: string) =>
+  new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const request = Http.request({ host: "127.0.0.1", port, path, headers: { host } }, (response) => {
+      let text = ""
+      response.on("data", (chunk) => (text += chunk))
+      response.on("end", () => resolve({ status: response.statusCode!, text }))
+    })
+    request.on("error", reject)
+    request.end()
+  })
+
+/** `npm start` runs worker code by default (decisions.md part 13): a bundle deployed through /v1 answers on its host. */
+describe("the server binary runs worker code in workerd", () => {
+  let server: ServerProcess
+  let base: string
+  let edgePort: number
+  let dataDir: string
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), "hostplane-workers-"))
+    const port = await freePort()
+    edgePort = await freePort()
+    base = `http://127.0.0.1:${port}`
+    server = await startServer(
+      base,
+      {
+        SERVICE_DATA_DIR: dataDir,
+        SERVICE_LISTEN: `127.0.0.1:${port}`,
+        SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}`,
+        SERVICE_DNS_LISTEN: "off",
+        DATABASE_URL: "",
+        SERVICE_WORKER_TIMEOUT: "5 seconds"
+      },
+      440
+    )
+  }, 130_000)
+  afterAll(async () => {
+    await stopServer(server?.child, "SIGTERM")
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it("a worker deployed through /v1 answers its paths with its secrets; faults are the edge's envelopes", async () => {
+    const call = async (method: string, path: string, body?: unknown, token?: string) => {
+      const reply = await fetch(`${base}${path}`, {
+        method,
+        headers: {
+          "content-type": "application/json",
+          ...(token === undefined ? {} : { authorization: `Bearer ${token}` })
+        },
+        body: body === undefined ? null : JSON.stringify(body)
+      })
+      return { status: reply.status, body: (await reply.json().catch(() => undefined)) as any }
+    }
+    const login = await call("POST", "/v1/auth/dev/login", { subject: "worker-owner" })
+    const token = login.body.token as string
+    const slug = login.body.orgs?.[0]?.slug ?? (await call("GET", "/v1/me", undefined, token)).body.orgs[0].slug
+    const project = await call("POST", `/v1/orgs/${slug}/projects`, { name: "hello" }, token)
+    expect(project.status).toBe(201)
+    const secret = await call(
+      "PUT",
+      `/v1/orgs/${slug}/projects/hello/secrets/GREETING`,
+      { value: "from npm start" },
+      token
+    )
+    expect(secret.status).toBe(200)
+    const bytes = await Effect.runPromise(
+      bundleOf([
+        manifestEntry({ name: "hello" }),
+        {
+          name: "worker/index.js",
+          content: `export default { async fetch(request, env) {
+            if (new URL(request.url).pathname === "/boom") throw new Error("boom")
+            return new Response(env.GREETING + " " + request.headers.get("x-forwarded-proto"))
+          } }`
+        },
+        { name: "assets/index.html", content: "home" }
+      ])
+    )
+    const deployed = await fetch(`${base}/v1/orgs/${slug}/projects/hello/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+      body: bytes
+    })
+    expect(deployed.status).toBe(201)
+    const host = project.body.hostname as string
+    expect(await edgeGet(edgePort, host, "/api/hello")).toEqual({ status: 200, text: "from npm start http" })
+    expect(await edgeGet(edgePort, host, "/")).toEqual({ status: 200, text: "home" })
+    const boom = await edgeGet(edgePort, host, "/boom")
+    expect(boom.status).toBe(500)
+    expect(JSON.parse(boom.text).code).toBe("worker_exception")
+    const invalid = await fetch(`${base}/v1/orgs/${slug}/projects/hello/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+      body: await Effect.runPromise(
+        bundleOf([manifestEntry({ name: "hello" }), { name: "worker/index.js", content: "export default {" }])
+      )
+    })
+    expect(invalid.status).toBe(400)
+    expect(((await invalid.json()) as any).details.reason).toBe("worker_invalid")
+  })
+})
