@@ -88,7 +88,7 @@ const entryModule = "__hostplane_entry.js"
 const capnpString = (text: string) => JSON.stringify(text)
 
 const shardConfig = (options: { readonly socket: string; readonly nodeSocket: string; readonly outbound: Outbound }) =>
-  `using Workerd = import "/workerd/workerd.capnp";
+  `using Workerd = import ${capnpString("/workerd/workerd.capnp")};
 const config :Workerd.Config = (
   services = [
     (name = "router", worker = .router),
