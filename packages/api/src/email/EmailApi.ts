@@ -26,7 +26,7 @@ export class MailHooksApi extends HttpApiGroup.make("mailHooks")
             "Amazon SNS HTTPS messages for Amazon SES (`Type` `SubscriptionConfirmation`, `Notification`,",
             "`UnsubscribeConfirmation`). Without `SERVICE_MAIL_TOPIC_ARN`: 501 `mail_webhook_off`. A body that is not",
             "an SNS message: 400. A `TopicArn` other than the setting, a `SigningCertURL` that is not an https `.pem`",
-            "URL on `sns.<region>.amazonaws.com`, a `SignatureVersion` other than 1 (SHA1) or 2 (SHA256), or a",
+            "URL on `sns.<region>.amazonaws.com`, a `SignatureVersion` other than 1 (SHA1) or 2 (SHA256), no signature, or a",
             "signature that does not verify over the documented canonical fields: 403. A `SubscriptionConfirmation`",
             "is confirmed by a GET to its `SubscribeURL` (same host rule). `Received` becomes an `in` mail log row",
             "per recipient address (the raw message with the `Received` and `Authentication-Results` headers the",

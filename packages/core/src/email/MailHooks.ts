@@ -63,7 +63,11 @@ export class MailHooks extends Context.Service<
 
       const authenticate = Effect.fnUntraced(function* (envelope: SnsEnvelope) {
         if (envelope.TopicArn !== config.topicArn) return yield* refuse("TopicArn is not this service's topic")
-        if (!onSnsHost(envelope.SigningCertURL, "certificate")) {
+        const { Signature: signature, SigningCertURL: certUrl } = envelope
+        if (signature === undefined || signature === "" || certUrl === undefined) {
+          return yield* refuse("the message is not signed")
+        }
+        if (!onSnsHost(certUrl, "certificate")) {
           return yield* refuse("SigningCertURL is not an https .pem URL on sns.<region>.amazonaws.com")
         }
         const version = envelope.SignatureVersion
@@ -71,10 +75,10 @@ export class MailHooks extends Context.Service<
         const canonical = canonicalString(envelope)
         if (Option.isNone(canonical)) return yield* refuse("the message lacks a signed field")
         const valid = yield* notifications.verify({
-          certUrl: envelope.SigningCertURL,
+          certUrl,
           version,
           canonical: canonical.value,
-          signature: envelope.Signature
+          signature
         })
         if (!valid) return yield* refuse("the signature does not verify")
       })

@@ -1,15 +1,18 @@
 import { Option, Schema } from "effect"
 
-/** An Amazon SNS HTTPS message as posted (JSON in a `text/plain` body). */
+/**
+ * An Amazon SNS HTTPS message as posted (JSON in a `text/plain` body). The signature's fields are optional here so
+ * that an unsigned message is refused as unauthenticated (403), like a wrongly signed one, not as malformed (400).
+ */
 export const SnsEnvelope = Schema.Struct({
   Type: Schema.String,
   MessageId: Schema.String,
   TopicArn: Schema.String,
   Message: Schema.String,
   Timestamp: Schema.String,
-  SignatureVersion: Schema.String,
-  Signature: Schema.String,
-  SigningCertURL: Schema.String,
+  SignatureVersion: Schema.optionalKey(Schema.String),
+  Signature: Schema.optionalKey(Schema.String),
+  SigningCertURL: Schema.optionalKey(Schema.String),
   Subject: Schema.optionalKey(Schema.NullOr(Schema.String)),
   SubscribeURL: Schema.optionalKey(Schema.String),
   Token: Schema.optionalKey(Schema.String)
