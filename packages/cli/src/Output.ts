@@ -1,4 +1,4 @@
-import { errorInfo, type ErrorInfo } from "@hostplane/client"
+import type { ErrorInfo } from "@hostplane/client"
 import { Effect, Schema } from "effect"
 import { CliError } from "effect/cli"
 
@@ -31,26 +31,37 @@ export const table = (rows: ReadonlyArray<ReadonlyArray<string>>): ReadonlyArray
   )
 }
 
-const infoOf = (error: unknown): ErrorInfo =>
+/** A failure's `code` and message: the CLI's own, else what the client reads from the wire (loaded only then). */
+const infoOf = (error: unknown): Effect.Effect<ErrorInfo> =>
   error instanceof CliFailure
-    ? { status: undefined, code: error.code, message: error.message, details: error.details }
-    : errorInfo(error)
+    ? Effect.succeed({ status: undefined, code: error.code, message: error.message, details: error.details })
+    : Effect.map(
+        Effect.promise(() => import("@hostplane/client")),
+        (module) => module.errorInfo(error)
+      )
 
 /**
- * How a failed command ends: the `code` and message on stderr (JSON with `--json`) and the exit status: 2 for a
- * usage error (already shown with the help by the parser), 1 for anything else.
+ * How a failed command ends: one line `error <code>: <message>` on stderr (`{"error":{...}}` with `--json`) and the
+ * exit status: 2 for a usage error (code `usage`: an unknown command or flag, a missing or bad argument), 1 for
+ * anything else.
  */
 export const report = (error: unknown, json: boolean): Effect.Effect<number> => {
+  if (CliError.isCliError(error) && error._tag === "ShowHelp" && error.errors.length === 0) return Effect.succeed(0)
   if (CliError.isCliError(error)) {
-    if (error._tag === "ShowHelp") return Effect.succeed(error.errors.length === 0 ? 0 : 2)
-    return Effect.succeed(2)
+    const path = error._tag === "ShowHelp" ? error.commandPath.join(" ") : "hostplane"
+    const first = error._tag === "ShowHelp" ? error.errors[0]! : error
+    const info = { code: "usage", message: `${firstLine(first.message)} (see \`${path} --help\`)` }
+    return Effect.as(note(json ? JSON.stringify({ error: info }) : `error ${info.code}: ${info.message}`), 2)
   }
-  const info = infoOf(error)
-  const line = json
-    ? JSON.stringify({ error: { code: info.code, message: info.message, details: info.details } })
-    : [`error ${info.code}: ${info.message}`, ...detailLines(info.details)].join("\n")
-  return Effect.as(note(line), 1)
+  return Effect.flatMap(infoOf(error), (info) => {
+    const line = json
+      ? JSON.stringify({ error: { code: info.code, message: info.message, details: info.details } })
+      : [`error ${info.code}: ${info.message}`, ...detailLines(info.details)].join("\n")
+    return Effect.as(note(line), info.code === "usage" ? 2 : 1)
+  })
 }
+
+const firstLine = (text: string) => text.trim().split("\n")[0]!.trim()
 
 const detailLines = (details: ErrorInfo["details"]): ReadonlyArray<string> =>
   details === undefined

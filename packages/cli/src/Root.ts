@@ -1,4 +1,4 @@
-import { type Client, make } from "@hostplane/client"
+import type { Client } from "@hostplane/client"
 import { Effect, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
@@ -63,8 +63,22 @@ export interface Session {
  */
 export const httpClient = NodeHttpClient.layerNodeHttp
 
+/**
+ * The API client, loaded when a command first needs it: building it evaluates every group's schemas, which a command
+ * that makes no call (`--help`, a usage error, `link` answered from the folder) never pays for.
+ */
+export const makeClient = (options: {
+  readonly baseUrl: string
+  readonly token?: string
+}): Effect.Effect<Client, never, HttpClient.HttpClient> =>
+  Effect.flatMap(
+    Effect.promise(() => import("@hostplane/client")),
+    (module): Effect.Effect<Client, never, HttpClient.HttpClient> => module.make(options)
+  )
+
 /** A client without a token, for the calls that need none (dev login, `/v1/config`). */
-export const anonymous = (url: string): Effect.Effect<Client, never, HttpClient.HttpClient> => make({ baseUrl: url })
+export const anonymous = (url: string): Effect.Effect<Client, never, HttpClient.HttpClient> =>
+  makeClient({ baseUrl: url })
 
 /** A client signed in to the resolved server; `not_logged_in` when there is no token for it. */
 export const session = (flags: RootFlags): Effect.Effect<Session, CliFailure, CliEnv | HttpClient.HttpClient> =>
@@ -77,7 +91,7 @@ export const session = (flags: RootFlags): Effect.Effect<Session, CliFailure, Cl
         message: `not signed in to ${url}: run \`hostplane login\` (or set HOSTPLANE_TOKEN)`
       })
     }
-    const api = yield* make({ baseUrl: url, token: token.value })
+    const api = yield* makeClient({ baseUrl: url, token: token.value })
     return { url, token: token.value, api }
   })
 

@@ -15,6 +15,8 @@ export class CliEnv extends Context.Service<
     readonly token: Option.Option<Redacted.Redacted<string>>
     /** `HOSTPLANE_CONFIG_DIR`, else `$XDG_CONFIG_HOME/hostplane`, else `%APPDATA%\hostplane` or `~/.config/hostplane`. */
     readonly configDir: string
+    /** `BROWSER`: the program that opens an address, as many command-line tools read it; else the platform's opener. */
+    readonly browser: Option.Option<string>
   }
 >()("@hostplane/cli/Settings/CliEnv") {
   static readonly layer = Layer.effect(
@@ -27,6 +29,7 @@ export class CliEnv extends Context.Service<
       const explicit = yield* nonEmpty("HOSTPLANE_CONFIG_DIR")
       const xdg = yield* nonEmpty("XDG_CONFIG_HOME")
       const appData = yield* nonEmpty("APPDATA")
+      const browser = yield* nonEmpty("BROWSER")
       const configDir = Option.getOrElse(explicit, () =>
         Option.isSome(xdg)
           ? Path.join(xdg.value, "hostplane")
@@ -34,7 +37,7 @@ export class CliEnv extends Context.Service<
             ? Path.join(appData.value, "hostplane")
             : Path.join(Os.homedir(), ".config", "hostplane")
       )
-      return CliEnv.of({ url, token: Option.map(token, Redacted.make), configDir })
+      return CliEnv.of({ url, token: Option.map(token, Redacted.make), configDir, browser })
     })
   )
 }

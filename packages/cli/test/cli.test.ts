@@ -2,7 +2,7 @@ import { IdentityProviderOAuth } from "@hostplane/adapters-providers"
 import { Secrets } from "@hostplane/core"
 import { FakeIdentityProvider, layerMemory } from "@hostplane/testkit"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
-import { execFileSync, spawn } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -10,37 +10,9 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { client, startTestServer, type TestServer, unique } from "../../http/test/support/TestServer.ts"
+import { buildBundle, hostplane, type Run } from "./support/Cli.ts"
 
-/** The built CLI, exactly as the published bin runs it. */
-const main = Path.join(import.meta.dirname, "../dist/bin/main.js")
-
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-/** Runs `hostplane args` as a child process; `input` is piped to its stdin (else stdin is closed). */
-const hostplane = (
-  args: ReadonlyArray<string>,
-  options: { readonly env: Record<string, string>; readonly input?: string; readonly onStderr?: (text: string) => void }
-): Promise<Run> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [main, ...args], {
-      env: { PATH: process.env["PATH"] ?? "", HOME: Os.tmpdir(), ...options.env },
-      stdio: ["pipe", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk) => (stdout += chunk))
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk
-      options.onStderr?.(stderr)
-    })
-    child.on("error", reject)
-    child.on("close", (code) => resolve({ code, stdout, stderr }))
-    child.stdin.end(options.input ?? "")
-  })
+beforeAll(buildBundle, 300_000)
 
 const tempDir = (prefix: string) => Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
 
@@ -347,21 +319,8 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
       project = reply.body
       folder = tempDir("hostplane-cli-linked-")
     })
-    const inFolder = (args: ReadonlyArray<string>, input?: string) =>
-      new Promise<Run>((resolve, reject) => {
-        const child = spawn(process.execPath, [main, ...args], {
-          cwd: folder,
-          env: { PATH: process.env["PATH"] ?? "", HOME: Os.tmpdir(), ...authed() },
-          stdio: ["pipe", "pipe", "pipe"]
-        })
-        let stdout = ""
-        let stderr = ""
-        child.stdout.on("data", (chunk) => (stdout += chunk))
-        child.stderr.on("data", (chunk) => (stderr += chunk))
-        child.on("error", reject)
-        child.on("close", (code) => resolve({ code, stdout, stderr }))
-        child.stdin.end(input ?? "")
-      })
+    const inFolder = (args: ReadonlyArray<string>, input?: string): Promise<Run> =>
+      hostplane(args, { env: authed(), cwd: folder, ...(input === undefined ? {} : { input }) })
 
     it("link writes the org and project; later commands need no flags", async () => {
       const run = await inFolder(["link", "--org", org, "--project", project.name])
@@ -399,9 +358,15 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
       expect(JSON.parse(json.stderr).error).toMatchObject({ code: "reserved_name" })
     })
 
-    it("a usage error shows the help and exits 2; --help exits 0", async () => {
+    it("a usage error is one line naming it, exit 2 (JSON on stderr with --json); --help exits 0", async () => {
       const unknown = await inFolder(["secrets", "frobnicate"])
       expect(unknown.code).toBe(2)
+      expect(unknown.stdout).toBe("")
+      expect(unknown.stderr).toMatch(/^error usage: Unknown subcommand "frobnicate" for "hostplane secrets".*\n$/)
+      expect(unknown.stderr.trim().split("\n")).toHaveLength(1)
+      const flag = await inFolder(["secrets", "list", "--frob", "--json"])
+      expect(flag.code).toBe(2)
+      expect(JSON.parse(flag.stderr).error).toMatchObject({ code: "usage", message: expect.stringContaining("--frob") })
       const help = await inFolder(["secrets", "put", "--help"])
       expect(help.code).toBe(0)
       expect(help.stdout).toContain("stdin")

@@ -1,13 +1,10 @@
 import { Effect, Option } from "effect"
 import { Argument, Command } from "effect/cli"
 import * as Path from "node:path"
-import { grantAddons } from "../deploy/Addons.ts"
-import { bundleStream, type Counter, scanFolder } from "../deploy/Bundle.ts"
-import { gitHeaders } from "../deploy/Git.ts"
-import { withProgress } from "../deploy/Progress.ts"
+import type { Counter } from "../deploy/Bundle.ts"
 import { CliFailure, note, show } from "../Output.ts"
 import { resolveOrg, root, type Session, session } from "../Root.ts"
-import { findLink } from "../Settings.ts"
+import { findLink, writeLink } from "../Settings.ts"
 
 /** A project name from a folder or manifest name, shaped to decisions.md's pattern (lowercase, digits, dashes). */
 export const projectNameFrom = (raw: string): string =>
@@ -43,6 +40,10 @@ export const deploy = Command.make(
   },
   Effect.fn("deploy")(function* ({ dir }) {
     const flags = yield* root
+    // The bundle's code (a tar writer, core's manifest rules) loads only for a deploy.
+    const { grantAddons, bundleStream, gitHeaders, scanFolder, withProgress } = yield* Effect.promise(
+      () => import("../deploy/index.ts")
+    )
     const signedIn = yield* session(flags)
     // Everything the server would refuse is found before a byte is sent.
     const scan = yield* scanFolder(dir)
@@ -60,6 +61,10 @@ export const deploy = Command.make(
       return yield* new CliFailure({ code: "no_project", message: "pass --project <name>: none could be derived" })
     }
     const created = yield* ensureProject(signedIn, orgSlug, projectName)
+    // The project made for this folder: the next command here needs no flags.
+    const linked =
+      created && Option.isNone(link) ? yield* writeLink(scan.dir, { org: orgSlug, project: projectName }) : null
+    if (linked !== null) yield* note(`linked ${scan.dir} to ${orgSlug}/${projectName} (${linked})`)
     const params = { orgSlug, projectName }
     const headers = yield* gitHeaders(scan.dir)
     const counter: Counter = { fileBytesRead: 0, sentBytes: 0 }
@@ -87,7 +92,7 @@ export const deploy = Command.make(
     const config = yield* signedIn.api.identity.config()
     const urls = hostnames.items.filter((h) => h.status === "active").map((h) => siteUrl(config.siteUrl, h.name))
     const failed = grants.filter((grant) => !grant.ok)
-    yield* show(flags.json, { org: orgSlug, project: projectName, created, deployment, urls, grants }, () => [
+    yield* show(flags.json, { org: orgSlug, project: projectName, created, linked, deployment, urls, grants }, () => [
       `deployed ${orgSlug}/${projectName} version ${deployment.version} (${deployment.id}, ${deployment.digest})`,
       ...grants.filter((grant) => grant.ok).map((grant) => `granted ${grant.addon}`),
       ...urls.map((url) => `  ${url}`)

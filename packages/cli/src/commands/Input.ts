@@ -2,7 +2,8 @@ import { Effect, Redacted } from "effect"
 import { Prompt } from "effect/cli"
 import { CliFailure } from "../Output.ts"
 
-const readStdin = Effect.promise(async () => {
+/** All of stdin as UTF-8 text. */
+export const readStdin = Effect.promise(async () => {
   const chunks: Array<Buffer> = []
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
   return Buffer.concat(chunks).toString("utf8")

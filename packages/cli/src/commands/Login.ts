@@ -1,13 +1,13 @@
-import { type Client, make } from "@hostplane/client"
+import type { Client } from "@hostplane/client"
 import { Effect, Option } from "effect"
 import { Command, Flag } from "effect/cli"
-import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { CliFailure, note, show } from "../Output.ts"
-import { anonymous, resolveUrl, root, session } from "../Root.ts"
+import { anonymous, makeClient, resolveUrl, root, session } from "../Root.ts"
 import { CliEnv, readCredentials, removeCredentials, writeCredentials } from "../Settings.ts"
+import { launchBrowser } from "../Browser.ts"
 import { readSecretInput } from "./Input.ts"
 
 /** Checks the token against `/v1/me` before anything is stored, then keeps it for this server. */
@@ -15,7 +15,7 @@ const store = (url: string, token: string, expiresAt: string | null) =>
   Effect.gen(function* () {
     const { json } = yield* root
     const env = yield* CliEnv
-    const api: Client = yield* make({ baseUrl: url, token })
+    const api: Client = yield* makeClient({ baseUrl: url, token })
     const me = yield* api.identity.me()
     const file = yield* writeCredentials(env.configDir, { url, token, subject: me.user.subject, expiresAt })
     yield* show(json, { url, user: me.user, orgs: me.orgs.map((org) => org.slug) }, () => [
@@ -100,7 +100,7 @@ const browserLogin = (url: string, openBrowser: boolean) =>
     const redirect = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`
     const start = `${url}/v1/auth/idp/start?redirect=${encodeURIComponent(redirect)}`
     yield* note(`Open this address in a browser to sign in:\n\n  ${start}\n\nWaiting for the browser...`)
-    if (openBrowser) launchBrowser(start)
+    if (openBrowser) yield* launchBrowser(start)
     const fragment = yield* Effect.promise(() => received).pipe(
       Effect.timeoutOrElse({
         duration: "10 minutes",
@@ -116,23 +116,6 @@ const browserLogin = (url: string, openBrowser: boolean) =>
     }
     return { token: fragment.token, expiresAt: fragment.expiresAt ?? null }
   }).pipe(Effect.scoped)
-
-/** Best effort: the platform's opener; the address is printed either way. */
-const launchBrowser = (address: string) => {
-  const [command, args] =
-    process.platform === "darwin"
-      ? ["open", [address]]
-      : process.platform === "win32"
-        ? ["cmd", ["/c", "start", "", address]]
-        : ["xdg-open", [address]]
-  try {
-    const child = spawn(command as string, args as Array<string>, { stdio: "ignore", detached: true })
-    child.on("error", () => {})
-    child.unref()
-  } catch {
-    // No opener: the printed address is enough.
-  }
-}
 
 export const login = Command.make(
   "login",

@@ -1,8 +1,9 @@
 import { Effect, Option } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+import { Argument, Command, Flag, Prompt } from "effect/cli"
 import { CliFailure, note, show, table } from "../Output.ts"
 import { projectSession, resolveOrg, resolveProject, root, session } from "../Root.ts"
-import { writeLink } from "../Settings.ts"
+import { launchBrowser } from "../Browser.ts"
+import { findLink, writeLink } from "../Settings.ts"
 import { readSecretInput } from "./Input.ts"
 
 // orgs --------------------------------------------------------------------------------------------------------
@@ -72,27 +73,101 @@ const projectsCreate = Command.make(
   })
 ).pipe(Command.withDescription("Create a project"))
 
+const projectArgument = Argument.String("name").pipe(Argument.withDescription("The project's name"))
+
+/** A project named by the argument, else by `--project` or the folder's link; the org as for every command. */
+const namedProject = (name: Option.Option<string>) =>
+  Effect.gen(function* () {
+    const flags = yield* root
+    const signedIn = yield* session(flags)
+    const orgSlug = yield* resolveOrg(flags, ".", signedIn)
+    const params = Option.isSome(name)
+      ? { orgSlug, projectName: name.value }
+      : yield* resolveProject({ ...flags, org: Option.some(orgSlug) })
+    return { flags, api: signedIn.api, params }
+  })
+
+const yesNo = (value: boolean) => (value ? "yes" : "no")
+
 const projectsShow = Command.make(
   "show",
-  {},
-  Effect.fn("projects.show")(function* () {
-    const { flags, api, params } = yield* projectSession
+  { name: projectArgument.pipe(Argument.optional) },
+  Effect.fn("projects.show")(function* ({ name }) {
+    const { flags, api, params } = yield* namedProject(name)
     const overview = yield* api.projects.overview({ params })
-    yield* show(flags.json, overview, () => [JSON.stringify(overview, null, 2)])
+    const serving = overview.serving
+    yield* show(flags.json, overview, () => [
+      `${params.orgSlug}/${overview.project.name}  ${overview.project.hostname}  (created ${overview.project.createdAt})`,
+      serving === null
+        ? "serving: nothing deployed yet"
+        : `serving: version ${serving.deployment.version} (${serving.deployment.id}), uploaded ${serving.deployment.createdAt}${
+            serving.uploader === null
+              ? ""
+              : ` by ${serving.uploader.name ?? serving.uploader.email ?? serving.uploader.userId}`
+          }`,
+      ...(overview.recentDeployments.length === 0
+        ? []
+        : [
+            "",
+            ...table([
+              ["VERSION", "CREATED", "LIVE", "GIT"],
+              ...overview.recentDeployments.map((d) => [
+                String(d.version),
+                d.createdAt,
+                d.live ? "live" : "",
+                d.git === null ? "" : `${(d.git.commit ?? "").slice(0, 7)} ${d.git.message ?? ""}`.trim()
+              ])
+            ])
+          ]),
+      "",
+      ...table([
+        ["ADD-ON", "DECLARED", "PROVISIONED"],
+        ...Object.entries(overview.resources).map(([addon, state]) => [
+          addon,
+          yesNo(state.declared),
+          yesNo(state.provisioned)
+        ])
+      ]),
+      ...(overview.lastBackup === null
+        ? []
+        : [
+            "",
+            `last database backup: ${overview.lastBackup.createdAt} (generation ${overview.lastBackup.epoch}.${overview.lastBackup.seq})`
+          ]),
+      ...overview.notifications.map((n) => `notice: ${JSON.stringify(n)}`)
+    ])
   })
-).pipe(Command.withDescription("Show the project's overview (serving deployment, recent deployments, add-ons)"))
+).pipe(Command.withDescription("Show a project: what it serves, recent deployments, add-ons (default: the linked one)"))
 
 const projectsDelete = Command.make(
   "delete",
   {
-    confirm: Flag.String("confirm").pipe(Flag.withDescription("The project's name again, to confirm"))
+    name: projectArgument,
+    yes: Flag.Boolean("yes").pipe(
+      Flag.withDescription("Do not ask to type the name again (needed without a terminal)"),
+      Flag.withDefault(false)
+    )
   },
-  Effect.fn("projects.delete")(function* ({ confirm }) {
-    const { flags, api, params } = yield* projectSession
-    const started = yield* api.projects.remove({ params, payload: { confirm } as never })
-    yield* show(flags.json, started, () => [`deleting ${params.projectName}: operation ${started.operationId}`])
+  Effect.fn("projects.delete")(function* ({ name, yes }) {
+    const { flags, api, params } = yield* namedProject(Option.some(name))
+    if (!yes) {
+      if (!process.stdin.isTTY) {
+        return yield* new CliFailure({
+          code: "usage",
+          message: `deleting ${name} cannot be undone: pass --yes to confirm without a terminal`
+        })
+      }
+      const typed = yield* Prompt.run(
+        Prompt.String({ message: `Delete ${params.orgSlug}/${name} and all its data? Type its name to confirm:` })
+      ).pipe(Effect.orElseSucceed(() => ""))
+      if (typed.trim() !== name) {
+        return yield* new CliFailure({ code: "cancelled", message: `not deleted: the name typed was not ${name}` })
+      }
+    }
+    const started = yield* api.projects.remove({ params, payload: { confirm: name } as never })
+    yield* show(flags.json, started, () => [`deleting ${name}: operation ${started.operationId}`])
   })
-).pipe(Command.withDescription("Delete the project (irreversible; --confirm <name>)"))
+).pipe(Command.withDescription("Delete a project and all its data (asks to type the name; --yes without a terminal)"))
 
 export const projects = Command.make("projects").pipe(
   Command.withDescription("Projects of an org"),
@@ -101,24 +176,91 @@ export const projects = Command.make("projects").pipe(
 
 // link --------------------------------------------------------------------------------------------------------
 
+/** On a terminal, one choice among `choices` (the only one is taken without asking). */
+const choose = <A>(message: string, choices: ReadonlyArray<{ readonly title: string; readonly value: A }>) =>
+  choices.length === 1
+    ? Effect.succeed(choices[0]!.value)
+    : Prompt.run(Prompt.Select({ message, choices })).pipe(
+        Effect.mapError(() => new CliFailure({ code: "cancelled", message: "nothing linked" }))
+      )
+
 export const link = Command.make(
   "link",
   { dir: Argument.Directory("dir").pipe(Argument.withDescription("The folder to link"), Argument.withDefault(".")) },
   Effect.fn("link")(function* ({ dir }) {
     const flags = yield* root
     const signedIn = yield* session(flags)
-    const orgSlug = yield* resolveOrg(flags, dir, signedIn)
-    const params = yield* resolveProject({ ...flags, org: Option.some(orgSlug) }, dir)
-    const project = yield* signedIn.api.projects.get({ params })
+    const existing = yield* findLink(dir)
+    const named = Option.isSome(flags.project) || Option.isSome(existing)
+    const interactive = process.stdin.isTTY === true && process.stdout.isTTY === true
+    if (!named && !interactive) {
+      return yield* new CliFailure({
+        code: "usage",
+        message:
+          "which project? pass --project <name> (and --org <slug> unless it is your only or personal org); on a terminal `hostplane link` asks"
+      })
+    }
+    let orgSlug: string
+    let projectName: string
+    if (named) {
+      orgSlug = yield* resolveOrg(flags, dir, signedIn)
+      projectName = (yield* resolveProject({ ...flags, org: Option.some(orgSlug) }, dir)).projectName
+    } else {
+      const me = yield* signedIn.api.identity.me()
+      orgSlug = Option.isSome(flags.org)
+        ? flags.org.value
+        : yield* choose(
+            "Which org?",
+            me.orgs.map((org) => ({ title: `${org.slug} (${org.name})`, value: org.slug }))
+          )
+      const list = yield* signedIn.api.projects.list({ params: { orgSlug } })
+      if (list.items.length === 0) {
+        return yield* new CliFailure({
+          code: "no_project",
+          message: `${orgSlug} has no project yet: \`hostplane deploy\` creates one and links the folder`
+        })
+      }
+      projectName = yield* choose(
+        `Which project of ${orgSlug}?`,
+        list.items.map((p) => ({ title: `${p.name} (${p.hostname})`, value: p.name }))
+      )
+    }
+    const project = yield* signedIn.api.projects.get({ params: { orgSlug, projectName } })
     const file = yield* writeLink(dir, { org: orgSlug, project: project.name })
     yield* show(flags.json, { file, org: orgSlug, project: project.name }, () => [
       `linked ${dir} to ${orgSlug}/${project.name} (${file})`
     ])
   })
 ).pipe(
-  Command.withDescription("Write .hostplane.json so commands in this folder know the org and project"),
-  Command.withExamples([{ command: "hostplane link --org acme --project site", description: "Link this folder" }])
+  Command.withDescription(
+    "Write .hostplane.json so commands in this folder know the org and project (asks which on a terminal)"
+  ),
+  Command.withExamples([
+    { command: "hostplane link", description: "Choose the org and project (on a terminal)" },
+    { command: "hostplane link --org acme --project site", description: "Link this folder" }
+  ])
 )
+
+// open --------------------------------------------------------------------------------------------------------
+
+export const open = Command.make(
+  "open",
+  { name: projectArgument.pipe(Argument.optional) },
+  Effect.fn("open")(function* ({ name }) {
+    const { flags, api, params } = yield* namedProject(name)
+    const hostnames = yield* api.hostnames.list({ params })
+    const config = yield* api.identity.config()
+    const active = hostnames.items.filter((h) => h.status === "active")
+    // A verified custom hostname is what the project is known by; the default one otherwise.
+    const host = active.find((h) => h.kind !== "default") ?? active.find((h) => h.kind === "default")
+    if (host === undefined) {
+      return yield* new CliFailure({ code: "no_hostname", message: `${params.projectName} has no active hostname` })
+    }
+    const url = config.siteUrl.split("{host}").join(host.name)
+    yield* launchBrowser(url)
+    yield* show(flags.json, { url, hostname: host.name }, () => [url])
+  })
+).pipe(Command.withDescription("Open the project's site in the browser (BROWSER, else the system's); prints its URL"))
 
 // deployments and rollback ------------------------------------------------------------------------------------
 

@@ -1,0 +1,36 @@
+// Builds dist/hostplane.js: the whole CLI with every dependency in one ES module file for Node 20 or newer, run by
+// bin/hostplane.js. It is what `npm ci` leaves in a checkout (the root `prepare`) and what `npm pack` ships, so the CLI never
+// needs the workspace's TypeScript sources, a type-stripping Node or packages that are not on the public registry.
+// Plain JavaScript: it runs under whichever Node npm finds first, the machine's own included.
+import { build } from "esbuild"
+import { renameSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+
+/** Workspace packages (@hostplane/client and the API definition it is built from) resolve to their TypeScript sources. */
+const conditions = ["@hostplane/source"]
+
+const root = fileURLToPath(new URL("..", import.meta.url))
+const output = `${root}dist/hostplane.js`
+const temporary = `${output}.${process.pid}.tmp`
+
+await build({
+  absWorkingDir: root,
+  entryPoints: ["src/bin/main.ts"],
+  // Written beside its place and renamed over it, so a CLI starting meanwhile (a test file running in parallel)
+  // reads the old bundle or the new one, never half of one.
+  outfile: temporary,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  conditions,
+  // Bundled CommonJS dependencies (tar-stream and its helpers) call `require` for Node's own modules.
+  banner: {
+    js: 'import { createRequire as __hostplaneRequire } from "node:module";const require = __hostplaneRequire(import.meta.url);'
+  },
+  legalComments: "none",
+  minify: true,
+  treeShaking: true,
+  logLevel: "warning"
+})
+renameSync(temporary, output)
