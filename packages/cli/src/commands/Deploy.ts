@@ -60,13 +60,14 @@ export const deploy = Command.make(
     if (projectName === "") {
       return yield* new CliFailure({ code: "no_project", message: "pass --project <name>: none could be derived" })
     }
+    // The folder's git state before this command writes anything to it (the link below).
+    const headers = yield* gitHeaders(scan.dir)
     const created = yield* ensureProject(signedIn, orgSlug, projectName)
     // The project made for this folder: the next command here needs no flags.
     const linked =
       created && Option.isNone(link) ? yield* writeLink(scan.dir, { org: orgSlug, project: projectName }) : null
     if (linked !== null) yield* note(`linked ${scan.dir} to ${orgSlug}/${projectName} (${linked})`)
     const params = { orgSlug, projectName }
-    const headers = yield* gitHeaders(scan.dir)
     const counter: Counter = { fileBytesRead: 0, sentBytes: 0 }
     yield* note(
       `deploying ${scan.dir} to ${orgSlug}/${projectName}: ${scan.entries.length} entries, ${scan.fileBytes} bytes`
