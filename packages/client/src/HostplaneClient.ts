@@ -17,7 +17,12 @@ export const make = (options: ClientOptions): Effect.Effect<Client, never, HttpC
   makeFor(ClientApi, options) as Effect.Effect<Client, never, HttpClient.HttpClient>
 
 /** The typed client as a service, for Effect programs: `HostplaneClient.layer({ baseUrl, token })`. */
-export class HostplaneClient extends Context.Service<HostplaneClient, Client>()("@hostplane/client/HostplaneClient") {
+/** The service's shape, named so declaration files refer to it instead of writing the whole client type out again. */
+export interface HostplaneClientShape extends Client {}
+
+export class HostplaneClient extends Context.Service<HostplaneClient, HostplaneClientShape>()(
+  "@hostplane/client/HostplaneClient"
+) {
   static readonly layer = (options: ClientOptions): Layer.Layer<HostplaneClient, never, HttpClient.HttpClient> =>
     Layer.effect(HostplaneClient, make(options))
 }
