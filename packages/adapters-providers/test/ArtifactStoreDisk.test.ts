@@ -3,15 +3,17 @@ import * as Path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { ArtifactStoreDisk } from "@hostplane/adapters-providers"
 import { Deployments } from "@hostplane/core"
-import { streamOfBytes } from "@hostplane/testkit"
+import { artifactStoreSuite, streamOfBytes } from "@hostplane/testkit"
 import { ConfigProvider, Effect, Exit, Fiber, Layer, Option, Schema, Stream } from "effect"
 import { filesUnder, sha256, tempDir } from "./support/TempFiles.ts"
 
 const text = (value: string) => new TextEncoder().encode(value)
-const collect = (stream: Stream.Stream<Uint8Array>) =>
+const collect = <E>(stream: Stream.Stream<Uint8Array, E>) =>
   Effect.map(Stream.mkUint8Array(stream), (bytes) => Buffer.from(bytes).toString("utf8"))
 
 class Broken extends Schema.TaggedError<Broken>()("Broken", {}) {}
+
+artifactStoreSuite("local folder", ArtifactStoreDisk.layerTemp)
 
 describe("ArtifactStoreDisk", () => {
   it.effect("put streams bytes to <dir>/sha256/<2 hex>/<hex> and answers their sha256 digest and size", () =>

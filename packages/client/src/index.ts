@@ -9,4 +9,3 @@ export {
   make
 } from "./HostplaneClient.ts"
 export { makeClient, type PromiseClient } from "./PromiseClient.ts"
-export { makeClientFor, makeFor, type PromiseClientOf } from "./ClientOf.ts"

@@ -227,7 +227,7 @@ export class WorkerRuntime extends Context.Service<
   static readonly layerConfig = Layer.unwrap(Effect.map(runtimeSettingsConfig, WorkerRuntime.layer))
 }
 
-const readAll = (stream: Stream.Stream<Uint8Array>) =>
+const readAll = <E>(stream: Stream.Stream<Uint8Array, E>) =>
   Effect.runPromise(
     Stream.runFold(
       stream,

@@ -2,15 +2,13 @@ import { NodeFileSystem } from "@effect/platform-node"
 import * as Pg from "@hostplane/adapters-pg"
 import {
   AiUpstreamOpenAi,
-  ArtifactStoreDisk,
-  BackupStoreDisk,
   BundleReader,
   GitSshServer,
   GitStorageDisk,
   IdentityProviderOAuth,
   MailNotificationsSns,
   MailTransportAuto,
-  ObjectStoreDisk,
+  ObjectStorage,
   PasswordHasherScrypt,
   PaymentGatewayPolar,
   RegistrarNameCom,
@@ -25,8 +23,7 @@ import { configLayerFromEnv, Dns, Hostnames, jobHandlers, Jobs, services } from 
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import * as Path from "node:path"
-import { app, Console, edgeApp, routerConfig } from "@hostplane/http"
-import { loadConsole } from "@hostplane/console"
+import { app, edgeApp, routerConfig } from "@hostplane/http"
 import { healthRoutes } from "./Health.ts"
 import { runtimeSettingsConfig, WorkerCheckLive, WorkerInvokerLive, WorkerRuntime } from "@hostplane/node"
 import { parseListen } from "./Listen.ts"
@@ -73,8 +70,9 @@ export const ServerLive = Layer.unwrap(
     const dnsOff = dnsListen.trim().toLowerCase() === "off"
     const hostedZones = dnsOff ? Hostnames.HostedZones.layerNone : Dns.HostedZonesDns.layer.pipe(Layer.provide(stores))
     const dns = Layer.merge(DnsResolverUdp.layerConfig, hostedZones)
-    // Bundles stream into <data dir>/artifacts (decisions.md part 5), under decisions.md's limits.
-    const bundles = BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig))
+    // Bundles stream into <data dir>/artifacts (decisions.md part 5), under decisions.md's limits; with SERVICE_S3_URL
+    // set, artifacts, backups and the storage add-on's objects live in that bucket instead (decisions.md part 15).
+    const bundles = BundleReader.layer().pipe(Layer.provideMerge(ObjectStorage.artifactStore))
     // Worker code in workerd (decisions.md part 13) unless SERVICE_WORKERS=off: the runtime and its deploy check are
     // ports (the deploy check runs inside the API's services), the invoker sits behind the edge.
     const workers = yield* runtimeSettingsConfig
@@ -98,14 +96,14 @@ export const ServerLive = Layer.unwrap(
           // The database add-on: one PostgreSQL cluster per project under <data dir>/node/db, generations and
           // exports in <data dir>/backups (decisions.md part 8).
           Pg.DatabaseNodeEmbedded.layerConfig,
-          BackupStoreDisk.layerConfig,
+          ObjectStorage.backupStore,
           // The edge's end-user sign-in: the providers' OAuth endpoints (SERVICE_AUTH_*_URL overrides them) and the
           // users and sessions in each project's own database, over TLS verified with the node's authority (the
           // same node layer as above: one build shares it).
           SocialOAuthHttp.layerConfig,
           Pg.EndUserDirectoryPg.layer.pipe(Layer.provide(Pg.DatabaseNodeEmbedded.layerConfig)),
           // The storage add-on's objects under <data dir>/storage; a project delete removes its prefix there.
-          ObjectStoreDisk.layerConfig,
+          ObjectStorage.objectStore,
           // The OAuth identity provider from SERVICE_IDP_*, else none (sign-in through a provider answers 400).
           IdentityProviderOAuth.layerConfig,
           // Hashes the session token of every request with node:crypto instead of Web Crypto.
@@ -126,9 +124,7 @@ export const ServerLive = Layer.unwrap(
     )
     // Keep-alive above load balancers' idle timeout; a stop drains requests in flight (Listeners.ts).
     const connections = yield* connectionSettings
-    // The web console at `/`, as `npm ci` built it (absent when it was never built: then only the API).
-    const withConsole = app.pipe(Layer.provide(Layer.succeed(Console)(loadConsole())))
-    const api = HttpRouter.serve(Layer.merge(withConsole, healthRoutes), { disableLogger: true, routerConfig }).pipe(
+    const api = HttpRouter.serve(Layer.merge(app, healthRoutes), { disableLogger: true, routerConfig }).pipe(
       Layer.provide(httpListener({ name: "API", address: listen, setting: "SERVICE_LISTEN" }, connections))
     )
     // The reference edge on its own port, on the same services (one build shares the `services` layer).

@@ -44,7 +44,9 @@ const uploadDescription = [
   "Nothing is kept of a refused upload: no deployment and no artifact.",
   "\n\nAn accepted bundle becomes the project's next `version` (1, 2, 3... per project) and goes live at once (201,",
   "`live: true`); the same bytes uploaded again are a new version. `git` is null when no `X-Service-Git-*` header is",
-  "sent. A project being deleted is 409 `op_in_flight`. Audit `deployment.create`."
+  "sent. A project being deleted is 409 `op_in_flight`. Audit `deployment.create`.",
+  "\n\nWith artifacts in an S3 bucket (`SERVICE_S3_URL`), a bucket that does not answer is 503",
+  "`artifact_store_unavailable`, and nothing of the upload is kept."
 ].join(" ")
 
 /** Spec 4.3: a project's deployments, the bundle upload and rollback. */
@@ -77,7 +79,8 @@ export class DeploymentsApi extends HttpApiGroup.make("deployments")
         Errors.BadRequest,
         Errors.InvalidBundle,
         Errors.PayloadTooLarge,
-        Errors.OpInFlight
+        Errors.OpInFlight,
+        Errors.ArtifactStoreUnavailable
       )
     })
       .annotate(OpenApi.Summary, "Upload a bundle (deploy)")

@@ -1,4 +1,5 @@
 import { Context, Effect, Option, Schema, Stream } from "effect"
+import type { ArtifactStoreUnavailable } from "../errors/Errors.ts"
 
 export const digestPattern = /^sha256:[0-9a-f]{64}$/
 
@@ -26,7 +27,7 @@ export interface ByteRange {
 export interface StoredFile {
   readonly path: string
   readonly bytes: number
-  readonly content: Stream.Stream<Uint8Array>
+  readonly content: Stream.Stream<Uint8Array, ArtifactStoreUnavailable>
 }
 
 /**
@@ -36,7 +37,8 @@ export interface StoredFile {
  * inflated tar is stored too, with an index path -> byte range. gzip has no random access, so serving a file from the
  * gzipped tar alone would inflate the bundle up to that file on every request; per-file blobs would cost one commit
  * (write, flush, rename) per file, 20,000 for the largest bundle. A range read of one object serves `assets/<path>`
- * in O(file) from local disk and from S3-style object storage alike.
+ * in O(file) from local disk and from S3-style object storage alike. A store whose backend is remote (a bucket) fails
+ * with `ArtifactStoreUnavailable` when it does not answer or has lost an object; the local folder never does.
  */
 export class ArtifactStore extends Context.Service<
   ArtifactStore,
@@ -45,15 +47,23 @@ export class ArtifactStore extends Context.Service<
      * Streams the bytes to a temporary object, then commits it under their sha256; the same bytes twice are stored
      * once. A stream that fails or is interrupted commits nothing.
      */
-    readonly put: <E>(bytes: Stream.Stream<Uint8Array, E>) => Effect.Effect<StoredArtifact, E>
-    readonly has: (digest: Digest) => Effect.Effect<boolean>
-    /** The stored bytes, or a range of them; dies when absent, since a digest is recorded only after its commit. */
-    readonly open: (digest: Digest, range?: ByteRange) => Stream.Stream<Uint8Array>
+    readonly put: <E>(
+      bytes: Stream.Stream<Uint8Array, E>
+    ) => Effect.Effect<StoredArtifact, E | ArtifactStoreUnavailable>
+    readonly has: (digest: Digest) => Effect.Effect<boolean, ArtifactStoreUnavailable>
+    /**
+     * The stored bytes, or a range of them. A local store dies when the digest is absent (a digest is recorded only
+     * after its commit); a remote one fails with `ArtifactStoreUnavailable`, since its objects can vanish under it.
+     */
+    readonly open: (digest: Digest, range?: ByteRange) => Stream.Stream<Uint8Array, ArtifactStoreUnavailable>
     /** Records where the files of a committed bundle are; indexing a bundle again keeps the first index. */
-    readonly putIndex: (bundle: Digest, index: BundleIndex) => Effect.Effect<void>
+    readonly putIndex: (bundle: Digest, index: BundleIndex) => Effect.Effect<void, ArtifactStoreUnavailable>
     /** The index of a bundle, or none when it was never indexed. */
-    readonly index: (bundle: Digest) => Effect.Effect<Option.Option<BundleIndex>>
-    /** One file of an indexed bundle by its path (`assets/app.js`); none when the bundle has no such file. */
-    readonly file: (bundle: Digest, path: string) => Effect.Effect<Option.Option<StoredFile>>
+    readonly index: (bundle: Digest) => Effect.Effect<Option.Option<BundleIndex>, ArtifactStoreUnavailable>
+    /**
+     * One file of an indexed bundle by its path (`assets/app.js`); none when the bundle has no such file. A remote
+     * store checks here that the bytes are still there, so a lost object is an answer, not a broken response body.
+     */
+    readonly file: (bundle: Digest, path: string) => Effect.Effect<Option.Option<StoredFile>, ArtifactStoreUnavailable>
   }
 >()("@hostplane/core/deployments/ArtifactStore") {}

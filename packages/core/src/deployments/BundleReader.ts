@@ -1,5 +1,5 @@
 import { Context, Effect, Stream } from "effect"
-import type { InvalidBundle, PayloadTooLarge } from "../errors/Errors.ts"
+import type { ArtifactStoreUnavailable, InvalidBundle, PayloadTooLarge } from "../errors/Errors.ts"
 import type { Digest } from "./ArtifactStore.ts"
 import type { BundleLimits, Manifest } from "./Manifest.ts"
 
@@ -25,6 +25,6 @@ export class BundleReader extends Context.Service<
     readonly limits: BundleLimits
     readonly read: <E>(
       body: Stream.Stream<Uint8Array, E>
-    ) => Effect.Effect<ReadBundle, InvalidBundle | PayloadTooLarge | E>
+    ) => Effect.Effect<ReadBundle, InvalidBundle | PayloadTooLarge | ArtifactStoreUnavailable | E>
   }
 >()("@hostplane/core/deployments/BundleReader") {}

@@ -1,5 +1,6 @@
 import { Context, Effect, Layer, Option, type Stream } from "effect"
 import {
+  type ArtifactStoreUnavailable,
   BadRequest,
   type Forbidden,
   type InvalidBundle,
@@ -59,7 +60,10 @@ export class Deployments extends Context.Service<
       projectName: string,
       body: Stream.Stream<Uint8Array, E>,
       headers: UploadHeaders
-    ) => Effect.Effect<Deployment, NotFound | Forbidden | BadRequest | OpInFlight | InvalidBundle | PayloadTooLarge | E>
+    ) => Effect.Effect<
+      Deployment,
+      NotFound | Forbidden | BadRequest | OpInFlight | InvalidBundle | PayloadTooLarge | ArtifactStoreUnavailable | E
+    >
     /** Makes an existing deployment of the project live again (member); no deployment is created. */
     readonly rollback: (
       actor: Actor,

@@ -1,5 +1,5 @@
 import { Context, type Effect } from "effect"
-import type { InvalidBundle } from "../errors/Errors.ts"
+import type { ArtifactStoreUnavailable, InvalidBundle } from "../errors/Errors.ts"
 import type { Digest } from "./ArtifactStore.ts"
 import type { Manifest } from "./Manifest.ts"
 
@@ -11,5 +11,10 @@ import type { Manifest } from "./Manifest.ts"
  */
 export class WorkerCheck extends Context.Service<
   WorkerCheck,
-  { readonly check: (digest: Digest, manifest: Manifest) => Effect.Effect<void, InvalidBundle> }
+  {
+    readonly check: (
+      digest: Digest,
+      manifest: Manifest
+    ) => Effect.Effect<void, InvalidBundle | ArtifactStoreUnavailable>
+  }
 >()("@hostplane/core/deployments/WorkerCheck") {}

@@ -15,6 +15,7 @@ import { EdgeSessionStore } from "./EdgeSessionStore.ts"
 import { AuthWorker } from "../enduser/AuthWorker.ts"
 import type { DeploymentId, OrgId, ProjectId, UserId } from "../kernel/Ids.ts"
 import type { DeploymentRow } from "../deployments/Deployment.ts"
+import type { ArtifactStoreUnavailable } from "../errors/Errors.ts"
 import { type Manifest, workerEntry } from "../deployments/Manifest.ts"
 import { Result } from "effect"
 
@@ -270,6 +271,13 @@ export class Edge extends Context.Service<
         return found
       })
 
+      /** The bucket is down or lost an object: an answer the visitor can retry, and a line for the operator. */
+      const storeFailed = (error: ArtifactStoreUnavailable) =>
+        Effect.as(
+          Effect.logError("edge: the artifact store failed", { message: error.message }),
+          problem(503, "artifact_store_unavailable", "this deployment's files cannot be read right now")
+        )
+
       /** The live deployment and its worker entry (null: assets only). */
       const liveOf = Effect.fnUntraced(function* (projectId: ProjectId) {
         const project = yield* projects.findById(projectId)
@@ -359,7 +367,9 @@ export class Edge extends Context.Service<
           if (Option.isSome(answer)) return answer.value
         }
         const { projectId, orgId } = route.value
-        const live = yield* liveOf(projectId)
+        const found = yield* Effect.result(liveOf(projectId))
+        if (Result.isFailure(found)) return yield* storeFailed(found.failure)
+        const live = found.success
         if ((live === undefined || live.entry === null) && request.method !== "GET" && request.method !== "HEAD") {
           return problem(405, "method_not_allowed", "this deployment serves static assets: GET and HEAD only")
         }
@@ -387,7 +397,9 @@ export class Edge extends Context.Service<
               } satisfies EdgeAnswer)
             : problem(401, "unauthorized", "this deployment is open to members of its organization")
         }
-        return yield* serve(request, projectId, live, url.pathname, policy.mode !== "public")
+        return yield* serve(request, projectId, live, url.pathname, policy.mode !== "public").pipe(
+          Effect.catchTag("ArtifactStoreUnavailable", storeFailed)
+        )
       })
 
       return Edge.of({ handle })

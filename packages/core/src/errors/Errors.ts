@@ -345,6 +345,14 @@ export class GitUnreachable extends Schema.TaggedError<GitUnreachable>()("GitUnr
   static readonly code = "git_unreachable" satisfies ErrorCode
 }
 
+/** `artifact_store_unavailable`: the artifact store (an S3 bucket) did not answer, or lost an object it had. */
+export class ArtifactStoreUnavailable extends Schema.TaggedError<ArtifactStoreUnavailable>()(
+  "ArtifactStoreUnavailable",
+  fields
+) {
+  static readonly code = "artifact_store_unavailable" satisfies ErrorCode
+}
+
 /** `unknown_model`: a model outside the AI catalog (decisions.md part 6). */
 export class UnknownModel extends Schema.TaggedError<UnknownModel>()("UnknownModel", fields) {
   static readonly code = "unknown_model" satisfies ErrorCode
@@ -469,6 +477,7 @@ export const all = [
   NoNodeAdmin,
   GitUnavailable,
   GitUnreachable,
+  ArtifactStoreUnavailable,
   UnknownModel,
   InsufficientBalance,
   DailyLimit,
