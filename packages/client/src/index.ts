@@ -9,3 +9,4 @@ export {
   make
 } from "./HostplaneClient.ts"
 export { makeClient, type PromiseClient } from "./PromiseClient.ts"
+export { makeClientFor, makeFor, type PromiseClientOf } from "./ClientOf.ts"

@@ -8,6 +8,7 @@ import { type AnyAreaHttp, apiPrefix, type HandlersOf } from "./Area.ts"
 import { areas } from "./areas.ts"
 import { AuthenticationLive } from "./auth/Authentication.ts"
 import { authorizeFirst } from "./auth/AuthorizeFirst.ts"
+import { consolePages } from "./console/ConsolePages.ts"
 import { cachedMe, cachedMePath } from "./identity/CachedMe.ts"
 import { DevAuthApi } from "@hostplane/api/identity/IdentityApi"
 import { invitePage, invitePagePath } from "./orgs/InvitePage.ts"
@@ -64,6 +65,7 @@ export const routesOf = <const As extends NonEmptyReadonlyArray<AnyAreaHttp>>(
         HttpApiScalar.layer(documented, { path: "/v1/docs" }),
         apiIndex,
         invitePage,
+        consolePages,
         requestPipeline(knownRoutes(api), {
           shortcuts: Effect.map(cachedMe, (answer) => new Map([[cachedMePath, answer]])),
           authorizeFirst

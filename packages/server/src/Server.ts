@@ -23,7 +23,8 @@ import { configLayerFromEnv, Dns, Hostnames, jobHandlers, Jobs, services } from 
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import * as Path from "node:path"
-import { app, edgeApp, routerConfig } from "@hostplane/http"
+import { app, Console, edgeApp, routerConfig } from "@hostplane/http"
+import { loadConsole } from "@hostplane/console"
 import { healthRoutes } from "./Health.ts"
 import { runtimeSettingsConfig, WorkerCheckLive, WorkerInvokerLive, WorkerRuntime } from "@hostplane/node"
 import { parseListen } from "./Listen.ts"
@@ -124,7 +125,9 @@ export const ServerLive = Layer.unwrap(
     )
     // Keep-alive above load balancers' idle timeout; a stop drains requests in flight (Listeners.ts).
     const connections = yield* connectionSettings
-    const api = HttpRouter.serve(Layer.merge(app, healthRoutes), { disableLogger: true, routerConfig }).pipe(
+    // The web console at `/`, as `npm ci` built it (absent when it was never built: then only the API).
+    const withConsole = app.pipe(Layer.provide(Layer.succeed(Console)(loadConsole())))
+    const api = HttpRouter.serve(Layer.merge(withConsole, healthRoutes), { disableLogger: true, routerConfig }).pipe(
       Layer.provide(httpListener({ name: "API", address: listen, setting: "SERVICE_LISTEN" }, connections))
     )
     // The reference edge on its own port, on the same services (one build shares the `services` layer).

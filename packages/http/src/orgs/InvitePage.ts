@@ -1,6 +1,7 @@
 import { Identity, Kernel, Orgs } from "@hostplane/core"
 import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
+import { Console, consoleIndex, consoleIndexResponse } from "../console/ConsolePages.ts"
 
 /** The route of the invitation link of decisions.md part 4 (`<public url>/invites/<token>`). */
 export const invitePagePath = "/invites/:token"
@@ -26,7 +27,7 @@ form{display:flex;gap:.5rem;margin-top:1rem}
 .error{color:#b42318}
 `
 
-/** Reads a session from the OAuth fragment (then removes it) or local storage; accepts with it. */
+/** Reads a session from the OAuth fragment (then removes it) or session storage; accepts with it. */
 const script = `
 const data = JSON.parse(document.getElementById("invite-data").textContent);
 const storageKey = "hostplane.session";
@@ -34,14 +35,14 @@ const status = document.getElementById("status");
 const say = (text, isError) => { status.textContent = text; status.className = isError ? "error" : ""; };
 const fragment = new URLSearchParams(location.hash.slice(1));
 if (fragment.has("token")) {
-  localStorage.setItem(storageKey, JSON.stringify({ token: fragment.get("token"), expiresAt: fragment.get("expiresAt") }));
+  sessionStorage.setItem(storageKey, JSON.stringify({ token: fragment.get("token"), expiresAt: fragment.get("expiresAt") }));
 } else if (fragment.has("error")) {
   say("Sign-in failed: " + (fragment.get("message") || fragment.get("error")), true);
 }
 if (location.hash !== "") history.replaceState(null, "", location.pathname + location.search);
 const session = () => {
   try {
-    const stored = JSON.parse(localStorage.getItem(storageKey) || "null");
+    const stored = JSON.parse(sessionStorage.getItem(storageKey) || "null");
     return stored && typeof stored.token === "string" && new Date(stored.expiresAt) > new Date() ? stored.token : null;
   } catch { return null; }
 };
@@ -64,12 +65,12 @@ document.getElementById("accept").addEventListener("click", async () => {
       ? "You were already a member of " + body.org.name + " (role " + body.org.role + ")."
       : "You joined " + body.org.name + " as " + body.org.role + ".");
   } else if (reply.status === 401) {
-    localStorage.removeItem(storageKey); show(); say("Your session ended: sign in again.", true);
+    sessionStorage.removeItem(storageKey); show(); say("Your session ended: sign in again.", true);
   } else {
     say(body.message || ("The invitation could not be accepted (" + reply.status + ")."), true);
   }
 });
-document.getElementById("sign-out").addEventListener("click", () => { localStorage.removeItem(storageKey); show(); say(""); });
+document.getElementById("sign-out").addEventListener("click", () => { sessionStorage.removeItem(storageKey); show(); say(""); });
 const dev = document.getElementById("dev-sign-in");
 if (dev !== null) dev.addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -79,7 +80,7 @@ if (dev !== null) dev.addEventListener("submit", async (event) => {
   });
   const body = await reply.json().catch(() => ({}));
   if (!reply.ok) return say(body.message || "Sign-in failed.", true);
-  localStorage.setItem(storageKey, JSON.stringify({ token: body.token, expiresAt: body.expiresAt }));
+  sessionStorage.setItem(storageKey, JSON.stringify({ token: body.token, expiresAt: body.expiresAt }));
   show(); say("");
 });
 show();
@@ -122,7 +123,8 @@ const page = (nonce: string, title: string, body: string, status: number) =>
 /**
  * `GET /invites/{token}`: the page the invitation email links to. It shows the invite (`GET /v1/invites/{token}`) and
  * lets a signed-in user accept it: the session comes from the OAuth fragment (sign-in returns to this page) or from
- * local storage, and the dev login when it is on. Self-contained (no CDN), under a nonce CSP; an unknown token is 404.
+ * session storage, and the dev login when it is on. When the listener serves the web console, the link opens the
+ * console's invitation page instead. Self-contained (no CDN), under a nonce CSP; an unknown token is 404.
  */
 export const invitePage = HttpRouter.use((router) =>
   Effect.gen(function* () {
@@ -130,6 +132,11 @@ export const invitePage = HttpRouter.use((router) =>
     const settings = yield* Kernel.Settings
     const { devAuth } = yield* Identity.IdentityConfig
     const signInOffered = (yield* Identity.IdentityProvider).enabled
+    const console = yield* Console
+    if (console !== undefined) {
+      const index = consoleIndexResponse(consoleIndex(console, devAuth))
+      return yield* router.add("GET", invitePagePath, Effect.succeed(index))
+    }
     yield* router.add(
       "GET",
       invitePagePath,

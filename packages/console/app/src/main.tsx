@@ -1,0 +1,208 @@
+import { DevAuthApi } from "@hostplane/api/identity/IdentityApi"
+import { type ComponentType, render } from "preact"
+import { useEffect, useState } from "preact/hooks"
+import { clientOf, whenSignedOut } from "./api.ts"
+import { enc, Link, match, navigate, useLocation } from "./router.tsx"
+import { devLoginOn, forgetSession, readSession, saveSession, takeFragment } from "./session.ts"
+import { ErrorNote, Field, forgetRoles, Loading, useAction } from "./ui.tsx"
+import "./styles.css"
+
+type Page = ComponentType<{ readonly params: Record<string, string> }>
+type Loader = () => Promise<{ readonly default: Page }>
+
+const p = "/orgs/:org/projects/:project"
+/** Every console URL of decisions.md part 14, with the page that answers it (loaded on first use). */
+const routes: ReadonlyArray<readonly [string, Loader]> = [
+  ["/", () => import("./pages/Orgs.tsx")],
+  ["/account", () => import("./pages/Account.tsx")],
+  ["/invites/:token", () => import("./pages/Invite.tsx")],
+  ["/orgs/:org", () => import("./pages/Org.tsx")],
+  ["/orgs/:org/members", () => import("./pages/Members.tsx")],
+  ["/orgs/:org/settings", () => import("./pages/Settings.tsx")],
+  ["/orgs/:org/domains", () => import("./pages/Domains.tsx")],
+  ["/orgs/:org/dns/:zone", () => import("./pages/Dns.tsx")],
+  [p, () => import("./pages/Project.tsx")],
+  [`${p}/deployments`, () => import("./pages/Deployments.tsx")],
+  [`${p}/logs`, () => import("./pages/Logs.tsx")],
+  [`${p}/hostnames`, () => import("./pages/Hostnames.tsx")],
+  [`${p}/secrets`, () => import("./pages/Secrets.tsx")],
+  [`${p}/addons`, () => import("./pages/Addons.tsx")],
+  [`${p}/access`, () => import("./pages/Access.tsx")],
+  [`${p}/repos`, () => import("./pages/Repos.tsx")],
+  [`${p}/repos/:repo`, () => import("./pages/Repo.tsx")],
+  [`${p}/repos/:repo/commits`, () => import("./pages/Commits.tsx")],
+  [`${p}/repos/:repo/ref-updates`, () => import("./pages/RefUpdates.tsx")]
+]
+
+const loaded = new Map<Loader, Page>()
+
+const Route = ({ loader, params }: { readonly loader: Loader; readonly params: Record<string, string> }) => {
+  const [page, setPage] = useState<Page | undefined>(() => loaded.get(loader))
+  const [failed, setFailed] = useState(false)
+  useEffect(() => {
+    if (loaded.has(loader)) return setPage(() => loaded.get(loader))
+    loader().then(
+      (module) => {
+        loaded.set(loader, module.default)
+        setPage(() => module.default)
+      },
+      () => setFailed(true)
+    )
+  }, [loader])
+  if (failed)
+    return (
+      <ErrorNote problem={{ message: "this page could not be loaded: reload to try again", code: "load_failed" }} />
+    )
+  const Component = page
+  return Component === undefined ? <Loading /> : <Component params={params} />
+}
+
+const devAuth = clientOf(DevAuthApi)
+
+const SignIn = ({ error }: { readonly error: string | undefined }) => {
+  const [subject, setSubject] = useState("")
+  const { busy, problem, run } = useAction()
+  return (
+    <main class="signin">
+      <h1>Sign in to hostplane</h1>
+      {error !== undefined && (
+        <p role="alert" class="error">
+          Sign-in failed: {error}
+        </p>
+      )}
+      <p>
+        <button
+          type="button"
+          onClick={() => {
+            location.href = `/v1/auth/idp/start?redirect=${enc(location.href)}`
+          }}
+        >
+          Sign in
+        </button>
+      </p>
+      {devLoginOn() && (
+        <form
+          class="card"
+          onSubmit={(event) => {
+            event.preventDefault()
+            void run(() => devAuth().devAuth.login({ payload: { subject } })).then((session) => {
+              if (session !== undefined) {
+                saveSession(session.body)
+                forgetRoles()
+                navigate(location.pathname + location.search, true)
+              }
+            })
+          }}
+        >
+          <h2>Dev login</h2>
+          <p class="muted">This server has the local dev login on: any subject signs in as that user.</p>
+          <Field
+            label="Subject"
+            name="subject"
+            required
+            value={subject}
+            onInput={(e) => setSubject(e.currentTarget.value)}
+          />
+          <button type="submit" disabled={busy}>
+            Dev sign-in
+          </button>
+          <ErrorNote problem={problem} />
+        </form>
+      )}
+    </main>
+  )
+}
+
+const Nav = ({ path }: { readonly path: string }) => {
+  const orgParams = /^\/orgs\/([^/]+)/.exec(path)
+  const projectParams = /^\/orgs\/([^/]+)\/projects\/([^/]+)/.exec(path)
+  const link = (href: string, label: string, exact = false) => (
+    <Link
+      href={href}
+      aria-current={(exact ? path === href : path === href || path.startsWith(`${href}/`)) ? "page" : undefined}
+    >
+      {label}
+    </Link>
+  )
+  return (
+    <nav aria-label="Sections">
+      {orgParams !== null && (
+        <div class="tabs">
+          <strong>{decodeURIComponent(orgParams[1]!)}</strong>
+          {link(`/orgs/${orgParams[1]}`, "Projects", true)}
+          {link(`/orgs/${orgParams[1]}/members`, "Members")}
+          {link(`/orgs/${orgParams[1]}/domains`, "Domains")}
+          {link(`/orgs/${orgParams[1]}/settings`, "Settings")}
+        </div>
+      )}
+      {projectParams !== null && (
+        <div class="tabs">
+          <strong>{decodeURIComponent(projectParams[2]!)}</strong>
+          {link(projectParams[0], "Overview", true)}
+          {link(`${projectParams[0]}/deployments`, "Deployments")}
+          {link(`${projectParams[0]}/logs`, "Logs")}
+          {link(`${projectParams[0]}/hostnames`, "Hostnames")}
+          {link(`${projectParams[0]}/secrets`, "Secrets")}
+          {link(`${projectParams[0]}/addons`, "Add-ons")}
+          {link(`${projectParams[0]}/access`, "Access")}
+          {link(`${projectParams[0]}/repos`, "Repos")}
+        </div>
+      )}
+    </nav>
+  )
+}
+
+const fragment = takeFragment()
+
+const App = () => {
+  const { path } = useLocation()
+  const [, setSignedIn] = useState(readSession() !== undefined)
+  useEffect(() => whenSignedOut(() => setSignedIn(false)), [])
+  const session = readSession()
+  const found = routes
+    .map(([pattern, loader]) => [match(pattern, path), loader, pattern] as const)
+    .find(([params]) => params !== undefined)
+  const isInvite = path.startsWith("/invites/")
+  if (session === undefined && !isInvite) return <SignIn error={fragment.error} />
+  return (
+    <>
+      <header>
+        <Link href="/" class="brand">
+          hostplane
+        </Link>
+        {session !== undefined && (
+          <span class="who">
+            <Link href="/account">Account</Link>
+            <button
+              type="button"
+              class="secondary"
+              onClick={() => {
+                forgetSession()
+                forgetRoles()
+                setSignedIn(false)
+                navigate("/")
+              }}
+            >
+              Sign out
+            </button>
+          </span>
+        )}
+      </header>
+      <Nav path={path} />
+      <main>
+        {found === undefined ? (
+          <>
+            <h1>Page not found</h1>
+            <p>
+              Nothing lives at this address. <Link href="/">Go to your orgs</Link>.
+            </p>
+          </>
+        ) : (
+          <Route key={found[2]} loader={found[1]} params={found[0]!} />
+        )}
+      </main>
+    </>
+  )
+}
+
+render(<App />, document.getElementById("app")!)
