@@ -1,7 +1,7 @@
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Edge, EndUser, Node } from "@hostplane/core"
+import { Edge, EndUser, Logs, Node } from "@hostplane/core"
 import { WorkerInvoker } from "@hostplane/http"
-import { Effect, Layer, Semaphore } from "effect"
+import { Effect, Layer, Option, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import type { TLSSocket } from "node:tls"
@@ -75,6 +75,15 @@ export const WorkerInvokerLive = Layer.effect(
     const nodes = yield* Node.Nodes
     const collector = runtime.collector
     const settings = runtime.settings
+    // Every invocation's event goes to the logs area when the host has it (the runtime logs of decisions.md part 13);
+    // recording never fails a request, and runs beside it.
+    const logs = yield* Effect.serviceOption(Logs.RuntimeLogs)
+    if (Option.isSome(logs)) {
+      const context = yield* Effect.context<never>()
+      collector.setSink((events) => {
+        Effect.runForkWith(context)(logs.value.recordAll(events))
+      })
+    }
 
     const states = new Map<string, Node.NodeProject>()
     const envs = new Map<string, { readonly signature: string; readonly env: ProjectEnv }>()

@@ -194,6 +194,29 @@ describe("worker code behind the edge (real workerd)", () => {
     expect(event.request).toEqual({ method: "GET", url: `http://${hostname}/api/throw` })
   })
 
+  it("each invocation is one event in the project's runtime logs (GET .../logs), console lines and stack included", async () => {
+    const { slug, name, hostname } = await deployed()
+    expect((await edge(hostname, "/api/one")).status).toBe(200)
+    expect((await edge(hostname, "/api/throw")).status).toBe(500)
+    const path = `/v1/orgs/${slug}/projects/${name}/logs`
+    const listed = async () => (await suite.api.get(path, { token: suite.admin.token })).body.items ?? []
+    expect(await eventually(async () => (await listed()).length === 2, 5_000)).toBe(true)
+    const [thrown, served] = await listed()
+    expect(served).toMatchObject({
+      outcome: "ok",
+      request: { method: "GET", url: `http://${hostname}/api/one` },
+      response: { status: 200 },
+      logs: [{ level: "log", message: ["served", { path: "/api/one" }] }],
+      exceptions: [],
+      truncated: false
+    })
+    expect(thrown).toMatchObject({
+      outcome: "exception",
+      exceptions: [{ name: "TypeError", message: "boom at /api/throw" }]
+    })
+    expect(thrown.exceptions[0].stack).toContain("index.js")
+  })
+
   it("a worker that never answers is 504 worker_timeout at SERVICE_WORKER_TIMEOUT, logged as a timeout", async () => {
     const { hostname, id } = await deployed()
     const reply = await edge(hostname, "/api/hang")
@@ -241,7 +264,8 @@ describe("worker code behind the edge (real workerd)", () => {
         }
       )
       request.on("error", reject)
-      request.write(big.subarray(0, 1024))
+      // Headers only: the edge answers from the declared length, before a byte of the body.
+      request.flushHeaders()
     })
     expect(status).toBe(413)
   })
