@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -283,6 +283,37 @@ describe("the web console in Chromium, against the server as npm start runs it",
     expect(await rollback.isEnabled()).toBe(false)
     await viewerPage.close()
   }, 300_000)
+
+  it("opens the invitation link as a console page, signs in there and accepts", { timeout: 120_000 }, async () => {
+    expect(
+      (await admin.call("POST", `/v1/orgs/${org}/invites`, { email: "friend@example.com", role: "member" })).status
+    ).toBe(201)
+    // The invitation mail is written as an .eml file under <data dir>/outbox (no mail provider configured).
+    const outbox = join(dataDir, "outbox")
+    const tokenInMail = () => {
+      if (!existsSync(outbox)) return undefined
+      for (const file of readdirSync(outbox)) {
+        const mail = readFileSync(join(outbox, file), "utf8").replace(/=\r?\n/g, "")
+        if (!mail.includes("friend@example.com")) continue
+        const found = /\/invites\/([A-Za-z0-9_-]{43})/.exec(mail)
+        if (found !== null) return found[1]
+      }
+      return undefined
+    }
+    await expect.poll(tokenInMail, { timeout: 60_000 }).toBeDefined()
+    const invitee = await tab()
+    await invitee.goto(`${base}/invites/${tokenInMail()}`)
+    await invitee.reload()
+    await invitee.getByText("You are invited to join").waitFor()
+    expect(await accessible(invitee)).toEqual([])
+    await invitee.getByLabel("Subject").fill("console-friend")
+    await invitee.getByRole("button", { name: "Dev sign-in" }).click()
+    await invitee.getByRole("button", { name: "Accept invitation" }).click()
+    await expect.poll(() => invitee.url()).toBe(`${base}/orgs/${org}`)
+    await heading(invitee, "Projects").waitFor()
+    expect(await invitee.evaluate(() => Object.keys(localStorage))).toEqual([])
+    await invitee.close()
+  })
 
   it("a 401 returns to sign-in on the same page, and sign-in comes back to it", { timeout: 120_000 }, async () => {
     await page.goto(`${base}/orgs/${org}/members`)

@@ -1,10 +1,10 @@
-import { DevAuthApi } from "@hostplane/api/identity/IdentityApi"
 import { type ComponentType, render } from "preact"
 import { useEffect, useState } from "preact/hooks"
-import { clientOf, whenSignedOut } from "./api.ts"
+import { whenSignedOut } from "./api.ts"
+import { DevLogin } from "./devLogin.tsx"
 import { enc, Link, match, navigate, useLocation } from "./router.tsx"
-import { devLoginOn, forgetSession, readSession, saveSession, takeFragment } from "./session.ts"
-import { ErrorNote, Field, forgetRoles, Loading, useAction } from "./ui.tsx"
+import { devLoginOn, forgetSession, readSession, takeFragment } from "./session.ts"
+import { ErrorNote, forgetRoles, Loading } from "./ui.tsx"
 import "./styles.css"
 
 type Page = ComponentType<{ readonly params: Record<string, string> }>
@@ -57,11 +57,7 @@ const Route = ({ loader, params }: { readonly loader: Loader; readonly params: R
   return Component === undefined ? <Loading /> : <Component params={params} />
 }
 
-const devAuth = clientOf(DevAuthApi)
-
 const SignIn = ({ error }: { readonly error: string | undefined }) => {
-  const [subject, setSubject] = useState("")
-  const { busy, problem, run } = useAction()
   return (
     <main class="signin">
       <h1>Sign in to hostplane</h1>
@@ -80,35 +76,7 @@ const SignIn = ({ error }: { readonly error: string | undefined }) => {
           Sign in
         </button>
       </p>
-      {devLoginOn() && (
-        <form
-          class="card"
-          onSubmit={(event) => {
-            event.preventDefault()
-            void run(() => devAuth().devAuth.login({ payload: { subject } })).then((session) => {
-              if (session !== undefined) {
-                saveSession(session.body)
-                forgetRoles()
-                navigate(location.pathname + location.search, true)
-              }
-            })
-          }}
-        >
-          <h2>Dev login</h2>
-          <p class="muted">This server has the local dev login on: any subject signs in as that user.</p>
-          <Field
-            label="Subject"
-            name="subject"
-            required
-            value={subject}
-            onInput={(e) => setSubject(e.currentTarget.value)}
-          />
-          <button type="submit" disabled={busy}>
-            Dev sign-in
-          </button>
-          <ErrorNote problem={problem} />
-        </form>
-      )}
+      {devLoginOn() && <DevLogin />}
     </main>
   )
 }

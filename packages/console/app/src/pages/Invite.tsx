@@ -1,7 +1,8 @@
 import { InvitesApi } from "@hostplane/api/orgs/OrgsApi"
 import { clientOf } from "../api.ts"
-import { enc, Link, navigate } from "../router.tsx"
-import { readSession } from "../session.ts"
+import { DevLogin } from "../devLogin.tsx"
+import { enc, navigate } from "../router.tsx"
+import { devLoginOn, readSession } from "../session.ts"
 import { ErrorNote, forgetRoles, Loaded, time, useAction, useLoad } from "../ui.tsx"
 
 const api = clientOf(InvitesApi)
@@ -54,9 +55,10 @@ export default function Invite({ params }: { readonly params: Record<string, str
                   >
                     Sign in
                   </button>{" "}
-                  to accept. <Link href="/">Other sign-in options</Link>
+                  to accept.
                 </p>
               ))}
+            {invite.state === "pending" && !signedIn && devLoginOn() && <DevLogin />}
             <ErrorNote problem={accept.problem} />
           </>
         )}
