@@ -1,15 +1,18 @@
-// `npm run bench:upload -- [--sizes <MiB,...>] [--timeout <s>] [--save]`
+// `npm run bench:upload -- [--sizes <MiB,...>] [--stores disk,s3] [--timeout <s>] [--save]`
 //
 // Uploads generated bundles (many files, mixed compressible and incompressible) of each size to the real hostplane
 // server (embedded PostgreSQL, fresh data dir) and prints MB/s and the server's peak RSS beside the baseline
 // `tar -xzf` of the same file. Flat memory shows as the same peak RSS for a 10 MiB and a 95 MiB bundle. See README.md.
+// Each store in one run: artifacts on the local disk, then in an S3 bucket (s3rver, in this process, on loopback).
 // Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
+/// <reference path="../packages/testkit/src/s3/s3rver.d.ts" />
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { createGzip } from "node:zlib"
+import S3rver from "s3rver"
 import * as TarStream from "tar-stream"
 import {
   cpuSeconds,
@@ -34,6 +37,7 @@ import { alignColumns, formatRatio, gitCommit, loadLine, machine, spread, writeR
 const usage = `usage: npm run bench:upload -- [options]
   --sizes <MiB,...>   compressed bundle sizes to upload, one after the other (default 10,95; the limit is 100)
   --runs <n>          paired runs (upload, then tar -xzf) per size; the ratio is printed as min/median/max (default 3)
+  --stores <list>     where the server keeps artifacts, one server each: disk, s3 (default disk,s3)
   --timeout <s>       abort everything after this many seconds (default 900)
   --save              write the JSON result to bench/results/ instead of the system temp dir`
 
@@ -41,6 +45,7 @@ const { values: parsed, fail } = parseOptions(usage, {
   sizes: { type: "string" },
   runs: { type: "string" },
   timeout: { type: "string" },
+  stores: { type: "string" },
   save: { type: "boolean", default: false }
 })
 
@@ -53,6 +58,10 @@ if (!Number.isInteger(runs) || runs < 1) fail(`invalid --runs ${parsed.runs}`)
 const timeoutS = parsed.timeout === undefined ? 900 : Number(parsed.timeout)
 if (!Number.isFinite(timeoutS) || timeoutS <= 0) fail(`invalid --timeout ${parsed.timeout}`)
 const save = parsed.save === true
+const stores = (parsed.stores ?? "disk,s3").split(",").map((raw) => {
+  const store = raw.trim()
+  return store === "disk" || store === "s3" ? store : fail(`invalid store ${raw}`)
+})
 
 const MiB = 1024 * 1024
 
@@ -190,6 +199,8 @@ interface Upload {
 
 /** One size: `runs` paired runs, each an upload and then (server idle) tar -xzf of the same file. */
 interface Row {
+  /** Where the server kept the artifacts. */
+  readonly store: string
   readonly sizeMiB: number
   readonly bytes: number
   readonly files: number
@@ -223,8 +234,53 @@ const main = async () => {
     bundles.push({ sizeMiB, runs: built })
   }
 
+  const rows: Array<Row> = []
+  for (const store of stores) rows.push(...(await measure(store, tempDir, bundles)))
+
+  // 4. Table and JSON.
+  printTable(rows)
+  const report = {
+    benchmark: "bundle upload: hostplane vs tar -xzf",
+    date: new Date().toISOString(),
+    commit: gitCommit(),
+    ...machine(),
+    loadAverage: Os.loadavg().map((value) => round(value, 2)),
+    rows
+  }
+  await writeReport("upload", report, save)
+}
+
+/** An S3 bucket on loopback for the `s3` store: s3rver (a real S3 server in Node) over a folder of `dir`. */
+const startBucket = async (dir: string) => {
+  const server = new S3rver({
+    address: "127.0.0.1",
+    port: 0,
+    silent: true,
+    directory: Path.join(dir, "s3"),
+    configureBuckets: [{ name: "hostplane", configs: [] }]
+  })
+  const { port } = await server.run()
+  log(`s3rver: bucket http://127.0.0.1:${port}/hostplane`)
+  return {
+    env: {
+      SERVICE_S3_URL: `http://127.0.0.1:${port}/hostplane`,
+      SERVICE_S3_ACCESS_KEY_ID: "S3RVER",
+      SERVICE_S3_SECRET_ACCESS_KEY: "S3RVER"
+    }
+  }
+}
+
+/** Steps 2 and 3 for one store: its own server on a fresh data dir, every bundle uploaded `runs` times. */
+const measure = async (
+  store: "disk" | "s3",
+  tempDir: string,
+  bundles: ReadonlyArray<{ readonly sizeMiB: number; readonly runs: ReadonlyArray<BuiltBundle> }>
+): Promise<Array<Row>> => {
   // 2. The real server, on a fresh data dir and a free port.
-  const { child: server, base, token } = await startHostplane(tempDir)
+  const storeDir = Path.join(tempDir, store)
+  await Fs.promises.mkdir(storeDir, { recursive: true })
+  const bucket = store === "s3" ? await startBucket(storeDir) : undefined
+  const { child: server, base, token } = await startHostplane(storeDir, bucket?.env ?? {})
   const auth = { authorization: `Bearer ${token}` }
   const create = async (path: string, body: string, what: string) =>
     json(
@@ -235,7 +291,7 @@ const main = async () => {
   await create("/v1/orgs", '{"name":"Bench uploads","slug":"bench-uploads"}', "org create")
   await create("/v1/orgs/bench-uploads/projects", '{"name":"site"}', "project create")
   const uploadUrl = `${base}/v1/orgs/bench-uploads/projects/site/deployments`
-  log("hostplane: ready, org bench-uploads, project site")
+  log(`hostplane (${store}): ready, org bench-uploads, project site`)
 
   // 3. Each bundle, `runs` times: the upload, then (server idle) the baseline extraction of the same file.
   const upload = async (sizeMiB: number, built: BuiltBundle): Promise<Upload> => {
@@ -269,6 +325,7 @@ const main = async () => {
   for (const { sizeMiB, runs: built } of bundles) {
     const { bytes, files, uncompressedBytes } = built[0]
     const row: Row = {
+      store,
       sizeMiB,
       bytes,
       files,
@@ -286,7 +343,7 @@ const main = async () => {
       await Fs.promises.rm(folder, { recursive: true, force: true })
       const tarMbPerSecond = round(bundle.bytes / 1e6 / tar.seconds, 1)
       log(
-        `${sizeMiB} MiB, run ${run + 1}: hostplane ${ours.seconds.toFixed(2)} s (${ours.mbPerSecond} MB/s, CPU ${ours.cpuSeconds ?? "n/a"} s, peak RSS ${ours.peakRssMiB} MiB), tar -xzf ${tar.seconds.toFixed(2)} s (CPU ${tar.cpuSeconds ?? "n/a"} s); ${loadLine()}`
+        `${store}, ${sizeMiB} MiB, run ${run + 1}: hostplane ${ours.seconds.toFixed(2)} s (${ours.mbPerSecond} MB/s, CPU ${ours.cpuSeconds ?? "n/a"} s, peak RSS ${ours.peakRssMiB} MiB), tar -xzf ${tar.seconds.toFixed(2)} s (CPU ${tar.cpuSeconds ?? "n/a"} s); ${loadLine()}`
       )
       ;(row.hostplane as Array<Upload>).push(ours)
       ;(row.tar as Array<Row["tar"][number]>).push({
@@ -302,22 +359,13 @@ const main = async () => {
     if (sizeMiB === 1) continue // warm-up: JIT, pools, first artifact folders
     rows.push({ ...row, loadAverage: Os.loadavg().map((value) => round(value, 2)) })
   }
-
-  // 4. Table and JSON.
-  printTable(rows)
-  const report = {
-    benchmark: "bundle upload: hostplane vs tar -xzf",
-    date: new Date().toISOString(),
-    commit: gitCommit(),
-    ...machine(),
-    loadAverage: Os.loadavg().map((value) => round(value, 2)),
-    rows
-  }
-  await writeReport("upload", report, save)
+  // The server stays up (the harness stops every child at the end); the bucket lives as long as this process.
+  return rows
 }
 
 const printTable = (rows: ReadonlyArray<Row>) => {
   const header = [
+    "store",
     "bundle",
     "files",
     "content MiB",
@@ -338,6 +386,7 @@ const printTable = (rows: ReadonlyArray<Row>) => {
     return known.length === 0 ? "n/a" : median(known).toFixed(2)
   }
   const body = rows.map((row) => [
+    row.store,
     `${round(row.bytes / MiB, 1)} MiB`,
     String(row.files),
     String(round(row.uncompressedBytes / MiB, 1)),
@@ -362,10 +411,12 @@ const printTable = (rows: ReadonlyArray<Row>) => {
   for (const row of rows) {
     const growth = Math.max(...row.hostplane.map((run) => run.peakRssMiB - run.idleRssMiB))
     console.log(
-      `${round(row.bytes / MiB, 1)} MiB: hostplane/tar -xzf ${formatRatio(row.ratios)}, server RSS growth up to ${growth.toFixed(1)} MiB; load average ${row.loadAverage.join(" ")}`
+      `${row.store}, ${round(row.bytes / MiB, 1)} MiB: hostplane/tar -xzf ${formatRatio(row.ratios)}, server RSS growth up to ${growth.toFixed(1)} MiB; load average ${row.loadAverage.join(" ")}`
     )
     if (row.cpuRatios.length > 0) {
-      console.log(`${round(row.bytes / MiB, 1)} MiB: CPU seconds, tar -xzf/hostplane ${formatRatio(row.cpuRatios)}`)
+      console.log(
+        `${row.store}, ${round(row.bytes / MiB, 1)} MiB: CPU seconds, tar -xzf/hostplane ${formatRatio(row.cpuRatios)}`
+      )
     }
   }
   if (rows.length > 0) console.log(`(tar peak RSS: ${rows[0].tar[0].rssSource})`)

@@ -129,8 +129,8 @@ export const failure = (operation: string, key: string) => (cause: unknown) => {
 /** Parts of a multipart upload: bodies above one part go up in parts (decisions.md part 15: above 8 MiB). */
 export const partBytes = 8 * 1024 * 1024
 
-/** Parts in flight per upload: with the part being filled, at most three parts of one upload are in memory. */
-const partsInFlight = 2
+/** Parts in flight per upload: with the part being filled, at most two parts of one upload are in memory. */
+const partsInFlight = 1
 
 export interface Written {
   readonly bytes: number
