@@ -54,14 +54,13 @@ interface ProjectEnv {
   readonly bindings: Readonly<Record<string, unknown>>
 }
 
-/** What a worker's `env` gets from a project's node state: the flags and data the entry module turns into bindings. */
-const bindingsOf = (project: Node.NodeProject): Record<string, unknown> => ({
-  ...(project.bindings.db === null ? {} : { db: { connectionString: project.bindings.db.url } }),
-  ...(project.bindings.storage === null ? {} : { storage: true }),
-  ...(project.bindings.email === null ? {} : { email: true }),
-  ...(project.bindings.ai === null ? {} : { ai: true }),
-  ...(project.bindings.auth === null ? {} : { auth: true })
-})
+/**
+ * What a worker's `env` gets from a project's node state besides its secrets: the add-on bindings the entry module
+ * builds. None yet: an add-on is bound only once its node-side handler exists (the router's `Bindings` capability
+ * and the node's `/binding/*` route carry the calls), so a granted add-on is absent from `env` rather than present
+ * and failing.
+ */
+const bindingsOf = (_project: Node.NodeProject): Record<string, unknown> => ({})
 
 /**
  * The edge's side of the worker runtime: converges on the node state (secrets and grants of each project, at most

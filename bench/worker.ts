@@ -1,0 +1,247 @@
+// `npm run bench:worker -- [--seconds <s>] [--projects <n>] [--timeout <s>]`
+//
+// Worker code through the real server (npm start's binary), in one run: requests/s of a hello-world worker through the
+// edge beside the same worker served by a bare workerd with a static config (50 connections each, the ratio printed);
+// deploy-to-serving latency over 20 deploys (p50, p95); failed requests during 10 deploys and rollbacks under load;
+// the RSS of the node (the server process plus its workerd processes) with many projects, each with a hello-world
+// worker requested once. Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
+import autocannon from "autocannon"
+import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { bundleOf, manifestEntry } from "@hostplane/testkit"
+import { workerdBinary } from "@hostplane/node"
+import { Effect } from "effect"
+import {
+  freePort,
+  log,
+  makeTempDir,
+  parseOptions,
+  request,
+  round,
+  rssKiB,
+  runBench,
+  sleep,
+  startHostplane
+} from "./support/harness.ts"
+
+const usage = `usage: npm run bench:worker -- [options]
+  --seconds <s>    seconds of load per throughput target (default 10)
+  --projects <n>   projects for the memory figure (default 100)
+  --timeout <s>    abort everything after this many seconds (default 900)`
+
+const { values: parsed, fail } = parseOptions(usage, {
+  seconds: { type: "string" },
+  projects: { type: "string" },
+  timeout: { type: "string" }
+})
+const seconds = Number(parsed.seconds ?? "10")
+const projectCount = Number(parsed.projects ?? "100")
+const timeoutS = Number(parsed.timeout ?? "900")
+if (![seconds, projectCount, timeoutS].every((n) => Number.isFinite(n) && n > 0)) fail("invalid option")
+
+const hello = (tag: string) => `export default { fetch() { return new Response(${JSON.stringify(`hello ${tag}`)}) } }`
+
+const bundle = (tag: string) =>
+  Effect.runPromise(bundleOf([manifestEntry({ name: "bench" }), { name: "worker/index.js", content: hello(tag) }]))
+
+interface CannonResult {
+  readonly requests: { readonly average: number; readonly total: number }
+  readonly non2xx: number
+  readonly errors: number
+  readonly timeouts: number
+}
+
+const cannon = (url: string, host: string | undefined, connections: number, durationS: number) =>
+  new Promise<CannonResult>((resolve, reject) => {
+    ;(autocannon as unknown as (o: object, done: (e: Error | null, r: CannonResult) => void) => unknown)(
+      { url, connections, duration: durationS, headers: host === undefined ? {} : { host } },
+      (error, result) => (error ? reject(error) : resolve(result))
+    )
+  })
+
+/** The pids under `pid`, itself included. */
+const treeOf = (pid: number): Array<number> => {
+  const children = new Map<number, Array<number>>()
+  for (const entry of Fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = Fs.readFileSync(`/proc/${entry}/stat`, "utf8")
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)])
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: Array<number> = []
+  const walk = (p: number) => {
+    out.push(p)
+    for (const child of children.get(p) ?? []) walk(child)
+  }
+  walk(pid)
+  return out
+}
+const commOf = (pid: number) => {
+  try {
+    return Fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim()
+  } catch {
+    return ""
+  }
+}
+
+const percentile = (values: Array<number>, q: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!
+}
+
+await runBench(async () => {
+  const dir = await makeTempDir("hostplane-bench-worker-")
+  const edgePort = await freePort()
+  const server = await startHostplane(dir, { SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}` })
+  const edge = `http://127.0.0.1:${edgePort}`
+  const auth = { authorization: `Bearer ${server.token}` }
+  const json = { ...auth, "content-type": "application/json" }
+  let orgIndex = 0
+  const newOrg = async () => {
+    const slug = `bench-${++orgIndex}-${Date.now().toString(36)}`
+    const reply = await request("POST", `${server.base}/v1/orgs`, json, JSON.stringify({ name: slug, slug }))
+    if (reply.status !== 201) throw new Error(`org create answered ${reply.status}`)
+    return slug
+  }
+  const newProject = async (slug: string, name: string) => {
+    const reply = await request("POST", `${server.base}/v1/orgs/${slug}/projects`, json, JSON.stringify({ name }))
+    if (reply.status !== 201) throw new Error(`project create answered ${reply.status}: ${reply.body}`)
+    return JSON.parse(reply.body.toString("utf8")) as { hostname: string }
+  }
+  const deploy = async (slug: string, name: string, tag: string) => {
+    const body = await bundle(tag)
+    const reply = await fetch(`${server.base}/v1/orgs/${slug}/projects/${name}/deployments`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/gzip" },
+      body
+    })
+    if (reply.status !== 201) throw new Error(`deploy answered ${reply.status}: ${await reply.text()}`)
+    return ((await reply.json()) as { id: string }).id
+  }
+  const edgeText = async (host: string) => {
+    const reply = await request("GET", `${edge}/`, { host })
+    return reply.status === 200 ? reply.body.toString("utf8") : `status ${reply.status}`
+  }
+
+  // 1. Throughput: one hello-world worker through the edge, the same module in a bare workerd.
+  const org = await newOrg()
+  const { hostname } = await newProject(org, "hello")
+  await deploy(org, "hello", "v0")
+  if ((await edgeText(hostname)) !== "hello v0") throw new Error("the worker does not answer through the edge")
+  const bareDir = Path.join(dir, "bare")
+  Fs.mkdirSync(bareDir)
+  const barePort = await freePort()
+  Fs.writeFileSync(Path.join(bareDir, "hello.js"), hello("v0"))
+  Fs.writeFileSync(
+    Path.join(bareDir, "config.capnp"),
+    `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [ (name = "hello", worker = (modules = [ (name = "hello.js", esModule = embed "hello.js") ], compatibilityDate = "2026-11-01")) ],
+  sockets = [ (name = "http", address = "127.0.0.1:${barePort}", http = (), service = "hello") ],
+);
+`
+  )
+  const bare = spawn(workerdBinary(), ["serve", "config.capnp"], { cwd: bareDir, stdio: "ignore" })
+  try {
+    for (let i = 0; i < 100; i++) {
+      const ok = await request("GET", `http://127.0.0.1:${barePort}/`).then(
+        (r) => r.status === 200,
+        () => false
+      )
+      if (ok) break
+      await sleep(100)
+    }
+    log(`throughput: ${seconds} s at 50 connections each, bare workerd first`)
+    const bareRun = await cannon(`http://127.0.0.1:${barePort}/`, undefined, 50, seconds)
+    const edgeRun = await cannon(`${edge}/`, hostname, 50, seconds)
+    const ratio = edgeRun.requests.average / bareRun.requests.average
+    log(
+      `throughput: edge ${round(edgeRun.requests.average, 0)} req/s (non-2xx ${edgeRun.non2xx}, errors ${edgeRun.errors}), bare workerd ${round(bareRun.requests.average, 0)} req/s: ${round(ratio, 2)}x (goal >= 0.6x)`
+    )
+  } finally {
+    bare.kill("SIGKILL")
+  }
+
+  // 2. Deploy to serving: from the upload's start until the edge answers with the new code, 20 times.
+  const latencies: Array<number> = []
+  for (let i = 1; i <= 20; i++) {
+    const started = performance.now()
+    await deploy(org, "hello", `v${i}`)
+    while ((await edgeText(hostname)) !== `hello v${i}`) await sleep(5)
+    latencies.push(performance.now() - started)
+  }
+  log(
+    `deploy to serving over 20 deploys: p50 ${round(percentile(latencies, 0.5), 0)} ms, p95 ${round(percentile(latencies, 0.95), 0)} ms (goal p95 < 1000 ms)`
+  )
+
+  // 3. Failed requests while 5 deploys and 5 rollbacks happen under load (20 connections).
+  const ids: Array<string> = []
+  const during = await cannonAround(edge, hostname, async () => {
+    for (let i = 0; i < 5; i++) ids.push(await deploy(org, "hello", `load-${i}`))
+    for (let i = 0; i < 5; i++) {
+      await request(
+        "POST",
+        `${server.base}/v1/orgs/${org}/projects/hello/rollback`,
+        json,
+        JSON.stringify({ deploymentId: ids[i] })
+      )
+    }
+  })
+  log(
+    `during 5 deploys and 5 rollbacks under load: ${during.total} requests, ${during.failed} failed (non-2xx ${during.non2xx}, errors ${during.errors}, timeouts ${during.timeouts}) (goal 0)`
+  )
+
+  // 4. Memory: many projects, each with a hello-world worker requested once.
+  let made = 1
+  while (made < projectCount) {
+    const slug = await newOrg()
+    for (let i = 0; i < 3 && made < projectCount; i++, made++) {
+      const name = `p${made}`
+      const project = await newProject(slug, name)
+      await deploy(slug, name, name)
+      if ((await edgeText(project.hostname)) !== `hello ${name}`) throw new Error(`${name} does not answer`)
+    }
+  }
+  await sleep(2_000)
+  const tree = treeOf(server.child.pid)
+  const node = tree.filter((pid) => ["node", "workerd", "bwrap", "setpriv"].includes(commOf(pid)))
+  const kib = node.reduce((sum, pid) => sum + (rssKiB(pid) ?? 0), 0)
+  const workerds = node.filter((pid) => commOf(pid) === "workerd")
+  const workerdKib = workerds.reduce((sum, pid) => sum + (rssKiB(pid) ?? 0), 0)
+  log(
+    `memory with ${projectCount} projects, each requested once: node ${round(kib / 1024, 0)} MiB RSS (server process ${round((rssKiB(server.child.pid) ?? 0) / 1024, 0)} MiB with the API in it, ${workerds.length} workerd ${round(workerdKib / 1024, 0)} MiB; PostgreSQL excluded) (goal < 600 MiB)`
+  )
+}, timeoutS)
+
+/** Load (20 connections) for as long as `during` takes plus a second, then the totals. */
+async function cannonAround(edge: string, host: string, during: () => Promise<void>) {
+  const instance = (
+    autocannon as unknown as (
+      o: object,
+      done: (e: Error | null, r: CannonResult & { non2xx: number }) => void
+    ) => {
+      stop: () => void
+    }
+  )({ url: `${edge}/`, connections: 20, duration: 600, headers: { host } }, (error, result) => {
+    if (error) finished.reject(error)
+    else finished.resolve(result)
+  })
+  const finished = Promise.withResolvers<CannonResult>()
+  await sleep(1_000)
+  await during()
+  await sleep(1_000)
+  instance.stop()
+  const result = await finished.promise
+  return {
+    total: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    failed: result.non2xx + result.errors + result.timeouts
+  }
+}
