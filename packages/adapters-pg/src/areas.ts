@@ -19,6 +19,7 @@ import { OrgsAreaPg } from "./orgs/OrgsAreaPg.ts"
 import { ProjectsAreaPg } from "./projects/ProjectsAreaPg.ts"
 import { SecretsAreaPg } from "./secrets/SecretsAreaPg.ts"
 import { StorageAreaPg } from "./storage/StorageAreaPg.ts"
+import { TlsAreaPg } from "./tls/TlsAreaPg.ts"
 
 /** Every area on PostgreSQL, in core's order. */
 export const areas = [
@@ -42,5 +43,6 @@ export const areas = [
   EmailAreaPg,
   StorageAreaPg,
   GitAreaPg,
-  LogsAreaPg
+  LogsAreaPg,
+  TlsAreaPg
 ] as const

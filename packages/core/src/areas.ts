@@ -22,6 +22,7 @@ import { OrgsArea } from "./orgs/OrgsArea.ts"
 import { ProjectsArea } from "./projects/ProjectsArea.ts"
 import { SecretsArea } from "./secrets/SecretsArea.ts"
 import { StorageArea } from "./storage/StorageArea.ts"
+import { TlsArea } from "./tls/TlsArea.ts"
 
 /** Every area of core, in dependency order: an area may use the services of the areas before it. */
 export const areas = [
@@ -48,5 +49,6 @@ export const areas = [
   StorageArea,
   GitArea,
   NodeArea,
-  LogsArea
+  LogsArea,
+  TlsArea
 ] as const

@@ -5,6 +5,7 @@ export { addonEndpoints, type AddonEndpoints, type AddonGroup } from "@hostplane
 export { type AnyAreaHttp, apiId, apiPrefix, areaApi, type AreaHttp, areaHttp } from "./Area.ts"
 export { areas } from "./areas.ts"
 export { edgeApp } from "./edge/EdgeApp.ts"
+export { edgeAppOver } from "./edge/EdgeTransport.ts"
 export { apiError, apiErrors, Envelope } from "@hostplane/api/errors/ApiError"
 export { WorkerInvoker } from "./edge/WorkerInvoker.ts"
 export { makeNodeListener, type NodeListener } from "./server/NodeListener.ts"

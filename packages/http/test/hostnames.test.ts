@@ -64,7 +64,7 @@ describe.each(backends)("spec 4.4 custom hostnames (%s)", (_name, stores) => {
     expect(reply.body.items).toHaveLength(1)
     const [row] = reply.body.items
     expect(Object.keys(row).sort()).toEqual(
-      ["cname", "createdAt", "kind", "lastError", "name", "status", "verifiedAt", "verify"].sort()
+      ["cname", "createdAt", "kind", "lastError", "name", "status", "verifiedAt", "verify", "tls"].sort()
     )
     expect(row).toMatchObject({
       name: `${project}.apps.localhost`,
@@ -72,7 +72,9 @@ describe.each(backends)("spec 4.4 custom hostnames (%s)", (_name, stores) => {
       status: "active",
       verify: null,
       cname: fallbackOrigin,
-      lastError: null
+      lastError: null,
+      // Without a TLS listener (no static certificate, ACME off) no certificate is sought (decisions.md part 16).
+      tls: { status: "none", expiresAt: null, lastError: null }
     })
     expect(row.verifiedAt).toBe(row.createdAt)
   })

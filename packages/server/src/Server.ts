@@ -21,10 +21,11 @@ import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUd
 import { NameServer } from "@hostplane/adapters-providers/dns/NameServer"
 import { configLayerFromEnv, Dns, Hostnames, jobHandlers, Jobs, services } from "@hostplane/core"
 import { Config, Effect, Layer, Option } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
+import { HttpRouter } from "effect/http"
 import * as Path from "node:path"
-import { app, Console, edgeApp, routerConfig } from "@hostplane/http"
+import { app, Console, routerConfig } from "@hostplane/http"
 import { loadConsole } from "@hostplane/console"
+import { edgeListeners, tlsPorts } from "./EdgeListeners.ts"
 import { healthRoutes } from "./Health.ts"
 import { runtimeSettingsConfig, WorkerCheckLive, WorkerInvokerLive, WorkerRuntime } from "@hostplane/node"
 import { parseListen } from "./Listen.ts"
@@ -119,7 +120,9 @@ export const ServerLive = Layer.unwrap(
           MailNotificationsSns.layerConfig,
           // The node mail relay sends through the same transport as the runner (one build: layers are shared).
           MailTransportAuto.layerConfig,
-          runtime
+          runtime,
+          // The edge's certificates: the static one and ACME from SERVICE_EDGE_TLS_LISTEN, SERVICE_TLS_*, SERVICE_ACME_*.
+          tlsPorts
         )
       )
     )
@@ -131,11 +134,8 @@ export const ServerLive = Layer.unwrap(
       Layer.provide(httpListener({ name: "API", address: listen, setting: "SERVICE_LISTEN" }, connections))
     )
     // The reference edge on its own port, on the same services (one build shares the `services` layer).
-    const edge = HttpServer.serve(edgeApp).pipe(
-      Layer.provide(httpListener({ name: "edge", address: edgeListen, setting: "SERVICE_EDGE_LISTEN" }, connections)),
-      Layer.provide(invoker),
-      Layer.provide(services)
-    )
+    // With SERVICE_EDGE_TLS_LISTEN, HTTPS beside it (decisions.md part 16).
+    const edge = edgeListeners(edgeListen, connections).pipe(Layer.provide(invoker), Layer.provide(services))
     // Git over SSH on SERVICE_GIT_SSH_LISTEN (decisions.md part 8), on the same services; `off` starts none.
     const ssh = namedBind(GitSshServer.layerConfig, { name: "git SSH", setting: "SERVICE_GIT_SSH_LISTEN" }).pipe(
       Layer.provide(services)

@@ -19,6 +19,7 @@ import { OrgsAreaMemory } from "./orgs/OrgsAreaMemory.ts"
 import { ProjectsAreaMemory } from "./projects/ProjectsAreaMemory.ts"
 import { SecretsAreaMemory } from "./secrets/SecretsAreaMemory.ts"
 import { StorageAreaMemory } from "./storage/StorageAreaMemory.ts"
+import { TlsAreaMemory } from "./tls/TlsAreaMemory.ts"
 
 /** Every area's memory stores and contract suites, in core's order. */
 export const areas = [
@@ -42,5 +43,6 @@ export const areas = [
   EmailAreaMemory,
   StorageAreaMemory,
   GitAreaMemory,
-  LogsAreaMemory
+  LogsAreaMemory,
+  TlsAreaMemory
 ] as const

@@ -64,6 +64,25 @@ export class HostnamesApi extends HttpApiGroup.make("hostnames")
             "the status is unchanged and `lastError` holds what DNS showed. An `active` name is answered unchanged. " +
             "A project being deleted is 409 `op_in_flight`."
         )
+      ),
+    HttpApiEndpoint.post("retryTls", `${base}/:host/tls/retry`, {
+      params: hostname,
+      success: Hostnames.Hostname,
+      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.OpInFlight)
+    })
+      .annotate(OpenApi.Summary, "Retry a failed certificate now")
+      .annotateMerge(
+        describe(
+          [
+            "member. When the name's `tls.status` is `failed`, starts a new ACME attempt at once (the backoff is",
+            "waived) and the status becomes `pending`; for any other status nothing changes. 200 with the Hostname",
+            "either way. `tls` (decisions.md part 16): `none` when no static certificate covers the name and ACME is",
+            "off; `pending` while a certificate is sought; `issued` with `expiresAt` (names the static certificate",
+            "covers show it, with its expiry); `failed` with the CA's problem detail in `lastError`, retried with",
+            "backoff from 1 minute to 1 day. Certificates are renewed 30 days before they expire. A project being",
+            "deleted is 409 `op_in_flight`."
+          ].join(" ")
+        )
       )
   )
   .middleware(Authentication)

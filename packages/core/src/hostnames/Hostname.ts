@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { VerificationRecord, verificationRecord } from "./HostnameName.ts"
+import { HostnameTls } from "../tls/Certificate.ts"
 import type { OrgId, ProjectId } from "../kernel/Ids.ts"
 
 /** A hostname routed to a project; names are unique across all orgs. */
@@ -34,7 +35,9 @@ export const Hostname = Schema.Struct({
   /** What the last failed check observed; null once verified. */
   lastError: Schema.NullOr(Schema.String),
   createdAt: Schema.String,
-  verifiedAt: Schema.NullOr(Schema.String)
+  verifiedAt: Schema.NullOr(Schema.String),
+  /** The certificate the edge serves the name with over HTTPS (decisions.md part 16). */
+  tls: HostnameTls
 })
 export type Hostname = typeof Hostname.Type
 
@@ -42,7 +45,7 @@ export const HostnameList = Schema.Struct({ items: Schema.Array(Hostname) })
 
 export const AddHostnameInput = Schema.Struct({ name: Schema.String })
 
-export const toHostname = (row: HostnameRow, fallbackOrigin: string): Hostname => ({
+export const toHostname = (row: HostnameRow, fallbackOrigin: string, tls: HostnameTls): Hostname => ({
   name: row.name,
   kind: row.kind,
   status: row.status,
@@ -50,7 +53,8 @@ export const toHostname = (row: HostnameRow, fallbackOrigin: string): Hostname =
   cname: fallbackOrigin,
   lastError: row.lastError,
   createdAt: row.createdAt,
-  verifiedAt: row.verifiedAt
+  verifiedAt: row.verifiedAt,
+  tls
 })
 
 /** Where the edge sends a request for an active hostname. */

@@ -17,6 +17,10 @@ import type { ProjectId } from "../kernel/Ids.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { Transactor } from "../kernel/Transactor.ts"
 import type { TeardownStep } from "../projects/ProjectHooks.ts"
+import type { HostnameTls } from "../tls/Certificate.ts"
+import { CertificateStore } from "../tls/CertificateStore.ts"
+import { TlsConfig } from "../tls/TlsConfig.ts"
+import { staticCovers, tlsIssue } from "../tls/TlsJobs.ts"
 
 /** Custom hostnames of spec 4.4: reserved across all orgs on add, routed once ownership is proven. */
 export class Hostnames extends Context.Service<
@@ -51,6 +55,16 @@ export class Hostnames extends Context.Service<
       host: string
     ) => Effect.Effect<Hostname, NotFound | Forbidden | OpInFlight>
     /**
+     * Starts a new certificate attempt at once when the name's last one failed; changes nothing otherwise. Answers
+     * the hostname either way.
+     */
+    readonly retryTls: (
+      actor: Actor,
+      slug: string,
+      projectName: string,
+      host: string
+    ) => Effect.Effect<Hostname, NotFound | Forbidden | OpInFlight>
+    /**
      * The edge's lookup: the project and org an `active` hostname routes to. `host` is the request's host name
      * without a port; case and a trailing dot are ignored. Unknown and `pending_dns` names are none (404
      * `unknown_hostname` at the edge).
@@ -71,7 +85,25 @@ export class Hostnames extends Context.Service<
       const jobs = yield* Jobs
       const zones = yield* HostedZones
 
-      const view = (row: HostnameRow) => toHostname(row, settings.fallbackOrigin)
+      const certificates = yield* CertificateStore
+      const tls = yield* Effect.serviceOption(TlsConfig)
+      const acme = Option.isSome(tls) && tls.value.acme
+      const staticCertificate = Option.isSome(tls) ? tls.value.staticCertificate : undefined
+
+      /** The name's certificate: the static one when it covers the name, else its ACME row (decisions.md part 16). */
+      const tlsOf = Effect.fnUntraced(function* (name: string) {
+        if (staticCertificate !== undefined && staticCovers(staticCertificate.names, name)) {
+          return { status: "issued", expiresAt: staticCertificate.expiresAt, lastError: null } satisfies HostnameTls
+        }
+        if (!acme) return { status: "none", expiresAt: null, lastError: null } satisfies HostnameTls
+        const row = yield* certificates.find(name)
+        if (Option.isNone(row)) return { status: "pending", expiresAt: null, lastError: null } satisfies HostnameTls
+        const { status, expiresAt, lastError } = row.value
+        return { status, expiresAt, lastError } satisfies HostnameTls
+      })
+
+      const view = (row: HostnameRow) =>
+        Effect.map(tlsOf(row.name), (certificate) => toHostname(row, settings.fallbackOrigin, certificate))
 
       /** The stored form of a name in a path; the default hostname sits under the app domain, which `add` refuses. */
       const keyOf = (host: string) =>
@@ -87,7 +119,7 @@ export class Hostnames extends Context.Service<
 
       const list = Effect.fn("Hostnames.list")(function* (actor: Actor, slug: string, projectName: string) {
         const { project } = yield* policy.requireProject(actor, slug, projectName, "viewer")
-        return (yield* store.listByProject(project.id)).map(view)
+        return yield* Effect.forEach(yield* store.listByProject(project.id), view)
       })
 
       const add = Effect.fn("Hostnames.add")(function* (
@@ -108,7 +140,7 @@ export class Hostnames extends Context.Service<
               Effect.gen(function* () {
                 const existing = yield* store.find(name)
                 if (Option.isSome(existing)) {
-                  if (existing.value.projectId === project.id) return unaudited(view(existing.value))
+                  if (existing.value.projectId === project.id) return unaudited(yield* view(existing.value))
                   return yield* taken()
                 }
                 const verifyToken = yield* tokens.secret(24)
@@ -127,7 +159,7 @@ export class Hostnames extends Context.Service<
                 // A name in the org's own zone gets the record that points it here, so it proves itself.
                 yield* zones.link(name, org.id, settings.fallbackOrigin, at)
                 yield* jobs.enqueue(hostnameCheck, { name, verifyToken }, { runAt: at })
-                return audited(view(row), {
+                return audited(yield* view(row), {
                   action: "hostname.add",
                   target: project.id,
                   data: { project: project.name, hostname: name }
@@ -140,7 +172,7 @@ export class Hostnames extends Context.Service<
             Effect.catchTag("HostnameTaken", () =>
               Effect.flatMap(store.find(name), (winner) =>
                 Option.isSome(winner) && winner.value.projectId === grant.project.id
-                  ? Effect.succeed(view(winner.value))
+                  ? view(winner.value)
                   : Effect.fail(taken())
               )
             )
@@ -186,12 +218,35 @@ export class Hostnames extends Context.Service<
         const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member")
         const row = yield* findIn(grant.project.id, host)
         const token = row.verifyToken
-        if (row.status !== "pending_dns" || token === null) return view(row)
+        if (row.status !== "pending_dns" || token === null) return yield* view(row)
         // DNS is asked before the transaction; only the outcome is written under the lock.
         const outcome = yield* observe(row, token)
         const after = yield* mutation.project(grant, () => Effect.map(record(row, token, outcome), unaudited))
         if (Option.isNone(after)) return yield* new NotFound({ message: `hostname ${host} not found` })
-        return view(after.value)
+        return yield* view(after.value)
+      })
+
+      const retryTls = Effect.fn("Hostnames.retryTls")(function* (
+        actor: Actor,
+        slug: string,
+        projectName: string,
+        host: string
+      ) {
+        const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member")
+        const row = yield* findIn(grant.project.id, host)
+        // Only a failed attempt is retried, and at once: the backoff is waived, the sweep's order started now.
+        yield* mutation.project(grant, () =>
+          Effect.gen(function* () {
+            const certificate = yield* certificates.find(row.name)
+            if (!acme || Option.isNone(certificate) || certificate.value.status !== "failed")
+              return unaudited(undefined)
+            const at = yield* nowIso
+            yield* certificates.put({ ...certificate.value, status: "pending", retryAt: null, updatedAt: at })
+            yield* jobs.enqueue(tlsIssue, { name: row.name }, { key: row.name, runAt: at })
+            return unaudited(undefined)
+          })
+        )
+        return yield* view(yield* findIn(grant.project.id, host))
       })
 
       const routeOf = Effect.fn("Hostnames.routeOf")(function* (host: string) {
@@ -201,7 +256,7 @@ export class Hostnames extends Context.Service<
         )
       })
 
-      return Hostnames.of({ list, add, remove, verify, routeOf })
+      return Hostnames.of({ list, add, remove, verify, retryTls, routeOf })
     })
   )
 }

@@ -10,6 +10,7 @@ export const HostnamesAreaHttp = areaHttp({
     "GET /v1/orgs/{orgSlug}/projects/{projectName}/hostnames",
     "POST /v1/orgs/{orgSlug}/projects/{projectName}/hostnames",
     "DELETE /v1/orgs/{orgSlug}/projects/{projectName}/hostnames/{host}",
-    "POST /v1/orgs/{orgSlug}/projects/{projectName}/hostnames/{host}/verify"
+    "POST /v1/orgs/{orgSlug}/projects/{projectName}/hostnames/{host}/verify",
+    "POST /v1/orgs/{orgSlug}/projects/{projectName}/hostnames/{host}/tls/retry"
   ]
 })

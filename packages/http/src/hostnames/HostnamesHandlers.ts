@@ -23,7 +23,9 @@ export const HostnamesHandlers = HttpApiBuilder.group(
       remove: ({ params }) =>
         Effect.flatMap(actor, (a) => hostnames.remove(a, params.orgSlug, params.projectName, params.host)),
       verify: ({ params }) =>
-        Effect.flatMap(actor, (a) => hostnames.verify(a, params.orgSlug, params.projectName, params.host))
+        Effect.flatMap(actor, (a) => hostnames.verify(a, params.orgSlug, params.projectName, params.host)),
+      retryTls: ({ params }) =>
+        Effect.flatMap(actor, (a) => hostnames.retryTls(a, params.orgSlug, params.projectName, params.host))
     })
   })
 )

@@ -1,0 +1,7 @@
+export * from "./AcmeClient.ts"
+export * from "./Certificate.ts"
+export * from "./CertificateStore.ts"
+export * from "./EdgeTls.ts"
+export * from "./TlsArea.ts"
+export * from "./TlsConfig.ts"
+export * from "./TlsJobs.ts"
