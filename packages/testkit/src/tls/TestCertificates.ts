@@ -7,7 +7,7 @@ import { join } from "node:path"
 export interface TestAuthority {
   /** The CA's own certificate (PEM), what a client trusts. */
   readonly root: string
-  /** A leaf for `names` (ECDSA P-256), its chain (leaf then CA) and key as PEM. */
+  /** A leaf for `names` (ECDSA P-256; an IPv4 address becomes an IP entry), its chain (leaf then CA) and key as PEM. */
   readonly issue: (names: ReadonlyArray<string>, days?: number) => { readonly chain: string; readonly key: string }
 }
 
@@ -41,7 +41,10 @@ export const testAuthority = (): TestAuthority => {
       try {
         writeFileSync(join(work, "ca.pem"), root)
         writeFileSync(join(work, "ca.key"), caKey)
-        writeFileSync(join(work, "ext.cnf"), `subjectAltName=${names.map((name) => `DNS:${name}`).join(",")}\n`)
+        writeFileSync(
+          join(work, "ext.cnf"),
+          `subjectAltName=${names.map((name) => (/^[\d.]+$/.test(name) ? `IP:${name}` : `DNS:${name}`)).join(",")}\n`
+        )
         openssl(work, ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "leaf.key"])
         openssl(work, ["req", "-new", "-key", "leaf.key", "-subj", `/CN=${names[0]}`, "-out", "leaf.csr"])
         openssl(work, [
