@@ -309,7 +309,7 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
 
   describe("project commands read .hostplane.json written by link", () => {
     let org: string
-    let project: { name: string; id: string }
+    let project: { name: string; id: string; hostname: string }
     let folder: string
     const authed = () => ({ ...env, HOSTPLANE_TOKEN: token })
     beforeAll(async () => {
@@ -332,6 +332,12 @@ describe("the hostplane CLI against a test server", { timeout: 120_000 }, () => 
       const hostnames = await inFolder(["hostnames", "list", "--json"])
       expect(hostnames.code, hostnames.stderr).toBe(0)
       expect(JSON.parse(hostnames.stdout).items).toEqual([expect.objectContaining({ kind: "default" })])
+      const listed = await inFolder(["hostnames", "list"])
+      expect(listed.stdout).toMatch(/NAME\s+KIND\s+STATUS\s+LAST ERROR\s+TLS\s+TLS EXPIRES\s+TLS ERROR/)
+      expect(listed.stdout).toMatch(new RegExp(`${project.name}\\.\\S+\\s+default\\s+active\\s+none`))
+      const retried = await inFolder(["hostnames", "tls-retry", project.hostname, "--json"])
+      expect(retried.code, retried.stderr).toBe(0)
+      expect(JSON.parse(retried.stdout).tls).toEqual({ status: "none", expiresAt: null, lastError: null })
     })
 
     it("secrets put reads the value from stdin: it never appears in arguments or output; list shows name and version", async () => {

@@ -363,8 +363,28 @@ export const secrets = Command.make("secrets").pipe(
 
 // hostnames ---------------------------------------------------------------------------------------------------
 
-const hostnameRows = (items: ReadonlyArray<{ name: string; kind: string; status: string; lastError: string | null }>) =>
-  table([["NAME", "KIND", "STATUS", "LAST ERROR"], ...items.map((h) => [h.name, h.kind, h.status, h.lastError ?? ""])])
+interface HostnameRow {
+  readonly name: string
+  readonly kind: string
+  readonly status: string
+  readonly lastError: string | null
+  readonly tls: { readonly status: string; readonly expiresAt: string | null; readonly lastError: string | null }
+}
+
+/** One line per name: its verification, then its certificate (status, expiry, the CA's last refusal). */
+const hostnameRows = (items: ReadonlyArray<HostnameRow>) =>
+  table([
+    ["NAME", "KIND", "STATUS", "LAST ERROR", "TLS", "TLS EXPIRES", "TLS ERROR"],
+    ...items.map((h) => [
+      h.name,
+      h.kind,
+      h.status,
+      h.lastError ?? "",
+      h.tls.status,
+      h.tls.expiresAt ?? "",
+      h.tls.lastError ?? ""
+    ])
+  ])
 
 const hostnamesList = Command.make(
   "list",
@@ -414,9 +434,19 @@ const hostnamesDelete = Command.make(
   })
 ).pipe(Command.withDescription("Delete a custom hostname"))
 
+const hostnamesTlsRetry = Command.make(
+  "tls-retry",
+  { name: Argument.String("hostname") },
+  Effect.fn("hostnames.tlsRetry")(function* ({ name }) {
+    const { flags, api, params } = yield* projectSession
+    const hostname = yield* api.hostnames.retryTls({ params: { ...params, host: name } })
+    yield* show(flags.json, hostname, () => hostnameRows([hostname]))
+  })
+).pipe(Command.withDescription("Retry a hostname's failed certificate now (no change unless its TLS status is failed)"))
+
 export const hostnames = Command.make("hostnames").pipe(
   Command.withDescription("Project hostnames"),
-  Command.withSubcommands([hostnamesList, hostnamesAdd, hostnamesVerify, hostnamesDelete])
+  Command.withSubcommands([hostnamesList, hostnamesAdd, hostnamesVerify, hostnamesDelete, hostnamesTlsRetry])
 )
 
 // access ------------------------------------------------------------------------------------------------------
