@@ -10,6 +10,9 @@ import { WorkerRuntime } from "./WorkerRuntime.ts"
 /** decisions.md part 13: request bodies up to 100 MiB reach a worker; larger ones are 413. */
 export const maxRequestBodyBytes = 100 * 1024 * 1024
 
+/** How often the node writes the invocation events it collected. */
+const flushEveryMs = 200
+
 /** How often the node reads the control plane's changes (secrets, grants) when nothing asked for them sooner. */
 const convergeEveryMs = 1_000
 
@@ -77,10 +80,35 @@ export const WorkerInvokerLive = Layer.effect(
     // Every invocation's event goes to the logs area when the host has it (the runtime logs of decisions.md part 13);
     // recording never fails a request, and runs beside it.
     const logs = yield* Effect.serviceOption(Logs.RuntimeLogs)
+    // Events are written in batches (one insert for up to `flushEvery` of invocations), so a busy worker costs the
+    // control database one write per batch, not one per request.
     if (Option.isSome(logs)) {
       const context = yield* Effect.context<never>()
+      let pending: Array<Logs.LogEventInput> = []
+      let flushing = false
+      const flush = () => {
+        if (flushing || pending.length === 0) return
+        const batch = pending.slice(0, 500)
+        pending = pending.slice(batch.length)
+        flushing = true
+        Effect.runForkWith(context)(
+          logs.value.recordAll(batch).pipe(
+            Effect.ensuring(
+              Effect.sync(() => {
+                flushing = false
+                if (pending.length > 0) flush()
+              })
+            )
+          )
+        )
+      }
+      const timer = setInterval(flush, flushEveryMs)
+      timer.unref()
+      yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(timer)))
       collector.setSink((events) => {
-        Effect.runForkWith(context)(logs.value.recordAll(events))
+        pending.push(...events)
+        // A node that falls far behind drops its oldest unwritten events rather than its memory.
+        if (pending.length > 50_000) pending.splice(0, pending.length - 50_000)
       })
     }
 
