@@ -21,7 +21,12 @@ if (url === "" || host === "" || !Number.isInteger(port)) {
   process.exit(2)
 }
 
-const pool = new pg.Pool({ connectionString: url, max: 10 })
+// hostplane's tables live in its own schema (SERVICE_PG_SCHEMA, default hostplane): every connection looks there.
+const pool = new pg.Pool({
+  connectionString: url,
+  max: 10,
+  options: `-c search_path=${process.env.SERVICE_PG_SCHEMA || "hostplane"}`
+})
 
 const session = {
   name: "me_session",

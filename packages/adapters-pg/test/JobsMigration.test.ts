@@ -29,6 +29,8 @@ layer(TestDatabase.layer, { excludeTestServices: true })("migration 0009_create_
         const url = yield* freshDatabase
         yield* Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
+          // As that version did, but inside hostplane's schema (the client's search_path), as a later start would see it.
+          yield* sql`CREATE SCHEMA hostplane`
           yield* PgMigrator.make({})({ loader: PgMigrator.fromRecord(before) })
           const t = "2030-01-01T00:00:00.000Z"
           const later = "2030-01-01T00:05:00.000Z"

@@ -28,7 +28,7 @@ layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)))("PostgreSQL specifi
       const sql = yield* SqlClient.SqlClient
       const columns = yield* sql<{ tableName: string; columnName: string; dataType: string }>`
         SELECT table_name, column_name, data_type FROM information_schema.columns
-        WHERE table_schema = 'public' AND (column_name LIKE '%\\_at' OR column_name = 'at')
+        WHERE table_schema = current_schema() AND (column_name LIKE '%\\_at' OR column_name = 'at')
           AND table_name <> 'effect_sql_migrations'`
       assert.isAbove(columns.length, 10)
       assert.deepStrictEqual(

@@ -58,15 +58,18 @@ export const template = (url: Redacted.Redacted<string>) =>
     return name
   })
 
-const testDatabase = (copyTemplate: boolean) =>
+const testDatabase = (mode: "template" | "empty" | "bare") =>
   Layer.unwrap(
     Effect.gen(function* () {
       const server = yield* serverUrl
-      const from = copyTemplate ? yield* Config.option(Config.NonEmptyString(templateVariable)) : Option.none()
+      const from = mode === "template" ? yield* Config.option(Config.NonEmptyString(templateVariable)) : Option.none()
       const name = uniqueName("hp_test")
       yield* scopedDatabase(server, name, from)
       const url = databaseUrl(server, name)
-      return PgDatabase.layer(url).pipe(Layer.merge(Layer.succeed(TestDatabase, { url })))
+      const database = Layer.succeed(TestDatabase, { url })
+      return mode === "bare"
+        ? Layer.merge(database, PgClient.layer({ url, maxConnections: 2 }))
+        : PgDatabase.layer(url).pipe(Layer.merge(database))
     }).pipe(Effect.orDie)
   )
 
@@ -78,8 +81,14 @@ export class TestDatabase extends Context.Service<TestDatabase, { readonly url: 
    * `PgClient`, `SqlClient` (as `PgDatabase.layer` builds them) and `TestDatabase` on a fresh database: a copy of
    * the run's migrated template when there is one (the migrations then have nothing left to do), else created empty.
    */
-  static readonly layer = testDatabase(true)
+  static readonly layer = testDatabase("template")
 
   /** As `layer`, on a database created empty, so that every migration runs on it. */
-  static readonly layerEmpty = testDatabase(false)
+  static readonly layerEmpty = testDatabase("empty")
+
+  /**
+   * A database created empty and left so (no hostplane schema, nothing migrated), with a plain `PgClient` on it (the
+   * server's defaults: `search_path` `"$user", public`, no name transforms): what a host's own database looks like.
+   */
+  static readonly layerBare = testDatabase("bare")
 }
