@@ -149,9 +149,10 @@ const moveFromPublic = (sql: SqlClient.SqlClient, schema: string) =>
 
 /**
  * Makes `schema` hostplane's, up to date: created when missing, an earlier installation's tables moved in from
- * `public`, a database migrated past this code refused, then the pending migrations, all in one transaction under an advisory lock on the schema's name, so
- * processes starting at once on an empty database migrate once (the others wait, then find nothing to do). The
- * transaction sets its own `search_path`, so this holds on any client, not only on one from `clientConfig`.
+ * `public`, a database migrated past this code refused, then the pending migrations, all in one transaction under an
+ * advisory lock on the schema's name, so processes starting at once on an empty database migrate once (the others
+ * wait, then find nothing to do). The transaction sets its own `search_path`, so this holds on any client, not only on
+ * one from `clientConfig`.
  */
 export const migrateSchema = (schema: string) =>
   Effect.gen(function* () {
@@ -183,6 +184,15 @@ export const migrateSchema = (schema: string) =>
           yield* sql.unsafe(`SET LOCAL search_path TO ${schema}`)
           const moved = yield* moveFromPublic(sql, schema)
           if (moved) yield* Effect.logInfo(`moved hostplane's tables from schema public into schema ${schema}`)
+          // A database migrated past this code (a replica of an older version started against it) is refused.
+          const applied = yield* appliedMigration
+          if (applied > latestMigration) {
+            return yield* new NewerSchema({
+              message: `the database is at migration ${applied}, newer than this hostplane (its latest is ${latestMigration}): run the version that migrated it, or newer`,
+              applied,
+              latest: latestMigration
+            })
+          }
           return yield* runMigrator
         })
       )

@@ -314,4 +314,16 @@ layer(TestDatabase.layerBare, { excludeTestServices: true })("decisions part 18:
         assert.deepStrictEqual((yield* onPlain(url, (plainSql) => objectsIn(plainSql, "public"))).relations, [])
       })
   )
+
+  it.effect("a schema migrated past this code is refused at start, and left as it was", () =>
+    Effect.gen(function* () {
+      const url = yield* freshDatabase
+      const sql = yield* start(url)
+      yield* sql`INSERT INTO effect_sql_migrations (migration_id, name) VALUES (9999, 'from_the_future')`
+      const exit = yield* Effect.exit(start(url))
+      assert.isTrue(Exit.isFailure(exit))
+      if (Exit.isFailure(exit)) assert.include(Cause.pretty(exit.cause), "newer than this hostplane")
+      assert.strictEqual((yield* sql`SELECT max(migration_id)::int AS n FROM effect_sql_migrations`)[0]?.n, 9999)
+    })
+  )
 })
