@@ -1,4 +1,4 @@
-import { Hostnames, Jobs, services, Tls } from "@hostplane/core"
+import { Hostnames, Jobs, Secrets, services, Tls } from "@hostplane/core"
 import { acmeClientFake, testAuthority } from "@hostplane/testkit"
 import { Effect, Layer, Option } from "effect"
 import { describe, expect, it } from "vitest"
@@ -142,6 +142,35 @@ describe.each(backends)("decisions 16: a hostname's tls and its retry (%s)", (_n
     const retried = await api.post(`${base(slug, project)}/${name}/tls/retry`, undefined, { token: suite.admin.token })
     expect(retried.status).toBe(200)
     expect(retried.body.tls).toEqual(tls)
+  })
+
+  it("a job taken over after a crash continues the order it had stored instead of placing another", async () => {
+    const slug = await newOrg()
+    const project = (await suite.newProject(slug)).name
+    const name = await activeName(slug, project, "resumed")
+    // What a runner killed after the CA accepted the order leaves behind: the order URL and the sealed CSR key.
+    await suite.server.run(
+      Effect.gen(function* () {
+        const sealer = yield* Secrets.Sealer
+        const key = yield* (yield* Tls.AcmeClient).newKey
+        yield* (yield* Tls.CertificateStore).put({
+          name,
+          status: "pending",
+          chain: null,
+          key: null,
+          expiresAt: null,
+          orderUrl: `https://ca.fake/order/${name}/0`,
+          orderKey: yield* sealer.seal(key, Tls.keyContext(name)),
+          lastError: null,
+          failures: 0,
+          retryAt: null,
+          updatedAt: new Date().toISOString()
+        })
+      })
+    )
+    await sweepAndIssue()
+    expect((await tlsOf(slug, project, name)).status).toBe("issued")
+    expect(fake.orders.get(name)).toBeUndefined()
   })
 
   it("a deleted hostname's certificate is dropped", async () => {
