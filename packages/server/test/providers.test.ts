@@ -1,0 +1,161 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import {
+  FakeIdentityProvider,
+  type FakeNameCom,
+  type FakeOpenAi,
+  type FakePolar,
+  FakeSmtpServer,
+  type FakeSns,
+  startFakeNameCom,
+  startFakeOpenAi,
+  startFakePolar,
+  startFakeSns
+} from "@hostplane/testkit"
+import { Effect, Exit, ManagedRuntime, Scope } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
+
+const nodeToken = "node-token-for-the-providers-test"
+const proProduct = "prod_pro_providers"
+const topicArn = "arn:aws:sns:us-east-1:123456789012:hostplane-providers"
+
+/**
+ * The server built from settings with every provider group set, as an operator configures them: each one is proven
+ * used through HTTP. A provider wired beside the services instead of under them (how OAuth sign-in broke) fails here.
+ */
+describe("the server built from settings uses every configured provider", () => {
+  let idp: ManagedRuntime.ManagedRuntime<FakeIdentityProvider, never>
+  let fakeIdp: FakeIdentityProvider["Service"]
+  const smtpScope = Effect.runSync(Scope.make())
+  let smtp: FakeSmtpServer["Service"]
+  let polar: FakePolar
+  let registrar: FakeNameCom
+  let sns: FakeSns
+  let upstream: FakeOpenAi
+  let server: ServerProcess
+  let base: string
+  let dataDir: string
+  let session: Awaited<ReturnType<typeof signIn>>
+  let slug: string
+
+  beforeAll(async () => {
+    idp = ManagedRuntime.make(FakeIdentityProvider.layer())
+    fakeIdp = await idp.runPromise(Effect.service(FakeIdentityProvider))
+    smtp = await Effect.runPromise(Scope.provide(FakeSmtpServer.make(), smtpScope))
+    polar = await startFakePolar({ products: { [proProduct]: { recurring: true, price: "fixed" } } })
+    registrar = await startFakeNameCom()
+    sns = await startFakeSns({ topicArn })
+    upstream = await startFakeOpenAi()
+    dataDir = mkdtempSync(join(tmpdir(), "hostplane-providers-"))
+    const port = await freePort()
+    base = `http://127.0.0.1:${port}`
+    server = await startServer(base, {
+      SERVICE_DATA_DIR: dataDir,
+      SERVICE_LISTEN: `127.0.0.1:${port}`,
+      SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
+      SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
+      SERVICE_PUBLIC_URL: base,
+      DATABASE_URL: "",
+      SERVICE_NODE_TOKEN: nodeToken,
+      SERVICE_OAUTH_REDIRECTS: "http://app.test/",
+      SERVICE_IDP_AUTHORIZE_URL: fakeIdp.authorizeUrl,
+      SERVICE_IDP_TOKEN_URL: fakeIdp.tokenUrl,
+      SERVICE_IDP_USERINFO_URL: fakeIdp.userinfoUrl,
+      SERVICE_IDP_CLIENT_ID: fakeIdp.clientId,
+      SERVICE_IDP_CLIENT_SECRET: fakeIdp.clientSecret ?? "",
+      SERVICE_SMTP_URL: smtp.url,
+      SERVICE_POLAR_URL: polar.url,
+      SERVICE_POLAR_TOKEN: polar.token,
+      SERVICE_POLAR_PRO_PRODUCT: proProduct,
+      SERVICE_BILLING_WEBHOOK_SECRET: polar.webhookSecret,
+      SERVICE_REGISTRAR_URL: registrar.url,
+      SERVICE_REGISTRAR_USERNAME: registrar.username,
+      SERVICE_REGISTRAR_TOKEN: registrar.token,
+      SERVICE_MAIL_TOPIC_ARN: topicArn,
+      SERVICE_MAIL_SNS_CERTS: sns.certsDir,
+      SERVICE_MAIL_SNS_CONFIRM_VIA: sns.confirmVia,
+      SERVICE_AI_UPSTREAM_URL: upstream.url,
+      SERVICE_AI_UPSTREAM_KEY: upstream.key
+    })
+    session = await signIn(base, "provider-user")
+    slug = (await session.call("GET", "/v1/me")).body.orgs[0].slug
+  }, 180_000)
+  afterAll(async () => {
+    await stopServer(server?.child, "SIGKILL")
+    await Promise.all([idp?.dispose(), polar?.close(), registrar?.close(), sns?.close(), upstream?.close()])
+    await Effect.runPromise(Scope.close(smtpScope, Exit.void))
+    rmSync(dataDir, { recursive: true, force: true })
+  }, 60_000)
+
+  it("identity provider (SERVICE_IDP_*): sign-in starts at its authorize page", async () => {
+    const start = await fetch(`${base}/v1/auth/idp/start?redirect=${encodeURIComponent("http://app.test/in")}`, {
+      redirect: "manual"
+    })
+    expect(start.status).toBe(302)
+    const location = new URL(start.headers.get("location")!)
+    expect(`${location.origin}${location.pathname}`).toBe(fakeIdp.authorizeUrl)
+  })
+
+  it("SMTP (SERVICE_SMTP_URL): an invitation's email is delivered to the SMTP server", async () => {
+    const org = await session.call("POST", "/v1/orgs", { name: "Provider Team" })
+    expect(org.status).toBe(201)
+    const email = "invited@providers.example"
+    const invite = await session.call("POST", `/v1/orgs/${org.body.slug}/invites`, { email, role: "member" })
+    expect(invite.status).toBe(201)
+    await expect
+      .poll(async () => (await Effect.runPromise(smtp.received)).some((message) => message.to.includes(email)), {
+        timeout: 60_000,
+        interval: 250
+      })
+      .toBe(true)
+  })
+
+  it("Polar (SERVICE_POLAR_*): a checkout is created at the payment provider", async () => {
+    const before = polar.requests.length
+    const checkout = await session.call("POST", `/v1/orgs/${slug}/billing/checkout`, { returnTo: `${base}/done` })
+    expect(checkout.status).toBe(200)
+    expect(polar.requests.length).toBeGreaterThan(before)
+    expect(polar.requests.at(-1)).toMatchObject({ token: polar.token })
+  })
+
+  it("Name.com (SERVICE_REGISTRAR_*): a domain check asks the registrar", async () => {
+    const check = await session.call("POST", `/v1/orgs/${slug}/domains/check`, { names: ["providers-test.example"] })
+    expect(check.status).toBe(200)
+    expect(registrar.requests.at(-1)).toMatchObject({ path: "/v4/domains:checkAvailability", authorized: true })
+  })
+
+  it("SNS (SERVICE_MAIL_TOPIC_ARN, SERVICE_MAIL_SNS_*): a signed subscription confirmation is verified and confirmed", async () => {
+    const message = sns.subscriptionConfirmation()
+    const reply = await fetch(`${base}/v1/hooks/mailer`, {
+      method: "POST",
+      headers: { "content-type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "SubscriptionConfirmation" },
+      body: JSON.stringify(message)
+    })
+    expect(reply.status).toBe(200)
+    const url = new URL(message.SubscribeURL!)
+    expect(sns.confirmations).toContain(`${url.pathname}${url.search}`)
+  })
+
+  it("AI upstream (SERVICE_AI_UPSTREAM_*): a gateway call reaches the upstream with the operator's key", async () => {
+    const paid = await polar.deliver(`${base}/v1/hooks/billing`, {
+      type: "order.paid",
+      data: { id: "ord_providers", metadata: { kind: "ai_credit", microCents: "500000000", orgSlug: slug } }
+    })
+    expect(paid.body).toEqual({ applied: true })
+    expect((await session.call("POST", `/v1/orgs/${slug}/projects`, { name: "aiuser" })).status).toBe(201)
+    expect((await session.call("POST", `/v1/orgs/${slug}/projects/aiuser/ai`)).status).toBe(200)
+    const state = await fetch(`${base}/v1/node/state`, { headers: { authorization: `Bearer ${nodeToken}` } })
+    const key = ((await state.json()) as { projects: Array<any> }).projects.find(
+      (project) => project.name === "aiuser" && project.bindings.ai !== null
+    ).bindings.ai.key as string
+    const reply = await fetch(`${base}/v1/ai/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-4.1", messages: [{ role: "user", content: "hello" }] })
+    })
+    expect(reply.status).toBe(200)
+    expect(upstream.requests.at(-1)).toMatchObject({ token: upstream.key })
+  })
+})
