@@ -1,6 +1,7 @@
 import { Hostnames, Jobs, Secrets, services, Tls } from "@hostplane/core"
 import { acmeClientFake, testAuthority } from "@hostplane/testkit"
 import { Effect, Layer, Option } from "effect"
+import { generateKeyPairSync } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { auditOf, unique, useSuite } from "./support/TestServer.ts"
@@ -152,7 +153,9 @@ describe.each(backends)("decisions 16: a hostname's tls and its retry (%s)", (_n
     await suite.server.run(
       Effect.gen(function* () {
         const sealer = yield* Secrets.Sealer
-        const key = yield* (yield* Tls.AcmeClient).newKey
+        const key = generateKeyPairSync("ec", { namedCurve: "P-256" })
+          .privateKey.export({ type: "pkcs8", format: "pem" })
+          .toString()
         yield* (yield* Tls.CertificateStore).put({
           name,
           status: "pending",
