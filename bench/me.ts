@@ -91,7 +91,7 @@ const main = async () => {
     return true
   })
 
-  // Our floor: Effect HttpApi and a bearer middleware hashing the token, no database (issue 13: hostplane >= 0.8x).
+  // Our floor: Effect HttpApi and a bearer middleware hashing the token, no database (the goal: hostplane >= 0.8x of it).
   const floorPort = await freePort()
   const floorBase = `http://127.0.0.1:${floorPort}`
   log(`floor: starting on ${floorBase}`)

@@ -44,7 +44,7 @@ const bareCodes: Record<string, number> = {
   method_not_allowed: 405
 }
 
-/** Further codes decisions.md (and issue 6) name, which the table may hold once their area exists. */
+/** Further codes decisions.md names, which the table may hold once their area exists. */
 const decidedCodes: Record<string, number> = {
   slug_taken: 409,
   invalid_bundle: 400,

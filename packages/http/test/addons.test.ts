@@ -10,7 +10,7 @@ import { backends } from "./support/backends.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
 import { auditOf, type Reply, useSuite } from "./support/TestServer.ts"
 
-// The add-on scaffold (issue 6 part 3) proven with fixture add-ons: everything but the provider is the real
+// The add-on scaffold proven with fixture add-ons: everything but the provider is the real
 // `Addons` service, `Mutation`, the audit log, the node revision and `addonAreaHttp`. The fixtures take the names
 // `storage` and `database` (ProjectDetail's flags are a closed list), so the real areas of those names are left out.
 const FixtureStatus = Schema.Struct({ granted: Schema.Boolean, prefix: Schema.NullOr(Schema.String) })

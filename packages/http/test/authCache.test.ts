@@ -10,7 +10,7 @@ import { backends } from "./support/backends.ts"
 import { countingProxy } from "./support/CountingProxy.ts"
 import { client, type Client, startTestServer, type TestServer, unique } from "./support/TestServer.ts"
 
-// Issue 13: bearer lookups and memberships are cached; a write is seen at once by the process that made it, and by
+// Bearer lookups and memberships are cached; a write is seen at once by the process that made it, and by
 // every other process within a second (PostgreSQL LISTEN/NOTIFY), whatever the cache's TTL. A warm GET /v1/me is
 // answered from the cache before the router: it must send what the endpoint sends, and anything the shortcut does
 // not vouch for must go the whole way.
@@ -31,7 +31,7 @@ const raw = async (url: string, authorization: string | undefined) => {
 const roleIn = (me: { orgs: ReadonlyArray<{ slug: string; role: string }> }, slug: string) =>
   me.orgs.find((org) => org.slug === slug)?.role
 
-describe.each(backends)("issue 13 auth cache, one server (%s)", (_name, stores) => {
+describe.each(backends)("auth cache, one server (%s)", (_name, stores) => {
   let server: TestServer
   let api: Client
   beforeAll(async () => {
@@ -158,7 +158,7 @@ describe.each(backends)("issue 13 auth cache, one server (%s)", (_name, stores) 
   })
 })
 
-describe("issue 13 auth cache on PostgreSQL", () => {
+describe("auth cache on PostgreSQL", () => {
   const database = ManagedRuntime.make(TestDatabase.layer)
   let url: Redacted.Redacted<string>
   beforeAll(async () => {

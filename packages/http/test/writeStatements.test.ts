@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { countingProxy } from "./support/CountingProxy.ts"
 import { auditOf, client, startTestServer, unique } from "./support/TestServer.ts"
 
-// Issue 13: every writer of an org waits for its lock, so each round trip between the lock and the commit is paid by
+// Every writer of an org waits for its lock, so each round trip between the lock and the commit is paid by
 // all of them. An authenticated write makes as few as it can; this pins how many, through a TCP proxy.
 
-describe("issue 13: the statements of an authenticated write", () => {
+describe("the statements of an authenticated write", () => {
   const database = ManagedRuntime.make(TestDatabase.layer)
   let url: Redacted.Redacted<string>
   beforeAll(async () => {

@@ -9,7 +9,7 @@ import { signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
 const nodeToken = "node-token-for-ai-crash"
 
 /**
- * Issue 11: a gateway call in flight when its server is SIGKILLed stays `pending` (the upstream was asked, its answer
+ * A gateway call in flight when its server is SIGKILLed stays `pending` (the upstream was asked, its answer
  * never read to the usage). The server started again on the same data notices the dead process's identity at once
  * (its session lock is gone) and its periodic sweep charges the call once, at the estimate; the ledger still sums to
  * the balance.

@@ -24,7 +24,7 @@ const psql = (at: Connect, command: string) =>
   )
 
 /**
- * Issue 9: a restore whose server is SIGKILLed in its sealing phase (its base backup started, the WAL slot taken) is
+ * A restore whose server is SIGKILLed in its sealing phase (its base backup started, the WAL slot taken) is
  * resumed by the server started again on the same data, at the sealing phase, and finishes; the database then holds
  * exactly the chosen generation. `SERVICE_DB_TEST_SEALING_DELAY` holds the sealing backup open long enough to kill.
  */

@@ -11,7 +11,7 @@ const nodeToken = "node-token-for-mail-crash"
 const mailDomain = "mail.crash.test"
 
 /**
- * Issue 10: a relayed message in flight when its server is SIGKILLed leaves its hourly-cap slot held (the `out` row
+ * A relayed message in flight when its server is SIGKILLed leaves its hourly-cap slot held (the `out` row
  * taken before the transport is called). That slot is leased for 30 s and renewed only by the process sending, so
  * once the lease has ended the project's next send takes the slot back, instead of a 429 for the rest of the hour.
  */

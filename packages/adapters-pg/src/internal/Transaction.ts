@@ -29,8 +29,8 @@ const commit = (conn: SqlConnection.Connection) =>
   )
 
 /**
- * `sql.withTransaction` with less per call (issue 13: a put's transaction wrapper was about a quarter of its fibre
- * steps, and copied the request's ~110 services three times): `BEGIN` on a pinned connection, the effect with that
+ * `sql.withTransaction` with less per call (its wrapper is about a quarter of a secret put's fibre
+ * steps, and copies the request's ~110 services three times): `BEGIN` on a pinned connection, the effect with that
  * connection as the client's transaction connection, `COMMIT` on success and `ROLLBACK` on failure or interruption;
  * nested, a savepoint (`RELEASE`d on success, rolled back to on failure), one at a time per transaction, as
  * `sql.withTransaction` nests. Unlike it, no span, no `sql.afterCommit` buffer and no deferred `Reactivity`
@@ -77,7 +77,7 @@ export const transaction =
 /**
  * The pool's checkout and its release, without the request's services: `acquireRelease` runs each release with the
  * services of its acquisition merged back into the fibre's, which copied the request's ~110 services about four times
- * per transaction (issue 13). The pool needs none of them.
+ * per transaction. The pool needs none of them.
  */
 const bare = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.updateContext(effect, () => Context.empty())

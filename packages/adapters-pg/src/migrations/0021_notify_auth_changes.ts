@@ -3,7 +3,7 @@ import { SqlClient } from "effect/sql"
 
 /**
  * Every change an authenticated request's cache depends on notifies `hostplane_auth` when its transaction commits
- * (issue 13): a user's profile, sessions, access tokens (not their `last_used_at`) and memberships as `u:<user id>`, an
+ * so every replica's auth cache drops what changed: a user's profile, sessions, access tokens (not their `last_used_at`) and memberships as `u:<user id>`, an
  * org's name, plan or deletion as `o:<org id>`. Triggers, so no writer can forget one.
  */
 export default Effect.gen(function* () {

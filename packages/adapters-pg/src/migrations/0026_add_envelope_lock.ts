@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * The write envelope's lock and its reads in one round trip (issue 13): the org row's `FOR UPDATE`, then the org, the
+ * The write envelope's lock and its reads in one round trip, since every writer of an org waits while the lock is held: the org row's `FOR UPDATE`, then the org, the
  * user's membership and the project read in a statement of their own. A volatile function's statements each take a
  * fresh snapshot, so the reads see what the lock's previous holder committed (a project's delete, a demotion), as two
  * statements from the client would; one join under `FOR UPDATE` would not. Whole rows, so new columns need no change.

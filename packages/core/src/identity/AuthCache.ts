@@ -50,7 +50,7 @@ interface Entry<A> {
 }
 
 /**
- * The bearer lookups and memberships of recent actors, so a hot request reads no store (issue 13). Plain functions,
+ * The bearer lookups and memberships of recent actors, so a hot request reads no store. Plain functions,
  * not effects: they run on every authenticated request. Correctness rests on three rules: a writer calls `changed`
  * after its commit (its own process never serves what it replaced); every replica hears the store's change feed;
  * a load keeps its result only when no change arrived while it ran (`ticket`). Entries also end after `ttl`.

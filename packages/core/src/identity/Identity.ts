@@ -60,7 +60,7 @@ export class Identity extends Context.Service<
     readonly me: (actor: Actor) => Effect.Effect<Me, Unauthorized>
     /**
      * `me` of a session token whose actor and memberships the auth cache holds, else undefined: never reads a store,
-     * so the hot `GET /v1/me` can be answered before routing (issue 13).
+     * so the hot `GET /v1/me` can be answered before routing.
      */
     readonly cachedMe: (token: string) => Effect.Effect<Me | undefined>
     /**

@@ -184,7 +184,7 @@ export class Mutation extends Context.Service<
         })
 
       // Every write passes here: untraced, as a span and stack frame per call cost more than the envelope's own work
-      // (issue 13's write profile); the statements keep their own spans.
+      // (measured in the write profile); the statements keep their own spans.
       const authorizeOrg = Effect.fnUntraced(function* (actor: Actor, orgSlug: string, minimum: Role) {
         const membership = yield* policy.require(actor, orgSlug, minimum)
         return { ...membership, actor, minimum } satisfies OrgGrant

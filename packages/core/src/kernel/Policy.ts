@@ -60,7 +60,7 @@ export class Policy extends Context.Service<
           : Effect.fail(new Forbidden({ message: `this needs the ${minimum} role or higher` }))
 
       // The rule runs on every authorized request: untraced, as a span and stack frame per call cost more than the
-      // rule itself (issue 13's write profile).
+      // rule itself (measured in the write profile).
       const require = Effect.fnUntraced(function* (actor: Actor, orgSlug: string, minimum: Role) {
         const membership = yield* memberOf(yield* envelope.access(orgSlug, actor.userId), orgSlug)
         yield* atLeastRole(membership, minimum)

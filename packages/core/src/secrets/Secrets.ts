@@ -63,7 +63,7 @@ export class Secrets extends Context.Service<
         return yield* store.list(project.id)
       })
 
-      // Untraced: the hottest write (issue 13's bench); a span per put cost more than its checks.
+      // Untraced: the hottest write (`npm run bench`'s secret put); a span per put cost more than its checks.
       const put = Effect.fnUntraced(function* (
         actor: Actor,
         orgSlug: string,

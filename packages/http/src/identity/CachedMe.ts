@@ -10,7 +10,7 @@ export const cachedMePath = `${apiPrefix}/me`
 const bearerPrefix = "Bearer "
 
 /**
- * The hot `GET /v1/me` (issue 13): a session token whose actor and memberships the auth cache holds is answered
+ * The hot `GET /v1/me`, answered without routing because it is the most frequent call: a session token whose actor and memberships the auth cache holds is answered
  * before the router, with the bytes the `me` endpoint sends (`Response.text` of the JSON, as HttpApi encodes a JSON
  * success; `authCache.test.ts` compares the two). Everything else is undefined and goes the whole way:
  * another spelling of the scheme, a personal access token (its use is recorded), a cold or paused cache. The request

@@ -14,8 +14,8 @@ const jsonLines = Logger.layer([Logger.map(formatJsonLine, batchedStdout())])
 
 /**
  * No tracer is installed (nothing exports spans, and no log line carries one), so spans are not built: every request
- * made a span per statement and per transaction and passed each as the parent of the next step (issue 13's write
- * profile). A host that exports traces provides a tracer and turns this back on.
+ * made a span per statement and per transaction and passed each as the parent of the next step, a measurable share of a write's
+ * cost. A host that exports traces provides a tracer and turns this back on.
  */
 const untraced = Layer.succeed(References.TracerEnabled)(false)
 
