@@ -43,7 +43,12 @@ const anchors = (text: string): Set<string> => {
 
 /** Links outside code: `[text](target)`, with targets that are not URLs. */
 const links = (text: string): Array<string> =>
-  [...text.replace(/```[\s\S]*?```/g, "").replace(/`[^`\n]*`/g, "").matchAll(/\]\(([^)\s]+)\)/g)]
+  [
+    ...text
+      .replace(/```[\s\S]*?```/g, "")
+      .replace(/`[^`\n]*`/g, "")
+      .matchAll(/\]\(([^)\s]+)\)/g)
+  ]
     .map((match) => match[1]!)
     .filter((target) => !/^[a-z]+:/i.test(target))
 

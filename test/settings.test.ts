@@ -16,7 +16,10 @@ const sources = (folder: "src" | "test"): Array<string> => {
   }
   for (const dir of readdirSync(join(root, "packages"))) {
     const path = join(root, "packages", dir, folder)
-    if (statSync(join(root, "packages", dir)).isDirectory() && readdirSync(join(root, "packages", dir)).includes(folder))
+    if (
+      statSync(join(root, "packages", dir)).isDirectory() &&
+      readdirSync(join(root, "packages", dir)).includes(folder)
+    )
       walk(path)
   }
   return found
@@ -66,7 +69,9 @@ const documented = (): Array<Row> =>
     .map((line) => {
       const cells = line.split(" | ")
       return {
-        names: [...cells[0]!.matchAll(/`([A-Z0-9_<>]+)`/g)].map((match) => match[1]!),
+        names: [...cells[0]!.matchAll(/`((?:SERVICE_|DATABASE_URL|TEST_|OTEL_)[A-Z0-9_<>]*)`/g)].map(
+          (match) => match[1]!
+        ),
         default: cells[1] ?? ""
       }
     })
