@@ -183,6 +183,20 @@ const maxBodyBytes = Number(maxJsonBody)
 const invalidText = (issues: ReadonlyArray<InputIssue>) =>
   json(400, { code: "bad_request", message: "invalid text in the request", details: { issues } })
 
+/**
+ * A database connection that could not be opened or was lost (`effect/sql`'s `ConnectionError`, carried by a
+ * `SqlError` or wrapped once more by a store): the control database is down, which spec part 1 answers as 503
+ * `no_core`, not as a fault of this server.
+ */
+const lostDatabase = (error: unknown): boolean => {
+  for (let current = error, depth = 0; typeof current === "object" && current !== null && depth < 5; depth++) {
+    const { _tag, reason, cause } = current as { _tag?: unknown; reason?: { _tag?: unknown }; cause?: unknown }
+    if (_tag === "ConnectionError" || reason?._tag === "ConnectionError") return true
+    current = cause
+  }
+  return false
+}
+
 const fromCause = (
   cause: Cause.Cause<unknown>,
   method: string,
@@ -222,6 +236,10 @@ const fromCause = (
           ? json(413, { code: "payload_too_large", message: "the request body is too large" })
           : json(400, { code: "bad_request", message: "the request body could not be read" })
       }
+    }
+    if (lostDatabase(error)) {
+      yield* Effect.logWarning("the control database does not answer", cause).pipe(Effect.annotateLogs({ requestId }))
+      return json(503, { code: "no_core", message: "the control database does not answer; try again shortly" })
     }
     yield* Effect.logError("unhandled failure", cause).pipe(Effect.annotateLogs({ requestId }))
     return json(500, { code: "internal", message: "internal error", details: { requestId } })
