@@ -91,6 +91,7 @@ describe.each(backends)("spec 4.12 repositories (%s)", (_name, stores) => {
       name: "Site.v2",
       visibility: "private",
       defaultBranch: "main",
+      deployOnPush: false,
       createdAt: expect.any(String),
       cloneUrl: `http://localhost:8080/git/${slug}/${project.name}/Site.v2.git`,
       sshUrl: `ssh://git@localhost:2222/${slug}/${project.name}/Site.v2.git`

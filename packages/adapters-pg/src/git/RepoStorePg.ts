@@ -13,6 +13,7 @@ const RepoRowSchema = Schema.Struct({
   name: Schema.String,
   visibility: Schema.Literals(["private", "public"]),
   defaultBranch: Schema.String,
+  deployOnPush: Schema.Boolean,
   createdAt: Timestamp,
   deletedAt: NullableTimestamp
 })
@@ -26,7 +27,7 @@ export const layer = Layer.effect(
   RepoStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const columns = sql`id, org_id, project_id, name, visibility, default_branch, created_at, deleted_at`
+    const columns = sql`id, org_id, project_id, name, visibility, default_branch, deploy_on_push, created_at, deleted_at`
 
     const list = SqlSchema.findAll({
       Request: Schema.String,
@@ -68,9 +69,9 @@ export const layer = Layer.effect(
       list: (projectId) => list(projectId).pipe(Effect.orDie),
       findByName: (projectId, name) => findByName({ projectId, name }).pipe(Effect.orDie),
       insert: (row) =>
-        sql`INSERT INTO repos (id, org_id, project_id, name, visibility, default_branch, created_at)
+        sql`INSERT INTO repos (id, org_id, project_id, name, visibility, default_branch, deploy_on_push, created_at)
             VALUES (${row.id}, ${row.orgId}, ${row.projectId}, ${row.name}, ${row.visibility}, ${row.defaultBranch},
-                    ${row.createdAt}::timestamptz)`.pipe(
+                    ${row.deployOnPush}, ${row.createdAt}::timestamptz)`.pipe(
           Effect.as(false),
           onUniqueViolation(sql, "repos_project_name_key", () => true),
           Effect.orDie,
@@ -78,7 +79,7 @@ export const layer = Layer.effect(
         ),
       update: (id, change) =>
         sql`UPDATE repos SET name = ${change.name}, visibility = ${change.visibility},
-              default_branch = ${change.defaultBranch} WHERE id = ${id}`.pipe(
+              default_branch = ${change.defaultBranch}, deploy_on_push = ${change.deployOnPush} WHERE id = ${id}`.pipe(
           Effect.as(false),
           onUniqueViolation(sql, "repos_project_name_key", () => true),
           Effect.orDie,

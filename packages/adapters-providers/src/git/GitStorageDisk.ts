@@ -38,9 +38,14 @@ const transportConfig = ["-c", "receive.unpackLimit=1"]
 // bitmap, so clones and fetches reuse it whole instead of walking history and merging packs.
 const repackArgs = ["repack", "-a", "-d", "-q", "--keep-unreachable", "--write-bitmap-index"]
 
-// git reports what a push changed to its post-receive hook: old, new and ref name per line.
+// git reports what a push changed to its post-receive hook: old, new and ref name per line. The hook hands them to
+// the server on file descriptor 3 (which git passes down from its own), ended by a line `end`, and prints what the
+// server answers on descriptor 4: git relays a hook's output to the pusher as `remote:` lines. The push waits for
+// that answer (a deploy on push), and the hook exits 0 whatever it is, so nothing there fails a push.
 const postReceive = `#!/bin/sh
-[ -n "$HOSTPLANE_PUSH_LOG" ] && exec cat > "$HOSTPLANE_PUSH_LOG"
+[ -n "$HOSTPLANE_PUSH_CHANNEL" ] || exit 0
+{ cat; echo end; } >&3
+cat <&4
 exit 0
 `
 
@@ -162,10 +167,14 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           })
         })
 
-      const spawnGit = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+      /** git with stdin, stdout and stderr piped, and for a push the hook's channel: fd 3 from it, fd 4 to it. */
+      const spawnGit = (args: ReadonlyArray<string>, env: Record<string, string>, channel = false) =>
         Effect.flatMap(prepared, () =>
           Effect.callback<ChildProcess, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
-            const child = spawn(gitBinary, [...args], { env: { ...baseEnv, ...env }, stdio: ["pipe", "pipe", "pipe"] })
+            const child = spawn(gitBinary, [...args], {
+              env: { ...baseEnv, ...env },
+              stdio: channel ? ["pipe", "pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"]
+            })
             child.once("error", (cause) => resume(Effect.fail(isMissing(cause) ? unavailable() : unreachable(cause))))
             child.once("spawn", () => resume(Effect.succeed(child)))
           })
@@ -211,8 +220,22 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           })
         })
 
-      const readPushLog = (file: string) =>
-        Effect.promise(() => Fs.readFile(file, "utf8").catch(() => "")).pipe(
+      /** What the post-receive hook writes on fd 3: the ref lines, then `end`. */
+      const readHookReport = (child: ChildProcess) =>
+        Effect.callback<string>((resume) => {
+          const from = child.stdio[3] as NodeJS.ReadableStream
+          let text = ""
+          const onData = (chunk: Buffer) => {
+            text += chunk.toString()
+            if (/(^|\n)end\n$/u.test(text)) {
+              from.off("data", onData)
+              resume(Effect.succeed(text.replace(/(^|\n)end\n$/u, "$1")))
+            }
+          }
+          from.on("data", onData)
+          from.on("error", () => {})
+          return Effect.sync(() => from.off("data", onData))
+        }).pipe(
           Effect.map((text): ReadonlyArray<Git.RefChange> =>
             text
               .split("\n")
@@ -231,7 +254,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
         defaultBranch: string,
         request: Git.GitRun,
         input: Stream.Stream<Uint8Array, unknown>,
-        onPush: (changes: ReadonlyArray<Git.RefChange>) => Effect.Effect<void>
+        onPush: (changes: ReadonlyArray<Git.RefChange>) => Effect.Effect<ReadonlyArray<string>>
       ) =>
         Effect.gen(function* () {
           yield* ensure(repoId, defaultBranch)
@@ -242,19 +265,18 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
                 ? ["--stateless-rpc"]
                 : []
           const pushing = request.service === "receive-pack" && request.mode !== "advertise"
-          const pushLog = pushing ? Path.join(scratch, `push-${randomBytes(12).toString("hex")}`) : undefined
           const env: Record<string, string> = {}
           if (request.protocol !== null) env.GIT_PROTOCOL = request.protocol
-          if (pushLog !== undefined) env.HOSTPLANE_PUSH_LOG = pushLog
+          if (pushing) env.HOSTPLANE_PUSH_CHANNEL = "1"
           const child = yield* Effect.acquireRelease(
             spawnGit(
               [...transportConfig, "-c", `core.hooksPath=${hooks}`, request.service, ...modeArgs, dirOf(repoId)],
-              env
+              env,
+              pushing
             ),
             (child) =>
-              Effect.promise(async () => {
+              Effect.sync(() => {
                 if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-                if (pushLog !== undefined) await Fs.rm(pushLog, { force: true })
               })
           )
           const exited = yield* Deferred.make<number>()
@@ -307,11 +329,29 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
               message: stderr.replace(/^fatal: /mu, "").trim() || "git refused the request"
             })
           }
+          // The hook's report, answered while git waits for it (the pusher sees the answer); a push that changed no
+          // ref runs no hook, and git's exit ends the wait.
+          const reported = pushing
+            ? yield* Effect.forkScoped(
+                Effect.raceFirst(
+                  Effect.flatMap(readHookReport(child), (changes) =>
+                    Effect.flatMap(onPush(changes), (lines) =>
+                      Effect.sync(() => {
+                        const reply = child.stdio[4] as NodeJS.WritableStream
+                        reply.on("error", () => {})
+                        reply.end(lines.map((line) => `${line}\n`).join(""))
+                        return changes
+                      })
+                    )
+                  ),
+                  Effect.as(Deferred.await(exited), [] as ReadonlyArray<Git.RefChange>)
+                )
+              )
+            : undefined
           const finish = Effect.gen(function* () {
             yield* Deferred.await(exited)
-            if (pushLog === undefined) return
-            const changes = yield* readPushLog(pushLog)
-            yield* onPush(changes)
+            if (reported === undefined) return
+            const changes = yield* Fiber.join(reported)
             if (changes.some((change) => change.new !== null)) yield* maintain(repoId)
           })
           const output = NodeStream.fromReadable<Uint8Array, Errors.GitUnreachable>({
@@ -320,7 +360,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           }).pipe(Stream.concat(Stream.drain(Stream.fromEffect(finish))))
           return {
             output,
-            ...(pushLog === undefined ? { nativeOutput: child.stdout! } : {}),
+            ...(pushing ? {} : { nativeOutput: child.stdout! }),
             exitCode: Deferred.await(exited),
             messages: Effect.sync(() => stderr)
           }
@@ -460,7 +500,47 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           })
         })
 
-      return Git.GitStorage.of({ run, refs, resolve, entry, tree, blob, log, setHead, remove })
+      // `git archive` streams the tar as it builds it; an exit other than 0 (a path the commit lacks) fails the stream.
+      const archive = (repoId: Kernel.RepoId, commit: string, paths: ReadonlyArray<string>) =>
+        Stream.unwrap(
+          Effect.map(
+            Effect.acquireRelease(
+              spawnGit(["--git-dir", dirOf(repoId), "archive", "--format=tar.gz", commit, "--", ...paths], {}),
+              (child) =>
+                Effect.sync(() => {
+                  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+                })
+            ),
+            (child) => {
+              let stderr = ""
+              child.stderr!.on("data", (chunk: Buffer) => {
+                if (stderr.length < 4096) stderr += chunk.toString()
+              })
+              child.stdin!.end()
+              const exited = new Promise<number>((resolve) => child.once("close", (code) => resolve(code ?? 128)))
+              return NodeStream.fromReadable<Uint8Array, Errors.GitUnreachable>({
+                evaluate: () => child.stdout!,
+                onError: unreachable
+              }).pipe(
+                Stream.concat(
+                  Stream.drain(
+                    Stream.fromEffect(
+                      Effect.flatMap(
+                        Effect.promise(() => exited),
+                        (code) =>
+                          code === 0
+                            ? Effect.void
+                            : Effect.fail(unreachable(new Error(stderr.trim() || `git archive exited ${code}`)))
+                      )
+                    )
+                  )
+                )
+              )
+            }
+          )
+        )
+
+      return Git.GitStorage.of({ run, archive, refs, resolve, entry, tree, blob, log, setHead, remove })
     })
   )
 

@@ -1,4 +1,4 @@
-import { Context, Effect, Option, Schema, type Scope, type Stream } from "effect"
+import { Context, Effect, Option, Schema, type Scope, Stream } from "effect"
 import { GitUnavailable, type GitUnreachable } from "../errors/Errors.ts"
 import type { RepoId } from "../kernel/Ids.ts"
 import type { Commit, RefChange, RepoRefs } from "./Repo.ts"
@@ -54,15 +54,25 @@ export class GitStorage extends Context.Service<
   {
     /**
      * Starts a transport service on the repository (created with `defaultBranch` as HEAD when missing) and answers
-     * once git has begun to answer; `onPush` receives the ref changes of a push before `output` ends.
+     * once git has begun to answer; `onPush` receives the ref changes of a push once git has made them, while the
+     * pusher still waits, and the lines it answers reach the pusher as git's own `remote:` lines.
      */
     readonly run: (
       repoId: RepoId,
       defaultBranch: string,
       run: GitRun,
       input: Stream.Stream<Uint8Array, unknown>,
-      onPush: (changes: ReadonlyArray<RefChange>) => Effect.Effect<void>
+      onPush: (changes: ReadonlyArray<RefChange>) => Effect.Effect<ReadonlyArray<string>>
     ) => Effect.Effect<GitProcess, StorageError | GitRefused, Scope.Scope>
+    /**
+     * A gzipped tar of the commit's `paths` (each a file or folder at the root of its tree, present in it), as
+     * `git archive` writes it: what an upload of those files would send.
+     */
+    readonly archive: (
+      repoId: RepoId,
+      commit: string,
+      paths: ReadonlyArray<string>
+    ) => Stream.Stream<Uint8Array, StorageError>
     /** Branches and tags; empty lists for a repository never pushed to. */
     readonly refs: (repoId: RepoId, defaultBranch: string) => Effect.Effect<RepoRefs, StorageError>
     /** The commit a branch, tag or commit id names. */
@@ -99,6 +109,7 @@ const noGit = () => Effect.fail(new GitUnavailable({ message: "this deployment h
 /** What a host without git storage has: every repository operation answers 503 `git_unavailable`. */
 export const noGitStorage: GitStorage["Service"] = {
   run: noGit,
+  archive: () => Stream.fail(new GitUnavailable({ message: "this deployment has no git storage" })),
   refs: noGit,
   resolve: noGit,
   entry: noGit,

@@ -40,6 +40,8 @@ export interface RepoRow {
   readonly name: string
   readonly visibility: Visibility
   readonly defaultBranch: string
+  /** A push that moves the default branch deploys its tree (decisions.md part 17). */
+  readonly deployOnPush: boolean
   readonly createdAt: string
   readonly deletedAt: string | null
 }
@@ -48,6 +50,7 @@ export const Repo = Schema.Struct({
   name: Schema.String,
   visibility: Visibility,
   defaultBranch: Schema.String,
+  deployOnPush: Schema.Boolean,
   createdAt: Schema.String,
   cloneUrl: Schema.String,
   sshUrl: Schema.String
@@ -66,7 +69,8 @@ export type CreateRepoInput = typeof CreateRepoInput.Type
 export const PatchRepoInput = Schema.Struct({
   name: Schema.optionalKey(RepoName),
   visibility: Schema.optionalKey(Visibility),
-  defaultBranch: Schema.optionalKey(BranchName)
+  defaultBranch: Schema.optionalKey(BranchName),
+  deployOnPush: Schema.optionalKey(Schema.Boolean)
 })
 export type PatchRepoInput = typeof PatchRepoInput.Type
 

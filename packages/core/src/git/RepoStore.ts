@@ -14,7 +14,12 @@ export class RepoStore extends Context.Service<
     readonly insert: (row: RepoRow) => Effect.Effect<void, RepoExists>
     readonly update: (
       id: RepoId,
-      change: { readonly name: string; readonly visibility: Visibility; readonly defaultBranch: string }
+      change: {
+        readonly name: string
+        readonly visibility: Visibility
+        readonly defaultBranch: string
+        readonly deployOnPush: boolean
+      }
     ) => Effect.Effect<void, RepoExists>
     /** Soft delete: the repo leaves every lookup at once; its name is free again. */
     readonly softDelete: (id: RepoId, at: string) => Effect.Effect<void>

@@ -34,6 +34,7 @@ import {
   maxTreeEntries,
   type PatchRepoInput,
   pathSegments,
+  type RefChange,
   type RefUpdate,
   type Repo,
   type RepoBlob,
@@ -42,6 +43,8 @@ import {
   type RepoTree
 } from "./Repo.ts"
 import { RepoStore } from "./RepoStore.ts"
+import { Deployments } from "../deployments/Deployments.ts"
+import { UserStore } from "../identity/UserStore.ts"
 
 /** Where a repo lives in the URL space: `<org>/<project>/<repo>`. */
 export interface RepoPath {
@@ -56,6 +59,7 @@ export type GitAccess = "read" | "write"
 export interface TransportGrant {
   readonly repo: RepoRow
   readonly userId: UserId | null
+  readonly path: RepoPath
 }
 
 type Found = NotFound | Forbidden
@@ -128,6 +132,9 @@ export class Repos extends Context.Service<
       const projects = yield* ProjectStore
       const settings = yield* Settings
       const config = yield* GitConfig
+      const users = yield* UserStore
+      // The deployments area comes before this one; a host without it deploys nothing on push.
+      const deployments = yield* Effect.serviceOption(Deployments)
 
       const toRepo = (orgSlug: string, projectName: string, row: RepoRow): Repo => {
         const path = `${orgSlug}/${projectName}/${row.name}.git`
@@ -139,6 +146,7 @@ export class Repos extends Context.Service<
           name: row.name,
           visibility: row.visibility,
           defaultBranch: row.defaultBranch,
+          deployOnPush: row.deployOnPush,
           createdAt: row.createdAt,
           cloneUrl: `${settings.publicUrl}/git/${path}`,
           sshUrl: ssh
@@ -177,6 +185,7 @@ export class Repos extends Context.Service<
               name: input.name,
               visibility: input.visibility ?? "private",
               defaultBranch: input.defaultBranch ?? "main",
+              deployOnPush: false,
               createdAt: at,
               deletedAt: null
             }
@@ -204,7 +213,8 @@ export class Repos extends Context.Service<
             const next = {
               name: input.name ?? repo.value.name,
               visibility: input.visibility ?? repo.value.visibility,
-              defaultBranch: input.defaultBranch ?? repo.value.defaultBranch
+              defaultBranch: input.defaultBranch ?? repo.value.defaultBranch,
+              deployOnPush: input.deployOnPush ?? repo.value.deployOnPush
             }
             yield* store.update(repo.value.id, next)
             // HEAD moves inside the write: storage that cannot move it (503) leaves the record as it was, and a
@@ -340,7 +350,7 @@ export class Repos extends Context.Service<
         const repo = yield* store.findByName(project.value.id, path.repoName)
         if (Option.isNone(repo)) return yield* hidden()
         const publicRead = repo.value.visibility === "public" && access === "read"
-        if (publicRead) return { repo: repo.value, userId }
+        if (publicRead) return { repo: repo.value, userId, path }
         if (userId === null) return yield* hidden()
         const role = yield* orgs.findMembership(org.value.id, userId)
         if (Option.isNone(role)) {
@@ -351,15 +361,77 @@ export class Repos extends Context.Service<
         if (!atLeast(role.value, minimum)) {
           return yield* new Forbidden({ message: `this needs the ${minimum} role or higher` })
         }
-        return { repo: repo.value, userId }
+        return { repo: repo.value, userId, path }
       })
+
+      /**
+       * Deploy on push (decisions.md part 17): a push that moved the default branch of a repo with `deployOnPush`, to
+       * a commit with `service.json` at its root, uploads that commit's `service.json`, `worker/` and `assets/` as
+       * the pusher would, through the same checks and limits. Answers the lines the pusher sees; a refused tree is a
+       * line too, never a failed push.
+       */
+      const deployPush = (grant: TransportGrant, pusher: UserId, changes: ReadonlyArray<RefChange>) =>
+        Effect.gen(function* () {
+          const branch = grant.repo.defaultBranch
+          const moved = changes.find((change) => change.ref === `refs/heads/${branch}` && change.new !== null)
+          if (!grant.repo.deployOnPush || moved === undefined || Option.isNone(deployments)) return []
+          const commit = moved.new!
+          const repoId = grant.repo.id
+          const manifest = yield* storage.entry(repoId, commit, ["service.json"])
+          if (Option.isNone(manifest) || manifest.value.type !== "blob") return []
+          const present: Array<string> = ["service.json"]
+          for (const folder of ["worker", "assets"]) {
+            const entry = yield* storage.entry(repoId, commit, [folder])
+            if (Option.isSome(entry)) present.push(folder)
+          }
+          const [head] = yield* storage.log(repoId, commit, 1)
+          const user = yield* users.findById(pusher)
+          const actor: Actor = Option.match(user, {
+            onNone: () => ({ userId: pusher, provider: "", subject: "", email: null, name: null }),
+            onSome: (found) => ({
+              userId: pusher,
+              provider: found.provider,
+              subject: found.subject,
+              email: found.email,
+              name: found.name
+            })
+          })
+          const deployment = yield* deployments.value.upload(
+            actor,
+            grant.path.orgSlug,
+            grant.path.projectName,
+            storage.archive(repoId, commit, present),
+            {
+              commit,
+              message: encodeURIComponent(head?.message ?? ""),
+              branch: encodeURIComponent(branch),
+              dirty: "false"
+            }
+          )
+          const project = yield* projects.findByName(grant.repo.orgId, grant.path.projectName)
+          const url = Option.match(project, {
+            onNone: () => "",
+            onSome: (found) => `, ${settings.siteUrl.split("{host}").join(found.hostname)}`
+          })
+          return [`deployed version ${deployment.version}${url}`]
+        }).pipe(
+          Effect.catch((error: unknown) => {
+            const code = (error as { constructor?: { code?: unknown } })?.constructor?.code
+            const message = (error as { message?: unknown })?.message
+            return Effect.succeed([
+              `not deployed: ${typeof code === "string" ? code : "deploy_failed"} ${typeof message === "string" ? message : String(error)}`
+            ])
+          })
+        )
 
       const serve = (grant: TransportGrant, run: GitRun, input: Stream.Stream<Uint8Array, unknown>) => {
         const pusher = grant.userId
         return storage.run(grant.repo.id, grant.repo.defaultBranch, run, input, (changes) =>
           pusher === null || changes.length === 0
-            ? Effect.void
-            : Effect.flatMap(nowIso, (at) => store.recordRefUpdates(grant.repo.id, pusher, changes, at))
+            ? Effect.succeed([])
+            : Effect.flatMap(nowIso, (at) => store.recordRefUpdates(grant.repo.id, pusher, changes, at)).pipe(
+                Effect.andThen(deployPush(grant, pusher, changes))
+              )
         )
       }
 

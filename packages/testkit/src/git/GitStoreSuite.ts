@@ -14,6 +14,7 @@ const repoOf = (project: Projects.ProjectRow, name: string, overrides: Partial<G
   name,
   visibility: "private",
   defaultBranch: "main",
+  deployOnPush: false,
   createdAt: at(0),
   deletedAt: null,
   ...overrides
@@ -52,11 +53,16 @@ export const gitStoreSuite = <E>(name: string, store: Layer.Layer<GitStoreSuiteS
         const other = repoOf(project, "other")
         yield* repos.insert(other)
         assert.strictEqual((yield* Effect.flip(repos.update(other.id, { ...other, name: "SITE" })))._tag, "RepoExists")
-        yield* repos.update(other.id, { name: "renamed", visibility: "public", defaultBranch: "trunk" })
+        yield* repos.update(other.id, {
+          name: "renamed",
+          visibility: "public",
+          defaultBranch: "trunk",
+          deployOnPush: true
+        })
         const renamed = yield* repos.findByName(project.id, "renamed")
         assert.deepStrictEqual(
-          Option.map(renamed, (row) => [row.id, row.visibility, row.defaultBranch]),
-          Option.some([other.id, "public", "trunk"])
+          Option.map(renamed, (row) => [row.id, row.visibility, row.defaultBranch, row.deployOnPush]),
+          Option.some([other.id, "public", "trunk", true])
         )
         assert.deepStrictEqual(yield* repos.countInOrg(project.orgId), { count: 2, names: ["renamed", "site"] })
       })
