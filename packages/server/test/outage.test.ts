@@ -3,8 +3,10 @@ import { Effect, Exit, Redacted, Scope } from "effect"
 import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import pg from "pg"
+import { spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
+import { freePort, root, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
 
 /** A real PostgreSQL the test starts, stops and starts again on the same cluster and port. */
 const startPostgres = async (directory: string, port: number) => {
@@ -74,5 +76,35 @@ describe("the control database stops and comes back", () => {
     expect(status).toBe(200)
     expect((await fetch(`${base}/readyz`)).status).toBe(200)
     expect((await call("POST", "/v1/orgs", { name: "Back", slug: "back-org" })).status).toBe(201)
+  }, 120_000)
+
+  it("refuses to start a replica on a database migrated past its code, saying so", async () => {
+    const client = new pg.Client({ connectionString: postgres.url })
+    client.on("error", () => {})
+    await client.connect()
+    await client.query(
+      "INSERT INTO hostplane.effect_sql_migrations (migration_id, name) VALUES (9999, 'from_the_future')"
+    )
+    await client.end()
+    let output = ""
+    const child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"], {
+      cwd: root,
+      env: {
+        ...process.env,
+        DATABASE_URL: postgres.url,
+        SERVICE_DATA_DIR: join(directory, "newer"),
+        SERVICE_LISTEN: `127.0.0.1:${await freePort()}`,
+        SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
+        SERVICE_DNS_LISTEN: "off",
+        SERVICE_GIT_SSH_LISTEN: "off",
+        SERVICE_WORKERS: "off"
+      },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    child.stdout!.on("data", (chunk) => (output += chunk))
+    child.stderr!.on("data", (chunk) => (output += chunk))
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve))
+    expect(code).not.toBe(0)
+    expect(output).toContain("the database is at migration 9999, newer than this hostplane")
   }, 120_000)
 })
