@@ -12,7 +12,7 @@ import { AuthAddonApi } from "./enduser/EndUserApi.ts"
 import { CredentialsApi, ReposApi } from "./git/GitApi.ts"
 import { HostnamesApi } from "./hostnames/HostnamesApi.ts"
 import { DevAuthApi, IdentityApi } from "./identity/IdentityApi.ts"
-import { LogsApi } from "./logs/LogsApi.ts"
+import { LogsApi, NodeLogsApi } from "./logs/LogsApi.ts"
 import { NodeApi } from "./node/NodeApi.ts"
 import { InvitesApi, MembersApi, OrgsApi } from "./orgs/OrgsApi.ts"
 import { ProjectsApi } from "./projects/ProjectsApi.ts"
@@ -71,7 +71,8 @@ export const groups = [
   CredentialsApi,
   DatabaseApi,
   NodeApi,
-  LogsApi
+  LogsApi,
+  NodeLogsApi
 ] as const
 
 const devAuth = DevAuthApi.prefix(apiPrefix)

@@ -22,11 +22,14 @@ const input = (projectId: string, overrides: Partial<Logs.LogEventInput> = {}): 
 const record = (server: TestServer, inputs: ReadonlyArray<Logs.LogEventInput>) =>
   server.run(Effect.flatMap(Logs.RuntimeLogs, (logs) => logs.recordAll(inputs)))
 
+const nodeToken = "node-secret-token"
+
 const ago = (ms: number) => new Date(Date.now() - ms).toISOString()
 
 describe.each(backends)("decisions part 13 runtime logs (%s)", (_name, stores) => {
   const suite = useSuite(stores, {
-    logs: { retention: { maxAge: Duration.hours(24), maxEvents: 6 }, heartbeat: Duration.millis(300) }
+    logs: { retention: { maxAge: Duration.hours(24), maxEvents: 6 }, heartbeat: Duration.millis(300) },
+    node: { token: nodeToken }
   })
   const { api, newOrg, newProject, withRole } = suite
   const path = (slug: string, project: string, rest = "") => `/v1/orgs/${slug}/projects/${project}/logs${rest}`
@@ -358,5 +361,51 @@ describe.each(backends)("decisions part 13 runtime logs (%s)", (_name, stores) =
     expect(left).toEqual({ listed: 0, after: false })
     // A late event of the deleted project is dropped, never an error.
     expect(await record(suite.server, [input(project.id)])).toBe(0)
+  })
+
+  describe("POST /v1/node/logs", () => {
+    /** `null` sends no token at all. */
+    const report = (body: unknown, token: string | null = nodeToken) =>
+      api.post("/v1/node/logs", body, token === null ? {} : { token })
+
+    it("the node token records events (202 { accepted }), drops unknown projects' and applies the limits", async () => {
+      const { slug, project, member } = await fresh()
+      const reply = await report({
+        events: [
+          input(project.id, { logs: [{ level: "log", message: ["a".repeat(20_000)], timestamp: Date.now() }] }),
+          input("prj_nosuchproject")
+        ]
+      })
+      expect(reply).toMatchObject({ status: 202, body: { accepted: 1 } })
+      const [event] = (await api.get(path(slug, project.name), { token: member.token })).body.items
+      expect(event.truncated).toBe(true)
+      expect(Buffer.byteLength(JSON.stringify(event.logs[0].message))).toBeLessThanOrEqual(16 * 1024)
+    })
+
+    it("no token or a wrong one is 401; a session token is not a node token", async () => {
+      const { project } = await fresh()
+      for (const token of [null, "wrong", suite.admin.token]) {
+        const reply = await report({ events: [input(project.id)] }, token)
+        expect({ status: reply.status, code: reply.body.code }).toEqual({ status: 401, code: "unauthorized" })
+      }
+    })
+
+    it("an empty or oversized batch, or an event missing a field or with an unknown outcome, is 400", async () => {
+      const { project } = await fresh()
+      const { outcome: _, ...noOutcome } = input(project.id)
+      for (const events of [
+        [],
+        Array.from({ length: 101 }, () => input(project.id)),
+        [noOutcome],
+        [{ ...input(project.id), outcome: "fine" }]
+      ]) {
+        const reply = await report({ events })
+        expect({ status: reply.status, code: reply.body.code }).toEqual({ status: 400, code: "bad_request" })
+      }
+      const big = await report({
+        events: [input(project.id, { logs: [{ level: "log", message: ["x".repeat(2 ** 20)], timestamp: 0 }] })]
+      })
+      expect({ status: big.status, code: big.body.code }).toEqual({ status: 413, code: "payload_too_large" })
+    })
   })
 })

@@ -16,6 +16,33 @@ const filters = {
   )
 }
 
+/** decisions.md parts 6 and 13: a node on another machine reports its invocations, authorized by `SERVICE_NODE_TOKEN`. */
+export class NodeLogsApi extends HttpApiGroup.make("nodeLogs")
+  .add(
+    HttpApiEndpoint.post("report", "/node/logs", {
+      headers: {
+        authorization: Schema.optionalKey(Schema.String.annotate({ description: "`Bearer <SERVICE_NODE_TOKEN>`." }))
+      },
+      payload: Logs.LogReport,
+      success: Logs.LogReportAccepted.pipe(HttpApiSchema.status(202)),
+      error: apiErrors(Errors.BadRequest, Errors.Unauthorized, Errors.PayloadTooLarge, Errors.NodeApiOff)
+    })
+      .annotate(OpenApi.Summary, "Report worker invocations")
+      .annotateMerge(
+        describe(
+          [
+            "Node token as for the node state (unset: 501 `node_api_off`; wrong or missing: 401). Body",
+            "`{ events: [LogEventInput] }`, 1 to 100 events, at most 1 MiB (413): per invocation its `projectId`,",
+            "`deploymentId`, `timestamp` (RFC 3339 or epoch milliseconds), `outcome`, `request`, `response`,",
+            "`durationMs`, `logs` and `exceptions` as a workerd tail event gives them. The server assigns ids and",
+            "applies the limits of the list (256 lines of 16 KiB, `truncated`); events of projects that no longer",
+            "exist are dropped. Answers 202 `{ accepted }`."
+          ].join(" ")
+        )
+      )
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Node log report", description: "decisions.md parts 6 and 13." })) {}
+
 /** decisions.md part 13: the runtime logs of a project's worker, one event per invocation. */
 export class LogsApi extends HttpApiGroup.make("logs")
   .add(

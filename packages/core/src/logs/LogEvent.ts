@@ -82,6 +82,16 @@ export const LogEventInput = Schema.Struct({
 }).annotate({ identifier: "LogEventInput" })
 export type LogEventInput = typeof LogEventInput.Type
 
+/** What a node on another machine posts to `POST /v1/node/logs`: 1 to 100 events. */
+export const LogReport = Schema.Struct({
+  events: Schema.Array(LogEventInput).check(Schema.isMinLength(1), Schema.isMaxLength(100))
+}).annotate({ identifier: "LogReport" })
+export type LogReport = typeof LogReport.Type
+
+export const LogReportAccepted = Schema.Struct({
+  accepted: Schema.Number.annotate({ description: "Events kept (those of projects that no longer exist are not)." })
+}).annotate({ identifier: "LogReportAccepted" })
+
 /** decisions.md part 13: at most 256 log lines per event, each at most 16 KiB. */
 export const maxLines = 256
 export const maxLineBytes = 16 * 1024

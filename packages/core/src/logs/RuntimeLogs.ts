@@ -78,15 +78,17 @@ export class RuntimeLogs extends Context.Service<
       request: LogListRequest
     ) => Effect.Effect<LogEventPage, NotFound | Forbidden | BadRequest>
     /**
-     * The project's new events as they are recorded, after the events recorded since `lastEventId` when it names one
-     * still kept (one no longer kept resumes with new events only). Authorization and input are checked at once.
+     * The project's events in batches as they are recorded. The first batch comes once the stream is live (no event
+     * recorded from then on can be missed): the events recorded after `lastEventId` when it names one still kept, else
+     * empty (an id no longer kept resumes with new events only); every later batch holds at least one new event.
+     * Authorization and input are checked at once.
      */
     readonly follow: (
       actor: Actor,
       orgSlug: string,
       projectName: string,
       request: LogFollowRequest
-    ) => Effect.Effect<Stream.Stream<LogEvent>, NotFound | Forbidden | BadRequest>
+    ) => Effect.Effect<Stream.Stream<ReadonlyArray<LogEvent>>, NotFound | Forbidden | BadRequest>
     /** A project delete: its events go with it. */
     readonly teardown: (projectId: ProjectId) => Effect.Effect<void>
   }
@@ -191,6 +193,7 @@ export class RuntimeLogs extends Context.Service<
             const feed = yield* store.watch
             const earlier = lastEventId === "" ? [] : yield* backlog(projectId, makeId("log", lastEventId))
             const sent = new Set<string>(earlier.map((event) => event.id))
+            const wanted = matches(deployment, outcome)
             const live = Stream.fromEffectRepeat(feed.next).pipe(
               Stream.mapEffect((notes) => {
                 const ids = notes
@@ -198,9 +201,10 @@ export class RuntimeLogs extends Context.Service<
                   .map((note) => note.id)
                 return ids.length === 0 ? Effect.succeed([]) : store.byIds(projectId, ids)
               }),
-              Stream.flattenIterable
+              Stream.map((events) => events.filter(wanted)),
+              Stream.filter((events) => events.length > 0)
             )
-            return Stream.concat(Stream.fromIterable(earlier), live).pipe(Stream.filter(matches(deployment, outcome)))
+            return Stream.concat(Stream.succeed(earlier.filter(wanted)), live)
           })
         )
       })

@@ -1,11 +1,12 @@
-import { Kernel, Logs } from "@hostplane/core"
+import { Kernel, Logs, Node } from "@hostplane/core"
 import { Effect, Stream } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
-import { LogsApi } from "@hostplane/api/logs/LogsApi"
+import { LogsApi, NodeLogsApi } from "@hostplane/api/logs/LogsApi"
+import { bearer } from "../node/NodeHandlers.ts"
 
-const api = areaApi(LogsApi)
+const api = areaApi(LogsApi, NodeLogsApi)
 
 const actor = Effect.service(Kernel.CurrentActor)
 
@@ -26,20 +27,42 @@ export const LogsHandlers = HttpApiBuilder.group(
         Effect.flatMap(actor, (a) =>
           logs.follow(a, params.orgSlug, params.projectName, { ...query, lastEventId: headers["last-event-id"] })
         ).pipe(
-          Effect.map((events) =>
-            HttpServerResponse.stream(
-              // The first comment makes the headers go out at once; later ones keep idle connections open.
+          Effect.map((batches) => {
+            // The first comment goes out once the stream is live, so a client that has read it misses nothing
+            // recorded after; later ones keep an idle connection open.
+            let live = false
+            const text = Stream.map(batches, (events) => {
+              const head = live ? "" : ": live\n\n"
+              live = true
+              return head + events.map(frame).join("")
+            })
+            return HttpServerResponse.stream(
               Stream.merge(
-                Stream.map(events, frame),
-                Stream.map(Stream.tick(heartbeat), () => ": keep-alive\n\n")
+                text,
+                Stream.map(Stream.drop(Stream.tick(heartbeat), 1), () => ": keep-alive\n\n")
               ).pipe(Stream.encodeText),
               {
                 contentType: "text/event-stream; charset=utf-8",
                 headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
               }
             )
-          )
+          })
         )
       )
+  })
+)
+
+export const NodeLogsHandlers = HttpApiBuilder.group(
+  api,
+  "nodeLogs",
+  Effect.fn(function* (handlers) {
+    const nodes = yield* Node.Nodes
+    const logs = yield* Logs.RuntimeLogs
+    return handlers.handle("report", ({ headers, payload }) =>
+      Effect.andThen(
+        nodes.authorize(bearer(headers.authorization)),
+        Effect.map(logs.recordAll(payload.events), (accepted) => ({ accepted }))
+      )
+    )
   })
 )
