@@ -16,6 +16,8 @@ export interface InvocationEvent {
     readonly timestamp: number
   }>
   readonly exceptions: ReadonlyArray<{ readonly name: string; readonly message: string; readonly stack: string }>
+  /** workerd already dropped part of the invocation's output (its own limit on a trace's logs). */
+  readonly truncated?: boolean
 }
 
 export interface LogCollector {
@@ -55,7 +57,8 @@ export const eventOfTail = (projectId: string, deploymentId: string, item: TailI
       name: String(exception?.name ?? "Error"),
       message: String(exception?.message ?? ""),
       stack: String(exception?.stack ?? "")
-    }))
+    })),
+    ...(item?.truncated === true ? { truncated: true } : {})
   }
 }
 

@@ -78,6 +78,9 @@ export const LogEventInput = Schema.Struct({
   ),
   exceptions: Schema.Array(
     Schema.Struct({ name: Schema.String, message: Schema.String, stack: Schema.optionalKey(Schema.String) })
+  ),
+  truncated: Schema.optionalKey(
+    Schema.Boolean.annotate({ description: "The node's runtime already dropped part of the output (its own limit)." })
   )
 }).annotate({ identifier: "LogEventInput" })
 export type LogEventInput = typeof LogEventInput.Type
@@ -191,7 +194,7 @@ const bounded = (text: string): { readonly text: string; readonly cut: boolean }
  * was dropped; unknown levels become `log`, times RFC 3339 UTC (`receivedAt` when the node's is unreadable).
  */
 export const boundEvent = (input: LogEventInput, id: LogEventId, receivedAt: string): LogEventRow["event"] => {
-  let truncated = input.logs.length > maxLines || input.exceptions.length > maxExceptions
+  let truncated = input.truncated === true || input.logs.length > maxLines || input.exceptions.length > maxExceptions
   const timestamp = isoOf(input.timestamp, receivedAt)
   const logs = input.logs.slice(0, maxLines).map((line): LogLine => {
     const { message, cut } = boundMessage(line.message)

@@ -1,0 +1,79 @@
+import { manifestEntry } from "@hostplane/testkit"
+import { describe, expect, it } from "vitest"
+import { openStream } from "../../http/test/support/EventStream.ts"
+import { edgeCall, eventually, useRuntimeSuite } from "./support/RuntimeServer.ts"
+
+/** Prints, throws or floods its console by path: what decisions.md part 13's runtime logs must carry and bound. */
+const worker = `export default {
+  async fetch(request) {
+    const url = new URL(request.url)
+    if (url.pathname === "/throw") { console.warn("about to throw", { n: 1 }); throw new RangeError("out of range") }
+    if (url.pathname === "/flood") {
+      const line = "x".repeat(4096)
+      for (let i = 0; i < 300; i++) console.log(i, line)
+      console.log("y".repeat(1024 * 1024))
+      return new Response("flooded")
+    }
+    console.log("hello", url.pathname)
+    return new Response("ok")
+  }
+}`
+
+describe("runtime logs of a real worker (workerd behind the edge)", () => {
+  const suite = useRuntimeSuite({ timeoutMs: 3_000 })
+
+  it("console lines and a thrown exception reach GET .../logs and a stream; a megabyte of printing is truncated", async () => {
+    const project = await suite.newProject()
+    const deployed = await suite.deploy(project.slug, project.name, [
+      manifestEntry({ name: "app" }),
+      { name: "worker/index.js", content: worker }
+    ])
+    expect(deployed.status).toBe(201)
+    const path = `/v1/orgs/${project.slug}/projects/${project.name}/logs`
+    const stream = await openStream(`${suite.server.url}${path}/stream`, { token: suite.admin.token })
+    expect(stream.status).toBe(200)
+    await stream.until((frames) => frames.some((frame) => frame.comment !== undefined))
+
+    expect((await edgeCall(suite.edgeUrl, project.hostname, "/hello")).status).toBe(200)
+    expect((await edgeCall(suite.edgeUrl, project.hostname, "/throw")).status).toBe(500)
+    expect((await edgeCall(suite.edgeUrl, project.hostname, "/flood")).text).toBe("flooded")
+
+    await stream.until((frames) => frames.filter((frame) => frame.data !== undefined).length >= 3, 30_000)
+    const streamed = stream.events()
+    stream.close()
+    const byPath = (events: ReadonlyArray<any>, pathname: string) =>
+      events.find((event) => new URL(event.request.url).pathname === pathname)
+    expect(byPath(streamed, "/hello")).toMatchObject({
+      outcome: "ok",
+      response: { status: 200 },
+      logs: [{ level: "log", message: ["hello", "/hello"] }],
+      truncated: false
+    })
+    const thrown = byPath(streamed, "/throw")
+    expect(thrown).toMatchObject({
+      outcome: "exception",
+      logs: [{ level: "warn", message: ["about to throw", { n: 1 }] }],
+      exceptions: [{ name: "RangeError", message: "out of range" }]
+    })
+    expect(thrown.exceptions[0].stack).toContain("index.js")
+    const flood = byPath(streamed, "/flood")
+    // workerd keeps about 256 KiB of a trace's logs and flags the rest as dropped; the event says so.
+    expect(flood.truncated).toBe(true)
+    expect(flood.logs.length).toBeGreaterThan(0)
+    expect(flood.logs.length).toBeLessThanOrEqual(256)
+    // Its lines come in order, and workerd's own last line says why the rest is missing.
+    const printed = flood.logs.slice(0, -1).map((line: any) => line.message[0])
+    expect(printed).toEqual(printed.map((_: unknown, i: number) => i))
+    expect(String(flood.logs.at(-1).message[0])).toContain("Log size limit exceeded")
+    for (const line of flood.logs)
+      expect(Buffer.byteLength(JSON.stringify(line.message))).toBeLessThanOrEqual(16 * 1024)
+
+    // The list holds the same events as the stream sent, newest first.
+    const listed = async () => (await suite.api.get(path, { token: suite.admin.token })).body.items ?? []
+    expect(await eventually(async () => (await listed()).length === 3, 10_000)).toBe(true)
+    const items = await listed()
+    expect([...items].sort((a: any, b: any) => a.id.localeCompare(b.id))).toEqual(
+      [...streamed].sort((a: any, b: any) => a.id.localeCompare(b.id))
+    )
+  })
+})
