@@ -138,10 +138,11 @@ const bwrapArgs = (binary: string, dir: string): ReadonlyArray<string> => {
     ...ro("/etc/hosts"),
     ...ro("/etc/ssl"),
     ...ro("/etc/ca-certificates"),
-    ...ro(Path.dirname(binary)),
-    // The private /tmp first, so the shard's own folder (usually under /tmp) is mounted over it, not hidden by it.
+    // The private /tmp before the binary's folder and the shard's: either may be under /tmp (a checkout or data
+    // directory there), and a mount made before the tmpfs would be hidden by it.
     "--tmpfs",
     "/tmp",
+    ...ro(Path.dirname(binary)),
     "--bind",
     dir,
     dir,
