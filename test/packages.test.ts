@@ -33,6 +33,12 @@ const dirs = readdirSync(join(root, "packages")).filter((dir) =>
 )
 const manifest = (dir: string): Manifest =>
   JSON.parse(readFileSync(join(root, "packages", dir, "package.json"), "utf8")) as Manifest
+/**
+ * A bin published as one self-contained bundle with no dependencies (the CLI, decisions.md part 17): it has no typed
+ * exports and no copy of effect to share; `packages/cli/test/install.test.ts` checks its tarball instead.
+ */
+const bundled = (dir: string) => manifest(dir).bin !== undefined && manifest(dir).dependencies === undefined
+const modular = dirs.filter((dir) => !bundled(dir))
 /** Packages a host builds on; `server` is an application and brings its own copy of everything. */
 const libraries = dirs.filter((dir) => manifest(dir).bin === undefined)
 /** What must exist once in a host's tree: a second copy breaks `instanceof`, schema classes and service identity. */
@@ -59,7 +65,7 @@ const importsOf = (dir: string): ReadonlySet<string> => {
 }
 
 describe("package metadata", () => {
-  it.each(dirs)("%s has a description, typed exports, a README and the root's LICENSE", (dir) => {
+  it.each(modular)("%s has a description, typed exports, a README and the root's LICENSE", (dir) => {
     const pkg = manifest(dir)
     expect(pkg.name).toBe(`@hostplane/${dir}`)
     expect(pkg.description?.length).toBeGreaterThan(20)
@@ -111,7 +117,7 @@ describe("package metadata", () => {
 })
 
 describe("one copy of effect and core in the workspace", () => {
-  it.each(dirs)("%s resolves the root's effect, @effect/* and @hostplane/core, not a nested copy", (dir) => {
+  it.each(modular)("%s resolves the root's effect, @effect/* and @hostplane/core, not a nested copy", (dir) => {
     const require = createRequire(join(root, "packages", dir, "package.json"))
     const rootRequire = createRequire(join(root, "package.json"))
     const pkg = manifest(dir)
@@ -160,7 +166,7 @@ describe("what npm pack publishes", () => {
     packs = JSON.parse(stdout)
   }, 240_000)
 
-  it.each(dirs)("@hostplane/%s ships dist, README and LICENSE, and no .tsbuildinfo or test", (dir) => {
+  it.each(modular)("@hostplane/%s ships dist, README and LICENSE, and no .tsbuildinfo or test", (dir) => {
     const pkg = manifest(dir)
     const pack = packs.find((entry) => entry.name === pkg.name)!
     const paths = pack.files.map((file) => file.path)
