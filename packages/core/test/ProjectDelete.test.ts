@@ -1,10 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { area, configLayer, Hostnames, Identity, Jobs, Orgs, Projects, servicesWith } from "@hostplane/core"
-import { layerMemory } from "@hostplane/testkit"
-import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
+import { area, Hostnames, Jobs, Orgs, Projects, servicesWith } from "@hostplane/core"
 import { Duration, Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
-import { signIn, start, testBundles, testCrypto } from "./support/CoreMemory.ts"
+import { memoryPorts, signIn, start } from "./support/CoreMemory.ts"
 
 /** Every teardown phase records itself; the `data` phase fails on its first attempt, as a crash would. */
 const recorder = () => {
@@ -35,11 +33,7 @@ describe("project delete (spec 4.3) as a durable operation", () => {
         services: Layer.empty,
         teardown: steps.map((step) => Effect.succeed(step))
       })
-      const core = servicesWith([recording]).pipe(
-        Layer.provideMerge(
-          Layer.mergeAll(layerMemory, configLayer(), Identity.IdentityProvider.off, dnsNone, testCrypto, testBundles)
-        )
-      )
+      const core = servicesWith([recording]).pipe(Layer.provideMerge(memoryPorts))
       return Effect.gen(function* () {
         yield* TestClock.setTime(start)
         const { actor } = yield* signIn("alice")

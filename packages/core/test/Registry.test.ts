@@ -4,29 +4,18 @@ import {
   area,
   areas,
   Hostnames,
-  Identity,
   jobHandlersWith,
   Kernel,
   Jobs,
-  configLayer,
   Mail,
   Orgs,
   Projects,
   servicesWith
 } from "@hostplane/core"
-import { layerMemory } from "@hostplane/testkit"
-import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Exit, Layer, Schema } from "effect"
-import { testBundles, testCrypto } from "./support/CoreMemory.ts"
+import { memoryPorts } from "./support/CoreMemory.ts"
 
-const ports = Layer.mergeAll(
-  layerMemory,
-  configLayer(),
-  Identity.IdentityProvider.off,
-  dnsNone,
-  testCrypto,
-  testBundles
-)
+const ports = memoryPorts
 
 /** What only a runner needs: a mail transport (never called here). */
 const transport = Layer.succeed(Mail.MailTransport, {

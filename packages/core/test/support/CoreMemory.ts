@@ -15,6 +15,16 @@ export const testCrypto = Layer.merge(
 export const testBundles = BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerTemp))
 
 /** Every core service on a fresh memory store, as a host would assemble it. */
+/** Every port core's services need, on memory stores and fakes: what a core test builds the services on. */
+export const memoryPorts = Layer.mergeAll(
+  layerMemory,
+  configLayer(),
+  Identity.IdentityProvider.off,
+  dnsNone,
+  testCrypto,
+  testBundles
+)
+
 export const coreMemory = (
   options: {
     readonly holdings?: ReadonlyArray<Orgs.HoldingCounter>
@@ -29,11 +39,7 @@ export const coreMemory = (
     holdings: (options.holdings ?? []).map((counter) => Effect.succeed(counter)),
     ...(options.hasSubscription === undefined ? {} : { subscription: Effect.succeed(options.hasSubscription) })
   })
-  return servicesWith([fixture]).pipe(
-    Layer.provideMerge(
-      Layer.mergeAll(layerMemory, configLayer(), Identity.IdentityProvider.off, dnsNone, testCrypto, testBundles)
-    )
-  )
+  return servicesWith([fixture]).pipe(Layer.provideMerge(memoryPorts))
 }
 
 export type Core = Layer.Success<ReturnType<typeof coreMemory>>
