@@ -1,10 +1,11 @@
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Edge, EndUser, Logs, Node } from "@hostplane/core"
+import { type Deployments, Edge, EndUser, Logs, Node } from "@hostplane/core"
 import { WorkerInvoker } from "@hostplane/http"
 import { Effect, Layer, Option, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import type { TLSSocket } from "node:tls"
+import { makeBindings } from "./bindings/Bindings.ts"
 import { WorkerRuntime } from "./WorkerRuntime.ts"
 
 /** decisions.md part 13: request bodies up to 100 MiB reach a worker; larger ones are 413. */
@@ -58,14 +59,6 @@ interface ProjectEnv {
 }
 
 /**
- * What a worker's `env` gets from a project's node state besides its secrets: the add-on bindings the entry module
- * builds. None yet: an add-on is bound only once its node-side handler exists (the router's `Bindings` capability
- * and the node's `/binding/*` route carry the calls), so a granted add-on is absent from `env` rather than present
- * and failing.
- */
-const bindingsOf = (_project: Node.NodeProject): Record<string, unknown> => ({})
-
-/**
  * The edge's side of the worker runtime: converges on the node state (secrets and grants of each project, at most
  * `convergeEveryMs` old, read at once for a project not seen yet), registers what each request's worker loads, and
  * forwards the request over the shard's socket, streaming both ways, under the time and size limits.
@@ -116,6 +109,11 @@ export const WorkerInvokerLive = Layer.effect(
     const envs = new Map<string, { readonly signature: string; readonly env: ProjectEnv }>()
     let revision = 0
     const syncLock = Semaphore.makeUnsafe(1)
+    const bindings = yield* makeBindings({
+      stateOf: (projectId) => states.get(projectId),
+      queryTimeoutMs: settings.timeoutMs
+    })
+    runtime.setBindings(bindings.handler)
 
     /** Reads every change since the last revision; a project whose secrets or grants changed gets its env again. */
     const sync = syncLock.withPermits(1)(
@@ -126,7 +124,11 @@ export const WorkerInvokerLive = Layer.effect(
             if (project.removed) {
               states.delete(project.projectId)
               envs.delete(project.projectId)
-            } else states.set(project.projectId, project)
+              bindings.converge(project.projectId, undefined)
+            } else {
+              states.set(project.projectId, project)
+              bindings.converge(project.projectId, project)
+            }
           }
           const moved = page.revision !== revision
           revision = page.revision
@@ -135,20 +137,20 @@ export const WorkerInvokerLive = Layer.effect(
       })
     )
 
-    const envOf = Effect.fnUntraced(function* (projectId: string) {
+    const envOf = Effect.fnUntraced(function* (projectId: string, manifest: Deployments.Manifest) {
       let project = states.get(projectId)
       if (project === undefined) {
         yield* sync
         project = states.get(projectId)
       }
       if (project === undefined) return { secrets: {}, bindings: {} } satisfies ProjectEnv
-      const signature = JSON.stringify([project.secrets, project.bindings])
+      const signature = JSON.stringify([project.secrets, project.bindings, manifest.ai === true])
       const known = envs.get(projectId)
       if (known !== undefined && known.signature === signature) return known.env
       const opened = yield* Effect.orElseSucceed(nodes.secrets(projectId), () => ({ items: [] }))
       const env: ProjectEnv = {
         secrets: Object.fromEntries(opened.items.map((item) => [item.name, item.value])),
-        bindings: bindingsOf(project)
+        bindings: bindings.flagsOf(project, manifest)
       }
       envs.set(projectId, { signature, env })
       return env
@@ -175,7 +177,7 @@ export const WorkerInvokerLive = Layer.effect(
         incoming.resume()
         return envelope(413, "payload_too_large", `request bodies are limited to ${maxRequestBodyBytes} bytes`)
       }
-      const env = yield* envOf(target.projectId)
+      const env = yield* envOf(target.projectId, target.manifest)
       const key = runtime.register({
         projectId: target.projectId,
         deploymentId: target.deploymentId,

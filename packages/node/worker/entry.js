@@ -53,18 +53,28 @@ const storageObject = (meta, base64) => {
   }
 }
 
+/** A query parameter as the text PostgreSQL reads: dates in ISO form, bytes as `bytea` hex, objects as JSON. */
+const paramText = (value) => {
+  if (value === null || value === undefined) return null
+  if (value instanceof Date) return value.toISOString()
+  if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
+    const bytes =
+      value instanceof ArrayBuffer
+        ? new Uint8Array(value)
+        : new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
+    return "\\x" + Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("")
+  }
+  if (typeof value === "object") return JSON.stringify(value)
+  return String(value)
+}
+
 const bindingsOf = (flags, request) => {
   const env = {}
   if (flags.db) {
     env.db = {
       connectionString: flags.db.connectionString,
       query: (text, params) =>
-        call("db", "query", [
-          String(text),
-          (params ?? []).map((p) =>
-            p === null || p === undefined ? null : typeof p === "object" ? JSON.stringify(p) : String(p)
-          )
-        ])
+        call("db", "query", [text, Array.isArray(params) ? params.map(paramText) : params === undefined ? [] : params])
     }
   }
   if (flags.storage) {

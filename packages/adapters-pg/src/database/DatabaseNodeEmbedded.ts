@@ -312,10 +312,16 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
     )
   )
 
-  const endpoint = Effect.fn("DatabaseNodeEmbedded.endpoint")(function* (projectId: ProjectId) {
-    const cluster = yield* running(projectId)
-    return Option.isSome(cluster) ? { host, port: cluster.value.port, sslmode } : undefined
-  })
+  // Serial with `ensure`: a node converging while a database is being made would otherwise start the half-made
+  // cluster a second time (its data folder exists before `ensure` has started it).
+  const endpoint = Effect.fn("DatabaseNodeEmbedded.endpoint")((projectId: ProjectId) =>
+    serially(
+      projectId,
+      Effect.map(running(projectId), (cluster) =>
+        Option.isSome(cluster) ? { host, port: cluster.value.port, sslmode } : undefined
+      )
+    )
+  )
 
   const listTokens = (projectId: ProjectId) =>
     admin(projectId, "postgres", (query) =>

@@ -1,0 +1,58 @@
+import { Database, type Deployments, type Node } from "@hostplane/core"
+import { Effect, Option } from "effect"
+import type { BindingHandler } from "../WorkerRuntime.ts"
+import { makeDbBinding } from "./Db.ts"
+import { answerOf, BindingFailure } from "./Failure.ts"
+
+/**
+ * The node side of a worker's add-on bindings (decisions.md part 13): what the entry module builds into `env` for a
+ * project, and the handler of the calls its bindings make. Every call is checked against the node's converged state at
+ * the time of the call, with the project the router loaded the worker for, so a revoked grant fails at once even in
+ * an isolate loaded before the revoke, and no call reaches another project's data.
+ */
+export const makeBindings = Effect.fnUntraced(function* (options: {
+  /** The node's converged state of a project. */
+  readonly stateOf: (projectId: string) => Node.NodeProject | undefined
+  readonly queryTimeoutMs: number
+}) {
+  const node = yield* Effect.serviceOption(Database.DatabaseNode)
+  const db = makeDbBinding({
+    authority: Option.isSome(node) ? node.value.authority : undefined,
+    queryTimeoutMs: options.queryTimeoutMs
+  })
+
+  /** What `env` gets for a project's granted add-ons; an add-on not granted is absent. */
+  const flagsOf = (project: Node.NodeProject, _manifest: Deployments.Manifest): Record<string, unknown> => {
+    const flags: Record<string, unknown> = {}
+    if (project.bindings.db !== null) flags.db = { connectionString: project.bindings.db.url }
+    return flags
+  }
+
+  const granted = <K extends keyof Node.NodeProject["bindings"]>(projectId: string, binding: K) => {
+    const value = options.stateOf(projectId)?.bindings[binding]
+    if (value === null || value === undefined) {
+      throw new BindingFailure("not_granted", `${binding} is not granted to this project`)
+    }
+    return value as NonNullable<Node.NodeProject["bindings"][K]>
+  }
+
+  const handler: BindingHandler = async (projectId, binding, method, args) => {
+    try {
+      if (binding === "db" && method === "query") return await db.query(projectId, granted(projectId, "db"), args)
+      throw new BindingFailure("bad_request", `no binding method ${binding}.${method}`)
+    } catch (error) {
+      return answerOf(error)
+    }
+  }
+
+  /** A project's new state (or its removal): resources of grants that went are released. */
+  const converge = (projectId: string, project: Node.NodeProject | undefined) => {
+    db.converge(projectId, project?.bindings.db ?? null)
+  }
+
+  yield* Effect.addFinalizer(() => Effect.promise(() => db.close()))
+
+  return { flagsOf, handler, converge, openPools: db.openPools }
+})
+
+export type NodeBindings = Effect.Success<ReturnType<typeof makeBindings>>
