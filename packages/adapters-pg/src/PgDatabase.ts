@@ -1,6 +1,7 @@
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Config, Duration, Effect, Layer, Option, Redacted, Schema, String } from "effect"
 import { SqlClient } from "effect/sql"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 import { legacyFunctions, legacyTables, migrationsTable } from "./LegacyPublic.ts"
@@ -44,6 +45,9 @@ export interface Options {
   readonly schema?: string | undefined
 }
 
+/** `hostplane/<host>/<pid>`, within PostgreSQL's 63 bytes. */
+const applicationName = `hostplane/${Os.hostname()}/${process.pid}`.slice(0, 63)
+
 /**
  * Pool settings every adapter relies on: `snake_case` columns read and written as `camelCase` fields, and every
  * connection's `search_path` set to hostplane's schema alone in its startup packet, so an unqualified name can only
@@ -54,6 +58,9 @@ export const clientConfig = (url: Redacted.Redacted<string>, options: Options = 
   url,
   maxConnections: options.maxConnections,
   startupParameters: { search_path: options.schema ?? defaultSchema },
+  // Each process's connections carry its own name, so pg_stat_activity tells the replicas apart (and the metrics
+  // count this process's connections by it).
+  applicationName,
   // Statements of concurrent requests are pipelined on shared connections (transactions and reserved connections
   // still get their own): one write and one wake-up for many, about half the PostgreSQL CPU per request.
   multiplex: true,

@@ -1,7 +1,7 @@
 import { Identity, Kernel, type Ports as CorePorts, services } from "@hostplane/core"
 import { Effect, Layer } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
-import { HttpRouter } from "effect/http"
+import { HttpMiddleware, HttpRouter } from "effect/http"
 import { type HttpApi, HttpApiBuilder, type HttpApiEndpoint, type HttpApiGroup, HttpApiScalar } from "effect/http-api"
 import { apiOf } from "./Api.ts"
 import { type AnyAreaHttp, apiPrefix, type HandlersOf } from "./Area.ts"
@@ -32,6 +32,23 @@ const knownRoutes = (api: AnyApi): ReadonlyArray<KnownRoute> => [
     }))
   )
 ]
+
+/**
+ * Names each request's span by its route (`GET /v1/orgs/:org`; a path outside the API keeps the bare method), as
+ * OpenTelemetry's conventions name server spans: a span per raw path would be a name per resource id. The routes are
+ * those of every area with the dev login, a superset of what any one server answers.
+ */
+export const spanNames = Layer.sync(HttpMiddleware.SpanNameGenerator, () => {
+  const byMethod = new Map<string, Array<KnownRoute>>()
+  for (const route of knownRoutes(apiOf(areas).add(DevAuthApi.prefix(apiPrefix)))) {
+    byMethod.set(route.method, [...(byMethod.get(route.method) ?? []), route])
+  }
+  return (request) => {
+    const path = request.url.split("?")[0] ?? "/"
+    const route = byMethod.get(request.method)?.find((known) => known.pattern.test(path))
+    return route === undefined ? request.method : `${request.method} ${route.template}`
+  }
+})
 
 /** What the routes of a list of areas need: the router, the settings and the services their handlers use. */
 export type RoutesNeeds<As extends ReadonlyArray<AnyAreaHttp>> =

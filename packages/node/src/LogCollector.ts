@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Context, Effect, Metric } from "effect"
 
 /** One invocation as the node reports it (decisions.md part 13's event, before the service assigns its id). */
 export interface InvocationEvent {
@@ -62,11 +62,25 @@ export const eventOfTail = (projectId: string, deploymentId: string, item: TailI
   }
 }
 
+/** Counted where every invocation passes (the edge's and the tail's): bounded labels, no project in them. */
+const invocations = Metric.counter("hostplane_worker_invocations_total", {
+  description: "Worker invocations this node ran, by outcome (ok, exception, timeout, canceled)",
+  incremental: true
+})
+const invocationsBy = {
+  ok: Metric.withAttributes(invocations, { outcome: "ok" }),
+  exception: Metric.withAttributes(invocations, { outcome: "exception" }),
+  timeout: Metric.withAttributes(invocations, { outcome: "timeout" }),
+  canceled: Metric.withAttributes(invocations, { outcome: "canceled" })
+}
+const noServices = Context.empty()
+
 export const makeCollector = Effect.sync((): LogCollector => {
   const recent: Array<InvocationEvent> = []
   let sink: (events: ReadonlyArray<InvocationEvent>) => void = () => {}
   const push = (events: ReadonlyArray<InvocationEvent>) => {
     recent.push(...events)
+    for (const event of events) invocationsBy[event.outcome].updateUnsafe(1, noServices)
     if (recent.length > 1_000) recent.splice(0, recent.length - 1_000)
     try {
       sink(events)

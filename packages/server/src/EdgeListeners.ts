@@ -12,6 +12,7 @@ import { edgeAppOver } from "@hostplane/http"
 import { Config, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { HttpServer } from "effect/http"
 import { parseListen } from "./Listen.ts"
+import { edgeOutcomes } from "./Metrics.ts"
 import { type Address, type ConnectionSettings, httpListener, namedBind } from "./Listeners.ts"
 
 const optionalPath = (name: string) =>
@@ -116,7 +117,7 @@ const followCertificates = (book: CertificateBook) =>
 export const edgeListeners = (edgeListen: Address, connections: ConnectionSettings) =>
   Layer.unwrap(
     Effect.gen(function* () {
-      const plain = HttpServer.serve(edgeAppOver("http")).pipe(
+      const plain = HttpServer.serve(edgeAppOver("http"), edgeOutcomes).pipe(
         Layer.provide(httpListener({ name: "edge", address: edgeListen, setting: "SERVICE_EDGE_LISTEN" }, connections))
       )
       const settings = yield* edgeTlsSettings
@@ -129,7 +130,7 @@ export const edgeListeners = (edgeListen: Address, connections: ConnectionSettin
         covers: (host) => book.covers(host),
         challenge: (token) => store.challenge(token)
       })
-      const secure = HttpServer.serve(edgeAppOver("https")).pipe(
+      const secure = HttpServer.serve(edgeAppOver("https"), edgeOutcomes).pipe(
         Layer.provide(
           namedBind(
             NodeHttpServer.layer(

@@ -23,13 +23,14 @@ import { configLayerFromEnv, Dns, Hostnames, jobHandlers, Jobs, services } from 
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import * as Path from "node:path"
-import { app, Console, routerConfig } from "@hostplane/http"
+import { app, Console, routerConfig, spanNames } from "@hostplane/http"
 import { loadConsole } from "@hostplane/console"
 import { edgeListeners, tlsPorts } from "./EdgeListeners.ts"
 import { healthRoutes } from "./Health.ts"
 import { runtimeSettingsConfig, WorkerCheckLive, WorkerInvokerLive, WorkerRuntime } from "@hostplane/node"
 import { parseListen } from "./Listen.ts"
 import { connectionSettings, httpListener, namedBind } from "./Listeners.ts"
+import { metricsLayer, requestMetrics } from "./Metrics.ts"
 import { logStartup } from "./StartupLog.ts"
 
 /** True when no `DATABASE_URL` is set: the server runs on its embedded defaults. */
@@ -131,8 +132,11 @@ export const ServerLive = Layer.unwrap(
     // The web console at `/`, as `npm ci` built it (absent when it was never built: then only the API).
     const withConsole = app.pipe(Layer.provide(Layer.succeed(Console)(loadConsole())))
     const api = HttpRouter.serve(Layer.merge(withConsole, healthRoutes), { disableLogger: true, routerConfig }).pipe(
-      Layer.provide(httpListener({ name: "API", address: listen, setting: "SERVICE_LISTEN" }, connections))
+      Layer.provide(httpListener({ name: "API", address: listen, setting: "SERVICE_LISTEN" }, connections)),
+      // Spans named by route; requests counted by route while SERVICE_METRICS_LISTEN serves metrics (Metrics.ts).
+      Layer.provide(Layer.merge(spanNames, requestMetrics))
     )
+    const metrics = metricsLayer(connections)
     // The reference edge on its own port, on the same services (one build shares the `services` layer).
     // With SERVICE_EDGE_TLS_LISTEN, HTTPS beside it (decisions.md part 16).
     const edge = edgeListeners(edgeListen, connections).pipe(Layer.provide(invoker), Layer.provide(services))
@@ -155,6 +159,10 @@ export const ServerLive = Layer.unwrap(
           { name: "DNS", address: parseListen(dnsListen), setting: "SERVICE_DNS_LISTEN" }
         )
     // SSH is bound before the API, so every listener is up once the API answers.
-    return announce.pipe(Layer.provide(Layer.mergeAll(api, edge, nameServer)), Layer.provide(ssh), Layer.provide(ports))
+    return announce.pipe(
+      Layer.provide(Layer.mergeAll(api, edge, nameServer, metrics)),
+      Layer.provide(ssh),
+      Layer.provide(ports)
+    )
   })
 )

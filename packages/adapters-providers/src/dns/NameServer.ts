@@ -4,7 +4,7 @@ import type { ZoneContents } from "@hostplane/core/dns/Zone"
 import { ZoneStore } from "@hostplane/core/dns/ZoneStore"
 import { HostnamesConfig } from "@hostplane/core/hostnames/HostnamesConfig"
 import { Sealer } from "@hostplane/core/secrets/Sealer"
-import { Clock, Context, Effect, Layer, Option, Schedule, type Scope } from "effect"
+import { Clock, Context, Effect, Layer, Metric, Option, Schedule, type Scope } from "effect"
 import * as Dgram from "node:dgram"
 import * as Net from "node:net"
 import { type Answer, answerFrom, rcodes } from "./Answer.ts"
@@ -28,6 +28,34 @@ const flagRd = 0x0100
 const opcodeQuery = 0
 const opcodeNotify = 4
 const rcodeNotAuth = 9
+
+const queries = Metric.counter("hostplane_dns_queries_total", {
+  description: "DNS queries answered over UDP and TCP (zone transfers aside), by the answer's rcode",
+  incremental: true
+})
+const rcodeNames: Record<number, string> = {
+  0: "NOERROR",
+  1: "FORMERR",
+  2: "SERVFAIL",
+  3: "NXDOMAIN",
+  4: "NOTIMP",
+  5: "REFUSED",
+  9: "NOTAUTH"
+}
+const queriesBy = new Map<number, Metric.Metric<number, unknown>>()
+const noServices = Context.empty()
+
+/** Counts an answer by its header's rcode (BADVERS, an extended rcode, shows as its low bits: NOERROR). */
+const counted = (message: Buffer): Buffer => {
+  const rcode = message.readUInt16BE(2) & 0xf
+  let metric = queriesBy.get(rcode)
+  if (metric === undefined) {
+    metric = Metric.withAttributes(queries, { rcode: rcodeNames[rcode] ?? String(rcode) })
+    queriesBy.set(rcode, metric)
+  }
+  metric.updateUnsafe(1, noServices)
+  return message
+}
 const maxTransferMessage = 16 * 1024
 /** The longest DNS message: its length travels in two bytes over TCP (RFC 1035 4.2.2). */
 const maxMessage = 65535
@@ -392,7 +420,7 @@ export class NameServer extends Context.Service<
               const reply = Buffer.from(message.subarray(0, 12))
               reply.writeUInt16BE(flagQr | rcodes.FORMERR, 2)
               reply.fill(0, 4)
-              socket.write(framed(reply))
+              socket.write(framed(counted(reply)))
               continue
             }
             if (query.response) continue
@@ -403,7 +431,7 @@ export class NameServer extends Context.Service<
                 // A transfer that cannot be framed ends the connection; the secondary retries or reports it.
                 return void socket.destroy()
               }
-            } else socket.write(framed(answerOrFail(query)))
+            } else socket.write(framed(counted(answerOrFail(query))))
           }
         })
       })
@@ -437,13 +465,13 @@ export class NameServer extends Context.Service<
           const reply = Buffer.from(message.subarray(0, 12))
           reply.writeUInt16BE(flagQr | rcodes.FORMERR, 2)
           reply.fill(0, 4)
-          return void bound.socket.send(reply, remote.port, remote.address)
+          return void bound.socket.send(counted(reply), remote.port, remote.address)
         }
         if (query.response) {
           if (query.opcode === opcodeNotify) acknowledged(query)
           return
         }
-        bound.socket.send(udpAnswer(query), remote.port, remote.address)
+        bound.socket.send(counted(udpAnswer(query)), remote.port, remote.address)
       })
 
       // The first load happens before the server is announced, so it answers every zone from its first query.

@@ -1,4 +1,4 @@
-import { Cause, Duration, Effect, Exit, Option, Schema } from "effect"
+import { Cause, Duration, Effect, Exit, Metric, Option, Schema } from "effect"
 import { isoAfter, nowIso } from "../kernel/Time.ts"
 import { defaultBackoff, defaultMaxAttempts, type Job, JobFailure, type JobHandler, type JobRow, stop } from "./Job.ts"
 import type { JobStore } from "./JobStore.ts"
@@ -23,6 +23,17 @@ export const defaultJobRunnerOptions: JobRunnerOptions = {
 
 export const iso = (ms: number) => new Date(ms).toISOString()
 
+const jobRuns = Metric.counter("hostplane_jobs_total", {
+  description:
+    "Job claims run to their end by this process, by kind and outcome (done, failed, aborted, retry: to run again " +
+    "after a failed phase, taken_over: another runner holds it, lease_lost, error: the runner itself failed)",
+  incremental: true
+})
+const jobSeconds = Metric.histogram("hostplane_job_run_duration_seconds", {
+  description: "Time one claim of a job ran, by kind",
+  boundaries: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300]
+})
+
 const errorText = (cause: Cause.Cause<JobFailure>): string =>
   Option.match(Cause.findErrorOption(cause), {
     onSome: (failure) => failure.message,
@@ -43,7 +54,8 @@ export const jobDriver = (store: JobStore["Service"], settings: JobRunnerOptions
     if (Option.isNone(payload) || index < 0) {
       const error = Option.isNone(payload) ? "the payload does not decode" : `unknown phase ${row.phase}`
       yield* Effect.logError("job cannot run", { jobId: row.id, kind: row.kind, error })
-      return yield* store.finish(row.id, me, "failed", error, yield* nowIso)
+      yield* store.finish(row.id, me, "failed", error, yield* nowIso)
+      return "failed"
     }
     const jobAt = (phase: string): Job<unknown> => ({
       id: row.id,
@@ -59,6 +71,7 @@ export const jobDriver = (store: JobStore["Service"], settings: JobRunnerOptions
     const abort = Effect.fnUntraced(function* (phase: string) {
       if (handler.onAbort !== undefined) yield* handler.onAbort(jobAt(phase))
       yield* store.finish(row.id, me, "aborted", null, yield* nowIso)
+      return "aborted"
     })
 
     const failed = Effect.fnUntraced(function* (phase: string, cause: Cause.Cause<JobFailure>) {
@@ -71,7 +84,7 @@ export const jobDriver = (store: JobStore["Service"], settings: JobRunnerOptions
       yield* Effect.logWarning("job phase failed", { jobId: row.id, kind: row.kind, phase, error })
       if (definition.every !== undefined && !final) {
         // A repeating job tries again in its next round.
-        return yield* store.reschedule(
+        yield* store.reschedule(
           row.id,
           me,
           {
@@ -82,15 +95,17 @@ export const jobDriver = (store: JobStore["Service"], settings: JobRunnerOptions
           },
           at
         )
+        return "retry"
       }
       if (final || row.attempts >= (definition.maxAttempts ?? defaultMaxAttempts)) {
         if (yield* store.finish(row.id, me, "failed", error, at)) {
           if (handler.onFailed !== undefined) yield* handler.onFailed(jobAt(phase), error)
         }
-        return
+        return "failed"
       }
       const delay = (definition.backoff ?? defaultBackoff)(row.attempts)
       yield* store.reschedule(row.id, me, { phase, runAt: yield* isoAfter(delay), error, resetAttempts: false }, at)
+      return "retry"
     })
 
     if (row.abortRequested) return yield* abort(row.phase)
@@ -101,7 +116,7 @@ export const jobDriver = (store: JobStore["Service"], settings: JobRunnerOptions
       at++
       if (exit.value === stop || at >= phases.length) {
         if (exit.value !== stop && definition.every !== undefined) {
-          return yield* store.reschedule(
+          yield* store.reschedule(
             row.id,
             me,
             {
@@ -112,15 +127,18 @@ export const jobDriver = (store: JobStore["Service"], settings: JobRunnerOptions
             },
             yield* nowIso
           )
+          return "done"
         }
-        return yield* store.finish(row.id, me, "done", null, yield* nowIso)
+        yield* store.finish(row.id, me, "done", null, yield* nowIso)
+        return "done"
       }
       if (!(yield* store.advance(row.id, me, phases[at]!, yield* nowIso))) {
         const now = yield* store.get(row.id)
         if (Option.isSome(now) && now.value.leaseOwner === me && now.value.abortRequested) {
           return yield* abort(now.value.phase)
         }
-        return yield* Effect.logWarning("job taken over by another runner", { jobId: row.id })
+        yield* Effect.logWarning("job taken over by another runner", { jobId: row.id })
+        return "taken_over"
       }
     }
   })
@@ -131,17 +149,26 @@ export const jobDriver = (store: JobStore["Service"], settings: JobRunnerOptions
       for (;;) {
         yield* Effect.sleep(settings.heartbeat)
         const held = yield* store.renew(me, [id], yield* isoAfter(settings.lease))
-        if (held.length === 0) return yield* Effect.logWarning("job lease lost; stopping it", { jobId: id })
+        if (held.length === 0) {
+          yield* Effect.logWarning("job lease lost; stopping it", { jobId: id })
+          return "lease_lost" as const
+        }
       }
     })
 
   return (me: string, handler: JobHandler, row: JobRow, claimedAt: number): Effect.Effect<void> =>
     Effect.raceFirst(drive(me, handler, row, claimedAt), heartbeat(me, row.id)).pipe(
-      Effect.asVoid,
       Effect.catchCause((cause) =>
         Cause.hasInterruptsOnly(cause)
           ? Effect.failCause(cause)
-          : Effect.logError("job runner failed", { jobId: row.id, cause })
+          : Effect.as(Effect.logError("job runner failed", { jobId: row.id, cause }), "error" as const)
+      ),
+      Effect.timed,
+      Effect.flatMap(([elapsed, outcome]) =>
+        Effect.andThen(
+          Metric.update(Metric.withAttributes(jobRuns, { kind: row.kind, outcome }), 1),
+          Metric.update(Metric.withAttributes(jobSeconds, { kind: row.kind }), Duration.toSeconds(elapsed))
+        )
       ),
       Effect.withSpan("JobRunner.run", { attributes: { jobId: row.id, kind: row.kind } })
     )

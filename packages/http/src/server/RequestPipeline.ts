@@ -1,4 +1,4 @@
-import { ByteSize, Cause, Clock, Effect, Exit, Option, Schema, SchemaIssue } from "effect"
+import { ByteSize, Cause, Clock, Context, Effect, Exit, Metric, Option, Schema, SchemaIssue } from "effect"
 import {
   HttpIncomingMessage,
   HttpMethod,
@@ -69,6 +69,32 @@ const newRequestId = () => {
   return `req_${uuid.slice(0, 8)}${uuid.slice(9, 13)}${uuid.slice(14, 18)}${uuid.slice(19, 23)}${uuid.slice(24)}`
 }
 
+/**
+ * On when the host serves metrics (`SERVICE_METRICS_LISTEN`): each request is then counted under its route template,
+ * which costs a scan of the routes that a request otherwise skips.
+ */
+export const RequestMetrics = Context.Reference<boolean>("@hostplane/http/RequestMetrics", {
+  defaultValue: () => false
+})
+
+/** Series by route template (never the raw path, whose ids would make a series per resource), method and status. */
+const requestsTotal = Metric.counter("hostplane_http_requests_total", {
+  description: "API requests answered, by route template (other: outside the API's routes), method and status",
+  incremental: true
+})
+const requestSeconds = Metric.histogram("hostplane_http_request_duration_seconds", {
+  description: "Time from a request's arrival to its response head, by route template and method",
+  boundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+})
+
+const recordRequest = (route: KnownRoute | undefined, method: string, status: number, ms: number) => {
+  const labels = { route: route?.template ?? "other", method }
+  return Effect.andThen(
+    Metric.update(Metric.withAttributes(requestsTotal, { ...labels, status: String(status) }), 1),
+    Metric.update(Metric.withAttributes(requestSeconds, labels), ms / 1000)
+  )
+}
+
 /** A GET that may be answered before the router (undefined: it goes the whole way), by its exact URL. */
 export type Shortcut = (
   request: HttpServerRequest.HttpServerRequest
@@ -107,9 +133,10 @@ export const requestPipeline = <R = never>(
       Effect.all([
         idempotencyKeys,
         options.shortcuts ?? Effect.succeed(new Map<string, Shortcut>()),
-        options.authorizeFirst ?? Effect.succeed(undefined)
+        options.authorizeFirst ?? Effect.succeed(undefined),
+        Effect.service(RequestMetrics)
       ]),
-      ([keyed, byUrl, authorize]) =>
+      ([keyed, byUrl, authorize, metrics]) =>
         (httpApp) =>
           Effect.gen(function* () {
             const request = yield* HttpServerRequest.HttpServerRequest
@@ -162,6 +189,10 @@ export const requestPipeline = <R = never>(
             response = withAsciiLocation(withChallenge(withEnvelope(response), request))
             response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
             const elapsed = (yield* Clock.currentTimeMillis) - started
+            if (metrics)
+              yield* recordRequest(matched ?? matching(request.method, path), request.method, response.status, elapsed)
+            // The request's span (named by its route, `spanNames`) carries the id its response and log line carry.
+            yield* Effect.annotateCurrentSpan("http.request_id", requestId)
             yield* Effect.logInfo("request").pipe(
               Effect.annotateLogs({
                 requestId,
