@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, Layer, Logger, References, Runtime } from "effect"
+import { Cause, Effect, Exit, Layer, Logger, Runtime } from "effect"
 import { batchedStdout, formatJsonLine } from "../JsonLines.ts"
 import { ListenError } from "../Listeners.ts"
 import { ServerLive } from "../Server.ts"
+import { telemetryLayer } from "../Telemetry.ts"
 
 /** A stop by SIGINT/SIGTERM that drained cleanly is a normal exit (0), not an error. */
 const teardown: Runtime.Teardown = (exit, onExit) =>
@@ -11,13 +12,6 @@ const teardown: Runtime.Teardown = (exit, onExit) =>
 
 /** One JSON line per log entry (and per request), batched to stdout: `console` costs more per request. */
 const jsonLines = Logger.layer([Logger.map(formatJsonLine, batchedStdout())])
-
-/**
- * No tracer is installed (nothing exports spans, and no log line carries one), so spans are not built: every request
- * made a span per statement and per transaction and passed each as the parent of the next step, a measurable share of a write's
- * cost. A host that exports traces provides a tracer and turns this back on.
- */
-const untraced = Layer.succeed(References.TracerEnabled)(false)
 
 /** A start that fails says why in the same JSON log, naming the setting to change when a listener cannot bind. */
 const reportFailure = (cause: Cause.Cause<unknown>) => {
@@ -31,7 +25,8 @@ const reportFailure = (cause: Cause.Cause<unknown>) => {
 }
 
 // SIGINT/SIGTERM close the listeners and let requests in flight finish.
-Layer.launch(ServerLive.pipe(Layer.provide(jsonLines), Layer.provide(untraced))).pipe(
+// OTLP export when OTEL_EXPORTER_OTLP_ENDPOINT is set; built inside the JSON logger so its logger joins that one.
+Layer.launch(ServerLive.pipe(Layer.provide(telemetryLayer), Layer.provide(jsonLines))).pipe(
   Effect.tapCause(reportFailure),
   Effect.provide(jsonLines),
   NodeRuntime.runMain({ teardown, disableErrorReporting: true })

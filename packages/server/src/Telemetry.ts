@@ -1,0 +1,34 @@
+import { Config, Effect, Layer, References } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { Otlp } from "effect/observability"
+
+/** `OTEL_EXPORTER_OTLP_HEADERS`, the standard `key=value,key=value` list (values URL-encoded): a vendor's API key. */
+const parseHeaders = (value: string): Record<string, string> =>
+  Object.fromEntries(
+    value
+      .split(",")
+      .map((pair) => pair.trim())
+      .filter((pair) => pair.includes("="))
+      .map((pair) => {
+        const at = pair.indexOf("=")
+        return [decodeURIComponent(pair.slice(0, at).trim()), decodeURIComponent(pair.slice(at + 1).trim())]
+      })
+  )
+
+/**
+ * Traces, metrics and logs over OTLP/HTTP (Effect's `Otlp` layer, JSON) when the standard `OTEL_EXPORTER_OTLP_ENDPOINT`
+ * is set (decisions.md part 15), as service `OTEL_SERVICE_NAME` (default `hostplane`); its logs go beside the JSON
+ * lines, not instead. Unset, no tracer is installed and spans are not even built: a span per statement and per
+ * transaction, each the parent of the next step, was a measurable share of a write's cost with nothing to read them.
+ */
+export const telemetryLayer = Layer.unwrap(
+  Effect.gen(function* () {
+    const endpoint = (yield* Config.String("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(Config.withDefault(""))).trim()
+    if (endpoint === "") return Layer.succeed(References.TracerEnabled)(false)
+    const serviceName = (yield* Config.String("OTEL_SERVICE_NAME").pipe(Config.withDefault(""))).trim() || "hostplane"
+    const headers = parseHeaders(yield* Config.String("OTEL_EXPORTER_OTLP_HEADERS").pipe(Config.withDefault("")))
+    return Otlp.layerJson({ baseUrl: endpoint, resource: { serviceName }, headers }).pipe(
+      Layer.provide(FetchHttpClient.layer)
+    )
+  })
+)
