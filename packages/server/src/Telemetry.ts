@@ -23,10 +23,12 @@ const parseHeaders = (value: string): Record<string, string> =>
  */
 export const telemetryLayer = Layer.unwrap(
   Effect.gen(function* () {
-    const endpoint = (yield* Config.String("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(Config.withDefault(""))).trim()
+    const setting = (name: string) =>
+      Effect.map(Config.option(Config.String(name)), (value) => (value._tag === "Some" ? value.value.trim() : ""))
+    const endpoint = yield* setting("OTEL_EXPORTER_OTLP_ENDPOINT")
     if (endpoint === "") return Layer.succeed(References.TracerEnabled)(false)
-    const serviceName = (yield* Config.String("OTEL_SERVICE_NAME").pipe(Config.withDefault(""))).trim() || "hostplane"
-    const headers = parseHeaders(yield* Config.String("OTEL_EXPORTER_OTLP_HEADERS").pipe(Config.withDefault("")))
+    const serviceName = (yield* setting("OTEL_SERVICE_NAME")) || "hostplane"
+    const headers = parseHeaders(yield* setting("OTEL_EXPORTER_OTLP_HEADERS"))
     return Otlp.layerJson({ baseUrl: endpoint, resource: { serviceName }, headers }).pipe(
       Layer.provide(FetchHttpClient.layer)
     )
