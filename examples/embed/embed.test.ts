@@ -1,5 +1,6 @@
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
 import { configLayer, Identity } from "@hostplane/core"
+import { HostAuthenticator } from "@hostplane/http"
 import { layerMemory } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Layer } from "effect"
@@ -13,6 +14,7 @@ it("a host server mounts hostplane's /v1 beside its own routes", async () => {
       layerMemory,
       configLayer({ identity: { devAuth: true } }),
       Identity.IdentityProvider.off,
+      HostAuthenticator.off,
       dnsNone,
       SealerAesGcm.layerEphemeral,
       PasswordHasherScrypt.layer,

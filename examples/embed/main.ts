@@ -9,6 +9,7 @@ import {
 } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
 import { configLayer, Hostnames } from "@hostplane/core"
+import { HostAuthenticator } from "@hostplane/http"
 import { Layer, Redacted } from "effect"
 import { startHost } from "./host.ts"
 
@@ -24,6 +25,7 @@ const ports = Layer.mergeAll(
   DnsResolverUdp.layerConfig,
   // Sign-in through an OAuth provider when SERVICE_IDP_* names one.
   IdentityProviderOAuth.layerConfig,
+  HostAuthenticator.off,
   Hostnames.HostedZones.layerNone,
   // Secrets are sealed with SERVICE_SEAL_KEY (else the key file .hostplane/seal.key); access passwords use scrypt.
   SealerAesGcm.layerConfig,

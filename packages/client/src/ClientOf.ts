@@ -9,6 +9,8 @@ export interface ClientOptions {
   readonly baseUrl: string
   /** A session token or personal access token, sent as `Authorization: Bearer`. */
   readonly token?: string | undefined
+  /** The `fetch` requests go through instead of the global one (an embedding host's in-process handler, a test's). */
+  readonly fetch?: typeof globalThis.fetch | undefined
 }
 
 /**
@@ -95,10 +97,16 @@ export const makeFor = <ApiId extends string, Groups extends HttpApiGroup.Constr
 ): Effect.Effect<HttpApiClient.Client<Groups, never, never>, never, HttpClient.HttpClient> =>
   HttpApiClient.make(api, {
     baseUrl: originOf(options.baseUrl),
-    transformClient: (client) =>
-      options.token === undefined
-        ? client
-        : HttpClient.mapRequest(client, HttpClientRequest.bearerToken(options.token)),
+    transformClient: (client) => {
+      const own = options.fetch
+      const fetched =
+        own === undefined
+          ? client
+          : HttpClient.transform(client, (effect) => Effect.provideService(effect, FetchHttpClient.Fetch, own))
+      return options.token === undefined
+        ? fetched
+        : HttpClient.mapRequest(fetched, HttpClientRequest.bearerToken(options.token))
+    },
     transformResponse: envelopeErrors
   }) as never
 

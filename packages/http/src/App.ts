@@ -8,6 +8,7 @@ import { type AnyAreaHttp, apiPrefix, type HandlersOf } from "./Area.ts"
 import { areas } from "./areas.ts"
 import { AuthenticationLive } from "./auth/Authentication.ts"
 import { authorizeFirst } from "./auth/AuthorizeFirst.ts"
+import { type HostAuthenticator, hostActorResolver } from "./auth/HostAuthenticator.ts"
 import { consolePages } from "./console/ConsolePages.ts"
 import { cachedMe, cachedMePath } from "./identity/CachedMe.ts"
 import { DevAuthApi } from "@hostplane/api/identity/IdentityApi"
@@ -55,6 +56,7 @@ export type RoutesNeeds<As extends ReadonlyArray<AnyAreaHttp>> =
   | HttpRouter.HttpRouter
   | Kernel.Settings
   | Identity.IdentityConfig
+  | HostAuthenticator
   | Layer.Services<typeof AuthenticationLive>
   | Exclude<Layer.Services<HandlersOf<As[number]>>, Layer.Success<typeof AuthenticationLive>>
 
@@ -85,7 +87,8 @@ export const routesOf = <const As extends NonEmptyReadonlyArray<AnyAreaHttp>>(
         consolePages,
         requestPipeline(knownRoutes(api), {
           shortcuts: Effect.map(cachedMe, (answer) => new Map([[cachedMePath, answer]])),
-          authorizeFirst
+          authorizeFirst,
+          hostActor: hostActorResolver
         })
       ).pipe(Layer.provide(handlers))
     })
@@ -98,9 +101,10 @@ export const routes = routesOf(areas)
 /**
  * The ports the routes need from the host, as every area declares them: the stores, the settings, the DNS that
  * hostname verification asks, the secret sealer (`SealerAesGcm`), the access password hasher (`PasswordHasherScrypt`),
- * the bundle reader and artifact store (`BundleReader` over `ArtifactStoreDisk`), all in adapters-providers.
+ * the bundle reader and artifact store (`BundleReader` over `ArtifactStoreDisk`), all in adapters-providers, and the
+ * host's own sign-in (`HostAuthenticator`, or `HostAuthenticator.off`).
  */
-export type Ports = CorePorts
+export type Ports = CorePorts | HostAuthenticator
 
 /**
  * Router settings every host of `app` should use: path parameters up to 1024 characters, so a 128-character secret

@@ -11,3 +11,12 @@ export { WorkerInvoker } from "./edge/WorkerInvoker.ts"
 export { RequestMetrics } from "./server/RequestPipeline.ts"
 export { makeNodeListener, type NodeListener } from "./server/NodeListener.ts"
 export { Console, type ConsoleFile, type ConsoleFiles, consoleSecurityHeaders } from "./console/ConsolePages.ts"
+export { mount, type Mounted, type NodeMiddleware, normalizePrefix, underPrefix } from "./server/Mount.ts"
+export {
+  HostActor,
+  HostAuthenticator,
+  HostAuthenticatorError,
+  hostAuthenticatorCode,
+  HostIdentity,
+  type HostRequest
+} from "./auth/HostAuthenticator.ts"

@@ -23,7 +23,7 @@ import { configLayerFromEnv, Dns, Hostnames, jobHandlers, Jobs, services } from 
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import * as Path from "node:path"
-import { app, Console, routerConfig, spanNames } from "@hostplane/http"
+import { app, Console, HostAuthenticator, routerConfig, spanNames } from "@hostplane/http"
 import { loadConsole } from "@hostplane/console"
 import { edgeListeners, tlsPorts } from "./EdgeListeners.ts"
 import { healthRoutes } from "./Health.ts"
@@ -109,6 +109,8 @@ export const ServerLive = Layer.unwrap(
           ObjectStorage.objectStore,
           // The OAuth identity provider from SERVICE_IDP_*, else none (sign-in through a provider answers 400).
           IdentityProviderOAuth.layerConfig,
+          // A standalone server has no host application whose sign-in it would trust: its own tokens only.
+          HostAuthenticator.off,
           // Hashes the session token of every request with node:crypto instead of Web Crypto.
           TokensNode.layer,
           // Polar from SERVICE_POLAR_* when a token is set; without one billing answers 501 billing_off.

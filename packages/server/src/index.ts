@@ -1,2 +1,3 @@
 export { parseListen } from "./Listen.ts"
 export { ServerLive } from "./Server.ts"
+export { type HostplaneAdapters, type HostplaneDatabase, type HostplaneOptions, makeHostplane } from "./Hostplane.ts"

@@ -57,6 +57,11 @@ export class Identity extends Context.Service<
     readonly devLogin: (input: DevLoginInput) => Effect.Effect<Session>
     /** The actor behind a bearer token; 401 when unknown or expired. */
     readonly authenticate: (token: string) => Effect.Effect<Actor, Unauthorized>
+    /**
+     * The actor of an identity the host verified itself (its own sign-in, decisions.md part 18): the same provider
+     * and subject are the same user, created with a personal org on first sight, as an OAuth sign-in; no session.
+     */
+    readonly actorOf: (identity: VerifiedIdentity) => Effect.Effect<Actor>
     readonly me: (actor: Actor) => Effect.Effect<Me, Unauthorized>
     /**
      * `me` of a session token whose actor and memberships the auth cache holds, else undefined: never reads a store,
@@ -100,7 +105,8 @@ export class Identity extends Context.Service<
         siteUrl: settings.siteUrl
       })
 
-      const signIn = Effect.fn("Identity.signIn")(function* (identity: VerifiedIdentity) {
+      // The user of a verified identity, created with a personal org on first sight; a changed profile is stored.
+      const userOf = Effect.fn("Identity.userOf")(function* (identity: VerifiedIdentity) {
         const user = yield* tx.withTransaction(
           Effect.gen(function* () {
             const existing = yield* users.findByIdentity(identity.provider, identity.subject)
@@ -124,6 +130,11 @@ export class Identity extends Context.Service<
         )
         // A profile or a personal org may have changed: this process forgets the user before answering.
         yield* cache.changed(AuthChange.user(user.id))
+        return user
+      })
+
+      const signIn = Effect.fn("Identity.signIn")(function* (identity: VerifiedIdentity) {
+        const user = yield* userOf(identity)
         const token = yield* tokens.secret(32)
         const expiresAt = yield* isoAfter(identityConfig.sessionTtl)
         yield* users.insertSession({
@@ -133,6 +144,26 @@ export class Identity extends Context.Service<
           createdAt: yield* nowIso
         })
         return { token, expiresAt, userId: user.id, subject: user.subject }
+      })
+
+      // A host's own sign-in maps to the same user on every request: the profile is written (and the cache told)
+      // only when it changed, so a steady caller costs one read.
+      const actorOf = Effect.fn("Identity.actorOf")(function* (identity: VerifiedIdentity) {
+        const existing = yield* users.findByIdentity(identity.provider, identity.subject)
+        const user =
+          Option.isSome(existing) &&
+          (identity.email ?? existing.value.email) === existing.value.email &&
+          (identity.name ?? existing.value.name) === existing.value.name
+            ? existing.value
+            : yield* userOf(identity)
+        const actor: Actor = {
+          userId: user.id,
+          provider: user.provider,
+          subject: user.subject,
+          email: user.email,
+          name: user.name
+        }
+        return actor
       })
 
       const devLogin = (input: DevLoginInput) =>
@@ -278,7 +309,7 @@ export class Identity extends Context.Service<
         return back({ ...session })
       })
 
-      return Identity.of({ config, devLogin, authenticate, me, cachedMe, startIdp, finishIdp })
+      return Identity.of({ config, devLogin, authenticate, actorOf, me, cachedMe, startIdp, finishIdp })
     })
   )
 }

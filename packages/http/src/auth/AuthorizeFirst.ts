@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { HttpServerResponse } from "effect/http"
 import { bearerActor } from "./Authentication.ts"
+import { HostActor, HostAuthenticatorError, hostAuthenticatorUnavailable } from "./HostAuthenticator.ts"
 
 /**
  * The spec's role column for the org routes whose minimum is above viewer (control-api.md parts 4.2 to 4.15; a route
@@ -133,9 +134,16 @@ export const authorizeFirst = Effect.gen(function* () {
     if (orgSlug === undefined) return Effect.succeed(undefined)
     const projectName = template.includes(":projectName") ? paramOf(template, segments, ":projectName") : undefined
     const token = bearerOf(request.headers["authorization"])
-    if (token === undefined) return Effect.succeed(refusal(new Errors.Unauthorized({ message: "sign in first" })))
     const minimum = minimumRoleOf(request.method, routeTemplate)
-    const actor = actorOf(token)
+    // Without a token, the host's sign-in (or an in-process call's user) is the caller.
+    const actor =
+      token === undefined
+        ? Effect.flatMap(Effect.flatten(Effect.service(HostActor)), (actor) =>
+            actor === undefined
+              ? Effect.fail(new Errors.Unauthorized({ message: "sign in first" }))
+              : Effect.succeed(actor)
+          )
+        : actorOf(token)
     return actor.pipe(
       Effect.flatMap((actor) =>
         projectName === undefined
@@ -143,7 +151,9 @@ export const authorizeFirst = Effect.gen(function* () {
           : policy.requireProject(actor, orgSlug, projectName, minimum)
       ),
       Effect.as(undefined),
-      Effect.catch((error) => Effect.succeed(refusal(error)))
+      Effect.catch((error) =>
+        Effect.succeed(error instanceof HostAuthenticatorError ? hostAuthenticatorUnavailable(error) : refusal(error))
+      )
     )
   }
 })

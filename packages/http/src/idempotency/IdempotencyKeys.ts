@@ -1,7 +1,8 @@
-import { Errors, Idempotency, Identity } from "@hostplane/core"
+import { Errors, Idempotency, Identity, type Kernel } from "@hostplane/core"
 import { Effect, Exit, Option, Stream } from "effect"
 import { Cookies, type HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash, type Hash } from "node:crypto"
+import { HostActor } from "../auth/HostAuthenticator.ts"
 
 const headerName = "idempotency-key"
 
@@ -108,17 +109,26 @@ export const idempotencyKeys = Effect.gen(function* () {
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, E | HttpServerError.HttpServerError, R> => {
     // Every other request (each GET) passes straight through, without a step of its own.
     const key = request.method === "POST" ? request.headers[headerName] : undefined
-    const token = key === undefined ? undefined : bearerOf(request.headers["authorization"])
-    return key === undefined || token === undefined ? httpApp : keyedPost(request, key, token, httpApp)
+    if (key === undefined) return httpApp
+    const token = bearerOf(request.headers["authorization"])
+    // Without a token the host's sign-in (or an in-process call's user) owns the key; an authenticator that failed
+    // keys nothing (the endpoint answers its 503).
+    const actor =
+      token === undefined
+        ? Effect.map(Effect.option(Effect.flatten(Effect.service(HostActor))), (actor) =>
+            Option.flatMap(actor, Option.fromNullishOr)
+          )
+        : Effect.option(identity.authenticate(token))
+    return keyedPost(request, key, actor, httpApp)
   }
   function keyedPost<E, R>(
     request: HttpServerRequest.HttpServerRequest,
     key: string,
-    token: string,
+    actorOf: Effect.Effect<Option.Option<Kernel.Actor>>,
     httpApp: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
   ) {
     return Effect.gen(function* () {
-      const actor = yield* Effect.option(identity.authenticate(token))
+      const actor = yield* actorOf
       if (Option.isNone(actor)) return yield* httpApp
       if (!Idempotency.keyPattern.test(key)) {
         return envelope(400, "bad_request", "Idempotency-Key must be 1 to 255 visible ASCII characters")

@@ -10,6 +10,13 @@ import {
 import { HttpApiError } from "effect/http-api"
 import type { Envelope } from "@hostplane/api/errors/ApiError"
 import { idempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
+import {
+  anonymous,
+  HostActor,
+  HostAuthenticatorError,
+  hostAuthenticatorUnavailable
+} from "../auth/HostAuthenticator.ts"
+import type { Kernel } from "@hostplane/core"
 import { bodyIssues, type InputIssue, urlIssues } from "./InputText.ts"
 
 /** A route of the API, for telling 405 (path known, method not) from 404. */
@@ -114,11 +121,13 @@ export type AuthorizeFirst = (
  * shortcut before the router, and an input refusal of an org route is checked by `authorizeFirst`.
  */
 
-export const requestPipeline = <R = never>(
+export const requestPipeline = <R = never, RHost = never>(
   routes: ReadonlyArray<KnownRoute>,
   options: {
     readonly shortcuts?: Effect.Effect<ReadonlyMap<string, Shortcut>, never, R>
     readonly authorizeFirst?: Effect.Effect<AuthorizeFirst, never, R>
+    /** The host's sign-in for a request without a token (`hostActorResolver`); undefined when there is none. */
+    readonly hostActor?: Effect.Effect<HostActorOf | undefined, never, RHost>
   } = {}
 ) => {
   // A request with a body tests its own method's patterns, once: a body is read only for a route that exists. Every
@@ -134,9 +143,10 @@ export const requestPipeline = <R = never>(
         idempotencyKeys,
         options.shortcuts ?? Effect.succeed(new Map<string, Shortcut>()),
         options.authorizeFirst ?? Effect.succeed(undefined),
-        Effect.service(RequestMetrics)
+        Effect.service(RequestMetrics),
+        options.hostActor ?? Effect.succeed(undefined)
       ]),
-      ([keyed, byUrl, authorize, metrics]) =>
+      ([keyed, byUrl, authorize, metrics, hostActorOf]) =>
         (httpApp) =>
           Effect.gen(function* () {
             const request = yield* HttpServerRequest.HttpServerRequest
@@ -172,7 +182,8 @@ export const requestPipeline = <R = never>(
                         HttpIncomingMessage.MaxBodySize,
                         maxJsonBody
                       )
-            const exit = yield* Effect.exit(checked)
+            const asCaller = yield* hostCaller(hostActorOf, request)
+            const exit = yield* Effect.exit(asCaller(checked))
             if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
               return yield* Effect.failCause(exit.cause)
             }
@@ -183,7 +194,7 @@ export const requestPipeline = <R = never>(
             // A URL that is not even text (a NUL, a broken escape) names no route to authorize: it stays 400.
             if ((response.status === 400 || response.status === 415) && authorize !== undefined && inUrl.length === 0) {
               const route = matched ?? matching(request.method, path)
-              const first = route === undefined ? undefined : yield* authorize(request, route.template, path)
+              const first = route === undefined ? undefined : yield* asCaller(authorize(request, route.template, path))
               if (first !== undefined) response = first
             }
             response = withAsciiLocation(withChallenge(withEnvelope(response), request))
@@ -208,6 +219,26 @@ export const requestPipeline = <R = never>(
     { global: true }
   )
 }
+
+/** Resolves the actor of a request without a token (the host's authenticator, then the user). */
+export type HostActorOf = (
+  request: HttpServerRequest.HttpServerRequest
+) => Effect.Effect<Kernel.Actor | undefined, HostAuthenticatorError>
+
+/**
+ * A request without an `Authorization` header is the host's signed-in user, asked of the authenticator only when an
+ * endpoint needs an actor, and at most once per request. An in-process call has set its user already.
+ */
+const hostCaller = Effect.fnUntraced(function* (
+  hostActorOf: HostActorOf | undefined,
+  request: HttpServerRequest.HttpServerRequest
+) {
+  if (hostActorOf === undefined || request.headers["authorization"] !== undefined || (yield* HostActor) !== anonymous) {
+    return <A, E, R>(effect: Effect.Effect<A, E, R>) => effect
+  }
+  const once = yield* Effect.cached(hostActorOf(request))
+  return <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, HostActor, once)
+})
 
 const maxBodyBytes = Number(maxJsonBody)
 
@@ -267,6 +298,12 @@ const fromCause = (
           ? json(413, { code: "payload_too_large", message: "the request body is too large" })
           : json(400, { code: "bad_request", message: "the request body could not be read" })
       }
+    }
+    if (error instanceof HostAuthenticatorError) {
+      yield* Effect.logWarning("the host's authenticator failed", error.message).pipe(
+        Effect.annotateLogs({ requestId })
+      )
+      return hostAuthenticatorUnavailable(error)
     }
     if (lostDatabase(error)) {
       yield* Effect.logWarning("the control database does not answer", cause).pipe(Effect.annotateLogs({ requestId }))

@@ -37,11 +37,18 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import type { Ports } from "../../src/App.ts"
 import { makeNodeListener } from "../../src/server/NodeListener.ts"
+import { HostAuthenticator } from "../../src/auth/HostAuthenticator.ts"
 
 /** The store ports a backend provides; settings and DNS come from the test. */
 export type Stores = Exclude<
   Ports,
-  Configs | Dns | Crypto | Deployments.BundleReader | Deployments.ArtifactStore | Identity.IdentityProvider
+  | Configs
+  | Dns
+  | Crypto
+  | Deployments.BundleReader
+  | Deployments.ArtifactStore
+  | Identity.IdentityProvider
+  | HostAuthenticator
 >
 
 /** What hostname verification asks: a resolver and the hosted zones. */
@@ -78,6 +85,8 @@ export interface TestServerOptions {
   readonly endUser?: Layer.Layer<EndUser.SocialOAuth | EndUser.EndUserDirectory, unknown>
   /** The OAuth identity provider (`IdentityProviderOAuth` against a `FakeIdentityProvider`); none by default. */
   readonly identityProvider?: Layer.Layer<Identity.IdentityProvider, unknown>
+  /** The host application's sign-in (`HostAuthenticator.fromFunction`); none by default. */
+  readonly hostAuthenticator?: Layer.Layer<HostAuthenticator>
   /** The storage add-on's object store; without one its routes answer 503 `no_core`. */
   readonly objects?: Layer.Layer<Storage.ObjectStore, unknown>
 }
@@ -131,7 +140,8 @@ export const startTestServer = async (
         options.database ?? Layer.empty,
         options.endUser ?? Layer.empty,
         options.objects ?? Layer.empty,
-        options.identityProvider ?? Identity.IdentityProvider.off
+        options.identityProvider ?? Identity.IdentityProvider.off,
+        options.hostAuthenticator ?? HostAuthenticator.off
       )
     ),
     Layer.provide(Logger.layer([]))

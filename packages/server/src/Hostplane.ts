@@ -1,0 +1,124 @@
+import type { PgClient } from "@effect/sql-pg"
+import * as Pg from "@hostplane/adapters-pg"
+import {
+  ArtifactStoreDisk,
+  BundleReader,
+  MailTransportAuto,
+  PasswordHasherScrypt,
+  SealerAesGcm
+} from "@hostplane/adapters-providers"
+import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
+import {
+  type Access,
+  type ConfigOverrides,
+  configLayer,
+  type Deployments,
+  Hostnames,
+  Identity,
+  jobHandlers,
+  Jobs,
+  type Mail,
+  type Secrets,
+  services
+} from "@hostplane/core"
+import {
+  HostAuthenticator,
+  type HostIdentity,
+  type HostRequest,
+  type Mounted,
+  mount,
+  type Ports
+} from "@hostplane/http"
+import { type Duration, Layer, Redacted } from "effect"
+
+/** Where hostplane's tables live: a URL, or the host's own `PgClient` layer (its connection settings are reused). */
+export type HostplaneDatabase =
+  { readonly url: string | Redacted.Redacted<string> } | { readonly client: Layer.Layer<PgClient.PgClient, unknown> }
+
+/** The adapters `makeHostplane` picks by default; give any of them to replace it. */
+export interface HostplaneAdapters {
+  /** Seals project secrets: `SERVICE_SEAL_KEY`, else `<SERVICE_DATA_DIR or .hostplane>/seal.key`. */
+  readonly sealer?: Layer.Layer<Secrets.Sealer, unknown>
+  /** Hashes project access passwords: scrypt. */
+  readonly passwordHasher?: Layer.Layer<Access.PasswordHasher, unknown>
+  /** Reads uploaded bundles into the artifact store: `<SERVICE_DATA_DIR or .hostplane>/artifacts`. */
+  readonly bundles?: Layer.Layer<Deployments.BundleReader | Deployments.ArtifactStore, unknown>
+  /** Verifies custom hostnames: `SERVICE_DNS_RESOLVERS`, else the system's resolvers; no hosted zones. */
+  readonly dns?: Layer.Layer<Hostnames.DnsResolver | Hostnames.HostedZones, unknown>
+  /** Sign-in through an OAuth provider (`IdentityProviderOAuth`); off by default. */
+  readonly identityProvider?: Layer.Layer<Identity.IdentityProvider, unknown>
+  /** The host's sign-in as a layer (an Effect authenticator); `authenticate` is the plain-function form. */
+  readonly hostAuthenticator?: Layer.Layer<HostAuthenticator, unknown>
+  /** Where the job runner sends mail: SMTP from `SERVICE_SMTP_URL`, else `.eml` files in the data folder. */
+  readonly mailTransport?: Layer.Layer<Mail.MailTransport, unknown>
+}
+
+export interface HostplaneOptions {
+  /** The host's PostgreSQL: hostplane creates and uses only its own schema there. */
+  readonly database: HostplaneDatabase
+  /** The schema (default `hostplane`). */
+  readonly schema?: string | undefined
+  /**
+   * Where the host mounts it (`/platform`): the listener and the handler answer under it. `settings.publicUrl`
+   * should then end with it, so links hostplane makes (invites, sign-in callbacks) point under it.
+   */
+  readonly prefix?: string | undefined
+  /** Every area's settings, as the standalone server's `SERVICE_*` would set them; the rest keep their defaults. */
+  readonly settings?: ConfigOverrides | undefined
+  /**
+   * The host's own sign-in: its request (headers, cookies) to `{ provider, subject, email?, name? }`, or nothing
+   * for nobody. Given `timeout` (default 5 seconds); a throw or a late answer is 503, never an anonymous caller.
+   */
+  readonly authenticate?:
+    ((request: HostRequest) => HostIdentity | undefined | null | Promise<HostIdentity | undefined | null>) | undefined
+  readonly authenticateTimeout?: Duration.Input | undefined
+  /** The job runner (mail, hostname checks, project deletes) in this process; default on. */
+  readonly jobs?: boolean | undefined
+  readonly adapters?: HostplaneAdapters | undefined
+}
+
+/** The host's database as hostplane's stores, migrated into its schema first. */
+const databaseLayer = (database: HostplaneDatabase, schema: string | undefined) => {
+  const options = schema === undefined ? {} : { schema }
+  return "url" in database
+    ? Pg.PgDatabase.layer(typeof database.url === "string" ? Redacted.make(database.url) : database.url, options)
+    : Pg.PgDatabase.layerFromClient(options).pipe(Layer.provide(database.client))
+}
+
+/**
+ * The whole library in one call (decisions.md part 18): PostgreSQL stores on the host's database, the settings,
+ * every default adapter (each replaceable), the job runner, and the host's sign-in; answers the Node listener, the
+ * web-standard handler and the in-process typed client, all under `prefix`.
+ */
+export const makeHostplane = (options: HostplaneOptions): Promise<Mounted<Ports | Layer.Success<typeof services>>> => {
+  const adapters = options.adapters ?? {}
+  const stores = Pg.layer.pipe(Layer.provideMerge(databaseLayer(options.database, options.schema)))
+  const bundles = adapters.bundles ?? BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig))
+  const hostAuthenticator =
+    adapters.hostAuthenticator ??
+    (options.authenticate === undefined
+      ? HostAuthenticator.off
+      : HostAuthenticator.fromFunction(
+          options.authenticate,
+          options.authenticateTimeout === undefined ? {} : { timeout: options.authenticateTimeout }
+        ))
+  const ports = Layer.mergeAll(
+    stores,
+    configLayer(options.settings ?? {}),
+    adapters.sealer ?? SealerAesGcm.layerConfig,
+    adapters.passwordHasher ?? PasswordHasherScrypt.layer,
+    bundles,
+    adapters.dns ?? Layer.merge(DnsResolverUdp.layerConfig, Hostnames.HostedZones.layerNone),
+    adapters.identityProvider ?? Identity.IdentityProvider.off,
+    hostAuthenticator
+  )
+  // One runner for every job kind, on the same services the routes use (one build shares them).
+  const jobs =
+    options.jobs === false
+      ? Layer.empty
+      : Jobs.JobRunner.background().pipe(
+          Layer.provide(jobHandlers),
+          Layer.provide(Layer.merge(services, adapters.mailTransport ?? MailTransportAuto.layerConfig))
+        )
+  return mount(jobs.pipe(Layer.provideMerge(ports)) as Layer.Layer<Ports, unknown>, { prefix: options.prefix })
+}
