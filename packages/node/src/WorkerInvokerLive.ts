@@ -114,6 +114,7 @@ export const WorkerInvokerLive = Layer.effect(
       queryTimeoutMs: settings.timeoutMs
     })
     runtime.setBindings(bindings.handler)
+    runtime.setRawBindings(bindings.rawHandler)
 
     /** Reads every change since the last revision; a project whose secrets or grants changed gets its env again. */
     const sync = syncLock.withPermits(1)(

@@ -76,6 +76,19 @@ export type BindingHandler = (
   args: ReadonlyArray<unknown>
 ) => Promise<{ readonly value: unknown } | { readonly error: { readonly message: string; readonly code?: string } }>
 
+/**
+ * A node-side handler for a binding call that streams (a storage put's body in, a get's bytes out): it answers on
+ * `response` itself. `projectId` is the router's.
+ */
+export type RawBindingHandler = (
+  projectId: string,
+  binding: string,
+  method: string,
+  query: URLSearchParams,
+  request: Http.IncomingMessage,
+  response: Http.ServerResponse
+) => Promise<void>
+
 /** One invocation's tail events, with the project the router attributed them to. */
 export type TailHandler = (projectId: string, deploymentId: string, events: ReadonlyArray<unknown>) => void
 
@@ -208,6 +221,7 @@ export class WorkerRuntime extends Context.Service<
     readonly pids: () => ReadonlyArray<number | undefined>
     readonly restarts: () => ReadonlyArray<number>
     readonly setBindings: (handler: BindingHandler) => void
+    readonly setRawBindings: (handler: RawBindingHandler) => void
     /** Every invocation's event: from the routers' tails, and the edge's own timeouts. */
     readonly collector: LogCollector
   }
@@ -294,6 +308,11 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   const entry = entrySource()
   const specs = new Map<string, WorkerSpec>()
   let bindings: BindingHandler = async () => ({ error: { message: "bindings_unavailable" } })
+  let rawBindings: RawBindingHandler = async (_project, _binding, _method, _query, request, response) => {
+    request.resume()
+    response.writeHead(200, { "content-type": "application/json" })
+    response.end(JSON.stringify({ error: { message: "bindings_unavailable" } }))
+  }
   const collector = Effect.runSync(makeCollector)
   const tail: TailHandler = collector.fromTail
 
@@ -349,6 +368,8 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
         response.writeHead(204)
         return response.end()
       }
+      const raw = /^\/raw\/([a-z]+)\/([a-zA-Z]+)$/.exec(url.pathname)
+      if (raw !== null) return rawBindings(projectId, raw[1]!, raw[2]!, url.searchParams, request, response)
       const call = /^\/binding\/([a-z]+)\/([a-zA-Z]+)$/.exec(url.pathname)
       if (call !== null) {
         const body = (await readJson(request, 150 * 1024 * 1024)) as { args?: Array<unknown> }
@@ -505,6 +526,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     pids: () => shards.map((shard) => shard.process?.pid),
     restarts: () => shards.map((shard) => shard.restarts),
     setBindings: (handler) => (bindings = handler),
+    setRawBindings: (handler) => (rawBindings = handler),
     collector
   })
 

@@ -21,36 +21,53 @@ const call = async (binding, method, args) => {
 
 let bindingsStub
 
-const toBytes = async (value) => {
-  if (typeof value === "string") return new TextEncoder().encode(value)
-  if (value instanceof ArrayBuffer) return new Uint8Array(value)
-  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
-  if (value instanceof Blob) return new Uint8Array(await value.arrayBuffer())
-  if (value instanceof ReadableStream) return new Uint8Array(await new Response(value).arrayBuffer())
-  if (value === null || value === undefined) return new Uint8Array()
-  return new TextEncoder().encode(String(value))
-}
-
-const toBase64 = (bytes) => {
-  let text = ""
-  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
-  return btoa(text)
-}
-
-const fromBase64 = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0))
-
-const storageObject = (meta, base64) => {
+/** An R2-like object from the node's metadata; with a response, its body too (read once, as R2's is). */
+const storageObject = (meta, response) => {
   if (meta === null) return null
   const object = { key: meta.key, size: meta.size, etag: meta.etag, uploaded: new Date(meta.uploaded) }
-  if (base64 === undefined) return object
-  const bytes = fromBase64(base64)
+  if (response === undefined) return object
   return {
     ...object,
-    body: new Response(bytes).body,
-    text: async () => new TextDecoder().decode(bytes),
-    json: async () => JSON.parse(new TextDecoder().decode(bytes)),
-    arrayBuffer: async () => bytes.slice().buffer
+    body: response.body,
+    get bodyUsed() {
+      return response.bodyUsed
+    },
+    text: () => response.text(),
+    json: () => response.json(),
+    arrayBuffer: () => response.arrayBuffer(),
+    blob: () => response.blob()
   }
+}
+
+const keyOf = (key) => {
+  if (typeof key !== "string") throw new TypeError("invalid_key: a key is a string")
+  return key
+}
+
+/** A storage call whose body streams; answers the node's JSON answer, or the response itself when it holds bytes. */
+const streamed = async (method, key, body) => {
+  const response = await bindingsStub.fetch(
+    `http://bindings/storage/${method}?key=${encodeURIComponent(keyOf(key))}`,
+    body === undefined ? { method: "POST" } : { method: "POST", body }
+  )
+  const meta = response.headers.get("x-hostplane-object")
+  if (meta !== null) return { meta: JSON.parse(decodeURIComponent(meta)), response }
+  const answer = await response.json()
+  if (answer.error !== undefined) rejectWith(answer.error)
+  return { meta: answer.value }
+}
+
+const storageBody = (value) => {
+  if (value === null || value === undefined) return ""
+  if (
+    typeof value === "string" ||
+    value instanceof ArrayBuffer ||
+    ArrayBuffer.isView(value) ||
+    value instanceof Blob ||
+    value instanceof ReadableStream
+  )
+    return value
+  throw new TypeError("bad_request: a value is a string, ArrayBuffer, typed array, Blob or ReadableStream")
 }
 
 /** A query parameter as the text PostgreSQL reads: dates in ISO form, bytes as `bytea` hex, objects as JSON. */
@@ -79,17 +96,14 @@ const bindingsOf = (flags, request) => {
   }
   if (flags.storage) {
     env.storage = {
-      put: async (key, value) => {
-        const answer = await call("storage", "put", [String(key), toBase64(await toBytes(value))])
-        return storageObject(answer)
-      },
+      put: async (key, value) => storageObject((await streamed("put", key, storageBody(value))).meta),
       get: async (key) => {
-        const answer = await call("storage", "get", [String(key)])
-        return answer === null ? null : storageObject(answer.meta, answer.body)
+        const { meta, response } = await streamed("get", key)
+        return meta === null ? null : storageObject(meta, response)
       },
-      head: async (key) => storageObject(await call("storage", "head", [String(key)])),
+      head: async (key) => storageObject(await call("storage", "head", [keyOf(key)])),
       delete: async (keys) => {
-        await call("storage", "delete", [Array.isArray(keys) ? keys.map(String) : [String(keys)]])
+        await call("storage", "delete", [Array.isArray(keys) ? keys : [keys]])
       },
       list: async (options) => {
         const answer = await call("storage", "list", [options ?? {}])

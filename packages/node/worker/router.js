@@ -45,8 +45,17 @@ export class Bindings extends WorkerEntrypoint {
   async call(binding, method, args) {
     return nodeCall(this.env, this.ctx.props.projectId, `/binding/${binding}/${method}`, { args })
   }
-  async user(token) {
-    return nodeCall(this.env, this.ctx.props.projectId, `/binding/auth/user`, { args: [token] })
+  /** The streamed calls (a storage put's value, a get's bytes): the body passes through, never buffered here. */
+  async fetch(request) {
+    const url = new URL(request.url)
+    const headers = new Headers({ "x-hostplane-project": this.ctx.props.projectId })
+    const length = request.headers.get("content-length")
+    if (length !== null) headers.set("content-length", length)
+    return this.env.NODE.fetch(`http://node/raw${url.pathname}${url.search}`, {
+      method: "POST",
+      headers,
+      body: request.body
+    })
   }
 }
 

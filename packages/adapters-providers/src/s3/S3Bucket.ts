@@ -143,7 +143,11 @@ export interface Listed {
   readonly key: string
   readonly bytes: number
   readonly lastModified: Date | undefined
+  /** The bucket's ETag, without its quotes. */
+  readonly etag: string
 }
+
+const unquoted = (etag: string | undefined) => (etag ?? "").replace(/^"|"$/g, "")
 
 /** The client of decisions.md part 15: path style, the settings' region and keys, compatible checksum defaults. */
 export const makeClient = (settings: S3Settings): S3Client =>
@@ -301,12 +305,18 @@ export const make = (settings: S3Settings, client: S3Client = makeClient(setting
       })
     })
 
-  /** The size of `key`, or none when it holds nothing. */
+  /** The size, ETag and time of `key`, or none when it holds nothing. */
   const head = (key: string) =>
     send("head", key, (abortSignal) =>
       client.send(new HeadObjectCommand({ Bucket, Key: full(key) }), { abortSignal })
     ).pipe(
-      Effect.map((answer) => Option.some({ bytes: answer.ContentLength ?? 0 })),
+      Effect.map((answer) =>
+        Option.some({
+          bytes: answer.ContentLength ?? 0,
+          etag: unquoted(answer.ETag),
+          lastModified: answer.LastModified
+        })
+      ),
       Effect.catchIf(
         (error) => error.reason === "NotFound",
         () => Effect.succeedNone
@@ -334,7 +344,8 @@ export const make = (settings: S3Settings, client: S3Client = makeClient(setting
                   {
                     key: object.Key.slice(settings.prefix.length),
                     bytes: object.Size ?? 0,
-                    lastModified: object.LastModified
+                    lastModified: object.LastModified,
+                    etag: unquoted(object.ETag)
                   }
                 ]
           )

@@ -1,11 +1,11 @@
-import { randomUUID } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
 import { createReadStream } from "node:fs"
 import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { NodeStream } from "@effect/platform-node"
 import { Storage } from "@hostplane/core"
-import { type Config, Effect, Layer, Stream } from "effect"
+import { type Config, Effect, Layer, Option, Stream } from "effect"
 import { inDataDir } from "../DataDir.ts"
 
 type Reason = Storage.ObjectStoreError["reason"]
@@ -33,6 +33,23 @@ const invalid = (problem: string | undefined) =>
  */
 const escape = (segment: string) => segment.replaceAll("%", "%25").replaceAll("~", "%7E")
 const unescape = (name: string) => name.replace(/%(25|7E)/g, (_, hex: string) => (hex === "25" ? "%" : "~"))
+
+/**
+ * An object's listing from its file: the ETag from the file's identity and write time (a put renames a new file over
+ * the key, so every write changes it), the upload time from its modification time.
+ */
+const infoOf = (key: string, stat: import("node:fs").BigIntStats): Storage.ObjectInfo => ({
+  key,
+  bytes: Number(stat.size),
+  etag: createHash("sha256").update(`${stat.ino}:${stat.size}:${stat.mtimeNs}`).digest("hex").slice(0, 32),
+  uploaded: new Date(Number(stat.mtimeMs)).toISOString()
+})
+
+const statOf = (path: string) =>
+  Fs.stat(path, { bigint: true }).catch((cause: unknown) => {
+    if (codeOf(cause) === "ENOENT") return undefined
+    throw cause
+  })
 
 const writeAll = async (file: Fs.FileHandle, chunk: Uint8Array): Promise<void> => {
   let offset = 0
@@ -103,8 +120,15 @@ export const make = Effect.fn("ObjectStoreDisk.make")(function* (dir: string) {
       }
     })
     moved = true
-    return { key, bytes }
+    const stat = yield* io(`cannot read ${key}`, () => statOf(target))
+    return stat === undefined ? { key, bytes, etag: "", uploaded: new Date().toISOString() } : infoOf(key, stat)
   }, Effect.scoped)
+
+  const head = Effect.fn("ObjectStoreDisk.head")(function* (key: string) {
+    yield* invalid(Storage.keyProblem(key))
+    const stat = yield* io(`cannot read ${key}`, () => statOf(fileOf(key)))
+    return stat === undefined || !stat.isFile() ? Option.none() : Option.some(infoOf(key, stat))
+  })
 
   const get = (key: string): Stream.Stream<Uint8Array, Storage.ObjectStoreError> =>
     Stream.unwrap(
@@ -129,8 +153,8 @@ export const make = Effect.fn("ObjectStoreDisk.make")(function* (dir: string) {
       if (!segment.startsWith(partial)) continue
       const path = Path.join(folder, entry.name)
       if (isFile) {
-        const stat = await Fs.stat(path).catch(() => undefined)
-        if (stat !== undefined) yield { key: `${keyBase}${segment}`, bytes: stat.size }
+        const stat = await Fs.stat(path, { bigint: true }).catch(() => undefined)
+        if (stat !== undefined) yield infoOf(`${keyBase}${segment}`, stat)
       } else if (entry.isDirectory()) yield* walk(path, `${keyBase}${segment}/`, "")
     }
   }
@@ -176,7 +200,7 @@ export const make = Effect.fn("ObjectStoreDisk.make")(function* (dir: string) {
     )
   })
 
-  return Storage.ObjectStore.of({ put, get, list, remove, removePrefix })
+  return Storage.ObjectStore.of({ put, head, get, list, remove, removePrefix })
 })
 
 export const layer = (dir: string): Layer.Layer<Storage.ObjectStore, Storage.ObjectStoreError> =>

@@ -17,6 +17,10 @@ const invalid = (problem: string | undefined) =>
     ? Effect.void
     : Effect.fail(new Storage.ObjectStoreError({ reason: "InvalidKey", message: problem }))
 
+/** S3's time of a write: a HEAD says it to the second (an HTTP date), so a listing's is cut to the second too. */
+const uploadedOf = (at: Date | undefined) =>
+  new Date(Math.floor((at ?? new Date()).getTime() / 1000) * 1000).toISOString()
+
 /**
  * The object store in an S3 bucket, under `storage/`: a put is one streamed upload straight to its key (multipart
  * above 8 MiB, aborted when the body fails), so the key holds the whole new object or what it held before; a listing
@@ -29,7 +33,20 @@ export const make = (bucket: S3Bucket.S3Bucket): Storage.ObjectStore["Service"] 
     const written = yield* bucket
       .upload(`${folder}${key}`, body)
       .pipe(Effect.catchIf(S3Bucket.isS3Failure, (failure) => Effect.fail(storeError(failure))))
-    return { key, bytes: written.bytes }
+    // The bucket's own ETag and time, as a later head or listing answers them.
+    const stored = yield* head(key)
+    return Option.getOrElse(stored, () => ({ key, bytes: written.bytes, etag: "", uploaded: new Date().toISOString() }))
+  })
+
+  const head = Effect.fn("ObjectStoreS3.head")(function* (key: string) {
+    yield* invalid(Storage.keyProblem(key))
+    const held = yield* Effect.mapError(bucket.head(`${folder}${key}`), storeError)
+    return Option.map(held, (object) => ({
+      key,
+      bytes: object.bytes,
+      etag: object.etag,
+      uploaded: uploadedOf(object.lastModified)
+    }))
   })
 
   const get = (key: string): Stream.Stream<Uint8Array, Storage.ObjectStoreError> =>
@@ -42,7 +59,12 @@ export const make = (bucket: S3Bucket.S3Bucket): Storage.ObjectStore["Service"] 
       Effect.as(
         invalid(Storage.prefixProblem(prefix)),
         bucket.list(`${folder}${prefix}`).pipe(
-          Stream.map((object) => ({ key: object.key.slice(folder.length), bytes: object.bytes })),
+          Stream.map((object) => ({
+            key: object.key.slice(folder.length),
+            bytes: object.bytes,
+            etag: object.etag,
+            uploaded: uploadedOf(object.lastModified)
+          })),
           Stream.mapError(storeError)
         )
       )
@@ -64,7 +86,7 @@ export const make = (bucket: S3Bucket.S3Bucket): Storage.ObjectStore["Service"] 
     return keys.length
   })
 
-  return Storage.ObjectStore.of({ put, get, list, remove, removePrefix })
+  return Storage.ObjectStore.of({ put, head, get, list, remove, removePrefix })
 }
 
 export const layer = (bucket: S3Bucket.S3Bucket): Layer.Layer<Storage.ObjectStore> =>

@@ -1,9 +1,13 @@
-import { Context, type Effect, Schema, type Stream } from "effect"
+import { Context, type Effect, type Option, Schema, type Stream } from "effect"
 
 /** A stored object as a listing shows it. */
 export interface ObjectInfo {
   readonly key: string
   readonly bytes: number
+  /** Changes whenever the key is written again (an opaque string; the bucket's ETag on S3). */
+  readonly etag: string
+  /** When the object was last written, RFC 3339. */
+  readonly uploaded: string
 }
 
 /** The object store failed: a key it does not hold, a key outside the rules, or the backend itself. */
@@ -54,6 +58,8 @@ export class ObjectStore extends Context.Service<
       key: string,
       body: Stream.Stream<Uint8Array, E>
     ) => Effect.Effect<ObjectInfo, E | ObjectStoreError>
+    /** What `key` holds (as a listing shows it), or none. */
+    readonly head: (key: string) => Effect.Effect<Option.Option<ObjectInfo>, ObjectStoreError>
     /** The bytes of `key`; `NotFound` when it holds none. */
     readonly get: (key: string) => Stream.Stream<Uint8Array, ObjectStoreError>
     /** Every object whose key starts with `prefix` (a plain string prefix), in no particular order. */

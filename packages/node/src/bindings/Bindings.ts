@@ -1,8 +1,9 @@
-import { Database, type Deployments, type Node } from "@hostplane/core"
+import { Database, type Deployments, Node, Storage } from "@hostplane/core"
 import { Effect, Option } from "effect"
-import type { BindingHandler } from "../WorkerRuntime.ts"
+import type { BindingHandler, RawBindingHandler } from "../WorkerRuntime.ts"
 import { makeDbBinding } from "./Db.ts"
 import { answerOf, BindingFailure } from "./Failure.ts"
+import { makeStorageBinding } from "./Storage.ts"
 
 /**
  * The node side of a worker's add-on bindings (decisions.md part 13): what the entry module builds into `env` for a
@@ -14,17 +15,30 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
   /** The node's converged state of a project. */
   readonly stateOf: (projectId: string) => Node.NodeProject | undefined
   readonly queryTimeoutMs: number
+  /** How often the node reports the storage usage that changed (part 6 wants it within 60 s). */
+  readonly usageEveryMs?: number
 }) {
   const node = yield* Effect.serviceOption(Database.DatabaseNode)
   const db = makeDbBinding({
     authority: Option.isSome(node) ? node.value.authority : undefined,
     queryTimeoutMs: options.queryTimeoutMs
   })
+  const nodes = yield* Node.Nodes
+  const objects = yield* Effect.serviceOption(Storage.ObjectStore)
+  const storage = Option.map(objects, (store) =>
+    makeStorageBinding({
+      objects: store,
+      report: (items) => Effect.runPromise(Effect.asVoid(nodes.usage({ items }))),
+      reportEveryMs: options.usageEveryMs ?? 5_000
+    })
+  )
 
   /** What `env` gets for a project's granted add-ons; an add-on not granted is absent. */
   const flagsOf = (project: Node.NodeProject, _manifest: Deployments.Manifest): Record<string, unknown> => {
     const flags: Record<string, unknown> = {}
     if (project.bindings.db !== null) flags.db = { connectionString: project.bindings.db.url }
+    // Without an object store on this node the grant cannot be served: absent rather than failing every call.
+    if (project.bindings.storage !== null && Option.isSome(storage)) flags.storage = true
     return flags
   }
 
@@ -39,20 +53,40 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
   const handler: BindingHandler = async (projectId, binding, method, args) => {
     try {
       if (binding === "db" && method === "query") return await db.query(projectId, granted(projectId, "db"), args)
+      if (binding === "storage" && Option.isSome(storage)) {
+        return await storage.value.call(projectId, granted(projectId, "storage"), method, args)
+      }
       throw new BindingFailure("bad_request", `no binding method ${binding}.${method}`)
     } catch (error) {
       return answerOf(error)
     }
   }
 
+  const rawHandler: RawBindingHandler = async (projectId, binding, method, query, request, response) => {
+    try {
+      if (binding !== "storage" || Option.isNone(storage)) {
+        throw new BindingFailure("bad_request", `no streamed binding method ${binding}.${method}`)
+      }
+      await storage.value.raw(projectId, granted(projectId, "storage"), method, query.get("key"), request, response)
+    } catch (error) {
+      request.resume()
+      if (response.headersSent) return void response.destroy()
+      response.writeHead(200, { "content-type": "application/json" })
+      response.end(JSON.stringify(answerOf(error)))
+    }
+  }
+
   /** A project's new state (or its removal): resources of grants that went are released. */
   const converge = (projectId: string, project: Node.NodeProject | undefined) => {
     db.converge(projectId, project?.bindings.db ?? null)
+    if (Option.isSome(storage)) storage.value.converge(projectId, project?.bindings.storage ?? null)
   }
 
-  yield* Effect.addFinalizer(() => Effect.promise(() => db.close()))
+  yield* Effect.addFinalizer(() =>
+    Effect.promise(() => Promise.all([db.close(), Option.isSome(storage) ? storage.value.close() : undefined]))
+  )
 
-  return { flagsOf, handler, converge, openPools: db.openPools }
+  return { flagsOf, handler, rawHandler, converge, openPools: db.openPools }
 })
 
 export type NodeBindings = Effect.Success<ReturnType<typeof makeBindings>>

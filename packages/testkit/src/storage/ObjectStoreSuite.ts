@@ -1,6 +1,6 @@
 import { assert, layer } from "@effect/vitest"
 import { Storage } from "@hostplane/core"
-import { Effect, type Layer, Schema, Stream } from "effect"
+import { Effect, type Layer, Option, Schema, Stream } from "effect"
 import { randomSuffix } from "../contract/Fixtures.ts"
 
 class Broken extends Schema.TaggedError<Broken>()("Broken", {}) {}
@@ -12,10 +12,16 @@ const body = (...parts: ReadonlyArray<string>) => Stream.fromIterable(parts.map(
 const collect = (stream: Stream.Stream<Uint8Array, Storage.ObjectStoreError>) =>
   Effect.map(Stream.mkUint8Array(stream), (bytes) => new TextDecoder().decode(bytes))
 
-const listed = (store: Storage.ObjectStore["Service"], prefix: string) =>
+/** Key and size: what most checks compare (the ETag and time are checked on their own). */
+const sized = (info: Storage.ObjectInfo) => ({ key: info.key, bytes: info.bytes })
+
+const listedInfos = (store: Storage.ObjectStore["Service"], prefix: string) =>
   Effect.map(Stream.runCollect(store.list(prefix)), (items) =>
     Array.from(items).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
   )
+
+const listed = (store: Storage.ObjectStore["Service"], prefix: string) =>
+  Effect.map(listedInfos(store, prefix), (items) => items.map(sized))
 
 const reasonOf = <A, R>(effect: Effect.Effect<A, Storage.ObjectStoreError, R>) =>
   Effect.map(Effect.flip(effect), (error) => error.reason)
@@ -27,11 +33,34 @@ export const objectStoreSuite = <E>(name: string, objects: Layer.Layer<Storage.O
       Effect.gen(function* () {
         const store = yield* Storage.ObjectStore
         const key = `${randomSuffix()}/notes/a.txt`
-        assert.deepStrictEqual(yield* store.put(key, body("hello ", "objects")), { key, bytes: 13 })
+        assert.deepStrictEqual(sized(yield* store.put(key, body("hello ", "objects"))), { key, bytes: 13 })
         assert.strictEqual(yield* collect(store.get(key)), "hello objects")
         yield* store.put(key, body("second"))
         assert.strictEqual(yield* collect(store.get(key)), "second")
         assert.deepStrictEqual(yield* listed(store, key), [{ key, bytes: 6 }])
+      })
+    )
+
+    it.effect("head, put and a listing agree on size, ETag and upload time; a new write changes the ETag", () =>
+      Effect.gen(function* () {
+        const store = yield* Storage.ObjectStore
+        const key = `${randomSuffix()}/meta.txt`
+        const before = Date.now()
+        assert.isTrue(Option.isNone(yield* store.head(key)))
+        const first = yield* store.put(key, body("one"))
+        assert.strictEqual(first.bytes, 3)
+        assert.isTrue(first.etag.length > 0)
+        const uploaded = Date.parse(first.uploaded)
+        assert.isTrue(uploaded >= before - 2_000 && uploaded <= Date.now() + 2_000, first.uploaded)
+        assert.strictEqual(new Date(uploaded).toISOString(), first.uploaded)
+        assert.deepStrictEqual(yield* store.head(key), Option.some(first))
+        assert.deepStrictEqual(yield* listedInfos(store, key), [first])
+        const second = yield* store.put(key, body("two!"))
+        assert.notStrictEqual(second.etag, first.etag)
+        assert.deepStrictEqual(yield* store.head(key), Option.some(second))
+        yield* store.remove(key)
+        assert.isTrue(Option.isNone(yield* store.head(key)))
+        assert.strictEqual(yield* reasonOf(store.head("a//b")), "InvalidKey")
       })
     )
 

@@ -1,0 +1,327 @@
+import { type Node, Storage } from "@hostplane/core"
+import { Cause, Effect, Exit, Option, Schema, Stream } from "effect"
+import type * as Http from "node:http"
+import { BindingFailure, type BindingAnswer } from "./Failure.ts"
+
+/** Longest key a worker may use, in UTF-8 bytes (R2's and part 13's). */
+export const maxKeyBytes = 1024
+
+/** Most keys one `delete` or `list` page takes or answers. */
+const maxBatch = 1000
+
+/** Bytes of the stored form of a key between two `/`: within every adapter's segment limit. */
+const chunkBytes = 200
+
+const utf8 = (text: string) => Buffer.byteLength(text, "utf8")
+
+/** Characters kept as they are in the stored form; every other ASCII character is `%XX`. */
+const plain = /^[A-Za-z0-9_-]$/
+
+/**
+ * A worker's key in the object store, under the project's prefix. Keys are opaque to the worker (any string of 1..1024
+ * UTF-8 bytes, `/`, `..` and empty segments included), so each is escaped character by character (ASCII outside
+ * `[A-Za-z0-9_-]` as `%XX`, other characters kept) and cut into segments of at most `chunkBytes` at fixed places. The
+ * stored form of a prefix of a key is then a prefix of the key's stored form (listing by prefix works in the store),
+ * it holds no `/` of the worker's (no key can reach another prefix) and no `.` segment.
+ */
+export const storedFormOf = (key: string): string => {
+  let out = ""
+  let chunk = 0
+  for (const char of key) {
+    const unit =
+      plain.test(char) || char.codePointAt(0)! >= 0x80
+        ? char
+        : `%${char.codePointAt(0)!.toString(16).toUpperCase().padStart(2, "0")}`
+    const size = utf8(unit)
+    if (chunk + size > chunkBytes) {
+      out += "/"
+      chunk = 0
+    }
+    out += unit
+    chunk += size
+  }
+  return out
+}
+
+export const keyOfStoredForm = (stored: string): string => decodeURIComponent(stored.replaceAll("/", ""))
+
+/** UTF-8 byte order, as R2 lists. */
+const byUtf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"))
+
+const checkKey = (key: unknown, what = "a key"): string => {
+  if (typeof key !== "string") throw new BindingFailure("invalid_key", `${what} is a string`)
+  const bytes = utf8(key)
+  if (bytes < 1 || bytes > maxKeyBytes) {
+    throw new BindingFailure("invalid_key", `${what} is 1 to ${maxKeyBytes} UTF-8 bytes; this one is ${bytes}`)
+  }
+  if (!key.isWellFormed()) throw new BindingFailure("invalid_key", `${what} holds an unpaired surrogate`)
+  return key
+}
+
+interface Meta {
+  readonly key: string
+  readonly size: number
+  readonly etag: string
+  readonly uploaded: string
+}
+
+const ListOptions = Schema.Struct({
+  prefix: Schema.optional(Schema.String),
+  cursor: Schema.optional(Schema.String),
+  limit: Schema.optional(Schema.Number)
+})
+
+class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", { message: Schema.String }) {}
+class BodyFailed extends Schema.TaggedError<BodyFailed>()("BodyFailed", { message: Schema.String }) {}
+
+/**
+ * `env.storage` (decisions.md part 13): the R2 subset on the node's ObjectStore, each project under its prefix, its
+ * quota enforced here (a put that would pass it stores nothing), its usage kept per project and reported to the
+ * control plane (`Nodes.usage`, the in-process `POST /v1/node/usage`) a few seconds after each change.
+ */
+export const makeStorageBinding = (options: {
+  readonly objects: Storage.ObjectStore["Service"]
+  /** Sends the usage of the projects that changed; failures are retried at the next round. */
+  readonly report: (items: ReadonlyArray<{ projectId: string; storageBytes: number }>) => Promise<void>
+  readonly reportEveryMs: number
+}) => {
+  const { objects } = options
+  /** Bytes under each project's prefix, from one listing at first use, then kept by every put and delete. */
+  const usage = new Map<string, number>()
+  const dirty = new Set<string>()
+  /** One change at a time per project, so two puts never both pass the quota on the same free bytes. */
+  const queues = new Map<string, Promise<unknown>>()
+
+  /** Runs a store effect; its failures become what the worker is told. */
+  const run = async <A>(effect: Effect.Effect<A, unknown>): Promise<A> => {
+    const exit = await Effect.runPromiseExit(effect)
+    if (Exit.isSuccess(exit)) return exit.value
+    const error = Cause.squash(exit.cause)
+    if (error instanceof BindingFailure) throw error
+    if (error instanceof Storage.ObjectStoreError) {
+      throw error.reason === "InvalidKey"
+        ? new BindingFailure("invalid_key", `the key does not fit the node's store: ${error.message}`)
+        : new BindingFailure("storage_unavailable", error.message)
+    }
+    throw error
+  }
+
+  const serially = <A>(projectId: string, task: () => Promise<A>): Promise<A> => {
+    const previous = queues.get(projectId) ?? Promise.resolve()
+    const next = previous.then(task, task)
+    const settled = next.then(
+      () => undefined,
+      () => undefined
+    )
+    queues.set(projectId, settled)
+    void settled.then(() => {
+      if (queues.get(projectId) === settled) queues.delete(projectId)
+    })
+    return next
+  }
+
+  const usageOf = async (projectId: string, prefix: string) => {
+    const known = usage.get(projectId)
+    if (known !== undefined) return known
+    const total = await run(
+      Stream.runFold(
+        objects.list(prefix),
+        () => 0,
+        (sum, object) => sum + object.bytes
+      )
+    )
+    usage.set(projectId, total)
+    return total
+  }
+
+  const changed = (projectId: string, bytes: number) => {
+    usage.set(projectId, bytes)
+    dirty.add(projectId)
+  }
+
+  const metaOf = (key: string, info: Storage.ObjectInfo): Meta => ({
+    key,
+    size: info.bytes,
+    etag: info.etag,
+    uploaded: info.uploaded
+  })
+
+  const head = async (binding: Storage.StorageBinding, key: string): Promise<Meta | null> => {
+    const info = await run(objects.head(`${binding.prefix}${storedFormOf(key)}`))
+    return Option.isSome(info) ? metaOf(key, info.value) : null
+  }
+
+  /** Streams the request body in under the quota left; the key keeps what it held when anything fails. */
+  const put = (projectId: string, binding: Storage.StorageBinding, key: string, body: Http.IncomingMessage) =>
+    serially(projectId, async () => {
+      const stored = `${binding.prefix}${storedFormOf(key)}`
+      const used = await usageOf(projectId, binding.prefix)
+      const previous = await run(objects.head(stored))
+      const replaced = Option.isSome(previous) ? previous.value.bytes : 0
+      const room = binding.quotaBytes - (used - replaced)
+      const quotaMessage = `the project's storage quota of ${binding.quotaBytes} bytes would be passed (${used} used)`
+      const declared = Number(body.headers["content-length"] ?? "NaN")
+      if (Number.isFinite(declared) && declared > room) {
+        body.resume()
+        throw new BindingFailure("quota_exceeded", quotaMessage)
+      }
+      let counted = 0
+      const source = Stream.fromAsyncIterable(
+        body as AsyncIterable<Buffer>,
+        (cause) => new BodyFailed({ message: String(cause) })
+      ).pipe(
+        Stream.mapEffect((chunk: Buffer) => {
+          counted += chunk.length
+          return counted > room
+            ? Effect.fail(new QuotaExceeded({ message: quotaMessage }))
+            : Effect.succeed(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+        })
+      )
+      const info = await run(
+        objects.put(stored, source).pipe(
+          Effect.catchTag("QuotaExceeded", (error) => Effect.fail(new BindingFailure("quota_exceeded", error.message))),
+          Effect.catchTag("BodyFailed", (error) =>
+            Effect.fail(new BindingFailure("bad_request", `the value could not be read: ${error.message}`))
+          )
+        )
+      )
+      changed(projectId, used - replaced + info.bytes)
+      return metaOf(key, info)
+    })
+
+  const remove = (projectId: string, binding: Storage.StorageBinding, keys: ReadonlyArray<string>) =>
+    serially(projectId, async () => {
+      let used = await usageOf(projectId, binding.prefix)
+      for (const key of keys) {
+        const stored = `${binding.prefix}${storedFormOf(key)}`
+        const previous = await run(objects.head(stored))
+        if (Option.isNone(previous)) continue
+        if (await run(objects.remove(stored))) used -= previous.value.bytes
+      }
+      changed(projectId, Math.max(0, used))
+    })
+
+  const list = async (binding: Storage.StorageBinding, raw: unknown) => {
+    const parsed = Schema.decodeUnknownOption(ListOptions)(raw ?? {})
+    if (Option.isNone(parsed)) {
+      throw new BindingFailure("bad_request", "list takes { prefix?: string, cursor?: string, limit?: number }")
+    }
+    const { prefix = "", cursor, limit = maxBatch } = parsed.value
+    if (!Number.isInteger(limit) || limit < 1 || limit > maxBatch) {
+      throw new BindingFailure("bad_request", `limit is an integer from 1 to ${maxBatch}`)
+    }
+    if (prefix !== "") checkKey(prefix, "a prefix")
+    let after: string | undefined
+    if (cursor !== undefined) {
+      after = Buffer.from(cursor, "base64url").toString("utf8")
+      if (after === "" || Buffer.from(after, "utf8").toString("base64url") !== cursor) {
+        throw new BindingFailure("bad_request", "the cursor is not one a listing answered")
+      }
+    }
+    const all = await run(Stream.runCollect(objects.list(`${binding.prefix}${storedFormOf(prefix)}`)))
+    const matching = Array.from(all, (info) => metaOf(keyOfStoredForm(info.key.slice(binding.prefix.length)), info))
+      .filter((meta) => meta.key.startsWith(prefix) && (after === undefined || byUtf8(meta.key, after) > 0))
+      .sort((a, b) => byUtf8(a.key, b.key))
+    const page = matching.slice(0, limit)
+    const truncated = matching.length > limit
+    return {
+      objects: page,
+      truncated,
+      ...(truncated ? { cursor: Buffer.from(page.at(-1)!.key, "utf8").toString("base64url") } : {})
+    }
+  }
+
+  /** The JSON calls: `head`, `delete`, `list` (`put` and `get` stream, through `raw`). */
+  const call = async (
+    projectId: string,
+    binding: Storage.StorageBinding,
+    method: string,
+    args: ReadonlyArray<unknown>
+  ): Promise<BindingAnswer> => {
+    switch (method) {
+      case "head":
+        return { value: await head(binding, checkKey(args[0])) }
+      case "delete": {
+        const keys = Array.isArray(args[0]) ? args[0] : [args[0]]
+        if (keys.length > maxBatch) throw new BindingFailure("bad_request", `delete takes at most ${maxBatch} keys`)
+        await remove(
+          projectId,
+          binding,
+          keys.map((key) => checkKey(key))
+        )
+        return { value: null }
+      }
+      case "list":
+        return { value: await list(binding, args[0]) }
+      default:
+        throw new BindingFailure("bad_request", `no storage method ${method}`)
+    }
+  }
+
+  /** `put` (the request body is the value) and `get` (the object's bytes are the response body). */
+  const raw = async (
+    projectId: string,
+    binding: Storage.StorageBinding,
+    method: string,
+    key: unknown,
+    request: Http.IncomingMessage,
+    response: Http.ServerResponse
+  ) => {
+    const checked = checkKey(key)
+    if (method === "put") {
+      const meta = await put(projectId, binding, checked, request)
+      response.writeHead(200, { "content-type": "application/json" })
+      return response.end(JSON.stringify({ value: meta }))
+    }
+    if (method === "get") {
+      request.resume()
+      const meta = await head(binding, checked)
+      if (meta === null) {
+        response.writeHead(200, { "content-type": "application/json" })
+        return response.end(JSON.stringify({ value: null }))
+      }
+      response.writeHead(200, {
+        "content-type": "application/octet-stream",
+        // Percent-encoded: a header carries Latin-1 only, a key any character.
+        "x-hostplane-object": encodeURIComponent(JSON.stringify(meta))
+      })
+      const bytes = objects.get(`${binding.prefix}${storedFormOf(checked)}`)
+      await Effect.runPromise(
+        Stream.runForEach(bytes, (chunk) =>
+          Effect.promise(
+            () =>
+              new Promise<void>((resolve) => {
+                if (response.write(chunk)) resolve()
+                else response.once("drain", resolve)
+              })
+          )
+        ).pipe(Effect.catch(() => Effect.sync(() => response.destroy())))
+      )
+      return response.end()
+    }
+    throw new BindingFailure("bad_request", `no storage method ${method}`)
+  }
+
+  const flush = async () => {
+    if (dirty.size === 0) return
+    const items = [...dirty].map((projectId) => ({ projectId, storageBytes: usage.get(projectId) ?? 0 }))
+    dirty.clear()
+    await options.report(items).catch(() => {
+      for (const item of items) dirty.add(item.projectId)
+    })
+  }
+  const timer = setInterval(() => void flush(), options.reportEveryMs)
+  timer.unref()
+
+  /** A revoke forgets the project's counted usage: a later grant lists the prefix again. */
+  const converge = (projectId: string, binding: Node.NodeProject["bindings"]["storage"] | null) => {
+    if (binding === null && !dirty.has(projectId)) usage.delete(projectId)
+  }
+
+  const close = async () => {
+    clearInterval(timer)
+    await flush()
+  }
+
+  return { call, raw, converge, close, flush }
+}
