@@ -2,21 +2,18 @@ import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import { AccessPolicies } from "../access/AccessPolicies.ts"
 import { admitsRole } from "../access/AccessPolicy.ts"
 import { ArtifactStore, type StoredFile } from "../deployments/ArtifactStore.ts"
-import { DeploymentStore } from "../deployments/DeploymentStore.ts"
-import { Hostnames } from "../hostnames/Hostnames.ts"
 import { Settings } from "../kernel/Settings.ts"
 import { isoAfter, nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
-import { ProjectStore } from "../projects/ProjectStore.ts"
 import { safeNextPath } from "../access/AccessRules.ts"
 import { assetCandidates, contentTypeOf } from "./AssetPath.ts"
 import { EdgeSessionStore } from "./EdgeSessionStore.ts"
 import { AuthWorker } from "../enduser/AuthWorker.ts"
 import type { DeploymentId, OrgId, ProjectId, UserId } from "../kernel/Ids.ts"
-import type { DeploymentRow } from "../deployments/Deployment.ts"
 import type { ArtifactStoreUnavailable } from "../errors/Errors.ts"
-import { type Manifest, workerEntry } from "../deployments/Manifest.ts"
+import type { Manifest } from "../deployments/Manifest.ts"
+import { type LiveDeployment, makeEdgeCache } from "./EdgeCache.ts"
 import { Result } from "effect"
 
 /**
@@ -160,16 +157,14 @@ export class Edge extends Context.Service<
   static readonly layer = Layer.effect(
     Edge,
     Effect.gen(function* () {
-      const hostnames = yield* Hostnames
       const access = yield* AccessPolicies
       const sessions = yield* EdgeSessionStore
-      const projects = yield* ProjectStore
-      const deployments = yield* DeploymentStore
       const artifacts = yield* ArtifactStore
       const orgs = yield* OrgStore
       const tokens = yield* Tokens
       const settings = yield* Settings
       const passwordAttempt = attemptLimiter()
+      const cache = yield* makeEdgeCache
       // A host may leave end-user sign-in out: `/__service/auth/*` then always reaches the deployment.
       const authWorker = yield* Effect.serviceOption(AuthWorker)
 
@@ -231,7 +226,7 @@ export class Edge extends Context.Service<
           return yield* issuePass(request.host, grant.value.projectId, { userId: grant.value.userId }, safeNext)
         }
         if (path === "/__service/access/password" && request.method === "POST") {
-          const route = yield* hostnames.routeOf(request.host)
+          const route = yield* cache.route(request.host)
           if (Option.isNone(route)) return problem(404, "unknown_hostname", `${request.host} is not connected`)
           const wait = passwordAttempt(`${request.client ?? ""} ${request.host}`, yield* Clock.currentTimeMillis)
           if (wait !== undefined) {
@@ -258,19 +253,6 @@ export class Edge extends Context.Service<
         return problem(404, "not_found", `no system route ${path}`)
       })
 
-      // A digest's files never change, so its worker entry is computed once per digest.
-      const entries = new Map<string, string | null>()
-      const entryOf = Effect.fnUntraced(function* (digest: string, manifest: Manifest) {
-        const known = entries.get(digest)
-        if (known !== undefined) return known
-        const index = yield* artifacts.index(digest)
-        const paths = Option.isSome(index) ? index.value.files.map((file) => file.path) : []
-        const found = Result.getOrUndefined(workerEntry(manifest, paths)) ?? null
-        if (entries.size > 10_000) entries.clear()
-        entries.set(digest, found)
-        return found
-      })
-
       /** The bucket is down or lost an object: an answer the visitor can retry, and a line for the operator. */
       const storeFailed = (error: ArtifactStoreUnavailable) =>
         Effect.as(
@@ -278,21 +260,10 @@ export class Edge extends Context.Service<
           problem(503, "artifact_store_unavailable", "this deployment's files cannot be read right now")
         )
 
-      /** The live deployment and its worker entry (null: assets only). */
-      const liveOf = Effect.fnUntraced(function* (projectId: ProjectId) {
-        const project = yield* projects.findById(projectId)
-        const liveId = Option.isSome(project) ? project.value.liveDeploymentId : null
-        const live = liveId === null ? Option.none() : yield* deployments.get(projectId, liveId)
-        if (Option.isNone(live)) return undefined
-        return { deployment: live.value, entry: yield* entryOf(live.value.digest, live.value.manifest) }
-      })
-
       const serve = Effect.fnUntraced(function* (
         request: EdgeRequest,
         projectId: ProjectId,
-        live:
-          | { readonly deployment: Pick<DeploymentRow, "id" | "digest" | "manifest">; readonly entry: string | null }
-          | undefined,
+        live: LiveDeployment | undefined,
         path: string,
         isPrivate: boolean
       ) {
@@ -359,7 +330,7 @@ export class Edge extends Context.Service<
         if (url.pathname.startsWith("/__service/") && !signIn) {
           return yield* system(request, url.pathname, url.searchParams)
         }
-        const route = yield* hostnames.routeOf(request.host)
+        const route = yield* cache.route(request.host)
         if (Option.isNone(route)) return problem(404, "unknown_hostname", `${request.host} is not connected`)
         if (signIn && Option.isSome(authWorker)) {
           // The auth worker answers on a granted project's hosts; otherwise the path is the deployment's.
@@ -367,13 +338,12 @@ export class Edge extends Context.Service<
           if (Option.isSome(answer)) return answer.value
         }
         const { projectId, orgId } = route.value
-        const found = yield* Effect.result(liveOf(projectId))
+        const found = yield* Effect.result(cache.project(projectId))
         if (Result.isFailure(found)) return yield* storeFailed(found.failure)
-        const live = found.success
+        const { live, policy } = found.success
         if ((live === undefined || live.entry === null) && request.method !== "GET" && request.method !== "HEAD") {
           return problem(405, "method_not_allowed", "this deployment serves static assets: GET and HEAD only")
         }
-        const policy = yield* access.policyOf(projectId)
         const admitted =
           policy.mode === "public" ||
           (request.bypass !== undefined && (yield* access.checkBypass(projectId, request.bypass))) ||

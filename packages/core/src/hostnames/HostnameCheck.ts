@@ -7,6 +7,7 @@ import type { HostedZones } from "./HostedZones.ts"
 import type { HostnameRow } from "./Hostname.ts"
 import { verificationRecord } from "./HostnameName.ts"
 import { HostnameStore } from "./HostnameStore.ts"
+import { NodeChanges } from "../kernel/NodeChanges.ts"
 import { NodeRevisions } from "../kernel/NodeRevisions.ts"
 import { Transactor } from "../kernel/Transactor.ts"
 
@@ -19,6 +20,7 @@ export const ownershipSteps = Effect.gen(function* () {
   const config = yield* HostnamesConfig
   const tx = yield* Transactor
   const revisions = yield* NodeRevisions
+  const nodeChanges = yield* NodeChanges
   const dns = yield* Effect.context<DnsResolver | HostedZones>()
   const observe = (row: HostnameRow, verifyToken: string) =>
     checkOwnership({
@@ -38,7 +40,9 @@ export const ownershipSteps = Effect.gen(function* () {
   const record = Effect.fnUntraced(function* (row: HostnameRow, verifyToken: string, outcome: OwnershipCheck) {
     if (!outcome.verified) return yield* store.recordFailure(row.name, verifyToken, outcome.observed)
     yield* Effect.logInfo("hostname verified", { hostname: row.name, method: outcome.method })
-    return yield* tx.withTransaction(activate(row, verifyToken))
+    const after = yield* tx.withTransaction(activate(row, verifyToken))
+    yield* nodeChanges.changed(row.projectId)
+    return after
   })
   return { observe, record }
 })

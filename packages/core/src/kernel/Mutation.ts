@@ -10,6 +10,7 @@ import { type Role, rolesFrom } from "./Role.ts"
 import { nowIso } from "./Time.ts"
 import { Transactor } from "./Transactor.ts"
 import type { OrgId, ProjectId } from "./Ids.ts"
+import { NodeChanges } from "./NodeChanges.ts"
 
 /** What a change leaves in the audit log; the actor, the time and (unless given) the org come from the envelope. */
 export interface AuditEntry {
@@ -156,6 +157,7 @@ export class Mutation extends Context.Service<
       const orgs = yield* OrgStore
       const policy = yield* Policy
       const envelope = yield* EnvelopeStore
+      const nodeChanges = yield* NodeChanges
 
       const eventOf = (actor: Actor, orgId: OrgId | null, at: string, entry: AuditEntry): AuditEvent => ({
         action: entry.action,
@@ -240,7 +242,7 @@ export class Mutation extends Context.Service<
         change: (write: ProjectWrite) => Effect.Effect<Audited<A>, E, R>,
         options: ProjectWriteOptions = {}
       ) {
-        return yield* tx.withTransaction(
+        const result = yield* tx.withTransaction(
           Effect.gen(function* () {
             const locked = yield* envelope.lock(grant.org.id, grant.actor.userId, grant.project.id)
             const { membership, project } = yield* recheckProject(grant, locked)
@@ -252,6 +254,8 @@ export class Mutation extends Context.Service<
             )
           })
         )
+        if (options.node === true) yield* nodeChanges.changed(grant.project.id)
+        return result
       })
 
       /** The refusal `project` answers for what a guarded write read under the lock; a read that passes is a defect. */
@@ -279,7 +283,8 @@ export class Mutation extends Context.Service<
             audit: entry === undefined ? undefined : eventOf(grant.actor, grant.org.id, at, entry),
             raise: options.node === true ? grant.project.id : undefined
           })
-          return change({ project: grant.project, at, finish })
+          const written = change({ project: grant.project, at, finish })
+          return options.node === true ? Effect.tap(written, () => nodeChanges.changed(grant.project.id)) : written
         }).pipe(
           Effect.catchIf(
             (error): error is EnvelopeRefused => error instanceof EnvelopeRefused,

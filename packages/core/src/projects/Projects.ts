@@ -30,6 +30,7 @@ import { deletePhases, ProjectTeardown } from "./ProjectHooks.ts"
 import { ProjectStore } from "./ProjectStore.ts"
 import { makeId, newId, type OperationId, type ProjectId } from "../kernel/Ids.ts"
 import { NodeRevisions } from "../kernel/NodeRevisions.ts"
+import { NodeChanges } from "../kernel/NodeChanges.ts"
 import { Transactor } from "../kernel/Transactor.ts"
 
 /** The project delete (decisions.md part 4): the spec's teardown order, one phase per step. */
@@ -232,8 +233,12 @@ export const projectDeleteHandler: Effect.Effect<
   const steps = yield* ProjectTeardown
   const tx = yield* Transactor
   const revisions = yield* NodeRevisions
+  const nodeChanges = yield* NodeChanges
   const withRaise = (projectId: ProjectId, write: Effect.Effect<void>) =>
-    tx.withTransaction(Effect.andThen(write, revisions.raise(projectId)))
+    Effect.andThen(
+      tx.withTransaction(Effect.andThen(write, revisions.raise(projectId))),
+      nodeChanges.changed(projectId)
+    )
   return handler(projectDelete, {
     run: (phase, job) =>
       Effect.gen(function* () {

@@ -1,7 +1,7 @@
 import { Edge, Kernel } from "@hostplane/core"
-import { Clock, Effect, Option } from "effect"
+import { Cause, Clock, Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { withAsciiLocation } from "../server/RequestPipeline.ts"
+import { lostDatabase, withAsciiLocation } from "../server/RequestPipeline.ts"
 import { WorkerInvoker } from "./WorkerInvoker.ts"
 
 /** The posted password form is small; anything larger is refused unread. */
@@ -163,10 +163,22 @@ export const edgeApp = Effect.gen(function* () {
   )
   return response
 }).pipe(
-  Effect.catchCause((cause) =>
-    Effect.as(
-      Effect.logError("edge failure", cause),
-      HttpServerResponse.jsonUnsafe({ code: "internal", message: "internal error" }, { status: 500 })
-    )
-  )
+  Effect.catchCause((cause) => {
+    const failure = Cause.findErrorOption(cause)
+    const defect = Cause.findDefect(cause)
+    const error = Option.isSome(failure) ? failure.value : defect._tag === "Success" ? defect.success : undefined
+    // A host the edge does not hold yet, while the control database is down: spec part 1's 503, not a fault here.
+    return lostDatabase(error)
+      ? Effect.as(
+          Effect.logWarning("edge: the control database does not answer", cause),
+          HttpServerResponse.jsonUnsafe(
+            { code: "no_core", message: "the control database does not answer; try again shortly" },
+            { status: 503, headers: { ...everyResponse, "retry-after": "5" } }
+          )
+        )
+      : Effect.as(
+          Effect.logError("edge failure", cause),
+          HttpServerResponse.jsonUnsafe({ code: "internal", message: "internal error" }, { status: 500 })
+        )
+  })
 )

@@ -250,7 +250,7 @@ const invalidText = (issues: ReadonlyArray<InputIssue>) =>
  * `SqlError` or wrapped once more by a store): the control database is down, which spec part 1 answers as 503
  * `no_core`, not as a fault of this server.
  */
-const lostDatabase = (error: unknown): boolean => {
+export const lostDatabase = (error: unknown): boolean => {
   for (let current = error, depth = 0; typeof current === "object" && current !== null && depth < 5; depth++) {
     const { _tag, reason, cause } = current as { _tag?: unknown; reason?: { _tag?: unknown }; cause?: unknown }
     if (_tag === "ConnectionError" || reason?._tag === "ConnectionError") return true

@@ -65,6 +65,8 @@ const testCrypto: Layer.Layer<Crypto> = Layer.merge(
 export interface TestServerOptions {
   /** Bundle limits instead of decisions.md's (small ones keep 413 tests fast); each one left out keeps its default. */
   readonly bundleLimits?: Partial<Deployments.BundleLimits>
+  /** The artifact folder, for servers that share one as replicas do; a fresh one by default. */
+  readonly artifactDir?: string
   /** The access password hasher instead of low-cost scrypt (to observe how the server calls it). */
   readonly passwordHasher?: Layer.Layer<Access.PasswordHasher>
   /** The routes and services to serve instead of `app`: `appWith(...)` with fixture areas. */
@@ -117,7 +119,7 @@ export const startTestServer = async (
   dns: Layer.Layer<Dns, unknown, Stores> = dnsNone,
   options: TestServerOptions = {}
 ): Promise<TestServer> => {
-  const artifactDir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-artifacts-"))
+  const artifactDir = options.artifactDir ?? (await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-artifacts-")))
   const gitDir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-git-"))
   const git = Layer.merge(options.gitStorage ?? GitStorageDisk.layer(gitDir), SshKeyParserSsh2.layer)
   const limits = options.bundleLimits

@@ -1,0 +1,188 @@
+import { Cache, Clock, Duration, Effect, Exit, Option, Result, Schedule } from "effect"
+import { AccessPolicies } from "../access/AccessPolicies.ts"
+import type { AccessPolicy } from "../access/AccessPolicy.ts"
+import { ArtifactStore } from "../deployments/ArtifactStore.ts"
+import type { DeploymentRow } from "../deployments/Deployment.ts"
+import { DeploymentStore } from "../deployments/DeploymentStore.ts"
+import { type Manifest, workerEntry } from "../deployments/Manifest.ts"
+import type { ArtifactStoreUnavailable } from "../errors/Errors.ts"
+import type { HostnameRoute } from "../hostnames/Hostname.ts"
+import { Hostnames } from "../hostnames/Hostnames.ts"
+import { canonicalHost } from "../kernel/HostName.ts"
+import type { ProjectId } from "../kernel/Ids.ts"
+import { NodeChanges } from "../kernel/NodeChanges.ts"
+import { NodeRevisions } from "../kernel/NodeRevisions.ts"
+import { ProjectStore } from "../projects/ProjectStore.ts"
+
+/** A project's live deployment as the edge serves it, and its worker entry (null: assets only). */
+export interface LiveDeployment {
+  readonly deployment: Pick<DeploymentRow, "id" | "digest" | "manifest">
+  readonly entry: string | null
+}
+
+/** What the edge needs of a project to answer its hosts. */
+export interface ProjectView {
+  readonly policy: AccessPolicy
+  readonly live: LiveDeployment | undefined
+}
+
+/** How often a replica reads the node revision for changes made elsewhere (decisions.md part 15: within 1 s). */
+export const edgeCachePoll = Duration.millis(250)
+
+/** Entries per map; the least recently used goes first. */
+const capacity = 10_000
+
+/**
+ * The edge's view of hosts and projects, kept in memory so a request reads no store: the route of each host, and each
+ * project's access policy and live deployment with its worker entry.
+ *
+ * Every change that alters them (deploy, rollback, hostname, access policy, secret, add-on, project delete) raises the
+ * project's node revision. This process drops a project's entries when it commits such a change (`NodeChanges`), and
+ * every replica reads the revision every `edgeCachePoll` and drops the entries of the projects stamped since its last
+ * read, so a change made by another replica is served within a second. Nothing expires otherwise: while the database
+ * does not answer, the edge keeps serving what it holds (spec part 15), and when it answers again, the projects
+ * changed meanwhile are read from the revision like any others. Until the first revision is read, nothing is kept.
+ */
+export const makeEdgeCache = Effect.gen(function* () {
+  const hostnames = yield* Hostnames
+  const access = yield* AccessPolicies
+  const projects = yield* ProjectStore
+  const deployments = yield* DeploymentStore
+  const artifacts = yield* ArtifactStore
+  const revisions = yield* NodeRevisions
+  const nodeChanges = yield* NodeChanges
+
+  // A digest's files never change, so its worker entry is read once per digest.
+  const entries = new Map<string, string | null>()
+  const entryOf = Effect.fnUntraced(function* (digest: string, manifest: Manifest) {
+    const known = entries.get(digest)
+    if (known !== undefined) return known
+    const index = yield* artifacts.index(digest)
+    const paths = Option.isSome(index) ? index.value.files.map((file) => file.path) : []
+    const found = Result.getOrUndefined(workerEntry(manifest, paths)) ?? null
+    if (entries.size > capacity) entries.clear()
+    entries.set(digest, found)
+    return found
+  })
+
+  const loadProject = Effect.fnUntraced(function* (projectId: ProjectId) {
+    const project = yield* projects.findById(projectId)
+    const liveId = Option.isSome(project) ? project.value.liveDeploymentId : null
+    const live = liveId === null ? Option.none() : yield* deployments.get(projectId, liveId)
+    const policy = yield* access.policyOf(projectId)
+    if (Option.isNone(live)) return { policy, live: undefined } satisfies ProjectView
+    const { id, digest, manifest } = live.value
+    return {
+      policy,
+      live: { deployment: { id, digest, manifest }, entry: yield* entryOf(digest, manifest) }
+    } satisfies ProjectView
+  })
+
+  // Which cached hosts route to which project, the hosts routed nowhere (a name that becomes active routes somewhere
+  // new) and the hosts being read now (their answer may predate a change heard meanwhile): what a change drops.
+  const hostsOf = new Map<ProjectId, Set<string>>()
+  const unrouted = new Set<string>()
+  const reading = new Map<string, number>()
+
+  const loadRoute = (host: string): Effect.Effect<Option.Option<HostnameRoute>> =>
+    Effect.suspend(() => {
+      reading.set(host, (reading.get(host) ?? 0) + 1)
+      return hostnames.routeOf(host).pipe(
+        Effect.tap((route) =>
+          Effect.sync(() => {
+            if (Option.isNone(route)) {
+              if (unrouted.size >= capacity) unrouted.clear()
+              unrouted.add(host)
+              return
+            }
+            const hosts = hostsOf.get(route.value.projectId) ?? new Set<string>()
+            hosts.add(host)
+            hostsOf.set(route.value.projectId, hosts)
+          })
+        ),
+        Effect.ensuring(
+          Effect.sync(() => {
+            const left = (reading.get(host) ?? 1) - 1
+            if (left === 0) reading.delete(host)
+            else reading.set(host, left)
+          })
+        )
+      )
+    })
+
+  // A failed read is never kept: the next request tries again.
+  const keepSuccess = <A, E>(exit: Exit.Exit<A, E>) => (Exit.isSuccess(exit) ? Duration.infinity : Duration.zero)
+  const routes = yield* Cache.makeWith(loadRoute, { capacity, timeToLive: keepSuccess })
+  const views = yield* Cache.makeWith(loadProject, { capacity, timeToLive: keepSuccess })
+
+  let live = false
+
+  const forgetAll = Effect.andThen(Cache.invalidateAll(routes), Cache.invalidateAll(views)).pipe(
+    Effect.andThen(
+      Effect.sync(() => {
+        hostsOf.clear()
+        unrouted.clear()
+      })
+    )
+  )
+
+  const forget = (projectId: ProjectId) =>
+    Effect.gen(function* () {
+      yield* Cache.invalidate(views, projectId)
+      const hosts = [...(hostsOf.get(projectId) ?? []), ...unrouted, ...reading.keys()]
+      hostsOf.delete(projectId)
+      unrouted.clear()
+      for (const host of hosts) yield* Cache.invalidate(routes, host)
+    })
+
+  // The writer's own process: drop at once, before the answer to the write goes out.
+  const unlisten = nodeChanges.listen((projectId) => Effect.runSync(forget(projectId)))
+  yield* Effect.addFinalizer(() => Effect.sync(unlisten))
+
+  /** The latest committed revision: where reading changes starts. */
+  const current = Effect.map(revisions.changedAfter(Number.MAX_SAFE_INTEGER, 1), (changes) => changes.revision)
+
+  const follow = Effect.gen(function* () {
+    let after = yield* current
+    // Anything read before the revision was known may predate it.
+    yield* forgetAll
+    live = true
+    let failing = false
+    for (;;) {
+      yield* Effect.sleep(edgeCachePoll)
+      const read = yield* Effect.exit(revisions.changedAfter(after, 1_000))
+      if (Exit.isFailure(read)) {
+        if (!failing) yield* Effect.logWarning("edge cache: the node revision cannot be read; serving what it holds")
+        failing = true
+        continue
+      }
+      if (failing) yield* Effect.logInfo("edge cache: the node revision is read again")
+      failing = false
+      for (const project of read.value.projects) yield* forget(project.projectId)
+      after = read.value.revision
+    }
+  }).pipe(
+    // The database may be down when the edge starts: keep nothing until the first revision is read.
+    Effect.catchCause((cause) =>
+      Effect.andThen(
+        Effect.logWarning("edge cache: the node revision cannot be read; reading the stores on every request", cause),
+        Effect.fail("retry" as const)
+      )
+    ),
+    Effect.retry(Schedule.spaced("1 second")),
+    // The poll paces reads of the database on wall time: a test's clock, moved years ahead, must not spin it.
+    Effect.provideService(Clock.Clock, Clock.Clock.defaultValue())
+  )
+  yield* Effect.forkScoped(follow)
+
+  return {
+    /** The project and org an `active` hostname routes to (`host` without a port). */
+    route: (host: string): Effect.Effect<Option.Option<HostnameRoute>> => {
+      const key = canonicalHost(host)
+      return live ? Cache.get(routes, key) : hostnames.routeOf(key)
+    },
+    /** The project's access policy and live deployment. */
+    project: (projectId: ProjectId): Effect.Effect<ProjectView, ArtifactStoreUnavailable> =>
+      live ? Cache.get(views, projectId) : loadProject(projectId)
+  }
+})
