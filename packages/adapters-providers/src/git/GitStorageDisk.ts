@@ -544,5 +544,15 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
     })
   )
 
-/** Repositories under `<SERVICE_DATA_DIR or .hostplane>/git`. */
-export const layerConfig = Layer.unwrap(Effect.map(inDataDir("git"), (root) => layer(root)))
+/**
+ * Repositories under `SERVICE_GIT_DIR`, else `<SERVICE_DATA_DIR or .hostplane>/git`: replicas share one folder on
+ * shared storage (decisions.md part 15) while each keeps its own data directory.
+ */
+export const layerConfig = Layer.unwrap(
+  Effect.gen(function* () {
+    const shared = yield* Config.option(Config.String("SERVICE_GIT_DIR"))
+    const root =
+      shared._tag === "Some" && shared.value.trim() !== "" ? Path.resolve(shared.value.trim()) : yield* inDataDir("git")
+    return layer(root)
+  })
+)
