@@ -203,6 +203,35 @@ describe("CLI commands of decisions part 17", { timeout: 180_000 }, () => {
     expect(JSON.parse(Fs.readFileSync(Path.join(dir, ".hostplane.json"), "utf8"))).toEqual({ org, project })
   })
 
+  it("repos update switches deploy on push and renames; a bad switch value is a usage error", async () => {
+    const project = unique("rp")
+    expect((await api.post(`/v1/orgs/${org}/projects`, { name: project }, { token })).status).toBe(201)
+    const where = ["--org", org, "--project", project]
+    expect((await run(["repos", "create", "site", ...where])).code).toBe(0)
+    const on = await run(["repos", "update", "site", "--deploy-on-push", "on", ...where])
+    expect(on.code, on.stderr).toBe(0)
+    expect(on.stdout).toBe("updated site (private, default branch main, deploy on push on)\n")
+    const repo = `/v1/orgs/${org}/projects/${project}/repos`
+    expect((await api.get(`${repo}/site`, { token })).body).toMatchObject({ deployOnPush: true })
+    const renamed = await run([
+      "repos",
+      "update",
+      "site",
+      "--name",
+      "web",
+      "--deploy-on-push",
+      "off",
+      "--json",
+      ...where
+    ])
+    expect(renamed.code, renamed.stderr).toBe(0)
+    expect(JSON.parse(renamed.stdout)).toMatchObject({ name: "web", deployOnPush: false })
+    const bad = await run(["repos", "update", "web", "--deploy-on-push", "yes", ...where])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr.trim().split("\n")).toHaveLength(1)
+    expect((await api.get(`${repo}/web`, { token })).body).toMatchObject({ deployOnPush: false })
+  })
+
   it("an unknown command, a bad flag and a server that does not answer are one line each, never a stack", async () => {
     const unknown = await run(["frobnicate"])
     expect(unknown).toMatchObject({ code: 2, stdout: "" })

@@ -5,7 +5,8 @@ import * as Http from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, type ServerProcess, startServer, stopServer } from "./support/ServerProcess.ts"
+import { commitFiles, git, scratch, withToken, workingCopy } from "../../http/test/support/GitClient.ts"
+import { freePort, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
 
 const edgeGet = (port: number, host: string, path: string) =>
   new Promise<{ status: number; text: string }>((resolve, reject) => {
@@ -105,5 +106,41 @@ describe("the server binary runs worker code in workerd", () => {
     })
     expect(invalid.status).toBe(400)
     expect(((await invalid.json()) as any).details.reason).toBe("worker_invalid")
+  })
+  it("a push to a repo with deployOnPush deploys its worker: the push says so and the edge runs the new code", async () => {
+    const { call } = await signIn(base, "pusher")
+    const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
+    const project = await call("POST", `/v1/orgs/${slug}/projects`, { name: "pushed" })
+    expect(project.status).toBe(201)
+    const repos = `/v1/orgs/${slug}/projects/pushed/repos`
+    expect((await call("POST", repos, { name: "site" })).status).toBe(201)
+    expect((await call("PATCH", `${repos}/site`, { deployOnPush: true })).status).toBe(204)
+    const pat = (await call("POST", "/v1/me/tokens", { name: "git" })).body.token as string
+    const url = withToken(`${base}/git/${slug}/pushed/site.git`, pat)
+    const worker = (word: string) => `export default { fetch() { return new Response("${word}") } }`
+    const { dir, cleanup } = await scratch()
+    try {
+      const work = await workingCopy(join(dir, "work"), {
+        "service.json": JSON.stringify({ name: "pushed" }),
+        "worker/index.js": worker("first push")
+      })
+      const first = await git(work, ["push", url, "HEAD:refs/heads/main"])
+      expect(first.code, first.stderr).toBe(0)
+      expect(first.stderr).toMatch(/remote: deployed version 1, https?:\/\/pushed[.-]/u)
+      const host = project.body.hostname as string
+      expect(await edgeGet(edgePort, host, "/")).toEqual({ status: 200, text: "first push" })
+      // A tree the runtime refuses never fails the push, and the live version keeps serving.
+      await commitFiles(work, { "worker/index.js": "export default {" }, "broken")
+      const refused = await git(work, ["push", url, "HEAD:refs/heads/main"])
+      expect(refused.code, refused.stderr).toBe(0)
+      expect(refused.stderr).toMatch(/remote: not deployed: invalid_bundle /u)
+      expect(await edgeGet(edgePort, host, "/")).toEqual({ status: 200, text: "first push" })
+      await commitFiles(work, { "worker/index.js": worker("second push") }, "second")
+      const second = await git(work, ["push", url, "HEAD:refs/heads/main"])
+      expect(second.stderr).toMatch(/remote: deployed version 2, /u)
+      expect(await edgeGet(edgePort, host, "/")).toEqual({ status: 200, text: "second push" })
+    } finally {
+      await cleanup()
+    }
   })
 })

@@ -80,6 +80,34 @@ const commits = Command.make(
   })
 ).pipe(Command.withDescription("List a repository's commits, newest first"))
 
+const update = Command.make(
+  "update",
+  {
+    name: repoName,
+    rename: Flag.String("name").pipe(Flag.withDescription("A new name for the repository"), Flag.optional),
+    visibility: Flag.Literals("visibility", ["private", "public"]).pipe(Flag.optional),
+    branch: Flag.String("default-branch").pipe(Flag.optional),
+    deployOnPush: Flag.Literals("deploy-on-push", ["on", "off"]).pipe(
+      Flag.withDescription("on: every push that moves the default branch deploys its tree"),
+      Flag.optional
+    )
+  },
+  Effect.fn("repos.update")(function* ({ name, rename, visibility, branch, deployOnPush }) {
+    const { flags, api, params } = yield* projectSession
+    const payload = {
+      ...(Option.isSome(rename) ? { name: rename.value } : {}),
+      ...(Option.isSome(visibility) ? { visibility: visibility.value } : {}),
+      ...(Option.isSome(branch) ? { defaultBranch: branch.value } : {}),
+      ...(Option.isSome(deployOnPush) ? { deployOnPush: deployOnPush.value === "on" } : {})
+    }
+    yield* api.repos.update({ params: { ...params, repoName: name }, payload })
+    const repo = yield* api.repos.get({ params: { ...params, repoName: payload.name ?? name } })
+    yield* show(flags.json, repo, () => [
+      `updated ${repo.name} (${repo.visibility}, default branch ${repo.defaultBranch}, deploy on push ${repo.deployOnPush ? "on" : "off"})`
+    ])
+  })
+).pipe(Command.withDescription("Change a repository's name, visibility, default branch or deploy on push (admin)"))
+
 const remove = Command.make(
   "delete",
   { name: repoName },
@@ -92,5 +120,5 @@ const remove = Command.make(
 
 export const repos = Command.make("repos").pipe(
   Command.withDescription("The project's git repositories (spec 4.12)"),
-  Command.withSubcommands([list, create, get, commits, remove])
+  Command.withSubcommands([list, create, get, update, commits, remove])
 )
