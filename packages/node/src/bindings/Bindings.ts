@@ -1,8 +1,9 @@
-import { Database, type Deployments, Node, Storage } from "@hostplane/core"
+import { Ai, Database, type Deployments, Email, Node, Storage } from "@hostplane/core"
 import { Effect, Option } from "effect"
 import type { BindingHandler, RawBindingHandler } from "../WorkerRuntime.ts"
 import { makeDbBinding } from "./Db.ts"
 import { answerOf, BindingFailure } from "./Failure.ts"
+import { chat, sendMail } from "./Mail.ts"
 import { makeStorageBinding } from "./Storage.ts"
 
 /**
@@ -24,6 +25,8 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
     queryTimeoutMs: options.queryTimeoutMs
   })
   const nodes = yield* Node.Nodes
+  const relay = yield* Effect.serviceOption(Email.MailRelay)
+  const gateway = yield* Effect.serviceOption(Ai.AiGateway)
   const objects = yield* Effect.serviceOption(Storage.ObjectStore)
   const storage = Option.map(objects, (store) =>
     makeStorageBinding({
@@ -34,11 +37,14 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
   )
 
   /** What `env` gets for a project's granted add-ons; an add-on not granted is absent. */
-  const flagsOf = (project: Node.NodeProject, _manifest: Deployments.Manifest): Record<string, unknown> => {
+  const flagsOf = (project: Node.NodeProject, manifest: Deployments.Manifest): Record<string, unknown> => {
     const flags: Record<string, unknown> = {}
     if (project.bindings.db !== null) flags.db = { connectionString: project.bindings.db.url }
     // Without an object store on this node the grant cannot be served: absent rather than failing every call.
     if (project.bindings.storage !== null && Option.isSome(storage)) flags.storage = true
+    if (project.bindings.email !== null && Option.isSome(relay)) flags.email = true
+    // AI needs both the grant and the deployment's `ai: true` (spec 4.10).
+    if (project.bindings.ai !== null && manifest.ai === true && Option.isSome(gateway)) flags.ai = true
     return flags
   }
 
@@ -55,6 +61,12 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
       if (binding === "db" && method === "query") return await db.query(projectId, granted(projectId, "db"), args)
       if (binding === "storage" && Option.isSome(storage)) {
         return await storage.value.call(projectId, granted(projectId, "storage"), method, args)
+      }
+      if (binding === "email" && method === "send" && Option.isSome(relay)) {
+        return { value: await sendMail(relay.value, projectId, granted(projectId, "email"), args[0]) }
+      }
+      if (binding === "ai" && method === "chat" && Option.isSome(gateway)) {
+        return { value: await chat(gateway.value, granted(projectId, "ai").key, args[0]) }
       }
       throw new BindingFailure("bad_request", `no binding method ${binding}.${method}`)
     } catch (error) {
