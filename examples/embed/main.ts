@@ -1,39 +1,68 @@
-// Run: DATABASE_URL=postgres://... npx node --conditions=@hostplane/source examples/embed/main.ts
-import * as Pg from "@hostplane/adapters-pg"
-import {
-  ArtifactStoreDisk,
-  BundleReader,
-  IdentityProviderOAuth,
-  PasswordHasherScrypt,
-  SealerAesGcm
-} from "@hostplane/adapters-providers"
-import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
-import { configLayer, Hostnames } from "@hostplane/core"
-import { HostAuthenticator } from "@hostplane/http"
-import { Layer, Redacted } from "effect"
-import { startHost } from "./host.ts"
+// A backend that already runs, with its own users and sign-in, and hostplane inside it on the same database.
+// Run: DATABASE_URL=postgres://... PORT=3000 npx node --conditions=@hostplane/source examples/embed/main.ts
+import { makeHostplane } from "@hostplane/server"
+import { createServer, type IncomingMessage } from "node:http"
+import { homePage, hostUsers } from "./hostUsers.ts"
 
 const databaseUrl = process.env["DATABASE_URL"]
-if (databaseUrl === undefined) throw new Error("set DATABASE_URL to the host's PostgreSQL")
+if (databaseUrl === undefined || databaseUrl === "") throw new Error("set DATABASE_URL to the host's PostgreSQL")
+const port = Number(process.env["PORT"] ?? 3000)
 
-// The host picks the adapters: PostgreSQL stores on its own database, its own settings, and the DNS resolvers that
-// custom hostnames are verified through (SERVICE_DNS_RESOLVERS, else the system's).
-const ports = Layer.mergeAll(
-  Pg.layer.pipe(Layer.provideMerge(Pg.PgDatabase.layer(Redacted.make(databaseUrl)))),
-  // Each area's config: the shared settings and the sign-in ones (the rest keep their defaults).
-  configLayer({ settings: { publicUrl: "http://127.0.0.1:3000" }, identity: { devAuth: true } }),
-  DnsResolverUdp.layerConfig,
-  // Sign-in through an OAuth provider when SERVICE_IDP_* names one.
-  IdentityProviderOAuth.layerConfig,
-  HostAuthenticator.off,
-  Hostnames.HostedZones.layerNone,
-  // Secrets are sealed with SERVICE_SEAL_KEY (else the key file .hostplane/seal.key); access passwords use scrypt.
-  SealerAesGcm.layerConfig,
-  PasswordHasherScrypt.layer,
-  // Uploaded bundles stream into <SERVICE_DATA_DIR or .hostplane>/artifacts.
-  BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig))
-)
+const users = await hostUsers(databaseUrl)
+// hostplane's tables go in the schema `hostplane` of the same database; the host's own tables are never touched.
+// A request without hostplane's bearer token is the user of its `host_session` cookie (created on first sight).
+const hostplane = await makeHostplane({
+  database: { url: databaseUrl },
+  settings: { settings: { publicUrl: `http://127.0.0.1:${port}` } },
+  authenticate: users.authenticate
+})
 
-const host = await startHost(ports, 3000)
-console.log("host listening on http://127.0.0.1:3000 (hostplane under /v1)")
-process.once("SIGINT", () => void host.close())
+const readJson = async (request: IncomingMessage): Promise<unknown> => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > 16_384) return undefined
+    chunks.push(chunk)
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"))
+  } catch {
+    return undefined
+  }
+}
+
+const server = createServer((request, response) => {
+  if (request.method === "GET" && request.url === "/") {
+    response.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(homePage(""))
+    return
+  }
+  if (request.method === "POST" && request.url === "/login") {
+    void readJson(request)
+      .then((body) => users.login((body as { email?: unknown } | undefined)?.email))
+      .then(
+        (session) =>
+          session === undefined
+            ? response.writeHead(400, { "content-type": "application/json" }).end('{"error":"email required"}')
+            : response
+                .writeHead(200, { "content-type": "application/json", "set-cookie": session.cookie })
+                .end(JSON.stringify(session.user)),
+        () => response.writeHead(500).end()
+      )
+    return
+  }
+  // Everything else is hostplane's: /v1/... (unknown paths answer its 404 envelope).
+  hostplane.listener(request, response)
+})
+server.listen(port, "127.0.0.1", () => console.log(`host listening on http://127.0.0.1:${port} (hostplane under /v1)`))
+
+const stop = () => {
+  server.closeAllConnections()
+  server.close()
+  void hostplane
+    .dispose()
+    .then(users.close)
+    .then(() => process.exit(0))
+}
+process.once("SIGINT", stop)
+process.once("SIGTERM", stop)
