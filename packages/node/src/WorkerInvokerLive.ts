@@ -191,9 +191,11 @@ export const WorkerInvokerLive = Layer.effect(
       const started = Date.now()
       const scheme = (incoming.socket as TLSSocket).encrypted === true ? "https" : "http"
       const url = `${scheme}://${incoming.headers.host ?? "localhost"}${incoming.url ?? "/"}`
+      // Read before the cookie is stripped: the worker gets a handle for the session, never the cookie.
+      const user = bindings.userHandle(target.projectId, request.cookies[EndUser.authSessionCookie])
       const outcome = yield* Effect.callback<Forwarded>((resume) => {
         const controller = new AbortController()
-        forward({ runtime, target, key, url, scheme, incoming, signal: controller.signal }).then(
+        forward({ runtime, target, key, url, scheme, incoming, user, signal: controller.signal }).then(
           (forwarded) => resume(Effect.succeed(forwarded)),
           (error: unknown) => resume(Effect.succeed({ _tag: "Unavailable", message: String(error) } as const))
         )
@@ -255,6 +257,8 @@ const forward = async (options: {
   readonly url: string
   readonly scheme: string
   readonly incoming: Http.IncomingMessage
+  /** The handle of the end user's session, for `env.auth` (the router hands it to the worker, no client can). */
+  readonly user: string | undefined
   readonly signal: AbortSignal
 }): Promise<Forwarded> => {
   const { runtime, incoming } = options
@@ -277,7 +281,11 @@ const forward = async (options: {
   }
   headers["x-forwarded-for"] = incoming.socket.remoteAddress ?? ""
   headers["x-forwarded-proto"] = options.scheme
-  headers["x-hostplane-invoke"] = JSON.stringify({ key: options.key, url: options.url })
+  headers["x-hostplane-invoke"] = JSON.stringify({
+    key: options.key,
+    url: options.url,
+    ...(options.user === undefined ? {} : { user: options.user })
+  })
   return new Promise<Forwarded>((resolve) => {
     let settled = false
     const settle = (value: Forwarded) => {

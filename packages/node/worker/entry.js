@@ -85,7 +85,7 @@ const paramText = (value) => {
   return String(value)
 }
 
-const bindingsOf = (flags, request) => {
+const bindingsOf = (flags, request, handle) => {
   const env = {}
   if (flags.db) {
     env.db = {
@@ -120,9 +120,9 @@ const bindingsOf = (flags, request) => {
     env.ai = { chat: (body) => call("ai", "chat", [body]) }
   }
   if (flags.auth) {
-    const token = request.headers.get("x-hostplane-user-token")
     env.auth = {
-      user: async (asked) => (asked === request && token !== null ? call("auth", "user", [token]) : null)
+      // Only the request this invocation received carries its user; one the worker built resolves null.
+      user: async (asked) => (asked === request && handle !== null ? call("auth", "user", [handle]) : null)
     }
   }
   return env
@@ -136,7 +136,15 @@ export default {
     for (const [name, value] of Object.entries(env)) {
       if (name !== "__hostplane" && name !== "__hostplaneBindings") tenantEnv[name] = value
     }
-    Object.assign(tenantEnv, bindingsOf(env.__hostplaneBindings ?? {}, request))
-    return main.fetch(request, tenantEnv, ctx)
+    // The session handle is the node's, for env.auth: the worker's code never sees it among the headers.
+    const handle = request.headers.get("x-hostplane-user")
+    let received = request
+    if (handle !== null) {
+      const headers = new Headers(request.headers)
+      headers.delete("x-hostplane-user")
+      received = new Request(request, { headers })
+    }
+    Object.assign(tenantEnv, bindingsOf(env.__hostplaneBindings ?? {}, received, handle))
+    return main.fetch(received, tenantEnv, ctx)
   }
 }

@@ -109,6 +109,9 @@ export default {
     headers.delete(invokeHeader)
     if (meta.check !== true) headers.delete("x-hostplane-check")
     else headers.set("x-hostplane-check", "1")
+    // The end user's session handle comes from the node's invocation only, never from the client's headers.
+    headers.delete("x-hostplane-user")
+    if (typeof meta.user === "string") headers.set("x-hostplane-user", meta.user)
     const hasBody = request.method !== "GET" && request.method !== "HEAD"
     const forwarded = new Request(meta.url, {
       method: request.method,

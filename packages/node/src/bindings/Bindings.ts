@@ -2,6 +2,7 @@ import { Ai, Database, type Deployments, Email, Node, Storage } from "@hostplane
 import { Effect, Option } from "effect"
 import type { BindingHandler, RawBindingHandler } from "../WorkerRuntime.ts"
 import { makeDbBinding } from "./Db.ts"
+import { makeAuthBinding } from "./Auth.ts"
 import { answerOf, BindingFailure } from "./Failure.ts"
 import { chat, sendMail } from "./Mail.ts"
 import { makeStorageBinding } from "./Storage.ts"
@@ -25,6 +26,7 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
     queryTimeoutMs: options.queryTimeoutMs
   })
   const nodes = yield* Node.Nodes
+  const auth = yield* makeAuthBinding({ lifetimeMs: options.queryTimeoutMs + 60_000 })
   const relay = yield* Effect.serviceOption(Email.MailRelay)
   const gateway = yield* Effect.serviceOption(Ai.AiGateway)
   const objects = yield* Effect.serviceOption(Storage.ObjectStore)
@@ -45,6 +47,7 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
     if (project.bindings.email !== null && Option.isSome(relay)) flags.email = true
     // AI needs both the grant and the deployment's `ai: true` (spec 4.10).
     if (project.bindings.ai !== null && manifest.ai === true && Option.isSome(gateway)) flags.ai = true
+    if (project.bindings.auth !== null) flags.auth = true
     return flags
   }
 
@@ -67,6 +70,9 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
       }
       if (binding === "ai" && method === "chat" && Option.isSome(gateway)) {
         return { value: await chat(gateway.value, granted(projectId, "ai").key, args[0]) }
+      }
+      if (binding === "auth" && method === "user") {
+        return { value: await auth.user(projectId, options.stateOf(projectId), args[0]) }
       }
       throw new BindingFailure("bad_request", `no binding method ${binding}.${method}`)
     } catch (error) {
@@ -98,7 +104,11 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
     Effect.promise(() => Promise.all([db.close(), Option.isSome(storage) ? storage.value.close() : undefined]))
   )
 
-  return { flagsOf, handler, rawHandler, converge, openPools: db.openPools }
+  /** The handle a request's worker gets for its end user's session (granted sign-in and a session cookie only). */
+  const userHandle = (projectId: string, session: string | undefined) =>
+    options.stateOf(projectId)?.bindings.auth == null ? undefined : auth.handleFor(projectId, session)
+
+  return { flagsOf, handler, rawHandler, converge, userHandle, openPools: db.openPools }
 })
 
 export type NodeBindings = Effect.Success<ReturnType<typeof makeBindings>>

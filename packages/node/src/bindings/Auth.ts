@@ -1,0 +1,81 @@
+import { EndUser, Kernel, type Node } from "@hostplane/core"
+import { Cause, Effect, Exit, Option } from "effect"
+import { randomBytes } from "node:crypto"
+import { BindingFailure } from "./Failure.ts"
+
+interface Pending {
+  readonly projectId: string
+  /** The end user's session cookie as the client sent it; it never leaves the node. */
+  readonly session: string
+  readonly expires: number
+}
+
+/** What `env.auth.user(request)` resolves. */
+export interface WorkerUser {
+  readonly id: string
+  readonly email: string | null
+  readonly name: string | null
+  readonly provider: string
+}
+
+/**
+ * `env.auth` (decisions.md part 13): the edge keeps the end user's session cookie of a request (before it strips it)
+ * under a random handle that only this request's worker receives, through the router rather than a header a client
+ * could set; `user(request)` sends the handle back, and the node resolves the session in the project's database. A
+ * handle names its project, so another project's worker cannot use one, and it lapses after `lifetimeMs`.
+ */
+export const makeAuthBinding = Effect.fnUntraced(function* (options: { readonly lifetimeMs: number }) {
+  const directory = yield* Effect.serviceOption(EndUser.EndUserDirectory)
+  const tokens = yield* Kernel.Tokens
+  const pending = new Map<string, Pending>()
+
+  const sweep = () => {
+    const now = Date.now()
+    for (const [handle, entry] of pending) if (entry.expires < now) pending.delete(handle)
+  }
+  const timer = setInterval(sweep, 10_000)
+  timer.unref()
+  yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(timer)))
+
+  /** A handle for this request's session, or undefined when it carries none. */
+  const handleFor = (projectId: string, session: string | undefined): string | undefined => {
+    if (session === undefined || session === "" || Option.isNone(directory)) return undefined
+    const handle = randomBytes(24).toString("base64url")
+    pending.set(handle, { projectId, session, expires: Date.now() + options.lifetimeMs })
+    return handle
+  }
+
+  const user = async (
+    projectId: string,
+    project: Node.NodeProject | undefined,
+    handle: unknown
+  ): Promise<WorkerUser | null> => {
+    if (project?.bindings.auth === null || project?.bindings.auth === undefined) {
+      throw new BindingFailure("not_granted", "sign-in is not granted to this project")
+    }
+    if (typeof handle !== "string") return null
+    const entry = pending.get(handle)
+    if (entry === undefined || entry.projectId !== projectId || entry.expires < Date.now()) return null
+    const db = project.bindings.db
+    if (db === null || Option.isNone(directory)) return null
+    const exit = await Effect.runPromiseExit(
+      Effect.gen(function* () {
+        const hash = yield* tokens.hash(entry.session)
+        return yield* directory.value.session(db, hash, yield* Kernel.nowIso)
+      })
+    )
+    if (Exit.isFailure(exit)) {
+      const error = Cause.squash(exit.cause)
+      throw new BindingFailure(
+        "auth_unavailable",
+        `the project's database did not answer: ${error instanceof Error ? error.message : String(error)}`
+      )
+    }
+    const found = exit.value
+    if (Option.isNone(found)) return null
+    const { id, email, name, provider } = found.value
+    return { id, email, name, provider }
+  }
+
+  return { handleFor, user }
+})
