@@ -318,20 +318,17 @@ const main = async () => {
     `  machine: ${Os.cpus().length} CPUs, load average ${loadAtStart.join(" ")} at start; on one machine both replicas ` +
       `and the load generator share its cores, so the ratio shows what a second replica adds here, not on separate hosts`
   )
-  await writeReport(
-    "replicas",
-    {
-      date: new Date().toISOString(),
-      commit: gitCommit(),
-      machine: machine(),
-      loadAtStart,
-      options: { durationS, connections, warmupS, runs, takeovers },
-      paired,
-      ratio: spread(ratios),
-      takeoverMs
-    },
-    save
-  )
+  const report = {
+    date: new Date().toISOString(),
+    commit: gitCommit(),
+    machine: machine(),
+    loadAtStart,
+    options: { durationS, connections, warmupS, runs, takeovers },
+    paired,
+    ratio: spread(ratios),
+    takeoverMs
+  }
+  await writeReport("replicas", report, save)
 }
 
 await runBench(main, timeoutS, stopLoad)
