@@ -230,6 +230,22 @@ describe("the web console in Chromium, against the server as npm start runs it",
     ]
   }
 
+  it("shows each hostname's HTTPS state beside the DNS records to create", async () => {
+    await page.goto(`${base}/orgs/${org}/projects/${project}/hostnames`)
+    await heading(page, "Hostnames").waitFor()
+    const added = await admin.call("POST", `/v1/orgs/${org}/projects/${project}/hostnames`, {
+      name: "www.console-e2e.test"
+    })
+    expect(added.status).toBe(200)
+    // The page polls (every 10 s while every name is active): the new name appears with its TXT record by itself.
+    const row = page.getByRole("row").filter({ hasText: "www.console-e2e.test" })
+    await row.getByText("_service-verify.www.console-e2e.test TXT", { exact: false }).waitFor({ timeout: 30_000 })
+    await page.getByRole("columnheader", { name: "HTTPS" }).waitFor()
+    // This server has no TLS listener, so no name has a certificate: each says so, and none offers a retry.
+    expect(await row.getByRole("cell").nth(2).textContent()).toBe("HTTP only")
+    expect(await page.getByRole("button", { name: "Retry certificate" }).count()).toBe(0)
+  })
+
   it("loads every page of part 14 after a hard reload with no console error and no serious accessibility violation", async () => {
     expect((await admin.call("POST", `/v1/orgs/${org}/projects/${project}/repos`, { name: "app" })).status).toBe(201)
     problems.length = 0

@@ -13,10 +13,35 @@ interface HostnameRow {
   readonly cname: string
   readonly lastError: string | null
   readonly verifiedAt: string | null
+  readonly tls: { readonly status: string; readonly expiresAt: string | null; readonly lastError: string | null }
 }
 
 const Status = ({ status }: { readonly status: string }) =>
   status === "active" ? <span class="badge live">active</span> : <span class="badge pending">waiting for DNS</span>
+
+/** The name's certificate: what a visitor's browser gets, and the CA's answer when it refused. */
+const Https = ({ tls }: { readonly tls: HostnameRow["tls"] }) => {
+  switch (tls.status) {
+    case "issued":
+      return (
+        <>
+          <span class="badge live">https</span>{" "}
+          {tls.expiresAt !== null && <span class="muted">certificate until {time(tls.expiresAt)}</span>}
+        </>
+      )
+    case "pending":
+      return <span class="badge pending">certificate pending</span>
+    case "failed":
+      return (
+        <>
+          <span class="badge failed">certificate failed</span>{" "}
+          {tls.lastError !== null && <span class="error">{tls.lastError}</span>}
+        </>
+      )
+    default:
+      return <span class="muted">HTTP only</span>
+  }
+}
 
 /** Each hostname with the exact record to create and what the last check saw. */
 export const HostnameRecords = (props: {
@@ -31,6 +56,7 @@ export const HostnameRecords = (props: {
         <tr>
           <th>Hostname</th>
           <th>Status</th>
+          <th>HTTPS</th>
           <th>DNS records to create</th>
           <th>Last check</th>
           {props.actions && (
@@ -48,6 +74,9 @@ export const HostnameRecords = (props: {
             </td>
             <td>
               <Status status={hostname.status} />
+            </td>
+            <td>
+              <Https tls={hostname.tls} />
             </td>
             <td>
               {hostname.verify === null ? (
@@ -83,7 +112,11 @@ export const HostnameRecords = (props: {
     </table>
   )
 
-const VerifyButton = (props: { readonly run: () => Promise<unknown>; readonly disabled: boolean }) => {
+const ActionButton = (props: {
+  readonly label: string
+  readonly run: () => Promise<unknown>
+  readonly disabled: boolean
+}) => {
   const action = useAction()
   return (
     <>
@@ -93,7 +126,7 @@ const VerifyButton = (props: { readonly run: () => Promise<unknown>; readonly di
         disabled={props.disabled || action.busy}
         onClick={() => void action.run(props.run)}
       >
-        Verify
+        {props.label}
       </button>
       <ErrorNote problem={action.problem} />
     </>
@@ -108,7 +141,7 @@ export default function Hostnames({ params }: { readonly params: Record<string, 
   const list = useLoad(
     () => api().hostnames.list({ params: ref }),
     [org, project],
-    (data) => (data?.items.some((h) => h.status !== "active") ? 2_000 : 10_000)
+    (data) => (data?.items.some((h) => h.status !== "active" || h.tls.status === "pending") ? 2_000 : 10_000)
   )
   const [name, setName] = useState("")
   const add = useAction()
@@ -123,24 +156,40 @@ export default function Hostnames({ params }: { readonly params: Record<string, 
           <HostnameRecords
             items={data.items}
             actions={(hostname) =>
-              hostname.kind === "custom" && (
+              (hostname.kind === "custom" || hostname.tls.status === "failed") && (
                 <div class="row">
-                  <VerifyButton
-                    disabled={!can("member")}
-                    run={() =>
-                      api()
-                        .hostnames.verify({ params: { ...ref, host: hostname.name } })
-                        .finally(() => void list.reload())
-                    }
-                  />
-                  <DangerButton
-                    label="Delete"
-                    title={`Delete the hostname ${hostname.name}?`}
-                    detail={<p>{hostname.name} stops serving this project at once.</p>}
-                    disabled={!can("member")}
-                    action={() => api().hostnames.remove({ params: { ...ref, host: hostname.name } })}
-                    done={() => void list.reload()}
-                  />
+                  {hostname.tls.status === "failed" && (
+                    <ActionButton
+                      label="Retry certificate"
+                      disabled={!can("member")}
+                      run={() =>
+                        api()
+                          .hostnames.retryTls({ params: { ...ref, host: hostname.name } })
+                          .finally(() => void list.reload())
+                      }
+                    />
+                  )}
+                  {hostname.kind === "custom" && (
+                    <ActionButton
+                      label="Verify"
+                      disabled={!can("member")}
+                      run={() =>
+                        api()
+                          .hostnames.verify({ params: { ...ref, host: hostname.name } })
+                          .finally(() => void list.reload())
+                      }
+                    />
+                  )}
+                  {hostname.kind === "custom" && (
+                    <DangerButton
+                      label="Delete"
+                      title={`Delete the hostname ${hostname.name}?`}
+                      detail={<p>{hostname.name} stops serving this project at once.</p>}
+                      disabled={!can("member")}
+                      action={() => api().hostnames.remove({ params: { ...ref, host: hostname.name } })}
+                      done={() => void list.reload()}
+                    />
+                  )}
                 </div>
               )
             }
