@@ -1,7 +1,7 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { AiUpstreamOpenAi, PaymentGatewayPolar } from "@hostplane/adapters-providers"
-import { Ai, Billing } from "@hostplane/core"
+import { Ai, Billing, Kernel } from "@hostplane/core"
 import { ConfigProvider, Effect, Exit, Layer, Option, Redacted, Schema } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
@@ -110,7 +110,7 @@ describe("SERVICE_AI_CATALOG, SERVICE_AI_UPSTREAM_URL, SERVICE_AI_UPSTREAM_KEY",
   it.effect("AiUpstreamOpenAi.layerConfig provides the upstream only when both the URL and the key are set", () =>
     Effect.gen(function* () {
       const upstreamWith = (env: Record<string, string>) =>
-        Effect.serviceOption(Ai.AiUpstream).pipe(
+        Effect.map(Effect.service(Ai.AiUpstream), Kernel.portOn).pipe(
           Effect.provide(AiUpstreamOpenAi.layerConfig.pipe(Layer.provideMerge(Ai.AiConfig.layerConfig))),
           Effect.provide(Layer.merge(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)), NodeFileSystem.layer))
         )
@@ -123,8 +123,9 @@ describe("SERVICE_AI_CATALOG, SERVICE_AI_UPSTREAM_URL, SERVICE_AI_UPSTREAM_KEY",
 })
 
 describe("SERVICE_POLAR_*", () => {
+  // `off` when no token is set: the gateway is always provided, so "none" is its off form.
   const gatewayWith = (env: Record<string, string>) =>
-    Effect.serviceOption(Billing.PaymentGateway).pipe(
+    Effect.map(Effect.service(Billing.PaymentGateway), Kernel.portOn).pipe(
       Effect.provide(PaymentGatewayPolar.layerConfig),
       Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
     )

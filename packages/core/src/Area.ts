@@ -2,7 +2,6 @@ import { type Context, Effect, Layer } from "effect"
 import { type AddonProvider, AddonRegistry } from "./addons/Addon.ts"
 import { Mutation } from "./kernel/Mutation.ts"
 import { Policy } from "./kernel/Policy.ts"
-import { Tokens } from "./kernel/Tokens.ts"
 import type { JobHandler } from "./jobs/Job.ts"
 import { JobHandlers } from "./jobs/JobRunner.ts"
 import { type HoldingCounter, OrgHoldings, OrgSubscriptionCheck, type SubscriptionCheck } from "./orgs/OrgHooks.ts"
@@ -49,8 +48,8 @@ type ErrorOf<A> = A extends Area<any, never, infer E, any, any, any, any> ? E : 
 type NeedsOf<A> = A extends Area<any, never, any, infer In, infer RPorts, infer RAny, any> ? In | RPorts | RAny : never
 type JobNeedsOf<A> = A extends Area<any, never, any, any, any, any, infer RJobs> ? RJobs : never
 
-/** The services core builds beneath every area: authorization, the write envelope and ids. */
-export type KernelServices = Mutation | Policy | Tokens
+/** The services core builds beneath every area: authorization and the write envelope (ids come from the `Tokens` port). */
+export type KernelServices = Mutation | Policy
 
 /** The services folded from the areas' contributions. */
 export type RegistryServices = OrgHoldings | OrgSubscriptionCheck | AddonRegistry | ProjectTeardown
@@ -67,7 +66,7 @@ export type Ports<As extends ReadonlyArray<AnyArea>> = Exclude<
   Services<As>
 >
 
-const kernel = Mutation.layer.pipe(Layer.provideMerge(Policy.layer), Layer.provideMerge(Tokens.layerDefault))
+const kernel = Mutation.layer.pipe(Layer.provideMerge(Policy.layer))
 
 /**
  * Folds a list of areas into one layer: the kernel, then the holdings, subscription check and add-on registry,

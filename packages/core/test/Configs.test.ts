@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { configLayer, configLayerFromEnv, Git, Hostnames, Identity, Kernel, Mail, Orgs } from "@hostplane/core"
-import { ConfigProvider, Duration, Effect, Layer } from "effect"
+import { ConfigProvider, Duration, Effect, FileSystem, Layer } from "effect"
 
 const read = Effect.gen(function* () {
   return {
@@ -16,7 +16,9 @@ const fromEnv = (env: Record<string, string>, devAuthDefault = false) =>
   read.pipe(
     Effect.provide(
       configLayerFromEnv({ devAuthDefault }).pipe(
-        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
+        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env))),
+        // No catalog file is read here.
+        Layer.provide(FileSystem.layerNoop({}))
       )
     )
   )
@@ -53,7 +55,8 @@ describe("per-area config", () => {
         const defaulted = yield* read.pipe(
           Effect.provide(
             configLayerFromEnv({ devAuthDefault: false, siteUrlDefault: "http://{host}:8081/" }).pipe(
-              Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({})))
+              Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({}))),
+              Layer.provide(FileSystem.layerNoop({}))
             )
           )
         )
@@ -96,7 +99,9 @@ describe("per-area config", () => {
           Effect.service(Git.GitConfig).pipe(
             Effect.provide(
               configLayerFromEnv({ devAuthDefault: false }).pipe(
-                Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
+                Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env))),
+                // No catalog file is read here.
+                Layer.provide(FileSystem.layerNoop({}))
               )
             )
           )

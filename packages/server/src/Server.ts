@@ -19,7 +19,7 @@ import {
 } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
 import { NameServer } from "@hostplane/adapters-providers/dns/NameServer"
-import { configLayerFromEnv, Dns, Hostnames, jobHandlers, Jobs, services } from "@hostplane/core"
+import { configLayerFromEnv, Deployments, Dns, Hostnames, jobHandlers, Jobs, services } from "@hostplane/core"
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import * as Path from "node:path"
@@ -81,7 +81,7 @@ export const ServerLive = Layer.unwrap(
     const workers = yield* runtimeSettingsConfig
     const runtime = workers.enabled
       ? Layer.provideMerge(WorkerCheckLive, WorkerRuntime.layer(workers)).pipe(Layer.provide(bundles))
-      : Layer.empty
+      : Deployments.WorkerCheck.off
     const invoker = workers.enabled ? WorkerInvokerLive : Layer.empty
     const ports = jobs.pipe(
       Layer.provideMerge(

@@ -32,17 +32,15 @@ const failed = (message: string) => (cause: unknown) =>
  * on first use under an advisory lock, so two replicas starting at once do not race (removing identities alone does
  * not make it).
  */
-export const layer: Layer.Layer<EndUser.EndUserDirectory> = Layer.effect(
+export const layer: Layer.Layer<EndUser.EndUserDirectory, never, Database.DatabaseNode> = Layer.effect(
   EndUser.EndUserDirectory,
   Effect.gen(function* () {
     const scope = yield* Effect.scope
     const pools = new Map<string, SqlClient.SqlClient>()
     const lock = Semaphore.makeUnsafe(1)
-    // The node's authority (when this process runs the node admin) verifies the cluster's certificate and host;
-    // without it `require` means what it means to libpq: encrypted, not verified.
-    const authority = Option.flatMap(yield* Effect.serviceOption(Database.DatabaseNode), (node) =>
-      Option.fromUndefinedOr(node.authority)
-    )
+    // The node's authority (when this process runs the node admin; `DatabaseNode.off` has none) verifies the
+    // cluster's certificate and host; without it `require` means what it means to libpq: encrypted, not verified.
+    const authority = Option.fromUndefinedOr((yield* Database.DatabaseNode).authority)
     const tlsOf = (db: Database.DatabaseConnect) =>
       db.sslmode === "disable"
         ? false

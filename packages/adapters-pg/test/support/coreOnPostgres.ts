@@ -1,8 +1,9 @@
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
 import * as Pg from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
-import { Identity, services } from "@hostplane/core"
+import { services } from "@hostplane/core"
 import { configLayer } from "@hostplane/core/configs"
+import { portsOff } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import type { EnvelopeStore } from "@hostplane/core/kernel/EnvelopeStore"
 import type { OrgStore } from "@hostplane/core/orgs/OrgStore"
@@ -24,7 +25,7 @@ export const coreOnPostgres = (
         SealerAesGcm.layerEphemeral,
         PasswordHasherScrypt.layerWith({ logN: 10, r: 8, p: 1 }),
         configLayer(),
-        Identity.IdentityProvider.off,
+        portsOff,
         dnsNone,
         BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerTemp))
       )

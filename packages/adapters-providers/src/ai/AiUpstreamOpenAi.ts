@@ -52,13 +52,13 @@ export const layer = (options: Options): Layer.Layer<Ai.AiUpstream> =>
   Layer.effect(Ai.AiUpstream, make(options)).pipe(Layer.provide(FetchHttpClient.layer))
 
 /**
- * Provides `AiUpstream` from `AiConfig` (`SERVICE_AI_UPSTREAM_URL` and `SERVICE_AI_UPSTREAM_KEY`) when both are set,
- * and nothing otherwise, so the gateway answers 503 `ai_unavailable`.
+ * `AiUpstream` from `AiConfig` (`SERVICE_AI_UPSTREAM_URL` and `SERVICE_AI_UPSTREAM_KEY`) when both are set, else
+ * `AiUpstream.off` (the gateway answers 503 `ai_unavailable`).
  */
-export const layerConfig: Layer.Layer<never, never, Ai.AiConfig> = Layer.unwrap(
+export const layerConfig: Layer.Layer<Ai.AiUpstream, never, Ai.AiConfig> = Layer.unwrap(
   Effect.map(Effect.service(Ai.AiConfig), (config) =>
     Option.isSome(config.upstreamUrl) && Option.isSome(config.upstreamKey)
-      ? (layer({ url: config.upstreamUrl.value, key: config.upstreamKey.value }) as Layer.Layer<never>)
-      : Layer.empty
+      ? layer({ url: config.upstreamUrl.value, key: config.upstreamKey.value })
+      : Ai.AiUpstream.off
   )
 )

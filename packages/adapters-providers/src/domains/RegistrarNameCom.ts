@@ -250,7 +250,7 @@ export const config: Config.Config<Option.Option<Options>> = Config.all({
   })
 )
 
-/** The registrar from the `SERVICE_REGISTRAR_*` settings when they are set, nothing otherwise. */
-export const layerConfig: Layer.Layer<never, Config.ConfigError> = Layer.unwrap(
-  Effect.map(config, Option.match({ onNone: () => Layer.empty, onSome: layer }))
+/** The registrar from the `SERVICE_REGISTRAR_*` settings when they are set, else `Registrar.off`. */
+export const layerConfig: Layer.Layer<Domains.Registrar, Config.ConfigError> = Layer.unwrap(
+  Effect.map(config, Option.match({ onNone: () => Domains.Registrar.off, onSome: layer }))
 )

@@ -253,9 +253,9 @@ export const config: Config.Config<Option.Option<Options>> = Config.all({
 )
 
 /**
- * Provides `PaymentGateway` from the `SERVICE_POLAR_*` settings when a token is set, and nothing otherwise, so core's
- * default (billing off: 501 `billing_off`) applies.
+ * `PaymentGateway` from the `SERVICE_POLAR_*` settings when a token is set, else `PaymentGateway.off` (billing off:
+ * 501 `billing_off`).
  */
-export const layerConfig: Layer.Layer<never, Config.ConfigError> = Layer.unwrap(
-  Effect.map(config, Option.match({ onNone: () => Layer.empty, onSome: layer }))
+export const layerConfig: Layer.Layer<Billing.PaymentGateway, Config.ConfigError> = Layer.unwrap(
+  Effect.map(config, Option.match({ onNone: () => Billing.PaymentGateway.off, onSome: layer }))
 )

@@ -36,13 +36,7 @@ export class AiConfig extends Context.Service<AiConfig, AiConfigShape>()("@hostp
       const path = Option.filter(env.catalog, (value) => value.trim() !== "")
       const catalog = Option.isNone(path)
         ? defaultCatalog
-        : yield* Effect.serviceOption(FileSystem.FileSystem).pipe(
-            Effect.flatMap(
-              Option.match({
-                onNone: () => Effect.die(new Error("SERVICE_AI_CATALOG needs a FileSystem to read the catalog file")),
-                onSome: (fs) => fs.readFileString(path.value)
-              })
-            ),
+        : yield* Effect.flatMap(Effect.service(FileSystem.FileSystem), (fs) => fs.readFileString(path.value)).pipe(
             Effect.flatMap(Schema.decodeUnknownEffect(Schema.fromJsonString(Catalog))),
             Effect.orDie
           )

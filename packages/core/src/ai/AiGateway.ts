@@ -27,6 +27,7 @@ import {
 import { Jobs } from "../jobs/Jobs.ts"
 import { JobStore, type RunnerRegistration } from "../jobs/JobStore.ts"
 import type { OrgId } from "../kernel/Ids.ts"
+import { portOn } from "../kernel/Port.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { Transactor } from "../kernel/Transactor.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
@@ -142,7 +143,7 @@ export class AiGateway extends Context.Service<
       const tokens = yield* Tokens
       const tx = yield* Transactor
       const jobs = yield* Jobs
-      const upstream = yield* Effect.serviceOption(AiUpstream)
+      const upstream = portOn(yield* AiUpstream)
       const jobStore = yield* JobStore
       // Calls outlive their requests (a disconnected caller is still charged) but not the gateway.
       const scope = yield* Effect.scope

@@ -1,4 +1,5 @@
-import { Context, Schema, type Effect, type Stream } from "effect"
+import { Context, Effect, Layer, Schema, type Stream } from "effect"
+import { portOff } from "../kernel/Port.ts"
 
 /**
  * Why the upstream gave no answer: `unreachable` (refused, reset, timed out) or `broken` (the body stopped midway).
@@ -15,11 +16,18 @@ export interface UpstreamReply {
   readonly body: Stream.Stream<Uint8Array, AiUpstreamFailure>
 }
 
-/** An OpenAI-compatible chat-completions endpoint (`POST {base}/chat/completions`); absent: calls answer 503. */
+/** An OpenAI-compatible chat-completions endpoint (`POST {base}/chat/completions`); `off`: calls answer 503. */
 export class AiUpstream extends Context.Service<
   AiUpstream,
   {
     /** Posts a chat-completions body (JSON text, the upstream's model name in it) with the upstream's credentials. */
     readonly chat: (body: string) => Effect.Effect<UpstreamReply, AiUpstreamFailure>
   }
->()("@hostplane/core/ai/AiUpstream") {}
+>()("@hostplane/core/ai/AiUpstream") {
+  /** No upstream (`SERVICE_AI_UPSTREAM_URL` or `_KEY` unset): the gateway answers 503 `ai_unavailable`. */
+  static readonly off: Layer.Layer<AiUpstream> = Layer.sync(AiUpstream, () =>
+    portOff({
+      chat: () => Effect.fail(new AiUpstreamFailure({ reason: "unreachable", message: "no AI upstream is configured" }))
+    })
+  )
+}

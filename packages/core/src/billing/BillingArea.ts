@@ -1,20 +1,19 @@
-import { Effect, Layer, Option } from "effect"
+import { Effect, Option } from "effect"
 import { area } from "../Area.ts"
 import { isLive } from "./Billing.ts"
 import { Billings } from "./Billings.ts"
 import { BillingStore } from "./BillingStore.ts"
-import { PaymentGateway } from "./PaymentGateway.ts"
 import { CreditStore } from "../ai/CreditStore.ts"
 import type { SubscriptionCheck } from "../orgs/OrgHooks.ts"
 
 /**
- * Spec 4.15: plan billing through the payment provider (the host's `PaymentGateway`, else off); its subscription
+ * Spec 4.15: plan billing through the payment provider (the host's `PaymentGateway`, `PaymentGateway.off` without one); its subscription
  * check guards org delete. The AI credit ledger's store is here because `order.paid` raises the balance.
  */
 export const BillingArea = area({
   name: "billing",
   stores: [BillingStore, CreditStore],
-  services: Billings.layer.pipe(Layer.provideMerge(PaymentGateway.layerDefault)),
+  services: Billings.layer,
   // A live paid subscription (status active, trialing or past_due) refuses org delete with `active_subscription`.
   subscription: Effect.map(
     Effect.service(BillingStore),

@@ -1,4 +1,5 @@
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
+import { portOff } from "../kernel/Port.ts"
 import type { OrgId } from "../kernel/Ids.ts"
 
 /** What the deployment's payment provider is set up for: checkouts of the Pro plan, of AI credit, a test environment. */
@@ -79,22 +80,15 @@ export class PaymentGateway extends Context.Service<
     ) => Effect.Effect<{ readonly orderId: string }, PaymentGatewayError>
   }
 >()("@hostplane/core/billing/PaymentGateway") {
-  /** No provider: every operation is `off`. */
-  static readonly off: PaymentGateway["Service"] = {
-    status: { plans: false, credit: false, sandbox: false },
-    checkout: () => Effect.fail(off),
-    customerSession: () => Effect.fail(off),
-    setCancelAtPeriodEnd: () => Effect.fail(off),
-    chargeSavedMethod: () => Effect.fail(off)
-  }
-
-  /** The host's gateway when it provides one, else `off`: billing is optional for an embedding host. */
-  static readonly layerDefault = Layer.effect(
-    PaymentGateway,
-    Effect.map(
-      Effect.serviceOption(PaymentGateway),
-      Option.getOrElse(() => PaymentGateway.off)
-    )
+  /** No provider (no `SERVICE_POLAR_*` token): every operation is `off`, which billing answers 501 `billing_off`. */
+  static readonly off: Layer.Layer<PaymentGateway> = Layer.sync(PaymentGateway, () =>
+    portOff({
+      status: { plans: false, credit: false, sandbox: false },
+      checkout: () => Effect.fail(off),
+      customerSession: () => Effect.fail(off),
+      setCancelAtPeriodEnd: () => Effect.fail(off),
+      chargeSavedMethod: () => Effect.fail(off)
+    })
   )
 }
 

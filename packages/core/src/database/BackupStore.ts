@@ -1,4 +1,5 @@
-import { Context, type Effect, Schema, type Stream } from "effect"
+import { Context, Effect, Layer, Schema, Stream } from "effect"
+import { portOff } from "../kernel/Port.ts"
 
 /** What a stored image is: its size and the hex SHA-256 of its bytes. */
 export interface StoredDigest {
@@ -30,4 +31,15 @@ export class BackupStore extends Context.Service<
     /** Removes `key`; nothing when it is absent. */
     readonly remove: (key: string) => Effect.Effect<void, BackupStoreError>
   }
->()("@hostplane/core/database/BackupStore") {}
+>()("@hostplane/core/database/BackupStore") {
+  /** No backup store: with the node admin it is the database add-on's pair, so the add-on answers 503 `no_node_admin`. */
+  static readonly off: Layer.Layer<BackupStore> = Layer.sync(BackupStore, () => {
+    const refused = new BackupStoreError({ message: "no backup store" })
+    return portOff({
+      put: () => Effect.fail(refused),
+      read: () => Stream.fail(refused),
+      digest: () => Effect.fail(refused),
+      remove: () => Effect.fail(refused)
+    })
+  })
+}

@@ -1,4 +1,5 @@
-import { Context, type Effect, Schema, type Redacted, type Stream } from "effect"
+import { Context, Effect, Layer, Schema, type Redacted, type Stream } from "effect"
+import { portOff } from "../kernel/Port.ts"
 import type { ProjectId } from "../kernel/Ids.ts"
 
 /**
@@ -85,4 +86,26 @@ export class DatabaseNode extends Context.Service<
     /** Stops the cluster and moves its data directory to the tombstone; the node no longer holds it. */
     readonly remove: (projectId: ProjectId) => Effect.Effect<void, DatabaseNodeError>
   }
->()("@hostplane/core/database/DatabaseNode") {}
+>()("@hostplane/core/database/DatabaseNode") {
+  /** No node admin: the database add-on's routes answer 503 `no_node_admin`, and its teardown has nothing to remove. */
+  static readonly off: Layer.Layer<DatabaseNode> = Layer.sync(DatabaseNode, () => {
+    const refuse = () =>
+      Effect.fail(new DatabaseNodeError({ reason: "unavailable", message: "no database node admin" }))
+    return portOff({
+      authority: undefined,
+      ownerOf: () => "",
+      verifier: () => Effect.die(new Error("no database node admin")),
+      ensure: refuse,
+      endpoint: refuse,
+      tokens: refuse,
+      createToken: refuse,
+      deleteToken: refuse,
+      syncTokens: refuse,
+      drain: refuse,
+      resume: refuse,
+      backup: refuse,
+      restore: refuse,
+      remove: refuse
+    })
+  })
+}

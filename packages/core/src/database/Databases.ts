@@ -45,6 +45,7 @@ import {
 import { DatabaseConfig } from "./DatabaseConfig.ts"
 import { DatabaseNode, type DatabaseNodeError, type NodeEndpoint } from "./DatabaseNode.ts"
 import { DatabaseStore } from "./DatabaseStore.ts"
+import { portOn } from "../kernel/Port.ts"
 
 const toGeneration = (row: GenerationRow): Generation => ({
   epoch: row.epoch,
@@ -182,8 +183,8 @@ export class Databases extends Context.Service<
       const revisions = yield* NodeRevisions
       const notifications = yield* Notifications
       const projects = yield* ProjectStore
-      const maybeNode = yield* Effect.serviceOption(DatabaseNode)
-      const maybeBackups = yield* Effect.serviceOption(BackupStore)
+      const maybeNode = portOn(yield* DatabaseNode)
+      const maybeBackups = portOn(yield* BackupStore)
 
       const noAdmin = new NoNodeAdmin({ message: "this deployment runs no database node admin" })
       const nodeAdmin = Option.match(Option.all([maybeNode, maybeBackups]), {

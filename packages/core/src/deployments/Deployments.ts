@@ -84,8 +84,8 @@ export class Deployments extends Context.Service<
       const store = yield* DeploymentStore
       const projects = yield* ProjectStore
       const reader = yield* BundleReader
-      // A host without a worker runtime (or with it off) checks no worker code at deploy.
-      const workerCheck = yield* Effect.serviceOption(WorkerCheck)
+      // A host without a worker runtime (or with it off) gives `WorkerCheck.off`: no worker code is checked at deploy.
+      const workerCheck = yield* WorkerCheck
       const policy = yield* Policy
       const mutation = yield* Mutation
       const tokens = yield* Tokens
@@ -125,7 +125,7 @@ export class Deployments extends Context.Service<
           return yield* bundleTooLarge("compressed_bytes", reader.limits.compressedBytes, declared)
         }
         const bundle = yield* reader.read(body)
-        if (Option.isSome(workerCheck)) yield* workerCheck.value.check(bundle.digest, bundle.manifest)
+        yield* workerCheck.check(bundle.digest, bundle.manifest)
         return yield* mutation.project(
           grant,
           ({ project, at }) =>

@@ -10,6 +10,7 @@ import { DomainStore } from "./DomainStore.ts"
 import { DomainZones } from "./DomainZones.ts"
 import type { Zones } from "../dns/Zones.ts"
 import { type RegistrarContact, type RegistrarDomain, Registrar, RegistrarFailure } from "./Registrar.ts"
+import { portOn } from "../kernel/Port.ts"
 
 /**
  * The purchase saga of spec 4.13, one durable job per name: `register` (look the name up in the registrar account
@@ -86,7 +87,7 @@ export const purchaseSteps = Effect.gen(function* () {
   const sealer = yield* Sealer
   const mutation = yield* Mutation
   const config = yield* HostnamesConfig
-  const registrarOption = yield* Effect.serviceOption(Registrar)
+  const registrarOption = portOn(yield* Registrar)
   const zones = yield* DomainZones.resolve
 
   const current = (payload: DomainPurchasePayload) =>
@@ -204,5 +205,5 @@ export const purchaseHandler = (
 export const domainPurchaseHandler: Effect.Effect<
   JobHandler,
   never,
-  DomainStore | Sealer | Mutation | HostnamesConfig | Zones
+  DomainStore | Sealer | Mutation | HostnamesConfig | Zones | Registrar
 > = Effect.map(purchaseSteps, ({ run }) => purchaseHandler(run))

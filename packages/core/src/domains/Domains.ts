@@ -43,6 +43,7 @@ import {
 import { DomainStore } from "./DomainStore.ts"
 import { DomainZones } from "./DomainZones.ts"
 import { Registrar, type RegistrarDomain, type RegistrarFailure, type RegistrarPage } from "./Registrar.ts"
+import { portOn } from "../kernel/Port.ts"
 
 /** The actor of the background sync: its writes record no audit row. */
 const systemActor = {
@@ -175,7 +176,7 @@ export class Domains extends Context.Service<
       const jobs = yield* Jobs
       const settings = yield* Settings
       const hostnames = yield* HostnamesConfig
-      const registrarOption = yield* Effect.serviceOption(Registrar)
+      const registrarOption = portOn(yield* Registrar)
       const zonePort = yield* DomainZones.resolve
       const steps = yield* purchaseSteps
 

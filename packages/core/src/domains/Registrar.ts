@@ -1,4 +1,5 @@
-import { Context, type Effect, type Option, type Redacted, Schema } from "effect"
+import { Context, Effect, Layer, type Option, type Redacted, Schema } from "effect"
+import { portOff } from "../kernel/Port.ts"
 
 /**
  * Why a registrar call failed: `payment_failed` (402 there), `rejected` (400 or 422: the values), `unavailable` (409:
@@ -95,7 +96,26 @@ export class Registrar extends Context.Service<
     ) => Effect.Effect<RegistrarDomain, RegistrarFailure>
     readonly authCode: (name: string) => Effect.Effect<Redacted.Redacted<string>, RegistrarFailure>
   }
->()("@hostplane/core/domains/Registrar") {}
+>()("@hostplane/core/domains/Registrar") {
+  /**
+   * No registrar (`SERVICE_REGISTRAR_*` unset): checks, purchases, renewals, locks and auth codes answer 503
+   * `registrar_not_configured` before any call, and the daily sync does nothing.
+   */
+  static readonly off: Layer.Layer<Registrar> = Layer.sync(Registrar, () => {
+    const refuse = () => Effect.fail(new RegistrarFailure({ reason: "error", message: "no registrar is configured" }))
+    return portOff({
+      checkAvailability: refuse,
+      create: refuse,
+      get: refuse,
+      list: refuse,
+      renew: refuse,
+      setLock: refuse,
+      setAutorenew: refuse,
+      setNameservers: refuse,
+      authCode: refuse
+    })
+  })
+}
 
 /** Exact cents of a decimal USD amount as the registrar writes it (`8.29` gives 829), never through a float product. */
 export const centsOf = (usd: number | string): number => {

@@ -1,4 +1,5 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { portOff } from "../kernel/Port.ts"
 
 /** One SNS signature to check: the canonical string, the base64 signature and the certificate that signed it. */
 export interface SnsSignature {
@@ -22,18 +23,11 @@ export class MailNotifications extends Context.Service<
     readonly confirm: (subscribeUrl: string) => Effect.Effect<boolean>
   }
 >()("@hostplane/core/email/MailNotifications") {
-  /** Verifies nothing: without an adapter every notification is refused. */
-  static readonly none = MailNotifications.of({
-    verify: () => Effect.succeed(false),
-    confirm: () => Effect.succeed(false)
-  })
-
-  /** The host's adapter when it provides one, else `none`. */
-  static readonly layerDefault = Layer.effect(
-    MailNotifications,
-    Effect.map(
-      Effect.serviceOption(MailNotifications),
-      Option.getOrElse(() => MailNotifications.none)
-    )
+  /** No SNS adapter: verifies nothing, so the mail webhook refuses every notification (403). */
+  static readonly off: Layer.Layer<MailNotifications> = Layer.sync(MailNotifications, () =>
+    portOff({
+      verify: () => Effect.succeed(false),
+      confirm: () => Effect.succeed(false)
+    })
   )
 }

@@ -11,6 +11,7 @@ import {
   PayloadTooLarge
 } from "../errors/Errors.ts"
 import { makeId, newId, type ProjectId } from "../kernel/Ids.ts"
+import { portOn } from "../kernel/Port.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { MailTransport } from "../mail/Mail.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
@@ -67,8 +68,8 @@ export class MailRelay extends Context.Service<
       const projects = yield* ProjectStore
       const orgs = yield* OrgStore
       const tokens = yield* Tokens
-      // A host may give the services no transport (it sends only from a runner): the relay then answers 503.
-      const transport = yield* Effect.serviceOption(MailTransport)
+      // A host may give the services `MailTransport.off` (it sends only from a runner): the relay then answers 503.
+      const transport = portOn(yield* MailTransport)
 
       const tooLarge = new PayloadTooLarge({
         message: `a relayed message is at most ${maxRelayBytes} bytes`,

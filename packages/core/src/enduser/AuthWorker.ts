@@ -4,6 +4,7 @@ import type { EdgeAnswer, EdgeCookie, EdgeRequest } from "../edge/Edge.ts"
 import { safeNextPath } from "../access/AccessRules.ts"
 import { pkceChallenge } from "../identity/Identity.ts"
 import type { ProjectId } from "../kernel/Ids.ts"
+import { portOn } from "../kernel/Port.ts"
 import { isoAfter, nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import type { AuthProviderName } from "./EndUserAuth.ts"
@@ -82,17 +83,15 @@ export class AuthWorker extends Context.Service<
     AuthWorker,
     Effect.gen(function* () {
       const auths = yield* EndUserAuths
-      // A host may leave the database area out: no project database is then reachable (as with no binding).
-      const databases = yield* Effect.serviceOption(Databases)
+      const databases = yield* Databases
       const tokens = yield* Tokens
-      const oauth = yield* Effect.serviceOption(SocialOAuth)
-      const directory = yield* Effect.serviceOption(EndUserDirectory)
+      const oauth = portOn(yield* SocialOAuth)
+      const directory = portOn(yield* EndUserDirectory)
 
       const unavailable = problem(503, "auth_unavailable", "sign-in is not available on this node")
 
       /** The project's database as the worker connects to it; none while the node cannot serve it. */
-      const databaseOf = (projectId: ProjectId) =>
-        Option.isSome(databases) ? databases.value.binding(projectId) : Effect.succeed(null)
+      const databaseOf = (projectId: ProjectId) => databases.binding(projectId)
 
       const login = Effect.fnUntraced(function* (
         request: EdgeRequest,

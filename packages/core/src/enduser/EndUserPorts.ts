@@ -1,7 +1,8 @@
-import { Context, type Effect, type Option, type Redacted, Schema } from "effect"
+import { Context, Effect, Layer, type Option, type Redacted, Schema } from "effect"
 import type { DatabaseConnect } from "../database/Database.ts"
-import type { IdentityProviderError } from "../identity/IdentityProvider.ts"
+import { IdentityProviderError } from "../identity/IdentityProvider.ts"
 import type { VerifiedIdentity } from "../identity/User.ts"
+import { portOff } from "../kernel/Port.ts"
 import type { AuthProviderName } from "./EndUserAuth.ts"
 
 /** The OAuth 2.0 clients of the social providers (code flow with PKCE S256), one per provider name. */
@@ -28,7 +29,13 @@ export class SocialOAuth extends Context.Service<
       }
     ) => Effect.Effect<VerifiedIdentity, IdentityProviderError>
   }
->()("@hostplane/core/enduser/SocialOAuth") {}
+>()("@hostplane/core/enduser/SocialOAuth") {
+  /** No provider clients: the edge's sign-in paths answer 503 `auth_unavailable`. */
+  static readonly off: Layer.Layer<SocialOAuth> = Layer.sync(SocialOAuth, () => {
+    const refused = new IdentityProviderError({ reason: "not_configured", message: "no social sign-in on this node" })
+    return portOff({ authorizeUrl: () => Effect.fail(refused), exchange: () => Effect.fail(refused) })
+  })
+}
 
 /** An end user of a project, as the auth worker answers `/__service/auth/me`. */
 export interface EndUser {
@@ -80,4 +87,18 @@ export class EndUserDirectory extends Context.Service<
       before: string
     ) => Effect.Effect<number, EndUserDirectoryError>
   }
->()("@hostplane/core/enduser/EndUserDirectory") {}
+>()("@hostplane/core/enduser/EndUserDirectory") {
+  /**
+   * No project databases reachable: the edge's sign-in answers 503 `auth_unavailable`, no end-user session is found,
+   * and a provider delete's identities job stops with a warning.
+   */
+  static readonly off: Layer.Layer<EndUserDirectory> = Layer.sync(EndUserDirectory, () => {
+    const refused = new EndUserDirectoryError({ message: "no end-user directory on this node" })
+    return portOff({
+      signIn: () => Effect.fail(refused),
+      session: () => Effect.fail(refused),
+      signOut: () => Effect.fail(refused),
+      removeIdentities: () => Effect.fail(refused)
+    })
+  })
+}

@@ -2,6 +2,7 @@ import { Effect, Option, Schema } from "effect"
 import { Databases } from "../database/Databases.ts"
 import { define, handler, JobFailure, type JobHandler, stop } from "../jobs/Job.ts"
 import { ProjectId } from "../kernel/Ids.ts"
+import { portOn } from "../kernel/Port.ts"
 import { AuthProviderName } from "./EndUserAuth.ts"
 import { EndUserDirectory } from "./EndUserPorts.ts"
 
@@ -19,37 +20,39 @@ export const identitiesDelete = define({
   maxAttempts: 200
 })
 
-export const identitiesDeleteHandler: Effect.Effect<JobHandler> = Effect.gen(function* () {
-  // A host may leave the database area or the project databases out: nothing is reachable then, nothing to remove.
-  const databases = yield* Effect.serviceOption(Databases)
-  const directory = yield* Effect.serviceOption(EndUserDirectory)
-  return handler(identitiesDelete, {
-    run: (_phase, job) =>
-      Effect.gen(function* () {
-        const { projectId, provider, before } = job.payload
-        if (Option.isNone(databases) || Option.isNone(directory)) {
-          yield* Effect.logWarning("end-user identities not removed: this host reaches no project database", {
-            projectId,
-            provider
-          })
-          return stop
-        }
-        // No database (never made, or deleted with its data): no identities left to remove.
-        if (!(yield* databases.value.granted(projectId))) return stop
-        const db = yield* databases.value.binding(projectId)
-        if (db === null) {
-          return yield* new JobFailure({ message: "the project's database is not reachable", retryable: true })
-        }
-        const removed = yield* directory.value
-          .removeIdentities(db, provider, before)
-          .pipe(Effect.mapError((error) => new JobFailure({ message: error.message, retryable: true })))
-        yield* Effect.logInfo("end-user identities removed", { projectId, provider, removed })
-      }),
-    onFailed: (job, error) =>
-      Effect.logError("end-user identities of a deleted provider could not be removed", {
-        projectId: job.payload.projectId,
-        provider: job.payload.provider,
-        error
-      })
-  })
-})
+export const identitiesDeleteHandler: Effect.Effect<JobHandler, never, Databases | EndUserDirectory> = Effect.gen(
+  function* () {
+    // A host may give `EndUserDirectory.off`: no project database is reachable then, nothing to remove.
+    const databases = yield* Databases
+    const directory = portOn(yield* EndUserDirectory)
+    return handler(identitiesDelete, {
+      run: (_phase, job) =>
+        Effect.gen(function* () {
+          const { projectId, provider, before } = job.payload
+          if (Option.isNone(directory)) {
+            yield* Effect.logWarning("end-user identities not removed: this host reaches no project database", {
+              projectId,
+              provider
+            })
+            return stop
+          }
+          // No database (never made, or deleted with its data): no identities left to remove.
+          if (!(yield* databases.granted(projectId))) return stop
+          const db = yield* databases.binding(projectId)
+          if (db === null) {
+            return yield* new JobFailure({ message: "the project's database is not reachable", retryable: true })
+          }
+          const removed = yield* directory.value
+            .removeIdentities(db, provider, before)
+            .pipe(Effect.mapError((error) => new JobFailure({ message: error.message, retryable: true })))
+          yield* Effect.logInfo("end-user identities removed", { projectId, provider, removed })
+        }),
+      onFailed: (job, error) =>
+        Effect.logError("end-user identities of a deleted provider could not be removed", {
+          projectId: job.payload.projectId,
+          provider: job.payload.provider,
+          error
+        })
+    })
+  }
+)

@@ -1,4 +1,4 @@
-import { Context, Effect, Option, Schema, type Scope, Stream } from "effect"
+import { Context, Effect, Layer, type Option, Schema, type Scope, Stream } from "effect"
 import { GitUnavailable, type GitUnreachable } from "../errors/Errors.ts"
 import type { RepoId } from "../kernel/Ids.ts"
 import type { Commit, RefChange, RepoRefs } from "./Repo.ts"
@@ -102,12 +102,15 @@ export class GitStorage extends Context.Service<
     /** Removes the repository from disk; nothing when it is already gone. */
     readonly remove: (repoId: RepoId) => Effect.Effect<void, StorageError>
   }
->()("@hostplane/core/git/GitStorage") {}
+>()("@hostplane/core/git/GitStorage") {
+  /** No git storage: every repository operation answers 503 `git_unavailable`. */
+  static readonly off: Layer.Layer<GitStorage> = Layer.sync(GitStorage, () => noGitStorage)
+}
 
 const noGit = () => Effect.fail(new GitUnavailable({ message: "this deployment has no git storage" }))
 
 /** What a host without git storage has: every repository operation answers 503 `git_unavailable`. */
-export const noGitStorage: GitStorage["Service"] = {
+const noGitStorage: GitStorage["Service"] = {
   run: noGit,
   archive: () => Stream.fail(new GitUnavailable({ message: "this deployment has no git storage" })),
   refs: noGit,
@@ -119,9 +122,3 @@ export const noGitStorage: GitStorage["Service"] = {
   setHead: noGit,
   remove: noGit
 }
-
-/** The host's `GitStorage`, or `noGitStorage` when it provides none. */
-export const gitStorageOrNone: Effect.Effect<GitStorage["Service"]> = Effect.map(
-  Effect.serviceOption(GitStorage),
-  Option.getOrElse(() => noGitStorage)
-)

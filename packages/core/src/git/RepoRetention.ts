@@ -4,7 +4,7 @@ import { define, handler, type JobHandler } from "../jobs/Job.ts"
 import type { TeardownStep } from "../projects/ProjectHooks.ts"
 import { isoToMillis, nowIso } from "../kernel/Time.ts"
 import { GitConfig } from "./GitConfig.ts"
-import { gitStorageOrNone } from "./GitStorage.ts"
+import { GitStorage } from "./GitStorage.ts"
 import { RepoStore } from "./RepoStore.ts"
 
 /** The retention runner: every 10 minutes, removes from disk the repos soft-deleted longer ago than the retention. */
@@ -17,9 +17,9 @@ export const repoPurge = define({
 })
 
 /** Removes the disk copy, then the record, of every repo deleted before the retention; answers how many went. */
-export const purgeExpired: Effect.Effect<number, never, RepoStore | GitConfig> = Effect.gen(function* () {
+export const purgeExpired: Effect.Effect<number, never, RepoStore | GitStorage | GitConfig> = Effect.gen(function* () {
   const store = yield* RepoStore
-  const storage = yield* gitStorageOrNone
+  const storage = yield* GitStorage
   const { retention } = yield* GitConfig
   const before = new Date(isoToMillis(yield* nowIso) - Duration.toMillis(retention)).toISOString()
   let purged = 0
@@ -35,8 +35,8 @@ export const purgeExpired: Effect.Effect<number, never, RepoStore | GitConfig> =
   }
 })
 
-export const repoPurgeHandler: Effect.Effect<JobHandler, never, RepoStore | GitConfig> = Effect.map(
-  Effect.context<RepoStore | GitConfig>(),
+export const repoPurgeHandler: Effect.Effect<JobHandler, never, RepoStore | GitStorage | GitConfig> = Effect.map(
+  Effect.context<RepoStore | GitStorage | GitConfig>(),
   (context) => handler(repoPurge, { run: () => Effect.asVoid(Effect.provideContext(purgeExpired, context)) })
 )
 

@@ -22,7 +22,7 @@ import { Tokens } from "../kernel/Tokens.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
 import { GitConfig } from "./GitConfig.ts"
-import { type GitProcess, type GitRefused, type GitRun, gitStorageOrNone } from "./GitStorage.ts"
+import { type GitProcess, type GitRefused, type GitRun, GitStorage } from "./GitStorage.ts"
 import {
   binarySniffBytes,
   type Commit,
@@ -124,7 +124,7 @@ export class Repos extends Context.Service<
     Repos,
     Effect.gen(function* () {
       const store = yield* RepoStore
-      const storage = yield* gitStorageOrNone
+      const storage = yield* GitStorage
       const policy = yield* Policy
       const mutation = yield* Mutation
       const tokens = yield* Tokens

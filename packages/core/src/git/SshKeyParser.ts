@@ -1,4 +1,5 @@
-import { Context, Effect, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
+import { portOff } from "../kernel/Port.ts"
 import type { SshKeyType } from "./Credentials.ts"
 
 /** A public key as a real SSH key parser read it. */
@@ -22,4 +23,9 @@ export class SshKeyParser extends Context.Service<
   {
     readonly parse: (line: string) => Effect.Effect<ParsedSshKey, SshKeyRefused>
   }
->()("@hostplane/core/git/SshKeyParser") {}
+>()("@hostplane/core/git/SshKeyParser") {
+  /** No parser: adding an SSH key answers 503 `git_unavailable`. */
+  static readonly off: Layer.Layer<SshKeyParser> = Layer.sync(SshKeyParser, () =>
+    portOff({ parse: () => Effect.die(new Error("the SSH key parser is off")) })
+  )
+}

@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { BadRequest, GitUnavailable, NotFound, type SshKeyExists } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { makeId, newId, type UserId } from "../kernel/Ids.ts"
+import { portOn } from "../kernel/Port.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import type { AddSshKeyInput, SshKey, SshKeyRow } from "./Credentials.ts"
@@ -39,7 +40,7 @@ export class SshKeys extends Context.Service<
     SshKeys,
     Effect.gen(function* () {
       const store = yield* CredentialStore
-      const parser = yield* Effect.serviceOption(SshKeyParser)
+      const parser = portOn(yield* SshKeyParser)
       const tokens = yield* Tokens
 
       const list = Effect.fn("SshKeys.list")(function* (actor: Actor) {

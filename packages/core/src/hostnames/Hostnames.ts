@@ -86,9 +86,7 @@ export class Hostnames extends Context.Service<
       const zones = yield* HostedZones
 
       const certificates = yield* CertificateStore
-      const tls = yield* Effect.serviceOption(TlsConfig)
-      const acme = Option.isSome(tls) && tls.value.acme
-      const staticCertificate = Option.isSome(tls) ? tls.value.staticCertificate : undefined
+      const { acme, staticCertificate } = yield* TlsConfig
 
       /** The name's certificate: the static one when it covers the name, else its ACME row (decisions.md part 16). */
       const tlsOf = Effect.fnUntraced(function* (name: string) {

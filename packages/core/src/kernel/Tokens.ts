@@ -1,6 +1,9 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
 
-/** Random ids, secret tokens and their one-way hashes; only hashes of secrets are ever stored. */
+/**
+ * Random ids, secret tokens and their one-way hashes; only hashes of secrets are ever stored. A port every host
+ * provides: `Tokens.layer` (Web Crypto, any runtime) or a native one (node:crypto's faster hash).
+ */
 export class Tokens extends Context.Service<
   Tokens,
   {
@@ -14,15 +17,6 @@ export class Tokens extends Context.Service<
 >()("@hostplane/core/kernel/Tokens") {
   /** Web Crypto, which every supported runtime has as a global. */
   static readonly layer = Layer.sync(Tokens, () => webCryptoTokens)
-
-  /** The host's `Tokens` when it provides one (a faster native hash), else Web Crypto. */
-  static readonly layerDefault = Layer.effect(
-    Tokens,
-    Effect.map(
-      Effect.serviceOption(Tokens),
-      Option.getOrElse(() => webCryptoTokens)
-    )
-  )
 }
 
 const webCryptoTokens: Tokens["Service"] = {

@@ -1,4 +1,5 @@
-import { Context, Effect, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { portOff } from "../kernel/Port.ts"
 
 /** An outgoing message as handed to a transport. */
 export interface MailMessage {
@@ -70,4 +71,17 @@ export class MailTransport extends Context.Service<
      */
     readonly sendRaw: (message: RawMailMessage) => Effect.Effect<string, MailSendError>
   }
->()("@hostplane/core/mail/MailTransport") {}
+>()("@hostplane/core/mail/MailTransport") {
+  /**
+   * No transport (a host that sends only from a runner elsewhere): the node mail relay answers 503
+   * `mail_unavailable`; a runner given it fails every send without retrying.
+   */
+  static readonly off: Layer.Layer<MailTransport> = Layer.sync(MailTransport, () =>
+    portOff({
+      send: () => Effect.fail(noTransport),
+      sendRaw: () => Effect.fail(noTransport)
+    })
+  )
+}
+
+const noTransport = new MailSendError({ message: "this deployment has no mail transport", retryable: false })

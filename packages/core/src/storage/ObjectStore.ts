@@ -1,4 +1,5 @@
-import { Context, type Effect, type Option, Schema, type Stream } from "effect"
+import { Context, Effect, Layer, type Option, Schema, Stream } from "effect"
+import { portOff } from "../kernel/Port.ts"
 
 /** A stored object as a listing shows it. */
 export interface ObjectInfo {
@@ -69,4 +70,17 @@ export class ObjectStore extends Context.Service<
     /** Removes every object whose key starts with `prefix`; how many. */
     readonly removePrefix: (prefix: string) => Effect.Effect<number, ObjectStoreError>
   }
->()("@hostplane/core/storage/ObjectStore") {}
+>()("@hostplane/core/storage/ObjectStore") {
+  /** No object store: the storage add-on is not connected (503 `no_core`) and a project delete has nothing to remove. */
+  static readonly off: Layer.Layer<ObjectStore> = Layer.sync(ObjectStore, () => {
+    const refused = new ObjectStoreError({ reason: "Unavailable", message: "no object store" })
+    return portOff({
+      put: () => Effect.fail(refused),
+      head: () => Effect.fail(refused),
+      get: () => Stream.fail(refused),
+      list: () => Stream.fail(refused),
+      remove: () => Effect.fail(refused),
+      removePrefix: () => Effect.fail(refused)
+    })
+  })
+}

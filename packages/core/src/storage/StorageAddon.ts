@@ -6,6 +6,7 @@ import type { ProjectAccess } from "../kernel/Policy.ts"
 import { ObjectStore } from "./ObjectStore.ts"
 import { StorageStatus } from "./Storage.ts"
 import { StorageStore } from "./StorageStore.ts"
+import { portOn } from "../kernel/Port.ts"
 
 /** Spec 4.7's add-on: status (viewer), grant (member), revoke (admin, objects kept); audit `storage.grant`, `storage.revoke`. */
 export const storageAddon = defineAddon({
@@ -19,12 +20,12 @@ export const prefixFor = (projectId: ProjectId): string => `${projectId}/`
 
 /**
  * The storage add-on's provider. The first grant fixes the prefix in the project's row; a revoke only clears the
- * flag (objects and the last reported usage stay). The quota is the org plan's, read live. Without an `ObjectStore`
+ * flag (objects and the last reported usage stay). The quota is the org plan's, read live. With `ObjectStore.off`
  * the add-on's backend is not connected: 503 `no_core`.
  */
 export const storageAddonProvider = Effect.gen(function* () {
   const store = yield* StorageStore
-  const objects = yield* Effect.serviceOption(ObjectStore)
+  const objects = portOn(yield* ObjectStore)
 
   const status = Effect.fnUntraced(function* (access: ProjectAccess) {
     const row = yield* store.find(access.project.id)

@@ -6,6 +6,7 @@ import { ProjectStore } from "../projects/ProjectStore.ts"
 import { ObjectStore } from "./ObjectStore.ts"
 import type { StorageBinding, UsageLine } from "./Storage.ts"
 import { StorageStore } from "./StorageStore.ts"
+import { portOn } from "../kernel/Port.ts"
 
 /**
  * The storage add-on as the node and the project delete see it: the `storage` binding of the node state, the node's
@@ -31,7 +32,7 @@ export class StorageNode extends Context.Service<
       const store = yield* StorageStore
       const projects = yield* ProjectStore
       const orgs = yield* OrgStore
-      const objects = yield* Effect.serviceOption(ObjectStore)
+      const objects = portOn(yield* ObjectStore)
 
       const binding = Effect.fn("StorageNode.binding")(function* (projectId: ProjectId) {
         const row = yield* store.find(projectId)

@@ -1,4 +1,5 @@
-import { Context, Effect, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
+import { portOff } from "../kernel/Port.ts"
 
 /**
  * Why an attempt ended without a certificate: `refused` carries the CA's problem detail (a bad name, a rate limit, a
@@ -34,4 +35,12 @@ export class AcmeClient extends Context.Service<
     /** Registers the account if needed, orders (or resumes the order), validates and downloads the chain. */
     readonly order: (input: AcmeOrderInput) => Effect.Effect<{ chain: string; expiresAt: string }, AcmeFailure>
   }
->()("@hostplane/core/tls/AcmeClient") {}
+>()("@hostplane/core/tls/AcmeClient") {
+  /** No ACME client: with `TlsConfig.off` no certificate job runs; one that does anyway ends as a defect. */
+  static readonly off: Layer.Layer<AcmeClient> = Layer.sync(AcmeClient, () =>
+    portOff({
+      newKey: Effect.die(new Error("no ACME client")),
+      order: () => Effect.die(new Error("no ACME client"))
+    })
+  )
+}

@@ -11,8 +11,8 @@ export interface TlsConfigShape {
 }
 
 /**
- * The edge's certificate settings. A host without it (tests, an embedder without an edge) has neither ACME nor a
- * static certificate: every hostname's `tls.status` is `none`.
+ * The edge's certificate settings. A host without an edge (tests, an embedder) provides `TlsConfig.off`: neither ACME
+ * nor a static certificate, so every hostname's `tls.status` is `none`.
  */
 export class TlsConfig extends Context.Service<TlsConfig, TlsConfigShape>()("@hostplane/core/tls/TlsConfig") {
   static readonly make = (overrides: Partial<TlsConfigShape> = {}) =>
@@ -22,4 +22,7 @@ export class TlsConfig extends Context.Service<TlsConfig, TlsConfigShape>()("@ho
       retryAfter: Duration.minutes(1),
       ...overrides
     })
+
+  /** Neither ACME nor a static certificate. */
+  static readonly off: Layer.Layer<TlsConfig> = TlsConfig.make()
 }

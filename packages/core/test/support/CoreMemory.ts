@@ -1,6 +1,6 @@
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
 import { area, configLayer, Identity, Kernel, Mail, Orgs, servicesWith } from "@hostplane/core"
-import { layerMemory } from "@hostplane/testkit"
+import { layerMemory, portsOff } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
@@ -16,14 +16,7 @@ export const testBundles = BundleReader.layer().pipe(Layer.provideMerge(Artifact
 
 /** Every core service on a fresh memory store, as a host would assemble it. */
 /** Every port core's services need, on memory stores and fakes: what a core test builds the services on. */
-export const memoryPorts = Layer.mergeAll(
-  layerMemory,
-  configLayer(),
-  Identity.IdentityProvider.off,
-  dnsNone,
-  testCrypto,
-  testBundles
-)
+export const memoryPorts = Layer.mergeAll(layerMemory, configLayer(), portsOff, dnsNone, testCrypto, testBundles)
 
 export const coreMemory = (
   options: {

@@ -9,27 +9,29 @@ import {
 } from "@hostplane/adapters-providers"
 import {
   type Access,
-  type Ai,
-  type Billing,
+  Ai,
+  Billing,
   type ConfigOverrides,
-  type Database,
+  Database,
   type Configs,
   configLayer,
-  type Deployments,
-  type Email,
-  type EndUser,
-  type Git,
+  Deployments,
+  Domains,
+  Email,
+  EndUser,
+  Git,
   type Hostnames,
   Identity,
-  type Mail,
+  Mail,
   Kernel,
   Orgs,
   type Secrets,
   type services,
-  type Storage
+  Storage,
+  Tls
 } from "@hostplane/core"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
-import { Effect, Layer, Logger, Option } from "effect"
+import { type Context, Effect, Layer, Logger, Option } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -42,14 +44,29 @@ import { HostAuthenticator } from "../../src/auth/HostAuthenticator.ts"
 /** The store ports a backend provides; settings and DNS come from the test. */
 export type Stores = Exclude<
   Ports,
-  | Configs
-  | Dns
-  | Crypto
-  | Deployments.BundleReader
-  | Deployments.ArtifactStore
-  | Identity.IdentityProvider
-  | HostAuthenticator
+  Configs | Dns | Crypto | Deployments.BundleReader | Deployments.ArtifactStore | Providers
 >
+
+/** The provider ports a suite picks through `TestServerOptions`: each is its `off` form unless the suite gives one. */
+export type Providers =
+  | Kernel.Tokens
+  | Identity.IdentityProvider
+  | Billing.PaymentGateway
+  | Mail.MailTransport
+  | Email.MailNotifications
+  | Git.GitStorage
+  | Git.SshKeyParser
+  | Ai.AiUpstream
+  | Domains.Registrar
+  | Database.DatabaseNode
+  | Database.BackupStore
+  | Storage.ObjectStore
+  | EndUser.SocialOAuth
+  | EndUser.EndUserDirectory
+  | Tls.TlsConfig
+  | Tls.AcmeClient
+  | Deployments.WorkerCheck
+  | HostAuthenticator
 
 /** What hostname verification asks: a resolver and the hosted zones. */
 export type Dns = Hostnames.DnsResolver | Hostnames.HostedZones
@@ -94,7 +111,7 @@ export interface TestServerOptions {
 }
 
 /** What `run` may use: the ports and every service the server built. */
-export type Served = Ports | Layer.Success<typeof services>
+export type Served = Ports | Providers | Layer.Success<typeof services>
 
 export interface TestServer {
   readonly url: string
@@ -129,19 +146,26 @@ export const startTestServer = async (
   const ports = extra.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
+        // Off unless the suite's stores layer carries a registrar (the last layer of a merge wins).
+        Domains.Registrar.off,
         // Hosted zones may read the stores (the DNS area's zones): one build of the stores serves both.
         dns.pipe(Layer.provideMerge(stores)),
         configLayer({ ...settings, identity: { devAuth: true, ...settings.identity } }),
         options.passwordHasher === undefined ? testCrypto : Layer.merge(testCrypto, options.passwordHasher),
         bundles,
-        options.gateway === undefined ? Layer.empty : options.gateway(),
-        options.aiUpstream === undefined ? Layer.empty : options.aiUpstream(),
-        options.mailNotifications === undefined ? Layer.empty : options.mailNotifications(),
-        options.mailTransport === undefined ? Layer.empty : options.mailTransport(),
+        Kernel.Tokens.layer,
+        options.gateway === undefined ? Billing.PaymentGateway.off : options.gateway(),
+        options.aiUpstream === undefined ? Ai.AiUpstream.off : options.aiUpstream(),
+        options.mailNotifications === undefined ? Email.MailNotifications.off : options.mailNotifications(),
+        options.mailTransport === undefined ? Mail.MailTransport.off : options.mailTransport(),
         git,
-        options.database ?? Layer.empty,
-        options.endUser ?? Layer.empty,
-        options.objects ?? Layer.empty,
+        options.database ?? Layer.merge(Database.DatabaseNode.off, Database.BackupStore.off),
+        options.endUser ?? Layer.merge(EndUser.SocialOAuth.off, EndUser.EndUserDirectory.off),
+        options.objects ?? Storage.ObjectStore.off,
+        // No edge certificates and no worker runtime unless `extra` provides them (its services win).
+        Tls.TlsConfig.off,
+        Tls.AcmeClient.off,
+        Deployments.WorkerCheck.off,
         options.identityProvider ?? Identity.IdentityProvider.off,
         options.hostAuthenticator ?? HostAuthenticator.off
       )
@@ -159,7 +183,8 @@ export const startTestServer = async (
     edgeUrl: `http://127.0.0.1:${(edge.address() as AddressInfo).port}`,
     artifactDir,
     gitDir,
-    run: (effect) => Effect.runPromise(Effect.provideContext(effect, context)),
+    // The context holds every layer of `ports`, the providers included (a runner's ACME client is no `Ports` member).
+    run: (effect) => Effect.runPromise(Effect.provideContext(effect, context as Context.Context<Served>)),
     close: async () => {
       server.closeAllConnections()
       edge.closeAllConnections()
