@@ -1,7 +1,7 @@
 import { ArtifactStoreDisk, BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/adapters-providers"
 import { HostplaneError } from "@hostplane/client/ClientOf"
 import { configLayer, Errors, Identity, Kernel } from "@hostplane/core"
-import { layerMemory } from "@hostplane/testkit"
+import { layerMemory, portsOff } from "@hostplane/testkit"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { Effect, Layer, Logger, Option } from "effect"
 import * as Http from "node:http"
@@ -33,7 +33,7 @@ const authenticator = HostAuthenticator.fromFunction(
 const ports = Layer.mergeAll(
   Layer.fresh(layerMemory),
   configLayer({ identity: { devAuth: true } }),
-  Identity.IdentityProvider.off,
+  portsOff,
   authenticator,
   dnsNone,
   SealerAesGcm.layerEphemeral,

@@ -5,21 +5,31 @@ import {
   BundleReader,
   MailTransportAuto,
   PasswordHasherScrypt,
-  SealerAesGcm
+  SealerAesGcm,
+  TokensNode
 } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
 import {
   type Access,
+  Ai,
+  Billing,
   type ConfigOverrides,
   configLayer,
-  type Deployments,
+  Database,
+  Deployments,
+  Domains,
+  Email,
+  EndUser,
+  Git,
   Hostnames,
   Identity,
   jobHandlers,
   Jobs,
-  type Mail,
+  Mail,
   type Secrets,
-  services
+  services,
+  Storage,
+  Tls
 } from "@hostplane/core"
 import {
   HostAuthenticator,
@@ -77,6 +87,30 @@ export interface HostplaneOptions {
   readonly adapters?: HostplaneAdapters | undefined
 }
 
+/**
+ * The providers a library host leaves off, each in its explicit off form: billing answers 501 billing_off, the mail
+ * webhook refuses every notification; the node mail relay, git, AI calls, domain registration, the database and
+ * storage add-ons and end-user sign-in on the edge answer 503; no hostname gets a certificate, no worker code runs.
+ */
+const providersOff = Layer.mergeAll(
+  TokensNode.layer,
+  Billing.PaymentGateway.off,
+  Mail.MailTransport.off,
+  Email.MailNotifications.off,
+  Git.GitStorage.off,
+  Git.SshKeyParser.off,
+  Ai.AiUpstream.off,
+  Domains.Registrar.off,
+  Database.DatabaseNode.off,
+  Database.BackupStore.off,
+  Storage.ObjectStore.off,
+  EndUser.SocialOAuth.off,
+  EndUser.EndUserDirectory.off,
+  Tls.TlsConfig.off,
+  Tls.AcmeClient.off,
+  Deployments.WorkerCheck.off
+)
+
 /** The host's database as hostplane's stores, migrated into its schema first. */
 const databaseLayer = (database: HostplaneDatabase, schema: string | undefined) => {
   const options = schema === undefined ? {} : { schema }
@@ -110,7 +144,8 @@ export const makeHostplane = (options: HostplaneOptions): Promise<Mounted<Ports 
     bundles,
     adapters.dns ?? Layer.merge(DnsResolverUdp.layerConfig, Hostnames.HostedZones.layerNone),
     adapters.identityProvider ?? Identity.IdentityProvider.off,
-    hostAuthenticator
+    hostAuthenticator,
+    providersOff
   )
   // One runner for every job kind, on the same services the routes use (one build shares them).
   const jobs =

@@ -1,4 +1,4 @@
-import { Ai, Database, type Deployments, Email, Node, Storage } from "@hostplane/core"
+import { Ai, Database, type Deployments, Email, Kernel, Node, Storage } from "@hostplane/core"
 import { Effect, Option } from "effect"
 import type { BindingHandler, RawBindingHandler } from "../WorkerRuntime.ts"
 import { makeDbBinding } from "./Db.ts"
@@ -29,7 +29,8 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
   const auth = yield* makeAuthBinding({ lifetimeMs: options.queryTimeoutMs + 60_000 })
   const relay = yield* Effect.serviceOption(Email.MailRelay)
   const gateway = yield* Effect.serviceOption(Ai.AiGateway)
-  const objects = yield* Effect.serviceOption(Storage.ObjectStore)
+  // `ObjectStore.off` is no store: the storage binding is then absent.
+  const objects = Option.flatMap(yield* Effect.serviceOption(Storage.ObjectStore), Kernel.portOn)
   const storage = Option.map(objects, (store) =>
     makeStorageBinding({
       objects: store,
