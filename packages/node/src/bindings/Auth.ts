@@ -25,7 +25,8 @@ export interface WorkerUser {
  * handle names its project, so another project's worker cannot use one, and it lapses after `lifetimeMs`.
  */
 export const makeAuthBinding = Effect.fnUntraced(function* (options: { readonly lifetimeMs: number }) {
-  const directory = yield* Effect.serviceOption(EndUser.EndUserDirectory)
+  // `EndUserDirectory.off` is no directory: no session is resolved then.
+  const directory = Option.flatMap(yield* Effect.serviceOption(EndUser.EndUserDirectory), Kernel.portOn)
   const tokens = yield* Kernel.Tokens
   const pending = new Map<string, Pending>()
 
