@@ -110,6 +110,10 @@ describe("env.email and env.ai: through the node mail relay and the AI gateway (
       )
     }
     expect((await call(project.hostname, "email", "send", [42])).error?.message).toMatch(/^bad_request: /)
+    const oversize = await call(project.hostname, "email", "send", [
+      { to: "a@example.com", subject: "big", text: "x".repeat(11 * 1024 * 1024) }
+    ])
+    expect(oversize.error?.message).toMatch(/^payload_too_large: /)
     const log = await suite.api.get(`${project.base}/log`, admin())
     expect(log.body.items).toEqual([])
   })
@@ -165,6 +169,8 @@ describe("env.email and env.ai: through the node mail relay and the AI gateway (
       /^unknown_model: /
     )
     expect((await call(project.hostname, "ai", "chat", ["hello"])).error?.message).toMatch(/^bad_request: /)
+    const huge = ask("gpt-4.1", { messages: [{ role: "user", content: "x".repeat(5 * 1024 * 1024) }] })
+    expect((await call(project.hostname, "ai", "chat", [huge])).error?.message).toMatch(/^payload_too_large: /)
     expect((await call(project.hostname, "ai", "chat", [ask("gpt-4.1", { stream: true })])).error?.message).toMatch(
       /^bad_request: /
     )
