@@ -40,6 +40,24 @@ const edgeGet = (base: string, host: string, path = "/") =>
     request.end()
   })
 
+const edgeBytes = (base: string, host: string, path: string) =>
+  new Promise<{ status: number; length: string | undefined; body: Buffer }>((resolve, reject) => {
+    const url = new URL(base)
+    const request = Http.request({ host: url.hostname, port: url.port, path, headers: { host } }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () =>
+        resolve({
+          status: response.statusCode!,
+          length: response.headers["content-length"],
+          body: Buffer.concat(chunks)
+        })
+      )
+    })
+    request.on("error", reject)
+    request.end()
+  })
+
 const site = (version: string) =>
   Effect.runPromise(
     bundleOf([manifestEntry({ name: "site" }), { name: "assets/index.html", content: `<h1>home ${version}</h1>` }])
@@ -116,6 +134,36 @@ describe.each(backends)("edge cache, the server that writes (%s)", (_name, store
     expect((await edge(custom)).body).toBe("<h1>home v1</h1>")
     expect((await api.delete(`${hostnames}/${custom}`, undefined, { token: suite.admin.token })).status).toBe(204)
     expect((await edge(custom)).code).toBe("unknown_hostname")
+  })
+
+  it("small files are served from memory and large ones streamed, byte for byte, with their length, each time", async () => {
+    const slug = await suite.newOrg()
+    const project = await suite.newProject(slug)
+    const small = new Uint8Array(Array.from({ length: 2048 }, (_, i) => (i * 13) % 256))
+    const large = new Uint8Array(Array.from({ length: 300 * 1024 }, (_, i) => (i * 7) % 251))
+    const reply = await fetch(`${suite.server.url}/v1/orgs/${slug}/projects/${project.name}/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${suite.admin.token}`, "content-type": "application/gzip" },
+      body: await Effect.runPromise(
+        bundleOf([
+          manifestEntry({ name: "files" }),
+          { name: "assets/small.bin", content: small },
+          { name: "assets/large.bin", content: large }
+        ])
+      )
+    })
+    expect(reply.status).toBe(201)
+    for (const [path, bytes] of [
+      ["/small.bin", small],
+      ["/large.bin", large]
+    ] as const) {
+      for (let i = 0; i < 2; i++) {
+        const served = await edgeBytes(suite.server.edgeUrl, project.hostname, path)
+        expect(served.status).toBe(200)
+        expect(served.length).toBe(String(bytes.byteLength))
+        expect(Buffer.compare(served.body, Buffer.from(bytes))).toBe(0)
+      }
+    }
   })
 
   it("a deleted project's hosts are unknown once its delete ran", async () => {

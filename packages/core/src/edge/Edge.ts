@@ -1,7 +1,7 @@
 import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
 import { AccessPolicies } from "../access/AccessPolicies.ts"
 import { admitsRole } from "../access/AccessPolicy.ts"
-import { ArtifactStore, type StoredFile } from "../deployments/ArtifactStore.ts"
+import type { StoredFile } from "../deployments/ArtifactStore.ts"
 import { Settings } from "../kernel/Settings.ts"
 import { isoAfter, nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
@@ -57,6 +57,8 @@ export type EdgeAnswer =
       readonly _tag: "File"
       readonly status: 200 | 404
       readonly file: StoredFile
+      /** The file's bytes when they are held in memory (a small file): sent as they are, without a stream. */
+      readonly body?: Uint8Array | undefined
       readonly contentType: string
       readonly etag: string
       /** HEAD: headers only. */
@@ -159,7 +161,6 @@ export class Edge extends Context.Service<
     Effect.gen(function* () {
       const access = yield* AccessPolicies
       const sessions = yield* EdgeSessionStore
-      const artifacts = yield* ArtifactStore
       const orgs = yield* OrgStore
       const tokens = yield* Tokens
       const settings = yield* Settings
@@ -292,7 +293,7 @@ export class Edge extends Context.Service<
         const candidates = assetCandidates(path)
         if (candidates === undefined) return worker ?? problem(400, "bad_request", "this path cannot name a file")
         for (const candidate of candidates) {
-          const file = yield* artifacts.file(digest, candidate)
+          const file = yield* cache.file(digest, candidate)
           if (Option.isSome(file)) {
             if (request.ifNoneMatch !== undefined && request.ifNoneMatch.split(/\s*,\s*/).includes(etag)) {
               return { _tag: "NotModified", etag, private: isPrivate } satisfies EdgeAnswer
@@ -301,6 +302,7 @@ export class Edge extends Context.Service<
               _tag: "File",
               status: 200,
               file: file.value,
+              body: file.value.body,
               contentType: contentTypeOf(candidate),
               etag,
               bodyless: request.method === "HEAD",
@@ -309,12 +311,13 @@ export class Edge extends Context.Service<
           }
         }
         if (worker !== undefined) return worker
-        const notFoundPage = yield* artifacts.file(digest, "assets/404.html")
+        const notFoundPage = yield* cache.file(digest, "assets/404.html")
         if (Option.isSome(notFoundPage)) {
           return {
             _tag: "File",
             status: 404,
             file: notFoundPage.value,
+            body: notFoundPage.value.body,
             contentType: contentTypeOf("404.html"),
             etag,
             bodyless: request.method === "HEAD",

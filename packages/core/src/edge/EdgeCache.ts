@@ -1,7 +1,7 @@
-import { Cache, Clock, Duration, Effect, Exit, Option, Result, Schedule } from "effect"
+import { Cache, Clock, Duration, Effect, Exit, Option, Result, Schedule, Stream } from "effect"
 import { AccessPolicies } from "../access/AccessPolicies.ts"
 import type { AccessPolicy } from "../access/AccessPolicy.ts"
-import { ArtifactStore } from "../deployments/ArtifactStore.ts"
+import { ArtifactStore, type StoredFile } from "../deployments/ArtifactStore.ts"
 import type { DeploymentRow } from "../deployments/Deployment.ts"
 import { DeploymentStore } from "../deployments/DeploymentStore.ts"
 import { type Manifest, workerEntry } from "../deployments/Manifest.ts"
@@ -31,6 +31,20 @@ export const edgeCachePoll = Duration.millis(250)
 
 /** Entries per map; the least recently used goes first. */
 const capacity = 10_000
+
+/** Files up to this size are kept in memory once served; larger ones are read from the store on each request. */
+export const edgeFileCacheMaxFile = 256 * 1024
+
+/** The bytes of all the files kept in memory; the least recently served go first. */
+export const edgeFileCacheBudget = 32 * 1024 * 1024
+
+/** A bundle file with its bytes in memory. */
+export interface HeldFile extends StoredFile {
+  readonly body: Uint8Array
+}
+
+/** A bundle file as the edge serves it: its bytes in memory (`body`) when it is small. */
+export type ServedFile = StoredFile & { readonly body?: Uint8Array }
 
 /**
  * The edge's view of hosts and projects, kept in memory so a request reads no store: the route of each host, and each
@@ -175,7 +189,40 @@ export const makeEdgeCache = Effect.gen(function* () {
   )
   yield* Effect.forkScoped(follow)
 
+  // A digest's files never change either: small ones are kept in memory (bounded by bytes), so serving them opens no
+  // file and asks no bucket.
+  const held = new Map<string, HeldFile>()
+  let heldBytes = 0
+  const hold = (key: string, file: HeldFile) => {
+    if (held.has(key)) return
+    held.set(key, file)
+    heldBytes += file.bytes
+    for (const [oldest, entry] of held) {
+      if (heldBytes <= edgeFileCacheBudget) break
+      held.delete(oldest)
+      heldBytes -= entry.bytes
+    }
+  }
+  const file = Effect.fnUntraced(function* (digest: string, path: string) {
+    const key = `${digest}\n${path}`
+    const known = held.get(key)
+    if (known !== undefined) {
+      // Most recently served last: the first to go is the one served longest ago.
+      held.delete(key)
+      held.set(key, known)
+      return Option.some<ServedFile>(known)
+    }
+    const found = yield* artifacts.file(digest, path)
+    if (Option.isNone(found) || found.value.bytes > edgeFileCacheMaxFile) return found as Option.Option<ServedFile>
+    const body = yield* Stream.mkUint8Array(found.value.content)
+    const kept: HeldFile = { path: found.value.path, bytes: body.byteLength, body, content: Stream.succeed(body) }
+    hold(key, kept)
+    return Option.some<ServedFile>(kept)
+  })
+
   return {
+    /** One file of a bundle (`assets/app.js`); small ones come from memory and carry their bytes (`body`). */
+    file,
     /** The project and org an `active` hostname routes to (`host` without a port). */
     route: (host: string): Effect.Effect<Option.Option<HostnameRoute>> => {
       const key = canonicalHost(host)

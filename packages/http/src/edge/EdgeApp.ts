@@ -72,12 +72,18 @@ const toResponse = (answer: Exclude<Edge.EdgeAnswer, { readonly _tag: "Worker" }
             status: answer.status,
             headers: { ...headers, "content-type": answer.contentType, "content-length": String(answer.file.bytes) }
           })
-        : HttpServerResponse.stream(answer.file.content, {
-            status: answer.status,
-            contentType: answer.contentType,
-            contentLength: answer.file.bytes,
-            headers
-          })
+        : answer.body !== undefined
+          ? HttpServerResponse.uint8Array(answer.body, {
+              status: answer.status,
+              contentType: answer.contentType,
+              headers
+            })
+          : HttpServerResponse.stream(answer.file.content, {
+              status: answer.status,
+              contentType: answer.contentType,
+              contentLength: answer.file.bytes,
+              headers
+            })
     }
     case "NotModified":
       return HttpServerResponse.empty({ status: 304, headers: { etag: answer.etag, ...cachingOf(answer.private) } })
