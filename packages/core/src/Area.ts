@@ -31,7 +31,9 @@ export type AnyArea = Area<any, never, any, any, any, any, any>
 
 /** Declares an area, keeping every type it contributes. */
 export const area = <
-  S extends Context.Key<any, any> = never,
+  // The stores as a tuple: inferred as an array, two unrelated ports widen to `Context.Key<any, any>`, and every
+  // folded `Stores` type would be `any` (`Stores.types.test.ts` pins it).
+  const Ss extends ReadonlyArray<Context.Key<any, any>> = readonly [],
   Out = never,
   E = never,
   In = never,
@@ -39,10 +41,12 @@ export const area = <
   RAny = never,
   RJobs = never
 >(
-  area: Area<S, Out, E, In, RPorts, RAny, RJobs>
-): Area<S, Out, E, In, RPorts, RAny, RJobs> => area
+  area: Omit<Area<Ss[number], Out, E, In, RPorts, RAny, RJobs>, "stores"> & { readonly stores: Ss }
+): Area<Ss[number], Out, E, In, RPorts, RAny, RJobs> => area
 
-type StoresOf<A> = A extends Area<infer S, never, any, any, any, any, any> ? Context.Service.Identifier<S> : never
+// Read from the field itself: matched against the whole `Area`, an area whose services output something fails to
+// infer and `S` falls back to its constraint, `Context.Key<any, any>`, making the fold `any`.
+type StoresOf<A> = A extends { readonly stores: ReadonlyArray<infer S> } ? Context.Service.Identifier<S> : never
 type OutOf<A> = A extends Area<any, infer Out, any, any, any, any, any> ? Out : never
 type ErrorOf<A> = A extends Area<any, never, infer E, any, any, any, any> ? E : never
 type NeedsOf<A> = A extends Area<any, never, any, infer In, infer RPorts, infer RAny, any> ? In | RPorts | RAny : never

@@ -1,0 +1,35 @@
+import type { Context, Layer } from "effect"
+import { describe, expectTypeOf, it } from "vitest"
+import type { Identity, Kernel, Mail, Ports, services, Stores } from "../src/index.ts"
+import type { areas } from "../src/areas.ts"
+
+type Services = Layer.Success<typeof services>
+
+// Checked by the compiler (`tsc -b` type-checks the tests): each line is an error the day the type is `any` again.
+describe("the folded registry types are precise", () => {
+  it("Stores names every store port, and is not any", () => {
+    expectTypeOf<Stores>().not.toBeAny()
+    expectTypeOf<Identity.UserStore>().toExtend<Stores>()
+    expectTypeOf<Identity.AuthCache>().toExtend<Stores>()
+    expectTypeOf<Kernel.AuditLog>().toExtend<Stores>()
+    expectTypeOf<Mail.MailOutbox>().toExtend<Stores>()
+    // A service is not a store.
+    expectTypeOf<Identity.Identity>().not.toExtend<Stores>()
+  })
+
+  it("each area's stores are its own ports, never the widened Context.Key<any, any>", () => {
+    type StoresOfEach = {
+      [K in keyof typeof areas]: (typeof areas)[K] extends { readonly stores: ReadonlyArray<infer S> }
+        ? Context.Service.Identifier<S>
+        : never
+    }
+    expectTypeOf<StoresOfEach[number]>().not.toBeAny()
+  })
+
+  it("Ports and Services are not any, and a port left out is missing from what a layer provides", () => {
+    expectTypeOf<Ports>().not.toBeAny()
+    expectTypeOf<Services>().not.toBeAny()
+    expectTypeOf<Identity.IdentityProvider>().toExtend<Ports>()
+    expectTypeOf<Identity.Identity>().toExtend<Services>()
+  })
+})
