@@ -43,6 +43,12 @@ const envelope = (status: number, code: string, message: string) =>
     { status, headers: { "x-content-type-options": "nosniff", "cache-control": "no-store" } }
   )
 
+/** The host the client asked for, port included: `Host` over HTTP/1.1, `:authority` over HTTP/2. */
+const authorityOf = (incoming: Http.IncomingMessage): string | undefined => {
+  const authority = incoming.headers.host ?? incoming.headers[":authority"]
+  return typeof authority === "string" && authority !== "" ? authority : undefined
+}
+
 /** The cookie header without the service's own cookies; undefined when nothing is left. */
 const withoutOwnCookies = (header: string | undefined): string | undefined => {
   if (header === undefined) return undefined
@@ -190,7 +196,7 @@ export const WorkerInvokerLive = Layer.effect(
       })
       const started = Date.now()
       const scheme = (incoming.socket as TLSSocket).encrypted === true ? "https" : "http"
-      const url = `${scheme}://${incoming.headers.host ?? "localhost"}${incoming.url ?? "/"}`
+      const url = `${scheme}://${authorityOf(incoming) ?? "localhost"}${incoming.url ?? "/"}`
       // Read before the cookie is stripped: the worker gets a handle for the session, never the cookie.
       const user = bindings.userHandle(target.projectId, request.cookies[EndUser.authSessionCookie])
       const outcome = yield* Effect.callback<Forwarded>((resume) => {
@@ -271,7 +277,9 @@ const forward = async (options: {
   }
   const headers: Record<string, string | Array<string>> = {}
   for (const [name, value] of Object.entries(incoming.headers)) {
-    if (value === undefined || droppedHeaders.has(name) || name.startsWith("x-hostplane-")) continue
+    // HTTP/2's pseudo-headers (`:authority`, `:path`...) are no header of the HTTP/1.1 request to the shard.
+    if (value === undefined || droppedHeaders.has(name) || name.startsWith("x-hostplane-") || name.startsWith(":"))
+      continue
     if (name === "cookie") {
       const kept = withoutOwnCookies(Array.isArray(value) ? value.join("; ") : value)
       if (kept !== undefined) headers.cookie = kept
@@ -279,6 +287,9 @@ const forward = async (options: {
     }
     headers[name] = value
   }
+  // An HTTP/2 client names the host in `:authority` and usually sends no Host: the worker sees it as Host.
+  const authority = authorityOf(incoming)
+  if (headers.host === undefined && authority !== undefined) headers.host = authority
   headers["x-forwarded-for"] = incoming.socket.remoteAddress ?? ""
   headers["x-forwarded-proto"] = options.scheme
   headers["x-hostplane-invoke"] = JSON.stringify({

@@ -1,4 +1,5 @@
-import { testAuthority } from "@hostplane/testkit"
+import { bundleOf, manifestEntry, testAuthority } from "@hostplane/testkit"
+import { Effect } from "effect"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as Http from "node:http"
 import { connect as h2connect } from "node:http2"
@@ -100,6 +101,64 @@ describe("the server binary's edge over HTTPS with a static certificate", () => 
     session.close()
     expect(status).toBe(404)
   })
+
+  it("a worker behind TLS sees the https URL the client asked for, over HTTP/1.1 and over HTTP/2 (:authority)", async () => {
+    const { call, token } = await signIn(base, "tls-worker")
+    const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
+    expect((await call("POST", `/v1/orgs/${slug}/projects`, { name: "echo" })).status).toBe(201)
+    const deployed = await fetch(`${base}/v1/orgs/${slug}/projects/echo/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+      body: await Effect.runPromise(
+        bundleOf([
+          manifestEntry({ name: "echo" }),
+          {
+            name: "worker/index.js",
+            content:
+              "export default { fetch(request) { return Response.json({ url: request.url, host: request.headers.get('host'), proto: request.headers.get('x-forwarded-proto') }) } }"
+          }
+        ])
+      )
+    })
+    expect(deployed.status).toBe(201)
+    const host = "echo.apps.localhost"
+    const expected = { url: `https://${host}:${tlsPort}/api/x?y=1`, host: `${host}:${tlsPort}`, proto: "https" }
+    const overHttp1 = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const request = Https.request(
+        {
+          host: "127.0.0.1",
+          port: tlsPort,
+          path: "/api/x?y=1",
+          servername: host,
+          headers: { host: `${host}:${tlsPort}` },
+          ca: ca.root,
+          agent: false
+        },
+        (response) => {
+          let body = ""
+          response.on("data", (chunk) => (body += chunk))
+          response.on("end", () => resolve({ status: response.statusCode!, body }))
+        }
+      )
+      request.on("error", reject)
+      request.end()
+    })
+    expect(overHttp1.status).toBe(200)
+    expect(JSON.parse(overHttp1.body)).toEqual(expected)
+    const session = h2connect(`https://127.0.0.1:${tlsPort}`, { ca: ca.root, servername: host })
+    const overHttp2 = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const stream = session.request({ ":path": "/api/x?y=1", ":authority": `${host}:${tlsPort}` })
+      let status = 0
+      let body = ""
+      stream.on("response", (headers) => (status = Number(headers[":status"])))
+      stream.on("data", (chunk) => (body += chunk))
+      stream.on("end", () => resolve({ status, body }))
+      stream.on("error", reject)
+    })
+    session.close()
+    expect(overHttp2.status).toBe(200)
+    expect(JSON.parse(overHttp2.body)).toEqual(expected)
+  }, 60_000)
 
   it("logs the listener and never a private key", () => {
     expect(server.output()).toContain(`edge HTTPS on 127.0.0.1:${tlsPort}`)
