@@ -42,6 +42,19 @@ export default {
         const body = as === "json" ? await object.json() : as === "bytes" ? (await object.arrayBuffer()).byteLength : await object.text()
         return Response.json({ value: { key: object.key, size: object.size, etag: object.etag, uploaded: object.uploaded.toISOString(), body } })
       }
+      if (url.pathname === "/until-refused") {
+        // Keeps calling from this invocation (loaded before any revoke) until the node refuses, for 20 s at most.
+        const deadline = Date.now() + 20000
+        while (Date.now() < deadline) {
+          try {
+            await env.storage.head("k")
+          } catch (error) {
+            return Response.json({ error: { message: String(error.message), code: error.code ?? null } })
+          }
+          await new Promise((resolve) => setTimeout(resolve, 200))
+        }
+        return Response.json({ value: "never refused" })
+      }
       if (url.pathname === "/call") {
         const { method, args } = await request.json()
         const value = await env.storage[method](...args)
@@ -209,6 +222,18 @@ describe("env.storage: the R2 subset on the node's object store (real workerd, s
     const stored = await put(hostname, "big.bin", big, "stream")
     expect(stored.value.size).toBe(big.length)
     expect((await get(hostname, "big.bin", "bytes")).value.body).toBe(big.length)
+  })
+
+  it("a call from a worker loaded before the revoke is refused not_granted once the node has converged", async () => {
+    const project = await granted()
+    expect((await call(project.hostname, "head", ["k"])).value).toBeNull()
+    const pending = edgeCall(suite.edgeUrl, project.hostname, "/until-refused")
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect((await suite.api.delete(project.base, undefined, admin())).status).toBe(204)
+    const reply = await pending
+    expect(reply.json()).toEqual({
+      error: { message: "not_granted: storage is not granted to this project", code: "not_granted" }
+    })
   })
 
   it("a revoke takes env.storage away at the next convergence; the objects stay for a later grant", async () => {
