@@ -14,6 +14,7 @@ export default defineConfig({
     // The report lists every file with its time; single tests only when really slow (vitest's default is 300 ms).
     slowTestThreshold: 5_000,
     testTimeout: 30_000,
-    hookTimeout: 120_000
+    // Hooks start servers and PostgreSQL clusters, which take minutes on a loaded 2-core machine.
+    hookTimeout: 300_000
   }
 })

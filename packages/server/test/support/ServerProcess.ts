@@ -21,9 +21,10 @@ export interface ServerProcess {
 
 /**
  * The standalone binary, exactly as `npm start` runs it, with `env`; answers once `GET <base>/v1/config` does. Git over
- * SSH gets a free port unless `env` names one, so servers of parallel tests never race for the default 2222.
+ * SSH gets a free port unless `env` names one, so servers of parallel tests never race for the default 2222. `tries`
+ * polls 250 ms apart: a first start (initdb, migrations) takes over a minute on a loaded 2-core machine.
  */
-export const startServer = async (base: string, env: Record<string, string>, tries = 240): Promise<ServerProcess> => {
+export const startServer = async (base: string, env: Record<string, string>, tries = 600): Promise<ServerProcess> => {
   let output = ""
   const sshListen = `127.0.0.1:${await freePort()}`
   const child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"], {
