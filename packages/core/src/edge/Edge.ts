@@ -166,8 +166,8 @@ export class Edge extends Context.Service<
       const settings = yield* Settings
       const passwordAttempt = attemptLimiter()
       const cache = yield* makeEdgeCache
-      // A host may leave end-user sign-in out: `/__service/auth/*` then always reaches the deployment.
-      const authWorker = yield* Effect.serviceOption(AuthWorker)
+      // The end-user area comes before this one; with its ports off the worker answers 503 `auth_unavailable`.
+      const authWorker = yield* AuthWorker
 
       const issuePass = Effect.fnUntraced(function* (
         host: string,
@@ -335,9 +335,9 @@ export class Edge extends Context.Service<
         }
         const route = yield* cache.route(request.host)
         if (Option.isNone(route)) return problem(404, "unknown_hostname", `${request.host} is not connected`)
-        if (signIn && Option.isSome(authWorker)) {
+        if (signIn) {
           // The auth worker answers on a granted project's hosts; otherwise the path is the deployment's.
-          const answer = yield* authWorker.value.handle(request, route.value.projectId, url)
+          const answer = yield* authWorker.handle(request, route.value.projectId, url)
           if (Option.isSome(answer)) return answer.value
         }
         const { projectId, orgId } = route.value

@@ -133,8 +133,8 @@ export class Repos extends Context.Service<
       const settings = yield* Settings
       const config = yield* GitConfig
       const users = yield* UserStore
-      // The deployments area comes before this one; a host without it deploys nothing on push.
-      const deployments = yield* Effect.serviceOption(Deployments)
+      // The deployments area comes before this one in the registry, so its service is always here.
+      const deployments = yield* Deployments
 
       const toRepo = (orgSlug: string, projectName: string, row: RepoRow): Repo => {
         const path = `${orgSlug}/${projectName}/${row.name}.git`
@@ -374,7 +374,7 @@ export class Repos extends Context.Service<
         Effect.gen(function* () {
           const branch = grant.repo.defaultBranch
           const moved = changes.find((change) => change.ref === `refs/heads/${branch}` && change.new !== null)
-          if (!grant.repo.deployOnPush || moved === undefined || Option.isNone(deployments)) return []
+          if (!grant.repo.deployOnPush || moved === undefined) return []
           const commit = moved.new!
           const repoId = grant.repo.id
           const manifest = yield* storage.entry(repoId, commit, ["service.json"])
@@ -396,7 +396,7 @@ export class Repos extends Context.Service<
               name: found.name
             })
           })
-          const deployment = yield* deployments.value.upload(
+          const deployment = yield* deployments.upload(
             actor,
             grant.path.orgSlug,
             grant.path.projectName,
