@@ -30,6 +30,7 @@ import { healthRoutes } from "./Health.ts"
 import { runtimeSettingsConfig, WorkerCheckLive, WorkerInvokerLive, WorkerRuntime } from "@hostplane/node"
 import { parseListen } from "./Listen.ts"
 import { connectionSettings, httpListener, namedBind } from "./Listeners.ts"
+import { coreWatchLayer } from "./CoreWatch.ts"
 import { metricsLayer, requestMetrics } from "./Metrics.ts"
 import { logStartup } from "./StartupLog.ts"
 
@@ -136,7 +137,9 @@ export const ServerLive = Layer.unwrap(
     const api = HttpRouter.serve(Layer.merge(withConsole, healthRoutes), { disableLogger: true, routerConfig }).pipe(
       Layer.provide(httpListener({ name: "API", address: listen, setting: "SERVICE_LISTEN" }, connections)),
       // Spans named by route; requests counted by route while SERVICE_METRICS_LISTEN serves metrics (Metrics.ts).
-      Layer.provide(Layer.merge(spanNames, requestMetrics))
+      Layer.provide(Layer.merge(spanNames, requestMetrics)),
+      // A frozen PostgreSQL answers 503 no_core in bounded time, never a hang (CoreWatch.ts).
+      Layer.provide(coreWatchLayer)
     )
     const metrics = metricsLayer(connections)
     // The reference edge on its own port, on the same services (one build shares the `services` layer).

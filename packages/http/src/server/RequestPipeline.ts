@@ -102,6 +102,64 @@ const recordRequest = (route: KnownRoute | undefined, method: string, status: nu
   )
 }
 
+/**
+ * What the host knows of the control database's health, so a request never waits on a frozen PostgreSQL: a statement
+ * sent to a server that stopped answering (SIGSTOP, a stuck disk, a half-open network) waits forever, and even
+ * abandoning it waits for the driver's cancel. The host's watch pings on a connection of its own.
+ */
+export interface CoreWatch {
+  /** True while the database is found not answering. */
+  readonly isDown: () => boolean
+  /** Calls `onDown` once the database is found not answering (at once while it is); answers how to unsubscribe. */
+  readonly onDown: (onDown: () => void) => () => void
+  /** Paths answered whatever the database does (liveness, readiness with its own bound). */
+  readonly exempt: ReadonlySet<string>
+}
+
+/** The host's `CoreWatch`; none by default (a host without one relies on its driver's own timeouts). */
+export const CoreWatch = Context.Reference<CoreWatch | undefined>("@hostplane/http/CoreWatch", {
+  defaultValue: () => undefined
+})
+
+const noCore = () => json(503, { code: "no_core", message: "the control database does not answer; try again shortly" })
+
+/**
+ * Runs the handling in a fiber of its own and answers 503 `no_core` as soon as `watch` finds the database not
+ * answering, leaving that fiber to be interrupted in the background (it may wait for its statement's cancel). A
+ * request answered without waiting (a cached `GET /v1/me`) is served even then. A request with a body that arrives
+ * while the database is down is refused before a byte of it is read: stopping a body read midway closes the socket,
+ * and the 503 with it.
+ */
+const guarded = <E, R>(
+  handling: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+  watch: CoreWatch,
+  hasBody: boolean
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
+  hasBody && watch.isDown()
+    ? Effect.succeed(noCore())
+    : Effect.flatMap(Effect.forkDetach(handling, { startImmediately: true }), (fiber) => {
+        const done = fiber.pollUnsafe()
+        if (done !== undefined) return done
+        return Effect.callback<HttpServerResponse.HttpServerResponse, E>((resume) => {
+          let offDown = () => {}
+          const offExit = fiber.addObserver((exit) => {
+            offDown()
+            resume(exit)
+          })
+          offDown = watch.onDown(() => {
+            offExit()
+            offDown()
+            fiber.interruptUnsafe()
+            resume(Effect.succeed(noCore()))
+          })
+          return Effect.sync(() => {
+            offExit()
+            offDown()
+            fiber.interruptUnsafe()
+          })
+        })
+      })
+
 /** A GET that may be answered before the router (undefined: it goes the whole way), by its exact URL. */
 export type Shortcut = (
   request: HttpServerRequest.HttpServerRequest
@@ -144,9 +202,10 @@ export const requestPipeline = <R = never, RHost = never>(
         options.shortcuts ?? Effect.succeed(new Map<string, Shortcut>()),
         options.authorizeFirst ?? Effect.succeed(undefined),
         Effect.service(RequestMetrics),
-        options.hostActor ?? Effect.succeed(undefined)
+        options.hostActor ?? Effect.succeed(undefined),
+        Effect.service(CoreWatch)
       ]),
-      ([keyed, byUrl, authorize, metrics, hostActorOf]) =>
+      ([keyed, byUrl, authorize, metrics, hostActorOf, watch]) =>
         (httpApp) =>
           Effect.gen(function* () {
             const request = yield* HttpServerRequest.HttpServerRequest
@@ -183,7 +242,10 @@ export const requestPipeline = <R = never, RHost = never>(
                         maxJsonBody
                       )
             const asCaller = yield* hostCaller(hostActorOf, request)
-            const exit = yield* Effect.exit(asCaller(checked))
+            const handled = asCaller(checked)
+            const exit = yield* Effect.exit(
+              watch === undefined || watch.exempt.has(path) ? handled : guarded(handled, watch, hasBody)
+            )
             if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
               return yield* Effect.failCause(exit.cause)
             }
@@ -307,7 +369,7 @@ const fromCause = (
     }
     if (lostDatabase(error)) {
       yield* Effect.logWarning("the control database does not answer", cause).pipe(Effect.annotateLogs({ requestId }))
-      return json(503, { code: "no_core", message: "the control database does not answer; try again shortly" })
+      return noCore()
     }
     yield* Effect.logError("unhandled failure", cause).pipe(Effect.annotateLogs({ requestId }))
     return json(500, { code: "internal", message: "internal error", details: { requestId } })
