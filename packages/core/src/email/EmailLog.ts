@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { BadRequest, type Forbidden, NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
+import { decodePageCursor, defaultPageSize, encodePageCursor, maxPageSize } from "../kernel/PageCursor.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { type MailDirection, type MailLogEntry, type MailLogPage, type MailLogRow } from "./Email.ts"
 import { EmailStore } from "./EmailStore.ts"
@@ -12,30 +13,7 @@ export interface LogRequest {
   readonly limit: number | undefined
 }
 
-/** The default and largest page (decisions.md part 1). */
-export const defaultLimit = 50
-export const maxLimit = 200
-
 const entryOf = ({ projectId: _p, providerMessageId: _m, raw: _r, ...entry }: MailLogRow): MailLogEntry => entry
-
-const encodeCursor = (row: MailLogRow): string => btoa(JSON.stringify([row.createdAt, row.id])).replace(/=+$/, "")
-
-const decodeCursor = (cursor: string): Option.Option<{ createdAt: string; id: string }> => {
-  try {
-    const parsed: unknown = JSON.parse(atob(cursor))
-    if (
-      Array.isArray(parsed) &&
-      parsed.length === 2 &&
-      typeof parsed[0] === "string" &&
-      typeof parsed[1] === "string"
-    ) {
-      if (!Number.isNaN(Date.parse(parsed[0]))) return Option.some({ createdAt: parsed[0], id: parsed[1] })
-    }
-  } catch {
-    // Not a cursor this service wrote.
-  }
-  return Option.none()
-}
 
 /** The mail log of spec 4.8: viewers read a project's rows, newest first; raw messages only where kept. */
 export class EmailLog extends Context.Service<
@@ -79,16 +57,18 @@ export class EmailLog extends Context.Service<
         if (direction !== "" && direction !== "in" && direction !== "out") {
           return yield* new BadRequest({ message: "direction is in, out or empty", details: { field: "direction" } })
         }
-        const limit = request.limit ?? defaultLimit
+        const limit = request.limit ?? defaultPageSize
         if (!Number.isInteger(limit) || limit < 1) {
           return yield* new BadRequest({ message: "limit is a positive integer", details: { field: "limit" } })
         }
         const after =
-          request.cursor === undefined || request.cursor === "" ? Option.none() : decodeCursor(request.cursor)
+          request.cursor === undefined || request.cursor === ""
+            ? Option.none()
+            : decodePageCursor(request.cursor, "mail")
         if (request.cursor !== undefined && request.cursor !== "" && Option.isNone(after)) {
           return yield* new BadRequest({ message: "cursor is not one this API returned", details: { field: "cursor" } })
         }
-        const size = Math.min(limit, maxLimit)
+        const size = Math.min(limit, maxPageSize)
         const rows = yield* store.listLog(project.id, {
           direction: direction === "" ? undefined : (direction as MailDirection),
           after: Option.getOrUndefined(after),
@@ -98,7 +78,7 @@ export class EmailLog extends Context.Service<
         const last = page[page.length - 1]
         return {
           items: page.map(entryOf),
-          nextCursor: rows.length > size && last !== undefined ? encodeCursor(last) : null
+          nextCursor: rows.length > size && last !== undefined ? encodePageCursor(last) : null
         } satisfies MailLogPage
       })
 

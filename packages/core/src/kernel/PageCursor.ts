@@ -1,6 +1,10 @@
 import { Option, Result } from "effect"
 import { Base64Url } from "effect/encoding"
 
+/** The default and largest page of every paged list (decisions.md part 1). */
+export const defaultPageSize = 50
+export const maxPageSize = 200
+
 /** Where a newest-first page ends: its last row's time (RFC 3339 UTC, milliseconds) and id, the tie-breaker. */
 export interface PagePosition {
   readonly createdAt: string

@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { BadRequest, type Forbidden, type NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { newId, type OrgId } from "../kernel/Ids.ts"
-import { decodePageCursor, encodePageCursor } from "../kernel/PageCursor.ts"
+import { decodePageCursor, defaultPageSize, encodePageCursor, maxPageSize } from "../kernel/PageCursor.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { Settings } from "../kernel/Settings.ts"
 import { nowIso } from "../kernel/Time.ts"
@@ -12,9 +12,6 @@ import { MailConfig } from "../mail/MailConfig.ts"
 import { mailQueue } from "../mail/SendMail.ts"
 import type { Notification, NotificationPage } from "./Org.ts"
 import { OrgStore } from "./OrgStore.ts"
-
-export const defaultPageSize = 50
-export const maxPageSize = 200
 
 /** Query `limit` of every paged list: an integer 1..200 as text; anything else is 400, never clamped or a 500. */
 export const PageLimit = Schema.FiniteFromString.check(
