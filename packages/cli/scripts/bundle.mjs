@@ -3,7 +3,7 @@
 // needs the workspace's TypeScript sources, a type-stripping Node or packages that are not on the public registry.
 // Plain JavaScript: it runs under whichever Node npm finds first, the machine's own included.
 import { build } from "esbuild"
-import { renameSync } from "node:fs"
+import { copyFileSync, mkdirSync, renameSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
 /** Workspace packages (@hostplane/client and the API definition it is built from) resolve to their TypeScript sources. */
@@ -34,3 +34,12 @@ await build({
   logLevel: "warning"
 })
 renameSync(temporary, output)
+
+// `hostplane dev` runs the node's runtime from the bundle, which reads the router's and the tenant entry's sources
+// beside it (`../worker/` from dist/): they ship with the CLI as files, since workerd loads them as they are.
+mkdirSync(`${root}worker`, { recursive: true })
+for (const name of ["router.js", "entry.js"]) {
+  const copy = `${root}worker/${name}.${process.pid}.tmp`
+  copyFileSync(`${root}../node/worker/${name}`, copy)
+  renameSync(copy, `${root}worker/${name}`)
+}

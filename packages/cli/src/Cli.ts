@@ -7,6 +7,7 @@ import { dns } from "./commands/Dns.ts"
 import { repos } from "./commands/Repos.ts"
 import { domains } from "./commands/Domains.ts"
 import { login, logout, whoami } from "./commands/Login.ts"
+import { dev } from "./commands/Dev.ts"
 import { logs } from "./commands/Logs.ts"
 import { access, deployments, hostnames, link, open, orgs, projects, rollback, secrets } from "./commands/Resources.ts"
 import { keys, tokens } from "./commands/Account.ts"
@@ -44,7 +45,8 @@ export const commands = [
   invites,
   tokens,
   keys,
-  logs
+  logs,
+  dev
 ] as const
 
 export const cli = root.pipe(Command.withSubcommands(commands))

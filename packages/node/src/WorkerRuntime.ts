@@ -24,6 +24,8 @@ export interface RuntimeSettings {
   readonly outbound: Outbound
   /** `SERVICE_WORKER_SANDBOX` (default `auto`: bubblewrap when `bwrap` is installed), `off` runs workerd bare. */
   readonly sandbox: "auto" | "off"
+  /** The workerd binary to run; the pinned npm package's by default (`hostplane dev` may find one elsewhere). */
+  readonly binary?: string
 }
 
 export const defaultRuntimeSettings: RuntimeSettings = {
@@ -296,7 +298,7 @@ const modulesOf = async (artifacts: Deployments.ArtifactStore["Service"], digest
 }
 
 const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactStore["Service"]) => {
-  const binary = workerdBinary()
+  const binary = settings.binary ?? workerdBinary()
   const root = process.getuid?.() === 0
   const bwrap = settings.sandbox === "auto" && hasCommand("bwrap")
   const setpriv = !bwrap && hasCommand("setpriv")

@@ -1,0 +1,372 @@
+import { Deployments, Edge } from "@hostplane/core"
+import { Context, Effect, Exit, Layer, Scope } from "effect"
+import * as Http from "node:http"
+import type { InvocationEvent } from "../LogCollector.ts"
+import { type BindingHandler, type RawBindingHandler, WorkerRuntime } from "../WorkerRuntime.ts"
+import { DevProblem, readSnapshot, signature, type Snapshot, snapshotStore } from "./Folder.ts"
+
+export interface DevOptions {
+  /** The folder to serve: `service.json`, `worker/`, `assets/` and `.dev.vars`. */
+  readonly dir: string
+  readonly host: string
+  readonly port: number
+  /** The workerd binary to run. */
+  readonly binary: string
+  /** One line of the dev server's own output: invocations and reloads, and (`problem`) a version it refused. */
+  readonly print: (line: string, problem?: boolean) => void
+  /** How often the folder is looked at for changes; a change is loaded once it held still for one more look. */
+  readonly pollMs?: number
+}
+
+export interface DevServer {
+  /** `http://host:port`, the port the server actually listens on. */
+  readonly url: string
+  readonly stop: () => Promise<void>
+}
+
+/** The dev server's one project: secrets and bindings are the folder's own, never a deployed project's. */
+const devProject = "dev"
+
+/** The add-on bindings present in dev: those `service.json` declares, each call rejected inside the worker. */
+const devBindings = (manifest: Deployments.Manifest): Record<string, unknown> => ({
+  ...(manifest.database === true ? { db: { connectionString: "" } } : {}),
+  ...(manifest.storage === true ? { storage: {} } : {}),
+  ...(manifest.email === true ? { email: {} } : {}),
+  ...(manifest.ai === true ? { ai: {} } : {}),
+  ...(manifest.auth === true ? { auth: {} } : {})
+})
+
+const bindingNames: Record<string, string> = { db: "env.db", storage: "env.storage", email: "env.email", ai: "env.ai" }
+
+const notInDev = (binding: string, method: string) => ({
+  error: {
+    message: `not_available_in_dev: ${bindingNames[binding] ?? `env.${binding}`}.${method}() runs only in a deployed project; hostplane dev serves secrets from .dev.vars and env.ASSETS`
+  }
+})
+
+const checkUrl = "http://check.invalid/"
+
+/** Headers a client may not send to a worker: the router's own channel and connection-level ones. */
+const hopHeaders = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"])
+
+const envelope = (response: Http.ServerResponse, status: number, code: string, message: string) => {
+  if (response.headersSent) return response.destroy()
+  response.writeHead(status, { "content-type": "application/json" })
+  response.end(JSON.stringify({ code, message }))
+}
+
+const argument = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value))
+
+/** An invocation as `hostplane logs` prints it: the request on one line, console lines and exceptions beneath. */
+export const invocationLines = (event: InvocationEvent): ReadonlyArray<string> => {
+  const path = (() => {
+    try {
+      const url = new URL(event.request.url)
+      return `${url.pathname}${url.search}`
+    } catch {
+      return event.request.url
+    }
+  })()
+  return [
+    [
+      event.request.method,
+      path,
+      event.response === null ? "-" : String(event.response.status),
+      event.outcome,
+      `${event.durationMs}ms`
+    ].join("  "),
+    ...event.logs.map((line) => `  ${line.level.padEnd(5)} ${line.message.map(argument).join(" ")}`),
+    ...event.exceptions.flatMap((exception) => {
+      const stack = exception.stack
+        .split("\n")
+        .slice(1)
+        .map((line) => `    ${line.trim()}`)
+        .filter((line) => line.trim() !== "")
+      return [`  ${exception.name}: ${exception.message}`, ...stack]
+    })
+  ]
+}
+
+const listen = (server: Http.Server, host: string, port: number) =>
+  new Promise<void>((resolve, reject) => {
+    server.once("error", (error: NodeJS.ErrnoException) =>
+      reject(
+        new DevProblem(
+          error.code === "EADDRINUSE"
+            ? `${host}:${port} is already in use; pick another with --port`
+            : `cannot listen on ${host}:${port}: ${error.message}`
+        )
+      )
+    )
+    server.listen(port, host, () => resolve())
+  })
+
+interface Version {
+  readonly snapshot: Snapshot
+  /** The runtime's key for the snapshot's worker, `undefined` for an assets-only folder. */
+  readonly key: string | undefined
+}
+
+/**
+ * `hostplane dev`: the folder served on `host:port` by the node's own runtime (one workerd shard running the router,
+ * the tenant loaded through `workerLoader`) with the edge's route rules, reloaded when the folder changes. A version
+ * is served only once it has been read whole and its worker has loaded; until then the previous one keeps answering.
+ */
+export const startDevServer = async (options: DevOptions): Promise<DevServer> => {
+  // The port first: one taken is said before workerd starts and the folder is read.
+  if (options.port !== 0) {
+    const probe = Http.createServer()
+    await listen(probe, options.host, options.port)
+    await new Promise((resolve) => probe.close(resolve))
+  }
+  const snapshots = new Map<string, Snapshot>()
+  const scope = Effect.runSync(Scope.make())
+  const runtimeLayer = WorkerRuntime.layer({
+    enabled: true,
+    shards: 1,
+    timeoutMs: 30_000,
+    outbound: "public",
+    sandbox: "auto",
+    binary: options.binary
+  }).pipe(Layer.provide(Layer.succeed(Deployments.ArtifactStore, snapshotStore(snapshots))))
+  const context = await Effect.runPromise(Layer.buildWithScope(runtimeLayer, scope))
+  const runtime = Context.get(context, WorkerRuntime)
+  const bindings: BindingHandler = async (_project, binding, method) => notInDev(binding, method)
+  const rawBindings: RawBindingHandler = async (_project, binding, method, _query, request, response) => {
+    request.resume()
+    response.writeHead(200, { "content-type": "application/json" })
+    response.end(JSON.stringify(notInDev(binding, method)))
+  }
+  runtime.setBindings(bindings)
+  runtime.setRawBindings(rawBindings)
+  runtime.collector.setSink((events) => {
+    for (const event of events) {
+      // The load check of a new version is the dev server's own request, not the developer's.
+      if (event.request.url === checkUrl) continue
+      for (const line of invocationLines(event)) options.print(line)
+    }
+  })
+
+  let generation = 0
+  const register = (snapshot: Snapshot) =>
+    snapshot.entry === undefined
+      ? undefined
+      : runtime.register({
+          projectId: devProject,
+          deploymentId: `dev-${++generation}`,
+          digest: snapshot.digest,
+          manifest: snapshot.manifest,
+          entry: snapshot.entry,
+          secrets: snapshot.secrets,
+          bindings: devBindings(snapshot.manifest)
+        })
+
+  /** The runtime's message when the key's worker does not load, `undefined` when it does. */
+  const loadFailure = (key: string) =>
+    new Promise<string | undefined>((resolve) => {
+      const request = Http.request(
+        {
+          socketPath: runtime.socketOf(0),
+          path: "/",
+          method: "GET",
+          headers: { "x-hostplane-invoke": JSON.stringify({ key, url: checkUrl, check: true }) }
+        },
+        (response) => {
+          const chunks: Array<Buffer> = []
+          response.on("data", (chunk: Buffer) => chunks.push(chunk))
+          response.on("end", () => {
+            if (response.headers["x-hostplane-outcome"] !== "exception") return resolve(undefined)
+            try {
+              const error = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { name: string; message: string }
+              resolve(`${error.name}: ${error.message}`)
+            } catch {
+              resolve("the worker did not load")
+            }
+          })
+        }
+      )
+      request.on("error", (error) => resolve(`the runtime did not answer: ${error.message}`))
+      request.end()
+    })
+
+  let current: Version | undefined
+  /** Why nothing is served yet (the first version did not load); cleared by the first good one. */
+  let startFailure: string | undefined = "the folder is being read"
+
+  /** Reads, loads and checks one version; it replaces the served one only when its worker loads. */
+  const load = async (sig: string): Promise<"loaded" | "refused" | "changed"> => {
+    let snapshot: Snapshot
+    try {
+      snapshot = readSnapshot(options.dir)
+    } catch (error) {
+      if (signature(options.dir) !== sig) return "changed"
+      const message = error instanceof DevProblem ? error.message : String(error)
+      report(message)
+      return "refused"
+    }
+    // Written to while it was read: not a version anyone saved; wait until it holds still.
+    if (signature(options.dir) !== sig) return "changed"
+    snapshots.set(snapshot.digest, snapshot)
+    const key = register(snapshot)
+    if (key !== undefined) {
+      await runtime.ready(0, 60_000)
+      const failure = await loadFailure(key)
+      if (failure !== undefined) {
+        report(`${snapshot.entry} does not load: ${failure}`)
+        return "refused"
+      }
+    }
+    const previous = current
+    current = { snapshot, key }
+    startFailure = undefined
+    if (previous !== undefined && previous.snapshot.digest !== snapshot.digest) {
+      // Loaded isolates are the runtime's to evict; the folder's bytes are ours.
+      setTimeout(() => snapshots.delete(previous.snapshot.digest), 60_000).unref()
+    }
+    return "loaded"
+  }
+
+  const report = (message: string) => {
+    if (current === undefined) startFailure = message
+    options.print(`✗ ${message}`, true)
+    options.print(
+      current === undefined
+        ? "  nothing to serve yet: waiting for a change to the folder"
+        : "  still serving the last version that loaded; fix the folder and save again",
+      true
+    )
+  }
+
+  let lastSeen = signature(options.dir)
+  let lastLoaded = lastSeen
+  try {
+    while ((await load(lastSeen)) === "changed") {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      lastSeen = signature(options.dir)
+      lastLoaded = lastSeen
+    }
+  } catch (error) {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    throw error
+  }
+
+  // Polling rather than fs.watch: it sees every editor's way of saving (rename over, truncate and write) on every
+  // platform, and two equal looks in a row are the debounce that keeps a half-written save from being loaded.
+  let loading = false
+  const pollMs = options.pollMs ?? 250
+  const poll = setInterval(() => {
+    if (loading) return
+    const sig = signature(options.dir)
+    if (sig !== lastSeen) {
+      lastSeen = sig
+      return
+    }
+    if (sig === lastLoaded) return
+    loading = true
+    void load(sig)
+      .then((result) => {
+        if (result === "changed") return
+        lastLoaded = sig
+        if (result === "loaded") options.print(`⟳ reloaded ${current?.snapshot.entry ?? "assets"}`)
+      })
+      .catch((error: unknown) => options.print(`✗ ${String(error)}`, true))
+      .finally(() => (loading = false))
+  }, pollMs)
+
+  const serveAsset = (response: Http.ServerResponse, method: string, status: number, path: string, body: Buffer) => {
+    response.writeHead(status, {
+      "content-type": Edge.contentTypeOf(path),
+      "content-length": String(body.length),
+      "cache-control": "no-store"
+    })
+    response.end(method === "HEAD" ? undefined : body)
+  }
+
+  const server = Http.createServer((request, response) => {
+    const version = current
+    if (version === undefined) {
+      request.resume()
+      return envelope(response, 503, "worker_invalid", startFailure ?? "nothing loaded yet")
+    }
+    const method = request.method ?? "GET"
+    const url = new URL(request.url ?? "/", "http://dev.invalid")
+    const { snapshot, key } = version
+    const toWorker =
+      key !== undefined && (snapshot.manifest.workerFirst === true || (method !== "GET" && method !== "HEAD"))
+    if (!toWorker) {
+      const candidates = Edge.assetCandidates(url.pathname)
+      for (const candidate of candidates ?? []) {
+        const file = snapshot.files.get(candidate)
+        if (file !== undefined) {
+          request.resume()
+          return serveAsset(response, method, 200, candidate, file)
+        }
+      }
+      if (key === undefined) {
+        request.resume()
+        const notFound = snapshot.files.get("assets/404.html")
+        if (notFound !== undefined) return serveAsset(response, method, 404, "404.html", notFound)
+        return candidates === undefined
+          ? envelope(response, 400, "bad_request", "this path cannot name a file")
+          : envelope(response, 404, "not_found", `no file for ${url.pathname}`)
+      }
+    }
+    forward(request, response, key!)
+  })
+
+  const forward = (incoming: Http.IncomingMessage, response: Http.ServerResponse, key: string) => {
+    const headers: Record<string, string | Array<string>> = {}
+    for (const [name, value] of Object.entries(incoming.headers)) {
+      if (value === undefined || hopHeaders.has(name) || name.startsWith("x-hostplane-")) continue
+      headers[name] = value
+    }
+    headers["x-forwarded-for"] = incoming.socket.remoteAddress ?? ""
+    headers["x-forwarded-proto"] = "http"
+    const url = `http://${incoming.headers.host ?? `${options.host}:${options.port}`}${incoming.url ?? "/"}`
+    headers["x-hostplane-invoke"] = JSON.stringify({ key, url })
+    const upstream = Http.request({
+      socketPath: runtime.socketOf(0),
+      method: incoming.method,
+      path: incoming.url,
+      headers
+    })
+    upstream.on("response", (answer) => {
+      if (answer.headers["x-hostplane-outcome"] === "exception") {
+        answer.resume()
+        return envelope(response, 500, "worker_exception", "the worker threw an exception")
+      }
+      const out: Record<string, string | Array<string>> = {}
+      for (const [name, value] of Object.entries(answer.headers)) {
+        if (value !== undefined && !hopHeaders.has(name)) out[name] = value
+      }
+      response.writeHead(answer.statusCode ?? 502, out)
+      answer.pipe(response)
+      response.once("close", () => {
+        if (!answer.complete) upstream.destroy()
+      })
+    })
+    upstream.on("error", (error) =>
+      envelope(response, 503, "worker_unavailable", `the worker runtime did not answer: ${error.message}`)
+    )
+    incoming.pipe(upstream)
+  }
+
+  try {
+    await listen(server, options.host, options.port)
+  } catch (error) {
+    clearInterval(poll)
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    throw error
+  }
+  const address = server.address()
+  const port = typeof address === "object" && address !== null ? address.port : options.port
+  const shownHost = options.host.includes(":") ? `[${options.host}]` : options.host
+
+  const stop = async () => {
+    clearInterval(poll)
+    server.closeAllConnections()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+  return { url: `http://${shownHost}:${port}`, stop }
+}

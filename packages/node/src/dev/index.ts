@@ -1,0 +1,3 @@
+export * from "./DevServer.ts"
+export * from "./FindWorkerd.ts"
+export * from "./Folder.ts"
