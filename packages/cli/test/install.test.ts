@@ -52,7 +52,15 @@ describe("the CLI as a user installs it", { timeout: 300_000 }, () => {
       execFileSync("npm", ["pack", "--json", "--pack-destination", work], { cwd: packageDir, env: npmEnv }).toString()
     )[0]
     expect(packed.files.map((file: { path: string }) => file.path).sort()).toEqual(
-      ["LICENSE", "README.md", "bin/hostplane.js", "dist/hostplane.js", "package.json"].sort()
+      [
+        "LICENSE",
+        "README.md",
+        "bin/hostplane.js",
+        "dist/hostplane.js",
+        "package.json",
+        "worker/entry.js",
+        "worker/router.js"
+      ].sort()
     )
     const tarball = Path.join(work, packed.filename)
     const listed = execFileSync("tar", ["-xzOf", tarball, "package/package.json"]).toString()
@@ -74,6 +82,19 @@ describe("the CLI as a user installs it", { timeout: 300_000 }, () => {
     const orgs = await run(["orgs", "list", "--json"])
     expect(orgs.code, orgs.stderr).toBe(0)
     expect(JSON.parse(orgs.stdout).items).toEqual([expect.objectContaining({ personal: true })])
+    // `dev` needs workerd, which the tarball does not carry: without it beside the CLI or on PATH, one line.
+    const dev = await hostplane(["dev", outside], {
+      env: { ...env, PATH: Path.dirname(node) },
+      cwd: outside,
+      node,
+      bin: installed
+    })
+    expect(dev).toEqual({
+      code: 1,
+      stdout: "",
+      stderr:
+        "error dev_failed: hostplane dev needs workerd, the Workers runtime: install it with `npm install -g workerd@1.20261117.1` (or set HOSTPLANE_WORKERD to a workerd binary)\n"
+    })
   })
 
   it("the machine's own Node (20 or newer) runs the bin; a server that does not answer is one line, exit 1", async () => {
