@@ -116,7 +116,7 @@ export const routerConfig = { maxParamLength: 1024 } as const
 export const routerLayer = HttpRouter.layer.pipe(Layer.provide(Layer.succeed(HttpRouter.RouterConfig)(routerConfig)))
 
 /**
- * Routes with the core services built in; the host provides `Ports` (and optionally an `IdentityProvider`). The
+ * Routes with the core services built in; the host provides `Ports` (each provider real or in its `off` form). The
  * services stay in the output so the edge listener built beside the API shares them.
  */
 export const app = routes.pipe(Layer.provideMerge(services))
