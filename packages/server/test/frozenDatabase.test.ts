@@ -97,7 +97,12 @@ describe("the control database freezes (SIGSTOP) and thaws", () => {
     )
     expect(later).toMatchObject({ status: 503, body: { code: "no_core" } })
     expect((await within(5_000, "GET /livez", fetch(`${base}/livez`))).status).toBe(200)
-    expect((await within(10_000, "GET /readyz", fetch(`${base}/readyz`))).status).toBe(503)
+    const ready = await within(5_000, "GET /readyz", fetch(`${base}/readyz`))
+    expect(ready.status).toBe(503)
+    expect(await ready.json()).toMatchObject({
+      code: "not_ready",
+      details: { checks: { database: { ok: false, error: "no answer in time" } } }
+    })
     expect(server.output()).not.toContain('"code":"internal"')
 
     signalAll(frozen, "SIGCONT")
