@@ -11,25 +11,17 @@ import {
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
 import {
   type Access,
-  Ai,
-  Billing,
   type ConfigOverrides,
   configLayer,
-  Database,
   Deployments,
-  Domains,
-  Email,
-  EndUser,
-  Git,
   Hostnames,
   Identity,
   jobHandlers,
   Jobs,
   Mail,
+  providersOff as allProvidersOff,
   type Secrets,
-  services,
-  Storage,
-  Tls
+  services
 } from "@hostplane/core"
 import {
   HostAuthenticator,
@@ -87,29 +79,8 @@ export interface HostplaneOptions {
   readonly adapters?: HostplaneAdapters | undefined
 }
 
-/**
- * The providers a library host leaves off, each in its explicit off form: billing answers 501 billing_off, the mail
- * webhook refuses every notification; the node mail relay, git, AI calls, domain registration, the database and
- * storage add-ons and end-user sign-in on the edge answer 503; no hostname gets a certificate, no worker code runs.
- */
-const providersOff = Layer.mergeAll(
-  TokensNode.layer,
-  Billing.PaymentGateway.off,
-  Mail.MailTransport.off,
-  Email.MailNotifications.off,
-  Git.GitStorage.off,
-  Git.SshKeyParser.off,
-  Ai.AiUpstream.off,
-  Domains.Registrar.off,
-  Database.DatabaseNode.off,
-  Database.BackupStore.off,
-  Storage.ObjectStore.off,
-  EndUser.SocialOAuth.off,
-  EndUser.EndUserDirectory.off,
-  Tls.TlsConfig.off,
-  Tls.AcmeClient.off,
-  Deployments.WorkerCheck.off
-)
+/** The providers a library host leaves off, each in its explicit off form, with ids from Node's crypto. */
+const providersOff = Layer.merge(TokensNode.layer, allProvidersOff)
 
 /** The host's database as hostplane's stores, migrated into its schema first. */
 const databaseLayer = (database: HostplaneDatabase, schema: string | undefined) => {

@@ -1,18 +1,4 @@
-import {
-  Ai,
-  Billing,
-  Database,
-  Deployments,
-  Domains,
-  Email,
-  EndUser,
-  Git,
-  Identity,
-  Kernel,
-  Mail,
-  Storage,
-  Tls
-} from "@hostplane/core"
+import { Identity, Kernel, providersOff } from "@hostplane/core"
 import { Layer } from "effect"
 
 /**
@@ -20,22 +6,4 @@ import { Layer } from "effect"
  * Crypto): what a test or an example builds on when it exercises none of those providers. A test that needs one
  * merges the real or fake adapter after this layer (the last layer of a merge wins).
  */
-export const portsOff = Layer.mergeAll(
-  Kernel.Tokens.layer,
-  Identity.IdentityProvider.off,
-  Billing.PaymentGateway.off,
-  Mail.MailTransport.off,
-  Email.MailNotifications.off,
-  Git.GitStorage.off,
-  Git.SshKeyParser.off,
-  Ai.AiUpstream.off,
-  Domains.Registrar.off,
-  Database.DatabaseNode.off,
-  Database.BackupStore.off,
-  Storage.ObjectStore.off,
-  EndUser.SocialOAuth.off,
-  EndUser.EndUserDirectory.off,
-  Tls.TlsConfig.off,
-  Tls.AcmeClient.off,
-  Deployments.WorkerCheck.off
-)
+export const portsOff = Layer.mergeAll(Kernel.Tokens.layer, Identity.IdentityProvider.off, providersOff)
