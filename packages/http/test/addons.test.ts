@@ -12,7 +12,8 @@ import { auditOf, type Reply, useSuite } from "./support/TestServer.ts"
 
 // The add-on scaffold proven with fixture add-ons: everything but the provider is the real
 // `Addons` service, `Mutation`, the audit log, the node revision and `addonAreaHttp`. The fixtures take the names
-// `storage` and `database` (ProjectDetail's flags are a closed list), so the real areas of those names are left out.
+// `storage` and `database` (ProjectDetail's flags are a closed list), so the real areas' add-ons of those names are
+// left out.
 const FixtureStatus = Schema.Struct({ granted: Schema.Boolean, prefix: Schema.NullOr(Schema.String) })
 
 const storage = Addons.defineAddon({
@@ -65,10 +66,11 @@ const fixtures = (state: ReturnType<typeof fixtureState>) => {
       })
     )
   })
-  const databaseArea = area({
-    name: "database",
-    stores: [],
-    services: Layer.empty,
+  // The real database area's services stay (end-user auth and identity deletes need `Databases`); only its add-on
+  // provider is the fixture.
+  const realDatabase = coreAreas.find((a) => a.name === "database")!
+  const databaseArea = {
+    ...realDatabase,
     addon: Effect.succeed(
       Addons.addonProvider(database, {
         granted: (projectId) => Effect.sync(() => state.database.has(projectId)),
@@ -83,7 +85,7 @@ const fixtures = (state: ReturnType<typeof fixtureState>) => {
         revoke: () => Effect.succeed(false)
       })
     )
-  })
+  }
   // An extra endpoint in the storage group, as the database's tokens and operations will be.
   const usage = HttpApiEndpoint.get("usage", "/orgs/:orgSlug/projects/:projectName/storage/usage", {
     params: ProjectRef,
@@ -96,7 +98,10 @@ const fixtures = (state: ReturnType<typeof fixtureState>) => {
   })
   const databaseHttp = addonAreaHttp(database, { secret: true })
   const taken = new Set(["storage", "database"])
-  const core = services([...coreAreas.filter((a) => !taken.has(a.name)), storageArea, databaseArea])
+  // Each fixture in its real area's place: areas are built in order, each on those before it.
+  const core = services(
+    coreAreas.map((a) => (a.name === "storage" ? storageArea : a.name === "database" ? databaseArea : a)) as never
+  )
   const http = [
     ...httpAreas.filter((a: AnyAreaHttp) => !taken.has(a.name)),
     storageHttp,
