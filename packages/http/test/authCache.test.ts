@@ -242,17 +242,17 @@ describe("auth cache on PostgreSQL", () => {
       const cold = await meOf(api, admin.token)
       expect(cold.status).toBe(200)
       expect(cold.body.orgs).toHaveLength(2)
-      expect(proxy.statements, proxy.statements.join("\n---\n")).toHaveLength(1)
+      expect(proxy.requestStatements(), proxy.statements.join("\n---\n")).toHaveLength(1)
       proxy.statements.length = 0
       for (let i = 0; i < 20; i++) expect((await meOf(api, admin.token)).body).toEqual(cold.body)
-      expect(proxy.statements, proxy.statements.join("\n---\n")).toEqual([])
+      expect(proxy.requestStatements(), proxy.statements.join("\n---\n")).toEqual([])
       // Another session of the user, never read: 20 concurrent cold requests share one read.
       const again = await api.login(admin.subject)
       await new Promise((resolve) => setTimeout(resolve, 1500))
       proxy.statements.length = 0
       const concurrent = await Promise.all(Array.from({ length: 20 }, () => meOf(api, again.token)))
       expect(concurrent.map((reply) => reply.status)).toEqual(Array.from({ length: 20 }, () => 200))
-      expect(proxy.statements, proxy.statements.join("\n---\n")).toHaveLength(1)
+      expect(proxy.requestStatements(), proxy.statements.join("\n---\n")).toHaveLength(1)
     } finally {
       await server.close()
       await proxy.close()

@@ -1,6 +1,9 @@
 import { Redacted } from "effect"
 import * as Net from "node:net"
 
+/** What a server runs beside its requests: the edge's node revision poll and the auth cache's change feed. */
+const isBackground = (statement: string) => /\bnode_revision\b|^\s*(UN)?LISTEN\b/iu.test(statement)
+
 /** Counts the statements (simple queries and extended-protocol executions) clients send through it to PostgreSQL. */
 export const countingProxy = async (target: URL) => {
   const statements: Array<string> = []
@@ -52,6 +55,8 @@ export const countingProxy = async (target: URL) => {
   return {
     url: Redacted.make(url.href),
     statements,
+    /** The statements so far but those naming `node_revision` or (UN)LISTEN: what read-only requests sent. */
+    requestStatements: () => statements.filter((statement) => !isBackground(statement)),
     close: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }
 }
