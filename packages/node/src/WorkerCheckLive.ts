@@ -43,22 +43,22 @@ export const WorkerCheckLive = Layer.effect(
   })
 )
 
-/** Loads the key's worker with a check request; answers the runtime's message when it does not load. */
-const loadOnce = async (runtime: WorkerRuntime["Service"], key: string): Promise<string | undefined> => {
-  const shard = runtime.shardOf(key)
-  try {
-    await runtime.ready(shard, checkTimeoutMs)
-  } catch {
-    return undefined
-  }
-  return new Promise((resolve) => {
+/** The URL of a load check's request: the router loads the key's worker and never calls its `fetch`. */
+export const checkUrl = "http://check.invalid/"
+
+/**
+ * Asks the router on `socketPath` to load the key's worker: the runtime's message when it does not load, `undefined`
+ * when it does. Rejects when the runtime does not answer (within `timeoutMs` when given).
+ */
+export const loadFailureOf = (socketPath: string, key: string, timeoutMs?: number) =>
+  new Promise<string | undefined>((resolve, reject) => {
     const request = Http.request(
       {
-        socketPath: runtime.socketOf(shard),
+        socketPath,
         path: "/",
         method: "GET",
-        timeout: checkTimeoutMs,
-        headers: { "x-hostplane-invoke": JSON.stringify({ key, url: "http://check.invalid/", check: true }) }
+        ...(timeoutMs === undefined ? {} : { timeout: timeoutMs }),
+        headers: { "x-hostplane-invoke": JSON.stringify({ key, url: checkUrl, check: true }) }
       },
       (response) => {
         const chunks: Array<Buffer> = []
@@ -74,12 +74,19 @@ const loadOnce = async (runtime: WorkerRuntime["Service"], key: string): Promise
         })
       }
     )
-    // A runtime that cannot answer does not block deploys: the check is skipped.
-    request.on("timeout", () => {
-      request.destroy()
-      resolve(undefined)
-    })
-    request.on("error", () => resolve(undefined))
+    request.on("timeout", () => request.destroy(new Error("no answer in time")))
+    request.on("error", reject)
     request.end()
   })
+
+/** Loads the key's worker with a check request; answers the runtime's message when it does not load. */
+const loadOnce = async (runtime: WorkerRuntime["Service"], key: string): Promise<string | undefined> => {
+  const shard = runtime.shardOf(key)
+  try {
+    await runtime.ready(shard, checkTimeoutMs)
+  } catch {
+    return undefined
+  }
+  // A runtime that cannot answer does not block deploys: the check is skipped.
+  return loadFailureOf(runtime.socketOf(shard), key, checkTimeoutMs).catch(() => undefined)
 }

@@ -2,6 +2,7 @@ import { Deployments, Edge } from "@hostplane/core"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as Http from "node:http"
 import type { InvocationEvent } from "../LogCollector.ts"
+import { checkUrl, loadFailureOf } from "../WorkerCheckLive.ts"
 import { type BindingHandler, type RawBindingHandler, WorkerRuntime } from "../WorkerRuntime.ts"
 import { DevProblem, readSnapshot, signature, type Snapshot, snapshotStore } from "./Folder.ts"
 
@@ -43,8 +44,6 @@ const notInDev = (binding: string, method: string) => ({
     message: `not_available_in_dev: ${bindingNames[binding] ?? `env.${binding}`}.${method}() runs only in a deployed project; hostplane dev serves secrets from .dev.vars and env.ASSETS`
   }
 })
-
-const checkUrl = "http://check.invalid/"
 
 /** Headers a client may not send to a worker: the router's own channel and connection-level ones. */
 const hopHeaders = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"])
@@ -163,31 +162,7 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
 
   /** The runtime's message when the key's worker does not load, `undefined` when it does. */
   const loadFailure = (key: string) =>
-    new Promise<string | undefined>((resolve) => {
-      const request = Http.request(
-        {
-          socketPath: runtime.socketOf(0),
-          path: "/",
-          method: "GET",
-          headers: { "x-hostplane-invoke": JSON.stringify({ key, url: checkUrl, check: true }) }
-        },
-        (response) => {
-          const chunks: Array<Buffer> = []
-          response.on("data", (chunk: Buffer) => chunks.push(chunk))
-          response.on("end", () => {
-            if (response.headers["x-hostplane-outcome"] !== "exception") return resolve(undefined)
-            try {
-              const error = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { name: string; message: string }
-              resolve(`${error.name}: ${error.message}`)
-            } catch {
-              resolve("the worker did not load")
-            }
-          })
-        }
-      )
-      request.on("error", (error) => resolve(`the runtime did not answer: ${error.message}`))
-      request.end()
-    })
+    loadFailureOf(runtime.socketOf(0), key).catch((error: Error) => `the runtime did not answer: ${error.message}`)
 
   let current: Version | undefined
   /** Why nothing is served yet (the first version did not load); cleared by the first good one. */
