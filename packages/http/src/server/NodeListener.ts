@@ -1,13 +1,12 @@
-import { NodeHttpServer } from "@effect/platform-node"
 import type { services } from "@hostplane/core"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { HttpRouter } from "effect/http"
+import type { Context, Layer } from "effect"
+import type { HttpRouter } from "effect/http"
 import type * as Http from "node:http"
-import { app, type Ports, routerLayer } from "../App.ts"
+import { app, type Ports } from "../App.ts"
+import { mount } from "./Mount.ts"
 
 /** What the served layer gives the host besides the routes: every core service and the registry. */
 type Services = Layer.Success<typeof services>
-import { edgeApp } from "../edge/EdgeApp.ts"
 
 export interface NodeListener<R> {
   /** A `node:http` request listener answering every `/v1` route. */
@@ -22,29 +21,14 @@ export interface NodeListener<R> {
 
 /**
  * Builds hostplane as a request listener to mount inside a host's own Node server. `ports` provides the stores,
- * `Settings`, optional adapters and any background runners that should live as long as the listener.
+ * `Settings`, optional adapters and any background runners that should live as long as the listener. It is `mount`
+ * at the root, without the in-process clients.
  */
 export const makeNodeListener = async <E>(
   ports: Layer.Layer<Ports, E>,
   /** The routes and services to serve: `app`, or `appWith(...)` for a host's (or a test's) extra areas. */
   served: Layer.Layer<Services, unknown, Ports | HttpRouter.HttpRouter> = app
 ): Promise<NodeListener<Ports | Services>> => {
-  const scope = Effect.runSync(Scope.make())
-  const layer = served.pipe(
-    Layer.provideMerge(routerLayer),
-    Layer.provideMerge(ports),
-    Layer.provideMerge(NodeHttpServer.layerHttpServices)
-  )
-  const context = await Effect.runPromise(Layer.buildWithScope(layer, scope)).catch(async (error: unknown) => {
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    throw error
-  })
-  const router = Context.get(context, HttpRouter.HttpRouter)
-  const listener = await Effect.runPromise(
-    NodeHttpServer.makeHandler(router.asHttpEffect(), { scope }).pipe(Effect.provideContext(context))
-  )
-  const edgeListener = await Effect.runPromise(
-    NodeHttpServer.makeHandler(edgeApp, { scope }).pipe(Effect.provideContext(context))
-  )
-  return { listener, edgeListener, context, dispose: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+  const { listener, edgeListener, context, dispose } = await mount(ports, { served })
+  return { listener, edgeListener, context, dispose }
 }
