@@ -52,10 +52,12 @@ export type ServedFile = StoredFile & { readonly body?: Uint8Array }
  *
  * Every change that alters them (deploy, rollback, hostname, access policy, secret, add-on, project delete) raises the
  * project's node revision. This process drops a project's entries when it commits such a change (`NodeChanges`), and
- * every replica reads the revision every `edgeCachePoll` and drops the entries of the projects stamped since its last
- * read, so a change made by another replica is served within a second. Nothing expires otherwise: while the database
- * does not answer, the edge keeps serving what it holds (spec part 15), and when it answers again, the projects
- * changed meanwhile are read from the revision like any others. Until the first revision is read, nothing is kept.
+ * every replica reads the revision every `edgeCachePoll` and notes the projects stamped since its last read, so a change
+ * made by another replica is served within a second. Each entry keeps the revision current when it was read: one read
+ * before its project's latest stamp is read again on its next use, one read after is kept (the poll hearing of a change
+ * this entry already holds must not drop it). Nothing expires otherwise: while the database does not answer, the edge
+ * keeps serving what it holds (spec part 15), and when it answers again, the projects changed meanwhile are read from
+ * the revision like any others. Until the first revision is read, nothing is kept.
  */
 export const makeEdgeCache = Effect.gen(function* () {
   const hostnames = yield* Hostnames
@@ -124,21 +126,55 @@ export const makeEdgeCache = Effect.gen(function* () {
       )
     })
 
+  /** The latest committed revision: where reading changes starts. */
+  const current = Effect.map(revisions.changedAfter(Number.MAX_SAFE_INTEGER, 1), (changes) => changes.revision)
+
+  // Revisions commit in order, so what is read after the revision is `seen` holds every change up to `seen`.
+  const withSeen = <A, E>(load: Effect.Effect<A, E>) =>
+    Effect.map(Effect.zip(current, load), ([seen, value]) => ({ seen, value }))
+
   // A failed read is never kept: the next request tries again.
   const keepSuccess = <A, E>(exit: Exit.Exit<A, E>) => (Exit.isSuccess(exit) ? Duration.infinity : Duration.zero)
-  const routes = yield* Cache.makeWith(loadRoute, { capacity, timeToLive: keepSuccess })
-  const views = yield* Cache.makeWith(loadProject, { capacity, timeToLive: keepSuccess })
+  const routes = yield* Cache.makeWith((host: string) => withSeen(loadRoute(host)), {
+    capacity,
+    timeToLive: keepSuccess
+  })
+  const views = yield* Cache.makeWith((projectId: ProjectId) => withSeen(loadProject(projectId)), {
+    capacity,
+    timeToLive: keepSuccess
+  })
+
+  // The latest stamp the poll heard of, per project and of all: an entry read before its project's is stale, a host
+  // routed nowhere is stale after any. `floor`: entries read before it are stale (the first revision read, raised when
+  // the stamps are trimmed).
+  const stamps = new Map<ProjectId, number>()
+  let latest = 0
+  let floor = Number.MAX_SAFE_INTEGER
+  const heard = (projectId: ProjectId, revision: number) => {
+    if (stamps.size >= capacity) {
+      stamps.clear()
+      floor = latest
+    }
+    stamps.set(projectId, revision)
+    latest = Math.max(latest, revision)
+  }
+
+  /** The cached answer, read again once when a stamp heard since makes it stale. */
+  const fresh = <K, A, E>(
+    cache: Cache.Cache<K, { readonly seen: number; readonly value: A }, E>,
+    key: K,
+    staleAfter: (value: A) => number
+  ) =>
+    Effect.flatMap(Cache.get(cache, key), (held) =>
+      held.seen >= floor && held.seen >= staleAfter(held.value)
+        ? Effect.succeed(held.value)
+        : Cache.invalidate(cache, key).pipe(
+            Effect.andThen(Cache.get(cache, key)),
+            Effect.map((again) => again.value)
+          )
+    )
 
   let live = false
-
-  const forgetAll = Effect.andThen(Cache.invalidateAll(routes), Cache.invalidateAll(views)).pipe(
-    Effect.andThen(
-      Effect.sync(() => {
-        hostsOf.clear()
-        unrouted.clear()
-      })
-    )
-  )
 
   const forget = (projectId: ProjectId) =>
     Effect.gen(function* () {
@@ -153,13 +189,11 @@ export const makeEdgeCache = Effect.gen(function* () {
   const unlisten = nodeChanges.listen((projectId) => Effect.runSync(forget(projectId)))
   yield* Effect.addFinalizer(() => Effect.sync(unlisten))
 
-  /** The latest committed revision: where reading changes starts. */
-  const current = Effect.map(revisions.changedAfter(Number.MAX_SAFE_INTEGER, 1), (changes) => changes.revision)
-
   const follow = Effect.gen(function* () {
     let after = yield* current
     // Anything read before the revision was known may predate it.
-    yield* forgetAll
+    floor = after
+    latest = after
     live = true
     let failing = false
     for (;;) {
@@ -172,7 +206,7 @@ export const makeEdgeCache = Effect.gen(function* () {
       }
       if (failing) yield* Effect.logInfo("edge cache: the node revision is read again")
       failing = false
-      for (const project of read.value.projects) yield* forget(project.projectId)
+      for (const project of read.value.projects) heard(project.projectId, project.revision)
       after = read.value.revision
     }
   }).pipe(
@@ -226,10 +260,12 @@ export const makeEdgeCache = Effect.gen(function* () {
     /** The project and org an `active` hostname routes to (`host` without a port). */
     route: (host: string): Effect.Effect<Option.Option<HostnameRoute>> => {
       const key = canonicalHost(host)
-      return live ? Cache.get(routes, key) : hostnames.routeOf(key)
+      return live
+        ? fresh(routes, key, (route) => (Option.isSome(route) ? (stamps.get(route.value.projectId) ?? 0) : latest))
+        : hostnames.routeOf(key)
     },
     /** The project's access policy and live deployment. */
     project: (projectId: ProjectId): Effect.Effect<ProjectView, ArtifactStoreUnavailable> =>
-      live ? Cache.get(views, projectId) : loadProject(projectId)
+      live ? fresh(views, projectId, () => stamps.get(projectId) ?? 0) : loadProject(projectId)
   }
 })
