@@ -2,14 +2,17 @@
 //
 // Clones a repository whose pack is about 50 MiB from the real hostplane server (embedded PostgreSQL, fresh data dir)
 // over smart HTTP and over SSH, beside `git clone --no-local file://` of the same repository in the same run (a real
-// upload-pack making a pack over a pipe, not a copy or hardlink of the object files), and prints the
-// time ratios and the server's peak RSS. Flat memory shows as a peak RSS far below the pack size. See README.md.
+// upload-pack making a pack over a pipe, not a copy or hardlink of the object files) and beside Debian's OpenSSH
+// server serving the same repository through `git-shell` (the peer an operator would otherwise run for SSH), and
+// prints the time ratios, the CPU each side spent and the server's peak RSS. Flat memory shows as a peak RSS far below
+// the pack size. See README.md.
 // Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import {
+  freePort,
   hasProc,
   log,
   makeTempDir,
@@ -22,7 +25,15 @@ import {
   sleep,
   startHostplane
 } from "./support/harness.ts"
-import { git, serveRepository, sourceRepository, sshKey } from "./support/git.ts"
+import {
+  git,
+  negotiatedCipher,
+  serveRepository,
+  sourceRepository,
+  sshdPath,
+  sshKey,
+  startOpenSsh
+} from "./support/git.ts"
 import { alignColumns, gitCommit, loadLine, machine, spread, writeReport } from "./support/report.ts"
 
 const usage = `usage: npm run bench:git -- [options]
@@ -88,26 +99,38 @@ const main = async () => {
   const urls = await serveRepository(hostplane, source, keyFile)
   log(`hostplane: ${urls.cloneUrl} holds the content`)
 
-  // 3. Clones, transports interleaved so drift hits them alike; the server's RSS sampled during each.
-  const transports = {
-    file: { url: `file://${source}`, env: {} as Record<string, string> },
-    http: { url: urls.http, env: {} as Record<string, string> },
-    ssh: { url: urls.ssh, env: sshEnv }
+  // 3. OpenSSH serving a bare copy of the same repository (its objects hardlinked: the same pack).
+  const bare = Path.join(tempDir, "source.git")
+  await git(tempDir, ["clone", "-q", "--bare", source, bare])
+  const openssh = sshdPath === undefined ? undefined : await startOpenSsh(tempDir, keyFile, bare, await freePort())
+  if (openssh === undefined) log("OpenSSH's sshd is not installed (Debian openssh-server): its row is left out")
+  const ciphers = {
+    ssh: await negotiatedCipher(urls.ssh, sshEnv),
+    openssh: openssh === undefined ? null : await negotiatedCipher(openssh.url, sshEnv)
   }
-  const results: Record<string, Array<Measured>> = { file: [], http: [], ssh: [] }
+  log(`ssh cipher: hostplane ${ciphers.ssh}, OpenSSH ${ciphers.openssh ?? "-"}`)
+
+  // 4. Clones, transports interleaved so drift hits them alike; the server's RSS sampled during each.
+  const transports: Record<string, { url: string; env: Record<string, string>; serverPid: number | undefined }> = {
+    file: { url: `file://${source}`, env: {}, serverPid: undefined },
+    http: { url: urls.http, env: {}, serverPid: server.pid },
+    ssh: { url: urls.ssh, env: sshEnv, serverPid: server.pid },
+    ...(openssh === undefined ? {} : { openssh: { url: openssh.url, env: sshEnv, serverPid: openssh.pid } })
+  }
+  const results: Record<string, Array<Measured>> = Object.fromEntries(Object.keys(transports).map((name) => [name, []]))
   for (let run = 0; run < runs; run++) {
-    for (const [name, { url, env }] of Object.entries(transports)) {
+    for (const [name, { url, env, serverPid }] of Object.entries(transports)) {
       const target = Path.join(tempDir, `clone-${name}-${run}`)
       await sleep(500)
-      const sampler = samplePeak(() => rssKiB(server.pid), hasProc ? 20 : 200)
-      const cpuBefore = processCpu(server.pid)
+      const sampler = samplePeak(() => (serverPid === undefined ? undefined : rssKiB(serverPid)), hasProc ? 20 : 200)
+      const cpuBefore = serverPid === undefined ? undefined : processCpu(serverPid)
       // The clone is this process's only child that ends meanwhile (the server runs on), so the change of this
       // process's children's CPU is the clone's.
       const clientBefore = processCpu("self")
       const started = performance.now()
       await git(tempDir, ["clone", "-q", "--bare", "--no-local", url, target], env)
       const seconds = (performance.now() - started) / 1000
-      const cpuAfter = processCpu(server.pid)
+      const cpuAfter = serverPid === undefined ? undefined : processCpu(serverPid)
       const clientAfter = processCpu("self")
       const serverCpuSeconds = cpuDelta(cpuBefore?.own, cpuAfter?.own)
       const serverGitCpuSeconds = cpuDelta(cpuBefore?.children, cpuAfter?.children)
@@ -157,7 +180,7 @@ const main = async () => {
       "server peak RSS MiB"
     ],
     ...Object.entries(summary).map(([name, row]) => [
-      name === "file" ? "file:// --no-local (baseline)" : name,
+      name === "file" ? "file:// --no-local (baseline)" : name === "openssh" ? "OpenSSH sshd + git-shell" : name,
       String(row.seconds),
       name === "file" ? "1.00" : `${row.ratioMin.toFixed(2)} ${row.ratio.toFixed(2)} ${row.ratioMax.toFixed(2)}`,
       name === "file"
@@ -168,6 +191,33 @@ const main = async () => {
     ])
   ])
   for (const line of table) console.log(line)
+  // hostplane's SSH against OpenSSH, paired within each run like the ratios to file://.
+  const versusOpenSsh =
+    results.openssh === undefined
+      ? null
+      : (() => {
+          const ratios = results.ssh!.map((m, run) => m.seconds / results.openssh![run]!.seconds)
+          const serverCpu = (m: Measured) =>
+            m.serverCpuSeconds === null || m.serverGitCpuSeconds === null
+              ? null
+              : m.serverCpuSeconds + m.serverGitCpuSeconds
+          return {
+            ratio: round(median(ratios), 2),
+            ratioMin: round(Math.min(...ratios), 2),
+            ratioMax: round(Math.max(...ratios), 2),
+            hostplaneServerCpuSeconds: medianOf(results.ssh!.map(serverCpu)),
+            opensshServerCpuSeconds: medianOf(results.openssh.map(serverCpu))
+          }
+        })()
+  if (versusOpenSsh !== null) {
+    console.log(
+      `hostplane SSH ÷ OpenSSH wall time (min median max): ${versusOpenSsh.ratioMin.toFixed(2)} ` +
+        `${versusOpenSsh.ratio.toFixed(2)} ${versusOpenSsh.ratioMax.toFixed(2)} (target 1.1 or less); server CPU s ` +
+        `per clone, all its processes: hostplane ${versusOpenSsh.hostplaneServerCpuSeconds ?? "?"}, OpenSSH ` +
+        `${versusOpenSsh.opensshServerCpuSeconds ?? "?"} (target: no higher); ciphers ${ciphers.ssh} / ` +
+        `${ciphers.openssh}`
+    )
+  }
   console.log(
     `pack ${round(packBytes / MiB, 1)} MiB; target: within 1.1x of file://, server memory flat (far below the pack); ` +
       loadLine()
@@ -181,7 +231,9 @@ const main = async () => {
     ssh2Binding,
     packMiB: round(packBytes / MiB, 1),
     runs,
+    ciphers,
     summary,
+    versusOpenSsh,
     results
   }
   await writeReport("git", report, save)

@@ -4,8 +4,9 @@
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
-import { type Hostplane, request } from "./harness.ts"
+import { type Hostplane, request, startProcess, waitFor } from "./harness.ts"
 
 const MiB = 1024 * 1024
 
@@ -103,3 +104,71 @@ export const serveRepository = async (server: Hostplane, source: string, keyFile
     cloneUrl: repo.cloneUrl as string
   }
 }
+
+/** Debian's OpenSSH server, the peer an operator would otherwise run for SSH git: absent when not installed. */
+export const sshdPath = ["/usr/sbin/sshd", "/usr/local/sbin/sshd"].find((path) => Fs.existsSync(path))
+
+/**
+ * Starts OpenSSH's `sshd` on a free loopback port with a host key made for the run, accepting only `keyFile`'s public
+ * key and running nothing but `git-shell` (so a login can only fetch or push, as hostplane's SSH allows). `repository`
+ * is served at `ssh://<user>@127.0.0.1:<port><repository>`. Answers the clone URL and the listener's pid (its reaped
+ * children carry the per-connection sshd and git CPU); the run's cleanup stops it.
+ */
+export const startOpenSsh = async (dir: string, keyFile: string, repository: string, port: number) => {
+  if (sshdPath === undefined) throw new Error("OpenSSH's sshd is not installed (Debian package openssh-server)")
+  const home = Path.join(dir, "openssh")
+  Fs.mkdirSync(home)
+  const hostKey = Path.join(home, "host_ed25519")
+  await new Promise<void>((resolve, reject) =>
+    execFile("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", hostKey], (error) =>
+      error === null ? resolve() : reject(error)
+    )
+  )
+  Fs.copyFileSync(`${keyFile}.pub`, Path.join(home, "authorized_keys"))
+  // sshd checks that its privilege separation directory exists before it reads anything else.
+  if (!Fs.existsSync("/run/sshd")) Fs.mkdirSync("/run/sshd", { recursive: true, mode: 0o755 })
+  const config = Path.join(home, "sshd_config")
+  Fs.writeFileSync(
+    config,
+    [
+      `Port ${port}`,
+      "ListenAddress 127.0.0.1",
+      `HostKey ${hostKey}`,
+      `PidFile ${Path.join(home, "sshd.pid")}`,
+      `AuthorizedKeysFile ${Path.join(home, "authorized_keys")}`,
+      "PasswordAuthentication no",
+      "KbdInteractiveAuthentication no",
+      "UsePAM no",
+      // The run's files live in a temp dir whose modes sshd's owner checks would refuse.
+      "StrictModes no",
+      "PermitRootLogin prohibit-password",
+      "AllowTcpForwarding no",
+      "X11Forwarding no",
+      "PermitTTY no",
+      'ForceCommand git-shell -c "$SSH_ORIGINAL_COMMAND"',
+      ""
+    ].join("\n")
+  )
+  const logFile = Path.join(home, "sshd.log")
+  const child = startProcess("sshd", sshdPath, ["-D", "-e", "-f", config], {}, logFile)
+  await waitFor(child, 10_000, async () =>
+    Fs.readFileSync(logFile, "utf8").includes("Server listening") ? true : undefined
+  )
+  return { url: `ssh://${Os.userInfo().username}@127.0.0.1:${port}${repository}`, pid: child.pid }
+}
+
+/** The cipher the client's ssh and the server at `url` agree on (`ssh -v`'s kex line), to print beside the figures. */
+export const negotiatedCipher = (url: string, env: Record<string, string>) =>
+  new Promise<string>((resolve) => {
+    const target = new URL(url)
+    const command = env.GIT_SSH_COMMAND ?? "ssh"
+    execFile(
+      "sh",
+      [
+        "-c",
+        `${command} -v -p ${target.port} ${target.username}@${target.hostname} git-upload-pack '${target.pathname}' </dev/null`
+      ],
+      { timeout: 10_000 },
+      (_error, _stdout, stderr) => resolve(/kex: server->client cipher: (\S+)/.exec(stderr)?.[1] ?? "unknown")
+    )
+  })

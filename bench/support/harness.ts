@@ -151,17 +151,26 @@ export const makeTempDir = async (prefix: string) => {
   return dir
 }
 
-/** Spawns `node args` in its own process group, output to `logFile`; an exit not asked for by the cleanup aborts the run. */
-export const startChild = (name: string, args: Array<string>, env: NodeJS.ProcessEnv, logFile: string): Child => {
+/**
+ * Spawns `file args` in its own process group, output to `logFile`; an exit not asked for by the cleanup aborts the
+ * run, and the cleanup stops it with the servers.
+ */
+export const startProcess = (
+  name: string,
+  file: string,
+  args: Array<string>,
+  env: NodeJS.ProcessEnv,
+  logFile: string
+): Child => {
   const fd = Fs.openSync(logFile, "a")
   let proc: ChildProcess
   try {
     // Output goes to a file, not a pipe: nothing in this process has to drain it while it generates load.
-    proc = spawn(process.execPath, args, { cwd: repoRoot, env, stdio: ["ignore", fd, fd], detached: true })
+    proc = spawn(file, args, { cwd: repoRoot, env, stdio: ["ignore", fd, fd], detached: true })
   } finally {
     Fs.closeSync(fd)
   }
-  if (proc.pid === undefined) throw new Error(`${name}: could not spawn ${process.execPath}`)
+  if (proc.pid === undefined) throw new Error(`${name}: could not spawn ${file}`)
   const exited = Promise.withResolvers<void>()
   const child: Child = {
     name,
@@ -185,6 +194,10 @@ export const startChild = (name: string, args: Array<string>, env: NodeJS.Proces
   children.push(child)
   return child
 }
+
+/** Spawns `node args` as `startProcess` does. */
+export const startChild = (name: string, args: Array<string>, env: NodeJS.ProcessEnv, logFile: string): Child =>
+  startProcess(name, process.execPath, args, env, logFile)
 
 const killGroup = (pid: number, signal: NodeJS.Signals) => {
   try {
