@@ -110,6 +110,15 @@ const main = async () => {
   }
   log(`ssh cipher: hostplane ${ciphers.ssh}, OpenSSH ${ciphers.openssh ?? "-"}`)
 
+  // The server's background work (revision poll, database watch, job runner) goes on during a clone and counts in its
+  // CPU: measured alone over 3 s, so the clone's own share can be told apart.
+  const idleBefore = processCpu(server.pid)
+  await sleep(3000)
+  const idleAfter = processCpu(server.pid)
+  const idleCpuPerSecond =
+    idleBefore === undefined || idleAfter === undefined ? null : round((idleAfter.own - idleBefore.own) / 3, 3)
+  log(`server idle CPU: ${idleCpuPerSecond ?? "?"} s per s`)
+
   // 4. Clones, transports interleaved so drift hits them alike; the server's RSS sampled during each.
   const transports: Record<string, { url: string; env: Record<string, string>; serverPid: number | undefined }> = {
     file: { url: `file://${source}`, env: {}, serverPid: undefined },
@@ -215,7 +224,7 @@ const main = async () => {
         `${versusOpenSsh.ratio.toFixed(2)} ${versusOpenSsh.ratioMax.toFixed(2)} (target 1.1 or less); server CPU s ` +
         `per clone, all its processes: hostplane ${versusOpenSsh.hostplaneServerCpuSeconds ?? "?"}, OpenSSH ` +
         `${versusOpenSsh.opensshServerCpuSeconds ?? "?"} (target: no higher); ciphers ${ciphers.ssh} / ` +
-        `${ciphers.openssh}`
+        `${ciphers.openssh}; the server's idle CPU ${idleCpuPerSecond ?? "?"} s per s`
     )
   }
   console.log(
@@ -232,6 +241,7 @@ const main = async () => {
     packMiB: round(packBytes / MiB, 1),
     runs,
     ciphers,
+    idleCpuPerSecond,
     summary,
     versusOpenSsh,
     results
