@@ -126,5 +126,5 @@ export const makeHostplane = (options: HostplaneOptions): Promise<Mounted<Ports 
           Layer.provide(jobHandlers),
           Layer.provide(Layer.merge(services, adapters.mailTransport ?? MailTransportAuto.layerConfig))
         )
-  return mount(jobs.pipe(Layer.provideMerge(ports)) as Layer.Layer<Ports, unknown>, { prefix: options.prefix })
+  return mount(jobs.pipe(Layer.provideMerge(ports)), { prefix: options.prefix })
 }

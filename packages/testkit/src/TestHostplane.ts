@@ -94,7 +94,7 @@ export const layer = (options: TestHostplaneOptions = {}): Layer.Layer<TestHostp
     Layer.provideMerge(portsOf(options)),
     Layer.provideMerge(clock),
     Layer.provide(Logger.layer([]))
-  ) as Layer.Layer<TestHostplaneServices, unknown>
+  )
 }
 
 /** A signed-in actor: the dev login's user `subject`, created with a personal org on first use. */
@@ -163,9 +163,7 @@ export interface TestServer extends Omit<Mounted<unknown>, "context"> {
 /** `layer`'s services behind a real listener (the live clock: requests take real time). */
 export const server = async (options: TestHostplaneOptions = {}): Promise<TestServer> => {
   const runner = Jobs.JobRunner.make().pipe(Layer.provide(jobHandlers), Layer.provide(services))
-  const mounted = await mount(
-    runner.pipe(Layer.provideMerge(portsOf(options)), Layer.provide(Logger.layer([]))) as Layer.Layer<Ports, unknown>
-  )
+  const mounted = await mount(runner.pipe(Layer.provideMerge(portsOf(options)), Layer.provide(Logger.layer([]))))
   const listener = Http.createServer(mounted.listener)
   await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve))
   const url = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`

@@ -10,6 +10,7 @@ import type * as Http from "node:http"
 import { app, type Ports, routerLayer } from "../App.ts"
 import { HostActor, HostIdentity } from "../auth/HostAuthenticator.ts"
 import { edgeApp } from "../edge/EdgeApp.ts"
+import { explainMissingPort } from "./MissingPort.ts"
 
 /** What the served layer gives besides the routes: every core service and the registry. */
 type Services = Layer.Success<typeof services>
@@ -94,7 +95,7 @@ export const mount = async <E>(
   )
   const context = await Effect.runPromise(Layer.buildWithScope(layer, scope)).catch(async (error: unknown) => {
     await Effect.runPromise(Scope.close(scope, Exit.void))
-    throw error
+    throw explainMissingPort(error)
   })
   const routed = Context.get(context, HttpRouter.HttpRouter).asHttpEffect() as Effect.Effect<
     HttpServerResponse.HttpServerResponse,
