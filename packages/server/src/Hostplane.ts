@@ -31,7 +31,7 @@ import {
   mount,
   type Ports
 } from "@hostplane/http"
-import { type Duration, Layer, Redacted } from "effect"
+import { ConfigProvider, type Duration, Layer, Redacted } from "effect"
 
 /** Where hostplane's tables live: a URL, or the host's own `PgClient` layer (its connection settings are reused). */
 export type HostplaneDatabase =
@@ -39,11 +39,11 @@ export type HostplaneDatabase =
 
 /** The adapters `makeHostplane` picks by default; give any of them to replace it. */
 export interface HostplaneAdapters {
-  /** Seals project secrets: `SERVICE_SEAL_KEY`, else `<SERVICE_DATA_DIR or .hostplane>/seal.key`. */
+  /** Seals project secrets: `sealKey`, else `<dataDir>/seal.key` (created on first start). */
   readonly sealer?: Layer.Layer<Secrets.Sealer, unknown>
   /** Hashes project access passwords: scrypt. */
   readonly passwordHasher?: Layer.Layer<Access.PasswordHasher, unknown>
-  /** Reads uploaded bundles into the artifact store: `<SERVICE_DATA_DIR or .hostplane>/artifacts`. */
+  /** Reads uploaded bundles into the artifact store: `<dataDir>/artifacts`. */
   readonly bundles?: Layer.Layer<Deployments.BundleReader | Deployments.ArtifactStore, unknown>
   /** Verifies custom hostnames: `SERVICE_DNS_RESOLVERS`, else the system's resolvers; no hosted zones. */
   readonly dns?: Layer.Layer<Hostnames.DnsResolver | Hostnames.HostedZones, unknown>
@@ -51,7 +51,7 @@ export interface HostplaneAdapters {
   readonly identityProvider?: Layer.Layer<Identity.IdentityProvider, unknown>
   /** The host's sign-in as a layer (an Effect authenticator); `authenticate` is the plain-function form. */
   readonly hostAuthenticator?: Layer.Layer<HostAuthenticator, unknown>
-  /** Where the job runner sends mail: SMTP from `SERVICE_SMTP_URL`, else `.eml` files in the data folder. */
+  /** Where the job runner sends mail: SMTP from `SERVICE_SMTP_URL`, else `.eml` files in `<dataDir>/outbox`. */
   readonly mailTransport?: Layer.Layer<Mail.MailTransport, unknown>
 }
 
@@ -74,6 +74,16 @@ export interface HostplaneOptions {
   readonly authenticate?:
     ((request: HostRequest) => HostIdentity | undefined | null | Promise<HostIdentity | undefined | null>) | undefined
   readonly authenticateTimeout?: Duration.Input | undefined
+  /**
+   * Where the default adapters keep their files: the seal key file, uploaded bundles, the mail outbox. Default
+   * `SERVICE_DATA_DIR`, else `.hostplane` in the working directory.
+   */
+  readonly dataDir?: string | undefined
+  /**
+   * The key ring that seals project secrets, as `SERVICE_SEAL_KEY` takes it (`<keyId>:<base64 of 32 bytes>`, comma
+   * separated, the first active; or one bare key). Default `SERVICE_SEAL_KEY`, else `<dataDir>/seal.key`.
+   */
+  readonly sealKey?: string | Redacted.Redacted<string> | undefined
   /** The job runner (mail, hostname checks, project deletes) in this process; default on. */
   readonly jobs?: boolean | undefined
   readonly adapters?: HostplaneAdapters | undefined
@@ -81,6 +91,19 @@ export interface HostplaneOptions {
 
 /** The providers a library host leaves off, each in its explicit off form, with ids from Node's crypto. */
 const providersOff = Layer.merge(TokensNode.layer, allProvidersOff)
+
+/**
+ * The default adapters read their folder and key as the standalone server does (`SERVICE_DATA_DIR`,
+ * `SERVICE_SEAL_KEY`); what the host gave in the options comes first, so it need not set the environment.
+ */
+const filesConfig = (options: HostplaneOptions) => {
+  const given: Record<string, string> = {}
+  if (options.dataDir !== undefined) given["SERVICE_DATA_DIR"] = options.dataDir
+  if (options.sealKey !== undefined) {
+    given["SERVICE_SEAL_KEY"] = typeof options.sealKey === "string" ? options.sealKey : Redacted.value(options.sealKey)
+  }
+  return ConfigProvider.layerAdd(ConfigProvider.fromUnknown(given), { asPrimary: true })
+}
 
 /** The host's database as hostplane's stores, migrated into its schema first. */
 const databaseLayer = (database: HostplaneDatabase, schema: string | undefined) => {
@@ -98,7 +121,10 @@ const databaseLayer = (database: HostplaneDatabase, schema: string | undefined) 
 export const makeHostplane = (options: HostplaneOptions): Promise<Mounted<Ports | Layer.Success<typeof services>>> => {
   const adapters = options.adapters ?? {}
   const stores = Pg.layer.pipe(Layer.provideMerge(databaseLayer(options.database, options.schema)))
-  const bundles = adapters.bundles ?? BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig))
+  const files = filesConfig(options)
+  const bundles =
+    adapters.bundles ??
+    BundleReader.layer().pipe(Layer.provideMerge(ArtifactStoreDisk.layerConfig), Layer.provide(files))
   const hostAuthenticator =
     adapters.hostAuthenticator ??
     (options.authenticate === undefined
@@ -110,7 +136,7 @@ export const makeHostplane = (options: HostplaneOptions): Promise<Mounted<Ports 
   const ports = Layer.mergeAll(
     stores,
     configLayer(options.settings ?? {}),
-    adapters.sealer ?? SealerAesGcm.layerConfig,
+    adapters.sealer ?? SealerAesGcm.layerConfig.pipe(Layer.provide(files)),
     adapters.passwordHasher ?? PasswordHasherScrypt.layer,
     bundles,
     adapters.dns ?? Layer.merge(DnsResolverUdp.layerConfig, Hostnames.HostedZones.layerNone),
@@ -124,7 +150,9 @@ export const makeHostplane = (options: HostplaneOptions): Promise<Mounted<Ports 
       ? Layer.empty
       : Jobs.JobRunner.background().pipe(
           Layer.provide(jobHandlers),
-          Layer.provide(Layer.merge(services, adapters.mailTransport ?? MailTransportAuto.layerConfig))
+          Layer.provide(
+            Layer.merge(services, adapters.mailTransport ?? MailTransportAuto.layerConfig.pipe(Layer.provide(files)))
+          )
         )
   return mount(jobs.pipe(Layer.provideMerge(ports)), { prefix: options.prefix })
 }

@@ -1,11 +1,17 @@
 import { PgClient } from "@effect/sql-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { ArtifactStoreDisk, BundleReader, SealerAesGcm } from "@hostplane/adapters-providers"
+import { Secrets } from "@hostplane/core"
 import type { Mounted } from "@hostplane/http"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { bundleOf, manifestEntry } from "@hostplane/testkit"
+import { Context, Effect, Layer, ManagedRuntime, Redacted, Result } from "effect"
 import { SqlClient } from "effect/sql"
+import { randomBytes } from "node:crypto"
+import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeHostplane } from "../src/Hostplane.ts"
 
@@ -112,6 +118,107 @@ describe("makeHostplane on a backend's database", () => {
     const [two] = await query<{ count: string }>("SELECT count(*)::text AS count FROM platform_two.users")
     expect(two?.count).toBe("1")
     expect(await snapshot()).toEqual(before)
+  })
+
+  /** Seals through the built hostplane, then opens the value with a sealer on `keyRing` alone. */
+  const sealedUnder = async (hostplane: Mounted<unknown>, keyRing: string) => {
+    const sealer = Context.get(hostplane.context as Context.Context<Secrets.Sealer>, Secrets.Sealer)
+    const sealed = await Effect.runPromise(sealer.seal("the secret", "p/NAME"))
+    const options = SealerAesGcm.parseKeyRing(keyRing)
+    if (Result.isFailure(options)) throw new Error(options.failure)
+    return Effect.runPromise(
+      Effect.flatMap(Effect.service(Secrets.Sealer), (other) => other.open(sealed, "p/NAME")).pipe(
+        Effect.provide(SealerAesGcm.layer(options.success))
+      )
+    )
+  }
+
+  it("dataDir and sealKey are options: no SERVICE_DATA_DIR or SERVICE_SEAL_KEY in the environment", async () => {
+    expect(process.env["SERVICE_DATA_DIR"] ?? "").toBe("")
+    expect(process.env["SERVICE_SEAL_KEY"] ?? "").toBe("")
+    const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-embed-data-"))
+    const second = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-embed-data-"))
+    try {
+      // The default sealer's key file and the uploaded bundles go to the folder given.
+      const hostplane = (await makeHostplane({
+        database: { url: Redacted.value(url) },
+        schema: "files_one",
+        dataDir,
+        settings: { identity: { devAuth: true } },
+        jobs: false
+      })) as Mounted<unknown>
+      opened.push({ hostplane, server: Http.createServer() })
+      const keyFile = Path.join(dataDir, "seal.key")
+      expect(Fs.statSync(keyFile).mode & 0o777).toBe(0o600)
+      expect(await sealedUnder(hostplane, Fs.readFileSync(keyFile, "utf8"))).toBe("the secret")
+      const login = await hostplane.handler(
+        new Request("http://host.test/v1/auth/dev/login", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ subject: "files" })
+        })
+      )
+      const { token } = (await login.json()) as { token: string }
+      const org = await hostplane
+        .asUser({ provider: "dev", subject: "files" })
+        .orgs.create({ payload: { name: "Files" } })
+      const call = (path: string, init: RequestInit) =>
+        hostplane.handler(
+          new Request(`http://host.test/v1/orgs/${org.slug}${path}`, {
+            ...init,
+            headers: { authorization: `Bearer ${token}`, ...init.headers }
+          })
+        )
+      expect(
+        (
+          await call("/projects", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ name: "site" })
+          })
+        ).status
+      ).toBe(201)
+      const body = await Effect.runPromise(
+        bundleOf([
+          manifestEntry({ name: "site" }),
+          { name: "assets/", type: "directory" },
+          { name: "assets/index.html", content: "<h1>kept in the data folder</h1>" }
+        ])
+      )
+      const deployed = await call("/projects/site/deployments", {
+        method: "POST",
+        headers: { "content-type": "application/gzip" },
+        body
+      })
+      expect(deployed.status, await deployed.clone().text()).toBe(201)
+      expect(Fs.readdirSync(Path.join(dataDir, "artifacts")).length).toBeGreaterThan(0)
+
+      // A key ring given is the one secrets are sealed with, and no key file is written.
+      const keyRing = `k7:${randomBytes(32).toString("base64")}`
+      const keyed = (await makeHostplane({
+        database: { url: Redacted.value(url) },
+        schema: "files_one",
+        dataDir: second,
+        sealKey: Redacted.make(keyRing),
+        jobs: false
+      })) as Mounted<unknown>
+      opened.push({ hostplane: keyed, server: Http.createServer() })
+      expect(await sealedUnder(keyed, keyRing)).toBe("the secret")
+      expect(Fs.existsSync(Path.join(second, "seal.key"))).toBe(false)
+      // A malformed one fails the call, naming the setting and never the key.
+      const bad = `k8:${"A".repeat(10)}`
+      const failed = makeHostplane({
+        database: { url: Redacted.value(url) },
+        schema: "files_one",
+        sealKey: bad,
+        jobs: false
+      })
+      await expect(failed).rejects.toThrow(/SERVICE_SEAL_KEY/)
+      await expect(failed).rejects.not.toThrow(bad)
+    } finally {
+      Fs.rmSync(dataDir, { recursive: true, force: true })
+      Fs.rmSync(second, { recursive: true, force: true })
+    }
   })
 
   it("a schema name that is not an identifier fails the call, naming it", async () => {
