@@ -30,6 +30,22 @@ const failureOf = (error: unknown) => {
 }
 
 /**
+ * Why a refused authorization was refused: the library reports an invalid authorization as the whole object in JSON,
+ * while the CA's problem detail is on its http-01 challenge, so the authorization is read again for it.
+ */
+const challengeProblem = (client: acme.Client, order: acme.Order, url: string, failure: Tls.AcmeFailure) =>
+  Effect.tryPromise(() => client.getAuthorizations(order)).pipe(
+    Effect.map((authorizations) => {
+      const challenge = authorizations
+        .find((authorization) => authorization.url === url)
+        ?.challenges.find((offered) => offered.type === "http-01")
+      const detail = (challenge?.error as { detail?: unknown } | undefined)?.detail
+      return typeof detail === "string" ? new Tls.AcmeFailure({ kind: "refused", message: detail }) : failure
+    }),
+    Effect.orElseSucceed(() => failure)
+  )
+
+/**
  * `AcmeClient` through `acme-client` (the maintained RFC 8555 client for Node): HTTP-01 only, ECDSA P-256 keys. The
  * library's own retries of unanswered requests are cut to one, so an unreachable CA ends the attempt quickly and the
  * job's backoff decides when to try again.
@@ -89,7 +105,12 @@ export const make = (options: AcmeOptions): Tls.AcmeClient["Service"] => {
           yield* input.publish(challenge.token, keyAuthorization)
           yield* Effect.gen(function* () {
             if (challenge.status === "pending") yield* run(() => client.completeChallenge(challenge))
-            yield* run(() => client.waitForValidStatus(authorization))
+            yield* run(() => client.waitForValidStatus(authorization)).pipe(
+              Effect.catchIf(
+                (failure) => failure.kind === "refused",
+                (failure) => Effect.flatMap(challengeProblem(client, placed, authorization.url, failure), Effect.fail)
+              )
+            )
           }).pipe(Effect.ensuring(input.unpublish(challenge.token)))
         }
         placed = yield* run(() => client.getOrder(placed))
