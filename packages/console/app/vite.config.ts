@@ -7,6 +7,9 @@ const here = fileURLToPath(new URL(".", import.meta.url))
 export default defineConfig({
   root: here,
   base: "/console/",
+  // Chunks load one another relative to themselves, so the console works under a host's prefix too
+  // (`/platform/console/...`): the server names the prefix in index.html, the only file that names `/console/`.
+  experimental: { renderBuiltUrl: (_, { hostType }) => (hostType === "html" ? undefined : { relative: true }) },
   logLevel: "warn",
   resolve: { conditions: ["@hostplane/source", "browser", "module", "import", "default"] },
   oxc: { jsx: { runtime: "automatic", importSource: "preact" } },

@@ -23,7 +23,9 @@ import {
   type Secrets,
   services
 } from "@hostplane/core"
+import { loadConsole } from "@hostplane/console"
 import {
+  Console,
   HostAuthenticator,
   type HostIdentity,
   type HostRequest,
@@ -84,6 +86,11 @@ export interface HostplaneOptions {
    * separated, the first active; or one bare key). Default `SERVICE_SEAL_KEY`, else `<dataDir>/seal.key`.
    */
   readonly sealKey?: string | Redacted.Redacted<string> | undefined
+  /**
+   * The web console under the prefix (`<prefix>/`, `<prefix>/console/`, `<prefix>/orgs/...`), as `npm ci` built it;
+   * default on. Signed in by the host's `authenticate`, or by hostplane's own sign-in.
+   */
+  readonly console?: boolean | undefined
   /** The job runner (mail, hostname checks, project deletes) in this process; default on. */
   readonly jobs?: boolean | undefined
   readonly adapters?: HostplaneAdapters | undefined
@@ -142,7 +149,8 @@ export const makeHostplane = (options: HostplaneOptions): Promise<Mounted<Ports 
     adapters.dns ?? Layer.merge(DnsResolverUdp.layerConfig, Hostnames.HostedZones.layerNone),
     adapters.identityProvider ?? Identity.IdentityProvider.off,
     hostAuthenticator,
-    providersOff
+    providersOff,
+    Layer.succeed(Console)(options.console === false ? undefined : loadConsole())
   )
   // One runner for every job kind, on the same services the routes use (one build shares them).
   const jobs =

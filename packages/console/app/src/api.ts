@@ -1,6 +1,7 @@
 import { HostplaneError, makeClientFor, type PromiseClientOf } from "@hostplane/client/ClientOf"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { HttpApi, type HttpApiGroup } from "effect/http-api"
+import { base } from "./router.tsx"
 import { forgetSession, readSession } from "./session.ts"
 
 /** Called when the API answers 401: the console forgets the session and shows sign-in on the same page. */
@@ -41,7 +42,7 @@ export const clientOf = <const Groups extends NonEmptyReadonlyArray<HttpApiGroup
     .add(...(groups as unknown as NonEmptyReadonlyArray<Groups[number]>))
     .prefix("/v1")
   return (): PromiseClientOf<Groups[number]> =>
-    guarded(makeClientFor(api, { baseUrl: location.origin, token: readSession()?.token }) as never)
+    guarded(makeClientFor(api, { baseUrl: `${location.origin}${base}`, token: readSession()?.token }) as never)
 }
 
 /** What a failed call shows where the action was taken: the API's message and code. */

@@ -1,7 +1,7 @@
 import { DevAuthApi } from "@hostplane/api/identity/IdentityApi"
 import { useState } from "preact/hooks"
 import { clientOf } from "./api.ts"
-import { navigate } from "./router.tsx"
+import { currentPath, navigate } from "./router.tsx"
 import { saveSession } from "./session.ts"
 import { ErrorNote, Field, forgetRoles, useAction } from "./ui.tsx"
 
@@ -20,7 +20,7 @@ export const DevLogin = () => {
           if (session !== undefined) {
             saveSession(session.body)
             forgetRoles()
-            navigate(location.pathname + location.search, true)
+            navigate(currentPath() + location.search, true)
           }
         })
       }}

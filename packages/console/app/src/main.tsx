@@ -2,8 +2,16 @@ import { type ComponentType, render } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { whenSignedOut } from "./api.ts"
 import { DevLogin } from "./devLogin.tsx"
-import { enc, Link, match, navigate, useLocation } from "./router.tsx"
-import { devLoginOn, forgetSession, readSession, takeFragment } from "./session.ts"
+import { enc, href, Link, match, navigate, useLocation } from "./router.tsx"
+import {
+  devLoginOn,
+  forgetSession,
+  hostLoginOn,
+  hostSignedIn,
+  readSession,
+  setHostSignedIn,
+  takeFragment
+} from "./session.ts"
 import { ErrorNote, forgetRoles, Loading } from "./ui.tsx"
 import "./styles.css"
 
@@ -70,7 +78,7 @@ const SignIn = ({ error }: { readonly error: string | undefined }) => {
         <button
           type="button"
           onClick={() => {
-            location.href = `/v1/auth/idp/start?redirect=${enc(location.href)}`
+            location.href = href(`/v1/auth/idp/start?redirect=${enc(location.href)}`)
           }}
         >
           Sign in
@@ -122,22 +130,55 @@ const Nav = ({ path }: { readonly path: string }) => {
 
 const fragment = takeFragment()
 
+/** Whether the host's cookie signs this tab in: asked once, when the host has a sign-in and this tab has no token. */
+const askHost = (): Promise<boolean> =>
+  fetch(href("/v1/me"), { credentials: "same-origin" }).then(
+    (reply) => reply.ok,
+    () => false
+  )
+
 const App = () => {
   const { path } = useLocation()
   const [, setSignedIn] = useState(readSession() !== undefined)
-  useEffect(() => whenSignedOut(() => setSignedIn(false)), [])
+  // undefined while the host is asked; the console's own session comes first.
+  const [hostAnswered, setHostAnswered] = useState(!hostLoginOn() || readSession() !== undefined)
+  useEffect(
+    () =>
+      whenSignedOut(() => {
+        setHostSignedIn(false)
+        setSignedIn(false)
+      }),
+    []
+  )
+  useEffect(() => {
+    if (hostAnswered) return
+    void askHost().then((signedIn) => {
+      setHostSignedIn(signedIn)
+      setHostAnswered(true)
+    })
+  }, [hostAnswered])
+  // `/console/`, where a host may link to the console, is its home page.
+  useEffect(() => {
+    if (path === "/console" || path === "/console/") navigate("/", true)
+  }, [path])
+  if (!hostAnswered) return <Loading />
   const session = readSession()
   const found = routes
     .map(([pattern, loader]) => [match(pattern, path), loader, pattern] as const)
     .find(([params]) => params !== undefined)
   const isInvite = path.startsWith("/invites/")
-  if (session === undefined && !isInvite) return <SignIn error={fragment.error} />
+  if (session === undefined && !hostSignedIn() && !isInvite) return <SignIn error={fragment.error} />
   return (
     <>
       <header>
         <Link href="/" class="brand">
           hostplane
         </Link>
+        {session === undefined && hostSignedIn() && (
+          <span class="who">
+            <Link href="/account">Account</Link>
+          </span>
+        )}
         {session !== undefined && (
           <span class="who">
             <Link href="/account">Account</Link>

@@ -3,9 +3,22 @@ import { useEffect, useState } from "preact/hooks"
 
 const listeners = new Set<() => void>()
 
+/**
+ * The path prefix a host mounted hostplane under (`/platform`), announced by the server in the page; `""` at the
+ * root. The console's own paths (`/orgs/...`) are below it in the address bar, and so is the API.
+ */
+export const base = document.querySelector('meta[name="hostplane-base"]')?.getAttribute("content") ?? ""
+
+/** A console path (`/orgs/acme`) as an address under the prefix. */
+export const href = (path: string): string => `${base}${path}`
+
+/** The console path of the address bar, the prefix cut off. */
+export const currentPath = (): string =>
+  base !== "" && location.pathname.startsWith(base) ? location.pathname.slice(base.length) || "/" : location.pathname
+
 export const navigate = (to: string, replace = false): void => {
-  if (replace) history.replaceState(null, "", to)
-  else history.pushState(null, "", to)
+  if (replace) history.replaceState(null, "", href(to))
+  else history.pushState(null, "", href(to))
   listeners.forEach((listener) => listener())
   window.scrollTo(0, 0)
 }
@@ -22,22 +35,22 @@ export const useLocation = (): { readonly path: string; readonly query: URLSearc
       window.removeEventListener("popstate", update)
     }
   }, [])
-  return { path: location.pathname, query: new URLSearchParams(location.search) }
+  return { path: currentPath(), query: new URLSearchParams(location.search) }
 }
 
 /** A link that navigates inside the console without reloading it. */
 export const Link = (
   props: { readonly href: string; readonly children: ComponentChildren } & JSX.HTMLAttributes<HTMLAnchorElement>
 ) => {
-  const { href, children, ...rest } = props
+  const { href: to, children, ...rest } = props
   return (
     <a
       {...rest}
-      href={href}
+      href={href(to)}
       onClick={(event) => {
         if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return
         event.preventDefault()
-        navigate(href)
+        navigate(to)
       }}
     >
       {children}

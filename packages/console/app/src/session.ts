@@ -48,3 +48,19 @@ export const takeFragment = (): { readonly error?: string } => {
 /** The server says so in the page (decisions.md part 14); `/v1/config` does not. */
 export const devLoginOn = (): boolean =>
   document.querySelector('meta[name="hostplane-dev-login"]')?.getAttribute("content") === "on"
+
+/** The host that embeds hostplane signs its users in itself (its own cookie, decisions.md part 18): the page says so. */
+export const hostLoginOn = (): boolean =>
+  document.querySelector('meta[name="hostplane-host-login"]')?.getAttribute("content") === "on"
+
+let hostSession = false
+
+/**
+ * Whether the host's own sign-in covers this tab: the API answered `/v1/me` without a token. Such a user has no
+ * token here and signs out through the host.
+ */
+export const hostSignedIn = (): boolean => hostSession
+
+export const setHostSignedIn = (signedIn: boolean): void => {
+  hostSession = signedIn
+}

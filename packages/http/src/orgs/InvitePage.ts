@@ -1,7 +1,7 @@
 import { Identity, Kernel, Orgs } from "@hostplane/core"
 import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { Console, consoleIndex, consoleIndexResponse } from "../console/ConsolePages.ts"
+import { Console, consoleIndexOf, consoleIndexResponse } from "../console/ConsolePages.ts"
 
 /** The route of the invitation link of decisions.md part 4 (`<public url>/invites/<token>`). */
 export const invitePagePath = "/invites/:token"
@@ -134,7 +134,7 @@ export const invitePage = HttpRouter.use((router) =>
     const signInOffered = (yield* Identity.IdentityProvider).enabled
     const console = yield* Console
     if (console !== undefined) {
-      const index = consoleIndexResponse(consoleIndex(console, devAuth))
+      const index = consoleIndexResponse(yield* consoleIndexOf(console))
       return yield* router.add("GET", invitePagePath, Effect.succeed(index))
     }
     yield* router.add(

@@ -9,6 +9,7 @@ import { FetchHttpClient, HttpEffect, HttpRouter, HttpServerRequest, HttpServerR
 import type * as Http from "node:http"
 import { app, type Ports, routerLayer } from "../App.ts"
 import { HostActor, HostIdentity } from "../auth/HostAuthenticator.ts"
+import { MountPrefix } from "../console/ConsolePages.ts"
 import { edgeApp } from "../edge/EdgeApp.ts"
 import { explainMissingPort } from "./MissingPort.ts"
 
@@ -89,6 +90,7 @@ export const mount = async <E>(
   const prefix = normalizePrefix(options.prefix ?? "")
   const scope = Effect.runSync(Scope.make())
   const layer = (options.served ?? app).pipe(
+    Layer.provide(Layer.succeed(MountPrefix)(prefix)),
     Layer.provideMerge(routerLayer),
     Layer.provideMerge(ports),
     Layer.provideMerge(NodeHttpServer.layerHttpServices)

@@ -1,8 +1,8 @@
 import { InvitesApi } from "@hostplane/api/orgs/OrgsApi"
 import { clientOf } from "../api.ts"
 import { DevLogin } from "../devLogin.tsx"
-import { enc, navigate } from "../router.tsx"
-import { devLoginOn, readSession } from "../session.ts"
+import { enc, href, navigate } from "../router.tsx"
+import { devLoginOn, hostSignedIn, readSession } from "../session.ts"
 import { ErrorNote, forgetRoles, Loaded, time, useAction, useLoad } from "../ui.tsx"
 
 const api = clientOf(InvitesApi)
@@ -11,7 +11,7 @@ export default function Invite({ params }: { readonly params: Record<string, str
   const token = params["token"]!
   const view = useLoad(() => api().invites.view({ params: { token } }), [token])
   const accept = useAction()
-  const signedIn = readSession() !== undefined
+  const signedIn = readSession() !== undefined || hostSignedIn()
   return (
     <>
       <h1>Invitation</h1>
@@ -50,7 +50,7 @@ export default function Invite({ params }: { readonly params: Record<string, str
                   <button
                     type="button"
                     onClick={() => {
-                      location.href = `/v1/auth/idp/start?redirect=${enc(location.href)}`
+                      location.href = href(`/v1/auth/idp/start?redirect=${enc(location.href)}`)
                     }}
                   >
                     Sign in
