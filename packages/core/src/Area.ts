@@ -4,13 +4,16 @@ import { Mutation } from "./kernel/Mutation.ts"
 import { Policy } from "./kernel/Policy.ts"
 import type { JobHandler } from "./jobs/Job.ts"
 import { JobHandlers } from "./jobs/JobRunner.ts"
+import { NodeBindings, type NodeBinding } from "./node/NodeBinding.ts"
+import { Nodes } from "./node/Nodes.ts"
 import { type HoldingCounter, OrgHoldings, OrgSubscriptionCheck, type SubscriptionCheck } from "./orgs/OrgHooks.ts"
 import { ProjectTeardown, type TeardownStep } from "./projects/ProjectHooks.ts"
 
 /**
  * What one area contributes to core. Holdings, the subscription check and the add-on are read when `Orgs` and
  * `Projects` are built, so they may use ports and kernel services only; teardown steps are read by the project
- * delete, so they may use any area's services. Job handlers are built where a runner runs (`jobHandlers`), from the
+ * delete and node bindings by the node state (`Nodes`, built after every area), so both may use any area's services.
+ * Job handlers are built where a runner runs (`jobHandlers`), from the
  * services and what only a runner needs (a mail transport).
  */
 export interface Area<S extends Context.Key<any, any>, Out, E, In, RPorts, RAny, RJobs> {
@@ -23,6 +26,8 @@ export interface Area<S extends Context.Key<any, any>, Out, E, In, RPorts, RAny,
   readonly subscription?: Effect.Effect<SubscriptionCheck, never, RPorts>
   readonly addon?: Effect.Effect<AddonProvider, never, RPorts>
   readonly teardown?: ReadonlyArray<Effect.Effect<TeardownStep, never, RAny>>
+  /** The area's binding in each project of the node state (`nodeBinding`), for add-ons a worker calls. */
+  readonly node?: Effect.Effect<NodeBinding, never, RAny>
   readonly jobs?: ReadonlyArray<Effect.Effect<JobHandler, never, RJobs>>
 }
 
@@ -56,7 +61,7 @@ type JobNeedsOf<A> = A extends Area<any, never, any, any, any, any, infer RJobs>
 export type KernelServices = Mutation | Policy
 
 /** The services folded from the areas' contributions. */
-export type RegistryServices = OrgHoldings | OrgSubscriptionCheck | AddonRegistry | ProjectTeardown
+export type RegistryServices = OrgHoldings | OrgSubscriptionCheck | AddonRegistry | ProjectTeardown | Nodes
 
 /** The store ports of a list of areas. */
 export type Stores<As extends ReadonlyArray<AnyArea>> = StoresOf<As[number]>
@@ -66,7 +71,7 @@ export type Services<As extends ReadonlyArray<AnyArea>> = KernelServices | Regis
 
 /** What the host provides to `services(areas)`: the ports, `Settings` and the other outside services. */
 export type Ports<As extends ReadonlyArray<AnyArea>> = Exclude<
-  NeedsOf<As[number]> | Layer.Services<typeof kernel>,
+  NeedsOf<As[number]> | Layer.Services<typeof kernel> | Exclude<Layer.Services<typeof Nodes.layer>, NodeBindings>,
   Services<As>
 >
 
@@ -74,8 +79,9 @@ const kernel = Mutation.layer.pipe(Layer.provideMerge(Policy.layer))
 
 /**
  * Folds a list of areas into one layer: the kernel, then the holdings, subscription check and add-on registry,
- * then each area's services in list order, then the teardown steps and job handlers. Every contribution of every
- * area is present at once; nothing is registered by appending to an ambient value.
+ * then each area's services in list order, then the teardown steps and the node state (`Nodes`, from the areas' node
+ * bindings). Job handlers are folded by `jobHandlers`. Every contribution of every area is present at once; nothing is
+ * registered by appending to an ambient value.
  */
 export const services = <const As extends ReadonlyArray<AnyArea>>(
   areas: As
@@ -116,9 +122,25 @@ export const services = <const As extends ReadonlyArray<AnyArea>>(
     (below, area) => area.services.pipe(Layer.provideMerge(below)),
     early
   )
-  const late = Layer.effect(
-    ProjectTeardown,
-    all((area) => area.teardown)
+  const late = Layer.merge(
+    Layer.effect(
+      ProjectTeardown,
+      all((area) => area.teardown)
+    ),
+    Nodes.layer.pipe(
+      Layer.provide(
+        Layer.effect(
+          NodeBindings,
+          Effect.flatMap(
+            all((area) => (area.node === undefined ? [] : [area.node])),
+            (bindings) =>
+              new Set(bindings.map((binding) => binding.name)).size === bindings.length
+                ? Effect.succeed(bindings)
+                : Effect.die(new Error("two areas declare the same node binding"))
+          )
+        )
+      )
+    )
   )
   return late.pipe(Layer.provideMerge(areaServices))
 }

@@ -16,7 +16,6 @@ import { JobsArea } from "./jobs/JobsArea.ts"
 import { IdentityArea } from "./identity/IdentityArea.ts"
 import { KernelArea } from "./kernel/KernelArea.ts"
 import { LogsArea } from "./logs/LogsArea.ts"
-import { NodeArea } from "./node/NodeArea.ts"
 import { MailArea } from "./mail/MailArea.ts"
 import { OrgsArea } from "./orgs/OrgsArea.ts"
 import { ProjectsArea } from "./projects/ProjectsArea.ts"
@@ -48,7 +47,6 @@ export const areas = [
   EmailArea,
   StorageArea,
   GitArea,
-  NodeArea,
   LogsArea,
   TlsArea
 ] as const

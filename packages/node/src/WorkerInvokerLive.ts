@@ -1,7 +1,7 @@
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { type Deployments, Edge, EndUser, Logs, Node } from "@hostplane/core"
 import { WorkerInvoker } from "@hostplane/http"
-import { Effect, Layer, Option, Semaphore } from "effect"
+import { Effect, Layer, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import type { TLSSocket } from "node:tls"
@@ -76,40 +76,38 @@ export const WorkerInvokerLive = Layer.effect(
     const nodes = yield* Node.Nodes
     const collector = runtime.collector
     const settings = runtime.settings
-    // Every invocation's event goes to the logs area when the host has it (the runtime logs of decisions.md part 13);
-    // recording never fails a request, and runs beside it.
-    const logs = yield* Effect.serviceOption(Logs.RuntimeLogs)
+    // Every invocation's event goes to the logs area (the runtime logs of decisions.md part 13); recording never fails
+    // a request, and runs beside it.
+    const logs = yield* Logs.RuntimeLogs
     // Events are written in batches (one insert for up to `flushEvery` of invocations), so a busy worker costs the
     // control database one write per batch, not one per request.
-    if (Option.isSome(logs)) {
-      const context = yield* Effect.context<never>()
-      let pending: Array<Logs.LogEventInput> = []
-      let flushing = false
-      const flush = () => {
-        if (flushing || pending.length === 0) return
-        const batch = pending.slice(0, 500)
-        pending = pending.slice(batch.length)
-        flushing = true
-        Effect.runForkWith(context)(
-          logs.value.recordAll(batch).pipe(
-            Effect.ensuring(
-              Effect.sync(() => {
-                flushing = false
-                if (pending.length > 0) flush()
-              })
-            )
+    const context = yield* Effect.context<never>()
+    let pending: Array<Logs.LogEventInput> = []
+    let flushing = false
+    const flush = () => {
+      if (flushing || pending.length === 0) return
+      const batch = pending.slice(0, 500)
+      pending = pending.slice(batch.length)
+      flushing = true
+      Effect.runForkWith(context)(
+        logs.recordAll(batch).pipe(
+          Effect.ensuring(
+            Effect.sync(() => {
+              flushing = false
+              if (pending.length > 0) flush()
+            })
           )
         )
-      }
-      const timer = setInterval(flush, flushEveryMs)
-      timer.unref()
-      yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(timer)))
-      collector.setSink((events) => {
-        pending.push(...events)
-        // A node that falls far behind drops its oldest unwritten events rather than its memory.
-        if (pending.length > 50_000) pending.splice(0, pending.length - 50_000)
-      })
+      )
     }
+    const timer = setInterval(flush, flushEveryMs)
+    timer.unref()
+    yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(timer)))
+    collector.setSink((events) => {
+      pending.push(...events)
+      // A node that falls far behind drops its oldest unwritten events rather than its memory.
+      if (pending.length > 50_000) pending.splice(0, pending.length - 50_000)
+    })
 
     const states = new Map<string, Node.NodeProject>()
     const envs = new Map<string, { readonly signature: string; readonly env: ProjectEnv }>()

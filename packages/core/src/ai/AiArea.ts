@@ -1,7 +1,6 @@
-import type { Effect } from "effect"
-import { Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { area } from "../Area.ts"
-import { aiAddonProvider } from "./AiAddon.ts"
+import { aiAddonProvider, aiKeyContext } from "./AiAddon.ts"
 import { aiCallSweepHandler } from "./AiCallSweep.ts"
 import { AiCallStore } from "./AiCallStore.ts"
 import { AiCatalog } from "./AiCatalog.ts"
@@ -9,6 +8,8 @@ import { AiGateway } from "./AiGateway.ts"
 import { AiKeyStore } from "./AiKeyStore.ts"
 import { autoTopupHandler } from "./AutoTopup.ts"
 import type { JobHandler } from "../jobs/Job.ts"
+import { nodeBinding } from "../node/NodeBinding.ts"
+import { Sealer } from "../secrets/Sealer.ts"
 import { Credits } from "./Credits.ts"
 
 /**
@@ -21,6 +22,19 @@ export const AiArea = area({
   stores: [AiKeyStore, AiCallStore],
   services: Layer.merge(Credits.layer, AiGateway.layer.pipe(Layer.provideMerge(AiCatalog.layer))),
   addon: aiAddonProvider,
+  // The project's gateway key, opened from its sealed copy; null when AI is not granted.
+  node: Effect.gen(function* () {
+    const keys = yield* AiKeyStore
+    const sealer = yield* Sealer
+    return nodeBinding("ai", (projectId) =>
+      Effect.gen(function* () {
+        const row = yield* keys.find(projectId)
+        if (Option.isNone(row)) return null
+        // A key that does not open is a broken key ring, not a request's fault.
+        return { key: yield* Effect.orDie(sealer.open(row.value.sealed, aiKeyContext(projectId))) }
+      })
+    )
+  }),
   jobs: [autoTopupHandler, aiCallSweepHandler] as ReadonlyArray<
     Effect.Effect<JobHandler, never, Effect.Services<typeof autoTopupHandler | typeof aiCallSweepHandler>>
   >

@@ -1,6 +1,7 @@
 import { Effect, Option } from "effect"
 import type { AddonProvider } from "../addons/Addon.ts"
 import { area } from "../Area.ts"
+import { nodeBinding } from "../node/NodeBinding.ts"
 import type { TeardownStep } from "../projects/ProjectHooks.ts"
 import { Databases } from "./Databases.ts"
 import { DatabaseStore } from "./DatabaseStore.ts"
@@ -22,6 +23,7 @@ export const DatabaseArea = area({
     grant: () => Effect.die(new Error("the database is created through Databases.create")),
     revoke: () => Effect.die(new Error("the database is deleted through its delete operation"))
   })),
+  node: Effect.map(Effect.service(Databases), (databases) => nodeBinding("db", databases.binding)),
   // Project delete: no recovery generation. Spec 4.3's order: the database drained with the in-flight requests and
   // commits (it is suspended from the delete's acceptance), the cluster with the node data, the images with the git
   // repositories and backups.

@@ -1,4 +1,4 @@
-import { Context, Duration, Effect, Layer, Option, Redacted, Semaphore } from "effect"
+import { Context, DateTime, Duration, Effect, Layer, Option, Redacted, Semaphore } from "effect"
 import {
   ConfirmMismatch,
   ExportFailed,
@@ -570,28 +570,31 @@ export class Databases extends Context.Service<
         return yield* connectFor(row.value).pipe(Effect.catch(() => Effect.succeed(null)))
       })
 
-      const lastBackup = (projectId: ProjectId) =>
+      // Times compared as instants: rows' texts need not share one spelling (precision, offset) to compare right.
+      const lastBackupAt = (projectId: ProjectId) =>
         Effect.map(store.generations(projectId), (rows) =>
-          rows.reduce<string | null>(
-            (latest, row) => (latest === null || row.createdAt > latest ? row.createdAt : latest),
-            null
-          )
+          rows.reduce<{ readonly at: DateTime.Utc; readonly text: string } | null>((latest, row) => {
+            const at = DateTime.makeUnsafe(row.createdAt)
+            return latest === null || DateTime.isGreaterThan(at, latest.at) ? { at, text: row.createdAt } : latest
+          }, null)
         )
+      const lastBackup = (projectId: ProjectId) => Effect.map(lastBackupAt(projectId), (latest) => latest?.text ?? null)
 
       // The grid boundary whose generation failed and was notified, per project: one notice per boundary, not per round.
       const failedBoundary = new Map<ProjectId, string>()
       const backupDue = Effect.gen(function* () {
         if (Option.isNone(maybeNode) || Option.isNone(maybeBackups)) return
         const interval = Duration.toMillis(config.backupInterval)
-        const now = Date.parse(yield* nowIso)
-        const boundary = new Date(Math.floor(now / interval) * interval).toISOString()
+        const now = DateTime.toEpochMillis(yield* DateTime.now)
+        const boundaryAt = DateTime.makeUnsafe(Math.floor(now / interval) * interval)
+        const boundary = DateTime.formatIso(boundaryAt)
         for (const projectId of yield* store.projects) {
           const row = yield* store.find(projectId)
           if (Option.isNone(row) || row.value.operationId !== null) continue
           // A database created within this grid cell gets its baseline from the create itself: the scheduler taking
           // one too, between the record's insert and the baseline, would list two generations for one moment.
-          const latest = (yield* lastBackup(projectId)) ?? row.value.createdAt
-          if (latest >= boundary) continue
+          const latest = (yield* lastBackupAt(projectId))?.at ?? DateTime.makeUnsafe(row.value.createdAt)
+          if (DateTime.isGreaterThanOrEqualTo(latest, boundaryAt)) continue
           yield* takeGeneration(projectId).pipe(
             Effect.tap(() => Effect.sync(() => failedBoundary.delete(projectId))),
             Effect.catchCause((cause) =>
@@ -616,11 +619,15 @@ export class Databases extends Context.Service<
       const checkDue = Effect.gen(function* () {
         if (Option.isNone(maybeBackups)) return
         const backups = maybeBackups.value
-        const now = yield* nowIso
-        const before = new Date(Date.parse(now) - Duration.toMillis(config.checkInterval)).toISOString()
+        const before = DateTime.subtract(yield* DateTime.now, { milliseconds: Duration.toMillis(config.checkInterval) })
         for (const projectId of yield* store.projects) {
           for (const generation of yield* store.generations(projectId)) {
-            if (generation.lastCheckedAt !== null && generation.lastCheckedAt > before) continue
+            if (
+              generation.lastCheckedAt !== null &&
+              DateTime.isGreaterThan(DateTime.makeUnsafe(generation.lastCheckedAt), before)
+            ) {
+              continue
+            }
             const digest = yield* backups
               .digest(generation.offsiteKey)
               .pipe(Effect.catch(() => Effect.succeed(undefined)))

@@ -1,5 +1,6 @@
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { area } from "../Area.ts"
+import { nodeBinding } from "../node/NodeBinding.ts"
 import { emailProvider } from "./EmailAddon.ts"
 import { EmailLog } from "./EmailLog.ts"
 import { EmailStore } from "./EmailStore.ts"
@@ -17,5 +18,6 @@ export const EmailArea = area({
   stores: [EmailStore],
   services: Layer.mergeAll(MailHooks.layer, EmailLog.layer, MailRelay.layer),
   addon: emailProvider,
+  node: Effect.map(Effect.service(MailRelay), (relay) => nodeBinding("email", relay.binding)),
   jobs: [mailPurgeHandler]
 })

@@ -1,5 +1,6 @@
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { area } from "../Area.ts"
+import { nodeBinding } from "../node/NodeBinding.ts"
 import { authAddonProvider } from "./AuthAddon.ts"
 import { AuthStore } from "./AuthStore.ts"
 import { AuthWorker } from "./AuthWorker.ts"
@@ -16,5 +17,6 @@ export const EndUserArea = area({
   stores: [AuthStore],
   services: AuthWorker.layer.pipe(Layer.provideMerge(EndUserAuths.layer)),
   addon: authAddonProvider,
+  node: Effect.map(Effect.service(EndUserAuths), (auths) => nodeBinding("auth", auths.binding)),
   jobs: [identitiesDeleteHandler]
 })

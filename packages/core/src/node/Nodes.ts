@@ -1,11 +1,6 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AccessPolicies } from "../access/AccessPolicies.ts"
-import { AiKeyStore } from "../ai/AiKeyStore.ts"
-import { aiKeyContext } from "../ai/AiAddon.ts"
-import { Databases } from "../database/Databases.ts"
 import { Deployments } from "../deployments/Deployments.ts"
-import { EndUserAuths } from "../enduser/EndUserAuths.ts"
-import { MailRelay } from "../email/MailRelay.ts"
 import { NodeApiOff, NotFound, Unauthorized } from "../errors/Errors.ts"
 import { HostnameStore } from "../hostnames/HostnameStore.ts"
 import { makeId, type ProjectId } from "../kernel/Ids.ts"
@@ -13,10 +8,10 @@ import { NodeRevisions } from "../kernel/NodeRevisions.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
-import { Sealer } from "../secrets/Sealer.ts"
 import { Secrets } from "../secrets/Secrets.ts"
 import { StorageNode } from "../storage/StorageNode.ts"
 import type { NodeProject, NodeState, OpenedSecrets, UsageRecorded, UsageReport } from "./Node.ts"
+import { NodeBindings, type NodeBindingValues } from "./NodeBinding.ts"
 import { NodeConfig } from "./NodeConfig.ts"
 
 /** Projects answered per state read; `revision` then says where the next read starts. */
@@ -24,7 +19,8 @@ const pageSize = 200
 
 /**
  * The node API of decisions.md part 6: what a node converges on. Every call is authorized by `SERVICE_NODE_TOKEN`
- * first (unset: 501 `node_api_off`; wrong or missing: 401).
+ * first (unset: 501 `node_api_off`; wrong or missing: 401). A project's add-on bindings are the areas' `node` fields,
+ * folded into `NodeBindings`; this is built after every area (`Area.services`), so it may read any of them.
  */
 export class Nodes extends Context.Service<
   Nodes,
@@ -50,13 +46,8 @@ export class Nodes extends Context.Service<
       const deployments = yield* Deployments
       const access = yield* AccessPolicies
       const secrets = yield* Secrets
-      // A host may leave the database area out: every db binding is then null.
-      const databases = yield* Effect.serviceOption(Databases)
-      const auths = yield* Effect.serviceOption(EndUserAuths)
-      const mail = yield* Effect.serviceOption(MailRelay)
-      const aiKeys = yield* Effect.serviceOption(AiKeyStore)
-      const sealer = yield* Sealer
-      const storage = yield* Effect.serviceOption(StorageNode)
+      const bindings = yield* NodeBindings
+      const storage = yield* StorageNode
       const expected = Option.isSome(config.token)
         ? Option.some(yield* tokens.hash(Redacted.value(config.token.value)))
         : Option.none<string>()
@@ -71,19 +62,16 @@ export class Nodes extends Context.Service<
         }
       })
 
-      /** The project's AI key, opened from its sealed copy; null when AI is not granted. */
-      const aiBinding = Effect.fnUntraced(function* (id: ProjectId) {
-        if (Option.isNone(aiKeys)) return null
-        const row = yield* aiKeys.value.find(id)
-        if (Option.isNone(row)) return null
-        // A key that does not open is a broken key ring, not a request's fault.
-        return { key: yield* Effect.orDie(sealer.open(row.value.sealed, aiKeyContext(id))) }
+      const bindingsOf = Effect.fnUntraced(function* (id: ProjectId, none: NodeBindingValues) {
+        const values: Record<string, unknown> = { ...none }
+        for (const binding of bindings) values[binding.name] = yield* binding.of(id)
+        return values as NodeBindingValues
       })
 
       const projectState = Effect.fnUntraced(function* (projectId: string): Effect.fn.Return<NodeProject> {
         const id = makeId("prj", projectId)
         const row = yield* projects.findById(id)
-        const none = { db: null, storage: null, email: null, auth: null, ai: null }
+        const none: NodeBindingValues = { db: null, storage: null, email: null, auth: null, ai: null }
         if (Option.isNone(row) || row.value.deletingSince !== null) {
           return {
             projectId,
@@ -109,15 +97,8 @@ export class Nodes extends Context.Service<
           deployment: Option.isSome(live) ? { id: live.value.id, digest: live.value.digest } : null,
           access: { mode: (yield* access.policyOf(id)).mode },
           secrets: (yield* secrets.open(id)).map((secret) => ({ name: secret.name, version: secret.version })),
-          // One line per add-on binding (decisions.md part 6); an area left out of the host answers null.
-          bindings: {
-            ...none,
-            db: Option.isSome(databases) ? yield* databases.value.binding(id) : null,
-            email: Option.isSome(mail) ? yield* mail.value.binding(id) : null,
-            storage: Option.isSome(storage) ? yield* storage.value.binding(id) : null,
-            auth: Option.isSome(auths) ? yield* auths.value.binding(id) : null,
-            ai: yield* aiBinding(id)
-          }
+          // Each area's binding (decisions.md part 6); one no area declares stays null.
+          bindings: yield* bindingsOf(id, none)
         }
       })
 
@@ -148,7 +129,7 @@ export class Nodes extends Context.Service<
           projectId: makeId("prj", item.projectId),
           storageBytes: item.storageBytes
         }))
-        const recorded = Option.isSome(storage) ? yield* storage.value.recordUsage(lines) : []
+        const recorded = yield* storage.recordUsage(lines)
         const known = new Set<string>(recorded)
         return {
           recorded: recorded.length,

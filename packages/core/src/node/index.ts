@@ -1,4 +1,4 @@
 export * from "./Node.ts"
-export * from "./NodeArea.ts"
+export * from "./NodeBinding.ts"
 export * from "./NodeConfig.ts"
 export * from "./Nodes.ts"

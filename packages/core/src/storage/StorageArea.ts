@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { area } from "../Area.ts"
+import { nodeBinding } from "../node/NodeBinding.ts"
 import type { TeardownStep } from "../projects/ProjectHooks.ts"
 import { storageAddonProvider } from "./StorageAddon.ts"
 import { StorageNode } from "./StorageNode.ts"
@@ -11,6 +12,7 @@ export const StorageArea = area({
   stores: [StorageStore],
   services: StorageNode.layer,
   addon: storageAddonProvider,
+  node: Effect.map(Effect.service(StorageNode), (storage) => nodeBinding("storage", storage.binding)),
   teardown: [
     Effect.map(Effect.service(StorageNode), (storage): TeardownStep => ({
       phase: "data",

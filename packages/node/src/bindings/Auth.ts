@@ -26,7 +26,7 @@ export interface WorkerUser {
  */
 export const makeAuthBinding = Effect.fnUntraced(function* (options: { readonly lifetimeMs: number }) {
   // `EndUserDirectory.off` is no directory: no session is resolved then.
-  const directory = Option.flatMap(yield* Effect.serviceOption(EndUser.EndUserDirectory), Kernel.portOn)
+  const directory = Kernel.portOn(yield* EndUser.EndUserDirectory)
   const tokens = yield* Kernel.Tokens
   const pending = new Map<string, Pending>()
 

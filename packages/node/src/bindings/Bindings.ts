@@ -20,17 +20,16 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
   /** How often the node reports the storage usage that changed (part 6 wants it within 60 s). */
   readonly usageEveryMs?: number
 }) {
-  const node = yield* Effect.serviceOption(Database.DatabaseNode)
   const db = makeDbBinding({
-    authority: Option.isSome(node) ? node.value.authority : undefined,
+    authority: (yield* Database.DatabaseNode).authority,
     queryTimeoutMs: options.queryTimeoutMs
   })
   const nodes = yield* Node.Nodes
   const auth = yield* makeAuthBinding({ lifetimeMs: options.queryTimeoutMs + 60_000 })
-  const relay = yield* Effect.serviceOption(Email.MailRelay)
-  const gateway = yield* Effect.serviceOption(Ai.AiGateway)
+  const relay = yield* Email.MailRelay
+  const gateway = yield* Ai.AiGateway
   // `ObjectStore.off` is no store: the storage binding is then absent.
-  const objects = Option.flatMap(yield* Effect.serviceOption(Storage.ObjectStore), Kernel.portOn)
+  const objects = Kernel.portOn(yield* Storage.ObjectStore)
   const storage = Option.map(objects, (store) =>
     makeStorageBinding({
       objects: store,
@@ -45,9 +44,9 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
     if (project.bindings.db !== null) flags.db = { connectionString: project.bindings.db.url }
     // Without an object store on this node the grant cannot be served: absent rather than failing every call.
     if (project.bindings.storage !== null && Option.isSome(storage)) flags.storage = true
-    if (project.bindings.email !== null && Option.isSome(relay)) flags.email = true
+    if (project.bindings.email !== null) flags.email = true
     // AI needs both the grant and the deployment's `ai: true` (spec 4.10).
-    if (project.bindings.ai !== null && manifest.ai === true && Option.isSome(gateway)) flags.ai = true
+    if (project.bindings.ai !== null && manifest.ai === true) flags.ai = true
     if (project.bindings.auth !== null) flags.auth = true
     return flags
   }
@@ -66,11 +65,11 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
       if (binding === "storage" && Option.isSome(storage)) {
         return await storage.value.call(projectId, granted(projectId, "storage"), method, args)
       }
-      if (binding === "email" && method === "send" && Option.isSome(relay)) {
-        return { value: await sendMail(relay.value, projectId, granted(projectId, "email"), args[0]) }
+      if (binding === "email" && method === "send") {
+        return { value: await sendMail(relay, projectId, granted(projectId, "email"), args[0]) }
       }
-      if (binding === "ai" && method === "chat" && Option.isSome(gateway)) {
-        return { value: await chat(gateway.value, granted(projectId, "ai").key, args[0]) }
+      if (binding === "ai" && method === "chat") {
+        return { value: await chat(gateway, granted(projectId, "ai").key, args[0]) }
       }
       if (binding === "auth" && method === "user") {
         return { value: await auth.user(projectId, options.stateOf(projectId), args[0]) }
