@@ -379,6 +379,25 @@ describe("what the adapters send (a recording stub)", () => {
     })
   )
 
+  it.effect("exactly one part's bytes are one PUT; each part but the last is 8 MiB, whatever the chunks", () =>
+    Effect.gen(function* () {
+      const stub = yield* recordingS3()
+      const store = BackupStoreS3.make(yield* stubBucket(stub.url))
+      yield* store.put("prj_1/one.tar.gz", streamOfBytes(new Uint8Array(8 * 1024 * 1024), 300_000))
+      assert.deepStrictEqual(
+        stub.requests.map((request) => `${request.method} ${request.bytes}`),
+        [`PUT ${8 * 1024 * 1024}`]
+      )
+      const multi = yield* recordingS3()
+      const other = BackupStoreS3.make(yield* stubBucket(multi.url))
+      const bytes = new Uint8Array(17 * 1024 * 1024 + 5).map((_, i) => i % 251)
+      const written = yield* other.put("prj_1/three.tar.gz", streamOfBytes(bytes, 777_777))
+      assert.strictEqual(written.bytes, bytes.byteLength)
+      const parts = multi.requests.filter((request) => request.method === "PUT").map((request) => request.bytes)
+      assert.deepStrictEqual(parts, [8 * 1024 * 1024, 8 * 1024 * 1024, 1024 * 1024 + 5])
+    })
+  )
+
   it.effect("a multipart upload whose body fails, or whose part the bucket refuses, is aborted", () =>
     Effect.gen(function* () {
       const stub = yield* recordingS3()

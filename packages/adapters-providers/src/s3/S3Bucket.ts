@@ -1,18 +1,22 @@
 import { createHash } from "node:crypto"
 import { createWriteStream } from "node:fs"
-import { PassThrough, type Readable } from "node:stream"
+import type { Readable } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import {
+  AbortMultipartUploadCommand,
+  type CompletedPart,
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
-  S3Client
+  S3Client,
+  UploadPartCommand
 } from "@aws-sdk/client-s3"
-import { Upload } from "@aws-sdk/lib-storage"
 import { NodeStream } from "@effect/platform-node"
 import { Config, ConfigProvider, Data, Effect, Exit, Option, Redacted, Stream } from "effect"
 
@@ -98,6 +102,13 @@ export class S3Failure extends Data.TaggedError("S3Failure")<{
   readonly message: string
 }> {}
 
+const missing = (operation: string, key: string, field: string) =>
+  new S3Failure({
+    reason: "Unavailable",
+    name: "InvalidResponse",
+    message: `S3 ${operation} ${key}: no ${field} in the answer`
+  })
+
 /** Whether a failure is the bucket's (and not the failure of a stream being uploaded). */
 export const isS3Failure = (error: unknown): error is S3Failure => error instanceof S3Failure
 
@@ -128,9 +139,6 @@ export const failure = (operation: string, key: string) => (cause: unknown) => {
 
 /** Parts of a multipart upload: bodies above one part go up in parts (decisions.md part 15: above 8 MiB). */
 export const partBytes = 8 * 1024 * 1024
-
-/** Parts in flight per upload: with the part being filled, at most two parts of one upload are in memory. */
-const partsInFlight = 1
 
 export interface Written {
   readonly bytes: number
@@ -184,8 +192,11 @@ export const make = (settings: S3Settings, client: S3Client = makeClient(setting
     Effect.tryPromise({ try: run, catch: failure(operation, key) })
 
   /**
-   * Streams `body` to `key` while hashing it. With `ifAbsent`, the write is conditional (`If-None-Match: *`): a key
-   * that exists already is `PreconditionFailed`, and it keeps what it held.
+   * Streams `body` to `key` while hashing it: one PUT when it fits in one part, else a multipart upload whose parts are
+   * filled in one buffer, reused once its part went up. The source is read no further while a part goes up, so an
+   * upload holds one part in memory whatever its size (lib-storage's `Upload` concatenates each part anew from the
+   * stream's chunks and keeps the previous one alive until the next is cut: about three parts per upload, and a bundle
+   * is two uploads at once). A failing or interrupted upload aborts its multipart upload before it ends.
    */
   const upload = <E>(
     key: string,
@@ -193,68 +204,81 @@ export const make = (settings: S3Settings, client: S3Client = makeClient(setting
     options: { readonly contentType?: string } = {}
   ): Effect.Effect<Written, E | S3Failure> =>
     Effect.suspend(() => {
-      const source = new PassThrough({ highWaterMark: 1024 * 1024 })
-      const upload = new Upload({
-        client,
-        params: {
-          Bucket,
-          Key: full(key),
-          Body: source,
-          ...(options.contentType === undefined ? {} : { ContentType: options.contentType })
-        },
-        partSize: partBytes,
-        queueSize: partsInFlight,
-        leavePartsOnError: false
-      })
-      const done = upload.done()
-      /** Resolves once the upload has ended either way (after its multipart upload is aborted, when it failed). */
-      const settled = done.then(
-        () => undefined,
-        (cause: unknown) => cause
-      )
+      const Key = full(key)
+      const type = options.contentType === undefined ? {} : { ContentType: options.contentType }
       const hash = createHash("sha256")
       let bytes = 0
-      let finished = false
-      const write = (chunk: Uint8Array): Effect.Effect<void, S3Failure> =>
-        source.write(chunk)
-          ? Effect.void
-          : send("upload", key, async () => {
-              // Waits for room, or for the upload's end: a failed upload reads no more and would never drain.
-              const failed = await Promise.race([
-                new Promise<undefined>((resolve) => source.once("drain", () => resolve(undefined))),
-                settled.then((cause) => cause ?? new Error("the upload ended before its body"))
-              ])
-              if (failed !== undefined) throw failed
+      let part: Buffer | undefined
+      let filled = 0
+      let uploadId: string | undefined
+      const done: Array<CompletedPart> = []
+
+      const sendPart = (data: Uint8Array) =>
+        Effect.gen(function* () {
+          if (uploadId === undefined) {
+            const created = yield* send("upload", key, (abortSignal) =>
+              client.send(new CreateMultipartUploadCommand({ Bucket, Key, ...type }), { abortSignal })
+            )
+            if (created.UploadId === undefined) return yield* Effect.fail(missing("upload", key, "UploadId"))
+            uploadId = created.UploadId
+          }
+          const PartNumber = done.length + 1
+          const answer = yield* send("upload", key, (abortSignal) =>
+            client.send(new UploadPartCommand({ Bucket, Key, UploadId: uploadId, PartNumber, Body: data }), {
+              abortSignal
             })
-      const feed = Stream.runForEachArray(body, (chunks) =>
-        Effect.forEach(
-          chunks,
-          (chunk) => {
-            hash.update(chunk)
-            bytes += chunk.byteLength
-            return write(chunk)
-          },
-          { discard: true }
+          )
+          if (answer.ETag === undefined) return yield* Effect.fail(missing("upload", key, "ETag"))
+          done.push({ PartNumber, ETag: answer.ETag })
+        })
+
+      // A full part goes up only once more bytes come: a body of exactly one part is one PUT.
+      const take = (chunk: Uint8Array) =>
+        Effect.gen(function* () {
+          hash.update(chunk)
+          bytes += chunk.byteLength
+          for (let offset = 0; offset < chunk.byteLength;) {
+            if (filled === partBytes) {
+              yield* sendPart(part!)
+              filled = 0
+            }
+            part ??= Buffer.allocUnsafe(partBytes)
+            const n = Math.min(partBytes - filled, chunk.byteLength - offset)
+            part.set(chunk.subarray(offset, offset + n), filled)
+            filled += n
+            offset += n
+          }
+        })
+
+      const finish = Effect.gen(function* () {
+        const rest = part === undefined ? Buffer.alloc(0) : part.subarray(0, filled)
+        if (uploadId === undefined) {
+          yield* send("upload", key, (abortSignal) =>
+            client.send(new PutObjectCommand({ Bucket, Key, Body: rest, ...type }), { abortSignal })
+          )
+          return
+        }
+        yield* sendPart(rest)
+        const id = uploadId
+        yield* send("upload", key, (abortSignal) =>
+          client.send(
+            new CompleteMultipartUploadCommand({ Bucket, Key, UploadId: id, MultipartUpload: { Parts: done } }),
+            { abortSignal }
+          )
         )
-      )
-      return feed.pipe(
-        Effect.andThen(
-          send("upload", key, async () => {
-            source.end()
-            await done
-            finished = true
-          })
-        ),
+      })
+
+      return Stream.runForEachArray(body, (chunks) => Effect.forEach(chunks, take, { discard: true })).pipe(
+        Effect.andThen(finish),
         Effect.andThen(Effect.sync((): Written => ({ bytes, sha256: hash.digest("hex") }))),
         Effect.onExit((exit) =>
-          Exit.isSuccess(exit) && finished
+          Exit.isSuccess(exit) || uploadId === undefined
             ? Effect.void
-            : // The source breaks off: the upload fails, aborts its multipart upload (or never sends its single
-              // PUT), and only then is this put over.
-              Effect.promise(async () => {
-                source.destroy(new Error("the upload's source broke off"))
-                await settled
-              })
+            : // The parts sent so far are dropped; a store that refuses even this keeps them until its own expiry
+              // rule (docs/object-storage.md), never under the key.
+              send("abort", key, () =>
+                client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId: uploadId }))
+              ).pipe(Effect.ignore)
         )
       )
     })
