@@ -1,16 +1,20 @@
-// `npm run bench:tls -- [--seconds <s>] [--connections <n>] [--timeout <s>]`
+// `npm run bench:tls -- [--seconds <s>] [--connections <n>] [--runs <n>] [--timeout <s>]`
 //
 // HTTPS at the edge, in one run: requests/s for a static asset through the real server's TLS listener (npm start's
 // binary, static certificate), with keep-alive connections and with a new connection per request, beside a bare
-// `node:https` server answering the same bytes with the same certificate, measured one after the other by the same
-// client; the ratios are printed (goal: keep-alive at least 0.7x the bare server). The new-connection figures are
-// TLS handshakes per second. Runs directly on Node type stripping: erasable TypeScript syntax only.
+// `node:https` server in its own process answering the same bytes with the same certificate, measured one after the
+// other by the same client, `runs` times in alternating order; the medians and their ratios are printed (goal:
+// keep-alive at least 0.7x the bare server), with each server process's CPU per request, which a busy machine
+// changes less than the rates. The new-connection figures are TLS handshakes per second. Runs directly on Node type
+// stripping: erasable TypeScript syntax only.
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Https from "node:https"
 import * as Path from "node:path"
 import { bundleOf, manifestEntry, testAuthority } from "@hostplane/testkit"
 import {
+  benchDir,
+  cpuSeconds,
   freePort,
   log,
   makeTempDir,
@@ -18,28 +22,37 @@ import {
   request,
   round,
   runBench,
-  startHostplane
+  startChild,
+  startHostplane,
+  waitFor
 } from "./support/harness.ts"
 
 const usage = `usage: npm run bench:tls -- [options]
   --seconds <s>       seconds of load per target and mode (default 10)
   --connections <n>   concurrent clients (default 20)
+  --runs <n>          paired runs, edge and bare one after the other, order alternating (default 3)
   --timeout <s>       abort everything after this many seconds (default 600)`
 
 const { values: parsed, fail } = parseOptions(usage, {
   seconds: { type: "string" },
   connections: { type: "string" },
+  runs: { type: "string" },
   timeout: { type: "string" }
 })
 const seconds = Number(parsed.seconds ?? "10")
 const connections = Number(parsed.connections ?? "20")
+const runs = Number(parsed.runs ?? "3")
 const timeoutS = Number(parsed.timeout ?? "600")
-if (![seconds, connections, timeoutS].every((n) => Number.isFinite(n) && n > 0)) fail("invalid option")
+if (![seconds, connections, runs, timeoutS].every((n) => Number.isFinite(n) && n > 0)) fail("invalid option")
 
 const page = `<!doctype html><title>bench</title><p>${"static asset ".repeat(60)}</p>\n`
 
-/** `connections` clients each sending GETs back to back for `seconds`: completed 200s per second. */
-const load = async (port: number, host: string, ca: string, keepAlive: boolean) => {
+/**
+ * `connections` clients each sending GETs back to back for `seconds`: completed 200s per second, and the CPU the
+ * server process `pid` spent per completed request (µs).
+ */
+const load = async (port: number, host: string, ca: string, keepAlive: boolean, pid: number) => {
+  const cpuBefore = cpuSeconds(pid)
   const deadline = Date.now() + seconds * 1000
   let ok = 0
   let failed = 0
@@ -71,7 +84,18 @@ const load = async (port: number, host: string, ca: string, keepAlive: boolean) 
     agent?.destroy()
   }
   await Promise.all(Array.from({ length: connections }, client))
-  return { perSecond: ok / seconds, failed }
+  const cpuAfter = cpuSeconds(pid)
+  const cpuUs =
+    cpuBefore === undefined || cpuAfter === undefined || ok === 0 ? NaN : ((cpuAfter - cpuBefore) * 1e6) / ok
+  return { perSecond: ok / seconds, failed, cpuUs }
+}
+
+type Figures = Awaited<ReturnType<typeof load>>
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
 await runBench(async () => {
@@ -108,27 +132,64 @@ await runBench(async () => {
   })
   if (deployed.status !== 201) throw new Error(`deploy answered ${deployed.status}: ${await deployed.text()}`)
 
-  const bare = Https.createServer({ cert: leaf.chain, key: leaf.key, keepAliveTimeout: 65_000 }, (_req, res) => {
-    res.writeHead(200, { "content-type": "text/html; charset=utf-8", "content-length": Buffer.byteLength(page) })
-    res.end(page)
-  })
+  const bodyFile = Path.join(dir, "page.html")
+  Fs.writeFileSync(bodyFile, page)
   const barePort = await freePort()
-  await new Promise<void>((resolve) => bare.listen(barePort, "127.0.0.1", resolve))
+  const bare = startChild(
+    "bare",
+    [Path.join(benchDir, "https-bare-server.ts")],
+    {
+      ...process.env,
+      BENCH_LISTEN: `127.0.0.1:${barePort}`,
+      BENCH_BODY_FILE: bodyFile,
+      BENCH_CERT_FILE: Path.join(dir, "edge.pem"),
+      BENCH_KEY_FILE: Path.join(dir, "edge.key")
+    },
+    Path.join(dir, "bare.log")
+  )
+  await waitFor(bare, 15_000, async () => {
+    const probe = await new Promise<number>((resolve, reject) =>
+      Https.get({ host: "127.0.0.1", port: barePort, path: "/", servername: host, ca: ca.root }, (response) => {
+        response.resume()
+        resolve(response.statusCode ?? 0)
+      }).on("error", reject)
+    )
+    return probe === 200 ? true : undefined
+  })
 
+  const edgePid = server.child.pid
   // Warm-up: the edge's caches and the JIT, unmeasured.
-  await load(tlsPort, host, ca.root, true)
-  log(`load: ${connections} clients, ${seconds} s per target and mode, HTTP/1.1 over TLS 1.3 (ECDSA P-256)`)
-  const edgeKeep = await load(tlsPort, host, ca.root, true)
-  const bareKeep = await load(barePort, host, ca.root, true)
-  const edgeNew = await load(tlsPort, host, ca.root, false)
-  const bareNew = await load(barePort, host, ca.root, false)
-  bare.close()
-  const line = (
-    name: string,
-    edge: { perSecond: number; failed: number },
-    peer: { perSecond: number; failed: number }
-  ) =>
-    `${name}: edge ${round(edge.perSecond, 0)}/s, bare node:https ${round(peer.perSecond, 0)}/s, ratio ${round(edge.perSecond / peer.perSecond, 2)}x (failed: edge ${edge.failed}, bare ${peer.failed})`
-  console.log(line("keep-alive requests", edgeKeep, bareKeep) + " (goal >= 0.7x)")
-  console.log(line("new connection per request (handshakes)", edgeNew, bareNew))
+  await load(tlsPort, host, ca.root, true, edgePid)
+  await load(barePort, host, ca.root, true, bare.pid)
+  log(
+    `load: ${connections} clients, ${seconds} s per target and mode, ${runs} runs, HTTP/1.1 over TLS 1.3 (ECDSA P-256)`
+  )
+  const results: Record<string, Array<Figures>> = { edgeKeep: [], bareKeep: [], edgeNew: [], bareNew: [] }
+  for (let run = 0; run < runs; run++) {
+    const order = run % 2 === 0 ? (["edge", "bare"] as const) : (["bare", "edge"] as const)
+    for (const keepAlive of [true, false]) {
+      for (const target of order) {
+        const figures =
+          target === "edge"
+            ? await load(tlsPort, host, ca.root, keepAlive, edgePid)
+            : await load(barePort, host, ca.root, keepAlive, bare.pid)
+        results[`${target}${keepAlive ? "Keep" : "New"}`]!.push(figures)
+        log(
+          `run ${run + 1} ${target} ${keepAlive ? "keep-alive" : "new connections"}: ${round(figures.perSecond, 0)}/s, ${round(figures.cpuUs, 0)} µs CPU per request`
+        )
+      }
+    }
+  }
+  const line = (name: string, edge: ReadonlyArray<Figures>, peer: ReadonlyArray<Figures>) => {
+    const rate = (figures: ReadonlyArray<Figures>) => median(figures.map((one) => one.perSecond))
+    const cpu = (figures: ReadonlyArray<Figures>) => median(figures.map((one) => one.cpuUs))
+    const failed = (figures: ReadonlyArray<Figures>) => figures.reduce((sum, one) => sum + one.failed, 0)
+    return (
+      `${name}: edge ${round(rate(edge), 0)}/s, bare node:https ${round(rate(peer), 0)}/s, ratio ${round(rate(edge) / rate(peer), 2)}x; ` +
+      `server CPU per request edge ${round(cpu(edge), 0)} µs, bare ${round(cpu(peer), 0)} µs, ratio ${round(cpu(peer) / cpu(edge), 2)}x ` +
+      `(medians of ${runs}; failed: edge ${failed(edge)}, bare ${failed(peer)})`
+    )
+  }
+  console.log(line("keep-alive requests", results.edgeKeep!, results.bareKeep!) + " (goal >= 0.7x)")
+  console.log(line("new connection per request (handshakes)", results.edgeNew!, results.bareNew!))
 }, timeoutS)

@@ -168,3 +168,38 @@ describe("the edge's TLS listener without a static certificate", () => {
     expect(() => servedCertificate(own.chain, "not a key")).toThrow(/^the private key is not a PEM private key$/)
   })
 })
+
+/** Two handshakes, the second offering the first's session: whether it was resumed (no full handshake). */
+const resumes = (port: number, options: ConnectionOptions) =>
+  new Promise<boolean>((resolve, reject) => {
+    const first: TLSSocket = tlsConnect({ host: "127.0.0.1", port, ca: ca.root, ...options })
+    first.on("error", reject)
+    // TLS 1.3 sends its tickets after the handshake: the session to offer comes with the `session` event.
+    first.once("session", (session) => {
+      first.end()
+      const second: TLSSocket = tlsConnect({ host: "127.0.0.1", port, ca: ca.root, ...options, session }, () => {
+        resolve(second.isSessionReused())
+        second.end()
+      })
+      second.on("error", reject)
+    })
+  })
+
+describe("TLS session resumption at the edge", () => {
+  let server: Http2SecureServer
+  let port: number
+  const book = new CertificateBook({ ...servedCertificate(wildcard.chain, wildcard.key), ...wildcard })
+  beforeAll(async () => {
+    book.set("shop.example.org", servedCertificate(own.chain, own.key))
+    server = edgeTlsServer(book)
+    port = await listen(server)
+  })
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+
+  it("resumes a session for a name's own certificate and for the static one, over TLS 1.3 and 1.2", async () => {
+    for (const servername of ["shop.example.org", "a.apps.test"]) {
+      expect(await resumes(port, { servername, minVersion: "TLSv1.3" })).toBe(true)
+      expect(await resumes(port, { servername, maxVersion: "TLSv1.2" })).toBe(true)
+    }
+  })
+})
