@@ -36,7 +36,9 @@ const backendTables = [
 describe.each([
   ["node:http", "examples/embed/main.ts", ""],
   ["Express", "examples/embed/express.ts", "/platform"],
-  ["Hono", "examples/embed/hono.ts", "/platform"]
+  ["Hono", "examples/embed/hono.ts", "/platform"],
+  ["Fastify", "examples/embed/fastify.ts", "/platform"],
+  ["Koa", "examples/embed/koa.ts", "/platform"]
 ] as const)("the %s host (%s) on a backend's database", (_, file, prefix) => {
   const database = ManagedRuntime.make(TestDatabase.layerBare)
   const query = <A extends object>(text: string) =>
