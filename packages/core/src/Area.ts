@@ -9,6 +9,62 @@ import { Nodes } from "./node/Nodes.ts"
 import { type HoldingCounter, OrgHoldings, OrgSubscriptionCheck, type SubscriptionCheck } from "./orgs/OrgHooks.ts"
 import { ProjectTeardown, type TeardownStep } from "./projects/ProjectHooks.ts"
 
+/** What every area's `fromEnv` receives: the defaults the host picks for settings left unset. */
+export interface SettingsOptions {
+  /** Whether the dev login is on when `SERVICE_DEV_AUTH` is unset. */
+  readonly devAuthDefault: boolean
+  /** `SERVICE_SITE_URL` when unset (the standalone server: its own edge). */
+  readonly siteUrlDefault?: string | undefined
+}
+
+/**
+ * An area's settings, read by its config service: `key` names its overrides in `configLayer`, `make` builds the
+ * config from explicit values (anything left out takes its default), `fromEnv` from the `SERVICE_*` environment.
+ */
+export interface AreaSettings<K extends string, Out, Over, RMake, E, REnv> {
+  readonly key: K
+  readonly make: (overrides?: Over) => Layer.Layer<Out, never, RMake>
+  readonly fromEnv: (options: SettingsOptions) => Layer.Layer<Out, E, REnv>
+}
+
+/** Any area's settings. */
+export type AnyAreaSettings = AreaSettings<string, any, any, any, any, any>
+
+/** Declares an area's settings, keeping their types (`configLayer` folds them). */
+export const areaSettings = <const K extends string, Out, Over, RMake, E = never, REnv = never>(
+  settings: AreaSettings<K, Out, Over, RMake, E, REnv>
+): AreaSettings<K, Out, Over, RMake, E, REnv> => settings
+
+/** The settings of each area of a list that declares some. */
+export type SettingsOf<A> = A extends { readonly settings?: infer S } ? Exclude<S, undefined> : never
+
+/** What the settings of a list of areas build: their config services. */
+export type ConfigsOf<S> = S extends AreaSettings<any, infer Out, any, any, any, any> ? Out : never
+
+/** The explicit values each area's settings take, by key. */
+export type OverridesOf<S extends AnyAreaSettings> = {
+  readonly [X in S as X["key"]]?: X extends AreaSettings<any, any, infer Over, any, any, any> ? Over : never
+}
+
+/** What reading the settings of a list of areas from the environment may fail with and needs. */
+export type SettingsErrorOf<S> = S extends AreaSettings<any, any, any, any, infer E, any> ? E : never
+export type SettingsNeedsOf<S> =
+  S extends AreaSettings<any, any, any, infer RMake, any, infer REnv> ? RMake | REnv : never
+
+/** Every area's config from explicit values, folded in list order. */
+export const settingsLayer = (
+  areas: ReadonlyArray<AnyArea>,
+  overrides: Readonly<Record<string, unknown>>
+): Array<Layer.Layer<any, any, any>> =>
+  areas.flatMap((area) => (area.settings === undefined ? [] : [area.settings.make(overrides[area.settings.key])]))
+
+/** Every area's config from the environment, folded in list order. */
+export const settingsFromEnv = (
+  areas: ReadonlyArray<AnyArea>,
+  options: SettingsOptions
+): Array<Layer.Layer<any, any, any>> =>
+  areas.flatMap((area) => (area.settings === undefined ? [] : [area.settings.fromEnv(options)]))
+
 /**
  * What one area contributes to core. Holdings, the subscription check and the add-on are read when `Orgs` and
  * `Projects` are built, so they may use ports and kernel services only; teardown steps are read by the project
@@ -18,6 +74,8 @@ import { ProjectTeardown, type TeardownStep } from "./projects/ProjectHooks.ts"
  */
 export interface Area<S extends Context.Key<any, any>, Out, E, In, RPorts, RAny, RJobs> {
   readonly name: string
+  /** The area's settings (`areaSettings`), read by its config service; `configLayer` folds them. */
+  readonly settings?: AnyAreaSettings
   /** The store ports this area owns: every store adapter family provides them (`Stores`). */
   readonly stores: ReadonlyArray<S>
   /** The area's services; they may use the services of the areas listed before it. */
@@ -44,10 +102,14 @@ export const area = <
   In = never,
   RPorts = never,
   RAny = never,
-  RJobs = never
+  RJobs = never,
+  St extends AnyAreaSettings = never
 >(
-  area: Omit<Area<Ss[number], Out, E, In, RPorts, RAny, RJobs>, "stores"> & { readonly stores: Ss }
-): Area<Ss[number], Out, E, In, RPorts, RAny, RJobs> => area
+  area: Omit<Area<Ss[number], Out, E, In, RPorts, RAny, RJobs>, "stores" | "settings"> & {
+    readonly stores: Ss
+    readonly settings?: St
+  }
+): Area<Ss[number], Out, E, In, RPorts, RAny, RJobs> & { readonly settings?: St } => area
 
 // Read from the field itself: matched against the whole `Area`, an area whose services output something fails to
 // infer and `S` falls back to its constraint, `Context.Key<any, any>`, making the fold `any`.

@@ -1,6 +1,17 @@
 import type { Context, Layer } from "effect"
 import { describe, expectTypeOf, it } from "vitest"
-import type { Identity, Kernel, Mail, Ports, services, Stores } from "../src/index.ts"
+import type {
+  ConfigOverrides,
+  Configs,
+  Identity,
+  Kernel,
+  Logs,
+  Mail,
+  Node,
+  Ports,
+  services,
+  Stores
+} from "../src/index.ts"
 import type { areas } from "../src/areas.ts"
 
 type Services = Layer.Success<typeof services>
@@ -31,5 +42,17 @@ describe("the folded registry types are precise", () => {
     expectTypeOf<Services>().not.toBeAny()
     expectTypeOf<Identity.IdentityProvider>().toExtend<Ports>()
     expectTypeOf<Identity.Identity>().toExtend<Services>()
+  })
+
+  it("Configs and ConfigOverrides, folded from the areas' settings, name each area's config and key", () => {
+    expectTypeOf<Configs>().not.toBeAny()
+    expectTypeOf<Identity.IdentityConfig>().toExtend<Configs>()
+    expectTypeOf<Logs.LogsConfig>().toExtend<Configs>()
+    expectTypeOf<Node.NodeConfig>().toExtend<Configs>()
+    expectTypeOf<Identity.Identity>().not.toExtend<Configs>()
+    expectTypeOf<ConfigOverrides>().toHaveProperty("identity")
+    expectTypeOf<ConfigOverrides>().toHaveProperty("invites")
+    expectTypeOf<ConfigOverrides>().toHaveProperty("logs")
+    expectTypeOf<Required<ConfigOverrides>["mail"]>().not.toBeAny()
   })
 })

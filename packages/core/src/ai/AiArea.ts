@@ -1,5 +1,6 @@
 import { Effect, Layer, Option } from "effect"
-import { area } from "../Area.ts"
+import { area, areaSettings } from "../Area.ts"
+import { AiConfig } from "./AiConfig.ts"
 import { aiAddonProvider, aiKeyContext } from "./AiAddon.ts"
 import { aiCallSweepHandler } from "./AiCallSweep.ts"
 import { AiCallStore } from "./AiCallStore.ts"
@@ -19,6 +20,7 @@ import { Credits } from "./Credits.ts"
  */
 export const AiArea = area({
   name: "ai",
+  settings: areaSettings({ key: "ai", make: AiConfig.make, fromEnv: () => AiConfig.layerConfig }),
   stores: [AiKeyStore, AiCallStore],
   services: Layer.merge(Credits.layer, AiGateway.layer.pipe(Layer.provideMerge(AiCatalog.layer))),
   addon: aiAddonProvider,

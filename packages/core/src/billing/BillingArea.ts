@@ -1,5 +1,6 @@
 import { Effect, Option } from "effect"
-import { area } from "../Area.ts"
+import { area, areaSettings } from "../Area.ts"
+import { BillingConfig } from "./BillingConfig.ts"
 import { isLive } from "./Billing.ts"
 import { Billings } from "./Billings.ts"
 import { BillingStore } from "./BillingStore.ts"
@@ -12,6 +13,7 @@ import type { SubscriptionCheck } from "../orgs/OrgHooks.ts"
  */
 export const BillingArea = area({
   name: "billing",
+  settings: areaSettings({ key: "billing", make: BillingConfig.make, fromEnv: () => BillingConfig.layerConfig }),
   stores: [BillingStore, CreditStore],
   services: Billings.layer,
   // A live paid subscription (status active, trialing or past_due) refuses org delete with `active_subscription`.

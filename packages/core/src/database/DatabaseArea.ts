@@ -1,6 +1,7 @@
 import { Effect, Option } from "effect"
 import type { AddonProvider } from "../addons/Addon.ts"
-import { area } from "../Area.ts"
+import { area, areaSettings } from "../Area.ts"
+import { DatabaseConfig } from "./DatabaseConfig.ts"
 import { nodeBinding } from "../node/NodeBinding.ts"
 import type { TeardownStep } from "../projects/ProjectHooks.ts"
 import { Databases } from "./Databases.ts"
@@ -11,6 +12,7 @@ const handlerAt = (index: number) => Effect.map(Effect.service(Databases), (data
 /** Spec 4.6: the database add-on, its generations and its durable restore and delete. */
 export const DatabaseArea = area({
   name: "database",
+  settings: areaSettings({ key: "database", make: DatabaseConfig.make, fromEnv: () => DatabaseConfig.layerConfig }),
   stores: [DatabaseStore],
   services: Databases.layer,
   // The registry's view (ProjectDetail's flag, the overview). The routes are DatabaseApi's own: a create runs the
