@@ -187,6 +187,23 @@ export const migrateSchema = (schema: string) =>
               })
             }
             yield* sql.unsafe(`CREATE SCHEMA ${schema}`)
+          } else if (state !== undefined) {
+            // Checked before anything runs in it: the migrator swallows its first refusal, and what fails then is a
+            // later statement, with "current transaction is aborted" and no privilege named.
+            const [rights] = yield* sql<{ readonly usage: boolean; readonly create: boolean }>`SELECT
+              has_schema_privilege(${schema}, 'USAGE') AS usage, has_schema_privilege(${schema}, 'CREATE') AS create`
+            const missing = [
+              ...(rights?.usage === true ? [] : ["USAGE"]),
+              ...(rights?.create === true ? [] : ["CREATE"])
+            ]
+            if (missing.length > 0) {
+              return yield* new PgSchemaError({
+                message:
+                  `the database user ${state.who} lacks the ${missing.join(" and ")} privilege on schema ${schema}, ` +
+                  `which starting hostplane there needs (it keeps its migrations record there): GRANT USAGE, CREATE ON ` +
+                  `SCHEMA ${schema} TO ${state.who}, or start as the schema's owner`
+              })
+            }
           }
           yield* sql.unsafe(`SET LOCAL search_path TO ${schema}`)
           const moved = yield* moveFromPublic(sql, schema)

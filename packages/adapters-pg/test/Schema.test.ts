@@ -283,6 +283,43 @@ layer(TestDatabase.layerBare, { excludeTestServices: true })("decisions part 18:
     })
   )
 
+  it.effect("a database user without rights in an existing schema gets a message naming the schema and privilege", () =>
+    Effect.gen(function* () {
+      const url = yield* freshDatabase
+      const sql = yield* SqlClient.SqlClient
+      // The schema was made by another user (an earlier start as the owner); this one may only connect.
+      yield* start(url)
+      const role = `hp_outside_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`
+      yield* Effect.acquireRelease(sql.unsafe(`CREATE ROLE ${role} LOGIN PASSWORD 'outside'`), () =>
+        onPlain(url, (plainSql) => plainSql.unsafe(`DROP OWNED BY ${role}`)).pipe(
+          Effect.andThen(sql.unsafe(`DROP ROLE IF EXISTS ${role}`)),
+          Effect.ignore
+        )
+      )
+      const outside = new URL(Redacted.value(url))
+      outside.username = role
+      outside.password = "outside"
+      const exit = yield* Effect.exit(start(Redacted.make(outside.href)))
+      assert.isTrue(Exit.isFailure(exit))
+      if (Exit.isFailure(exit)) {
+        const message = Cause.pretty(exit.cause)
+        assert.include(message, `the database user ${role} lacks the USAGE and CREATE privilege on schema hostplane`)
+        assert.include(message, `GRANT USAGE, CREATE ON SCHEMA hostplane TO ${role}`)
+        assert.notInclude(message, "current transaction is aborted")
+      }
+      // Granted them and the tables (as a host's DBA would), the same user starts.
+      yield* onPlain(url, (plainSql) =>
+        Effect.all([
+          plainSql.unsafe(`GRANT USAGE, CREATE ON SCHEMA hostplane TO ${role}`),
+          plainSql.unsafe(`GRANT ALL ON ALL TABLES IN SCHEMA hostplane TO ${role}`),
+          plainSql.unsafe(`GRANT ALL ON ALL SEQUENCES IN SCHEMA hostplane TO ${role}`)
+        ])
+      )
+      const started = yield* start(Redacted.make(outside.href))
+      assert.strictEqual((yield* started`SELECT current_schema() AS s`)[0]?.s, "hostplane")
+    })
+  )
+
   it.effect(
     "on a host's own PgClient: hostplane's pool on the same database, in its schema; the host's pool unchanged",
     () =>
