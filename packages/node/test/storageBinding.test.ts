@@ -158,6 +158,49 @@ describe("env.storage: the R2 subset on the node's object store (real workerd, s
     expect((await get(hostname, longest)).value.body).toBe("long")
   })
 
+  it("a key of up to 1024 bytes is kept even when its stored form would pass the store's limit; usage counts only values", async () => {
+    const project = await granted()
+    const { hostname } = project
+    // Plain letters, punctuation (escaped to 3 bytes each in the store) and 3-byte characters, each 1024 bytes.
+    const longest = ["k".repeat(1024), "/".repeat(1024), `long/${"?".repeat(1019)}`, `long/${"語".repeat(339)}ab`]
+    for (const key of longest) expect(Buffer.byteLength(key)).toBe(1024)
+    for (const key of longest) expect((await put(hostname, key, `v:${key.slice(0, 8)}`)).value?.key).toBe(key)
+    for (const key of longest) {
+      expect((await get(hostname, key)).value?.body, key.slice(0, 8)).toBe(`v:${key.slice(0, 8)}`)
+      expect((await call(hostname, "head", [key])).value?.key).toBe(key)
+    }
+    await put(hostname, "long/short", "s")
+    const sorted = (keys: Array<string>) => [...keys].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+    const keysOf = (answer: { value?: { objects: Array<{ key: string }> } }) =>
+      answer.value?.objects.map((object) => object.key)
+    expect(keysOf(await call(hostname, "list", []))).toEqual(sorted([...longest, "long/short"]))
+    expect(keysOf(await call(hostname, "list", [{ prefix: "long/" }]))).toEqual(
+      sorted([longest[2]!, longest[3]!, "long/short"])
+    )
+    expect(keysOf(await call(hostname, "list", [{ prefix: "/".repeat(1000) }]))).toEqual([longest[1]])
+    // Paged by cursor across both kinds of key.
+    const first = (await call(hostname, "list", [{ limit: 2 }])).value
+    const rest = (await call(hostname, "list", [{ cursor: first.cursor }])).value
+    expect([...first.objects, ...rest.objects].map((object: { key: string }) => object.key)).toEqual(
+      sorted([...longest, "long/short"])
+    )
+    // Replaced, then deleted: nothing of it is listed afterwards.
+    expect((await put(hostname, longest[0]!, "again")).value.size).toBe(5)
+    expect((await get(hostname, longest[0]!)).value.body).toBe("again")
+    expect(await call(hostname, "delete", [[longest[0], longest[1]]])).toEqual({ value: null })
+    expect((await get(hostname, longest[0]!)).value).toBeNull()
+    expect(keysOf(await call(hostname, "list", []))).toEqual(sorted([longest[2]!, longest[3]!, "long/short"]))
+    // The usage reported is the values' bytes, not the node's own bookkeeping.
+    const values = [longest[2]!, longest[3]!].map((key) => Buffer.byteLength(`v:${key.slice(0, 8)}`))
+    const expected = values[0]! + values[1]! + 1
+    const reported = await eventually(
+      async () => (await suite.api.get(project.base, admin())).body.usedBytes === expected,
+      60_000,
+      500
+    )
+    expect(reported).toBe(true)
+  }, 90_000)
+
   it("a key never reaches another project's prefix", async () => {
     const one = await granted()
     const two = await granted()

@@ -1,5 +1,6 @@
 import { type Node, Storage } from "@hostplane/core"
 import { Cause, Effect, Exit, Option, Schema, Stream } from "effect"
+import { createHash } from "node:crypto"
 import type * as Http from "node:http"
 import { BindingFailure, type BindingAnswer } from "./Failure.ts"
 
@@ -44,6 +45,22 @@ export const storedFormOf = (key: string): string => {
 }
 
 export const keyOfStoredForm = (stored: string): string => decodeURIComponent(stored.replaceAll("/", ""))
+
+/**
+ * Where the objects of keys whose stored form does not fit the store's key limit beside the project's prefix live,
+ * named by the key's SHA-256, and where each one's key is kept (a small object holding it). A stored form never
+ * starts with `~` (it is escaped), so these names meet no worker's key.
+ */
+const longBodies = "~long/"
+const longKeys = "~keys/"
+
+/** Where `key` is kept under `prefix`: its stored form, or for a key too long for that, a name by its hash. */
+const locate = (prefix: string, key: string) => {
+  const stored = `${prefix}${storedFormOf(key)}`
+  if (Storage.keyProblem(stored) === undefined) return { stored, keyObject: undefined }
+  const hash = createHash("sha256").update(key, "utf8").digest("hex")
+  return { stored: `${prefix}${longBodies}${hash}`, keyObject: `${prefix}${longKeys}${hash}` }
+}
 
 /** UTF-8 byte order, as R2 lists. */
 const byUtf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"))
@@ -120,6 +137,7 @@ export const makeStorageBinding = (options: {
     return next
   }
 
+  // The objects' bytes: the small objects that keep long keys are the node's own and count for nothing.
   const usageOf = async (projectId: string, prefix: string) => {
     const known = usage.get(projectId)
     if (known !== undefined) return known
@@ -127,11 +145,30 @@ export const makeStorageBinding = (options: {
       Stream.runFold(
         objects.list(prefix),
         () => 0,
-        (sum, object) => sum + object.bytes
+        (sum, object) => (object.key.startsWith(`${prefix}${longKeys}`) ? sum : sum + object.bytes)
       )
     )
     usage.set(projectId, total)
     return total
+  }
+
+  /** Each project's long keys by the hash that names them, read from the store once (a failed read is not kept). */
+  const longKeysOf = new Map<string, Promise<Map<string, string>>>()
+  const longKeysIn = (projectId: string, prefix: string) => {
+    const known = longKeysOf.get(projectId)
+    if (known !== undefined) return known
+    const reading = (async () => {
+      const found = new Map<string, string>()
+      const held = await run(Stream.runCollect(objects.list(`${prefix}${longKeys}`)))
+      for (const info of held) {
+        const bytes = await run(Stream.mkUint8Array(objects.get(info.key)))
+        found.set(info.key.slice(prefix.length + longKeys.length), Buffer.from(bytes).toString("utf8"))
+      }
+      return found
+    })()
+    longKeysOf.set(projectId, reading)
+    reading.catch(() => longKeysOf.delete(projectId))
+    return reading
   }
 
   const changed = (projectId: string, bytes: number) => {
@@ -147,14 +184,14 @@ export const makeStorageBinding = (options: {
   })
 
   const head = async (binding: Storage.StorageBinding, key: string): Promise<Meta | null> => {
-    const info = await run(objects.head(`${binding.prefix}${storedFormOf(key)}`))
+    const info = await run(objects.head(locate(binding.prefix, key).stored))
     return Option.isSome(info) ? metaOf(key, info.value) : null
   }
 
   /** Streams the request body in under the quota left; the key keeps what it held when anything fails. */
   const put = (projectId: string, binding: Storage.StorageBinding, key: string, body: Http.IncomingMessage) =>
     serially(projectId, async () => {
-      const stored = `${binding.prefix}${storedFormOf(key)}`
+      const { stored, keyObject } = locate(binding.prefix, key)
       const used = await usageOf(projectId, binding.prefix)
       const previous = await run(objects.head(stored))
       const replaced = Option.isSome(previous) ? previous.value.bytes : 0
@@ -177,6 +214,13 @@ export const makeStorageBinding = (options: {
             : Effect.succeed(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
         })
       )
+      // A long key is kept before its object is written: a listing shows an object only once both are there, and a
+      // failed write of a new object takes its key away again.
+      if (keyObject !== undefined && Option.isNone(previous)) {
+        const known = await longKeysIn(projectId, binding.prefix)
+        await run(objects.put(keyObject, Stream.succeed(new TextEncoder().encode(key))))
+        known.set(keyObject.slice(binding.prefix.length + longKeys.length), key)
+      }
       const info = await run(
         objects.put(stored, source).pipe(
           Effect.catchTag("QuotaExceeded", (error) => Effect.fail(new BindingFailure("quota_exceeded", error.message))),
@@ -184,24 +228,34 @@ export const makeStorageBinding = (options: {
             Effect.fail(new BindingFailure("bad_request", `the value could not be read: ${error.message}`))
           )
         )
-      )
+      ).catch(async (error: unknown) => {
+        if (keyObject !== undefined && Option.isNone(previous)) await forgetLongKey(projectId, binding, keyObject)
+        throw error
+      })
       changed(projectId, used - replaced + info.bytes)
       return metaOf(key, info)
     })
+
+  const forgetLongKey = async (projectId: string, binding: Storage.StorageBinding, keyObject: string) => {
+    const known = await longKeysIn(projectId, binding.prefix)
+    await run(objects.remove(keyObject))
+    known.delete(keyObject.slice(binding.prefix.length + longKeys.length))
+  }
 
   const remove = (projectId: string, binding: Storage.StorageBinding, keys: ReadonlyArray<string>) =>
     serially(projectId, async () => {
       let used = await usageOf(projectId, binding.prefix)
       for (const key of keys) {
-        const stored = `${binding.prefix}${storedFormOf(key)}`
+        const { stored, keyObject } = locate(binding.prefix, key)
         const previous = await run(objects.head(stored))
         if (Option.isNone(previous)) continue
         if (await run(objects.remove(stored))) used -= previous.value.bytes
+        if (keyObject !== undefined) await forgetLongKey(projectId, binding, keyObject)
       }
       changed(projectId, Math.max(0, used))
     })
 
-  const list = async (binding: Storage.StorageBinding, raw: unknown) => {
+  const list = async (projectId: string, binding: Storage.StorageBinding, raw: unknown) => {
     const parsed = Schema.decodeUnknownOption(ListOptions)(raw ?? {})
     if (Option.isNone(parsed)) {
       throw new BindingFailure("bad_request", "list takes { prefix?: string, cursor?: string, limit?: number }")
@@ -218,8 +272,19 @@ export const makeStorageBinding = (options: {
         throw new BindingFailure("bad_request", "the cursor is not one a listing answered")
       }
     }
-    const all = await run(Stream.runCollect(objects.list(`${binding.prefix}${storedFormOf(prefix)}`)))
-    const matching = Array.from(all, (info) => metaOf(keyOfStoredForm(info.key.slice(binding.prefix.length)), info))
+    // Keys by their stored form (none when the listed prefix is itself too long for one), then the long keys.
+    const storedPrefix = `${binding.prefix}${storedFormOf(prefix)}`
+    const stored =
+      Storage.prefixProblem(storedPrefix) === undefined ? await run(Stream.runCollect(objects.list(storedPrefix))) : []
+    const held = Array.from(stored)
+      .filter((info) => !info.key.startsWith(`${binding.prefix}~`))
+      .map((info) => metaOf(keyOfStoredForm(info.key.slice(binding.prefix.length)), info))
+    for (const [hash, key] of await longKeysIn(projectId, binding.prefix)) {
+      if (!key.startsWith(prefix)) continue
+      const info = await run(objects.head(`${binding.prefix}${longBodies}${hash}`))
+      if (Option.isSome(info)) held.push(metaOf(key, info.value))
+    }
+    const matching = held
       .filter((meta) => meta.key.startsWith(prefix) && (after === undefined || byUtf8(meta.key, after) > 0))
       .sort((a, b) => byUtf8(a.key, b.key))
     const page = matching.slice(0, limit)
@@ -252,7 +317,7 @@ export const makeStorageBinding = (options: {
         return { value: null }
       }
       case "list":
-        return { value: await list(binding, args[0]) }
+        return { value: await list(projectId, binding, args[0]) }
       default:
         throw new BindingFailure("bad_request", `no storage method ${method}`)
     }
@@ -285,7 +350,7 @@ export const makeStorageBinding = (options: {
         // Percent-encoded: a header carries Latin-1 only, a key any character.
         "x-hostplane-object": encodeURIComponent(JSON.stringify(meta))
       })
-      const bytes = objects.get(`${binding.prefix}${storedFormOf(checked)}`)
+      const bytes = objects.get(locate(binding.prefix, checked).stored)
       await Effect.runPromise(
         Stream.runForEach(bytes, (chunk) =>
           Effect.promise(
@@ -315,7 +380,10 @@ export const makeStorageBinding = (options: {
 
   /** A revoke forgets the project's counted usage: a later grant lists the prefix again. */
   const converge = (projectId: string, binding: Node.NodeProject["bindings"]["storage"] | null) => {
-    if (binding === null && !dirty.has(projectId)) usage.delete(projectId)
+    if (binding === null && !dirty.has(projectId)) {
+      usage.delete(projectId)
+      longKeysOf.delete(projectId)
+    }
   }
 
   const close = async () => {
