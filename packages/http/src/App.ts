@@ -6,6 +6,7 @@ import { type HttpApi, HttpApiBuilder, type HttpApiEndpoint, type HttpApiGroup, 
 import { apiOf } from "./Api.ts"
 import { type AnyAreaHttp, apiPrefix, type HandlersOf } from "./Area.ts"
 import { areas } from "./areas.ts"
+import { ruleOf } from "@hostplane/api/auth/Rules"
 import { AuthenticationLive } from "./auth/Authentication.ts"
 import { authorizeFirst } from "./auth/AuthorizeFirst.ts"
 import { type HostAuthenticator, hostActorResolver } from "./auth/HostAuthenticator.ts"
@@ -29,7 +30,8 @@ const knownRoutes = (api: AnyApi): ReadonlyArray<KnownRoute> => [
     Object.values(group.endpoints as Record<string, HttpApiEndpoint.Top>).map((endpoint) => ({
       method: endpoint.method,
       template: endpoint.path,
-      pattern: routePattern(endpoint.path)
+      pattern: routePattern(endpoint.path),
+      ruled: ruleOf(endpoint) !== undefined
     }))
   )
 ]

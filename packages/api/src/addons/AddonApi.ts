@@ -1,6 +1,8 @@
 import { type Addons, Errors } from "@hostplane/core"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
+import { ruled } from "../auth/Rules.ts"
+import { addonRules } from "@hostplane/core/addons/AddonRules"
 import { apiError, apiErrors } from "../errors/ApiError.ts"
 import { ProjectRef } from "../projects/ProjectRef.ts"
 import { secretSuccess } from "../server/NoStore.ts"
@@ -30,7 +32,8 @@ export const addonEndpoints = <D extends Addons.AnyAddonDefinition>(
     error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.NoCore)
   })
     .annotate(OpenApi.Summary, `Read the ${name} add-on`)
-    .annotateMerge(describe("Viewer or higher. 503 `no_core` when the add-on's backend is not connected."))
+    .annotateMerge(describe("503 `no_core` when the add-on's backend is not connected."))
+    .pipe(ruled(addonRules.status))
   const grant = HttpApiEndpoint.post("grant", path, {
     params: ProjectRef,
     // A grant answer that carries a secret is `no-store`; its body is the same schema.
@@ -40,11 +43,12 @@ export const addonEndpoints = <D extends Addons.AnyAddonDefinition>(
     .annotate(OpenApi.Summary, `Grant the ${name} add-on`)
     .annotateMerge(
       describe(
-        "Member or higher. No body. Idempotent: a repeat answers the same and changes nothing. 503 `no_core` when",
-        "the add-on's backend is not connected; a project being deleted is 409 `op_in_flight`. The node connects",
-        `the binding at its next convergence. ${audit("grant")}`
+        "No body. Idempotent: a repeat answers the same and changes nothing. 503 `no_core` when the add-on's",
+        "backend is not connected; a project being deleted is 409 `op_in_flight`. The node connects the binding at",
+        `its next convergence. ${audit("grant")}`
       )
     )
+    .pipe(ruled(addonRules.grant))
   const revoke = HttpApiEndpoint.delete("revoke", path, {
     params: ProjectRef,
     success: HttpApiSchema.NoContent,
@@ -53,10 +57,11 @@ export const addonEndpoints = <D extends Addons.AnyAddonDefinition>(
     .annotate(OpenApi.Summary, `Revoke the ${name} add-on`)
     .annotateMerge(
       describe(
-        "Admin. Idempotent: 204 even when not granted. 503 `no_core` when the add-on's backend is not connected; a",
+        "Idempotent: 204 even when not granted. 503 `no_core` when the add-on's backend is not connected; a",
         `project being deleted is 409 \`op_in_flight\`. ${audit("revoke")}`
       )
     )
+    .pipe(ruled(addonRules.revoke))
   return { status, grant, revoke }
 }
 

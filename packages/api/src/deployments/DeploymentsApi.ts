@@ -1,3 +1,5 @@
+import { withRules } from "../auth/Rules.ts"
+import { deploymentsRules } from "@hostplane/core/deployments/DeploymentsRules"
 import { Deployments, Errors, Orgs } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
@@ -25,7 +27,7 @@ const gitHeaders = {
 export const bundleContentTypes = ["application/gzip", "application/x-gzip"] as const
 
 const uploadDescription = [
-  "Member or higher. The body is the bundle itself: a gzipped tar (`Content-Type: application/gzip`, or the legacy",
+  "The body is the bundle itself: a gzipped tar (`Content-Type: application/gzip`, or the legacy",
   "`application/x-gzip`; any other content type, or none, is 415 `unsupported_media_type`). It holds `service.json` (the",
   "manifest, required: `{ name?, main?, database?, storage?, email?, auth?, ai? }`, flags boolean), `worker/` and",
   "`assets/`, nothing else. The body is streamed, never buffered: it is checked while it is stored, and read only after",
@@ -50,63 +52,66 @@ const uploadDescription = [
 ].join(" ")
 
 /** Spec 4.3: a project's deployments, the bundle upload and rollback. */
-export class DeploymentsApi extends HttpApiGroup.make("deployments")
-  .add(
-    HttpApiEndpoint.get("list", "/orgs/:orgSlug/projects/:projectName/deployments", {
-      params: ProjectRef,
-      query: Orgs.PageQuery,
-      success: Deployments.DeploymentList,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
-    })
-      .annotate(OpenApi.Summary, "List deployments")
-      .annotateMerge(
-        describe(
-          [
-            "Viewer or higher. Newest first; `live` marks the deployment the project serves. Query `limit` (1..200,",
-            "default 50) and `cursor` (the `nextCursor` of the previous page; null on the last page). A cursor this list",
-            "did not hand out is 400."
-          ].join(" ")
+export class DeploymentsApi extends withRules(
+  HttpApiGroup.make("deployments")
+    .add(
+      HttpApiEndpoint.get("list", "/orgs/:orgSlug/projects/:projectName/deployments", {
+        params: ProjectRef,
+        query: Orgs.PageQuery,
+        success: Deployments.DeploymentList,
+        error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
+      })
+        .annotate(OpenApi.Summary, "List deployments")
+        .annotateMerge(
+          describe(
+            [
+              "Newest first; `live` marks the deployment the project serves. Query `limit` (1..200,",
+              "default 50) and `cursor` (the `nextCursor` of the previous page; null on the last page). A cursor this list",
+              "did not hand out is 400."
+            ].join(" ")
+          )
+        ),
+      HttpApiEndpoint.post("upload", "/orgs/:orgSlug/projects/:projectName/deployments", {
+        params: ProjectRef,
+        headers: gitHeaders,
+        payload: HttpApiSchema.StreamUint8Array({ contentType: [...bundleContentTypes] }),
+        success: Deployments.Deployment.pipe(HttpApiSchema.status(201)),
+        error: apiErrors(
+          Errors.NotFound,
+          Errors.Forbidden,
+          Errors.BadRequest,
+          Errors.InvalidBundle,
+          Errors.PayloadTooLarge,
+          Errors.OpInFlight,
+          Errors.ArtifactStoreUnavailable
         )
-      ),
-    HttpApiEndpoint.post("upload", "/orgs/:orgSlug/projects/:projectName/deployments", {
-      params: ProjectRef,
-      headers: gitHeaders,
-      payload: HttpApiSchema.StreamUint8Array({ contentType: [...bundleContentTypes] }),
-      success: Deployments.Deployment.pipe(HttpApiSchema.status(201)),
-      error: apiErrors(
-        Errors.NotFound,
-        Errors.Forbidden,
-        Errors.BadRequest,
-        Errors.InvalidBundle,
-        Errors.PayloadTooLarge,
-        Errors.OpInFlight,
-        Errors.ArtifactStoreUnavailable
-      )
-    })
-      .annotate(OpenApi.Summary, "Upload a bundle (deploy)")
-      .annotateMerge(describe(uploadDescription)),
-    HttpApiEndpoint.post("rollback", "/orgs/:orgSlug/projects/:projectName/rollback", {
-      params: ProjectRef,
-      payload: Deployments.RollbackInput,
-      success: Deployments.Deployment,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.OpInFlight)
-    })
-      .annotate(OpenApi.Summary, "Roll back to another deployment")
-      .annotateMerge(
-        describe(
-          [
-            "Member or higher. Body `{ deploymentId }`: any deployment of this project (older, or newer after an earlier",
-            "rollback). Moves the live pointer only: no deployment is created and the served bytes are the very ones",
-            "uploaded then. An id that is unknown or belongs to another project is 404. Rolling back to the live",
-            "deployment changes nothing. A project being deleted is 409 `op_in_flight`. Audit `deployment.rollback`."
-          ].join(" ")
+      })
+        .annotate(OpenApi.Summary, "Upload a bundle (deploy)")
+        .annotateMerge(describe(uploadDescription)),
+      HttpApiEndpoint.post("rollback", "/orgs/:orgSlug/projects/:projectName/rollback", {
+        params: ProjectRef,
+        payload: Deployments.RollbackInput,
+        success: Deployments.Deployment,
+        error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.OpInFlight)
+      })
+        .annotate(OpenApi.Summary, "Roll back to another deployment")
+        .annotateMerge(
+          describe(
+            [
+              "Body `{ deploymentId }`: any deployment of this project (older, or newer after an earlier",
+              "rollback). Moves the live pointer only: no deployment is created and the served bytes are the very ones",
+              "uploaded then. An id that is unknown or belongs to another project is 404. Rolling back to the live",
+              "deployment changes nothing. A project being deleted is 409 `op_in_flight`. Audit `deployment.rollback`."
+            ].join(" ")
+          )
         )
-      )
-  )
-  .middleware(Authentication)
-  .annotateMerge(
-    OpenApi.annotations({
-      title: "Deployments",
-      description: "Bundle uploads, the deployment history and rollback (spec 4.3)."
-    })
-  ) {}
+    )
+    .middleware(Authentication)
+    .annotateMerge(
+      OpenApi.annotations({
+        title: "Deployments",
+        description: "Bundle uploads, the deployment history and rollback (spec 4.3)."
+      })
+    ),
+  deploymentsRules
+) {}

@@ -1,4 +1,5 @@
 import { Email, Errors, Orgs } from "@hostplane/core"
+import { withRules } from "../auth/Rules.ts"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { addonGroup } from "../addons/AddonApi.ts"
@@ -99,7 +100,7 @@ export const emailLogEndpoints = [
     .annotateMerge(
       OpenApi.annotations({
         description: [
-          "Viewer or higher. Newest first, one row per sent or received message. `direction` is `in`, `out` or",
+          "Newest first, one row per sent or received message. `direction` is `in`, `out` or",
           "empty (both); anything else is 400. `limit` 1..200 (default 50); `cursor` is the previous page's",
           "`nextCursor` (null on the last page). Rows are kept `keepDays` days by plan (30 free, 365 pro)."
         ].join(" ")
@@ -111,7 +112,7 @@ export const emailLogEndpoints = [
     error: apiErrors(Errors.NotFound, Errors.Forbidden)
   })
     .annotate(OpenApi.Summary, "Read a mail log entry")
-    .annotateMerge(OpenApi.annotations({ description: "Viewer or higher. An id of another project is 404." })),
+    .annotateMerge(OpenApi.annotations({ description: "An id of another project is 404." })),
   HttpApiEndpoint.get("logRaw", `${logPath}/:mailId/raw`, {
     params: { ...ProjectRef, mailId: Schema.String },
     success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "message/rfc822" })),
@@ -121,7 +122,7 @@ export const emailLogEndpoints = [
     .annotateMerge(
       OpenApi.annotations({
         description: [
-          "Viewer or higher. `message/rfc822`, downloaded as `<mailId>.eml`: received mail with the `Received` and",
+          "`message/rfc822`, downloaded as `<mailId>.eml`: received mail with the `Received` and",
           "`Authentication-Results` headers the service added, sent mail as given to the relay. 404 when",
           "`hasRaw` is false."
         ].join(" ")
@@ -130,7 +131,10 @@ export const emailLogEndpoints = [
 ] as const
 
 /** Spec 4.8's add-on group: status, grant, revoke, and the mail log. */
-export const EmailAddonApi = addonGroup(Email.emailAddon, {
-  description: "Spec 4.8: a project's email address, its mail log and raw messages.",
-  endpoints: emailLogEndpoints
-})
+export const EmailAddonApi = withRules(
+  addonGroup(Email.emailAddon, {
+    description: "Spec 4.8: a project's email address, its mail log and raw messages.",
+    endpoints: emailLogEndpoints
+  }),
+  Email.emailRules
+)

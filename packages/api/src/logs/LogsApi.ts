@@ -1,3 +1,5 @@
+import { withRules } from "../auth/Rules.ts"
+import { logsRules } from "@hostplane/core/logs/LogsRules"
 import { Errors, Logs, Orgs } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
@@ -44,59 +46,62 @@ export class NodeLogsApi extends HttpApiGroup.make("nodeLogs")
   .annotateMerge(OpenApi.annotations({ title: "Node log report", description: "decisions.md parts 6 and 13." })) {}
 
 /** decisions.md part 13: the runtime logs of a project's worker, one event per invocation. */
-export class LogsApi extends HttpApiGroup.make("logs")
-  .add(
-    HttpApiEndpoint.get("list", logsPath, {
-      params: ProjectRef,
-      query: { ...Orgs.PageQuery, ...filters },
-      success: Logs.LogEventPage,
-      error: apiErrors(Errors.BadRequest, Errors.NotFound, Errors.Forbidden)
-    })
-      .annotate(OpenApi.Summary, "List runtime log events")
-      .annotateMerge(
-        describe(
-          [
-            "Member or higher. One event per invocation of the project's worker, newest first by `timestamp` (the",
-            "invocation's start). `limit` 1..200 (default 50); `cursor` is the previous page's `nextCursor` (null on the",
-            "last page; anything else is 400); `deployment` and `outcome` filter (an outcome other than `ok`,",
-            "`exception`, `timeout`, `canceled` is 400). `message` of a log line is the `console` call's arguments as",
-            "JSON values. At most 256 lines of 16 KiB per event; `truncated` is true when more was dropped. Events are",
-            "kept 24 hours or the project's last 10,000, whichever is fewer (`SERVICE_WORKER_LOG_RETENTION`), and go",
-            "with their project."
-          ].join(" ")
+export class LogsApi extends withRules(
+  HttpApiGroup.make("logs")
+    .add(
+      HttpApiEndpoint.get("list", logsPath, {
+        params: ProjectRef,
+        query: { ...Orgs.PageQuery, ...filters },
+        success: Logs.LogEventPage,
+        error: apiErrors(Errors.BadRequest, Errors.NotFound, Errors.Forbidden)
+      })
+        .annotate(OpenApi.Summary, "List runtime log events")
+        .annotateMerge(
+          describe(
+            [
+              "One event per invocation of the project's worker, newest first by `timestamp` (the",
+              "invocation's start). `limit` 1..200 (default 50); `cursor` is the previous page's `nextCursor` (null on the",
+              "last page; anything else is 400); `deployment` and `outcome` filter (an outcome other than `ok`,",
+              "`exception`, `timeout`, `canceled` is 400). `message` of a log line is the `console` call's arguments as",
+              "JSON values. At most 256 lines of 16 KiB per event; `truncated` is true when more was dropped. Events are",
+              "kept 24 hours or the project's last 10,000, whichever is fewer (`SERVICE_WORKER_LOG_RETENTION`), and go",
+              "with their project."
+            ].join(" ")
+          )
+        ),
+      HttpApiEndpoint.get("stream", `${logsPath}/stream`, {
+        params: ProjectRef,
+        query: filters,
+        headers: {
+          "last-event-id": Schema.optionalKey(
+            Schema.String.annotate({ description: "The `id` of the last event received: the stream resumes after it." })
+          )
+        },
+        success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })).annotate({
+          description: "Server-sent events: `id: <event id>` and `data: <LogEvent JSON>` per event."
+        }),
+        error: apiErrors(Errors.BadRequest, Errors.NotFound, Errors.Forbidden)
+      })
+        .annotate(OpenApi.Summary, "Follow runtime log events")
+        .annotateMerge(
+          describe(
+            [
+              "With the bearer token as on every route (a browser reads it with `fetch`, not",
+              "`EventSource`). `text/event-stream`: each event recorded from now on, on any server, as `id: <event id>`",
+              "and `data: <LogEvent JSON>` within a second of its invocation's end, in recording order; a comment line",
+              "every 15 seconds keeps the connection open. A reconnect with `Last-Event-ID` first sends the events",
+              "recorded after that one (an id no longer kept resumes with new events only; one that is no event id at",
+              "all is 400). `deployment` and `outcome` filter as for the list."
+            ].join(" ")
+          )
         )
-      ),
-    HttpApiEndpoint.get("stream", `${logsPath}/stream`, {
-      params: ProjectRef,
-      query: filters,
-      headers: {
-        "last-event-id": Schema.optionalKey(
-          Schema.String.annotate({ description: "The `id` of the last event received: the stream resumes after it." })
-        )
-      },
-      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })).annotate({
-        description: "Server-sent events: `id: <event id>` and `data: <LogEvent JSON>` per event."
-      }),
-      error: apiErrors(Errors.BadRequest, Errors.NotFound, Errors.Forbidden)
-    })
-      .annotate(OpenApi.Summary, "Follow runtime log events")
-      .annotateMerge(
-        describe(
-          [
-            "Member or higher, with the bearer token as on every route (a browser reads it with `fetch`, not",
-            "`EventSource`). `text/event-stream`: each event recorded from now on, on any server, as `id: <event id>`",
-            "and `data: <LogEvent JSON>` within a second of its invocation's end, in recording order; a comment line",
-            "every 15 seconds keeps the connection open. A reconnect with `Last-Event-ID` first sends the events",
-            "recorded after that one (an id no longer kept resumes with new events only; one that is no event id at",
-            "all is 400). `deployment` and `outcome` filter as for the list."
-          ].join(" ")
-        )
-      )
-  )
-  .middleware(Authentication)
-  .annotateMerge(
-    OpenApi.annotations({
-      title: "Runtime logs",
-      description: "A project's worker invocations (decisions.md part 13)."
-    })
-  ) {}
+    )
+    .middleware(Authentication)
+    .annotateMerge(
+      OpenApi.annotations({
+        title: "Runtime logs",
+        description: "A project's worker invocations (decisions.md part 13)."
+      })
+    ),
+  logsRules
+) {}

@@ -1,4 +1,5 @@
 import { Clock, Context, Duration, Effect, Layer, Option, Semaphore } from "effect"
+import { accessRules } from "./AccessPolicyRules.ts"
 import { BadRequest, type Forbidden, NotFound, type OpInFlight } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { parseHost } from "../kernel/HostName.ts"
@@ -132,7 +133,7 @@ export class AccessPolicies extends Context.Service<
       })
 
       const get = Effect.fn("AccessPolicies.get")(function* (actor: Actor, orgSlug: string, projectName: string) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, accessRules.get)
         return yield* policyOf(project.id)
       })
 
@@ -143,7 +144,7 @@ export class AccessPolicies extends Context.Service<
         input: SetAccessPolicyInput
       ) {
         // decisions.md part 12: a bad password is 400 before a project being deleted is 409 (refused at the write).
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin", { deleting: "atWrite" })
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, accessRules.set)
         const problem = input.password === undefined ? undefined : passwordProblem(input.password)
         if (problem !== undefined) return yield* new BadRequest({ message: problem })
         // Hashing is deliberately slow: it runs before the transaction, so the org lock is held only for the write.
@@ -174,7 +175,7 @@ export class AccessPolicies extends Context.Service<
         orgSlug: string,
         projectName: string
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, accessRules.newBypass)
         const secret = yield* tokens.secret(secretBytes)
         const hash = yield* tokens.hash(secret)
         yield* mutation.project(grant, ({ project, at }) =>
@@ -191,7 +192,7 @@ export class AccessPolicies extends Context.Service<
         orgSlug: string,
         projectName: string
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, accessRules.revokeBypass)
         yield* mutation.project(grant, ({ project, at }) =>
           Effect.gen(function* () {
             const current = yield* store.findPolicy(project.id)

@@ -3,7 +3,7 @@ import { type Forbidden, NoCore, type NotFound, type OpInFlight } from "../error
 import type { Actor } from "../kernel/Actor.ts"
 import { audited, Mutation, type ProjectWrite, unaudited, unlisted } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
-import type { Role } from "../kernel/Role.ts"
+import { addonRules } from "./AddonRules.ts"
 import {
   type AddonProvider,
   AddonRegistry,
@@ -85,10 +85,7 @@ export class Addons extends Context.Service<
       ) =>
         Effect.gen(function* () {
           const provider = yield* providerOf(definition)
-          const minimum: Role = kind === "grant" ? "member" : "admin"
-          const authorized = yield* mutation.authorizeProject(actor, orgSlug, projectName, minimum, {
-            deleting: "allow"
-          })
+          const authorized = yield* mutation.authorizeProject(actor, orgSlug, projectName, addonRules[kind])
           yield* available(provider, definition.name)
           return yield* mutation.project(
             { ...authorized, deleting: "refuse" },
@@ -111,7 +108,7 @@ export class Addons extends Context.Service<
         projectName: string
       ) {
         const provider = yield* providerOf(definition)
-        const access = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        const access = yield* policy.requireProject(actor, orgSlug, projectName, addonRules.status)
         yield* available(provider, definition.name)
         return yield* provider.status(access)
       })

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option, type Stream } from "effect"
+import { deploymentsRules } from "./DeploymentsRules.ts"
 import {
   type ArtifactStoreUnavailable,
   BadRequest,
@@ -96,7 +97,7 @@ export class Deployments extends Context.Service<
         projectName: string,
         page: DeploymentPage = {}
       ) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, deploymentsRules.list)
         if (page.cursor !== undefined && !cursorPattern.test(page.cursor)) {
           return yield* new BadRequest({
             message: "cursor is not one this list handed out",
@@ -118,7 +119,7 @@ export class Deployments extends Context.Service<
         body: Stream.Stream<Uint8Array, E>,
         headers: UploadHeaders
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, deploymentsRules.upload)
         const git = yield* Effect.fromResult(parseGitHeaders(headers))
         const declared = headers.contentLength
         if (declared !== undefined && declared > reader.limits.compressedBytes) {
@@ -167,7 +168,7 @@ export class Deployments extends Context.Service<
         projectName: string,
         deploymentId: DeploymentId
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, deploymentsRules.rollback)
         return yield* mutation.project(
           grant,
           ({ project }) =>

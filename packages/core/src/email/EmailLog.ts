@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
+import { emailRules } from "./EmailRules.ts"
 import { BadRequest, type Forbidden, NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { decodePageCursor, defaultPageSize, encodePageCursor, maxPageSize } from "../kernel/PageCursor.ts"
@@ -52,7 +53,7 @@ export class EmailLog extends Context.Service<
         projectName: string,
         request: LogRequest
       ) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, emailRules.log)
         const direction = request.direction ?? ""
         if (direction !== "" && direction !== "in" && direction !== "out") {
           return yield* new BadRequest({ message: "direction is in, out or empty", details: { field: "direction" } })
@@ -83,7 +84,7 @@ export class EmailLog extends Context.Service<
       })
 
       const find = Effect.fnUntraced(function* (actor: Actor, orgSlug: string, projectName: string, mailId: string) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, emailRules.logEntry)
         const row = yield* store.getLog(project.id, mailId)
         if (Option.isNone(row)) return yield* new NotFound({ message: `no mail ${mailId} in ${projectName}` })
         return row.value

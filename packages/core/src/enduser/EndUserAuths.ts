@@ -9,6 +9,7 @@ import { Sealer } from "../secrets/Sealer.ts"
 import { activeHosts } from "./AuthAddon.ts"
 import { AuthStore } from "./AuthStore.ts"
 import { identitiesDelete } from "./IdentitiesDelete.ts"
+import { endUserRules } from "./EndUserRules.ts"
 import {
   type AuthBinding,
   type AuthGrantRow,
@@ -103,7 +104,7 @@ export class EndUserAuths extends Context.Service<
         projectName: string,
         patch: AuthSettingsPatch
       ) {
-        const authorized = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        const authorized = yield* mutation.authorizeProject(actor, orgSlug, projectName, endUserRules.settings)
         return yield* mutation.project(
           authorized,
           (write) =>
@@ -133,10 +134,7 @@ export class EndUserAuths extends Context.Service<
         provider: string,
         body: AuthProviderPut
       ) {
-        // decisions.md part 12: a bad provider or body is 400 before a project being deleted is 409 (at the write).
-        const authorized = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin", {
-          deleting: "atWrite"
-        })
+        const authorized = yield* mutation.authorizeProject(actor, orgSlug, projectName, endUserRules.putProvider)
         if (!isAuthProviderName(provider)) {
           return yield* new InvalidProvider({ message: "the provider is github, google or discord" })
         }
@@ -175,7 +173,7 @@ export class EndUserAuths extends Context.Service<
         projectName: string,
         provider: string
       ) {
-        const authorized = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin")
+        const authorized = yield* mutation.authorizeProject(actor, orgSlug, projectName, endUserRules.deleteProvider)
         if (!isAuthProviderName(provider)) return
         yield* mutation.project(
           authorized,

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option, Result } from "effect"
+import { hostnamesRules } from "./HostnamesRules.ts"
 import { BadRequest, type Forbidden, HostnameTaken, NotFound, type OpInFlight } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { audited, Mutation, unaudited } from "../kernel/Mutation.ts"
@@ -116,7 +117,7 @@ export class Hostnames extends Context.Service<
       })
 
       const list = Effect.fn("Hostnames.list")(function* (actor: Actor, slug: string, projectName: string) {
-        const { project } = yield* policy.requireProject(actor, slug, projectName, "viewer")
+        const { project } = yield* policy.requireProject(actor, slug, projectName, hostnamesRules.list)
         return yield* Effect.forEach(yield* store.listByProject(project.id), view)
       })
 
@@ -128,7 +129,7 @@ export class Hostnames extends Context.Service<
       ) {
         // Authorization (404, 403), then the input (400), then the project's state (409 `op_in_flight`, checked under
         // the lock): decisions.md part 12's order, so a bad hostname is 400 on a project being deleted too.
-        const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member", { deleting: "atWrite" })
+        const grant = yield* mutation.authorizeProject(actor, slug, projectName, hostnamesRules.add)
         const name = yield* normalizeHostname(input, settings)
         const taken = () => new HostnameTaken({ message: `the hostname ${name} is already in use` })
         return yield* mutation
@@ -183,7 +184,7 @@ export class Hostnames extends Context.Service<
         projectName: string,
         host: string
       ) {
-        const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, slug, projectName, hostnamesRules.remove)
         // Removing the row takes the name out of routing; the managed record `add` made for it goes with it.
         yield* mutation.project(
           grant,
@@ -213,7 +214,7 @@ export class Hostnames extends Context.Service<
         projectName: string,
         host: string
       ) {
-        const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, slug, projectName, hostnamesRules.verify)
         const row = yield* findIn(grant.project.id, host)
         const token = row.verifyToken
         if (row.status !== "pending_dns" || token === null) return yield* view(row)
@@ -230,7 +231,7 @@ export class Hostnames extends Context.Service<
         projectName: string,
         host: string
       ) {
-        const grant = yield* mutation.authorizeProject(actor, slug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, slug, projectName, hostnamesRules.retryTls)
         const row = yield* findIn(grant.project.id, host)
         // Only a failed attempt is retried, and at once: the backoff is waived, the sweep's order started now.
         yield* mutation.project(grant, () =>

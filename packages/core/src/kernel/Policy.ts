@@ -6,7 +6,8 @@ import type { ProjectRow } from "../projects/Project.ts"
 import type { Actor } from "./Actor.ts"
 import { type AccessRead, EnvelopeStore } from "./EnvelopeStore.ts"
 import { atLeast, type Role } from "./Role.ts"
-import type { OrgId } from "./Ids.ts"
+import type { OrgRule, ProjectRule, Rule } from "./Rule.ts"
+import type { OrgId, UserId } from "./Ids.ts"
 
 export interface Membership {
   readonly org: OrgRow
@@ -17,18 +18,69 @@ export interface ProjectAccess extends Membership {
   readonly project: ProjectRow
 }
 
+/**
+ * An operation's rule already checked for this request (by the API, from the raw path, before the input was read):
+ * the service that runs the operation with the same rule object takes the access it found instead of reading it again.
+ */
+export interface Granted {
+  readonly rule: Rule
+  readonly userId: UserId
+  readonly orgSlug: string
+  readonly projectName: string | undefined
+  readonly access: Membership | ProjectAccess
+}
+
+export const CurrentGrant = Context.Reference<Granted | undefined>("@hostplane/core/kernel/CurrentGrant", {
+  defaultValue: () => undefined
+})
+
+const minimumOf = (minimum: Role | Rule): Role => (typeof minimum === "string" ? minimum : minimum.minimum)
+
+/**
+ * The grant of this request for `rule` on this org (and project), if the API checked it. A grant for the same org and
+ * project under another rule object means the endpoint and the service disagree on the operation's rule: a defect.
+ */
+const grantFor = (rule: Role | Rule, actor: Actor, orgSlug: string, projectName: string | undefined) =>
+  Effect.flatMap(Effect.service(CurrentGrant), (granted) => {
+    if (
+      granted === undefined ||
+      granted.userId !== actor.userId ||
+      granted.orgSlug !== orgSlug ||
+      granted.projectName !== projectName
+    ) {
+      return Effect.succeed(undefined)
+    }
+    return granted.rule === rule
+      ? Effect.succeed(granted.access)
+      : Effect.die(new Error(`the endpoint's rule is not the rule its service authorizes with (${orgSlug})`))
+  })
+
 /** The one authorization rule: outsiders and foreign names get 404, a role below the minimum gets 403. */
 export class Policy extends Context.Service<
   Policy,
   {
-    readonly require: (actor: Actor, orgSlug: string, minimum: Role) => Effect.Effect<Membership, NotFound | Forbidden>
+    readonly require: (
+      actor: Actor,
+      orgSlug: string,
+      minimum: Role | OrgRule
+    ) => Effect.Effect<Membership, NotFound | Forbidden>
     /** The same rule for a project of the org: a project that does not exist (or is another org's) is 404. */
     readonly requireProject: (
       actor: Actor,
       orgSlug: string,
       projectName: string,
-      minimum: Role
+      minimum: Role | ProjectRule
     ) => Effect.Effect<ProjectAccess, NotFound | Forbidden>
+    /**
+     * The role check of an operation's rule (404, 403; not the project's delete state, which the operation checks
+     * later), as the API runs it before reading the input; the service then finds it as `CurrentGrant`.
+     */
+    readonly grant: (
+      actor: Actor,
+      orgSlug: string,
+      projectName: string | undefined,
+      rule: Rule
+    ) => Effect.Effect<Granted, NotFound | Forbidden>
     /**
      * For an org reached through a public name (a routed hostname) rather than its slug, so its existence is no
      * secret: no membership and a role below the minimum are both 403.
@@ -61,7 +113,10 @@ export class Policy extends Context.Service<
 
       // The rule runs on every authorized request: untraced, as a span and stack frame per call cost more than the
       // rule itself (measured in the write profile).
-      const require = Effect.fnUntraced(function* (actor: Actor, orgSlug: string, minimum: Role) {
+      const require = Effect.fnUntraced(function* (actor: Actor, orgSlug: string, rule: Role | OrgRule) {
+        const granted = yield* grantFor(rule, actor, orgSlug, undefined)
+        if (granted !== undefined) return granted
+        const minimum = minimumOf(rule)
         const membership = yield* memberOf(yield* envelope.access(orgSlug, actor.userId), orgSlug)
         yield* atLeastRole(membership, minimum)
         return membership
@@ -71,8 +126,11 @@ export class Policy extends Context.Service<
         actor: Actor,
         orgSlug: string,
         projectName: string,
-        minimum: Role
+        rule: Role | ProjectRule
       ) {
+        const granted = yield* grantFor(rule, actor, orgSlug, projectName)
+        if (granted !== undefined) return granted as ProjectAccess
+        const minimum = minimumOf(rule)
         const read = yield* envelope.access(orgSlug, actor.userId, projectName)
         const membership = yield* memberOf(read, orgSlug)
         const project = read.project
@@ -100,7 +158,24 @@ export class Policy extends Context.Service<
         return membership
       })
 
-      return Policy.of({ require, requireProject, requireOrgRole, recheck })
+      const grant = Effect.fnUntraced(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string | undefined,
+        rule: Rule
+      ) {
+        const access =
+          projectName === undefined
+            ? yield* Effect.provideService(require(actor, orgSlug, rule.minimum), CurrentGrant, undefined)
+            : yield* Effect.provideService(
+                requireProject(actor, orgSlug, projectName, rule.minimum),
+                CurrentGrant,
+                undefined
+              )
+        return { rule, userId: actor.userId, orgSlug, projectName, access } satisfies Granted
+      })
+
+      return Policy.of({ require, requireProject, grant, requireOrgRole, recheck })
     })
   )
 }

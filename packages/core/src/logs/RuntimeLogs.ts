@@ -1,4 +1,5 @@
 import { Cause, Clock, Context, Duration, Effect, Layer, Option, Stream } from "effect"
+import { logsRules } from "./LogsRules.ts"
 import { BadRequest, type Forbidden, type NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { type LogEventId, makeId, type ProjectId } from "../kernel/Ids.ts"
@@ -37,9 +38,6 @@ export interface LogFollowRequest extends LogFilter {
 const backlogPage = 500
 
 const eventIdPattern = /^log_[A-Za-z0-9_]{1,100}$/u
-
-/** The role both routes need (decisions.md part 13: member). */
-const readRole = "member" as const
 
 const outcomeOf = (outcome: string | undefined): Effect.Effect<LogOutcome | undefined, BadRequest> => {
   if (outcome === undefined || outcome === "") return Effect.succeed(undefined)
@@ -130,7 +128,7 @@ export class RuntimeLogs extends Context.Service<
         projectName: string,
         request: LogListRequest
       ) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, readRole)
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, logsRules.list)
         const outcome = yield* outcomeOf(request.outcome)
         const cursor = request.cursor ?? ""
         const before = cursor === "" ? Option.none() : decodePageCursor(cursor, "log")
@@ -176,7 +174,7 @@ export class RuntimeLogs extends Context.Service<
         projectName: string,
         request: LogFollowRequest
       ) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, readRole)
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, logsRules.stream)
         const outcome = yield* outcomeOf(request.outcome)
         const lastEventId = request.lastEventId?.trim() ?? ""
         if (lastEventId !== "" && !eventIdPattern.test(lastEventId)) {

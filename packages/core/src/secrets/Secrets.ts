@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Redacted } from "effect"
+import { secretsRules } from "./SecretsRules.ts"
 import { BadRequest, type Forbidden, NotFound, type OpInFlight, ReservedName } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { audited, Mutation } from "../kernel/Mutation.ts"
@@ -59,7 +60,7 @@ export class Secrets extends Context.Service<
       const mutation = yield* Mutation
 
       const list = Effect.fn("Secrets.list")(function* (actor: Actor, orgSlug: string, projectName: string) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, secretsRules.list)
         return yield* store.list(project.id)
       })
 
@@ -73,7 +74,7 @@ export class Secrets extends Context.Service<
       ) {
         // Authorization (404, 403), then the input (400), then the project's state (409 `op_in_flight`, refused by the
         // statement's guard): decisions.md part 12's order, so a bad name is 400 on a project being deleted too.
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member", { deleting: "atWrite" })
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, secretsRules.put)
         if (!secretNamePattern.test(secretName)) {
           return yield* new BadRequest({
             message: "a secret name is a letter or underscore followed by up to 127 letters, digits or underscores",
@@ -109,7 +110,7 @@ export class Secrets extends Context.Service<
         projectName: string,
         secretName: string
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, secretsRules.remove)
         yield* mutation.project(
           grant,
           ({ project }) =>

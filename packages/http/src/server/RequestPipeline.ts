@@ -25,6 +25,26 @@ export interface KnownRoute {
   /** The route as declared (`/v1/invites/:token`). */
   readonly template: string
   readonly pattern: RegExp
+  /** The endpoint carries its operation's rule: the session middleware authorizes it before reading the input. */
+  readonly ruled?: boolean
+}
+
+/**
+ * Text the API refuses in the body of a ruled route (`InputText.ts`), found before routing: the route's rule is
+ * checked first (decisions.md part 12), then the session middleware refuses it as `InvalidInputText`.
+ */
+export const PendingInputIssues = Context.Reference<ReadonlyArray<InputIssue> | undefined>(
+  "@hostplane/http/PendingInputIssues",
+  { defaultValue: () => undefined }
+)
+
+/** The refusal of `PendingInputIssues` once authorized: a defect the pipeline answers 400, and nothing is kept. */
+export class InvalidInputText {
+  readonly _tag = "InvalidInputText"
+  readonly issues: ReadonlyArray<InputIssue>
+  constructor(issues: ReadonlyArray<InputIssue>) {
+    this.issues = issues
+  }
 }
 
 /** Path parameters that carry a secret: they never reach a log line. */
@@ -234,7 +254,10 @@ export const requestPipeline = <R = never, RHost = never>(
                             onFailure: (cause) => fromCause(cause, request.method, path, routes, requestId),
                             onSuccess: Option.match({
                               onNone: () => keyed(request, httpApp),
-                              onSome: (issues) => Effect.succeed(invalidText(issues))
+                              onSome: (issues) =>
+                                matched?.ruled === true
+                                  ? Effect.provideService(keyed(request, httpApp), PendingInputIssues, issues)
+                                  : Effect.succeed(invalidText(issues))
                             })
                           }
                         ),
@@ -256,7 +279,10 @@ export const requestPipeline = <R = never, RHost = never>(
             // A URL that is not even text (a NUL, a broken escape) names no route to authorize: it stays 400.
             if ((response.status === 400 || response.status === 415) && authorize !== undefined && inUrl.length === 0) {
               const route = matched ?? matching(request.method, path)
-              const first = route === undefined ? undefined : yield* asCaller(authorize(request, route.template, path))
+              const first =
+                route === undefined || route.ruled === true
+                  ? undefined
+                  : yield* asCaller(authorize(request, route.template, path))
               if (first !== undefined) response = first
             }
             response = withAsciiLocation(withChallenge(withEnvelope(response), request))
@@ -332,6 +358,7 @@ const fromCause = (
     const failure = Cause.findErrorOption(cause)
     const defect = Cause.findDefect(cause)
     const error = Option.isSome(failure) ? failure.value : defect._tag === "Success" ? defect.success : undefined
+    if (error instanceof InvalidInputText) return invalidText(error.issues)
     if (HttpApiError.HttpApiSchemaError.is(error) && error.kind !== "Body" && error.kind !== "ResponseHeaders") {
       return json(400, {
         code: "bad_request",
