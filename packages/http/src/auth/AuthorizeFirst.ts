@@ -55,7 +55,7 @@ const minimumRoles: Readonly<Record<string, Kernel.Role>> = {
   "POST /v1/orgs/:orgSlug/projects/:projectName/database/restore": "admin",
   "POST /v1/orgs/:orgSlug/projects/:projectName/database/delete": "admin",
   "GET /v1/orgs/:orgSlug/projects/:projectName/database/operations/:opId": "member",
-  "POST /v1/orgs/:orgSlug/projects/:projectName/database/operations/:opId/abort": "admin",
+  "POST /v1/orgs/:orgSlug/projects/:projectName/database/operations/:opId/abort": "admin"
 }
 
 /** The minimum role of an org route (`METHOD template`): the spec's, or a membership. */
