@@ -1,7 +1,8 @@
 import { Database, Kernel } from "@hostplane/core"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Duration, Effect, Layer, Option, Schema, Scope } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { NullableTimestamp, Timestamp } from "../internal/Rows.ts"
+import { unsharedClient } from "../UnsharedClient.ts"
 
 const DatabaseRowSchema = Schema.Struct({
   projectId: Kernel.ProjectId,
@@ -39,7 +40,15 @@ const toRow = (row: typeof DatabaseRowSchema.Type): Database.DatabaseRow => ({
   createdAt: row.createdAt
 })
 
-/** `DatabaseStore` on PostgreSQL (migration `0018_create_databases`). */
+/** The first key of the generation locks (`pg_advisory_lock(int4, int4)`, the project's `hashtext` second): "hgen". */
+const generationLockSpace = 0x6867656e
+
+/**
+ * `DatabaseStore` on PostgreSQL (migration `0018_create_databases`). `exclusive` holds a session advisory lock on an
+ * unshared connection for as long as its effect runs: several replicas take one generation of a project at a time,
+ * and a process that dies ends its session and so gives the project back. The lock is tried, not waited for in the
+ * server, so a holder interrupted while waiting leaves no lock request behind on a connection going back to its pool.
+ */
 export const layer = Layer.effect(
   Database.DatabaseStore,
   Effect.gen(function* () {
@@ -67,7 +76,30 @@ export const layer = Layer.effect(
             FROM database_generations WHERE project_id = ${projectId} ORDER BY epoch DESC, seq DESC`
     })
 
+    const sessions = yield* unsharedClient(4)
+    const locked = (projectId: string) =>
+      Effect.gen(function* () {
+        const connection = yield* sessions.reserve
+        const args = [generationLockSpace, projectId]
+        for (;;) {
+          const [row] = yield* connection.executeValues("SELECT pg_try_advisory_lock($1, hashtext($2))", args)
+          if (row?.[0] === true) break
+          yield* Effect.sleep(Duration.millis(100))
+        }
+        // Before the connection goes back to the pool (finalizers run last added first).
+        yield* Effect.addFinalizer(() =>
+          connection.executeRaw("SELECT pg_advisory_unlock($1, hashtext($2))", args).pipe(Effect.ignore)
+        )
+      }).pipe(Effect.orDie)
+    const exclusive = <A, E, R>(projectId: string, effect: Effect.Effect<A, E, R>) =>
+      Effect.acquireUseRelease(
+        Scope.make(),
+        (scope) => Effect.andThen(Scope.provide(locked(projectId), scope), effect),
+        (scope, exit) => Scope.close(scope, exit)
+      )
+
     return Database.DatabaseStore.of({
+      exclusive,
       find: (projectId) => find(projectId).pipe(Effect.map(Option.map(toRow)), Effect.orDie),
       create: (projectId, sealed, at) =>
         Effect.gen(function* () {

@@ -31,5 +31,11 @@ export class DatabaseStore extends Context.Service<
     readonly checked: (projectId: ProjectId, epoch: number, seq: number, at: string, ok: boolean) => Effect.Effect<void>
     /** Forgets every generation of the project (project teardown, after their images are removed). */
     readonly removeGenerations: (projectId: ProjectId) => Effect.Effect<void>
+    /**
+     * Runs `effect` while no other holder runs one for the same project, in this process or in any other on the same
+     * store (replicas): generations are numbered from the ones before, and a restore's sealing generation must wait for
+     * a scheduled one still streaming. A holder that dies gives the project back.
+     */
+    readonly exclusive: <A, E, R>(projectId: ProjectId, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   }
 >()("@hostplane/core/database/DatabaseStore") {}

@@ -267,30 +267,33 @@ export class Databases extends Context.Service<
       const takeGeneration = Effect.fn("Databases.takeGeneration")(function* (projectId: ProjectId, sealing = false) {
         const { node, backups } = yield* Effect.orDie(nodeAdmin)
         return yield* oneGenerationAtATime(projectId).withPermit(
-          Effect.gen(function* () {
-            const row = yield* required(projectId)
-            const existing = yield* store.generations(projectId)
-            const seq = Math.max(0, ...existing.filter((g) => g.epoch === row.epoch).map((g) => g.seq)) + 1
-            const key = `${projectId}/${row.epoch}-${seq}-${yield* tokens.secret(6)}.tar.gz`
-            // The test-only delay holds a sealing backup open (started, its WAL slot taken) for a crash test.
-            const pause = sealing ? Effect.sleep(config.sealingDelay) : Effect.void
-            const { epoch, written } = yield* node.backup(projectId, (image) =>
-              Effect.andThen(pause, backups.put(key, image))
-            )
-            const generation: GenerationRow = {
-              projectId,
-              epoch,
-              seq: epoch === row.epoch ? seq : 1,
-              bytes: written.bytes,
-              sha256: written.sha256,
-              offsiteKey: key,
-              createdAt: yield* nowIso,
-              lastCheckedAt: null,
-              checkFailedAt: null
-            }
-            yield* store.addGeneration(generation)
-            return generation
-          })
+          store.exclusive(
+            projectId,
+            Effect.gen(function* () {
+              const row = yield* required(projectId)
+              const existing = yield* store.generations(projectId)
+              const seq = Math.max(0, ...existing.filter((g) => g.epoch === row.epoch).map((g) => g.seq)) + 1
+              const key = `${projectId}/${row.epoch}-${seq}-${yield* tokens.secret(6)}.tar.gz`
+              // The test-only delay holds a sealing backup open (started, its WAL slot taken) for a crash test.
+              const pause = sealing ? Effect.sleep(config.sealingDelay) : Effect.void
+              const { epoch, written } = yield* node.backup(projectId, (image) =>
+                Effect.andThen(pause, backups.put(key, image))
+              )
+              const generation: GenerationRow = {
+                projectId,
+                epoch,
+                seq: epoch === row.epoch ? seq : 1,
+                bytes: written.bytes,
+                sha256: written.sha256,
+                offsiteKey: key,
+                createdAt: yield* nowIso,
+                lastCheckedAt: null,
+                checkFailedAt: null
+              }
+              yield* store.addGeneration(generation)
+              return generation
+            })
+          )
         )
       })
 

@@ -1,5 +1,5 @@
 import { Database, type Kernel } from "@hostplane/core"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Semaphore } from "effect"
 import { MemoryState, memoryTable, type MemoryStore, read, write } from "../memory/MemoryState.ts"
 
 export const databaseRows = memoryTable("database.databases", () => new Map<string, Database.DatabaseRow>())
@@ -8,6 +8,16 @@ export const generationRows = memoryTable("database.generations", () => new Map<
 
 const tokenKey = (projectId: string, user: string) => `${projectId}\u0000${user}`
 const generationKey = (projectId: string, epoch: number, seq: number) => `${projectId}\u0000${epoch}\u0000${seq}`
+
+/** The per-project locks of `exclusive`, one set per memory state: every store made on it shares them. */
+const locksOf = new WeakMap<MemoryStore, Map<string, Semaphore.Semaphore>>()
+const lockOf = (store: MemoryStore, projectId: string) => {
+  const locks = locksOf.get(store) ?? new Map<string, Semaphore.Semaphore>()
+  locksOf.set(store, locks)
+  const lock = locks.get(projectId) ?? Semaphore.makeUnsafe(1)
+  locks.set(projectId, lock)
+  return lock
+}
 
 /** `DatabaseStore` on the shared memory state. */
 export const make = (store: MemoryStore): Database.DatabaseStore["Service"] =>
@@ -70,7 +80,8 @@ export const make = (store: MemoryStore): Database.DatabaseStore["Service"] =>
       write(store, (tables) => {
         for (const [key, row] of tables(generationRows))
           if (row.projectId === projectId) tables(generationRows).delete(key)
-      })
+      }),
+    exclusive: (projectId, effect) => lockOf(store, projectId).withPermit(effect)
   })
 
 export const layer: Layer.Layer<Database.DatabaseStore, never, MemoryState> = Layer.effect(
