@@ -1,51 +1,60 @@
 import { Effect, Exit, Redacted, Scope } from "effect"
 import * as Fs from "node:fs/promises"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import type { TestProject } from "vitest/node"
-// Relative imports: vitest loads this file outside the "@hostplane/source" condition, which would pick up dist/.
-import * as EmbeddedPostgres from "../src/embedded/EmbeddedPostgres.ts"
-import * as TestDatabase from "../src/testing/TestDatabase.ts"
 
-declare module "vitest" {
-  export interface ProvidedContext {
-    readonly hostplaneTestPgUrl: string
-  }
-}
+/** `TestDatabase.setupVariable`, spelled out: importing it would load the PostgreSQL code this file defers. */
+const setupVariable = "HOSTPLANE_TEST_PG_SETUP"
 
 /**
- * Starts one throwaway embedded PostgreSQL for the whole vitest run (unless `TEST_DATABASE_URL` names a server)
- * under a fresh temp directory, so concurrent runs in one tree never share a cluster, and migrates a template
- * database on it once. Test files reach it through `TestDatabase.layer`, which copies the template per file.
+ * Serves the run's test PostgreSQL to the test workers, started on the first ask: one throwaway embedded server under
+ * a fresh temp directory (unless `TEST_DATABASE_URL` names a server), so concurrent runs in one tree never share a
+ * cluster, with a template database migrated on it once. `TestDatabase.layer` asks for it (through the env var
+ * `setupVariable`) and copies the template per file. A run of memory-only files starts no PostgreSQL and loads none
+ * of its code.
  */
-export default async function setup(project: TestProject) {
+export default async function setup() {
   const scope = Scope.makeUnsafe()
-  const close = async () => {
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-  }
-  const external = process.env.TEST_DATABASE_URL ?? ""
-  let url = external
-  let cleanup = close
-  if (external === "") {
-    const directory = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-pg-"))
-    await Fs.chmod(directory, 0o755)
-    const server = await Effect.runPromise(
-      EmbeddedPostgres.start({ directory, durable: false, maxConnections: 500 }).pipe(Scope.provide(scope))
-    )
-    url = Redacted.value(server.url)
-    process.env[TestDatabase.embeddedUrlVariable] = url
-    project.provide("hostplaneTestPgUrl", url)
-    cleanup = async () => {
-      await close()
-      await Fs.rm(directory, { recursive: true, force: true })
+  let directory: string | undefined
+  const start = async () => {
+    // Relative imports, loaded only when asked: vitest loads this file outside the "@hostplane/source" condition.
+    const EmbeddedPostgres = await import("../src/embedded/EmbeddedPostgres.ts")
+    const TestDatabase = await import("../src/testing/TestDatabase.ts")
+    let url = process.env.TEST_DATABASE_URL ?? ""
+    if (url === "") {
+      directory = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-pg-"))
+      await Fs.chmod(directory, 0o755)
+      const server = await Effect.runPromise(
+        EmbeddedPostgres.start({ directory, durable: false, maxConnections: 500 }).pipe(Scope.provide(scope))
+      )
+      url = Redacted.value(server.url)
     }
-  }
-  try {
     const template = await Effect.runPromise(TestDatabase.template(Redacted.make(url)).pipe(Scope.provide(scope)))
-    process.env[TestDatabase.templateVariable] = template
-  } catch (error) {
-    await cleanup()
-    throw error
+    return { url, template }
   }
-  return cleanup
+  let started: ReturnType<typeof start> | undefined
+  const asks = Http.createServer((_, response) => {
+    started ??= start()
+    started.then(
+      (server) => response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(server)),
+      (error: unknown) =>
+        response
+          .writeHead(500, { "content-type": "text/plain" })
+          .end(`the test PostgreSQL did not start: ${error instanceof Error ? error.stack : String(error)}`)
+    )
+  })
+  // A start on a loaded machine takes minutes: the ask waits as long as a hook may.
+  asks.requestTimeout = 0
+  asks.headersTimeout = 0
+  await new Promise<void>((resolve) => asks.listen(0, "127.0.0.1", resolve))
+  process.env[setupVariable] = `http://127.0.0.1:${(asks.address() as AddressInfo).port}/`
+  return async () => {
+    asks.closeAllConnections()
+    await new Promise((resolve) => asks.close(resolve))
+    await started?.catch(() => undefined)
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    if (directory !== undefined) await Fs.rm(directory, { recursive: true, force: true })
+  }
 }

@@ -4,17 +4,46 @@ import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
 import * as PgDatabase from "../PgDatabase.ts"
 
-/** Env var through which `test/globalSetup.ts` hands the embedded server's URL to the test workers. */
+/** Env var naming a test server's superuser URL, for test files run outside the repo's vitest setup. */
 export const embeddedUrlVariable = "HOSTPLANE_TEST_PG_URL"
 
-/** Env var naming the database, migrated once per vitest run, that each test file's database is copied from. */
+/** Env var naming a migrated database on that server that each test file's database is copied from. */
 export const templateVariable = "HOSTPLANE_TEST_PG_TEMPLATE"
 
-/** Superuser URL of the test server: `TEST_DATABASE_URL`, else the embedded server of the vitest run. */
-const serverUrl = Config.Redacted("TEST_DATABASE_URL").pipe(
-  Config.orElse(() => Config.Redacted(embeddedUrlVariable)),
-  Config.map((url) => new URL(Redacted.value(url)))
-)
+/**
+ * Env var naming where `test/globalSetup.ts` serves the run's test PostgreSQL, started on the first ask: a run of
+ * memory-only test files starts none.
+ */
+export const setupVariable = "HOSTPLANE_TEST_PG_SETUP"
+
+/** The run's server, asked once per worker process. */
+let asked: Promise<{ readonly url: string; readonly template: string }> | undefined
+
+const askSetup = (setup: string) =>
+  Effect.promise(() => {
+    asked ??= fetch(setup, { method: "POST" }).then(async (reply) => {
+      if (!reply.ok) throw new Error(await reply.text())
+      return (await reply.json()) as { readonly url: string; readonly template: string }
+    })
+    return asked
+  })
+
+/**
+ * Superuser URL of the test server and the template to copy: the vitest run's (started when first asked), else
+ * `TEST_DATABASE_URL` or `embeddedUrlVariable` with `templateVariable`.
+ */
+const testServer = Effect.gen(function* () {
+  const setup = yield* Config.option(Config.NonEmptyString(setupVariable))
+  if (Option.isSome(setup)) {
+    const server = yield* askSetup(setup.value)
+    return { server: new URL(server.url), template: Option.some(server.template) }
+  }
+  const url = yield* Config.Redacted("TEST_DATABASE_URL").pipe(
+    Config.orElse(() => Config.Redacted(embeddedUrlVariable))
+  )
+  const template = yield* Config.option(Config.NonEmptyString(templateVariable))
+  return { server: new URL(Redacted.value(url)), template }
+})
 
 const onServer = (server: URL, statement: (sql: SqlClient.SqlClient) => Effect.Effect<unknown, unknown>) =>
   Effect.gen(function* () {
@@ -61,8 +90,8 @@ export const template = (url: Redacted.Redacted<string>) =>
 const testDatabase = (mode: "template" | "empty" | "bare") =>
   Layer.unwrap(
     Effect.gen(function* () {
-      const server = yield* serverUrl
-      const from = mode === "template" ? yield* Config.option(Config.NonEmptyString(templateVariable)) : Option.none()
+      const { server, template } = yield* testServer
+      const from = mode === "template" ? template : Option.none()
       const name = uniqueName("hp_test")
       yield* scopedDatabase(server, name, from)
       const url = databaseUrl(server, name)
