@@ -6,6 +6,7 @@ export { type AnyAreaHttp, apiId, apiPrefix, areaApi, type AreaHttp, areaHttp } 
 export { areas } from "./areas.ts"
 export { edgeApp } from "./edge/EdgeApp.ts"
 export { edgeAppOver } from "./edge/EdgeTransport.ts"
+export { type EdgeLane, installLane, makeEdgeLane } from "./edge/EdgeLane.ts"
 export { apiError, apiErrors, Envelope } from "@hostplane/api/errors/ApiError"
 export { WorkerInvoker } from "./edge/WorkerInvoker.ts"
 export { CoreWatch, RequestMetrics } from "./server/RequestPipeline.ts"

@@ -1,5 +1,8 @@
-import { Database, Jobs } from "@hostplane/core"
+import { Database, Deployments, Jobs } from "@hostplane/core"
 import { BackupStoreMemory, DatabaseNodeMemory } from "@hostplane/testkit"
+import { bundleOf, manifestEntry } from "@hostplane/testkit/deployments/BundleFixtures"
+import { createHash } from "node:crypto"
+import { gunzipSync } from "node:zlib"
 import { Effect, Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
@@ -110,12 +113,76 @@ describe.each(backends)("decisions.md part 6 node API (%s)", (_name, stores) => 
     const unknown = await api.get("/v1/node/projects/prj_unknown/secrets", asNode)
     expect({ status: unknown.status, code: unknown.body.code }).toEqual({ status: 404, code: "not_found" })
   })
+
+  it("artifacts streams a deployment's bundle as uploaded, ETag the digest; node token only; unknown digest 404", async () => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const bytes = await Effect.runPromise(
+      bundleOf([
+        manifestEntry({ name: "artifact" }),
+        { name: "assets/index.html", content: "<p>artifact</p>" },
+        // Larger than one read chunk, so the answer is streamed in pieces.
+        { name: "assets/big.bin", content: new Uint8Array(300_000).map((_, i) => (i * 7919) % 251) }
+      ])
+    )
+    const uploaded = await fetch(`${suite.server.url}/v1/orgs/${slug}/projects/${project.name}/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${suite.admin.token}`, "content-type": "application/gzip" },
+      body: bytes
+    })
+    expect(uploaded.status).toBe(201)
+    const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`
+    const live = (await state(0)).projects.find((p) => p.projectId === project.id)
+    expect(live?.deployment?.digest).toBe(digest)
+    const get = (path: string, token: string | undefined) =>
+      fetch(`${suite.server.url}${path}`, token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } })
+
+    const reply = await get(`/v1/node/artifacts/${digest}`, nodeToken)
+    expect(reply.status).toBe(200)
+    expect(reply.headers.get("content-type")).toBe("application/gzip")
+    expect(reply.headers.get("etag")).toBe(`"${digest}"`)
+    const body = new Uint8Array(await reply.arrayBuffer())
+    expect(body.length).toBe(bytes.length)
+    expect(Buffer.compare(Buffer.from(body), Buffer.from(bytes))).toBe(0)
+
+    for (const token of [undefined, "wrong", suite.admin.token]) {
+      const refused = await get(`/v1/node/artifacts/${digest}`, token)
+      expect({ status: refused.status, code: ((await refused.json()) as { code: string }).code }).toEqual({
+        status: 401,
+        code: "unauthorized"
+      })
+    }
+    const unknown = [
+      `sha256:${"0".repeat(64)}`,
+      "sha256:xyz",
+      "not-a-digest",
+      // The inflated tar stored beside the bundle is no bundle of its own.
+      `sha256:${createHash("sha256").update(gunzipSync(bytes)).digest("hex")}`
+    ]
+    // The inflated tar is there, stored: it is refused for what it is, not for being absent.
+    const tar = unknown[3]!
+    expect(
+      await suite.server.run(Effect.flatMap(Effect.service(Deployments.ArtifactStore), (store) => store.has(tar)))
+    ).toBe(true)
+    for (const candidate of unknown) {
+      const missing = await get(`/v1/node/artifacts/${encodeURIComponent(candidate)}`, nodeToken)
+      expect({ candidate, status: missing.status, code: ((await missing.json()) as { code: string }).code }).toEqual({
+        candidate,
+        status: 404,
+        code: "not_found"
+      })
+    }
+  })
 })
 
 describe("decisions.md part 6 node API without SERVICE_NODE_TOKEN", () => {
   const suite = useSuite(backends[1]![1])
   it("every /v1/node route answers 501 node_api_off", async () => {
-    for (const path of ["/v1/node/state", "/v1/node/projects/prj_x/secrets"]) {
+    for (const path of [
+      "/v1/node/state",
+      "/v1/node/projects/prj_x/secrets",
+      `/v1/node/artifacts/sha256:${"0".repeat(64)}`
+    ]) {
       const reply = await suite.api.get(path, { token: "anything" })
       expect({ path, status: reply.status, code: reply.body.code }).toEqual({ path, status: 501, code: "node_api_off" })
     }

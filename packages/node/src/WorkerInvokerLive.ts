@@ -37,11 +37,42 @@ const droppedHeaders = new Set([
 /** Response headers that belong to one hop. */
 const hopHeaders = new Set(["connection", "keep-alive", "transfer-encoding", "set-cookie"])
 
+/** Headers of one connection, which an HTTP/2 response must not carry (and an HTTP/1.1 one sets itself). */
+const connectionHeaders = new Set(["connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"])
+
+const envelopeHeaders = {
+  "content-type": "application/json",
+  "x-content-type-options": "nosniff",
+  "cache-control": "no-store"
+}
+
 const envelope = (status: number, code: string, message: string) =>
   HttpServerResponse.jsonUnsafe(
     { code, message },
     { status, headers: { "x-content-type-options": "nosniff", "cache-control": "no-store" } }
   )
+
+const tooLarge = {
+  status: 413,
+  code: "payload_too_large",
+  message: `request bodies are limited to ${maxRequestBodyBytes} bytes`
+}
+
+/** One cookie's value from a `Cookie` header; undefined when absent. */
+const cookieOf = (header: string | undefined, name: string): string | undefined => {
+  if (header === undefined) return undefined
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=")
+    if (eq < 0 || part.slice(0, eq).trim() !== name) continue
+    const raw = part.slice(eq + 1).trim()
+    try {
+      return decodeURIComponent(raw)
+    } catch {
+      return raw
+    }
+  }
+  return undefined
+}
 
 /** The host the client asked for, port included: `Host` over HTTP/1.1, `:authority` over HTTP/2. */
 const authorityOf = (incoming: Http.IncomingMessage): string | undefined => {
@@ -110,7 +141,16 @@ export const WorkerInvokerLive = Layer.effect(
     })
 
     const states = new Map<string, Node.NodeProject>()
-    const envs = new Map<string, { readonly signature: string; readonly env: ProjectEnv }>()
+    /** Each project's env, with the state it was made from (a converge puts a new state object in `states`). */
+    const envs = new Map<
+      string,
+      {
+        readonly signature: string
+        readonly env: ProjectEnv
+        readonly project: Node.NodeProject
+        readonly ai: boolean
+      }
+    >()
     let revision = 0
     const syncLock = Semaphore.makeUnsafe(1)
     const bindings = yield* makeBindings({
@@ -149,17 +189,49 @@ export const WorkerInvokerLive = Layer.effect(
         project = states.get(projectId)
       }
       if (project === undefined) return { secrets: {}, bindings: {} } satisfies ProjectEnv
-      const signature = JSON.stringify([project.secrets, project.bindings, manifest.ai === true])
+      const ai = manifest.ai === true
+      const signature = JSON.stringify([project.secrets, project.bindings, ai])
       const known = envs.get(projectId)
-      if (known !== undefined && known.signature === signature) return known.env
+      if (known !== undefined && known.signature === signature) {
+        envs.set(projectId, { ...known, project, ai })
+        return known.env
+      }
       const opened = yield* Effect.orElseSucceed(nodes.secrets(projectId), () => ({ items: [] }))
       const env: ProjectEnv = {
         secrets: Object.fromEntries(opened.items.map((item) => [item.name, item.value])),
         bindings: bindings.flagsOf(project, manifest)
       }
-      envs.set(projectId, { signature, env })
+      envs.set(projectId, { signature, env, project, ai })
       return env
     })
+
+    /** The env made from the project's current state, when there is one: a request's usual case, with no Effect. */
+    const currentEnv = (projectId: string, manifest: Deployments.Manifest): ProjectEnv | undefined => {
+      const known = envs.get(projectId)
+      return known !== undefined && known.project === states.get(projectId) && known.ai === (manifest.ai === true)
+        ? known.env
+        : undefined
+    }
+
+    /** The loader key of a deployment on an env: hashed once per (env, deployment), not once per request. */
+    const keys = new WeakMap<ProjectEnv, Map<string, string>>()
+    const keyOf = (target: Edge.WorkerTarget, env: ProjectEnv) => {
+      let byDeployment = keys.get(env)
+      if (byDeployment === undefined) keys.set(env, (byDeployment = new Map()))
+      const known = byDeployment.get(target.deploymentId)
+      if (known !== undefined && runtime.registered(known)) return known
+      const key = runtime.register({
+        projectId: target.projectId,
+        deploymentId: target.deploymentId,
+        digest: target.digest,
+        manifest: target.manifest,
+        entry: target.entry,
+        secrets: env.secrets,
+        bindings: env.bindings
+      })
+      byDeployment.set(target.deploymentId, key)
+      return key
+    }
 
     yield* sync
     yield* Effect.forkScoped(
@@ -182,16 +254,8 @@ export const WorkerInvokerLive = Layer.effect(
         incoming.resume()
         return envelope(413, "payload_too_large", `request bodies are limited to ${maxRequestBodyBytes} bytes`)
       }
-      const env = yield* envOf(target.projectId, target.manifest)
-      const key = runtime.register({
-        projectId: target.projectId,
-        deploymentId: target.deploymentId,
-        digest: target.digest,
-        manifest: target.manifest,
-        entry: target.entry,
-        secrets: env.secrets,
-        bindings: env.bindings
-      })
+      const env = currentEnv(target.projectId, target.manifest) ?? (yield* envOf(target.projectId, target.manifest))
+      const key = keyOf(target, env)
       const started = Date.now()
       const scheme = (incoming.socket as TLSSocket).encrypted === true ? "https" : "http"
       const url = `${scheme}://${authorityOf(incoming) ?? "localhost"}${incoming.url ?? "/"}`
@@ -220,29 +284,100 @@ export const WorkerInvokerLive = Layer.effect(
             ...(setCookies.length === 0 ? {} : { cookies: Cookies.fromSetCookie(setCookies) })
           })
         }
+        default: {
+          const refused = refusalOf(target, outcome, started, incoming.method ?? "GET", url)
+          return envelope(refused.status, refused.code, refused.message)
+        }
+      }
+    })
+
+    /** The edge's answer when the worker's is not forwarded; a timeout is the invocation's event too. */
+    const refusalOf = (
+      target: Edge.WorkerTarget,
+      outcome: Exclude<Forwarded, { readonly _tag: "Response" }>,
+      started: number,
+      method: string,
+      url: string
+    ): { readonly status: number; readonly code: string; readonly message: string } => {
+      switch (outcome._tag) {
         case "Exception":
-          return envelope(500, "worker_exception", "the worker threw an exception")
+          return { status: 500, code: "worker_exception", message: "the worker threw an exception" }
         case "Timeout":
           collector.record({
             projectId: target.projectId,
             deploymentId: target.deploymentId,
             timestamp: started,
             outcome: "timeout",
-            request: { method: incoming.method ?? "GET", url },
+            request: { method, url },
             response: null,
             durationMs: Date.now() - started,
             logs: [],
             exceptions: []
           })
-          return envelope(504, "worker_timeout", `the worker did not answer within ${settings.timeoutMs} ms`)
+          return {
+            status: 504,
+            code: "worker_timeout",
+            message: `the worker did not answer within ${settings.timeoutMs} ms`
+          }
         case "TooLarge":
-          return envelope(413, "payload_too_large", `request bodies are limited to ${maxRequestBodyBytes} bytes`)
+          return tooLarge
         case "Unavailable":
-          return envelope(503, "worker_unavailable", "the worker runtime is not answering; try again")
+          return { status: 503, code: "worker_unavailable", message: "the worker runtime is not answering; try again" }
       }
-    })
+    }
 
-    return WorkerInvoker.of({ invoke })
+    const context = yield* Effect.context<never>()
+    const runEnv = Effect.runPromiseWith(context)
+
+    const serveNode = async (
+      target: Edge.WorkerTarget,
+      incoming: Http.IncomingMessage,
+      response: Http.ServerResponse
+    ): Promise<number> => {
+      const refuse = (refused: { readonly status: number; readonly code: string; readonly message: string }) => {
+        incoming.resume()
+        if (!response.headersSent) response.writeHead(refused.status, envelopeHeaders)
+        response.end(JSON.stringify({ code: refused.code, message: refused.message }))
+        return refused.status
+      }
+      if (!settings.enabled)
+        return refuse({ status: 503, code: "worker_unavailable", message: "worker code is off on this node" })
+      const declared = Number(incoming.headers["content-length"] ?? "0")
+      if (Number.isFinite(declared) && declared > maxRequestBodyBytes) return refuse(tooLarge)
+      const env =
+        currentEnv(target.projectId, target.manifest) ?? (await runEnv(envOf(target.projectId, target.manifest)))
+      const key = keyOf(target, env)
+      const started = Date.now()
+      const scheme = (incoming.socket as TLSSocket).encrypted === true ? "https" : "http"
+      const url = `${scheme}://${authorityOf(incoming) ?? "localhost"}${incoming.url ?? "/"}`
+      // Read before the cookie is stripped: the worker gets a handle for the session, never the cookie.
+      const user = bindings.userHandle(target.projectId, cookieOf(incoming.headers.cookie, EndUser.authSessionCookie))
+      const controller = new AbortController()
+      // The client went away before the worker answered: its request is canceled too.
+      const gone = () => {
+        if (!response.writableFinished) controller.abort()
+      }
+      response.once("close", gone)
+      const outcome = await forward({ runtime, target, key, url, scheme, incoming, user, signal: controller.signal })
+      if (outcome._tag !== "Response") {
+        response.off("close", gone)
+        if (controller.signal.aborted) return 499
+        return refuse(refusalOf(target, outcome, started, incoming.method ?? "GET", url))
+      }
+      const upstream = outcome.response
+      const headers: Record<string, string | Array<string>> = {}
+      for (const [name, value] of Object.entries(upstream.headers)) {
+        if (value === undefined || connectionHeaders.has(name) || name.startsWith(":")) continue
+        headers[name] = value
+      }
+      const status = upstream.statusCode ?? 502
+      response.writeHead(status, headers)
+      upstream.on("error", () => response.destroy())
+      upstream.pipe(response)
+      return status
+    }
+
+    return WorkerInvoker.of({ invoke, serveNode })
   })
 )
 
@@ -268,10 +403,12 @@ const forward = async (options: {
   const { runtime, incoming } = options
   const timeoutMs = runtime.settings.timeoutMs
   const shard = runtime.shardOf(options.target.projectId)
-  try {
-    await runtime.ready(shard, timeoutMs)
-  } catch {
-    return { _tag: "Timeout" }
+  if (!runtime.isUp(shard)) {
+    try {
+      await runtime.ready(shard, timeoutMs)
+    } catch {
+      return { _tag: "Timeout" }
+    }
   }
   const headers: Record<string, string | Array<string>> = {}
   for (const [name, value] of Object.entries(incoming.headers)) {

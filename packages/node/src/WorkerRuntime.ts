@@ -182,6 +182,8 @@ interface Shard {
   /** Resolves once the router answers its health probe. */
   ready: Promise<void>
   markReady: () => void
+  /** Answered its health probe since its last start: a request need not wait on `ready`. */
+  up: boolean
   lastHealthy: number
   restarts: number
 }
@@ -216,9 +218,13 @@ export class WorkerRuntime extends Context.Service<
     readonly sandbox: { readonly bwrap: boolean; readonly uid: number | undefined }
     /** Records what a key loads and answers the key; the same spec gives the same key. */
     readonly register: (spec: WorkerSpec) => string
+    /** Whether the key is still recorded (the oldest of 10,000 are forgotten): a caller may keep a key it made. */
+    readonly registered: (key: string) => boolean
     readonly shardOf: (projectId: string) => number
     /** Resolves when the shard answers (after a restart, too); rejects after `waitMs`. */
     readonly ready: (shard: number, waitMs: number) => Promise<void>
+    /** Whether the shard answers now (then `ready` would resolve at once). */
+    readonly isUp: (shard: number) => boolean
     readonly socketOf: (shard: number) => string
     readonly pids: () => ReadonlyArray<number | undefined>
     readonly restarts: () => ReadonlyArray<number>
@@ -362,14 +368,22 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
         }
         return fail(404, "not found")
       }
-      const projectId = request.headers["x-hostplane-project"]
-      if (typeof projectId !== "string") return fail(400, "no project")
-      if (url.pathname === "/tail") {
-        const body = (await readJson(request, 64 * 1024 * 1024)) as { deploymentId: string; events: Array<unknown> }
-        tail(projectId, body.deploymentId, body.events ?? [])
+      if (url.pathname === "/tails") {
+        // The routers' batches: each entry one invocation's events, with the project the router loaded it for.
+        const batch = (await readJson(request, 64 * 1024 * 1024)) as Array<{
+          projectId?: unknown
+          deploymentId?: unknown
+          events?: unknown
+        }>
+        for (const entry of Array.isArray(batch) ? batch : []) {
+          if (typeof entry?.projectId !== "string" || typeof entry.deploymentId !== "string") continue
+          tail(entry.projectId, entry.deploymentId, Array.isArray(entry.events) ? entry.events : [])
+        }
         response.writeHead(204)
         return response.end()
       }
+      const projectId = request.headers["x-hostplane-project"]
+      if (typeof projectId !== "string") return fail(400, "no project")
       const raw = /^\/raw\/([a-z]+)\/([a-zA-Z]+)$/.exec(url.pathname)
       if (raw !== null) return rawBindings(projectId, raw[1]!, raw[2]!, url.searchParams, request, response)
       const call = /^\/binding\/([a-z]+)\/([a-zA-Z]+)$/.exec(url.pathname)
@@ -393,8 +407,12 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
 
   const launch = (shard: Shard) => {
     let markReady = () => {}
+    shard.up = false
     shard.ready = new Promise<void>((resolve) => (markReady = resolve))
-    shard.markReady = markReady
+    shard.markReady = () => {
+      shard.up = true
+      markReady()
+    }
     Fs.rmSync(shard.socket, { force: true })
     const config = `shard-${shard.index}.capnp`
     const command = [binary, "serve", "--experimental", config]
@@ -450,6 +468,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
       process: undefined,
       ready: Promise.resolve(),
       markReady: () => {},
+      up: false,
       lastHealthy: Date.now(),
       restarts: 0
     }
@@ -507,7 +526,16 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     return key
   }
 
-  const shardOf = (projectId: string) => createHash("sha256").update(projectId).digest().readUInt32BE(0) % shards.length
+  const shardsOf = new Map<string, number>()
+  const shardOf = (projectId: string) => {
+    let shard = shardsOf.get(projectId)
+    if (shard === undefined) {
+      shard = createHash("sha256").update(projectId).digest().readUInt32BE(0) % shards.length
+      if (shardsOf.size >= 100_000) shardsOf.clear()
+      shardsOf.set(projectId, shard)
+    }
+    return shard
+  }
 
   const ready = (index: number, waitMs: number) =>
     new Promise<void>((resolve, reject) => {
@@ -522,8 +550,10 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     settings,
     sandbox: { bwrap, uid: root ? nobody.uid : process.getuid?.() },
     register,
+    registered: (key) => specs.has(key),
     shardOf,
     ready,
+    isUp: (index) => shards[index]!.up,
     socketOf: (index) => shards[index]!.socket,
     pids: () => shards.map((shard) => shard.process?.pid),
     restarts: () => shards.map((shard) => shard.restarts),

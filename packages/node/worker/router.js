@@ -59,38 +59,76 @@ export class Bindings extends WorkerEntrypoint {
   }
 }
 
-/** Per-invocation events (logs, exceptions, outcome) of one project's worker, handed to the node's collector. */
+/** Tail batches not sent to the node yet, each one project's invocation events as JSON. */
+let unsent = []
+let sending = false
+
+/** How long the first tail of a batch waits for others before sending: one call to the node per batch, not per event. */
+const tailBatchMs = 25
+
+/**
+ * Per-invocation events (logs, exceptions, outcome) of one project's worker, handed to the node's collector. The
+ * first tail to find no send under way sends, after a short wait, everything queued by then and until the queue is
+ * empty; the others only queue theirs. The project is the one the router loaded the worker for.
+ */
 export class Tail extends WorkerEntrypoint {
   async tail(events) {
-    await this.env.NODE.fetch("http://node/tail", {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-hostplane-project": this.ctx.props.projectId },
-      body: JSON.stringify({ deploymentId: this.ctx.props.deploymentId, events })
-    })
+    const { projectId, deploymentId } = this.ctx.props
+    unsent.push(JSON.stringify({ projectId, deploymentId, events }))
+    if (sending) return
+    sending = true
+    try {
+      await scheduler.wait(tailBatchMs)
+      while (unsent.length > 0) {
+        // At most about 8 MiB a call (an event holds up to 4 MiB of log lines), and always one event.
+        let size = 0
+        let count = 0
+        while (count < unsent.length && (count === 0 || size + unsent[count].length < 8 * 1024 * 1024)) {
+          size += unsent[count].length
+          count += 1
+        }
+        const batch = unsent.splice(0, count)
+        await this.env.NODE.fetch("http://node/tails", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: `[${batch.join(",")}]`
+        })
+      }
+    } finally {
+      sending = false
+    }
   }
 }
 
-const load = (env, ctx, meta) =>
-  env.LOADER.get(meta.key, async () => {
-    const response = await env.NODE.fetch(`http://node/code?key=${encodeURIComponent(meta.key)}`)
-    if (!response.ok) throw new Error(`the node has no code for ${meta.key}: ${response.status}`)
-    const code = await response.json()
-    const props = { projectId: code.projectId, deploymentId: code.deploymentId, digest: code.digest }
-    return {
-      compatibilityDate: code.compatibilityDate,
-      compatibilityFlags: code.compatibilityFlags,
-      mainModule: code.mainModule,
-      modules: loaderModules(code.modules),
-      env: {
-        ...code.secrets,
-        ASSETS: ctx.exports.Assets({ props }),
-        __hostplane: ctx.exports.Bindings({ props }),
-        __hostplaneBindings: code.bindings
-      },
-      globalOutbound: code.outbound === "public" ? env.INTERNET : null,
-      tails: [ctx.exports.Tail({ props })]
-    }
-  })
+/**
+ * The worker of an invocation: kept warm by key. A load check's worker is loaded once and dropped after it: kept, every
+ * deploy would hold a whole isolate (about 2 MB) for good.
+ */
+const load = async (env, ctx, meta) =>
+  meta.check === true
+    ? env.LOADER.load(await codeOf(env, ctx, meta))
+    : env.LOADER.get(meta.key, () => codeOf(env, ctx, meta))
+
+const codeOf = async (env, ctx, meta) => {
+  const response = await env.NODE.fetch(`http://node/code?key=${encodeURIComponent(meta.key)}`)
+  if (!response.ok) throw new Error(`the node has no code for ${meta.key}: ${response.status}`)
+  const code = await response.json()
+  const props = { projectId: code.projectId, deploymentId: code.deploymentId, digest: code.digest }
+  return {
+    compatibilityDate: code.compatibilityDate,
+    compatibilityFlags: code.compatibilityFlags,
+    mainModule: code.mainModule,
+    modules: loaderModules(code.modules),
+    env: {
+      ...code.secrets,
+      ASSETS: ctx.exports.Assets({ props }),
+      __hostplane: ctx.exports.Bindings({ props }),
+      __hostplaneBindings: code.bindings
+    },
+    globalOutbound: code.outbound === "public" ? env.INTERNET : null,
+    tails: [ctx.exports.Tail({ props })]
+  }
+}
 
 const describe = (error) => ({
   name: String(error?.name ?? "Error"),
@@ -120,7 +158,7 @@ export default {
       redirect: "manual"
     })
     try {
-      const worker = load(env, ctx, meta)
+      const worker = await load(env, ctx, meta)
       return await worker.getEntrypoint().fetch(forwarded)
     } catch (error) {
       return new Response(JSON.stringify(describe(error)), {

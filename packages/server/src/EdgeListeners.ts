@@ -8,11 +8,11 @@ import {
 } from "@hostplane/adapters-providers/tls/CertificateBook"
 import { edgeTlsServer } from "@hostplane/adapters-providers/tls/EdgeTlsServer"
 import { Secrets, Tls } from "@hostplane/core"
-import { edgeAppOver } from "@hostplane/http"
+import { edgeAppOver, installLane, makeEdgeLane } from "@hostplane/http"
 import { Config, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { HttpServer } from "effect/http"
 import { parseListen } from "./Listen.ts"
-import { edgeOutcomes } from "./Metrics.ts"
+import { countEdge, edgeOutcomes } from "./Metrics.ts"
 import { type Address, type ConnectionSettings, httpListener, namedBind } from "./Listeners.ts"
 
 const optionalPath = (name: string) =>
@@ -117,25 +117,36 @@ const followCertificates = (book: CertificateBook) =>
 export const edgeListeners = (edgeListen: Address, connections: ConnectionSettings) =>
   Layer.unwrap(
     Effect.gen(function* () {
-      const plain = HttpServer.serve(edgeAppOver("http"), edgeOutcomes).pipe(
-        Layer.provide(httpListener({ name: "edge", address: edgeListen, setting: "SERVICE_EDGE_LISTEN" }, connections))
-      )
       const settings = yield* edgeTlsSettings
-      if (settings === undefined) return plain
-      const { listen, fallback } = settings
-      const book = new CertificateBook(fallback)
+      const book = settings === undefined ? undefined : new CertificateBook(settings.fallback)
       const store = yield* Tls.CertificateStore
-      const edgeTls = Layer.succeed(Tls.EdgeTls)({
-        httpsPort: listen.port,
-        covers: (host) => book.covers(host),
-        challenge: (token) => store.challenge(token)
-      })
+      const edgeTls =
+        settings === undefined || book === undefined
+          ? Tls.EdgeTls.off
+          : Layer.succeed(Tls.EdgeTls)({
+              httpsPort: settings.listen.port,
+              covers: (host) => book.covers(host),
+              challenge: (token) => store.challenge(token)
+            })
+      // Worker requests skip Effect's HTTP server (EdgeLane.ts); everything else reaches the edge app.
+      const laneOf = (scheme: "http" | "https") => makeEdgeLane(scheme, countEdge).pipe(Effect.provide(edgeTls))
+      const plainLane = yield* laneOf("http")
+      const plain = HttpServer.serve(edgeAppOver("http"), edgeOutcomes).pipe(
+        Layer.provide(
+          httpListener({ name: "edge", address: edgeListen, setting: "SERVICE_EDGE_LISTEN" }, connections, (server) =>
+            installLane(server, plainLane)
+          )
+        )
+      )
+      if (settings === undefined || book === undefined) return plain.pipe(Layer.provide(edgeTls))
+      const { listen, fallback } = settings
+      const secureLane = yield* laneOf("https")
       const secure = HttpServer.serve(edgeAppOver("https"), edgeOutcomes).pipe(
         Layer.provide(
           namedBind(
             NodeHttpServer.layer(
               () => {
-                const server = edgeTlsServer(book)
+                const server = installLane(edgeTlsServer(book), secureLane)
                 // HTTP/1.1 connections over TLS keep part 15's idle time too; HTTP/2 sessions close when the peer goes.
                 ;(server as unknown as { keepAliveTimeout: number }).keepAliveTimeout = Duration.toMillis(
                   connections.keepAlive

@@ -102,12 +102,15 @@ export const namedBind = <A, E, R>(
  */
 export const httpListener = (
   listener: { readonly name: string; readonly address: Address; readonly setting: string },
-  settings: ConnectionSettings
+  settings: ConnectionSettings,
+  /** Runs on the server before it listens (the edge puts its worker lane in front of the app's handler). */
+  prepare: (server: ReturnType<typeof createServer>) => void = () => {}
 ) =>
   namedBind(
     NodeHttpServer.layer(
       () => {
         const server = createServer()
+        prepare(server)
         server.keepAliveTimeout = Duration.toMillis(settings.keepAlive)
         // Node drops a kept-alive connection whose next request's headers take longer than this: keep it above the
         // idle time, so a request sent just before the idle limit still has its headers read.

@@ -35,15 +35,16 @@ const outcomeOf = (status: number): string =>
 
 const edgeBy = new Map<string, Metric.Metric<number, unknown>>()
 
-/** Counts each edge response by its outcome, read from the status alone: the edge's own code stays as it is. */
-export const edgeOutcomes = HttpMiddleware.make((app) =>
-  Effect.tap(app, (response) => {
-    const outcome = outcomeOf(response.status)
-    let metric = edgeBy.get(outcome)
-    if (metric === undefined) edgeBy.set(outcome, (metric = Metric.withAttributes(edgeRequests, { outcome })))
-    return Metric.update(metric, 1)
-  })
-)
+/** Counts one edge response by its outcome, read from its status alone. */
+export const countEdge = (status: number) => {
+  const outcome = outcomeOf(status)
+  let metric = edgeBy.get(outcome)
+  if (metric === undefined) edgeBy.set(outcome, (metric = Metric.withAttributes(edgeRequests, { outcome })))
+  return Metric.update(metric, 1)
+}
+
+/** Counts each edge response by its outcome: the edge's own code stays as it is. */
+export const edgeOutcomes = HttpMiddleware.make((app) => Effect.tap(app, (response) => countEdge(response.status)))
 
 const databaseUp = Metric.gauge("hostplane_database_up", {
   description: "1 when the control database answered this scrape's query within a second, else 0"

@@ -23,7 +23,7 @@ import { configLayerFromEnv, Deployments, Dns, Hostnames, jobHandlers, Jobs, ser
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import * as Path from "node:path"
-import { app, Console, HostAuthenticator, routerConfig, spanNames } from "@hostplane/http"
+import { app, Console, HostAuthenticator, routerConfig, spanNames, WorkerInvoker } from "@hostplane/http"
 import { loadConsole } from "@hostplane/console"
 import { edgeListeners, tlsPorts } from "./EdgeListeners.ts"
 import { healthRoutes } from "./Health.ts"
@@ -83,7 +83,7 @@ export const ServerLive = Layer.unwrap(
     const runtime = workers.enabled
       ? Layer.provideMerge(WorkerCheckLive, WorkerRuntime.layer(workers)).pipe(Layer.provide(bundles))
       : Deployments.WorkerCheck.off
-    const invoker = workers.enabled ? WorkerInvokerLive : Layer.empty
+    const invoker = workers.enabled ? WorkerInvokerLive : WorkerInvoker.off
     const ports = jobs.pipe(
       Layer.provideMerge(
         // SERVICE_SEAL_KEY, else the key file <data dir>/seal.key (created on first start).

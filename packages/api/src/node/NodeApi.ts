@@ -1,6 +1,6 @@
 import { Errors, Node } from "@hostplane/core"
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { apiErrors } from "../errors/ApiError.ts"
 import { secretSuccess } from "../server/NoStore.ts"
 
@@ -43,6 +43,23 @@ export class NodeApi extends HttpApiGroup.make("node")
       .annotateMerge(
         describe(
           "Node token as for the state. `{ items: [{ name, version, value }] }`, the values opened: the worker's environment. Unknown project 404. Never logged, never cached (`Cache-Control: no-store`)."
+        )
+      ),
+    HttpApiEndpoint.get("artifact", "/node/artifacts/:digest", {
+      headers: authorization,
+      params: { digest: Schema.String },
+      success: HttpApiSchema.StreamUint8Array({ contentType: "application/gzip" }),
+      error: apiErrors(Errors.NotFound, Errors.Unauthorized, Errors.NodeApiOff, Errors.ArtifactStoreUnavailable)
+    })
+      .annotate(OpenApi.Summary, "A deployment's bundle")
+      .annotateMerge(
+        describe(
+          [
+            "Node token as for the state. The bundle a deployment was made from (`deployment.digest` in the node",
+            "state), streamed as it was uploaded: the gzipped tar, `Content-Type: application/gzip`, `ETag` the",
+            "digest (quoted). A node on another machine runs from these bytes and caches",
+            "them by digest: they never change. A digest that is no accepted bundle of this service is 404."
+          ].join(" ")
         )
       ),
     HttpApiEndpoint.post("usage", "/node/usage", {

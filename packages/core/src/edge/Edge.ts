@@ -154,7 +154,15 @@ const attemptLimiter = () => {
  */
 export class Edge extends Context.Service<
   Edge,
-  { readonly handle: (request: EdgeRequest) => Effect.Effect<EdgeAnswer> }
+  {
+    readonly handle: (request: EdgeRequest) => Effect.Effect<EdgeAnswer>
+    /**
+     * A count that rises whenever a host, project, policy or deployment the edge holds may have changed: a `Worker`
+     * answer for a public deployment, worked out while it was `n`, is the answer to the same host, method kind and path
+     * while it is still `n`. `undefined` while the edge holds nothing (every answer is read afresh).
+     */
+    readonly generation: () => number | undefined
+  }
 >()("@hostplane/core/edge/Edge") {
   static readonly layer = Layer.effect(
     Edge,
@@ -375,7 +383,7 @@ export class Edge extends Context.Service<
         )
       })
 
-      return Edge.of({ handle })
+      return Edge.of({ handle, generation: cache.generation })
     })
   )
 }

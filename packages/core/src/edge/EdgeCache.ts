@@ -151,6 +151,7 @@ export const makeEdgeCache = Effect.gen(function* () {
   let latest = 0
   let floor = Number.MAX_SAFE_INTEGER
   const heard = (projectId: ProjectId, revision: number) => {
+    generation += 1
     if (stamps.size >= capacity) {
       stamps.clear()
       floor = latest
@@ -175,9 +176,12 @@ export const makeEdgeCache = Effect.gen(function* () {
     )
 
   let live = false
+  /** Rises with every change heard or dropped: an answer worked out at one count is current while it stays. */
+  let generation = 0
 
   const forget = (projectId: ProjectId) =>
     Effect.gen(function* () {
+      generation += 1
       yield* Cache.invalidate(views, projectId)
       const hosts = [...(hostsOf.get(projectId) ?? []), ...unrouted, ...reading.keys()]
       hostsOf.delete(projectId)
@@ -264,6 +268,11 @@ export const makeEdgeCache = Effect.gen(function* () {
         ? fresh(routes, key, (route) => (Option.isSome(route) ? (stamps.get(route.value.projectId) ?? 0) : latest))
         : hostnames.routeOf(key)
     },
+    /**
+     * What the cache holds, as a count that rises with every change heard or dropped; `undefined` while nothing is
+     * held (before the first revision is read), when every answer is read afresh.
+     */
+    generation: (): number | undefined => (live ? generation : undefined),
     /** The project's access policy and live deployment. */
     project: (projectId: ProjectId): Effect.Effect<ProjectView, ArtifactStoreUnavailable> =>
       live ? fresh(views, projectId, () => stamps.get(projectId) ?? 0) : loadProject(projectId)

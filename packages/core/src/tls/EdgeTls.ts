@@ -1,9 +1,10 @@
-import { Context, Effect, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
+import { portOff } from "../kernel/Port.ts"
 
 /**
  * What the edge's plain listener needs to know of its TLS listener (decisions.md part 16): the port it answers on and
  * whether a certificate for a name is in hand, so that a plain request for that name is redirected to https. A host
- * without a TLS listener provides none of it, and the plain listener serves every name as before.
+ * without a TLS listener provides `EdgeTls.off`: the plain listener serves every name, and answers no challenge.
  */
 export class EdgeTls extends Context.Service<
   EdgeTls,
@@ -15,7 +16,12 @@ export class EdgeTls extends Context.Service<
     /** The key authorization answering an HTTP-01 challenge `token`, none when no order of this service made it. */
     readonly challenge: (token: string) => Effect.Effect<Option.Option<string>>
   }
->()("@hostplane/core/tls/EdgeTls") {}
+>()("@hostplane/core/tls/EdgeTls") {
+  /** No TLS listener: no name is covered, no challenge is ours. */
+  static readonly off: Layer.Layer<EdgeTls> = Layer.sync(EdgeTls, () =>
+    portOff({ httpsPort: 443, covers: () => false, challenge: () => Effect.succeed(Option.none()) })
+  )
+}
 
 /** True when `pattern` (a certificate's DNS name, `*.` for one leftmost label) names `host`; both lower-case. */
 export const nameMatches = (pattern: string, host: string): boolean => {

@@ -1,20 +1,13 @@
-import { Edge, Kernel } from "@hostplane/core"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Edge } from "@hostplane/core"
 import { Cause, Clock, Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { lostDatabase, withAsciiLocation } from "../server/RequestPipeline.ts"
+import { hostOf, laneAnswers } from "./EdgeLane.ts"
 import { WorkerInvoker } from "./WorkerInvoker.ts"
 
 /** The posted password form is small; anything larger is refused unread. */
 const maxFormBytes = 8 * 1024
-
-/** The `Host` header without its port, in the canonical form hostnames are routed by. */
-const hostOf = (header: string | undefined): string =>
-  Kernel.canonicalHost(
-    (header ?? "")
-      .trim()
-      .replace(/^\[([^\]]*)\](:\d+)?$/, "$1")
-      .replace(/:\d+$/, "")
-  )
 
 const readForm = (request: HttpServerRequest.HttpServerRequest) =>
   Number(request.headers["content-length"] ?? "0") > maxFormBytes
@@ -129,28 +122,27 @@ export const edgeApp = Effect.gen(function* () {
   const started = yield* Clock.currentTimeMillis
   const host = hostOf(request.headers["host"])
   const isPasswordPost = request.method === "POST" && request.url.split("?")[0] === "/__service/access/password"
-  const answer = yield* edge.handle({
-    host,
-    method: request.method,
-    url: request.url,
-    bypass: request.headers["service-access-bypass"],
-    session: request.cookies[Edge.accessCookie],
-    ifNoneMatch: request.headers["if-none-match"],
-    wantsHtml: (request.headers["accept"] ?? "").includes("text/html"),
-    form: isPasswordPost ? yield* readForm(request) : undefined,
-    client: Option.getOrUndefined(request.remoteAddress),
-    cookies: request.cookies
-  })
+  // The lane in front of the listener may have asked the rules already (for a request it passed on).
+  const worked = laneAnswers.get(NodeHttpServerRequest.toIncomingMessage(request) as never)
+  const answer =
+    worked !== undefined
+      ? worked
+      : yield* edge.handle({
+          host,
+          method: request.method,
+          url: request.url,
+          bypass: request.headers["service-access-bypass"],
+          session: request.cookies[Edge.accessCookie],
+          ifNoneMatch: request.headers["if-none-match"],
+          wantsHtml: (request.headers["accept"] ?? "").includes("text/html"),
+          form: isPasswordPost ? yield* readForm(request) : undefined,
+          client: Option.getOrUndefined(request.remoteAddress),
+          cookies: request.cookies
+        })
   let response: HttpServerResponse.HttpServerResponse
   if (answer._tag === "Worker") {
     // The worker's own response goes out as it answered; only the edge's refusals carry the edge's headers.
-    const invoker = yield* Effect.serviceOption(WorkerInvoker)
-    response = Option.isSome(invoker)
-      ? yield* invoker.value.invoke(answer, request)
-      : HttpServerResponse.jsonUnsafe(
-          { code: "worker_unavailable", message: "this node runs no worker code" },
-          { status: 503, headers: everyResponse }
-        )
+    response = yield* (yield* WorkerInvoker).invoke(answer, request)
   } else {
     const served = toResponse(answer)
     const own = answer._tag !== "File" && answer._tag !== "NotModified"

@@ -2,15 +2,7 @@ import { Kernel, Tls } from "@hostplane/core"
 import { Effect, Option } from "effect"
 import { Headers, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { edgeApp } from "./EdgeApp.ts"
-
-/** The request's host name without its port, in the form certificates and routes are looked up by. */
-const hostOf = (header: string | undefined): string =>
-  Kernel.canonicalHost(
-    (header ?? "")
-      .trim()
-      .replace(/^\[([^\]]*)\](:\d+)?$/, "$1")
-      .replace(/:\d+$/, "")
-  )
+import { hostOf } from "./EdgeLane.ts"
 
 const plainText = (status: number, body: string) =>
   HttpServerResponse.text(body, { status, headers: { "cache-control": "no-store" } })
@@ -20,7 +12,7 @@ const plainText = (status: number, body: string) =>
  * change. The request the app (and the worker behind it) sees carries it as `protocol`, so `toURL` gives an
  * `https://` URL behind TLS, and as an `X-Forwarded-Proto` set here, replacing any the client sent.
  *
- * On the plain listener, with a TLS listener running (the `EdgeTls` service): HTTP-01 challenges are answered, and a
+ * On the plain listener, with a TLS listener running (an `EdgeTls` that is not `EdgeTls.off`): HTTP-01 challenges are answered, and a
  * request for a name whose certificate is in hand is redirected 308 to the same URL on https.
  */
 export const edgeAppOver = (scheme: "http" | "https") =>
@@ -30,7 +22,7 @@ export const edgeAppOver = (scheme: "http" | "https") =>
       protocol: scheme,
       headers: Headers.set(request.headers, "x-forwarded-proto", scheme)
     })
-    const tls = yield* Effect.serviceOption(Tls.EdgeTls)
+    const tls = Kernel.portOn(yield* Tls.EdgeTls)
     const path = request.url.split("?")[0] ?? "/"
     if (scheme === "http" && path.startsWith(Tls.challengePrefix) && Option.isSome(tls)) {
       const token = path.slice(Tls.challengePrefix.length)

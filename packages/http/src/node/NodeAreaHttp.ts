@@ -6,5 +6,10 @@ export const NodeAreaHttp = areaHttp({
   name: "node",
   groups: [NodeApi],
   handlers: NodeHandlers,
-  routes: ["GET /v1/node/state", "GET /v1/node/projects/{projectId}/secrets", "POST /v1/node/usage"]
+  routes: [
+    "GET /v1/node/state",
+    "GET /v1/node/projects/{projectId}/secrets",
+    "POST /v1/node/usage",
+    "GET /v1/node/artifacts/{digest}"
+  ]
 })

@@ -1,5 +1,6 @@
-import { Node } from "@hostplane/core"
-import { Effect } from "effect"
+import { Deployments, Errors, Node } from "@hostplane/core"
+import { Effect, Option } from "effect"
+import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
 import { noStore } from "@hostplane/api/server/NoStore"
@@ -18,6 +19,20 @@ export const NodeHandlers = HttpApiBuilder.group(
   "node",
   Effect.fn(function* (handlers) {
     const nodes = yield* Node.Nodes
+    const artifacts = yield* Deployments.ArtifactStore
+    /**
+     * An accepted bundle's bytes as uploaded. Only digests with a bundle index are served: that is every deployment's
+     * bundle, and never the inflated tars stored beside them.
+     */
+    const artifact = Effect.fnUntraced(function* (digest: string) {
+      const unknown = new Errors.NotFound({ message: "no bundle has this digest" })
+      if (!Deployments.digestPattern.test(digest)) return yield* unknown
+      if (Option.isNone(yield* artifacts.index(digest))) return yield* unknown
+      return HttpServerResponse.stream(artifacts.open(digest), {
+        contentType: "application/gzip",
+        headers: { etag: `"${digest}"`, "cache-control": "private, max-age=31536000, immutable" }
+      })
+    })
     return handlers.handleAll({
       state: ({ headers, query }) =>
         Effect.andThen(nodes.authorize(bearer(headers.authorization)), nodes.state(query.after ?? 0)),
@@ -25,6 +40,8 @@ export const NodeHandlers = HttpApiBuilder.group(
         Effect.andThen(nodes.authorize(bearer(headers.authorization)), nodes.secrets(params.projectId)).pipe(
           Effect.map(noStore)
         ),
+      artifact: ({ headers, params }) =>
+        Effect.andThen(nodes.authorize(bearer(headers.authorization)), artifact(params.digest)),
       usage: ({ headers, payload }) =>
         Effect.andThen(nodes.authorize(bearer(headers.authorization)), nodes.usage(payload))
     })

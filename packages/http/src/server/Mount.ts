@@ -11,6 +11,7 @@ import { app, type Ports, routerLayer } from "../App.ts"
 import { HostActor, HostIdentity } from "../auth/HostAuthenticator.ts"
 import { MountPrefix } from "../console/ConsolePages.ts"
 import { edgeApp } from "../edge/EdgeApp.ts"
+import { WorkerInvoker } from "../edge/WorkerInvoker.ts"
 import { explainMissingPort } from "./MissingPort.ts"
 
 /** What the served layer gives besides the routes: every core service and the registry. */
@@ -123,7 +124,11 @@ export const mount = async <E>(
     NodeHttpServer.makeHandler(prefixed, { scope }).pipe(Effect.provideContext(context))
   )
   const edgeListener = await Effect.runPromise(
-    NodeHttpServer.makeHandler(edgeApp, { scope }).pipe(Effect.provideContext(context))
+    // A mounted hostplane runs no worker code: its edge answers worker requests 503 `worker_unavailable`.
+    NodeHttpServer.makeHandler(edgeApp, { scope }).pipe(
+      Effect.provide(WorkerInvoker.off),
+      Effect.provideContext(context)
+    )
   )
   const listener: NodeMiddleware = (request, response, next) => {
     if (next !== undefined && underPrefix(prefix, request.url ?? "/") === undefined) return next()

@@ -1,6 +1,6 @@
 import { NodeHttpServer } from "@effect/platform-node"
-import type { ConfigOverrides } from "@hostplane/core"
-import { edgeApp } from "@hostplane/http"
+import { type ConfigOverrides, Tls } from "@hostplane/core"
+import { edgeApp, installLane, makeEdgeLane, WorkerInvoker } from "@hostplane/http"
 import { bundleOf, type BundleEntry, layerMemory } from "@hostplane/testkit"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as Http from "node:http"
@@ -90,19 +90,23 @@ export const useRuntimeSuite = (
       options
     )
     const context = await suite.server.run(Effect.context<never>())
-    const invoker = runtimeSettings.enabled
-      ? await Effect.runPromise(
-          Layer.buildWithScope(WorkerInvokerLive, scope).pipe(Effect.provideContext(context as Context.Context<any>))
-        )
-      : Context.empty()
+    const invoker = await Effect.runPromise(
+      Layer.buildWithScope(
+        Layer.merge(runtimeSettings.enabled ? WorkerInvokerLive : WorkerInvoker.off, Tls.EdgeTls.off),
+        scope
+      ).pipe(Effect.provideContext(context as Context.Context<any>))
+    )
     const merged = Context.merge(context as Context.Context<any>, invoker)
     if (runtimeSettings.enabled) suite.runtime = Context.get(merged, WorkerRuntime)
     const handler = await Effect.runPromise(
       NodeHttpServer.makeHandler(edgeApp, { scope }).pipe(Effect.provideContext(merged))
     )
-    edge = Http.createServer(handler)
-    await new Promise<void>((resolve) => edge!.listen(0, "127.0.0.1", resolve))
-    suite.edgeUrl = `http://127.0.0.1:${(edge.address() as AddressInfo).port}`
+    // The edge as the server runs it: worker requests through the lane, everything else through the app.
+    const lane = await Effect.runPromise(makeEdgeLane("http", () => Effect.void).pipe(Effect.provideContext(merged)))
+    const listening = installLane(Http.createServer(handler), lane)
+    edge = listening
+    await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", resolve))
+    suite.edgeUrl = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`
     suite.admin = await api.login(unique("admin"))
   })
   afterAll(async () => {
