@@ -326,8 +326,8 @@ export const WorkerInvokerLive = Layer.effect(
       }
     }
 
-    const context = yield* Effect.context<never>()
-    const runEnv = Effect.runPromiseWith(context)
+    const envContext = yield* Effect.context<never>()
+    const runEnv = Effect.runPromiseWith(envContext)
 
     const serveNode = async (
       target: Edge.WorkerTarget,
