@@ -1,3 +1,5 @@
+import { withRules } from "../auth/Rules.ts"
+import { billingRules } from "@hostplane/core/billing/BillingRules"
 import { Billing, Errors } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
@@ -49,84 +51,87 @@ export class BillingHooksApi extends HttpApiGroup.make("billingHooks")
   ) {}
 
 /** Spec 4.15: an org's plan, checkout, portal, customer session and cancel. */
-export class BillingApi extends HttpApiGroup.make("billing")
-  .add(
-    HttpApiEndpoint.get("status", "/orgs/:orgSlug/billing", {
-      params: OrgRef,
-      success: Billing.BillingStatus,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden)
-    })
-      .annotate(OpenApi.Summary, "Read the billing status")
-      .annotateMerge(
-        describe(
-          [
-            "Viewer or higher. `plan`; `status` (`active`, `past_due` or `canceled`; null when the org never had a",
-            "subscription), `periodEnd`, `cancelAtPeriodEnd`; `enabled` false when billing is not configured, `sandbox`",
-            "true in a test environment; `limits` holds both plans' numbers."
-          ].join(" ")
+export class BillingApi extends withRules(
+  HttpApiGroup.make("billing")
+    .add(
+      HttpApiEndpoint.get("status", "/orgs/:orgSlug/billing", {
+        params: OrgRef,
+        success: Billing.BillingStatus,
+        error: apiErrors(Errors.NotFound, Errors.Forbidden)
+      })
+        .annotate(OpenApi.Summary, "Read the billing status")
+        .annotateMerge(
+          describe(
+            [
+              "`plan`; `status` (`active`, `past_due` or `canceled`; null when the org never had a",
+              "subscription), `periodEnd`, `cancelAtPeriodEnd`; `enabled` false when billing is not configured, `sandbox`",
+              "true in a test environment; `limits` holds both plans' numbers."
+            ].join(" ")
+          )
+        ),
+      HttpApiEndpoint.post("checkout", "/orgs/:orgSlug/billing/checkout", {
+        params: OrgRef,
+        payload: Billing.CheckoutInput,
+        success: Billing.UrlAnswer,
+        error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.AlreadyPro, ...provider)
+      })
+        .annotate(OpenApi.Summary, "Start a Pro checkout")
+        .annotateMerge(
+          describe(
+            [
+              "Body `{ returnTo }`: an absolute URL whose origin is `SERVICE_PUBLIC_URL`'s and whose path is under",
+              "its path, else 400. Answers the checkout's `url`. Paying does not change the plan: the webhook does.",
+              "409 `already_pro`; 501 `billing_off`; 502 `billing_unavailable`."
+            ].join(" ")
+          )
+        ),
+      HttpApiEndpoint.post("portal", "/orgs/:orgSlug/billing/portal", {
+        params: OrgRef,
+        payload: Billing.PortalInput,
+        success: secretSuccess(Billing.UrlAnswer),
+        error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, ...provider)
+      })
+        .annotate(OpenApi.Summary, "Open the customer portal")
+        .annotateMerge(
+          describe(
+            [
+              "Body `{ returnTo? }` (the same rule as checkout). Answers a one-time portal `url`. An org that never",
+              "paid: 404. 501 `billing_off`; 502 `billing_unavailable`."
+            ].join(" ")
+          )
+        ),
+      HttpApiEndpoint.post("session", "/orgs/:orgSlug/billing/session", {
+        params: OrgRef,
+        success: secretSuccess(Billing.SessionAnswer),
+        error: apiErrors(Errors.NotFound, Errors.Forbidden, ...provider)
+      })
+        .annotate(OpenApi.Summary, "Create a customer session")
+        .annotateMerge(
+          describe(
+            [
+              "No body. Answers the provider's customer session `{ token, expiresAt }` (valid 1 hour) for the org's",
+              "customer. No billing history: 404. 501 `billing_off`; 502 `billing_unavailable`."
+            ].join(" ")
+          )
+        ),
+      HttpApiEndpoint.post("cancel", "/orgs/:orgSlug/billing/cancel", {
+        params: OrgRef,
+        payload: Billing.CancelInput,
+        success: Billing.CancelAnswer,
+        error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.NotPro, ...provider)
+      })
+        .annotate(OpenApi.Summary, "Cancel or resume the Pro subscription")
+        .annotateMerge(
+          describe(
+            [
+              "Body `{ cancel }`: true ends Pro at the period end, false withdraws that. Nothing is revoked at once;",
+              "the org's row updates now and the provider's webhook agrees later. Answers `{ status, cancelAtPeriodEnd,",
+              "periodEnd }`. 409 `not_pro`; 501 `billing_off`; 502 `billing_unavailable`."
+            ].join(" ")
+          )
         )
-      ),
-    HttpApiEndpoint.post("checkout", "/orgs/:orgSlug/billing/checkout", {
-      params: OrgRef,
-      payload: Billing.CheckoutInput,
-      success: Billing.UrlAnswer,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.AlreadyPro, ...provider)
-    })
-      .annotate(OpenApi.Summary, "Start a Pro checkout")
-      .annotateMerge(
-        describe(
-          [
-            "Admin. Body `{ returnTo }`: an absolute URL whose origin is `SERVICE_PUBLIC_URL`'s and whose path is under",
-            "its path, else 400. Answers the checkout's `url`. Paying does not change the plan: the webhook does.",
-            "409 `already_pro`; 501 `billing_off`; 502 `billing_unavailable`."
-          ].join(" ")
-        )
-      ),
-    HttpApiEndpoint.post("portal", "/orgs/:orgSlug/billing/portal", {
-      params: OrgRef,
-      payload: Billing.PortalInput,
-      success: secretSuccess(Billing.UrlAnswer),
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, ...provider)
-    })
-      .annotate(OpenApi.Summary, "Open the customer portal")
-      .annotateMerge(
-        describe(
-          [
-            "Admin. Body `{ returnTo? }` (the same rule as checkout). Answers a one-time portal `url`. An org that never",
-            "paid: 404. 501 `billing_off`; 502 `billing_unavailable`."
-          ].join(" ")
-        )
-      ),
-    HttpApiEndpoint.post("session", "/orgs/:orgSlug/billing/session", {
-      params: OrgRef,
-      success: secretSuccess(Billing.SessionAnswer),
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, ...provider)
-    })
-      .annotate(OpenApi.Summary, "Create a customer session")
-      .annotateMerge(
-        describe(
-          [
-            "Admin. No body. Answers the provider's customer session `{ token, expiresAt }` (valid 1 hour) for the org's",
-            "customer. No billing history: 404. 501 `billing_off`; 502 `billing_unavailable`."
-          ].join(" ")
-        )
-      ),
-    HttpApiEndpoint.post("cancel", "/orgs/:orgSlug/billing/cancel", {
-      params: OrgRef,
-      payload: Billing.CancelInput,
-      success: Billing.CancelAnswer,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest, Errors.NotPro, ...provider)
-    })
-      .annotate(OpenApi.Summary, "Cancel or resume the Pro subscription")
-      .annotateMerge(
-        describe(
-          [
-            "Admin. Body `{ cancel }`: true ends Pro at the period end, false withdraws that. Nothing is revoked at once;",
-            "the org's row updates now and the provider's webhook agrees later. Answers `{ status, cancelAtPeriodEnd,",
-            "periodEnd }`. 409 `not_pro`; 501 `billing_off`; 502 `billing_unavailable`."
-          ].join(" ")
-        )
-      )
-  )
-  .middleware(Authentication)
-  .annotateMerge(OpenApi.annotations({ title: "Billing", description: "Plan billing (spec 4.15)." })) {}
+    )
+    .middleware(Authentication)
+    .annotateMerge(OpenApi.annotations({ title: "Billing", description: "Plan billing (spec 4.15)." })),
+  billingRules
+) {}

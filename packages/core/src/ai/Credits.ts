@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
+import { aiCreditRules } from "./AiCreditRules.ts"
 import { gatewayFailure, returnToProblem } from "../billing/Billings.ts"
 import { PaymentGateway } from "../billing/PaymentGateway.ts"
 import {
@@ -83,7 +84,7 @@ export class Credits extends Context.Service<
       const today = Effect.map(Clock.currentTimeMillis, dayOf)
 
       const credit = Effect.fn("Credits.credit")(function* (actor: Actor, orgSlug: string) {
-        const { org } = yield* policy.require(actor, orgSlug, "member")
+        const { org } = yield* policy.require(actor, orgSlug, aiCreditRules.credit)
         return toCredit(yield* store.find(org.id), yield* today)
       })
 
@@ -92,7 +93,7 @@ export class Credits extends Context.Service<
         orgSlug: string,
         query: { readonly limit?: number | undefined; readonly before?: number | undefined }
       ) {
-        const { org } = yield* policy.require(actor, orgSlug, "member")
+        const { org } = yield* policy.require(actor, orgSlug, aiCreditRules.ledger)
         const limit = pageSize(query.limit)
         const rows = yield* store.ledger(org.id, limit + 1, query.before)
         const items = rows.slice(0, limit)
@@ -104,7 +105,7 @@ export class Credits extends Context.Service<
         orgSlug: string,
         input: { readonly microCents: number; readonly returnTo: string }
       ) {
-        const { org } = yield* policy.require(actor, orgSlug, "admin")
+        const { org } = yield* policy.require(actor, orgSlug, aiCreditRules.checkout)
         if (!creditTiers.includes(input.microCents)) return yield* notATier("microCents")
         const problem = returnToProblem(settings.publicUrl, input.returnTo)
         if (problem !== undefined) return yield* new BadRequest({ message: problem, details: { field: "returnTo" } })
@@ -128,7 +129,7 @@ export class Credits extends Context.Service<
           readonly thresholdMicroCents?: number | undefined
         }
       ) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, aiCreditRules.autotopup)
         if (input.enabled) {
           const amount = input.amountMicroCents
           const threshold = input.thresholdMicroCents

@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { billingRules } from "./BillingRules.ts"
 import { CreditStore } from "../ai/CreditStore.ts"
 import {
   AlreadyPro,
@@ -161,7 +162,7 @@ export class Billings extends Context.Service<
       const rowOf = (orgId: OrgId) => Effect.map(store.find(orgId), Option.getOrUndefined)
 
       const status = Effect.fn("Billings.status")(function* (actor: Actor, orgSlug: string) {
-        const { org } = yield* policy.require(actor, orgSlug, "viewer")
+        const { org } = yield* policy.require(actor, orgSlug, billingRules.status)
         const row = yield* rowOf(org.id)
         return {
           plan: org.plan,
@@ -175,7 +176,7 @@ export class Billings extends Context.Service<
       })
 
       const checkout = Effect.fn("Billings.checkout")(function* (actor: Actor, orgSlug: string, returnTo: string) {
-        const { org } = yield* policy.require(actor, orgSlug, "admin")
+        const { org } = yield* policy.require(actor, orgSlug, billingRules.checkout)
         yield* checkReturnTo(returnTo)
         yield* requirePlans
         if (org.plan === "pro") return yield* new AlreadyPro({ message: `${org.slug} is already on the pro plan` })
@@ -199,20 +200,20 @@ export class Billings extends Context.Service<
         orgSlug: string,
         returnTo: string | undefined
       ) {
-        const { org } = yield* policy.require(actor, orgSlug, "admin")
+        const { org } = yield* policy.require(actor, orgSlug, billingRules.portal)
         if (returnTo !== undefined) yield* checkReturnTo(returnTo)
         const session = yield* customerSession(org, returnTo)
         return { url: session.portalUrl }
       })
 
       const session = Effect.fn("Billings.session")(function* (actor: Actor, orgSlug: string) {
-        const { org } = yield* policy.require(actor, orgSlug, "admin")
+        const { org } = yield* policy.require(actor, orgSlug, billingRules.session)
         const opened = yield* customerSession(org, undefined)
         return { token: opened.token, expiresAt: opened.expiresAt }
       })
 
       const cancel = Effect.fn("Billings.cancel")(function* (actor: Actor, orgSlug: string, cancel: boolean) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, billingRules.cancel)
         yield* requirePlans
         const row = yield* rowOf(grant.org.id)
         if (grant.org.plan !== "pro" || row?.subscriptionId == null || !isLive(row.status)) {

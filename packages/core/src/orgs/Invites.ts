@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
+import { inviteRules } from "./InviteRules.ts"
 import {
   AlreadyMember,
   Forbidden,
@@ -89,7 +90,7 @@ export class Invites extends Context.Service<
       const { inviteTtl } = yield* InvitesConfig
 
       const list = Effect.fn("Invites.list")(function* (actor: Actor, slug: string) {
-        const { org } = yield* policy.require(actor, slug, "admin")
+        const { org } = yield* policy.require(actor, slug, inviteRules.list)
         const now = yield* nowIso
         return (yield* store.listOpenInvites(org.id)).map((invite) => toInvite(invite, now))
       })
@@ -127,7 +128,7 @@ export class Invites extends Context.Service<
         slug: string,
         input: { readonly email: string; readonly role: Role }
       ) {
-        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, slug, inviteRules.create)
         if (grant.org.personal) return yield* personalOrgStaysSolo()
         const email = input.email.trim().toLowerCase()
         return yield* mutation.org(grant, ({ org, at: now }) =>
@@ -184,7 +185,7 @@ export class Invites extends Context.Service<
       })
 
       const revoke = Effect.fn("Invites.revoke")(function* (actor: Actor, slug: string, inviteId: InviteId) {
-        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, slug, inviteRules.revoke)
         yield* mutation.org(grant, ({ org }) =>
           Effect.gen(function* () {
             const invite = yield* store.findInvite(org.id, inviteId)

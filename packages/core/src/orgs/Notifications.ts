@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { orgRules } from "./OrgRules.ts"
 import { BadRequest, type Forbidden, type NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { newId, type OrgId } from "../kernel/Ids.ts"
@@ -73,7 +74,7 @@ export class Notifications extends Context.Service<
         limit: number | undefined,
         cursor?: string | undefined
       ) {
-        const { org } = yield* policy.require(actor, slug, "viewer")
+        const { org } = yield* policy.require(actor, slug, orgRules.notifications)
         const before = cursor === undefined || cursor === "" ? Option.none() : decodePageCursor(cursor, "ntf")
         if (cursor !== undefined && cursor !== "" && Option.isNone(before)) {
           return yield* new BadRequest({ message: "cursor is not one this API returned", details: { field: "cursor" } })

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
+import { orgRules } from "./OrgRules.ts"
 import {
   ActiveSubscription,
   BadRequest,
@@ -134,7 +135,7 @@ export class Orgs extends Context.Service<
       }
 
       const rename = Effect.fn("Orgs.rename")(function* (actor: Actor, slug: string, name: string) {
-        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, slug, orgRules.rename)
         const renamed = yield* mutation.org(grant, ({ org, role }) =>
           Effect.map(store.rename(org.id, name.trim()), (row) =>
             audited(toMembership(row, role), { action: "org.rename", target: row.slug, data: { name: row.name } })
@@ -145,7 +146,7 @@ export class Orgs extends Context.Service<
       })
 
       const remove = Effect.fn("Orgs.remove")(function* (actor: Actor, slug: string, confirm: string) {
-        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, slug, orgRules.remove)
         if (confirm.trim() !== grant.org.slug) {
           return yield* new BadRequest({ message: "confirm must equal the organization slug" })
         }
