@@ -88,5 +88,9 @@ const loadOnce = async (runtime: WorkerRuntime["Service"], key: string): Promise
     return undefined
   }
   // A runtime that cannot answer does not block deploys: the check is skipped.
-  return loadFailureOf(runtime.socketOf(shard), key, checkTimeoutMs).catch(() => undefined)
+  const socket = runtime.socketOf(shard)
+  const done = runtime.track(socket)
+  return loadFailureOf(socket, key, checkTimeoutMs)
+    .catch(() => undefined)
+    .finally(done)
 }

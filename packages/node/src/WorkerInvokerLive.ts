@@ -433,15 +433,19 @@ const forward = async (options: {
     ...(options.user === undefined ? {} : { user: options.user })
   })
   return new Promise<Forwarded>((resolve) => {
+    const socketPath = runtime.socketOf(shard)
+    // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
+    const done = runtime.track(socketPath)
     let settled = false
     const settle = (value: Forwarded) => {
       if (settled) return
       settled = true
       clearTimeout(timer)
+      if (value._tag !== "Response") done()
       resolve(value)
     }
     const upstream = Http.request({
-      socketPath: runtime.socketOf(shard),
+      socketPath,
       method: incoming.method,
       path: incoming.url,
       headers
@@ -463,13 +467,18 @@ const forward = async (options: {
         response.resume()
         return settle({ _tag: "Exception" })
       }
+      response.once("close", done)
+      response.once("error", done)
       settle({ _tag: "Response", response })
       // The client went away: the worker's request is canceled too.
       incoming.once("close", () => {
         if (!incoming.complete || !response.complete) upstream.destroy()
       })
     })
-    upstream.on("error", (error) => settle({ _tag: "Unavailable", message: String(error) }))
+    upstream.on("error", (error) => {
+      done()
+      settle({ _tag: "Unavailable", message: String(error) })
+    })
     const hasBody = incoming.method !== "GET" && incoming.method !== "HEAD"
     if (!hasBody) {
       upstream.end()

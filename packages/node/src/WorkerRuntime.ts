@@ -26,6 +26,12 @@ export interface RuntimeSettings {
   readonly sandbox: "auto" | "off"
   /** The workerd binary to run; the pinned npm package's by default (`hostplane dev` may find one elsewhere). */
   readonly binary?: string
+  /**
+   * A shard holding this many isolates of code no longer current (a replaced deployment, an env changed since) is
+   * replaced by a fresh process, without dropping a request: workerd never unloads a loader's isolate (about 2 MB
+   * each). Default 16.
+   */
+  readonly rotateAfterStale?: number
 }
 
 export const defaultRuntimeSettings: RuntimeSettings = {
@@ -177,7 +183,14 @@ const bwrapArgs = (binary: string, dir: string): ReadonlyArray<string> => {
 
 interface Shard {
   readonly index: number
-  readonly socket: string
+  /** Where the current process listens; each generation has its own socket and config. */
+  socket: string
+  config: string
+  generation: number
+  /** A replacement process is starting. */
+  rotating: boolean
+  /** The keys this generation has loaded (asked the node for their code). */
+  readonly loaded: Set<string>
   process: ChildProcess | undefined
   /** Resolves once the router answers its health probe. */
   ready: Promise<void>
@@ -186,6 +199,7 @@ interface Shard {
   up: boolean
   lastHealthy: number
   restarts: number
+  rotations: number
 }
 
 const probe = (socket: string, timeoutMs: number) =>
@@ -226,6 +240,10 @@ export class WorkerRuntime extends Context.Service<
     /** Whether the shard answers now (then `ready` would resolve at once). */
     readonly isUp: (shard: number) => boolean
     readonly socketOf: (shard: number) => string
+    /** Counts a request on a shard's socket until `done` is called: a replaced process is stopped once it has none. */
+    readonly track: (socket: string) => () => void
+    /** Shard generations started to shed stale isolates, by shard. */
+    readonly rotations: () => ReadonlyArray<number>
     readonly pids: () => ReadonlyArray<number | undefined>
     readonly restarts: () => ReadonlyArray<number>
     readonly setBindings: (handler: BindingHandler) => void
@@ -332,8 +350,10 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     }
     const handle = async () => {
       if (url.pathname === "/code") {
-        const spec = specs.get(url.searchParams.get("key") ?? "")
+        const key = url.searchParams.get("key") ?? ""
+        const spec = specs.get(key)
         if (spec === undefined) return fail(404, "unknown key")
+        noteLoaded(key, spec)
         const modules = await modulesOf(artifacts, spec.digest)
         const relative = spec.entry.slice("worker/".length)
         modules[entryModule] = { js: entry.replace("__TENANT_ENTRY__", `./${relative}`) }
@@ -405,16 +425,17 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   const shards: Array<Shard> = []
   let stopping = false
 
-  const launch = (shard: Shard) => {
-    let markReady = () => {}
-    shard.up = false
-    shard.ready = new Promise<void>((resolve) => (markReady = resolve))
-    shard.markReady = () => {
-      shard.up = true
-      markReady()
-    }
-    Fs.rmSync(shard.socket, { force: true })
-    const config = `shard-${shard.index}.capnp`
+  /** Generation `generation` of shard `index`: its socket and its config (which names the socket). */
+  const prepare = (index: number, generation: number) => {
+    const socket = Path.join(dir, `shard-${index}-${generation}.sock`)
+    const config = `shard-${index}-${generation}.capnp`
+    Fs.writeFileSync(Path.join(dir, config), shardConfig({ socket, nodeSocket, outbound: settings.outbound }))
+    if (root) Fs.chownSync(Path.join(dir, config), nobody.uid, nobody.gid)
+    Fs.rmSync(socket, { force: true })
+    return { socket, config }
+  }
+
+  const spawnShard = (shard: Shard, config: string) => {
     const command = [binary, "serve", "--experimental", config]
     // Without bubblewrap's --die-with-parent, setpriv ties workerd's life to the node's all the same.
     const [file, ...args] = bwrap
@@ -427,8 +448,6 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
       stdio: ["ignore", "ignore", "pipe"],
       ...(root ? nobody : {})
     })
-    shard.process = child
-    shard.lastHealthy = Date.now()
     child.stderr?.on("data", (chunk: Buffer) => {
       // workerd's own diagnostics (tenants' console output goes to the tail, not here).
       const text = chunk.toString("utf8").trim()
@@ -442,6 +461,109 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
       shard.process = undefined
       if (!stopping) setTimeout(() => relaunch(shard), 100)
     })
+    return child
+  }
+
+  const launch = (shard: Shard) => {
+    let markReady = () => {}
+    shard.up = false
+    shard.ready = new Promise<void>((resolve) => (markReady = resolve))
+    shard.markReady = () => {
+      shard.up = true
+      markReady()
+    }
+    Fs.rmSync(shard.socket, { force: true })
+    shard.loaded.clear()
+    shard.process = spawnShard(shard, shard.config)
+    shard.lastHealthy = Date.now()
+  }
+
+  /** Replaced processes still finishing their requests. */
+  const draining = new Set<ChildProcess>()
+
+  // Requests in flight by socket: a replaced process keeps serving those it has, and no new one.
+  const inflight = new Map<string, number>()
+  const track = (socket: string) => {
+    inflight.set(socket, (inflight.get(socket) ?? 0) + 1)
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      const left = (inflight.get(socket) ?? 1) - 1
+      if (left <= 0) inflight.delete(socket)
+      else inflight.set(socket, left)
+    }
+  }
+
+  /** The longest a replaced process keeps a request that never ends (a stream) before it is stopped all the same. */
+  const drainLimitMs = 10 * 60_000
+
+  /**
+   * Starts the shard's next generation, and once it answers, sends every new request there; the old process is
+   * stopped when it has had no request in flight for a second (its last tail events sent), or after `drainLimitMs`.
+   */
+  const rotate = async (shard: Shard) => {
+    if (shard.rotating || stopping || shard.process === undefined) return
+    shard.rotating = true
+    try {
+      const generation = shard.generation + 1
+      const next = prepare(shard.index, generation)
+      const child = spawnShard(shard, next.config)
+      const deadline = Date.now() + 60_000
+      let answered = false
+      while (!answered && !stopping && child.exitCode === null && Date.now() < deadline) {
+        answered = await probe(next.socket, 1_000)
+        if (!answered) await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      if (!answered || stopping || shard.process === undefined) {
+        child.kill("SIGKILL")
+        Fs.rmSync(Path.join(dir, next.config), { force: true })
+        return
+      }
+      const old = { process: shard.process, socket: shard.socket, config: shard.config }
+      shard.process = child
+      shard.socket = next.socket
+      shard.config = next.config
+      shard.generation = generation
+      shard.lastHealthy = Date.now()
+      shard.loaded.clear()
+      shard.rotations += 1
+      draining.add(old.process)
+      const started = Date.now()
+      let idleSince: number | undefined
+      const drain = setInterval(() => {
+        const busy = (inflight.get(old.socket) ?? 0) > 0
+        idleSince = busy ? undefined : (idleSince ?? Date.now())
+        const idle = idleSince !== undefined && Date.now() - idleSince >= 1_000
+        if (!stopping && !idle && Date.now() - started < drainLimitMs) return
+        clearInterval(drain)
+        draining.delete(old.process)
+        old.process.kill("SIGKILL")
+        inflight.delete(old.socket)
+        Fs.rmSync(old.socket, { force: true })
+        Fs.rmSync(Path.join(dir, old.config), { force: true })
+      }, 100)
+      drain.unref()
+    } finally {
+      shard.rotating = false
+    }
+  }
+
+  // The key each project's requests use now: any other key a shard loaded for it is stale.
+  const latest = new Map<string, string>()
+  const rotateAfterStale = Math.max(1, settings.rotateAfterStale ?? 16)
+  const noteLoaded = (key: string, spec: WorkerSpec) => {
+    // Load checks use a worker of their own that the router does not keep.
+    if (spec.projectId.startsWith("__")) return
+    const shard = shards[shardOf(spec.projectId)]
+    if (shard === undefined) return
+    shard.loaded.add(key)
+    let stale = 0
+    for (const loaded of shard.loaded) {
+      const owner = specs.get(loaded)?.projectId
+      if (owner === undefined || latest.get(owner) !== loaded) stale += 1
+    }
+    if (stale >= rotateAfterStale) void rotate(shard)
   }
 
   const relaunch = (shard: Shard) => {
@@ -457,14 +579,15 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   }
 
   for (let index = 0; index < Math.max(1, settings.shards); index++) {
-    const socket = Path.join(dir, `shard-${index}.sock`)
-    Fs.writeFileSync(
-      Path.join(dir, `shard-${index}.capnp`),
-      shardConfig({ socket, nodeSocket, outbound: settings.outbound })
-    )
+    const { socket, config } = prepare(index, 0)
     const shard: Shard = {
       index,
       socket,
+      config,
+      generation: 0,
+      rotating: false,
+      loaded: new Set(),
+      rotations: 0,
       process: undefined,
       ready: Promise.resolve(),
       markReady: () => {},
@@ -523,6 +646,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     const key = `${spec.projectId}:${spec.digest.slice("sha256:".length, "sha256:".length + 16)}:${version}`
     if (!specs.has(key) && specs.size >= 10_000) specs.delete(specs.keys().next().value!)
     specs.set(key, spec)
+    if (!spec.projectId.startsWith("__")) latest.set(spec.projectId, key)
     return key
   }
 
@@ -555,6 +679,8 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     ready,
     isUp: (index) => shards[index]!.up,
     socketOf: (index) => shards[index]!.socket,
+    track,
+    rotations: () => shards.map((shard) => shard.rotations),
     pids: () => shards.map((shard) => shard.process?.pid),
     restarts: () => shards.map((shard) => shard.restarts),
     setBindings: (handler) => (bindings = handler),
@@ -565,6 +691,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   const stop = async () => {
     stopping = true
     clearInterval(healthTimer)
+    for (const child of draining) child.kill("SIGKILL")
     await Promise.all(
       shards.map(
         (shard) =>
