@@ -76,6 +76,11 @@ export interface Area<S extends Context.Key<any, any>, Out, E, In, RPorts, RAny,
   readonly name: string
   /** The area's settings (`areaSettings`), read by its config service; `configLayer` folds them. */
   readonly settings?: AnyAreaSettings
+  /**
+   * The provider ports this area's services need, each in its explicit `off` form (what the area answers without
+   * the provider: a 503, a refusal); `providersOff` folds them, and a host merges its real adapters after it.
+   */
+  readonly ports?: ReadonlyArray<Layer.Layer<any, never, never>>
   /** The store ports this area owns: every store adapter family provides them (`Stores`). */
   readonly stores: ReadonlyArray<S>
   /** The area's services; they may use the services of the areas listed before it. */
@@ -103,13 +108,37 @@ export const area = <
   RPorts = never,
   RAny = never,
   RJobs = never,
-  St extends AnyAreaSettings = never
+  St extends AnyAreaSettings = never,
+  const Ps extends ReadonlyArray<Layer.Layer<any, never, never>> = readonly []
 >(
-  area: Omit<Area<Ss[number], Out, E, In, RPorts, RAny, RJobs>, "stores" | "settings"> & {
+  area: Omit<Area<Ss[number], Out, E, In, RPorts, RAny, RJobs>, "stores" | "settings" | "ports"> & {
     readonly stores: Ss
     readonly settings?: St
+    readonly ports?: Ps
   }
-): Area<Ss[number], Out, E, In, RPorts, RAny, RJobs> & { readonly settings?: St } => area
+): Area<Ss[number], Out, E, In, RPorts, RAny, RJobs> & { readonly settings?: St; readonly ports?: Ps } => area
+
+/**
+ * The provider ports a list of areas declares (`ports`), as their off forms provide them. The field's declared type
+ * (layers of `any`) is intersected with each area's own tuple, so the `any` it contributes is dropped.
+ */
+export type ProviderPortsOf<A> = A extends { readonly ports?: infer P }
+  ? P extends ReadonlyArray<infer L>
+    ? L extends Layer.Layer<infer Out, any, any>
+      ? 0 extends 1 & Out
+        ? never
+        : Out
+      : never
+    : never
+  : never
+
+/** Every provider port of the areas in its off form, folded from their `ports`. */
+export const portsOff = <const As extends ReadonlyArray<AnyArea>>(
+  areas: As
+): Layer.Layer<ProviderPortsOf<As[number]>> =>
+  Layer.mergeAll(
+    ...(areas.flatMap((area) => area.ports ?? []) as [Layer.Layer<any>, ...Array<Layer.Layer<any>>])
+  ) as Layer.Layer<ProviderPortsOf<As[number]>>
 
 // Read from the field itself: matched against the whole `Area`, an area whose services output something fails to
 // infer and `S` falls back to its constraint, `Context.Key<any, any>`, making the fold `any`.

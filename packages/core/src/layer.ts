@@ -1,20 +1,5 @@
-import { Layer } from "effect"
-import { AiUpstream } from "./ai/AiUpstream.ts"
 import * as Area from "./Area.ts"
 import { areas } from "./areas.ts"
-import { PaymentGateway } from "./billing/PaymentGateway.ts"
-import { BackupStore } from "./database/BackupStore.ts"
-import { DatabaseNode } from "./database/DatabaseNode.ts"
-import { WorkerCheck } from "./deployments/WorkerCheck.ts"
-import { Registrar } from "./domains/Registrar.ts"
-import { MailNotifications } from "./email/MailNotifications.ts"
-import { EndUserDirectory, SocialOAuth } from "./enduser/EndUserPorts.ts"
-import { GitStorage } from "./git/GitStorage.ts"
-import { SshKeyParser } from "./git/SshKeyParser.ts"
-import { MailTransport } from "./mail/Mail.ts"
-import { ObjectStore } from "./storage/ObjectStore.ts"
-import { AcmeClient } from "./tls/AcmeClient.ts"
-import { TlsConfig } from "./tls/TlsConfig.ts"
 
 export { area, type AnyArea, type KernelServices, type RegistryServices } from "./Area.ts"
 export { areas } from "./areas.ts"
@@ -50,20 +35,4 @@ export type Ports = Area.Ports<typeof areas>
  * add-ons and end-user sign-in on the edge answer 503; no hostname gets a certificate, no worker code runs. A host
  * merges its real adapters after it (the last layer of a merge wins).
  */
-export const providersOff = Layer.mergeAll(
-  PaymentGateway.off,
-  MailTransport.off,
-  MailNotifications.off,
-  GitStorage.off,
-  SshKeyParser.off,
-  AiUpstream.off,
-  Registrar.off,
-  DatabaseNode.off,
-  BackupStore.off,
-  ObjectStore.off,
-  SocialOAuth.off,
-  EndUserDirectory.off,
-  TlsConfig.off,
-  AcmeClient.off,
-  WorkerCheck.off
-)
+export const providersOff = Area.portsOff(areas)

@@ -1,6 +1,7 @@
 import type { Context, Layer } from "effect"
 import { describe, expectTypeOf, it } from "vitest"
 import type {
+  Billing,
   ConfigOverrides,
   Configs,
   Identity,
@@ -9,8 +10,10 @@ import type {
   Mail,
   Node,
   Ports,
+  providersOff,
   services,
-  Stores
+  Stores,
+  Tls
 } from "../src/index.ts"
 import type { areas } from "../src/areas.ts"
 
@@ -54,5 +57,15 @@ describe("the folded registry types are precise", () => {
     expectTypeOf<ConfigOverrides>().toHaveProperty("invites")
     expectTypeOf<ConfigOverrides>().toHaveProperty("logs")
     expectTypeOf<Required<ConfigOverrides>["mail"]>().not.toBeAny()
+  })
+
+  it("providersOff, folded from the areas' ports, provides each provider port in its off form", () => {
+    type Off = Layer.Success<typeof providersOff>
+    expectTypeOf<Off>().not.toBeAny()
+    expectTypeOf<Billing.PaymentGateway>().toExtend<Off>()
+    expectTypeOf<Mail.MailTransport>().toExtend<Off>()
+    expectTypeOf<Tls.AcmeClient>().toExtend<Off>()
+    // Sign-in is not among them: a host chooses its identity provider.
+    expectTypeOf<Identity.IdentityProvider>().not.toExtend<Off>()
   })
 })

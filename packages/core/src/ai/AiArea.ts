@@ -1,4 +1,5 @@
 import { Effect, Layer, Option } from "effect"
+import { AiUpstream } from "./AiUpstream.ts"
 import { area, areaSettings } from "../Area.ts"
 import { AiConfig } from "./AiConfig.ts"
 import { aiAddonProvider, aiKeyContext } from "./AiAddon.ts"
@@ -20,6 +21,7 @@ import { Credits } from "./Credits.ts"
  */
 export const AiArea = area({
   name: "ai",
+  ports: [AiUpstream.off],
   settings: areaSettings({ key: "ai", make: AiConfig.make, fromEnv: () => AiConfig.layerConfig }),
   stores: [AiKeyStore, AiCallStore],
   services: Layer.merge(Credits.layer, AiGateway.layer.pipe(Layer.provideMerge(AiCatalog.layer))),

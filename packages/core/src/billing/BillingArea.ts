@@ -1,4 +1,5 @@
 import { Effect, Option } from "effect"
+import { PaymentGateway } from "./PaymentGateway.ts"
 import { area, areaSettings } from "../Area.ts"
 import { BillingConfig } from "./BillingConfig.ts"
 import { isLive } from "./Billing.ts"
@@ -13,6 +14,7 @@ import type { SubscriptionCheck } from "../orgs/OrgHooks.ts"
  */
 export const BillingArea = area({
   name: "billing",
+  ports: [PaymentGateway.off],
   settings: areaSettings({ key: "billing", make: BillingConfig.make, fromEnv: () => BillingConfig.layerConfig }),
   stores: [BillingStore, CreditStore],
   services: Billings.layer,

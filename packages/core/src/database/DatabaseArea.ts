@@ -1,5 +1,7 @@
 import { Effect, Option } from "effect"
 import type { AddonProvider } from "../addons/Addon.ts"
+import { DatabaseNode } from "./DatabaseNode.ts"
+import { BackupStore } from "./BackupStore.ts"
 import { area, areaSettings } from "../Area.ts"
 import { DatabaseConfig } from "./DatabaseConfig.ts"
 import { nodeBinding } from "../node/NodeBinding.ts"
@@ -12,6 +14,7 @@ const handlerAt = (index: number) => Effect.map(Effect.service(Databases), (data
 /** Spec 4.6: the database add-on, its generations and its durable restore and delete. */
 export const DatabaseArea = area({
   name: "database",
+  ports: [DatabaseNode.off, BackupStore.off],
   settings: areaSettings({ key: "database", make: DatabaseConfig.make, fromEnv: () => DatabaseConfig.layerConfig }),
   stores: [DatabaseStore],
   services: Databases.layer,

@@ -1,4 +1,5 @@
 import type { Effect } from "effect"
+import { Registrar } from "./Registrar.ts"
 import { area } from "../Area.ts"
 import type { JobHandler } from "../jobs/Job.ts"
 import { domainPurchaseHandler } from "./DomainPurchase.ts"
@@ -12,6 +13,7 @@ const jobs: ReadonlyArray<Effect.Effect<JobHandler, never, HandlerNeeds>> = [dom
 /** Spec 4.13: domains bought through the `Registrar` port or imported; an org holds its domains. */
 export const DomainsArea = area({
   name: "domains",
+  ports: [Registrar.off],
   stores: [DomainStore],
   services: Domains.layer,
   holdings: [domainHoldings],

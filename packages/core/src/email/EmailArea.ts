@@ -1,4 +1,5 @@
 import { Effect, Layer } from "effect"
+import { MailNotifications } from "./MailNotifications.ts"
 import { area } from "../Area.ts"
 import { nodeBinding } from "../node/NodeBinding.ts"
 import { emailProvider } from "./EmailAddon.ts"
@@ -15,6 +16,7 @@ import { mailPurgeHandler } from "./MailPurge.ts"
  */
 export const EmailArea = area({
   name: "email",
+  ports: [MailNotifications.off],
   stores: [EmailStore],
   services: Layer.mergeAll(MailHooks.layer, EmailLog.layer, MailRelay.layer),
   addon: emailProvider,

@@ -1,4 +1,5 @@
 import { Effect, Layer } from "effect"
+import { EndUserDirectory, SocialOAuth } from "./EndUserPorts.ts"
 import { area } from "../Area.ts"
 import { nodeBinding } from "../node/NodeBinding.ts"
 import { authAddonProvider } from "./AuthAddon.ts"
@@ -14,6 +15,7 @@ import { identitiesDeleteHandler } from "./IdentitiesDelete.ts"
  */
 export const EndUserArea = area({
   name: "enduser",
+  ports: [SocialOAuth.off, EndUserDirectory.off],
   stores: [AuthStore],
   services: AuthWorker.layer.pipe(Layer.provideMerge(EndUserAuths.layer)),
   addon: authAddonProvider,

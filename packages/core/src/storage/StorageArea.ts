@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { ObjectStore } from "./ObjectStore.ts"
 import { area } from "../Area.ts"
 import { nodeBinding } from "../node/NodeBinding.ts"
 import type { TeardownStep } from "../projects/ProjectHooks.ts"
@@ -9,6 +10,7 @@ import { StorageStore } from "./StorageStore.ts"
 /** Spec 4.7: object storage under a fixed per-project prefix; the node reports usage; a project delete empties it. */
 export const StorageArea = area({
   name: "storage",
+  ports: [ObjectStore.off],
   stores: [StorageStore],
   services: StorageNode.layer,
   addon: storageAddonProvider,
