@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
+import { projectRules } from "./ProjectRules.ts"
 import {
   BadRequest,
   Forbidden,
@@ -81,12 +82,12 @@ export class Projects extends Context.Service<
       const reserved = yield* serviceHostnames
 
       const list = Effect.fn("Projects.list")(function* (actor: Actor, slug: string) {
-        const { org } = yield* policy.require(actor, slug, "viewer")
+        const { org } = yield* policy.require(actor, slug, projectRules.list)
         return (yield* store.list(org.id)).map(toProject)
       })
 
       const create = Effect.fn("Projects.create")(function* (actor: Actor, slug: string, name: string) {
-        const grant = yield* mutation.authorizeOrg(actor, slug, "member")
+        const grant = yield* mutation.authorizeOrg(actor, slug, projectRules.create)
         const hostname = `${name}.${settings.appDomain}`
         if (reserved.has(hostname)) {
           return yield* new HostnameTaken({ message: `${hostname} is one of the service's own hostnames` })
@@ -127,7 +128,7 @@ export class Projects extends Context.Service<
           : deployments.get(project.id, project.liveDeploymentId)
 
       const get = Effect.fn("Projects.get")(function* (actor: Actor, slug: string, name: string) {
-        const { project } = yield* policy.requireProject(actor, slug, name, "viewer")
+        const { project } = yield* policy.requireProject(actor, slug, name, projectRules.get)
         const live = yield* liveOf(project)
         return {
           ...toProject(project),
@@ -137,7 +138,7 @@ export class Projects extends Context.Service<
       })
 
       const overview = Effect.fn("Projects.overview")(function* (actor: Actor, slug: string, name: string) {
-        const { org, project } = yield* policy.requireProject(actor, slug, name, "viewer")
+        const { org, project } = yield* policy.requireProject(actor, slug, name, projectRules.overview)
         const live = yield* liveOf(project)
         const uploader = Option.isSome(live) ? yield* users.findById(live.value.uploadedBy) : Option.none()
         const addons = yield* addonsOf(project.id)
@@ -178,7 +179,7 @@ export class Projects extends Context.Service<
         confirm: string
       ) {
         // A delete of a project being deleted answers op_in_flight itself, naming the running operation.
-        const grant = yield* mutation.authorizeProject(actor, slug, name, "admin", { deleting: "allow" })
+        const grant = yield* mutation.authorizeProject(actor, slug, name, projectRules.remove)
         if (confirm.trim() !== grant.project.name) {
           return yield* new BadRequest({ message: "confirm must equal the project name" })
         }
@@ -208,7 +209,7 @@ export class Projects extends Context.Service<
       })
 
       const operation = Effect.fn("Projects.operation")(function* (actor: Actor, slug: string, opId: string) {
-        const { org } = yield* policy.require(actor, slug, "viewer")
+        const { org } = yield* policy.require(actor, slug, projectRules.operation)
         const operation = Option.flatMap(yield* jobs.get(opId), (job) => operationOf(job, org.id))
         if (Option.isNone(operation)) return yield* new NotFound({ message: `operation ${opId} not found` })
         return operation.value

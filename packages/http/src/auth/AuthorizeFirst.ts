@@ -13,8 +13,6 @@ const minimumRoles: Readonly<Record<string, Kernel.Role>> = {
   "GET /v1/orgs/:orgSlug/members": "member",
   "POST /v1/orgs/:orgSlug/members": "admin",
   "PUT /v1/orgs/:orgSlug/members/:userId": "admin",
-  "POST /v1/orgs/:orgSlug/projects": "member",
-  "DELETE /v1/orgs/:orgSlug/projects/:projectName": "admin",
   "POST /v1/orgs/:orgSlug/dns/zones": "admin",
   "DELETE /v1/orgs/:orgSlug/dns/zones/:zone": "admin",
   "PUT /v1/orgs/:orgSlug/dns/zones/:zone/rrsets/:name/:type": "member",
