@@ -1,6 +1,6 @@
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { type Deployments, Edge, EndUser, Logs, Node } from "@hostplane/core"
-import { WorkerInvoker } from "@hostplane/http"
+import { cookieOf, WorkerInvoker } from "@hostplane/http"
 import { Effect, Layer, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
@@ -56,22 +56,6 @@ const tooLarge = {
   status: 413,
   code: "payload_too_large",
   message: `request bodies are limited to ${maxRequestBodyBytes} bytes`
-}
-
-/** One cookie's value from a `Cookie` header; undefined when absent. */
-const cookieOf = (header: string | undefined, name: string): string | undefined => {
-  if (header === undefined) return undefined
-  for (const part of header.split(";")) {
-    const eq = part.indexOf("=")
-    if (eq < 0 || part.slice(0, eq).trim() !== name) continue
-    const raw = part.slice(eq + 1).trim()
-    try {
-      return decodeURIComponent(raw)
-    } catch {
-      return raw
-    }
-  }
-  return undefined
 }
 
 /** The host the client asked for, port included: `Host` over HTTP/1.1, `:authority` over HTTP/2. */

@@ -2,7 +2,7 @@ import { Edge, Kernel, Tls } from "@hostplane/core"
 import { Effect, Option } from "effect"
 import type { EventEmitter } from "node:events"
 import type * as Http from "node:http"
-import { WorkerInvoker } from "./WorkerInvoker.ts"
+import { cookieOf, WorkerInvoker } from "./WorkerInvoker.ts"
 
 /** The `Host` (or HTTP/2 `:authority`) without its port, in the canonical form hostnames are routed by. */
 export const hostOf = (header: string | undefined): string =>
@@ -16,22 +16,6 @@ export const hostOf = (header: string | undefined): string =>
 const authorityOf = (request: Http.IncomingMessage): string | undefined => {
   const authority = request.headers.host ?? request.headers[":authority"]
   return typeof authority === "string" ? authority : undefined
-}
-
-/** One cookie's value from a `Cookie` header, decoded as Effect's parser decodes it; undefined when absent. */
-const cookieOf = (header: string | undefined, name: string): string | undefined => {
-  if (header === undefined) return undefined
-  for (const part of header.split(";")) {
-    const eq = part.indexOf("=")
-    if (eq < 0 || part.slice(0, eq).trim() !== name) continue
-    const raw = part.slice(eq + 1).trim()
-    try {
-      return decodeURIComponent(raw)
-    } catch {
-      return raw
-    }
-  }
-  return undefined
 }
 
 /** A path the URL parser keeps as it is, up to dot segments: no `\\`, no `//` start, no control characters. */

@@ -3,6 +3,22 @@ import { Context, Effect, Layer } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type * as Http from "node:http"
 
+/** One cookie's value from a `Cookie` header, decoded as Effect's parser decodes it; undefined when absent. */
+export const cookieOf = (header: string | undefined, name: string): string | undefined => {
+  if (header === undefined) return undefined
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=")
+    if (eq < 0 || part.slice(0, eq).trim() !== name) continue
+    const raw = part.slice(eq + 1).trim()
+    try {
+      return decodeURIComponent(raw)
+    } catch {
+      return raw
+    }
+  }
+  return undefined
+}
+
 const unavailable = { code: "worker_unavailable", message: "this node runs no worker code" }
 
 /**
