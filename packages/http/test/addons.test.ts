@@ -1,7 +1,7 @@
-import { Addons, area, areas as coreAreas, Errors, Kernel } from "@hostplane/core"
+import { Addons, areas as coreAreas, Errors, Kernel } from "@hostplane/core"
 import { services } from "@hostplane/core/Area"
 import { addonAreaHttp, type AnyAreaHttp, appWith, areas as httpAreas } from "@hostplane/http"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { HttpApiEndpoint, OpenApi } from "effect/http-api"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { describe, expect, it } from "vitest"
@@ -45,10 +45,11 @@ const fixtures = (state: ReturnType<typeof fixtureState>) => {
     granted: state.storage.has(projectId),
     prefix: state.storage.get(projectId) ?? null
   })
-  const storageArea = area({
-    name: "storage",
-    stores: [],
-    services: Layer.empty,
+  // The real storage area's services stay (the node API records usage through `StorageNode`); only its add-on
+  // provider is the fixture.
+  const realStorage = coreAreas.find((a) => a.name === "storage")!
+  const storageArea = {
+    ...realStorage,
     addon: Effect.succeed(
       Addons.addonProvider(storage, {
         granted: (projectId) => Effect.sync(() => state.storage.has(projectId)),
@@ -65,7 +66,7 @@ const fixtures = (state: ReturnType<typeof fixtureState>) => {
         revoke: ({ project }) => Effect.sync(() => state.storage.delete(project.id))
       })
     )
-  })
+  }
   // The real database area's services stay (end-user auth and identity deletes need `Databases`); only its add-on
   // provider is the fixture.
   const realDatabase = coreAreas.find((a) => a.name === "database")!
