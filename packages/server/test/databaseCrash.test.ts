@@ -33,8 +33,9 @@ describe("a database restore across a server crash", () => {
   let base: string
   let server: ChildProcess | undefined
 
+  let stopping = false
   const start = async () => {
-    ;({ base, child: server } = await startOnData(
+    const started = await startOnData(
       dataDir,
       {
         // No grid boundary during the test: the generations are the baseline and what the restore seals.
@@ -43,10 +44,21 @@ describe("a database restore across a server crash", () => {
       },
       // About 190 s of refused polls: at load 8 a first start (initdb, migrations) once took over the 94 s of 360.
       720
-    ))
+    )
+    base = started.base
+    server = started.child
+    stopping = false
+    // A server that dies on its own is the failure to explain: its last lines go to the test's output.
+    started.child.once("exit", (code, signal) => {
+      if (!stopping)
+        console.error(`the server exited by itself (${signal ?? code}):\n${started.output().slice(-20_000)}`)
+    })
   }
 
-  const stop = (signal: NodeJS.Signals) => stopServer(server, signal)
+  const stop = (signal: NodeJS.Signals) => {
+    stopping = true
+    return stopServer(server, signal)
+  }
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), "hostplane-db-crash-"))

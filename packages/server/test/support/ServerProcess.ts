@@ -65,7 +65,7 @@ export const startOnData = async (dataDir: string, env: Record<string, string>, 
     },
     tries
   )
-  return { base, child: started.child }
+  return { base, child: started.child, output: started.output }
 }
 
 /** Signals a server started by `startOnData` and waits for it to exit (nothing when it already has). */
