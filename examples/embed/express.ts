@@ -4,11 +4,9 @@ import { PgClient } from "@effect/sql-pg"
 import { makeHostplane } from "@hostplane/server"
 import { Redacted } from "effect"
 import express from "express"
-import { homePage, hostUsers } from "./hostUsers.ts"
+import { homePage, hostSettings, hostUsers, stopOnSignal } from "./hostUsers.ts"
 
-const databaseUrl = process.env["DATABASE_URL"]
-if (databaseUrl === undefined || databaseUrl === "") throw new Error("set DATABASE_URL to the host's PostgreSQL")
-const port = Number(process.env["PORT"] ?? 3000)
+const { databaseUrl, port } = hostSettings()
 
 const users = await hostUsers(databaseUrl)
 const hostplane = await makeHostplane({
@@ -38,13 +36,11 @@ const server = app.listen(port, "127.0.0.1", () =>
   console.log(`host listening on http://127.0.0.1:${port} (hostplane under /platform/v1)`)
 )
 
-const stop = () => {
-  server.closeAllConnections()
-  server.close()
-  void hostplane
-    .dispose()
-    .then(users.close)
-    .then(() => process.exit(0))
-}
-process.once("SIGINT", stop)
-process.once("SIGTERM", stop)
+stopOnSignal(
+  () => {
+    server.closeAllConnections()
+    server.close()
+  },
+  hostplane,
+  users
+)

@@ -2,11 +2,9 @@
 // Run: DATABASE_URL=postgres://... PORT=3000 npx node --conditions=@hostplane/source examples/embed/fastify.ts
 import { makeHostplane } from "@hostplane/server"
 import Fastify from "fastify"
-import { homePage, hostUsers } from "./hostUsers.ts"
+import { homePage, hostSettings, hostUsers, stopOnSignal } from "./hostUsers.ts"
 
-const databaseUrl = process.env["DATABASE_URL"]
-if (databaseUrl === undefined || databaseUrl === "") throw new Error("set DATABASE_URL to the host's PostgreSQL")
-const port = Number(process.env["PORT"] ?? 3000)
+const { databaseUrl, port } = hostSettings()
 
 const users = await hostUsers(databaseUrl)
 const hostplane = await makeHostplane({
@@ -35,12 +33,4 @@ app.post("/login", async (request, reply) => {
 await app.listen({ port, host: "127.0.0.1" })
 console.log(`host listening on http://127.0.0.1:${port} (hostplane under /platform/v1)`)
 
-const stop = () => {
-  void app
-    .close()
-    .then(() => hostplane.dispose())
-    .then(users.close)
-    .then(() => process.exit(0))
-}
-process.once("SIGINT", stop)
-process.once("SIGTERM", stop)
+stopOnSignal(() => app.close(), hostplane, users)

@@ -3,11 +3,9 @@
 import { serve } from "@hono/node-server"
 import { makeHostplane } from "@hostplane/server"
 import { Hono } from "hono"
-import { homePage, hostUsers } from "./hostUsers.ts"
+import { homePage, hostSettings, hostUsers, stopOnSignal } from "./hostUsers.ts"
 
-const databaseUrl = process.env["DATABASE_URL"]
-if (databaseUrl === undefined || databaseUrl === "") throw new Error("set DATABASE_URL to the host's PostgreSQL")
-const port = Number(process.env["PORT"] ?? 3000)
+const { databaseUrl, port } = hostSettings()
 
 const users = await hostUsers(databaseUrl)
 const hostplane = await makeHostplane({
@@ -34,12 +32,4 @@ const server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, () =>
   console.log(`host listening on http://127.0.0.1:${port} (hostplane under /platform/v1)`)
 )
 
-const stop = () => {
-  server.close()
-  void hostplane
-    .dispose()
-    .then(users.close)
-    .then(() => process.exit(0))
-}
-process.once("SIGINT", stop)
-process.once("SIGTERM", stop)
+stopOnSignal(() => server.close(), hostplane, users)

@@ -49,3 +49,26 @@ export const hostUsers = async (databaseUrl: string) => {
 /** The host's own page. */
 export const homePage = (mountedAt: string) =>
   `<!doctype html><title>The host</title><h1>The host's own page</h1><p>hostplane answers under ${mountedAt}/v1.</p>\n`
+
+/** The host's settings, from the environment as each example's first comment runs it. */
+export const hostSettings = () => {
+  const databaseUrl = process.env["DATABASE_URL"]
+  if (databaseUrl === undefined || databaseUrl === "") throw new Error("set DATABASE_URL to the host's PostgreSQL")
+  return { databaseUrl, port: Number(process.env["PORT"] ?? 3000) }
+}
+
+/** On SIGINT or SIGTERM: the host's server stops taking requests, then hostplane and the host's pool close. */
+export const stopOnSignal = (
+  closeServer: () => unknown,
+  hostplane: { readonly dispose: () => Promise<void> },
+  users: { readonly close: () => Promise<void> }
+) => {
+  const stop = () => {
+    void Promise.resolve(closeServer())
+      .then(() => hostplane.dispose())
+      .then(users.close)
+      .then(() => process.exit(0))
+  }
+  process.once("SIGINT", stop)
+  process.once("SIGTERM", stop)
+}

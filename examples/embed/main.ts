@@ -2,11 +2,9 @@
 // Run: DATABASE_URL=postgres://... PORT=3000 npx node --conditions=@hostplane/source examples/embed/main.ts
 import { makeHostplane } from "@hostplane/server"
 import { createServer, type IncomingMessage } from "node:http"
-import { homePage, hostUsers } from "./hostUsers.ts"
+import { homePage, hostSettings, hostUsers, stopOnSignal } from "./hostUsers.ts"
 
-const databaseUrl = process.env["DATABASE_URL"]
-if (databaseUrl === undefined || databaseUrl === "") throw new Error("set DATABASE_URL to the host's PostgreSQL")
-const port = Number(process.env["PORT"] ?? 3000)
+const { databaseUrl, port } = hostSettings()
 
 const users = await hostUsers(databaseUrl)
 // hostplane's tables go in the schema `hostplane` of the same database; the host's own tables are never touched.
@@ -56,13 +54,11 @@ const server = createServer((request, response) => {
 })
 server.listen(port, "127.0.0.1", () => console.log(`host listening on http://127.0.0.1:${port} (hostplane under /v1)`))
 
-const stop = () => {
-  server.closeAllConnections()
-  server.close()
-  void hostplane
-    .dispose()
-    .then(users.close)
-    .then(() => process.exit(0))
-}
-process.once("SIGINT", stop)
-process.once("SIGTERM", stop)
+stopOnSignal(
+  () => {
+    server.closeAllConnections()
+    server.close()
+  },
+  hostplane,
+  users
+)
