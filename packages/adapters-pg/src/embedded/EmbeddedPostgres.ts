@@ -174,10 +174,19 @@ export const start = (
 ): Effect.Effect<EmbeddedPostgresInstance, EmbeddedPostgresError, Scope.Scope> =>
   Effect.gen(function* () {
     const directory = Path.resolve(options.directory)
-    const dataDirectory = Path.join(directory, "data")
     const password = yield* passwordIn(directory)
     if (runningAsRoot) yield* allowTraversal(directory)
-    const port = options.port ?? (yield* freePort)
+    if (options.port !== undefined) return yield* startOn(options, directory, password, options.port)
+    // A probed port is free only until another socket binds it (an outgoing connection can): probe again then.
+    return yield* freePort.pipe(
+      Effect.flatMap((port) => startOn(options, directory, password, port)),
+      Effect.retry({ times: 2, while: (error) => error.message.includes("Address already in use") })
+    )
+  })
+
+const startOn = (options: EmbeddedPostgresOptions, directory: string, password: string, port: number) =>
+  Effect.gen(function* () {
+    const dataDirectory = Path.join(directory, "data")
     const durable = options.durable ?? true
     const logTail: Array<string> = []
     const readiness = readyWatcher()

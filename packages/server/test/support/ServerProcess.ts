@@ -34,7 +34,9 @@ export const startServer = async (base: string, env: Record<string, string>, tri
   })
   child.stdout!.on("data", (chunk) => (output += chunk))
   child.stderr!.on("data", (chunk) => (output += chunk))
-  for (let i = 0; i < tries; i++) {
+  // Settles once the process exited and its output was read to the end.
+  const closed = new Promise((resolve) => child.once("close", resolve))
+  for (let i = 0; i < tries && child.exitCode === null && child.signalCode === null; i++) {
     const up = await fetch(`${base}/v1/config`, { signal: AbortSignal.timeout(2_000) }).then(
       (r) => r.ok,
       () => false
@@ -43,14 +45,41 @@ export const startServer = async (base: string, env: Record<string, string>, tri
     await new Promise((resolve) => setTimeout(resolve, 250))
   }
   child.kill("SIGKILL")
-  throw new Error(`server did not start:\n${output}`)
+  await closed
+  throw new ServerDidNotStart(output)
 }
+
+/** The server exited or never answered; `output` is what it wrote. */
+export class ServerDidNotStart extends Error {
+  readonly output: string
+  constructor(output: string) {
+    super(`server did not start:\n${output}`)
+    this.output = output
+  }
+}
+
+/** A probed free port is only free until someone else binds it: another process may take it before the server does. */
+const lostAPortRace = (error: unknown) => error instanceof ServerDidNotStart && error.output.includes("EADDRINUSE")
 
 /**
  * The standalone binary on `dataDir` with its own embedded PostgreSQL and free ports for every listener, `env` on top:
  * what a crash test starts, kills and starts again on the same data.
  */
-export const startOnData = async (dataDir: string, env: Record<string, string>, tries?: number) => {
+export const startOnData = async (
+  dataDir: string,
+  env: Record<string, string>,
+  tries?: number
+): Promise<{ base: string; child: ChildProcess; output: () => string }> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnFreePorts(dataDir, env, tries)
+    } catch (error) {
+      if (attempt === 3 || !lostAPortRace(error)) throw error
+    }
+  }
+}
+
+const startOnFreePorts = async (dataDir: string, env: Record<string, string>, tries?: number) => {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const started = await startServer(
