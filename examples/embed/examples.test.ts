@@ -3,20 +3,12 @@ import { Effect, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort } from "../../packages/server/test/support/ServerProcess.ts"
 
 const root = join(import.meta.dirname, "../..")
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
-  })
 
 /** What a backend's database already holds: its own users, sessions, jobs, projects and orgs, with rows. */
 const backendTables = [

@@ -1,17 +1,39 @@
 import { type ChildProcess, spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { join } from "node:path"
 
 /** The repository root, where `npm start` runs. */
 export const root = join(import.meta.dirname, "../../../..")
 
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number }
-      probe.close(() => resolve(port))
-    })
+/** The kernel's ephemeral range: outgoing connections and `listen(0)` take their ports from it. */
+const ephemeralLow = (() => {
+  try {
+    return Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0])
+  } catch {
+    return 32768
+  }
+})()
+
+const bindable = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const probe = createServer()
+    probe.once("error", () => resolve(false))
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)))
   })
+
+/**
+ * A port free on 127.0.0.1, picked below the ephemeral range: a port from `listen(0)` goes back to that range once the
+ * probe closes, and any outgoing connection may take it before the server binds it (EADDRINUSE). Below the range only
+ * another explicit bind competes.
+ */
+export const freePort = async (): Promise<number> => {
+  const low = Math.max(1024, ephemeralLow - 16384)
+  for (;;) {
+    const port = low + Math.floor(Math.random() * (ephemeralLow - low))
+    if (await bindable(port)) return port
+  }
+}
 
 export interface ServerProcess {
   readonly child: ChildProcess
