@@ -68,53 +68,59 @@ const phasesOf = (runners: ReadonlyArray<Runner>) =>
       })
   )
 
+/** Each test starts two Node processes; on a loaded 2-core machine their start-up alone nears the default 30 s. */
+const processStartDeadline = 120_000
+
 const stores = Layer.mergeAll(MailOutboxPg.layer, JobStorePg.layer).pipe(Layer.provideMerge(TestDatabase.layer))
 
 layer(Jobs.layer.pipe(Layer.provideMerge(stores), Layer.provide(Tokens.layer)), { excludeTestServices: true })(
   "the jobs engine on PostgreSQL from several OS processes",
   (it) => {
-    it.effect("two runner processes sharing one outbox send every message exactly once", () =>
-      Effect.gen(function* () {
-        const outbox = yield* MailOutbox
-        const jobs = yield* JobStore
-        const queue = yield* mailQueue
-        const { url } = yield* TestDatabase
-        const createdAt = new Date(Date.now() - 1_000).toISOString()
-        const ids = Array.from({ length: 200 }, (_, i) => `mail_${String(i).padStart(2, "0")}_${crypto.randomUUID()}`)
-        yield* Effect.forEach(ids, (id) =>
-          queue(
-            { id, from: "hostplane <no-reply@example.test>", to: `${id}@example.test`, subject: id, text: "x" },
-            createdAt
+    it.effect(
+      "two runner processes sharing one outbox send every message exactly once",
+      () =>
+        Effect.gen(function* () {
+          const outbox = yield* MailOutbox
+          const jobs = yield* JobStore
+          const queue = yield* mailQueue
+          const { url } = yield* TestDatabase
+          const createdAt = new Date(Date.now() - 1_000).toISOString()
+          const ids = Array.from({ length: 200 }, (_, i) => `mail_${String(i).padStart(2, "0")}_${crypto.randomUUID()}`)
+          yield* Effect.forEach(ids, (id) =>
+            queue(
+              { id, from: "hostplane <no-reply@example.test>", to: `${id}@example.test`, subject: id, text: "x" },
+              createdAt
+            )
           )
-        )
 
-        const runners = [
-          yield* startRunner(Redacted.value(url), "mail"),
-          yield* startRunner(Redacted.value(url), "mail")
-        ]
-        yield* Effect.promise(() => Promise.all(runners.map((runner) => runner.ready)))
-        for (const runner of runners) runner.process.stdin!.end("go\n")
-        const codes = yield* Effect.promise(() => Promise.all(runners.map((runner) => runner.exited)))
-        assert.deepStrictEqual(codes, [0, 0])
+          const runners = [
+            yield* startRunner(Redacted.value(url), "mail"),
+            yield* startRunner(Redacted.value(url), "mail")
+          ]
+          yield* Effect.promise(() => Promise.all(runners.map((runner) => runner.ready)))
+          for (const runner of runners) runner.process.stdin!.end("go\n")
+          const codes = yield* Effect.promise(() => Promise.all(runners.map((runner) => runner.exited)))
+          assert.deepStrictEqual(codes, [0, 0])
 
-        const sentBy = runners.map((runner) =>
-          runner.lines.filter((line) => line.startsWith("sent ")).map((line) => line.slice(5))
-        )
-        const sent = sentBy.flat()
-        assert.strictEqual(sent.length, ids.length, "no message is sent twice")
-        assert.deepStrictEqual([...sent].sort(), [...ids].sort())
-        assert.isTrue(
-          sentBy.every((own) => own.length > 0),
-          `both processes sent mail: ${sentBy.map((own) => own.length)}`
-        )
-        for (const id of ids) {
-          const row = Option.getOrThrow(yield* outbox.get(id))
-          assert.strictEqual(row.state, "sent")
-          const job = Option.getOrThrow(yield* jobs.get(id))
-          assert.strictEqual(job.attempts, 1)
-          assert.strictEqual(job.terminalCode, "done")
-        }
-      })
+          const sentBy = runners.map((runner) =>
+            runner.lines.filter((line) => line.startsWith("sent ")).map((line) => line.slice(5))
+          )
+          const sent = sentBy.flat()
+          assert.strictEqual(sent.length, ids.length, "no message is sent twice")
+          assert.deepStrictEqual([...sent].sort(), [...ids].sort())
+          assert.isTrue(
+            sentBy.every((own) => own.length > 0),
+            `both processes sent mail: ${sentBy.map((own) => own.length)}`
+          )
+          for (const id of ids) {
+            const row = Option.getOrThrow(yield* outbox.get(id))
+            assert.strictEqual(row.state, "sent")
+            const job = Option.getOrThrow(yield* jobs.get(id))
+            assert.strictEqual(job.attempts, 1)
+            assert.strictEqual(job.terminalCode, "done")
+          }
+        }),
+      processStartDeadline
     )
 
     it.effect(
@@ -153,45 +159,49 @@ layer(Jobs.layer.pipe(Layer.provideMerge(stores), Layer.provide(Tokens.layer)), 
               .map((event) => `${event.process}:${event.phase}`),
             ["0:one", "1:two", "1:three"]
           )
-        })
+        }),
+      processStartDeadline
     )
 
-    it.effect("two runner processes never run one job at once, even when phases outlast the lease", () =>
-      Effect.gen(function* () {
-        const jobs = yield* Jobs
-        const store = yield* JobStore
-        const { url } = yield* TestDatabase
-        // Phases of 1.2 s under a lease of 0.6 s: only the heartbeat keeps each job with its runner.
-        const env = { LEASE_MS: "600" }
-        const runners = [
-          yield* startRunner(Redacted.value(url), "slow", env),
-          yield* startRunner(Redacted.value(url), "slow", env)
-        ]
-        yield* Effect.promise(() => Promise.all(runners.map((runner) => runner.ready)))
-        const ids = yield* Effect.forEach(Array.from({ length: 6 }), () =>
-          Effect.map(jobs.enqueue(slowJob, { ms: 1_200 }), Option.getOrThrow)
-        )
-        yield* Effect.promise(() =>
-          Promise.all(
-            ids.map((id) =>
-              Promise.race(runners.map((runner) => runner.waitFor((line) => line.startsWith(`end ${id} three`))))
+    it.effect(
+      "two runner processes never run one job at once, even when phases outlast the lease",
+      () =>
+        Effect.gen(function* () {
+          const jobs = yield* Jobs
+          const store = yield* JobStore
+          const { url } = yield* TestDatabase
+          // Phases of 1.2 s under a lease of 0.6 s: only the heartbeat keeps each job with its runner.
+          const env = { LEASE_MS: "600" }
+          const runners = [
+            yield* startRunner(Redacted.value(url), "slow", env),
+            yield* startRunner(Redacted.value(url), "slow", env)
+          ]
+          yield* Effect.promise(() => Promise.all(runners.map((runner) => runner.ready)))
+          const ids = yield* Effect.forEach(Array.from({ length: 6 }), () =>
+            Effect.map(jobs.enqueue(slowJob, { ms: 1_200 }), Option.getOrThrow)
+          )
+          yield* Effect.promise(() =>
+            Promise.all(
+              ids.map((id) =>
+                Promise.race(runners.map((runner) => runner.waitFor((line) => line.startsWith(`end ${id} three`))))
+              )
             )
           )
-        )
-        const events = phasesOf(runners)
-        for (const id of ids) {
-          const own = events.filter((event) => event.id === id)
-          assert.deepStrictEqual(
-            own.map((event) => `${event.event} ${event.phase}`),
-            ["start one", "end one", "start two", "end two", "start three", "end three"],
-            "each phase ran once, one after the other"
-          )
-          assert.strictEqual(new Set(own.map((event) => event.process)).size, 1, "one process ran the whole job")
-        }
-        assert.isTrue(new Set(events.map((event) => event.process)).size === 2, "both processes worked")
-        yield* Effect.sleep("200 millis")
-        for (const id of ids) assert.strictEqual(Option.getOrThrow(yield* store.get(id)).terminalCode, "done")
-      })
+          const events = phasesOf(runners)
+          for (const id of ids) {
+            const own = events.filter((event) => event.id === id)
+            assert.deepStrictEqual(
+              own.map((event) => `${event.event} ${event.phase}`),
+              ["start one", "end one", "start two", "end two", "start three", "end three"],
+              "each phase ran once, one after the other"
+            )
+            assert.strictEqual(new Set(own.map((event) => event.process)).size, 1, "one process ran the whole job")
+          }
+          assert.isTrue(new Set(events.map((event) => event.process)).size === 2, "both processes worked")
+          yield* Effect.sleep("200 millis")
+          for (const id of ids) assert.strictEqual(Option.getOrThrow(yield* store.get(id)).terminalCode, "done")
+        }),
+      processStartDeadline
     )
   }
 )
