@@ -1,6 +1,6 @@
 import { withRules } from "../auth/Rules.ts"
 import { aiCreditRules } from "@hostplane/core/ai/AiCreditRules"
-import { Ai, Errors, Orgs } from "@hostplane/core"
+import { Ai, Errors, Kernel } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { addonGroup } from "../addons/AddonApi.ts"
@@ -47,7 +47,7 @@ export class AiCreditApi extends withRules(
       HttpApiEndpoint.get("ledger", "/orgs/:orgSlug/ai/ledger", {
         params: OrgRef,
         query: {
-          limit: Schema.optionalKey(Orgs.PageLimit),
+          limit: Schema.optionalKey(Kernel.PageLimit),
           before: Schema.optionalKey(Schema.FiniteFromString.check(Schema.isInt(), Schema.isGreaterThan(0)))
         },
         success: Ai.LedgerPage,

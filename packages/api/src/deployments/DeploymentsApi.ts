@@ -1,6 +1,6 @@
 import { withRules } from "../auth/Rules.ts"
 import { deploymentsRules } from "@hostplane/core/deployments/DeploymentsRules"
-import { Deployments, Errors, Orgs } from "@hostplane/core"
+import { Deployments, Errors, Kernel } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
@@ -57,7 +57,7 @@ export class DeploymentsApi extends withRules(
     .add(
       HttpApiEndpoint.get("list", "/orgs/:orgSlug/projects/:projectName/deployments", {
         params: ProjectRef,
-        query: Orgs.PageQuery,
+        query: Kernel.PageQuery,
         success: Deployments.DeploymentList,
         error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
       })

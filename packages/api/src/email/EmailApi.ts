@@ -1,4 +1,4 @@
-import { Email, Errors, Orgs } from "@hostplane/core"
+import { Email, Errors, Kernel } from "@hostplane/core"
 import { withRules } from "../auth/Rules.ts"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
@@ -91,7 +91,7 @@ export const emailLogEndpoints = [
     params: ProjectRef,
     query: {
       direction: Schema.optionalKey(Schema.String.annotate({ description: "`in`, `out`, or empty for both." })),
-      ...Orgs.PageQuery
+      ...Kernel.PageQuery
     },
     success: Email.MailLogPage,
     error: apiErrors(Errors.BadRequest, Errors.NotFound, Errors.Forbidden)

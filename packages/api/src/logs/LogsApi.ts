@@ -1,6 +1,6 @@
 import { withRules } from "../auth/Rules.ts"
 import { logsRules } from "@hostplane/core/logs/LogsRules"
-import { Errors, Logs, Orgs } from "@hostplane/core"
+import { Errors, Kernel, Logs } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Authentication.ts"
@@ -51,7 +51,7 @@ export class LogsApi extends withRules(
     .add(
       HttpApiEndpoint.get("list", logsPath, {
         params: ProjectRef,
-        query: { ...Orgs.PageQuery, ...filters },
+        query: { ...Kernel.PageQuery, ...filters },
         success: Logs.LogEventPage,
         error: apiErrors(Errors.BadRequest, Errors.NotFound, Errors.Forbidden)
       })

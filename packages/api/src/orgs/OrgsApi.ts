@@ -46,7 +46,7 @@ export class OrgsApi extends withRules(
       }).annotate(OpenApi.Summary, "Delete an organization"),
       HttpApiEndpoint.get("notifications", "/orgs/:orgSlug/notifications", {
         params: OrgRef,
-        query: Orgs.PageQuery,
+        query: Kernel.PageQuery,
         success: Orgs.NotificationPage,
         error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.BadRequest)
       })

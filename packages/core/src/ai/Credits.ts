@@ -14,7 +14,7 @@ import type { Actor } from "../kernel/Actor.ts"
 import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { Settings } from "../kernel/Settings.ts"
-import { pageSize } from "../orgs/Notifications.ts"
+import { pageSize } from "../kernel/PageCursor.ts"
 import {
   type AICredit,
   type AutoTopup,

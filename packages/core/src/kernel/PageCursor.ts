@@ -1,9 +1,22 @@
-import { Option, Result } from "effect"
+import { Option, Result, Schema } from "effect"
 import { Base64Url } from "effect/encoding"
 
 /** The default and largest page of every paged list (decisions.md part 1). */
 export const defaultPageSize = 50
 export const maxPageSize = 200
+
+/** Query `limit` of every paged list: an integer 1..200 as text; anything else is 400, never clamped or a 500. */
+export const PageLimit = Schema.FiniteFromString.check(
+  Schema.isInt(),
+  Schema.isBetween({ minimum: 1, maximum: maxPageSize })
+)
+
+/** The query of a paged list: `limit` (`PageLimit`) and the `cursor` its previous page answered as `nextCursor`. */
+export const PageQuery = { limit: Schema.optionalKey(PageLimit), cursor: Schema.optionalKey(Schema.String) }
+
+/** Clamps a requested page size to 1..200, 50 when absent. */
+export const pageSize = (limit: number | undefined): number =>
+  limit === undefined ? defaultPageSize : Math.min(Math.max(Math.trunc(limit), 1), maxPageSize)
 
 /** Where a newest-first page ends: its last row's time (RFC 3339 UTC, milliseconds) and id, the tie-breaker. */
 export interface PagePosition {

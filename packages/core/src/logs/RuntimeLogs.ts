@@ -3,10 +3,9 @@ import { logsRules } from "./LogsRules.ts"
 import { BadRequest, type Forbidden, type NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { type LogEventId, makeId, type ProjectId } from "../kernel/Ids.ts"
-import { decodePageCursor, encodePageCursor } from "../kernel/PageCursor.ts"
+import { decodePageCursor, encodePageCursor, pageSize } from "../kernel/PageCursor.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { Tokens } from "../kernel/Tokens.ts"
-import { pageSize } from "../orgs/Notifications.ts"
 import {
   boundEvent,
   type LogEvent,

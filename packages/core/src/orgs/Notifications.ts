@@ -1,9 +1,9 @@
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { orgRules } from "./OrgRules.ts"
 import { BadRequest, type Forbidden, type NotFound } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { newId, type OrgId } from "../kernel/Ids.ts"
-import { decodePageCursor, defaultPageSize, encodePageCursor, maxPageSize } from "../kernel/PageCursor.ts"
+import { decodePageCursor, encodePageCursor, pageSize } from "../kernel/PageCursor.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { Settings } from "../kernel/Settings.ts"
 import { nowIso } from "../kernel/Time.ts"
@@ -13,19 +13,6 @@ import { MailConfig } from "../mail/MailConfig.ts"
 import { mailQueue } from "../mail/SendMail.ts"
 import type { Notification, NotificationPage } from "./Org.ts"
 import { OrgStore } from "./OrgStore.ts"
-
-/** Query `limit` of every paged list: an integer 1..200 as text; anything else is 400, never clamped or a 500. */
-export const PageLimit = Schema.FiniteFromString.check(
-  Schema.isInt(),
-  Schema.isBetween({ minimum: 1, maximum: maxPageSize })
-)
-
-/** The query of a paged list: `limit` (`PageLimit`) and the `cursor` its previous page answered as `nextCursor`. */
-export const PageQuery = { limit: Schema.optionalKey(PageLimit), cursor: Schema.optionalKey(Schema.String) }
-
-/** Clamps a requested page size to 1..200, 50 when absent. */
-export const pageSize = (limit: number | undefined): number =>
-  limit === undefined ? defaultPageSize : Math.min(Math.max(Math.trunc(limit), 1), maxPageSize)
 
 /** A notice an area raises (a restore finished, a generation failed its re-hash). */
 export interface Notice {
