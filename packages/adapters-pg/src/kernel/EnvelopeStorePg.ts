@@ -12,7 +12,8 @@ import { raiseCtes, stampRevision } from "./NodeRevisionsPg.ts"
 type Row = Record<string, unknown>
 
 // The envelope's rows are read twice per write (before the transaction and under the lock), so they are checked by
-// hand instead of by an effectful schema decode, which cost a chain of fibre steps per row in the write profile.
+// hand instead of by an effectful schema decode, which cost a chain of fibre steps per row in the write profile
+// (`bench:write-ab`: server CPU per secret put 0.89x of the decoding tree, median of 4 paired runs).
 // The checks are those of `OrgRowSchema` and `ProjectRowSchema`; a row that fails one is a defect.
 const column = (row: Row, name: string): unknown => {
   if (!(name in row)) throw new Error(`EnvelopeStore: no column ${name}`)
