@@ -30,9 +30,9 @@ const commit = (conn: SqlConnection.Connection) =>
 
 /**
  * `sql.withTransaction` with less per call (its wrapper is about a quarter of a secret put's fibre
- * steps, and copies the request's ~110 services three times; `bench:write-ab` puts this module's server CPU per secret
- * put at 0.87x of `sql.withTransaction`'s, and the checkout without the request's services at 0.88x more, medians of
- * 4 paired runs): `BEGIN` on a pinned connection, the effect with that
+ * steps, and copies the request's ~110 services three times; `bench:write-ab`, server CPU per secret put, medians of 4
+ * paired runs: 0.87x with spans off beside it, which alone gave 0.96x; the checkout without the request's services
+ * 0.88x more): `BEGIN` on a pinned connection, the effect with that
  * connection as the client's transaction connection, `COMMIT` on success and `ROLLBACK` on failure or interruption;
  * nested, a savepoint (`RELEASE`d on success, rolled back to on failure), one at a time per transaction, as
  * `sql.withTransaction` nests. Unlike it, no span, no `sql.afterCommit` buffer and no deferred `Reactivity`
