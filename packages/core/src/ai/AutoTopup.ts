@@ -2,7 +2,7 @@ import { Clock, Duration, Effect, Option, Schema } from "effect"
 import { PaymentGateway } from "../billing/PaymentGateway.ts"
 import { define, handler, JobFailure, type JobHandler, stop } from "../jobs/Job.ts"
 import { OrgId } from "../kernel/Ids.ts"
-import { nowIso } from "../kernel/Time.ts"
+import { isoToMillis, nowIso } from "../kernel/Time.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import { autoTopupPerDay } from "./Credit.ts"
 import { CreditStore } from "./CreditStore.ts"
@@ -72,7 +72,8 @@ export const autoTopupHandler: Effect.Effect<JobHandler, never, CreditStore | Or
           }
           // settle: the balance rises only through the webhook; wait for a top-up row newer than this job.
           const rows = yield* credit.ledger(orgId, 50, undefined)
-          if (rows.some((row) => row.kind === "topup" && row.createdAt >= job.createdAt)) return
+          const queuedAt = isoToMillis(job.createdAt)
+          if (rows.some((row) => row.kind === "topup" && isoToMillis(row.createdAt) >= queuedAt)) return
           return yield* new JobFailure({ message: "waiting for the order.paid webhook", retryable: true })
         })
     })
