@@ -27,6 +27,7 @@ import type { ProjectRow } from "../projects/Project.ts"
 import { projectDelete } from "../projects/Projects.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
 import { Sealer } from "../secrets/Sealer.ts"
+import { databaseRules } from "./DatabaseRules.ts"
 import { BackupStore, type BackupStoreError } from "./BackupStore.ts"
 import {
   type DatabaseConnect,
@@ -298,7 +299,7 @@ export class Databases extends Context.Service<
       })
 
       const status = Effect.fn("Databases.status")(function* (actor: Actor, orgSlug: string, projectName: string) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, databaseRules.status)
         return { db: Option.isSome(yield* store.find(project.id)) }
       })
 
@@ -308,7 +309,7 @@ export class Databases extends Context.Service<
       })
 
       const create = Effect.fn("Databases.create")(function* (actor: Actor, orgSlug: string, projectName: string) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, databaseRules.create)
         const { node } = yield* nodeAdmin
         const sealed = yield* sealer.seal(yield* tokens.secret(24), passwordContext(grant.project.id))
         // The record first: a concurrent create keeps the first password, and the node is made from the stored one.
@@ -334,19 +335,19 @@ export class Databases extends Context.Service<
       })
 
       const connect = Effect.fn("Databases.connect")(function* (actor: Actor, orgSlug: string, projectName: string) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, databaseRules.connect)
         return yield* connectFor(yield* required(project.id))
       })
 
       const endpoint = Effect.fn("Databases.endpoint")(function* (actor: Actor, orgSlug: string, projectName: string) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, databaseRules.endpoint)
         yield* required(project.id)
         const { at } = yield* whereIs(project.id)
         return { host: at.host, port: at.port, database: "app", sslmode: at.sslmode }
       })
 
       const listTokens = Effect.fn("Databases.tokens")(function* (actor: Actor, orgSlug: string, projectName: string) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, databaseRules.tokens)
         yield* required(project.id)
         return (yield* store.tokens(project.id)).map((token) => ({ user: token.user, createdAt: token.createdAt }))
       })
@@ -356,7 +357,7 @@ export class Databases extends Context.Service<
         orgSlug: string,
         projectName: string
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, databaseRules.createToken)
         yield* required(grant.project.id)
         const { node } = yield* whereIs(grant.project.id)
         const user = `tok_${(yield* tokens.id("t")).slice(2)}`
@@ -381,7 +382,7 @@ export class Databases extends Context.Service<
         projectName: string,
         user: string
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, databaseRules.deleteToken)
         yield* required(grant.project.id)
         const known = (yield* store.tokens(grant.project.id)).some((token) => token.user === user)
         if (!known) return yield* new NotFound({ message: `database token ${user} not found` })
@@ -399,7 +400,7 @@ export class Databases extends Context.Service<
       })
 
       const exportImage = Effect.fn("Databases.export")(function* (actor: Actor, orgSlug: string, projectName: string) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, databaseRules.export)
         const row = yield* required(project.id)
         const { backups } = yield* nodeAdmin
         const deleting = yield* projectDeleting(project)
@@ -435,7 +436,7 @@ export class Databases extends Context.Service<
         orgSlug: string,
         projectName: string
       ) {
-        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, "member")
+        const { project } = yield* policy.requireProject(actor, orgSlug, projectName, databaseRules.generations)
         return (yield* store.generations(project.id)).map(toGeneration)
       })
 
@@ -452,7 +453,7 @@ export class Databases extends Context.Service<
         request: RestoreRequest
       ) {
         // A project being deleted is let through to answer 409 suspended, read again under the org lock.
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin", { deleting: "allow" })
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, databaseRules.restore)
         yield* required(grant.project.id)
         yield* whereIs(grant.project.id)
         return yield* mutation.project(grant, ({ org, project }) =>
@@ -497,7 +498,7 @@ export class Databases extends Context.Service<
         projectName: string,
         confirm: string
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "admin", { deleting: "allow" })
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, databaseRules.remove)
         if (confirm !== grant.project.name) {
           return yield* new ConfirmMismatch({ message: "confirm must equal the project name exactly" })
         }
@@ -529,9 +530,9 @@ export class Databases extends Context.Service<
         orgSlug: string,
         projectName: string,
         opId: string,
-        minimum: "member" | "admin"
+        rule: typeof databaseRules.operation | typeof databaseRules.abort
       ) {
-        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, minimum)
+        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, rule)
         const found = Option.flatMap(yield* jobs.get(opId), (job) =>
           job.kind === restoreGeneration.kind || job.kind === deleteDatabase.kind
             ? operationOf(job, org.id)
@@ -545,7 +546,7 @@ export class Databases extends Context.Service<
 
       const operation = Effect.fn("Databases.operation")(
         (actor: Actor, orgSlug: string, projectName: string, opId: string) =>
-          databaseOperation(actor, orgSlug, projectName, opId, "member")
+          databaseOperation(actor, orgSlug, projectName, opId, databaseRules.operation)
       )
 
       const abort = Effect.fn("Databases.abort")(function* (
@@ -554,7 +555,7 @@ export class Databases extends Context.Service<
         projectName: string,
         opId: string
       ) {
-        const found = yield* databaseOperation(actor, orgSlug, projectName, opId, "admin")
+        const found = yield* databaseOperation(actor, orgSlug, projectName, opId, databaseRules.abort)
         const definition = found.kind === restoreGeneration.kind ? restoreGeneration : deleteDatabase
         if (!(yield* jobs.abort(definition as typeof deleteDatabase, opId))) {
           return yield* new NotAbortable({
@@ -562,7 +563,7 @@ export class Databases extends Context.Service<
             details: { phase: found.phase, terminalCode: found.terminalCode }
           })
         }
-        return yield* databaseOperation(actor, orgSlug, projectName, opId, "admin")
+        return yield* databaseOperation(actor, orgSlug, projectName, opId, databaseRules.abort)
       })
 
       const granted = (projectId: ProjectId) => Effect.map(store.find(projectId), Option.isSome)

@@ -29,18 +29,7 @@ const minimumRoles: Readonly<Record<string, Kernel.Role>> = {
   "POST /v1/orgs/:orgSlug/domains/:name/sync": "member",
   "POST /v1/orgs/:orgSlug/projects/:projectName/repos": "member",
   "PATCH /v1/orgs/:orgSlug/projects/:projectName/repos/:repoName": "admin",
-  "DELETE /v1/orgs/:orgSlug/projects/:projectName/repos/:repoName": "admin",
-  "POST /v1/orgs/:orgSlug/projects/:projectName/database": "member",
-  "GET /v1/orgs/:orgSlug/projects/:projectName/database/connect": "member",
-  "GET /v1/orgs/:orgSlug/projects/:projectName/database/tokens": "member",
-  "POST /v1/orgs/:orgSlug/projects/:projectName/database/tokens": "member",
-  "DELETE /v1/orgs/:orgSlug/projects/:projectName/database/tokens/:tokenUser": "member",
-  "POST /v1/orgs/:orgSlug/projects/:projectName/database/export": "member",
-  "GET /v1/orgs/:orgSlug/projects/:projectName/database/generations": "member",
-  "POST /v1/orgs/:orgSlug/projects/:projectName/database/restore": "admin",
-  "POST /v1/orgs/:orgSlug/projects/:projectName/database/delete": "admin",
-  "GET /v1/orgs/:orgSlug/projects/:projectName/database/operations/:opId": "member",
-  "POST /v1/orgs/:orgSlug/projects/:projectName/database/operations/:opId/abort": "admin"
+  "DELETE /v1/orgs/:orgSlug/projects/:projectName/repos/:repoName": "admin"
 }
 
 /** The minimum role of an org route (`METHOD template`): the spec's, or a membership. */
