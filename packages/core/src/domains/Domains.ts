@@ -42,6 +42,7 @@ import {
 } from "./DomainPurchase.ts"
 import { DomainStore } from "./DomainStore.ts"
 import { DomainZones } from "./DomainZones.ts"
+import { domainRules } from "./DomainRules.ts"
 import { Registrar, type RegistrarDomain, type RegistrarFailure, type RegistrarPage } from "./Registrar.ts"
 import { portOn } from "../kernel/Port.ts"
 
@@ -238,12 +239,12 @@ export class Domains extends Context.Service<
         )
 
       const list = Effect.fn("Domains.list")(function* (actor: Actor, orgSlug: string) {
-        const { org } = yield* policy.require(actor, orgSlug, "viewer")
+        const { org } = yield* policy.require(actor, orgSlug, domainRules.list)
         return (yield* store.list(org.id)).map(domainOf)
       })
 
       const get = Effect.fn("Domains.get")(function* (actor: Actor, orgSlug: string, name: string) {
-        const membership = yield* policy.require(actor, orgSlug, "viewer")
+        const membership = yield* policy.require(actor, orgSlug, domainRules.get)
         const row = yield* owned(membership, name)
         const events = yield* mutation.history(membership.org.id, row.name)
         const history = events
@@ -254,7 +255,7 @@ export class Domains extends Context.Service<
       })
 
       const check = Effect.fn("Domains.check")(function* (actor: Actor, orgSlug: string, input: ReadonlyArray<string>) {
-        yield* policy.require(actor, orgSlug, "member")
+        yield* policy.require(actor, orgSlug, domainRules.check)
         const names = [...new Set(yield* Effect.forEach(input, domainName))]
         const answers = yield* call((yield* registrar).checkAvailability(names))
         const byName = new Map(answers.map((answer) => [answer.name.toLowerCase(), answer]))
@@ -305,7 +306,7 @@ export class Domains extends Context.Service<
         orgSlug: string,
         input: { readonly name: string; readonly years?: number; readonly contact: Contact }
       ) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, domainRules.purchase)
         const name = yield* domainName(input.name)
         const client = yield* registrar
         yield* zonePort.enabled
@@ -366,7 +367,7 @@ export class Domains extends Context.Service<
       })
 
       const importDomain = Effect.fn("Domains.import")(function* (actor: Actor, orgSlug: string, input: string) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, domainRules.import)
         const name = yield* domainName(input)
         yield* zonePort.enabled
         const existing = yield* store.find(name)
@@ -413,7 +414,7 @@ export class Domains extends Context.Service<
       })
 
       const renew = Effect.fn("Domains.renew")(function* (actor: Actor, orgSlug: string, name: string, years: number) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, domainRules.renew)
         const row = yield* registered(grant, name)
         const client = yield* registrar
         const now = yield* call(client.get(row.name))
@@ -434,7 +435,7 @@ export class Domains extends Context.Service<
         name: string,
         autoRenew: boolean
       ) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, domainRules.autoRenew)
         yield* owned(grant, name)
         // The org's preference only: auto-renewal at the registrar stays on (spec 4.13).
         return yield* record(grant, name, (row) => ({ ...row, autoRenew }))
@@ -446,7 +447,7 @@ export class Domains extends Context.Service<
         name: string,
         locked: boolean
       ) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, domainRules.lock)
         const row = yield* registered(grant, name)
         const answer = yield* call((yield* registrar).setLock(row.name, locked))
         return yield* record(grant, name, (current) => ({ ...current, locked: answer.locked }), {
@@ -456,7 +457,7 @@ export class Domains extends Context.Service<
       })
 
       const authCode = Effect.fn("Domains.authCode")(function* (actor: Actor, orgSlug: string, name: string) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, domainRules.authCode)
         const row = yield* registered(grant, name)
         const code = yield* call((yield* registrar).authCode(row.name))
         // The audit row says a code was handed out, never which.
@@ -466,7 +467,7 @@ export class Domains extends Context.Service<
       })
 
       const sync = Effect.fn("Domains.sync")(function* (actor: Actor, orgSlug: string, name: string) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "member")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, domainRules.sync)
         const row = yield* owned(grant, name)
         if (row.source !== "purchase" || row.status === "registering") {
           return yield* new NotRegisteredHere({ message: `${row.name} is not registered through this service` })
