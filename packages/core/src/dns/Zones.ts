@@ -46,6 +46,7 @@ import {
   type ZoneRow
 } from "./Zone.ts"
 import { ZoneStore } from "./ZoneStore.ts"
+import { zoneRules } from "./ZoneRules.ts"
 
 /** The sealing context of a zone's private key, so a sealed key opens only as that zone's key. */
 export const zoneKeyContext = (zone: string): string => `dnssec/${zone}`
@@ -199,13 +200,13 @@ export class Zones extends Context.Service<
       })
 
       const list = Effect.fn("Zones.list")(function* (actor: Actor, orgSlug: string) {
-        const { org } = yield* policy.require(actor, orgSlug, "viewer")
+        const { org } = yield* policy.require(actor, orgSlug, zoneRules.list)
         yield* requireEnabled
         return (yield* store.listByOrg(org.id)).map(view)
       })
 
       const create = Effect.fn("Zones.create")(function* (actor: Actor, orgSlug: string, input: string) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, zoneRules.create)
         const name = yield* zoneName(input)
         yield* requireEnabled
         const row = yield* mutation
@@ -228,13 +229,13 @@ export class Zones extends Context.Service<
       })
 
       const get = Effect.fn("Zones.get")(function* (actor: Actor, orgSlug: string, zone: string) {
-        const { org } = yield* policy.require(actor, orgSlug, "viewer")
+        const { org } = yield* policy.require(actor, orgSlug, zoneRules.get)
         yield* requireEnabled
         return yield* detail(yield* ownZone(org.id, zone))
       })
 
       const remove = Effect.fn("Zones.remove")(function* (actor: Actor, orgSlug: string, zone: string) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, zoneRules.remove)
         yield* requireEnabled
         yield* mutation.org(grant, ({ org }) =>
           Effect.gen(function* () {
@@ -270,7 +271,7 @@ export class Zones extends Context.Service<
         type: string,
         input: PutRrsetInput
       ) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "member")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, zoneRules.putRrset)
         const key = yield* rrsetKey(zone, name, type)
         const zoneName = canonicalHost(zone)
         let records: Array<string> = []
@@ -341,7 +342,7 @@ export class Zones extends Context.Service<
         name: string,
         type: string
       ) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "member")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, zoneRules.removeRrset)
         const key = yield* rrsetKey(zone, name, type)
         yield* requireEnabled
         yield* mutation.org(grant, ({ org, at }) =>
@@ -370,7 +371,7 @@ export class Zones extends Context.Service<
         zone: string,
         enabled: boolean
       ) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, zoneRules.dnssec)
         yield* requireEnabled
         const before = yield* ownZone(grant.org.id, zone)
         // The key is made and sealed before the transaction; a concurrent enable that wins keeps its own key.
@@ -397,7 +398,7 @@ export class Zones extends Context.Service<
         zone: string,
         ds: ReadonlyArray<string>
       ) {
-        const grant = yield* mutation.authorizeOrg(actor, orgSlug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, orgSlug, zoneRules.putDs)
         const entries = ds.map((entry) => entry.trim().replace(/\s+/g, " "))
         const bad = entries.find((entry) => !dsPattern.test(entry))
         if (bad !== undefined) {

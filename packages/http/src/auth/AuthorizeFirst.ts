@@ -13,12 +13,6 @@ const minimumRoles: Readonly<Record<string, Kernel.Role>> = {
   "GET /v1/orgs/:orgSlug/members": "member",
   "POST /v1/orgs/:orgSlug/members": "admin",
   "PUT /v1/orgs/:orgSlug/members/:userId": "admin",
-  "POST /v1/orgs/:orgSlug/dns/zones": "admin",
-  "DELETE /v1/orgs/:orgSlug/dns/zones/:zone": "admin",
-  "PUT /v1/orgs/:orgSlug/dns/zones/:zone/rrsets/:name/:type": "member",
-  "DELETE /v1/orgs/:orgSlug/dns/zones/:zone/rrsets/:name/:type": "member",
-  "POST /v1/orgs/:orgSlug/dns/zones/:zone/dnssec": "admin",
-  "PUT /v1/orgs/:orgSlug/dns/zones/:zone/dnssec/ds": "admin",
   "POST /v1/orgs/:orgSlug/projects/:projectName/repos": "member",
   "PATCH /v1/orgs/:orgSlug/projects/:projectName/repos/:repoName": "admin",
   "DELETE /v1/orgs/:orgSlug/projects/:projectName/repos/:repoName": "admin"
