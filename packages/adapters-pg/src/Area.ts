@@ -1,7 +1,10 @@
 import { Effect, Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 
-/** One numbered migration file: `NNNN_verb_noun` (numbers are global across areas) and its effect. */
+/**
+ * An area's migrations by file name, `NNNN_verb_noun`, numbered 0001, 0002... within the area (its id is
+ * `<area>/<name>`, so areas never compete for a number); a shipped one is never edited, only followed.
+ */
 export type Migrations = Readonly<Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>>>
 
 /** What one area contributes on PostgreSQL: its store layer(s) and the migration files that belong to it. */
@@ -25,11 +28,3 @@ export const storesOf = <const As extends ReadonlyArray<AnyAreaPg>>(
   areas: As
 ): Layer.Layer<OutOf<As[number]>, ErrorOf<As[number]>, InOf<As[number]>> =>
   Layer.mergeAll(...(areas.map((area) => area.stores) as [AnyAreaPg["stores"], ...Array<AnyAreaPg["stores"]>])) as any
-
-/** Every area's migrations in one record sorted by id; an id claimed by two areas is a defect. */
-export const migrationsOf = (areas: ReadonlyArray<AnyAreaPg>): Migrations => {
-  const entries = areas.flatMap((area) => Object.entries(area.migrations))
-  const ids = new Set(entries.map(([id]) => id.slice(0, 4)))
-  if (ids.size !== entries.length) throw new Error("two migrations share an id")
-  return Object.fromEntries(entries.sort(([a], [b]) => a.localeCompare(b)))
-}

@@ -1,4 +1,4 @@
-import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { PgClient } from "@effect/sql-pg"
 import { Config, Duration, Effect, Layer, Option, Redacted, Schema, String } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Os from "node:os"
@@ -6,6 +6,7 @@ import * as Path from "node:path"
 import * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 import { legacyFunctions, legacyTables, migrationsTable } from "./LegacyPublic.ts"
 import { migrations } from "./migrations/index.ts"
+import { applyMigrations, migrationState, NewerSchema } from "./Migrator.ts"
 
 /** The PostgreSQL schema that holds every table, sequence and function of hostplane unless told otherwise. */
 export const defaultSchema = "hostplane"
@@ -73,47 +74,27 @@ export const clientConfig = (url: Redacted.Redacted<string>, options: Options = 
 /** The first key of the start's transaction lock (`pg_advisory_xact_lock(int4, int4)`): "hpmg"; the second is the schema's. */
 const migrateLockSpace = 0x68706d67
 
-/**
- * Applies this package's pending migrations. `PgMigrator.layer` would also demand process and file services for
- * `pg_dump` schema dumps, which are not used here, so the same migrator runs without them.
- */
-const runMigrator = PgMigrator.make({})({ loader: PgMigrator.fromRecord(migrations), table: migrationsTable })
+/** How many migrations this code ships: the record's row count once the database is fully migrated. */
+export const latestMigration = migrations.length
 
-/** The id of the newest migration this code ships. */
-export const latestMigration = Math.max(0, ...Object.keys(migrations).map((key) => Number.parseInt(key, 10)))
-
-/** The id of the newest migration applied to the database (0 when none has run), in the client's schema. */
-export const appliedMigration = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const [table] = yield* sql<{
-    readonly found: string | null
-  }>`SELECT to_regclass('effect_sql_migrations')::text AS found`
-  if (table?.found === null || table?.found === undefined) return 0
-  const [row] = yield* sql<{
-    readonly latest: number | null
-  }>`SELECT max(migration_id) AS latest FROM effect_sql_migrations`
-  return row?.latest ?? 0
-})
-
-/** The database was migrated by a newer hostplane than this one: running on it could misread or damage its rows. */
-export class NewerSchema extends Schema.TaggedError<NewerSchema>()("NewerSchema", {
-  message: Schema.String,
-  applied: Schema.Number,
-  latest: Schema.Number
-}) {}
+export { NewerSchema }
 
 /** What `/readyz` reports of the database: whether it answers (within `timeout`) and whether it is fully migrated. */
 export const readiness = (timeout: Duration.Input = Duration.seconds(2)) =>
-  appliedMigration.pipe(
+  migrationState(migrations).pipe(
     Effect.timeout(timeout),
     Effect.match({
       onFailure: (error) => ({
         database: { ok: false, error: error._tag === "TimeoutError" ? "no answer in time" : "unreachable" },
         migrations: { ok: false, applied: null, latest: latestMigration }
       }),
-      onSuccess: (applied) => ({
+      onSuccess: (state) => ({
         database: { ok: true },
-        migrations: { ok: applied === latestMigration, applied, latest: latestMigration }
+        migrations: {
+          ok: state.pending.length === 0 && state.unknown.length === 0,
+          applied: state.recorded,
+          latest: latestMigration
+        }
       })
     })
   )
@@ -208,16 +189,8 @@ export const migrateSchema = (schema: string) =>
           yield* sql.unsafe(`SET LOCAL search_path TO ${schema}`)
           const moved = yield* moveFromPublic(sql, schema)
           if (moved) yield* Effect.logInfo(`moved hostplane's tables from schema public into schema ${schema}`)
-          // A database migrated past this code (a replica of an older version started against it) is refused.
-          const applied = yield* appliedMigration
-          if (applied > latestMigration) {
-            return yield* new NewerSchema({
-              message: `the database is at migration ${applied}, newer than this hostplane (its latest is ${latestMigration}): run the version that migrated it, or newer`,
-              applied,
-              latest: latestMigration
-            })
-          }
-          return yield* runMigrator
+          // A database migrated past this code (a replica of an older version started against it) is refused there.
+          return yield* applyMigrations(migrations)
         })
       )
       .pipe(

@@ -18,8 +18,9 @@ import * as UserStorePg from "./identity/UserStorePg.ts"
 
 export * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 export * as PgDatabase from "./PgDatabase.ts"
-export { migrations } from "./migrations/index.ts"
-export { type AnyAreaPg, type AreaPg, areaPg, migrationsOf, type Migrations, storesOf } from "./Area.ts"
+export { legacyMigrations, migrations } from "./migrations/index.ts"
+export { type Migration, migrationsOf } from "./Migrator.ts"
+export { type AnyAreaPg, type AreaPg, areaPg, type Migrations, storesOf } from "./Area.ts"
 export { areas } from "./areas.ts"
 export {
   AccessStorePg,

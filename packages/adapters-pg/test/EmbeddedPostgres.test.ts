@@ -90,7 +90,7 @@ describe("PgDatabase.layerConfig", () => {
         )
       )
       assert.strictEqual(found.name, new URL(Redacted.value(url)).pathname.slice(1))
-      assert.strictEqual(found.migrations, Object.keys(migrations).length)
+      assert.strictEqual(found.migrations, migrations.length)
     }).pipe(Effect.provide(TestDatabase.layer))
   )
 
@@ -103,7 +103,7 @@ describe("PgDatabase.layerConfig", () => {
           PgDatabase.layerConfig().pipe(Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env))))
         )
       )
-      assert.deepStrictEqual(found, { name: "postgres", migrations: Object.keys(migrations).length })
+      assert.deepStrictEqual(found, { name: "postgres", migrations: migrations.length })
       yield* Effect.promise(() => Fs.access(Path.join(directory, "pg", "data", "PG_VERSION")))
     })
   )

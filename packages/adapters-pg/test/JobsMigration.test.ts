@@ -1,12 +1,12 @@
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { assert, layer } from "@effect/vitest"
-import { migrations, PgDatabase } from "@hostplane/adapters-pg"
+import { legacyMigrations, PgDatabase } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 
 /** Every migration before the jobs engine's. */
-const before = Object.fromEntries(Object.entries(migrations).filter(([id]) => id < "0009"))
+const before = Object.fromEntries(Object.entries(legacyMigrations).filter(([id]) => id < "0009"))
 
 /** A fresh database next to the test database, dropped when the scope closes. */
 const freshDatabase = Effect.gen(function* () {

@@ -1,9 +1,9 @@
 import { areaPg } from "../Area.ts"
-import createDatabases from "../migrations/0018_create_databases.ts"
+import createDatabases from "./migrations/0001_create_databases.ts"
 import * as DatabaseStorePg from "./DatabaseStorePg.ts"
 
 export const DatabaseAreaPg = areaPg({
   name: "database",
   stores: DatabaseStorePg.layer,
-  migrations: { "0018_create_databases": createDatabases }
+  migrations: { "0001_create_databases": createDatabases }
 })

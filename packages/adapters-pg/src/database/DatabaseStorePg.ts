@@ -44,7 +44,7 @@ const toRow = (row: typeof DatabaseRowSchema.Type): Database.DatabaseRow => ({
 const generationLockSpace = 0x6867656e
 
 /**
- * `DatabaseStore` on PostgreSQL (migration `0018_create_databases`). `exclusive` holds a session advisory lock on an
+ * `DatabaseStore` on PostgreSQL (migration `database/0001_create_databases`). `exclusive` holds a session advisory lock on an
  * unshared connection for as long as its effect runs: several replicas take one generation of a project at a time,
  * and a process that dies ends its session and so gives the project back. The lock is tried, not waited for in the
  * server, so a holder interrupted while waiting leaves no lock request behind on a connection going back to its pool.

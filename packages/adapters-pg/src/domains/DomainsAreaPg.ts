@@ -1,9 +1,9 @@
 import { areaPg } from "../Area.ts"
-import createDomains from "../migrations/0012_create_domains.ts"
+import createDomains from "./migrations/0001_create_domains.ts"
 import * as DomainStorePg from "./DomainStorePg.ts"
 
 export const DomainsAreaPg = areaPg({
   name: "domains",
   stores: DomainStorePg.layer,
-  migrations: { "0012_create_domains": createDomains }
+  migrations: { "0001_create_domains": createDomains }
 })

@@ -1,9 +1,9 @@
 import { areaPg } from "../Area.ts"
-import addHostnameChecks from "../migrations/0006_add_hostname_checks.ts"
+import addHostnameChecks from "./migrations/0001_add_hostname_checks.ts"
 import * as HostnameStorePg from "./HostnameStorePg.ts"
 
 export const HostnamesAreaPg = areaPg({
   name: "hostnames",
   stores: HostnameStorePg.layer,
-  migrations: { "0006_add_hostname_checks": addHostnameChecks }
+  migrations: { "0001_add_hostname_checks": addHostnameChecks }
 })

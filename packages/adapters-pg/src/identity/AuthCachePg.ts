@@ -3,7 +3,7 @@ import { AuthCache, AuthCacheSettings, AuthChange } from "@hostplane/core/identi
 import { Effect, Layer, Queue, Schedule } from "effect"
 import { unsharedClient } from "../UnsharedClient.ts"
 
-/** The channel the triggers of migration 0021 notify: `u:<user id>`, `o:<org id>`. */
+/** The channel the triggers of migration identity/0002_notify_auth_changes notify: `u:<user id>`, `o:<org id>`. */
 export const channel = "hostplane_auth"
 
 /**

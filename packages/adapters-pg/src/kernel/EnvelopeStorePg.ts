@@ -166,7 +166,7 @@ export const layer = Layer.effect(
           LEFT JOIN memberships m ON m.org_id = o.id AND m.user_id = ${userId}
           LEFT JOIN projects p ON p.org_id = o.id AND p.name = ${projectName ?? null}
           WHERE o.slug = ${orgSlug}`.pipe(Effect.orDie, Effect.map(accessOf)),
-      // One round trip: `hostplane_envelope_lock` (migration 0026) takes the lock, then reads in a fresh snapshot. Reads
+      // One round trip: `hostplane_envelope_lock` (migration kernel/0002) takes the lock, then reads in a fresh snapshot. Reads
       // joined to `FOR UPDATE` in one statement would use the snapshot taken before it waited, and miss what the
       // previous holder committed (a project's delete).
       lock: (orgId, userId, projectId) =>

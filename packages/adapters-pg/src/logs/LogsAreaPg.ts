@@ -1,9 +1,9 @@
 import { areaPg } from "../Area.ts"
-import createWorkerLogs from "../migrations/0028_create_worker_logs.ts"
+import createWorkerLogs from "./migrations/0001_create_worker_logs.ts"
 import * as LogStorePg from "./LogStorePg.ts"
 
 export const LogsAreaPg = areaPg({
   name: "logs",
   stores: LogStorePg.layer,
-  migrations: { "0028_create_worker_logs": createWorkerLogs }
+  migrations: { "0001_create_worker_logs": createWorkerLogs }
 })

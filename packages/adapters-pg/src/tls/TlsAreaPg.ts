@@ -1,9 +1,9 @@
 import { areaPg } from "../Area.ts"
-import createTlsCertificates from "../migrations/0029_create_tls_certificates.ts"
+import createTlsCertificates from "./migrations/0001_create_tls_certificates.ts"
 import * as CertificateStorePg from "./CertificateStorePg.ts"
 
 export const TlsAreaPg = areaPg({
   name: "tls",
   stores: CertificateStorePg.layer,
-  migrations: { "0029_create_tls_certificates": createTlsCertificates }
+  migrations: { "0001_create_tls_certificates": createTlsCertificates }
 })
