@@ -1,6 +1,7 @@
 // The authenticated request's cache hit, hostplane's `AuthCache` beside Effect's own `Cache` holding the same entries,
 // alternated in one process: the figure that decides whether the hand-made cache earns its place.
 import { Identity } from "@hostplane/core"
+import { UserId } from "@hostplane/core/kernel/Ids"
 import { Cache, Clock, Duration, Effect } from "effect"
 import * as Os from "node:os"
 import { parseOptions } from "./support/harness.ts"
@@ -20,27 +21,28 @@ const ops = Number(values.ops ?? "500000")
 const runs = Number(values.runs ?? "6")
 const keys = Number(values.keys ?? "1000")
 
-const actorOf = (i: number) => ({
-  userId: `usr_${i}`,
+const actorOf = (i: number): Identity.CachedBearer["actor"] => ({
+  userId: UserId.make(`usr_${i}`),
   provider: "dev",
   subject: `subject-${i}`,
   email: null,
   name: null
 })
 const hashes = Array.from({ length: keys }, (_, i) => `hash-${i}`)
-const load = (hash: string): Effect.Effect<ReturnType<typeof actorOf>> => Effect.succeed(actorOf(Number(hash.slice(5))))
+const load = (hash: string): Effect.Effect<Identity.CachedBearer["actor"]> =>
+  Effect.succeed(actorOf(Number(hash.slice(5))))
 
 const program = Effect.gen(function* () {
   const hostplane = Identity.AuthCache.make({ ttl: Duration.minutes(10), maxEntries: 10_000 })
   const now = yield* Clock.currentTimeMillis
   for (const [i, hash] of hashes.entries()) {
-    hostplane.keepBearer(hostplane.ticket(), hash, { actor: actorOf(i) as never, expiresAt: null }, now)
+    hostplane.keepBearer(hostplane.ticket(), hash, { actor: actorOf(i), expiresAt: null }, now)
   }
   const effect = yield* Cache.make({ lookup: load, capacity: 10_000, timeToLive: Duration.minutes(10) })
   for (const hash of hashes) yield* Cache.get(effect, hash)
 
   // What `Identity.authenticate` does once the token is hashed.
-  const viaHostplane = (hash: string) =>
+  const viaHostplane = (hash: string): Effect.Effect<unknown> =>
     Effect.flatMap(Clock.currentTimeMillis, (at) => {
       const hit = hostplane.bearer(hash, at)
       return hit === undefined ? load(hash) : Effect.succeed(hit.actor)
