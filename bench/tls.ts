@@ -12,6 +12,7 @@ import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Https from "node:https"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import { bundleOf, manifestEntry, testAuthority } from "@hostplane/testkit"
 import {
@@ -106,6 +107,9 @@ const load = async (target: { tls: number; plain: number; pid: number }, host: s
 }
 
 type Figures = Awaited<ReturnType<typeof load>>
+
+/** The machine's 1-minute load average now: a figure taken at a load of 10 on 2 cores is not one taken at 1. */
+const loadNow = () => round(Os.loadavg()[0]!, 2)
 
 const median = (values: ReadonlyArray<number>) => {
   const sorted = [...values].sort((a, b) => a - b)
@@ -205,7 +209,7 @@ await runBench(async () => {
         const figures = await load(targets[name], host, ca.root, mode)
         results.set(`${name} ${mode}`, [...(results.get(`${name} ${mode}`) ?? []), figures])
         log(
-          `run ${run + 1} ${name} ${mode}: ${round(figures.perSecond, 0)}/s, ${round(figures.cpuUs, 0)} µs CPU per request`
+          `run ${run + 1} ${name} ${mode}: ${round(figures.perSecond, 0)}/s, ${round(figures.cpuUs, 0)} µs CPU per request (load ${loadNow()})`
         )
       }
     }
@@ -223,5 +227,10 @@ await runBench(async () => {
   const tlsCost = (name: string) => round(cpu(`${name} tls`) - cpu(`${name} plain`), 0)
   console.log(
     `TLS's own CPU per keep-alive request (HTTPS minus plain HTTP, same server): edge ${tlsCost("edge")} µs, bare ${tlsCost("bare")} µs`
+  )
+  console.log(
+    `load average ${Os.loadavg()
+      .map((value) => round(value, 2))
+      .join(" ")} on ${Os.cpus().length} CPUs`
   )
 }, timeoutS)

@@ -1,18 +1,21 @@
-// `npm run bench:worker -- [--seconds <s>] [--projects <n>] [--timeout <s>]`
+// `npm run bench:worker -- [--seconds <s>] [--runs <n>] [--projects <n>] [--throughput-only] [--timeout <s>]`
 //
 // Worker code through the real server (npm start's binary), in one run: requests/s of a hello-world worker through the
-// edge beside the same worker served by a bare workerd with a static config (50 connections each, the ratio printed);
+// edge beside the same worker served by a bare workerd with a static config (50 connections each, `runs` paired runs
+// in alternating order after an unmeasured warm-up; the medians, the ratio and CPU per request of each side printed);
 // deploy-to-serving latency over 20 deploys (p50, p95); failed requests during 10 deploys and rollbacks under load;
 // the RSS of the node (the server process plus its workerd processes) with many projects, each with a hello-world
 // worker requested once. Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import { bundleOf, manifestEntry } from "@hostplane/testkit"
 import { workerdBinary } from "@hostplane/node"
 import { Effect } from "effect"
 import {
+  cpuSeconds,
   freePort,
   log,
   makeTempDir,
@@ -26,19 +29,36 @@ import {
 } from "./support/harness.ts"
 
 const usage = `usage: npm run bench:worker -- [options]
-  --seconds <s>    seconds of load per throughput target (default 10)
-  --projects <n>   projects for the memory figure (default 100)
-  --timeout <s>    abort everything after this many seconds (default 900)`
+  --seconds <s>       seconds of load per throughput target and run (default 10)
+  --runs <n>          paired throughput runs, edge and bare one after the other, order alternating (default 3)
+  --projects <n>      projects for the memory figure (default 100)
+  --throughput-only   measure the throughput only (no deploy latency, deploys under load or memory)
+  --timeout <s>       abort everything after this many seconds (default 900)`
 
 const { values: parsed, fail } = parseOptions(usage, {
   seconds: { type: "string" },
+  runs: { type: "string" },
   projects: { type: "string" },
+  "throughput-only": { type: "boolean" },
   timeout: { type: "string" }
 })
 const seconds = Number(parsed.seconds ?? "10")
+const runs = Number(parsed.runs ?? "3")
 const projectCount = Number(parsed.projects ?? "100")
 const timeoutS = Number(parsed.timeout ?? "900")
-if (![seconds, projectCount, timeoutS].every((n) => Number.isFinite(n) && n > 0)) fail("invalid option")
+if (![seconds, runs, projectCount, timeoutS].every((n) => Number.isFinite(n) && n > 0)) fail("invalid option")
+
+/** The machine's load average now: a figure taken at a load of 10 on 2 cores is not one taken at 1. */
+const loadNow = () =>
+  Os.loadavg()
+    .map((value) => round(value, 2))
+    .join(" ")
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
 
 const hello = (tag: string) => `export default { fetch() { return new Response(${JSON.stringify(`hello ${tag}`)}) } }`
 
@@ -156,16 +176,67 @@ const config :Workerd.Config = (
       if (ok) break
       await sleep(100)
     }
-    log(`throughput: ${seconds} s at 50 connections each, bare workerd first`)
-    const bareRun = await cannon(`http://127.0.0.1:${barePort}/`, undefined, 50, seconds)
-    const edgeRun = await cannon(`${edge}/`, hostname, 50, seconds)
-    const ratio = edgeRun.requests.average / bareRun.requests.average
-    log(
-      `throughput: edge ${round(edgeRun.requests.average, 0)} req/s (non-2xx ${edgeRun.non2xx}, errors ${edgeRun.errors}), bare workerd ${round(bareRun.requests.average, 0)} req/s: ${round(ratio, 2)}x (goal >= 0.6x)`
+    // The CPU of each side per answered request: the edge's is the server process and its workerd processes, the
+    // bare side's its one workerd (a busy machine moves CPU per request less than it moves the rates).
+    const workerdCpu = () =>
+      treeOf(server.child.pid)
+        .filter((pid) => commOf(pid) === "workerd")
+        .reduce((sum, pid) => sum + (cpuSeconds(pid) ?? 0), 0)
+    const edgeCpu = () => (cpuSeconds(server.child.pid) ?? 0) + workerdCpu()
+    const bareCpu = () => cpuSeconds(bare.pid ?? 0) ?? 0
+    const targets = {
+      edge: { url: `${edge}/`, host: hostname as string | undefined, cpu: edgeCpu },
+      bare: { url: `http://127.0.0.1:${barePort}/`, host: undefined, cpu: bareCpu }
+    }
+    const measure = async (name: keyof typeof targets, durationS: number) => {
+      const target = targets[name]
+      const before = target.cpu()
+      const workerdBefore = workerdCpu()
+      const result = await cannon(target.url, target.host, 50, durationS)
+      const perRequest = (seconds: number) =>
+        result.requests.total === 0 ? NaN : (seconds * 1e6) / result.requests.total
+      return {
+        perSecond: result.requests.average,
+        cpuUs: perRequest(target.cpu() - before),
+        // The edge's workerd processes: the rest of the edge's CPU is its server process.
+        workerdUs: name === "edge" ? perRequest(workerdCpu() - workerdBefore) : NaN,
+        failed: result.non2xx + result.errors + result.timeouts
+      }
+    }
+    // Warm-up: the JIT, the edge's memos, the shard's isolate, unmeasured.
+    await measure("edge", Math.min(3, seconds))
+    await measure("bare", Math.min(3, seconds))
+    log(`throughput: ${seconds} s at 50 connections each, ${runs} paired runs`)
+    type Figures = Awaited<ReturnType<typeof measure>>
+    const results = { edge: [] as Array<Figures>, bare: [] as Array<Figures> }
+    const ratios: Array<number> = []
+    for (let run = 0; run < runs; run++) {
+      const order = run % 2 === 0 ? (["edge", "bare"] as const) : (["bare", "edge"] as const)
+      for (const name of order) {
+        const figures = await measure(name, seconds)
+        results[name].push(figures)
+        log(
+          `run ${run + 1} ${name}: ${round(figures.perSecond, 0)} req/s, ${round(figures.cpuUs, 0)} µs CPU per request` +
+            (name === "edge" ? ` (workerd ${round(figures.workerdUs, 0)} µs)` : "") +
+            `, failed ${figures.failed} (load ${loadNow()})`
+        )
+      }
+      ratios.push(results.edge[run]!.perSecond / results.bare[run]!.perSecond)
+    }
+    const rate = (name: keyof typeof results) => median(results[name].map((one) => one.perSecond))
+    const cpu = (name: keyof typeof results) => median(results[name].map((one) => one.cpuUs))
+    const failed = (name: keyof typeof results) => results[name].reduce((sum, one) => sum + one.failed, 0)
+    console.log(
+      `throughput: edge ${round(rate("edge"), 0)} req/s, bare workerd ${round(rate("bare"), 0)} req/s: ` +
+        `${round(median(ratios), 2)}x (min ${round(Math.min(...ratios), 2)}x, max ${round(Math.max(...ratios), 2)}x over ${runs} paired runs; goal >= 0.6x); ` +
+        `CPU per request edge ${round(cpu("edge"), 0)} µs (server and workerd; workerd ${round(median(results.edge.map((one) => one.workerdUs)), 0)} µs), bare ${round(cpu("bare"), 0)} µs; ` +
+        `failed: edge ${failed("edge")}, bare ${failed("bare")}; load average ${loadNow()} on ${Os.cpus().length} CPUs`
     )
   } finally {
     bare.kill("SIGKILL")
   }
+
+  if (parsed["throughput-only"] === true) return
 
   // 2. Deploy to serving: from the upload's start until the edge answers with the new code, 20 times.
   const latencies: Array<number> = []
@@ -176,7 +247,7 @@ const config :Workerd.Config = (
     latencies.push(performance.now() - started)
   }
   log(
-    `deploy to serving over 20 deploys: p50 ${round(percentile(latencies, 0.5), 0)} ms, p95 ${round(percentile(latencies, 0.95), 0)} ms (goal p95 < 1000 ms)`
+    `deploy to serving over 20 deploys: p50 ${round(percentile(latencies, 0.5), 0)} ms, p95 ${round(percentile(latencies, 0.95), 0)} ms (goal p95 < 1000 ms; load ${loadNow()})`
   )
 
   // 3. Failed requests while 5 deploys and 5 rollbacks happen under load (20 connections).
@@ -193,7 +264,7 @@ const config :Workerd.Config = (
     }
   })
   log(
-    `during 5 deploys and 5 rollbacks under load: ${during.total} requests, ${during.failed} failed (non-2xx ${during.non2xx}, errors ${during.errors}, timeouts ${during.timeouts}) (goal 0)`
+    `during 5 deploys and 5 rollbacks under load: ${during.total} requests, ${during.failed} failed (non-2xx ${during.non2xx}, errors ${during.errors}, timeouts ${during.timeouts}) (goal 0; load ${loadNow()})`
   )
 
   // 4. Memory: many projects, each with a hello-world worker requested once.
@@ -214,7 +285,7 @@ const config :Workerd.Config = (
   const workerds = node.filter((pid) => commOf(pid) === "workerd")
   const workerdKib = workerds.reduce((sum, pid) => sum + (rssKiB(pid) ?? 0), 0)
   log(
-    `memory with ${projectCount} projects, each requested once: node ${round(kib / 1024, 0)} MiB RSS (server process ${round((rssKiB(server.child.pid) ?? 0) / 1024, 0)} MiB with the API in it, ${workerds.length} workerd ${round(workerdKib / 1024, 0)} MiB; PostgreSQL excluded) (goal < 600 MiB)`
+    `memory with ${projectCount} projects, each requested once: node ${round(kib / 1024, 0)} MiB RSS (server process ${round((rssKiB(server.child.pid) ?? 0) / 1024, 0)} MiB with the API in it, ${workerds.length} workerd ${round(workerdKib / 1024, 0)} MiB; PostgreSQL excluded) (goal < 600 MiB; load ${loadNow()})`
   )
 }, timeoutS)
 

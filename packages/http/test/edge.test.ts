@@ -375,6 +375,96 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
     await setAccess({ mode: "password", password: "second password" })
     expect((await edge(host, "/app.js", { headers: { cookie: second } })).status).toBe(401)
   })
+
+  it("a file asked for again is the same answer from the edge's memory: headers, 304, HEAD, the 404 page, then the next deployment's", async () => {
+    const slug = await suite.newOrg()
+    const project = unique("memo")
+    const created = await api.post(`/v1/orgs/${slug}/projects`, { name: project }, { token: suite.admin.token })
+    const host = created.body.hostname as string
+    // `big.bin` is above what the edge keeps in memory: it streams through the edge app, the others do not.
+    const big = new Uint8Array(300 * 1024).map((_, i) => (i * 31) % 251)
+    const bundle = (version: string) =>
+      Effect.runPromise(
+        bundleOf([
+          manifestEntry({ name: "site" }),
+          { name: "assets/app.js", content: `console.log("${version}")` },
+          { name: "assets/404.html", content: `<h1>lost ${version}</h1>` },
+          { name: "assets/big.bin", content: big }
+        ])
+      )
+    const deploy = async (version: string) => {
+      const reply = await fetch(`${suite.server.url}/v1/orgs/${slug}/projects/${project}/deployments`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${suite.admin.token}`, "content-type": "application/gzip" },
+        body: await bundle(version)
+      })
+      expect(reply.status).toBe(201)
+    }
+    await deploy("v1")
+    const withoutDate = (headers: Http.IncomingHttpHeaders) => {
+      const { date: _date, ...rest } = headers
+      return rest
+    }
+    const first = await edge(host, "/app.js")
+    expect(first.status).toBe(200)
+    expect(first.body.toString()).toBe('console.log("v1")')
+    const etag = first.headers["etag"] as string
+    for (let i = 0; i < 3; i++) {
+      const again = await edge(host, "/app.js")
+      expect(again.status).toBe(200)
+      expect(again.body.toString()).toBe('console.log("v1")')
+      expect(withoutDate(again.headers)).toEqual(withoutDate(first.headers))
+    }
+    // The edge app's own answer for a streamed file carries the same headers, by name.
+    const streamed = await edge(host, "/big.bin")
+    expect(streamed.status).toBe(200)
+    expect(Buffer.compare(streamed.body, Buffer.from(big))).toBe(0)
+    expect(Object.keys(withoutDate(streamed.headers)).sort()).toEqual(Object.keys(withoutDate(first.headers)).sort())
+    expect(streamed.headers["content-type"]).toBe("application/octet-stream")
+    expect(first.headers["content-length"]).toBe(String(first.body.byteLength))
+    expect(first.headers["cache-control"]).toBe("public, max-age=0, must-revalidate")
+    expect(first.headers["x-content-type-options"]).toBe("nosniff")
+    expect(first.headers["referrer-policy"]).toBe("strict-origin-when-cross-origin")
+    // 304 for the remembered ETag, alone or in a list; another ETag gets the file.
+    for (const ifNoneMatch of [etag, `"other", ${etag}`]) {
+      const revalidated = await edge(host, "/app.js", { headers: { "if-none-match": ifNoneMatch } })
+      expect(revalidated.status).toBe(304)
+      expect(revalidated.body.byteLength).toBe(0)
+      expect(revalidated.headers["etag"]).toBe(etag)
+      expect(revalidated.headers["cache-control"]).toBe("public, max-age=0, must-revalidate")
+      expect(revalidated.headers["x-content-type-options"]).toBe("nosniff")
+    }
+    expect((await edge(host, "/app.js", { headers: { "if-none-match": '"other"' } })).status).toBe(200)
+    for (let i = 0; i < 2; i++) {
+      const head = await edge(host, "/app.js", { method: "HEAD" })
+      expect(head.status).toBe(200)
+      expect(head.headers["content-length"]).toBe(String(first.body.byteLength))
+      expect(head.headers["etag"]).toBe(etag)
+      expect(head.body.byteLength).toBe(0)
+    }
+    // The deployment's 404 page, every time, and never a 304 (it is not the file asked for).
+    for (let i = 0; i < 2; i++) {
+      const lost = await edge(host, "/nowhere", { headers: { "if-none-match": etag } })
+      expect(lost.status).toBe(404)
+      expect(lost.body.toString()).toBe("<h1>lost v1</h1>")
+      expect(lost.headers["content-type"]).toBe("text/html; charset=utf-8")
+    }
+    // A GET with a body is answered the same (the edge app reads and drops the body).
+    const withBody = await edge(host, "/app.js", { headers: { "content-type": "text/plain" }, body: "ignored" })
+    expect(withBody.status).toBe(200)
+    expect(withBody.body.toString()).toBe('console.log("v1")')
+    // The next deployment is served on the next request, and so is a policy that closes the site.
+    await deploy("v2")
+    expect((await edge(host, "/app.js")).body.toString()).toBe('console.log("v2")')
+    expect((await edge(host, "/nowhere")).body.toString()).toBe("<h1>lost v2</h1>")
+    const closed = await api.put(
+      `/v1/orgs/${slug}/projects/${project}/access`,
+      { mode: "password", password: "now closed" },
+      { token: suite.admin.token }
+    )
+    expect(closed.status).toBe(200)
+    expect((await edge(host, "/app.js")).status).toBe(401)
+  })
 })
 
 describe.each(backends)("the reference edge bounds password hashing (%s)", (_name, stores) => {

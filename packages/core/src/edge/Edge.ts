@@ -102,6 +102,10 @@ export interface WorkerTarget {
   readonly private: boolean
 }
 
+/** Whether an `If-None-Match` header names `etag` (a file's 200 then becomes a 304). */
+export const etagMatches = (ifNoneMatch: string | undefined, etag: string): boolean =>
+  ifNoneMatch !== undefined && ifNoneMatch.split(/\s*,\s*/).includes(etag)
+
 const problem = (status: number, code: string, message: string): EdgeAnswer => ({
   _tag: "Problem",
   status,
@@ -303,7 +307,7 @@ export class Edge extends Context.Service<
         for (const candidate of candidates) {
           const file = yield* cache.file(digest, candidate)
           if (Option.isSome(file)) {
-            if (request.ifNoneMatch !== undefined && request.ifNoneMatch.split(/\s*,\s*/).includes(etag)) {
+            if (etagMatches(request.ifNoneMatch, etag)) {
               return { _tag: "NotModified", etag, private: isPrivate } satisfies EdgeAnswer
             }
             return {

@@ -3,6 +3,7 @@ import { Edge } from "@hostplane/core"
 import { Cause, Clock, Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { lostDatabase, withAsciiLocation } from "../server/RequestPipeline.ts"
+import { cachingOf, everyResponse } from "./EdgeHeaders.ts"
 import { hostOf, laneAnswers } from "./EdgeLane.ts"
 import { WorkerInvoker } from "./WorkerInvoker.ts"
 
@@ -19,18 +20,6 @@ const readForm = (request: HttpServerRequest.HttpServerRequest) =>
 
 /** What a `__Host-` cookie must carry; browsers treat `localhost` names as secure, so it works in development too. */
 const cookieFlags = (maxAge: number) => `Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=${maxAge}`
-
-/** A file behind an access policy must not land in a shared cache, nor be reused for a visitor without the cookie. */
-const cachingOf = (isPrivate: boolean) =>
-  isPrivate
-    ? { "cache-control": "private, max-age=0, must-revalidate", vary: "Cookie" }
-    : { "cache-control": "public, max-age=0, must-revalidate" }
-
-/** Every edge response: no content sniffing, and no full URL (it may hold a code or a path) sent to other sites. */
-const everyResponse = {
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "strict-origin-when-cross-origin"
-}
 
 /** The service's own answers (the password form, its errors and redirects): never framed, loading nothing. */
 const servicePage = {

@@ -2,6 +2,7 @@ import { Edge, Kernel, Tls } from "@hostplane/core"
 import { Effect, Option } from "effect"
 import type { EventEmitter } from "node:events"
 import type * as Http from "node:http"
+import { fileHeaders, notModifiedHeaders } from "./EdgeHeaders.ts"
 import { cookieOf, WorkerInvoker } from "./WorkerInvoker.ts"
 
 /** The `Host` (or HTTP/2 `:authority`) without its port, in the canonical form hostnames are routed by. */
@@ -12,6 +13,18 @@ export const hostOf = (header: string | undefined): string =>
       .replace(/^\[([^\]]*)\](:\d+)?$/, "$1")
       .replace(/:\d+$/, "")
   )
+
+/** `hostOf` of the Host headers seen lately: a busy edge is asked for the same few names again and again. */
+const hosts = new Map<string, string>()
+const hostOfSeen = (header: string | undefined): string => {
+  if (header === undefined) return hostOf(header)
+  const known = hosts.get(header)
+  if (known !== undefined) return known
+  const host = hostOf(header)
+  if (hosts.size >= 1_000) hosts.clear()
+  hosts.set(header, host)
+  return host
+}
 
 const authorityOf = (request: Http.IncomingMessage): string | undefined => {
   const authority = request.headers.host ?? request.headers[":authority"]
@@ -30,12 +43,47 @@ export const laneAnswers = new WeakMap<Http.IncomingMessage, Edge.EdgeAnswer>()
 /** The lane in front of one listener's edge app: call `next` to pass the request on to the app. */
 export type EdgeLane = (request: Http.IncomingMessage, response: Http.ServerResponse, next: () => void) => void
 
+type FileAnswer = Extract<Edge.EdgeAnswer, { readonly _tag: "File" }>
+
+/** What the lane remembers of an answer: a worker to forward to, or a file whose bytes are in memory. */
+type Remembered =
+  | { readonly _tag: "Worker"; readonly generation: number; readonly target: Edge.WorkerTarget }
+  | {
+      readonly _tag: "File"
+      readonly generation: number
+      readonly answer: FileAnswer & { readonly body: Uint8Array }
+      readonly headers: Record<string, string>
+    }
+
+/** A file answer the lane writes itself: its bytes are in memory (larger files stream through the edge app). */
+const isHeldFile = (answer: Edge.EdgeAnswer): answer is FileAnswer & { readonly body: Uint8Array } =>
+  answer._tag === "File" && answer.body !== undefined
+
+/** The bytes of files the lane's memo may keep alive beyond the edge cache's own budget. */
+const rememberedFileBudget = 32 * 1024 * 1024
+
 /**
- * The edge's lane for worker requests: the same rules (`Edge.handle`) decide, and when they send the request to a
- * worker, it is forwarded on node's own request and response, without Effect's HTTP server in between (most of a
- * worker request's cost on the edge was that layer). Everything else (files, the service's `/__service/*` routes,
- * refusals, the TLS listener's redirects and challenges, failures) passes on to the edge app unchanged, with the
- * answer already worked out. Each request the lane answers logs the edge's line and is counted by `counted`.
+ * A request the lane may answer on node's response without reading it: no body to drain or refuse and no
+ * `Expect` to answer, which Effect's HTTP server handles for the app.
+ */
+const bodiless = (request: Http.IncomingMessage) => {
+  const length = request.headers["content-length"]
+  return (
+    (length === undefined || length === "0") &&
+    request.headers["transfer-encoding"] === undefined &&
+    request.headers.expect === undefined
+  )
+}
+
+/**
+ * The edge's lane for worker requests and in-memory files: the same rules (`Edge.handle`) decide, and when they send
+ * the request to a worker, it is forwarded on node's own request and response; when they answer with a bundle file
+ * held in memory (or a 304 for it), the lane writes it with the edge app's headers. Neither goes through Effect's HTTP
+ * server (most of such a request's cost on the edge was that layer). The answers for public deployments are
+ * remembered per host, method and path while the edge's view (`Edge.generation`) is unchanged, so a repeated request
+ * runs no rule at all. Everything else (streamed files, the service's `/__service/*` routes, refusals, the TLS
+ * listener's redirects and challenges, failures) passes on to the edge app unchanged, with the answer already worked
+ * out. Each request the lane answers logs the edge's line and is counted by `counted`.
  */
 export const makeEdgeLane = (
   scheme: "http" | "https",
@@ -67,18 +115,51 @@ export const makeEdgeLane = (
       if (lines.length === 0) setTimeout(writeLines, 10)
       lines.push({ host, method, path, status, ms: Date.now() - started })
     }
-    // Worker answers for public deployments, by host, kind of method and path, while the edge's view is unchanged.
-    const workers = new Map<string, { readonly generation: number; readonly target: Edge.WorkerTarget }>()
+    // Answers for public deployments, by host, method and path, while the edge's view is unchanged: a worker's target,
+    // or a held file with its headers. A file's answer depends on nothing else the request carries (its 304 is
+    // worked out here from the remembered ETag); a private deployment's depends on the visitor's pass.
+    const remembered = new Map<string, Remembered>()
+    let rememberedBytes = 0
+    const forgetAll = () => {
+      remembered.clear()
+      rememberedBytes = 0
+    }
     const remember = (key: string, generation: number | undefined, answer: Edge.EdgeAnswer) => {
-      if (generation === undefined || answer._tag !== "Worker" || answer.private) return
-      if (workers.size >= 10_000) workers.clear()
-      workers.set(key, { generation, target: answer })
+      if (generation === undefined) return
+      if (remembered.size >= 10_000) forgetAll()
+      if (answer._tag === "Worker" && !answer.private) {
+        remembered.set(key, { _tag: "Worker", generation, target: answer })
+      } else if (isHeldFile(answer) && !answer.private) {
+        const bytes = answer.body.byteLength
+        if (rememberedBytes + bytes > rememberedFileBudget) forgetAll()
+        const before = remembered.get(key)
+        if (before?._tag === "File") rememberedBytes -= before.answer.body.byteLength
+        rememberedBytes += bytes
+        remembered.set(key, { _tag: "File", generation, answer, headers: fileHeaders(answer) })
+      }
+    }
+    /** Writes a held file (or its 304) on node's response: what the edge app writes for the same answer. */
+    const writeFile = (
+      response: Http.ServerResponse,
+      answer: FileAnswer & { readonly body: Uint8Array },
+      headers: Record<string, string>,
+      ifNoneMatch: string | undefined
+    ): number => {
+      if (answer.status === 200 && Edge.etagMatches(ifNoneMatch, answer.etag)) {
+        response.writeHead(304, notModifiedHeaders({ _tag: "NotModified", etag: answer.etag, private: answer.private }))
+        response.end()
+        return 304
+      }
+      response.writeHead(answer.status, headers)
+      if (answer.bodyless) response.end()
+      else response.end(answer.body)
+      return answer.status
     }
     return (request, response, next) => {
       const url = request.url ?? "/"
       const query = url.indexOf("?")
       const path = query < 0 ? url : url.slice(0, query)
-      const host = hostOf(authorityOf(request))
+      const host = hostOfSeen(authorityOf(request))
       // The service's own paths read forms and set cookies: the app's. So are the TLS listener's redirects. The path
       // is read as the edge's rules read it (`//x/__service/...` is one too).
       if (
@@ -98,12 +179,19 @@ export const makeEdgeLane = (
             response.end()
           }
         )
-      const key = `${method === "GET" || method === "HEAD" ? "read" : "write"} ${host} ${path}`
+      const key = `${method === "GET" || method === "HEAD" ? method : "write"} ${host} ${path}`
       const generation = edge.generation()
-      const known = workers.get(key)
+      const known = remembered.get(key)
       if (known !== undefined && known.generation === generation) {
-        void forward(known.target)
-        return
+        if (known._tag === "Worker") {
+          void forward(known.target)
+          return
+        }
+        if (bodiless(request)) {
+          const ifNoneMatch = request.headers["if-none-match"]
+          answered(host, method, path, writeFile(response, known.answer, known.headers, ifNoneMatch), started)
+          return
+        }
       }
       const cookie = request.headers.cookie
       const bypass = request.headers["service-access-bypass"]
@@ -121,11 +209,20 @@ export const makeEdgeLane = (
       ).then(
         (answer) => {
           remember(key, generation, answer)
-          if (answer._tag !== "Worker") {
-            laneAnswers.set(request, answer)
-            return next()
+          if (answer._tag === "Worker") return forward(answer)
+          if (bodiless(request) && !response.headersSent) {
+            if (isHeldFile(answer)) {
+              const status = writeFile(response, answer, fileHeaders(answer), request.headers["if-none-match"])
+              return answered(host, method, path, status, started)
+            }
+            if (answer._tag === "NotModified") {
+              response.writeHead(304, notModifiedHeaders(answer))
+              response.end()
+              return answered(host, method, path, 304, started)
+            }
           }
-          return forward(answer)
+          laneAnswers.set(request, answer)
+          return next()
         },
         // A failure (the control database gone) is the app's to map, on the same request.
         () => next()
