@@ -41,7 +41,9 @@ describe("per-area config", () => {
         fallbackOrigin: "fallback.apps.localhost",
         dnsNameservers: ["ns1.hostplane.localhost", "ns2.hostplane.localhost"]
       })
-      assert.deepStrictEqual(all.mail, { mailDomain: "", mailFrom: "hostplane <no-reply@localhost>", topicArn: "" })
+      const { relayLease, ...mail } = all.mail
+      assert.deepStrictEqual(mail, { mailDomain: "", mailFrom: "hostplane <no-reply@localhost>", topicArn: "" })
+      assert.strictEqual(Duration.toMillis(relayLease), 30_000)
       assert.strictEqual(Duration.toMillis(all.invites.inviteTtl), Duration.toMillis(Duration.days(7)))
     })
   )
@@ -72,6 +74,7 @@ describe("per-area config", () => {
         SERVICE_DOMAINS: "example.com, example.net",
         SERVICE_MAIL_DOMAIN: "Mail.Example.com",
         SERVICE_MAIL_TOPIC_ARN: " arn:aws:sns:us-east-1:123456789012:mail ",
+        SERVICE_MAIL_RELAY_LEASE: "5 seconds",
         SERVICE_DNS_NAMESERVERS: "ns1.example.com,ns2.example.com",
         SERVICE_ENABLE_DEV_AUTH: "false",
         SERVICE_SESSION_TTL: "12 hours"
@@ -83,11 +86,13 @@ describe("per-area config", () => {
       assert.strictEqual(Duration.toMillis(all.identity.sessionTtl), Duration.toMillis(Duration.hours(12)))
       assert.strictEqual(all.hostnames.fallbackOrigin, "fallback.apps.example.com")
       assert.deepStrictEqual(all.hostnames.dnsNameservers, ["ns1.example.com", "ns2.example.com"])
-      assert.deepStrictEqual(all.mail, {
+      const { relayLease, ...mail } = all.mail
+      assert.deepStrictEqual(mail, {
         mailDomain: "mail.example.com",
         mailFrom: "hostplane <no-reply@mail.example.com>",
         topicArn: "arn:aws:sns:us-east-1:123456789012:mail"
       })
+      assert.strictEqual(Duration.toMillis(relayLease), 5_000)
     })
   )
 

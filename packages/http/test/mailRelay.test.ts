@@ -1,7 +1,7 @@
 import { MailNotificationsSns, MailTransportOutboxDir, MailTransportSmtp } from "@hostplane/adapters-providers"
 import { Email, Jobs, Kernel, Mail } from "@hostplane/core"
 import { FakeSmtpServer, type FakeSns, startFakeSns } from "@hostplane/testkit"
-import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { Duration, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -308,17 +308,23 @@ describe.each(backends)("the relay's held slot of a process that stopped (%s)", 
 
   if (name === "postgres") {
     const held = heldTransport()
-    const slow = useSuite(stores, { mail: { mailDomain }, node: { token: nodeToken } }, undefined, undefined, {
-      mailTransport: () => held.layer
-    })
+    // A short lease (SERVICE_MAIL_RELAY_LEASE) so the wait past it is seconds; the renewals keep their third of it.
+    const relayLease = Duration.seconds(6)
+    const slow = useSuite(
+      stores,
+      { mail: { mailDomain, relayLease }, node: { token: nodeToken } },
+      undefined,
+      undefined,
+      { mailTransport: () => held.layer }
+    )
 
     it("a send the transport holds past the first lease keeps its slot: the relay renews the lease while it waits", async () => {
       const { project, address, base } = await granted(slow)
       await sentBefore(slow.server, project.id)
       const first = relay(slow, messageFrom(address), { projectId: project.id })
       await expect.poll(() => held.gate.entered, { timeout: 10_000 }).toBe(1)
-      // Past the 30 s the slot was first leased for.
-      await new Promise((resolve) => setTimeout(resolve, 32_000))
+      // Past the lease the slot was first taken for, by a third of it.
+      await new Promise((resolve) => setTimeout(resolve, Duration.toMillis(relayLease) * (4 / 3)))
       const capped = await relay(slow, messageFrom(address), { projectId: project.id })
       expect({ status: capped.status, code: capped.body.code }).toEqual({ status: 429, code: "mail_rate_limited" })
       held.gate.release()

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
+import { freePort, signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
 
 const nodeToken = "node-token-for-ai-crash"
 
@@ -12,7 +12,8 @@ const nodeToken = "node-token-for-ai-crash"
  * A gateway call in flight when its server is SIGKILLed stays `pending` (the upstream was asked, its answer
  * never read to the usage). The server started again on the same data notices the dead process's identity at once
  * (its session lock is gone) and its periodic sweep charges the call once, at the estimate; the ledger still sums to
- * the balance.
+ * the balance. The sweep runs every second here (`SERVICE_AI_SWEEP_EVERY`, 15 s unless set), and its rounds are
+ * counted on `/metrics`, so the test waits for rounds to have run rather than for a fixed time.
  */
 describe("an AI call across a server crash", () => {
   let dataDir: string
@@ -20,19 +21,33 @@ describe("an AI call across a server crash", () => {
   let server: ChildProcess | undefined
   let upstream: FakeOpenAi
   let polar: FakePolar
+  let metricsUrl: string
 
   const start = async () => {
+    const metricsListen = `127.0.0.1:${await freePort()}`
     ;({ base, child: server } = await startOnData(
       dataDir,
       {
         SERVICE_NODE_TOKEN: nodeToken,
         SERVICE_AI_UPSTREAM_URL: upstream.url,
         SERVICE_AI_UPSTREAM_KEY: upstream.key,
-        SERVICE_BILLING_WEBHOOK_SECRET: polar.webhookSecret
+        SERVICE_BILLING_WEBHOOK_SECRET: polar.webhookSecret,
+        SERVICE_AI_SWEEP_EVERY: "1 second",
+        SERVICE_METRICS_LISTEN: metricsListen
       },
       // A restart first stops the killed server's orphaned PostgreSQL: slow on a loaded machine.
       1_200
     ))
+    metricsUrl = `http://${metricsListen}/metrics`
+  }
+
+  /** Sweep rounds this server process ran to their end. */
+  const sweeps = async () => {
+    const body = await (await fetch(metricsUrl)).text()
+    const line = body
+      .split("\n")
+      .find((text) => text.startsWith('hostplane_jobs_total{kind="ai_call_sweep",outcome="done"} '))
+    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1))
   }
 
   const stop = (signal: NodeJS.Signals) => stopServer(server, signal)
@@ -85,15 +100,16 @@ describe("an AI call across a server crash", () => {
 
     await start()
     const ledger = async () => (await call("GET", `/v1/orgs/${slug}/ai/ledger?limit=100`)).body.items as Array<any>
-    // The sweep runs every 15 s once a runner sees the killed process's identity gone.
+    // The sweep runs every round once a runner sees the killed process's identity gone.
     await expect
       .poll(async () => (await ledger()).filter((row) => row.kind === "call").length, {
         timeout: 120_000,
         interval: 500
       })
       .toBe(1)
-    // Exactly once: the sweeps that follow (one every 15 s) find nothing more to charge.
-    await new Promise((resolve) => setTimeout(resolve, 20_000))
+    // Exactly once: the rounds that follow (two at least, seen ended on /metrics) find nothing more to charge.
+    const seen = await sweeps()
+    await expect.poll(sweeps, { timeout: 120_000, interval: 250 }).toBeGreaterThanOrEqual(seen + 2)
     const rows = await ledger()
     expect(rows.filter((row) => row.kind === "call")).toHaveLength(1)
     const [charged] = rows.filter((row) => row.kind === "call")

@@ -12,8 +12,9 @@ const mailDomain = "mail.crash.test"
 
 /**
  * A relayed message in flight when its server is SIGKILLed leaves its hourly-cap slot held (the `out` row
- * taken before the transport is called). That slot is leased for 30 s and renewed only by the process sending, so
- * once the lease has ended the project's next send takes the slot back, instead of a 429 for the rest of the hour.
+ * taken before the transport is called). That slot is leased (`SERVICE_MAIL_RELAY_LEASE`, 30 s unless set; 5 s here
+ * so the test waits seconds) and renewed only by the process sending, so once the lease has ended the project's next
+ * send takes the slot back, instead of a 429 for the rest of the hour.
  */
 describe("a relayed message across a server crash", () => {
   let dataDir: string
@@ -28,7 +29,8 @@ describe("a relayed message across a server crash", () => {
       {
         SERVICE_NODE_TOKEN: nodeToken,
         SERVICE_MAIL_DOMAIN: mailDomain,
-        SERVICE_SMTP_URL: smtp.url
+        SERVICE_SMTP_URL: smtp.url,
+        SERVICE_MAIL_RELAY_LEASE: "5 seconds"
       },
       // A restart first stops the killed server's orphaned PostgreSQL: slow on a loaded machine.
       1_200
@@ -78,8 +80,8 @@ describe("a relayed message across a server crash", () => {
     await stuck
 
     await start()
-    // The killed process's slot stops counting once its lease (30 s, never renewed after the kill) has ended.
-    await expect.poll(async () => (await relay()).status, { timeout: 120_000, interval: 2_000 }).toBe(202)
+    // The killed process's slot stops counting once its lease (never renewed after the kill) has ended.
+    await expect.poll(async () => (await relay()).status, { timeout: 120_000, interval: 500 }).toBe(202)
     const capped = await relay()
     expect({ status: capped.status, code: capped.body.code }).toEqual({ status: 429, code: "mail_rate_limited" })
     expect((await call("GET", email)).body.sent24h).toBe(50)

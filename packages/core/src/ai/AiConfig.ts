@@ -1,4 +1,4 @@
-import { Config, Context, Effect, FileSystem, Layer, Option, type Redacted, Schema } from "effect"
+import { Config, Context, Duration, Effect, FileSystem, Layer, Option, type Redacted, Schema } from "effect"
 import { optionalSetting } from "../kernel/Settings.ts"
 import { Catalog, type CatalogEntry, defaultCatalog } from "./AiModel.ts"
 
@@ -9,7 +9,15 @@ export interface AiConfigShape {
   readonly upstreamUrl: Option.Option<string>
   /** `SERVICE_AI_UPSTREAM_KEY`: without it (or the URL) calls answer 503 `ai_unavailable`. */
   readonly upstreamKey: Option.Option<Redacted.Redacted<string>>
+  /**
+   * `SERVICE_AI_SWEEP_EVERY`: how often the sweep charges the calls a gateway process left pending when it died, so
+   * such a call is charged within about that long of a runner noticing the process gone.
+   */
+  readonly sweepEvery: Duration.Duration
 }
+
+/** The AI call sweep's round unless `SERVICE_AI_SWEEP_EVERY` says otherwise. */
+export const defaultSweepEvery = Duration.seconds(15)
 
 /** AI settings: the catalog (built in, or the JSON file `SERVICE_AI_CATALOG`) and the upstream's URL and key. */
 export class AiConfig extends Context.Service<AiConfig, AiConfigShape>()("@hostplane/core/ai/AiConfig") {
@@ -18,12 +26,13 @@ export class AiConfig extends Context.Service<AiConfig, AiConfigShape>()("@hostp
       catalog: defaultCatalog,
       upstreamUrl: Option.none(),
       upstreamKey: Option.none(),
+      sweepEvery: defaultSweepEvery,
       ...overrides
     })
 
   /**
    * `SERVICE_AI_CATALOG` (a JSON file, read at start through the host's `FileSystem`; a bad file stops the start),
-   * `SERVICE_AI_UPSTREAM_URL`, `SERVICE_AI_UPSTREAM_KEY`.
+   * `SERVICE_AI_UPSTREAM_URL`, `SERVICE_AI_UPSTREAM_KEY`, `SERVICE_AI_SWEEP_EVERY`.
    */
   static readonly layerConfig = Layer.effect(
     AiConfig,
@@ -31,7 +40,8 @@ export class AiConfig extends Context.Service<AiConfig, AiConfigShape>()("@hostp
       const env = yield* Config.all({
         catalog: optionalSetting("SERVICE_AI_CATALOG"),
         upstreamUrl: optionalSetting("SERVICE_AI_UPSTREAM_URL"),
-        upstreamKey: Config.option(Config.Redacted("SERVICE_AI_UPSTREAM_KEY"))
+        upstreamKey: Config.option(Config.Redacted("SERVICE_AI_UPSTREAM_KEY")),
+        sweepEvery: Config.Duration("SERVICE_AI_SWEEP_EVERY").pipe(Config.withDefault(Duration.seconds(15)))
       })
       const path = Option.filter(env.catalog, (value) => value.trim() !== "")
       const catalog = Option.isNone(path)
@@ -43,7 +53,8 @@ export class AiConfig extends Context.Service<AiConfig, AiConfigShape>()("@hostp
       return {
         catalog,
         upstreamUrl: Option.filter(env.upstreamUrl, (value) => value.trim() !== ""),
-        upstreamKey: env.upstreamKey
+        upstreamKey: env.upstreamKey,
+        sweepEvery: env.sweepEvery
       }
     })
   )

@@ -14,6 +14,7 @@ import { makeId, newId, type ProjectId } from "../kernel/Ids.ts"
 import { portOn } from "../kernel/Port.ts"
 import { Tokens } from "../kernel/Tokens.ts"
 import { MailTransport } from "../mail/Mail.ts"
+import { MailConfig } from "../mail/MailConfig.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
 import type { MailLogRow } from "./Email.ts"
@@ -22,14 +23,6 @@ import { readRelayed } from "./Rfc822.ts"
 
 /** The largest message the relay takes, headers and attachments included (Amazon SES's SMTP limit is 10 MB). */
 export const maxRelayBytes = 10 * 1024 * 1024
-
-/**
- * A held slot's lease: renewed every third of it while the transport has the message, so only a process that died (or
- * froze) mid-send stops renewing, and its slot stops counting toward the hourly cap once the lease ends.
- */
-export const relaySlotLease = Duration.seconds(30)
-const renewEvery = Duration.divideUnsafe(relaySlotLease, 3)
-const leaseFrom = (at: number) => new Date(at + Duration.toMillis(relaySlotLease)).toISOString()
 
 /** What the relay answers: the log row's id and the transport's id, which SNS events name as `mail.messageId`. */
 export const MailSent = Schema.Struct({ id: Schema.String, messageId: Schema.String }).annotate({
@@ -70,6 +63,11 @@ export class MailRelay extends Context.Service<
       const tokens = yield* Tokens
       // A host may give the services `MailTransport.off` (it sends only from a runner): the relay then answers 503.
       const transport = portOn(yield* MailTransport)
+      // A held slot's lease: renewed every third of it while the transport has the message, so only a process that
+      // died (or froze) mid-send stops renewing, and its slot stops counting toward the hourly cap once the lease ends.
+      const { relayLease } = yield* MailConfig
+      const renewEvery = Duration.divideUnsafe(relayLease, 3)
+      const leaseFrom = (at: number) => new Date(at + Duration.toMillis(relayLease)).toISOString()
 
       const tooLarge = new PayloadTooLarge({
         message: `a relayed message is at most ${maxRelayBytes} bytes`,
