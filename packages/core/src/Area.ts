@@ -91,7 +91,8 @@ export interface Area<S extends Context.Key<any, any>, Out, E, In, RPorts, RAny,
   readonly teardown?: ReadonlyArray<Effect.Effect<TeardownStep, never, RAny>>
   /** The area's binding in each project of the node state (`nodeBinding`), for add-ons a worker calls. */
   readonly node?: Effect.Effect<NodeBinding, never, RAny>
-  readonly jobs?: ReadonlyArray<Effect.Effect<JobHandler, never, RJobs>>
+  /** The handlers of the area's job kinds; one entry may answer several (kinds pinned to this replica). */
+  readonly jobs?: ReadonlyArray<Effect.Effect<JobHandler | ReadonlyArray<JobHandler>, never, RJobs>>
 }
 
 /** Any area (a layer's output is contravariant, so "any output" is `never`). */

@@ -685,7 +685,7 @@ describe("spec 4.6 database without a node admin", () => {
         const sealer = yield* Secrets.Sealer
         const store = yield* Database.DatabaseStore
         const sealed = yield* sealer.seal("a-password", Database.passwordContext(project.id))
-        yield* store.create(project.id, sealed, new Date().toISOString())
+        yield* store.create(project.id, sealed, new Date().toISOString(), null)
       }) as Effect.Effect<void>
     )
     expect((await suite.api.get(path, token)).body).toEqual({ db: true })

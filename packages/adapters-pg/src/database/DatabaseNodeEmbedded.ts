@@ -2,6 +2,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Database, type Kernel } from "@hostplane/core"
 import { Config, Context, Duration, Effect, Exit, Layer, Option, Redacted, Scope, Semaphore, Stream } from "effect"
 import { SqlClient } from "effect/sql"
+import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { PassThrough } from "node:stream"
@@ -20,6 +21,11 @@ const sslmode = "require" as const
 export interface DatabaseNodeEmbeddedOptions {
   /** The clusters' folder (decisions.md part 8: `<data dir>/node/db`): one `<project id>/` each. */
   readonly directory: string
+  /**
+   * The home its databases are recorded with (replicas hand their clusters' work to it); default the name kept in
+   * `<directory>/.home`, made at the first start, so the home moves with the folder.
+   */
+  readonly home?: string | undefined
   /** The host clients are told to connect to (`SERVICE_NODE_DB_HOST`); clusters listen on 127.0.0.1. */
   readonly host?: string | undefined
   /** False skips flushes to disk: throwaway test clusters. Default true. */
@@ -126,6 +132,19 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
     await replace(certificateFile, made.certificate)
     return made
   })
+
+  // The clusters live on this machine only: replicas sharing the control database tell them apart by this name.
+  const home =
+    options.home ??
+    (yield* io("cannot read the node's home", async () => {
+      await Fs.mkdir(root, { recursive: true, mode: 0o700 })
+      const file = Path.join(root, ".home")
+      const kept = (await Fs.readFile(file, "utf8").catch(() => "")).trim()
+      if (/^[a-z0-9_]{1,64}$/.test(kept)) return kept
+      const made = `node_${randomBytes(8).toString("hex")}`
+      await replace(file, `${made}\n`)
+      return made
+    }))
 
   const dirOf = (projectId: ProjectId) => Path.join(root, projectId)
   const tlsOf = (projectId: ProjectId) => {
@@ -603,6 +622,7 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
 
   return Database.DatabaseNode.of({
     authority: authority.certificate,
+    home,
     ownerOf: owner,
     verifier: (password) => Effect.sync(() => scramVerifier(Redacted.value(password))),
     ensure,

@@ -10,7 +10,9 @@ const DatabaseRowSchema = Schema.Struct({
   ciphertext: Schema.String,
   epoch: Schema.Number,
   operationId: Schema.NullOr(Schema.String),
-  createdAt: Timestamp
+  createdAt: Timestamp,
+  home: Schema.NullOr(Schema.String),
+  endpoint: Schema.NullOr(Database.HomeEndpoint)
 })
 
 const TokenRowSchema = Schema.Struct({
@@ -37,7 +39,9 @@ const toRow = (row: typeof DatabaseRowSchema.Type): Database.DatabaseRow => ({
   sealedPassword: { keyId: row.keyId, ciphertext: row.ciphertext },
   epoch: row.epoch,
   operationId: row.operationId,
-  createdAt: row.createdAt
+  createdAt: row.createdAt,
+  home: row.home,
+  endpoint: row.endpoint
 })
 
 /** The first key of the generation locks (`pg_advisory_lock(int4, int4)`, the project's `hashtext` second): "hgen". */
@@ -57,7 +61,7 @@ export const layer = Layer.effect(
       Request: Schema.String,
       Result: DatabaseRowSchema,
       execute: (projectId) =>
-        sql`SELECT project_id, key_id, ciphertext, epoch, operation_id, created_at FROM databases
+        sql`SELECT project_id, key_id, ciphertext, epoch, operation_id, created_at, home, endpoint FROM databases
             WHERE project_id = ${projectId}`
     })
     const tokens = SqlSchema.findAll({
@@ -101,13 +105,19 @@ export const layer = Layer.effect(
     return Database.DatabaseStore.of({
       exclusive,
       find: (projectId) => find(projectId).pipe(Effect.map(Option.map(toRow)), Effect.orDie),
-      create: (projectId, sealed, at) =>
+      create: (projectId, sealed, at, home) =>
         Effect.gen(function* () {
-          yield* sql`INSERT INTO databases (project_id, key_id, ciphertext, created_at)
-                     VALUES (${projectId}, ${sealed.keyId}, ${sealed.ciphertext}, ${at}::timestamptz)
+          yield* sql`INSERT INTO databases (project_id, key_id, ciphertext, created_at, home)
+                     VALUES (${projectId}, ${sealed.keyId}, ${sealed.ciphertext}, ${at}::timestamptz, ${home})
                      ON CONFLICT (project_id) DO NOTHING`
           return toRow(Option.getOrThrow(yield* find(projectId)))
         }).pipe(Effect.orDie),
+      place: (projectId, home, endpoint) =>
+        sql`UPDATE databases SET home = ${home}, endpoint = ${endpoint === null ? null : JSON.stringify(endpoint)}::jsonb
+            WHERE project_id = ${projectId} AND (home IS NULL OR home = ${home}) RETURNING project_id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
       remove: (projectId) =>
         sql`DELETE FROM databases WHERE project_id = ${projectId}`.pipe(Effect.asVoid, Effect.orDie),
       setEpoch: (projectId, epoch) =>

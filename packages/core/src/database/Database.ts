@@ -66,13 +66,25 @@ export const RestoreRequest = Schema.Struct({ epoch: Whole, seq: Whole })
 export type RestoreRequest = typeof RestoreRequest.Type
 export const DeleteRequest = Schema.Struct({ confirm: Schema.String })
 
-/** The control row of a project database: its sealed password, its epoch and the operation holding it. */
+/** Where a homed database's cluster listens, as its home replica recorded it for the others. */
+export const HomeEndpoint = Schema.Struct({
+  host: Schema.String,
+  port: Schema.Number,
+  sslmode: Schema.Literals(["require", "disable"])
+})
+
+/**
+ * The control row of a project database: its sealed password, its epoch, the operation holding it, and its home (the
+ * replica whose node admin holds its cluster, with the endpoint it recorded); a null home is reached from any replica.
+ */
 export interface DatabaseRow {
   readonly projectId: ProjectId
   readonly sealedPassword: Sealed
   readonly epoch: number
   readonly operationId: string | null
   readonly createdAt: string
+  readonly home: string | null
+  readonly endpoint: typeof HomeEndpoint.Type | null
 }
 
 export interface TokenRow {
@@ -114,6 +126,37 @@ export const deleteDatabase = define({
   phases: ["draining", "sealing", "committing"],
   abortableBefore: "committing",
   maxAttempts: 10
+})
+
+/**
+ * Node work for a database homed on another replica, handed to that replica as a job of this kind pinned there
+ * (`database_node@<home>`). A call someone waits for carries `notAfter`: run later, it would surprise (a token made
+ * after its request was answered 503), so it is dropped instead.
+ */
+export const NodeCallPayload = Schema.Struct({
+  projectId: ProjectId,
+  action: Schema.Literals(["drain", "remove", "createToken", "deleteToken", "export"]),
+  user: Schema.optional(Schema.String),
+  verifier: Schema.optional(Schema.String),
+  key: Schema.optional(Schema.String),
+  notAfter: Schema.NullOr(Schema.String)
+})
+export type NodeCallPayload = typeof NodeCallPayload.Type
+
+export const databaseNodeCall = define({
+  kind: "database_node",
+  payload: NodeCallPayload,
+  phases: ["call"],
+  maxAttempts: 3
+})
+
+/** The generations of the databases homed on one replica, pinned there: a round every few seconds. */
+export const databaseGenerations = define({
+  kind: "database_generations",
+  payload: Schema.Struct({}),
+  phases: ["generations"],
+  every: Duration.seconds(5),
+  singleton: { payload: {} }
 })
 
 /** The recovery-point grid and the re-hash checks: one periodic job, a round every few seconds. */

@@ -9,8 +9,6 @@ import type { TeardownStep } from "../projects/ProjectHooks.ts"
 import { Databases } from "./Databases.ts"
 import { DatabaseStore } from "./DatabaseStore.ts"
 
-const handlerAt = (index: number) => Effect.map(Effect.service(Databases), (databases) => databases.handlers[index]!)
-
 /** Spec 4.6: the database add-on, its generations and its durable restore and delete. */
 export const DatabaseArea = area({
   name: "database",
@@ -46,5 +44,6 @@ export const DatabaseArea = area({
       run: (project) => databases.teardown(project.id, "backups")
     }))
   ],
-  jobs: [handlerAt(0), handlerAt(1), handlerAt(2)]
+  // The operations, the schedule, and the kinds pinned to this replica's home (none without one).
+  jobs: [Effect.map(Effect.service(Databases), (databases) => databases.handlers)]
 })

@@ -40,6 +40,12 @@ export class DatabaseNode extends Context.Service<
      * clients connect to), for `sslmode=verify-full`; undefined when the node serves no TLS.
      */
     readonly authority: string | undefined
+    /**
+     * Where this admin's clusters live when that is one replica's own machine (the embedded node: its data dir),
+     * undefined when every replica reaches every cluster through it. A database is homed where it was created; the
+     * work that needs its cluster runs on the replica with that home (decisions.md part 15, docs/operations.md).
+     */
+    readonly home: string | undefined
     /** The project role's name: the `user` of DatabaseConnect. */
     readonly ownerOf: (projectId: ProjectId) => string
     /** The SCRAM-SHA-256 verifier of a password, computed here so the plaintext never reaches PostgreSQL. */
@@ -93,6 +99,7 @@ export class DatabaseNode extends Context.Service<
       Effect.fail(new DatabaseNodeError({ reason: "unavailable", message: "no database node admin" }))
     return portOff({
       authority: undefined,
+      home: undefined,
       ownerOf: () => "",
       verifier: () => Effect.die(new Error("no database node admin")),
       ensure: refuse,

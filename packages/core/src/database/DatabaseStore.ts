@@ -11,8 +11,21 @@ export class DatabaseStore extends Context.Service<
   DatabaseStore,
   {
     readonly find: (projectId: ProjectId) => Effect.Effect<Option.Option<DatabaseRow>>
-    /** Inserts the record unless one exists (a concurrent create keeps the first password) and answers the stored one. */
-    readonly create: (projectId: ProjectId, sealedPassword: Sealed, at: string) => Effect.Effect<DatabaseRow>
+    /**
+     * Inserts the record, homed at `home`, unless one exists (a concurrent create keeps the first password and home)
+     * and answers the stored one.
+     */
+    readonly create: (
+      projectId: ProjectId,
+      sealedPassword: Sealed,
+      at: string,
+      home: string | null
+    ) => Effect.Effect<DatabaseRow>
+    /**
+     * Records the database's home and where its cluster listens, unless another home holds it; false then. A record
+     * without a home is taken by the first replica that finds its cluster (a database made before homes existed).
+     */
+    readonly place: (projectId: ProjectId, home: string, endpoint: DatabaseRow["endpoint"]) => Effect.Effect<boolean>
     /** Removes the record and its tokens; generations stay. */
     readonly remove: (projectId: ProjectId) => Effect.Effect<void>
     readonly setEpoch: (projectId: ProjectId, epoch: number) => Effect.Effect<void>

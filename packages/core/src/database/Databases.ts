@@ -11,7 +11,7 @@ import {
   OperationInProgress,
   Suspended
 } from "../errors/Errors.ts"
-import { handler, type JobHandler, JobFailure } from "../jobs/Job.ts"
+import { baseKind, type JobDefinition, handler, type JobHandler, JobFailure, pinned } from "../jobs/Job.ts"
 import { Jobs } from "../jobs/Jobs.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { makeId, type OperationId, type ProjectId } from "../kernel/Ids.ts"
@@ -41,10 +41,18 @@ import {
   passwordContext,
   type RestoreRequest,
   restoreGeneration,
-  databaseSchedule
+  databaseGenerations,
+  databaseNodeCall,
+  databaseSchedule,
+  type NodeCallPayload
 } from "./Database.ts"
 import { DatabaseConfig } from "./DatabaseConfig.ts"
-import { DatabaseNode, type DatabaseNodeError, type NodeEndpoint } from "./DatabaseNode.ts"
+import {
+  DatabaseNode,
+  type DatabaseNodeError,
+  DatabaseNodeError as DatabaseNodeErrorOf,
+  type NodeEndpoint
+} from "./DatabaseNode.ts"
 import { DatabaseStore } from "./DatabaseStore.ts"
 import { portOn } from "../kernel/Port.ts"
 
@@ -193,6 +201,53 @@ export class Databases extends Context.Service<
         onSome: ([node, backups]) => Effect.succeed({ node, backups })
       })
 
+      // This replica's home, when its node admin holds clusters on this machine only: a database homed elsewhere has
+      // its node work handed to its home as a job pinned there, and its generations are taken there.
+      const here = Option.match(maybeNode, { onNone: () => undefined, onSome: (node) => node.home })
+      const elsewhere = (row: DatabaseRow) => here !== undefined && row.home !== null && row.home !== here
+      /** The kind of an operation on the database: pinned to its home when it has one. */
+      const pinFor = <P>(row: DatabaseRow, definition: JobDefinition<P>) =>
+        row.home === null ? definition : pinned(definition, row.home)
+
+      /** How long a request waits for node work handed to the database's home before answering 503 `no_home_node`. */
+      const handoverWait = Duration.seconds(30)
+
+      /**
+       * Hands node work to the database's home and, unless `wait` is false, waits until it has run there: a failure
+       * there is this call's failure, and a home that does not run it in time (down, or gone) is `no_home_node`.
+       */
+      const handOver = Effect.fnUntraced(function* (
+        row: DatabaseRow,
+        call: Omit<NodeCallPayload, "projectId" | "notAfter">,
+        wait = true
+      ) {
+        const deadline = DateTime.toEpochMillis(yield* DateTime.now) + Duration.toMillis(handoverWait)
+        const notAfter = wait ? DateTime.formatIso(DateTime.makeUnsafe(deadline)) : null
+        const id = yield* jobs.enqueue(pinned(databaseNodeCall, row.home!), {
+          ...call,
+          projectId: row.projectId,
+          notAfter
+        })
+        if (!wait || Option.isNone(id)) return
+        for (;;) {
+          const job = yield* jobs.get(id.value)
+          if (Option.isSome(job) && job.value.terminalCode === "done") return
+          if (Option.isSome(job) && job.value.terminalCode !== null) {
+            return yield* new DatabaseNodeErrorOf({
+              reason: "failed",
+              message: `the database's home ${row.home} failed: ${job.value.lastError ?? job.value.terminalCode}`
+            })
+          }
+          if (DateTime.toEpochMillis(yield* DateTime.now) > deadline) {
+            return yield* new DatabaseNodeErrorOf({
+              reason: "unavailable",
+              message: `the database lives on replica ${row.home}, which did not do the work in time`
+            })
+          }
+          yield* Effect.sleep(Duration.millis(100))
+        }
+      })
+
       const locks = new Map<ProjectId, Semaphore.Semaphore>()
       const oneGenerationAtATime = (projectId: ProjectId) => {
         let lock = locks.get(projectId)
@@ -257,8 +312,17 @@ export class Databases extends Context.Service<
         url: `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@${at.host}:${at.port}/app?sslmode=${at.sslmode}`
       })
 
+      /** Where the database listens: its home's recorded endpoint when it lives on another replica, else the node's. */
       const whereIs = Effect.fnUntraced(function* (projectId: ProjectId) {
         const { node } = yield* nodeAdmin
+        const row = yield* store.find(projectId)
+        if (Option.isSome(row) && elsewhere(row.value)) {
+          const recorded = row.value.endpoint
+          if (recorded === null) {
+            return yield* new NoHomeNode({ message: `the database's home ${row.value.home} has not recorded it yet` })
+          }
+          return { node, at: recorded as NodeEndpoint }
+        }
         const at = yield* node.endpoint(projectId).pipe(Effect.catch(nodeUnavailable))
         if (at === undefined) return yield* new NoHomeNode({ message: "no node holds this database" })
         return { node, at }
@@ -319,16 +383,19 @@ export class Databases extends Context.Service<
             Effect.gen(function* () {
               const existing = yield* store.find(project.id)
               if (Option.isSome(existing)) return unaudited(existing.value)
-              const row = yield* store.create(project.id, sealed, at)
+              const row = yield* store.create(project.id, sealed, at, here ?? null)
               return audited(row, { action: "database.create", target: project.id, data: {} })
             }),
           // The node connects `env.db` at its next convergence.
           { node: true }
         )
+        // Its home made the cluster (and its baseline): this replica answers where it is.
+        if (elsewhere(row)) return yield* connectFor(row)
         const password = yield* passwordOf(row)
-        yield* node
+        const at = yield* node
           .ensure(row.projectId, yield* node.verifier(Redacted.make(password)))
           .pipe(Effect.catch(nodeUnavailable))
+        if (here !== undefined) yield* store.place(row.projectId, here, at)
         // The empty baseline (seq 1) when the database has none yet.
         if ((yield* store.generations(row.projectId)).length === 0) yield* Effect.orDie(takeGeneration(row.projectId))
         return yield* connectFor(row)
@@ -358,12 +425,16 @@ export class Databases extends Context.Service<
         projectName: string
       ) {
         const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, databaseRules.createToken)
-        yield* required(grant.project.id)
+        const row = yield* required(grant.project.id)
         const { node } = yield* whereIs(grant.project.id)
         const user = `tok_${(yield* tokens.id("t")).slice(2)}`
         const password = yield* tokens.secret(24)
         const verifier = yield* node.verifier(Redacted.make(password))
-        yield* node.createToken(grant.project.id, { user, verifier }).pipe(Effect.catch(nodeUnavailable))
+        yield* (
+          elsewhere(row)
+            ? handOver(row, { action: "createToken", user, verifier })
+            : node.createToken(grant.project.id, { user, verifier })
+        ).pipe(Effect.catch(nodeUnavailable))
         return yield* mutation.project(grant, ({ project, at }) =>
           Effect.gen(function* () {
             yield* required(project.id)
@@ -383,12 +454,14 @@ export class Databases extends Context.Service<
         user: string
       ) {
         const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, databaseRules.deleteToken)
-        yield* required(grant.project.id)
+        const row = yield* required(grant.project.id)
         const known = (yield* store.tokens(grant.project.id)).some((token) => token.user === user)
         if (!known) return yield* new NotFound({ message: `database token ${user} not found` })
         const { node } = yield* whereIs(grant.project.id)
         // The node first: once the call answers, the credential no longer connects.
-        yield* node.deleteToken(grant.project.id, user).pipe(Effect.catch(nodeUnavailable))
+        yield* (
+          elsewhere(row) ? handOver(row, { action: "deleteToken", user }) : node.deleteToken(grant.project.id, user)
+        ).pipe(Effect.catch(nodeUnavailable))
         yield* mutation.project(grant, ({ project }) =>
           Effect.gen(function* () {
             if (!(yield* store.removeToken(project.id, user))) {
@@ -418,16 +491,18 @@ export class Databases extends Context.Service<
         }
         const { node } = yield* whereIs(project.id)
         const key = `exports/${project.id}/${(yield* nowIso).replace(/[:.]/g, "-")}-${yield* tokens.secret(6)}.tar.gz`
-        yield* node
-          .backup(project.id, (image) => backups.put(key, image))
-          .pipe(
-            Effect.catch(
-              (error: DatabaseNodeError | BackupStoreError): Effect.Effect<never, NoHomeNode | ExportFailed> =>
-                error._tag === "DatabaseNodeError" && error.reason === "unavailable"
-                  ? Effect.fail(new NoHomeNode({ message: error.message }))
-                  : Effect.fail(new ExportFailed({ message: `the export failed: ${error.message}` }))
-            )
+        yield* (
+          elsewhere(row)
+            ? handOver(row, { action: "export", key })
+            : Effect.asVoid(node.backup(project.id, (image) => backups.put(key, image)))
+        ).pipe(
+          Effect.catch(
+            (error: DatabaseNodeError | BackupStoreError): Effect.Effect<never, NoHomeNode | ExportFailed> =>
+              error._tag === "DatabaseNodeError" && error.reason === "unavailable"
+                ? Effect.fail(new NoHomeNode({ message: error.message }))
+                : Effect.fail(new ExportFailed({ message: `the export failed: ${error.message}` }))
           )
+        )
         return { key }
       })
 
@@ -476,7 +551,7 @@ export class Databases extends Context.Service<
             const id = makeId("op", yield* tokens.id("op"))
             yield* store.holdFor(project.id, id)
             yield* jobs.enqueue(
-              restoreGeneration,
+              pinFor(row, restoreGeneration),
               { orgId: org.id, projectId: project.id, epoch: chosen.epoch, seq: chosen.seq, nextEpoch },
               { id, key: project.id }
             )
@@ -516,7 +591,11 @@ export class Databases extends Context.Service<
             if (row.operationId !== null) return yield* inProgress(row.operationId)
             const id = makeId("op", yield* tokens.id("op"))
             yield* store.holdFor(project.id, id)
-            yield* jobs.enqueue(deleteDatabase, { orgId: org.id, projectId: project.id }, { id, key: project.id })
+            yield* jobs.enqueue(
+              pinFor(row, deleteDatabase),
+              { orgId: org.id, projectId: project.id },
+              { id, key: project.id }
+            )
             return audited(
               { operationId: id },
               { action: "database.delete", target: project.id, data: { operationId: id } }
@@ -533,20 +612,24 @@ export class Databases extends Context.Service<
         rule: typeof databaseRules.operation | typeof databaseRules.abort
       ) {
         const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, rule)
-        const found = Option.flatMap(yield* jobs.get(opId), (job) =>
-          job.kind === restoreGeneration.kind || job.kind === deleteDatabase.kind
+        const job = yield* jobs.get(opId)
+        const found = Option.flatMap(job, (job) =>
+          baseKind(job.kind) === restoreGeneration.kind || baseKind(job.kind) === deleteDatabase.kind
             ? operationOf(job, org.id)
             : Option.none()
         )
-        if (Option.isNone(found) || found.value.projectId !== project.id) {
+        if (Option.isNone(found) || Option.isNone(job) || found.value.projectId !== project.id) {
           return yield* new NotFound({ message: `operation ${opId} not found` })
         }
-        return found.value
+        return { ...found.value, jobKind: job.value.kind }
       })
 
       const operation = Effect.fn("Databases.operation")(
         (actor: Actor, orgSlug: string, projectName: string, opId: string) =>
-          databaseOperation(actor, orgSlug, projectName, opId, databaseRules.operation)
+          Effect.map(
+            databaseOperation(actor, orgSlug, projectName, opId, databaseRules.operation),
+            ({ jobKind: _, ...operation }) => operation
+          )
       )
 
       const abort = Effect.fn("Databases.abort")(function* (
@@ -557,13 +640,21 @@ export class Databases extends Context.Service<
       ) {
         const found = yield* databaseOperation(actor, orgSlug, projectName, opId, databaseRules.abort)
         const definition = found.kind === restoreGeneration.kind ? restoreGeneration : deleteDatabase
-        if (!(yield* jobs.abort(definition as typeof deleteDatabase, opId))) {
+        // The job's own kind: pinned to the database's home when it had one.
+        if (!(yield* jobs.abort({ ...(definition as typeof deleteDatabase), kind: found.jobKind }, opId))) {
           return yield* new NotAbortable({
             message: "the operation can no longer be aborted",
             details: { phase: found.phase, terminalCode: found.terminalCode }
           })
         }
-        return yield* databaseOperation(actor, orgSlug, projectName, opId, databaseRules.abort)
+        const { jobKind: _, ...operation } = yield* databaseOperation(
+          actor,
+          orgSlug,
+          projectName,
+          opId,
+          databaseRules.abort
+        )
+        return operation
       })
 
       const granted = (projectId: ProjectId) => Effect.map(store.find(projectId), Option.isSome)
@@ -584,6 +675,17 @@ export class Databases extends Context.Service<
         )
       const lastBackup = (projectId: ProjectId) => Effect.map(lastBackupAt(projectId), (latest) => latest?.text ?? null)
 
+      /**
+       * Whether this replica holds the database's cluster: its home, or (a database from before homes) found on this
+       * node, which then takes it as its home.
+       */
+      const homedHere = Effect.fnUntraced(function* (row: DatabaseRow) {
+        if (here === undefined || row.home === here) return true
+        if (row.home !== null || Option.isNone(maybeNode)) return false
+        const at = yield* maybeNode.value.endpoint(row.projectId).pipe(Effect.catch(() => Effect.succeed(undefined)))
+        return at !== undefined && (yield* store.place(row.projectId, here, at))
+      })
+
       // The grid boundary whose generation failed and was notified, per project: one notice per boundary, not per round.
       const failedBoundary = new Map<ProjectId, string>()
       const backupDue = Effect.gen(function* () {
@@ -595,6 +697,8 @@ export class Databases extends Context.Service<
         for (const projectId of yield* store.projects) {
           const row = yield* store.find(projectId)
           if (Option.isNone(row) || row.value.operationId !== null) continue
+          // Another replica's database is backed up by that replica's own round: its cluster is not here.
+          if (!(yield* homedHere(row.value))) continue
           // A database created within this grid cell gets its baseline from the create itself: the scheduler taking
           // one too, between the record's insert and the baseline, would list two generations for one moment.
           const latest = (yield* lastBackupAt(projectId))?.at ?? DateTime.makeUnsafe(row.value.createdAt)
@@ -663,9 +767,16 @@ export class Databases extends Context.Service<
         projectId: ProjectId,
         part: "drain" | "node" | "backups"
       ) {
+        const row = yield* store.find(projectId)
+        if (part !== "backups" && Option.isSome(row) && elsewhere(row.value)) {
+          // Its home drains and removes the cluster, as soon as its runner takes the job; the delete goes on meanwhile.
+          yield* handOver(row.value, { action: part === "drain" ? "drain" : "remove" }, false).pipe(Effect.orDie)
+          if (part === "node") yield* store.remove(projectId)
+          return
+        }
         if (part === "drain") {
           // A node that no longer holds the database has nothing to drain.
-          if (Option.isNone(maybeNode) || Option.isNone(yield* store.find(projectId))) return
+          if (Option.isNone(maybeNode) || Option.isNone(row)) return
           yield* maybeNode.value
             .drain(projectId)
             .pipe(Effect.catch((error) => (error.reason === "unavailable" ? Effect.void : Effect.die(error))))
@@ -802,9 +913,56 @@ export class Databases extends Context.Service<
         onFailed: (job) => release(job.payload.projectId)
       })
 
+      // With homes, each replica's own pinned round takes its generations; the shared round only re-hashes.
       const scheduleHandler = handler(databaseSchedule, {
-        run: (phase) => (phase === "generations" ? backupDue : checkDue)
+        run: (phase) => (phase === "generations" ? (here === undefined ? backupDue : Effect.void) : checkDue)
       })
+
+      /** Node work handed over by another replica, run here on the cluster this node holds. */
+      const nodeCall = (call: NodeCallPayload) =>
+        Effect.gen(function* () {
+          const { node, backups } = yield* nodeAdmin.pipe(Effect.mapError(failure))
+          if (call.notAfter !== null && DateTime.toEpochMillis(yield* DateTime.now) > Date.parse(call.notAfter)) {
+            return yield* new JobFailure({ message: "too late: the request was answered already", retryable: false })
+          }
+          const { projectId } = call
+          const nodeFailure = (error: DatabaseNodeError | BackupStoreError) =>
+            new JobFailure({
+              message: error.message,
+              retryable: error._tag !== "DatabaseNodeError" || error.reason === "failed"
+            })
+          if (call.action === "drain")
+            yield* node
+              .drain(projectId)
+              .pipe(
+                Effect.catch((error) =>
+                  error.reason === "unavailable" ? Effect.void : Effect.fail(nodeFailure(error))
+                )
+              )
+          else if (call.action === "remove") yield* node.remove(projectId).pipe(Effect.mapError(nodeFailure))
+          else if (call.action === "createToken") {
+            yield* node
+              .createToken(projectId, { user: call.user ?? "", verifier: call.verifier ?? "" })
+              .pipe(Effect.mapError(nodeFailure))
+          } else if (call.action === "deleteToken") {
+            yield* node.deleteToken(projectId, call.user ?? "").pipe(Effect.mapError(nodeFailure))
+          } else {
+            yield* node
+              .backup(projectId, (image) => backups.put(call.key ?? "", image))
+              .pipe(Effect.mapError(nodeFailure))
+          }
+        })
+
+      // The kinds pinned to this replica's home: the operations on its databases, their generations, handed-over work.
+      const pinnedHandlers: ReadonlyArray<JobHandler> =
+        here === undefined
+          ? []
+          : [
+              { ...restoreHandler, definition: pinned(restoreGeneration, here) },
+              { ...deleteHandler, definition: pinned(deleteDatabase, here) },
+              handler(pinned(databaseGenerations, here), { run: () => backupDue }),
+              handler(pinned(databaseNodeCall, here), { run: (_phase, job) => nodeCall(job.payload) })
+            ]
 
       return Databases.of({
         status,
@@ -826,7 +984,7 @@ export class Databases extends Context.Service<
         backupDue,
         checkDue,
         teardown,
-        handlers: [restoreHandler, deleteHandler, scheduleHandler]
+        handlers: [restoreHandler, deleteHandler, scheduleHandler, ...pinnedHandlers]
       })
     })
   )

@@ -58,6 +58,22 @@ export interface JobDefinition<P> {
 
 export const define = <P>(definition: JobDefinition<P>): JobDefinition<P> => definition
 
+/**
+ * `definition` pinned to one place, as the kind `<kind>@<place>`: a runner claims only the kinds it has handlers for,
+ * so a job of this kind runs only where a handler for that place is registered (the replica holding a project's
+ * embedded database cluster). Clients see `baseKind`.
+ */
+export const pinned = <P>(definition: JobDefinition<P>, place: string): JobDefinition<P> => ({
+  ...definition,
+  kind: `${definition.kind}@${place}`
+})
+
+/** The kind without the place it is pinned to (`restore_generation@node_1` is `restore_generation`). */
+export const baseKind = (kind: string): string => {
+  const at = kind.indexOf("@")
+  return at < 0 ? kind : kind.slice(0, at)
+}
+
 /** A phase may end its job early, as done: a hostname check stops once the name is verified or gone. */
 export const stop = "stop" as const
 export type Stop = typeof stop

@@ -11,12 +11,18 @@ export class JobHandlers extends Context.Service<JobHandlers, ReadonlyArray<JobH
   "@hostplane/core/jobs/JobHandlers"
 ) {
   /** Builds each handler with its services; a runner claims only the kinds listed here. */
-  static readonly layer = <H extends Effect.Effect<JobHandler, never, any>>(
+  static readonly layer = <H extends Effect.Effect<JobHandler | ReadonlyArray<JobHandler>, never, any>>(
     handlers: ReadonlyArray<H>
   ): Layer.Layer<JobHandlers, never, Effect.Services<H>> =>
     Layer.effect(
       JobHandlers,
-      Effect.forEach(handlers, (handler): Effect.Effect<JobHandler, never, Effect.Services<H>> => handler)
+      Effect.map(
+        Effect.forEach(
+          handlers,
+          (handler): Effect.Effect<JobHandler | ReadonlyArray<JobHandler>, never, Effect.Services<H>> => handler
+        ),
+        (built) => built.flat()
+      )
     )
 }
 
@@ -125,7 +131,7 @@ export class JobRunner extends Context.Service<
     )
 
   /** One round of a runner over `handlers` (tests, tools): claims what is due now and runs it to the end. */
-  static readonly runOnce = <H extends Effect.Effect<JobHandler, never, any>>(
+  static readonly runOnce = <H extends Effect.Effect<JobHandler | ReadonlyArray<JobHandler>, never, any>>(
     handlers: ReadonlyArray<H>,
     options: Partial<JobRunnerOptions> = {}
   ): Effect.Effect<number, never, JobStore | Effect.Services<H>> =>

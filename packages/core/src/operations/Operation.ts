@@ -1,5 +1,5 @@
 import { Option, Schema } from "effect"
-import { type JobRow, TerminalCode } from "../jobs/Job.ts"
+import { baseKind, type JobRow, TerminalCode } from "../jobs/Job.ts"
 import { makeId, OperationId, OrgId, ProjectId } from "../kernel/Ids.ts"
 
 export { TerminalCode }
@@ -34,7 +34,8 @@ export const operationOf = (job: JobRow, orgId: OrgId): Option.Option<Operation>
       ? Option.some({
           // An operation is the job of that id.
           id: makeId("op", job.id),
-          kind: job.kind,
+          // A kind pinned to the replica that runs it is still the same operation kind to clients.
+          kind: baseKind(job.kind),
           projectId: payload.projectId,
           phase: job.phase,
           terminalCode: job.terminalCode,

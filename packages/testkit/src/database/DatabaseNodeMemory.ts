@@ -35,6 +35,8 @@ export const make = Effect.sync(() => {
   return Database.DatabaseNode.of({
     // Nothing connects to a memory cluster: it answers what a node serving TLS answers, without an authority.
     authority: undefined,
+    // One process, every cluster reachable: no home.
+    home: undefined,
     ownerOf: (projectId) => projectId.toLowerCase().replace(/[^a-z0-9_]/g, "_"),
     verifier: (password) => Effect.sync(() => `memory$${Redacted.value(password).length}`),
     ensure: (projectId, ownerVerifier) =>

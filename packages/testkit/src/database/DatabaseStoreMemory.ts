@@ -23,13 +23,28 @@ const lockOf = (store: MemoryStore, projectId: string) => {
 export const make = (store: MemoryStore): Database.DatabaseStore["Service"] =>
   Database.DatabaseStore.of({
     find: (projectId) => read(store, (tables) => Option.fromUndefinedOr(tables(databaseRows).get(projectId))),
-    create: (projectId, sealedPassword, at) =>
+    create: (projectId, sealedPassword, at, home) =>
       write(store, (tables) => {
         const existing = tables(databaseRows).get(projectId)
         if (existing !== undefined) return existing
-        const row: Database.DatabaseRow = { projectId, sealedPassword, epoch: 1, operationId: null, createdAt: at }
+        const row: Database.DatabaseRow = {
+          projectId,
+          sealedPassword,
+          epoch: 1,
+          operationId: null,
+          createdAt: at,
+          home,
+          endpoint: null
+        }
         tables(databaseRows).set(projectId, row)
         return row
+      }),
+    place: (projectId, home, endpoint) =>
+      write(store, (tables) => {
+        const row = tables(databaseRows).get(projectId)
+        if (row === undefined || (row.home !== null && row.home !== home)) return false
+        tables(databaseRows).set(projectId, { ...row, home, endpoint })
+        return true
       }),
     remove: (projectId) =>
       write(store, (tables) => {

@@ -28,19 +28,46 @@ export const databaseStoreSuite = <E>(name: string, stores: Layer.Layer<Database
         const store = yield* Database.DatabaseStore
         const project = yield* givenProject
         assert.isTrue(Option.isNone(yield* store.find(project.id)))
-        const first = yield* store.create(project.id, sealed, at(0))
+        const first = yield* store.create(project.id, sealed, at(0), null)
         assert.deepStrictEqual(first, {
           projectId: project.id,
           sealedPassword: sealed,
           epoch: 1,
           operationId: null,
-          createdAt: at(0)
+          createdAt: at(0),
+          home: null,
+          endpoint: null
         })
         assert.deepStrictEqual(
-          yield* store.create(project.id, { keyId: "k2", ciphertext: "b3RoZXI=" }, at(minute)),
+          yield* store.create(project.id, { keyId: "k2", ciphertext: "b3RoZXI=" }, at(minute), "node_b"),
           first
         )
         assert.include(yield* store.projects, project.id)
+      })
+    )
+
+    it.effect("a database is homed once: place records the first home and its endpoint, and refuses another", () =>
+      Effect.gen(function* () {
+        const store = yield* Database.DatabaseStore
+        const homed = yield* givenProject
+        const created = yield* store.create(homed.id, sealed, at(0), "node_a")
+        assert.deepStrictEqual([created.home, created.endpoint], ["node_a", null])
+        const endpoint = { host: "db.example", port: 5433, sslmode: "require" as const }
+        assert.isTrue(yield* store.place(homed.id, "node_a", endpoint))
+        assert.isFalse(yield* store.place(homed.id, "node_b", { ...endpoint, port: 1 }))
+        assert.deepStrictEqual(
+          Option.map(yield* store.find(homed.id), (row) => [row.home, row.endpoint]),
+          Option.some(["node_a", endpoint])
+        )
+        // A record from before homes is taken by the first replica that places it.
+        const legacy = yield* givenProject
+        yield* store.create(legacy.id, sealed, at(0), null)
+        assert.isTrue(yield* store.place(legacy.id, "node_b", endpoint))
+        assert.isFalse(yield* store.place(legacy.id, "node_a", endpoint))
+        assert.deepStrictEqual(
+          Option.map(yield* store.find(legacy.id), (row) => row.home),
+          Option.some("node_b")
+        )
       })
     )
 
@@ -48,7 +75,7 @@ export const databaseStoreSuite = <E>(name: string, stores: Layer.Layer<Database
       Effect.gen(function* () {
         const store = yield* Database.DatabaseStore
         const project = yield* givenProject
-        yield* store.create(project.id, sealed, at(0))
+        yield* store.create(project.id, sealed, at(0), null)
         assert.isTrue(yield* store.holdFor(project.id, "op_1"))
         assert.isFalse(yield* store.holdFor(project.id, "op_2"))
         assert.isTrue(yield* store.holdFor(project.id, null))
@@ -65,7 +92,7 @@ export const databaseStoreSuite = <E>(name: string, stores: Layer.Layer<Database
       Effect.gen(function* () {
         const store = yield* Database.DatabaseStore
         const project = yield* givenProject
-        yield* store.create(project.id, sealed, at(0))
+        yield* store.create(project.id, sealed, at(0), null)
         yield* store.addToken({ projectId: project.id, user: "tok_b", verifier: "v-b", createdAt: at(minute) })
         yield* store.addToken({ projectId: project.id, user: "tok_a", verifier: "v-a", createdAt: at(2 * minute) })
         assert.deepStrictEqual(
