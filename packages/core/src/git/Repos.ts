@@ -16,6 +16,7 @@ import { newId, type UserId } from "../kernel/Ids.ts"
 import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { atLeast } from "../kernel/Role.ts"
+import type { ProjectRule } from "../kernel/Rule.ts"
 import { Settings } from "../kernel/Settings.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
@@ -43,6 +44,7 @@ import {
   type RepoTree
 } from "./Repo.ts"
 import { RepoStore } from "./RepoStore.ts"
+import { repoRules } from "./RepoRules.ts"
 import { Deployments } from "../deployments/Deployments.ts"
 import { UserStore } from "../identity/UserStore.ts"
 
@@ -155,16 +157,16 @@ export class Repos extends Context.Service<
 
       const repoNotFound = (name: string) => new NotFound({ message: `repository ${name} not found` })
 
-      /** The repo of a path for a caller with `minimum` or higher: 404 for an outsider or a missing name. */
-      const visible = Effect.fnUntraced(function* (actor: Actor, path: RepoPath) {
-        const access = yield* policy.requireProject(actor, path.orgSlug, path.projectName, "viewer")
+      /** The repo of a path for a caller the operation's rule lets read it: 404 for an outsider or a missing name. */
+      const visible = Effect.fnUntraced(function* (actor: Actor, path: RepoPath, rule: ProjectRule) {
+        const access = yield* policy.requireProject(actor, path.orgSlug, path.projectName, rule)
         const repo = yield* store.findByName(access.project.id, path.repoName)
         if (Option.isNone(repo)) return yield* repoNotFound(path.repoName)
         return { ...access, repo: repo.value }
       })
 
       const list = Effect.fn("Repos.list")(function* (actor: Actor, orgSlug: string, projectName: string) {
-        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, "viewer")
+        const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, repoRules.list)
         return (yield* store.list(project.id)).map((row) => toRepo(org.slug, project.name, row))
       })
 
@@ -174,7 +176,7 @@ export class Repos extends Context.Service<
         projectName: string,
         input: CreateRepoInput
       ) {
-        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, "member")
+        const grant = yield* mutation.authorizeProject(actor, orgSlug, projectName, repoRules.create)
         const id = yield* newId(tokens, "repo")
         return yield* mutation.project(grant, ({ org, project, at }) =>
           Effect.gen(function* () {
@@ -200,12 +202,12 @@ export class Repos extends Context.Service<
       })
 
       const get = Effect.fn("Repos.get")(function* (actor: Actor, path: RepoPath) {
-        const { org, project, repo } = yield* visible(actor, path)
+        const { org, project, repo } = yield* visible(actor, path, repoRules.get)
         return toRepo(org.slug, project.name, repo)
       })
 
       const update = Effect.fn("Repos.update")(function* (actor: Actor, path: RepoPath, input: PatchRepoInput) {
-        const grant = yield* mutation.authorizeProject(actor, path.orgSlug, path.projectName, "admin")
+        const grant = yield* mutation.authorizeProject(actor, path.orgSlug, path.projectName, repoRules.update)
         yield* mutation.project(grant, ({ project }) =>
           Effect.gen(function* () {
             const repo = yield* store.findByName(project.id, path.repoName)
@@ -233,7 +235,7 @@ export class Repos extends Context.Service<
       })
 
       const remove = Effect.fn("Repos.remove")(function* (actor: Actor, path: RepoPath) {
-        const grant = yield* mutation.authorizeProject(actor, path.orgSlug, path.projectName, "admin")
+        const grant = yield* mutation.authorizeProject(actor, path.orgSlug, path.projectName, repoRules.remove)
         yield* mutation.project(grant, ({ project, at }) =>
           Effect.gen(function* () {
             const repo = yield* store.findByName(project.id, path.repoName)
@@ -249,12 +251,12 @@ export class Repos extends Context.Service<
       })
 
       const refUpdates = Effect.fn("Repos.refUpdates")(function* (actor: Actor, path: RepoPath) {
-        const { repo } = yield* visible(actor, path)
+        const { repo } = yield* visible(actor, path, repoRules.refUpdates)
         return yield* store.listRefUpdates(repo.id, maxRefUpdates)
       })
 
       const refs = Effect.fn("Repos.refs")(function* (actor: Actor, path: RepoPath) {
-        const { repo } = yield* visible(actor, path)
+        const { repo } = yield* visible(actor, path, repoRules.refs)
         return yield* storage.refs(repo.id, repo.defaultBranch)
       })
 
@@ -280,7 +282,7 @@ export class Repos extends Context.Service<
         path: RepoPath,
         query: { readonly ref?: string | undefined; readonly path?: string | undefined }
       ) {
-        const { repo } = yield* visible(actor, path)
+        const { repo } = yield* visible(actor, path, repoRules.tree)
         const { name, commit } = yield* commitOf(repo, query.ref)
         const { segments, entry } = yield* entryAt(repo, commit, query.path)
         if (entry.type !== "tree") return yield* new NoPath({ message: `${query.path} is not a directory` })
@@ -306,7 +308,7 @@ export class Repos extends Context.Service<
         path: RepoPath,
         query: { readonly ref?: string | undefined; readonly path?: string | undefined }
       ) {
-        const { repo } = yield* visible(actor, path)
+        const { repo } = yield* visible(actor, path, repoRules.blob)
         const { name, commit } = yield* commitOf(repo, query.ref)
         const { segments, entry } = yield* entryAt(repo, commit, query.path)
         if (entry.type !== "blob") return yield* new NoPath({ message: `${query.path ?? ""} is not a file` })
@@ -327,7 +329,7 @@ export class Repos extends Context.Service<
         path: RepoPath,
         query: { readonly ref?: string | undefined; readonly limit?: number | undefined }
       ) {
-        const { repo } = yield* visible(actor, path)
+        const { repo } = yield* visible(actor, path, repoRules.commits)
         const limit = query.limit ?? maxCommits
         if (!Number.isInteger(limit) || limit < 1) {
           return yield* new BadRequest({ message: "limit must be an integer of at least 1" })

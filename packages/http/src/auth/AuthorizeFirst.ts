@@ -12,10 +12,7 @@ import { HostActor, HostAuthenticatorError, hostAuthenticatorUnavailable } from 
 const minimumRoles: Readonly<Record<string, Kernel.Role>> = {
   "GET /v1/orgs/:orgSlug/members": "member",
   "POST /v1/orgs/:orgSlug/members": "admin",
-  "PUT /v1/orgs/:orgSlug/members/:userId": "admin",
-  "POST /v1/orgs/:orgSlug/projects/:projectName/repos": "member",
-  "PATCH /v1/orgs/:orgSlug/projects/:projectName/repos/:repoName": "admin",
-  "DELETE /v1/orgs/:orgSlug/projects/:projectName/repos/:repoName": "admin"
+  "PUT /v1/orgs/:orgSlug/members/:userId": "admin"
 }
 
 /** The minimum role of an org route (`METHOD template`): the spec's, or a membership. */
