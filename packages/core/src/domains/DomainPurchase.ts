@@ -8,7 +8,6 @@ import { Sealer } from "../secrets/Sealer.ts"
 import { type Contact, contactContext, type DomainRow, registrarPhone } from "./Domain.ts"
 import { DomainStore } from "./DomainStore.ts"
 import { DomainZones } from "./DomainZones.ts"
-import type { Zones } from "../dns/Zones.ts"
 import { type RegistrarContact, type RegistrarDomain, Registrar, RegistrarFailure } from "./Registrar.ts"
 import { portOn } from "../kernel/Port.ts"
 
@@ -88,7 +87,7 @@ export const purchaseSteps = Effect.gen(function* () {
   const mutation = yield* Mutation
   const config = yield* HostnamesConfig
   const registrarOption = portOn(yield* Registrar)
-  const zones = yield* DomainZones.resolve
+  const zones = yield* DomainZones
 
   const current = (payload: DomainPurchasePayload) =>
     Effect.map(store.find(payload.name), (row) =>
@@ -205,5 +204,5 @@ export const purchaseHandler = (
 export const domainPurchaseHandler: Effect.Effect<
   JobHandler,
   never,
-  DomainStore | Sealer | Mutation | HostnamesConfig | Zones | Registrar
+  DomainStore | Sealer | Mutation | HostnamesConfig | DomainZones | Registrar
 > = Effect.map(purchaseSteps, ({ run }) => purchaseHandler(run))

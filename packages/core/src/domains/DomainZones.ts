@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { DnsNotConfigured, type ZoneTaken } from "../errors/Errors.ts"
 import { Zones } from "../dns/Zones.ts"
 import type { OrgId, UserId } from "../kernel/Ids.ts"
@@ -16,29 +16,30 @@ export interface DomainZonesShape {
 }
 
 /**
- * The DNS zones a domain needs (spec 4.13): a purchase and an import create the org's zone for the name. By default
- * the DNS area's `Zones` (under the org lock, no audit row of its own); a host or a test may provide its own.
+ * The DNS zones a domain needs (spec 4.13): a purchase and an import create the org's zone for the name. The domains
+ * area builds it from the DNS area's `Zones` (`layer`); a host or a test gives its own through `domainsAreaWith`.
  */
 export class DomainZones extends Context.Service<DomainZones, DomainZonesShape>()(
   "@hostplane/core/domains/DomainZones"
 ) {
-  /** The port as provided, else the DNS area's zones. */
-  static readonly resolve: Effect.Effect<DomainZonesShape, never, Zones | Mutation> = Effect.gen(function* () {
-    const provided = yield* Effect.serviceOption(DomainZones)
-    if (Option.isSome(provided)) return provided.value
-    const zones = yield* Zones
-    const mutation = yield* Mutation
-    return {
-      enabled: zones.requireEnabled,
-      ensure: ({ orgId, name, actorId }) =>
-        mutation.lockedOrg({ userId: actorId, provider: "", subject: "", email: null, name: null }, orgId, (at) =>
-          zones.ensureZone(orgId, name, at).pipe(
-            Effect.catchTag("BadRequest", (error) => Effect.die(error)),
-            Effect.as(unaudited(undefined))
+  /** The DNS area's zones: the zone is made under the org lock, with no audit row of its own. */
+  static readonly layer: Layer.Layer<DomainZones, never, Zones | Mutation> = Layer.effect(
+    DomainZones,
+    Effect.gen(function* () {
+      const zones = yield* Zones
+      const mutation = yield* Mutation
+      return {
+        enabled: zones.requireEnabled,
+        ensure: ({ orgId, name, actorId }) =>
+          mutation.lockedOrg({ userId: actorId, provider: "", subject: "", email: null, name: null }, orgId, (at) =>
+            zones.ensureZone(orgId, name, at).pipe(
+              Effect.catchTag("BadRequest", (error) => Effect.die(error)),
+              Effect.as(unaudited(undefined))
+            )
           )
-        )
-    }
-  })
+      }
+    })
+  )
 
   /** No DNS: purchases and imports answer 503 `dns_not_configured`. */
   static readonly layerNone: Layer.Layer<DomainZones> = Layer.succeed(DomainZones, {

@@ -178,7 +178,7 @@ export class Domains extends Context.Service<
       const settings = yield* Settings
       const hostnames = yield* HostnamesConfig
       const registrarOption = portOn(yield* Registrar)
-      const zonePort = yield* DomainZones.resolve
+      const zonePort = yield* DomainZones
       const steps = yield* purchaseSteps
 
       const nameSettings = {
