@@ -31,6 +31,8 @@ import {
 const usage = `usage: npm run bench:worker -- [options]
   --seconds <s>       seconds of load per throughput target and run (default 10)
   --runs <n>          paired throughput runs, edge and bare one after the other, order alternating (default 3)
+  --warmup <s>        unmeasured load on each side before the runs (default 10: the edge's first seconds still run
+                      cold code, and its first run came out lowest with 3)
   --projects <n>      projects for the memory figure (default 100)
   --throughput-only   measure the throughput only (no deploy latency, deploys under load or memory)
   --timeout <s>       abort everything after this many seconds (default 900)`
@@ -38,15 +40,17 @@ const usage = `usage: npm run bench:worker -- [options]
 const { values: parsed, fail } = parseOptions(usage, {
   seconds: { type: "string" },
   runs: { type: "string" },
+  warmup: { type: "string" },
   projects: { type: "string" },
   "throughput-only": { type: "boolean" },
   timeout: { type: "string" }
 })
 const seconds = Number(parsed.seconds ?? "10")
 const runs = Number(parsed.runs ?? "3")
+const warmup = Number(parsed.warmup ?? "10")
 const projectCount = Number(parsed.projects ?? "100")
 const timeoutS = Number(parsed.timeout ?? "900")
-if (![seconds, runs, projectCount, timeoutS].every((n) => Number.isFinite(n) && n > 0)) fail("invalid option")
+if (![seconds, runs, warmup, projectCount, timeoutS].every((n) => Number.isFinite(n) && n > 0)) fail("invalid option")
 
 /** The machine's load average now: a figure taken at a load of 10 on 2 cores is not one taken at 1. */
 const loadNow = () =>
@@ -204,8 +208,8 @@ const config :Workerd.Config = (
       }
     }
     // Warm-up: the JIT, the edge's memos, the shard's isolate, unmeasured.
-    await measure("edge", Math.min(3, seconds))
-    await measure("bare", Math.min(3, seconds))
+    await measure("edge", warmup)
+    await measure("bare", warmup)
     log(`throughput: ${seconds} s at 50 connections each, ${runs} paired runs`)
     type Figures = Awaited<ReturnType<typeof measure>>
     const results = { edge: [] as Array<Figures>, bare: [] as Array<Figures> }

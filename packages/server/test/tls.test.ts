@@ -160,6 +160,59 @@ describe("the server binary's edge over HTTPS with a static certificate", () => 
     expect(JSON.parse(overHttp2.body)).toEqual(expected)
   }, 60_000)
 
+  it("a static asset over HTTP/2 and HTTP/1.1 behind TLS: the same bytes and headers each time, 304 and HEAD", async () => {
+    const { call, token } = await signIn(base, "tls-assets")
+    const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
+    expect((await call("POST", `/v1/orgs/${slug}/projects`, { name: "shelf" })).status).toBe(201)
+    const deployed = await fetch(`${base}/v1/orgs/${slug}/projects/shelf/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+      body: await Effect.runPromise(
+        bundleOf([manifestEntry({ name: "shelf" }), { name: "assets/app.css", content: "body { color: teal }" }])
+      )
+    })
+    expect(deployed.status).toBe(201)
+    const host = "shelf.apps.localhost"
+    const session = h2connect(`https://127.0.0.1:${tlsPort}`, { ca: ca.root, servername: host })
+    const overHttp2 = (method: string, headers: Record<string, string> = {}) =>
+      new Promise<{ headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+        const stream = session.request({ ":method": method, ":path": "/app.css", ":authority": host, ...headers })
+        let answer: Record<string, unknown> = {}
+        let body = ""
+        stream.on("response", (received) => (answer = { ...received }))
+        stream.on("data", (chunk) => (body += chunk))
+        stream.on("end", () => resolve({ headers: answer, body }))
+        stream.on("error", reject)
+      })
+    try {
+      const first = await overHttp2("GET")
+      expect(first.headers[":status"]).toBe(200)
+      expect(first.body).toBe("body { color: teal }")
+      expect(first.headers["content-type"]).toBe("text/css; charset=utf-8")
+      expect(first.headers["content-length"]).toBe(String(first.body.length))
+      expect(first.headers["x-content-type-options"]).toBe("nosniff")
+      const { date: _date, ...firstHeaders } = first.headers
+      for (let i = 0; i < 3; i++) {
+        const again = await overHttp2("GET")
+        const { date: _again, ...againHeaders } = again.headers
+        expect(again.body).toBe(first.body)
+        expect(againHeaders).toEqual(firstHeaders)
+      }
+      const revalidated = await overHttp2("GET", { "if-none-match": first.headers["etag"] as string })
+      expect(revalidated.headers[":status"]).toBe(304)
+      expect(revalidated.body).toBe("")
+      const head = await overHttp2("HEAD")
+      expect(head.headers[":status"]).toBe(200)
+      expect(head.headers["content-length"]).toBe(String(first.body.length))
+      expect(head.body).toBe("")
+    } finally {
+      session.close()
+    }
+    const overHttp1 = await secure(tlsPort, host, "/app.css", ca.root)
+    expect(overHttp1.status).toBe(200)
+    expect(overHttp1.body).toBe("body { color: teal }")
+  }, 60_000)
+
   it("logs the listener and never a private key", () => {
     expect(server.output()).toContain(`edge HTTPS on 127.0.0.1:${tlsPort}`)
     expect(server.output()).not.toContain("PRIVATE KEY")
