@@ -1,6 +1,7 @@
 import { withRules } from "../auth/Rules.ts"
 import { inviteRules } from "@hostplane/core/orgs/InviteRules"
 import { orgRules } from "@hostplane/core/orgs/OrgRules"
+import { memberRules } from "@hostplane/core/orgs/MemberRules"
 import { Errors, Kernel, Orgs } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
@@ -69,33 +70,42 @@ export class OrgsApi extends withRules(
 const member = { ...OrgRef, userId: Kernel.UserId }
 
 /** Spec 4.2: members of an organization. */
-export class MembersApi extends HttpApiGroup.make("members")
-  .add(
-    HttpApiEndpoint.get("list", "/orgs/:orgSlug/members", {
-      params: OrgRef,
-      success: items(Orgs.Member),
-      error: access
-    }).annotate(OpenApi.Summary, "List members"),
-    HttpApiEndpoint.post("add", "/orgs/:orgSlug/members", {
-      params: OrgRef,
-      payload: Orgs.AddMemberInput,
-      success: Orgs.Member.pipe(HttpApiSchema.status(201)),
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.PersonalOrg, Errors.UserNotFound, Errors.AlreadyMember)
-    }).annotate(OpenApi.Summary, "Add an existing user as a member"),
-    HttpApiEndpoint.put("setRole", "/orgs/:orgSlug/members/:userId", {
-      params: member,
-      payload: Orgs.SetRoleInput,
-      success: Orgs.Member,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.LastAdmin)
-    }).annotate(OpenApi.Summary, "Change a member's role"),
-    HttpApiEndpoint.delete("remove", "/orgs/:orgSlug/members/:userId", {
-      params: member,
-      success: HttpApiSchema.NoContent,
-      error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.LastAdmin)
-    }).annotate(OpenApi.Summary, "Remove a member, or leave")
-  )
-  .middleware(Authentication)
-  .annotateMerge(OpenApi.annotations({ title: "Members", description: "Organization members (spec 4.2)." })) {}
+export class MembersApi extends withRules(
+  HttpApiGroup.make("members")
+    .add(
+      HttpApiEndpoint.get("list", "/orgs/:orgSlug/members", {
+        params: OrgRef,
+        success: items(Orgs.Member),
+        error: access
+      }).annotate(OpenApi.Summary, "List members"),
+      HttpApiEndpoint.post("add", "/orgs/:orgSlug/members", {
+        params: OrgRef,
+        payload: Orgs.AddMemberInput,
+        success: Orgs.Member.pipe(HttpApiSchema.status(201)),
+        error: apiErrors(
+          Errors.NotFound,
+          Errors.Forbidden,
+          Errors.PersonalOrg,
+          Errors.UserNotFound,
+          Errors.AlreadyMember
+        )
+      }).annotate(OpenApi.Summary, "Add an existing user as a member"),
+      HttpApiEndpoint.put("setRole", "/orgs/:orgSlug/members/:userId", {
+        params: member,
+        payload: Orgs.SetRoleInput,
+        success: Orgs.Member,
+        error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.LastAdmin)
+      }).annotate(OpenApi.Summary, "Change a member's role"),
+      HttpApiEndpoint.delete("remove", "/orgs/:orgSlug/members/:userId", {
+        params: member,
+        success: HttpApiSchema.NoContent,
+        error: apiErrors(Errors.NotFound, Errors.Forbidden, Errors.LastAdmin)
+      }).annotate(OpenApi.Summary, "Remove a member, or leave")
+    )
+    .middleware(Authentication)
+    .annotateMerge(OpenApi.annotations({ title: "Members", description: "Organization members (spec 4.2)." })),
+  memberRules
+) {}
 
 /** Spec 4.2: invitations, managed by admins, previewed and accepted by token. */
 export class InvitesApi extends withRules(

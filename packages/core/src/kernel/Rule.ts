@@ -38,14 +38,51 @@ export const project = (minimum: Role, options: { readonly deleting?: Deleting }
   deleting: options.deleting ?? "refuse"
 })
 
+/**
+ * An org operation on one member's record whose rule depends on whether that member is the caller: `self` when the
+ * path's `param` names the caller (leaving an org), `others` otherwise. The API and the service each pick the branch
+ * with `forSubject`, so both authorize with the same plain rule object.
+ */
+export interface SubjectRule {
+  readonly _tag: "SubjectRule"
+  readonly param: string
+  readonly self: OrgRule
+  readonly others: OrgRule
+}
+
+/** What an endpoint declares: one rule, or the choice its path's subject makes. */
+export type Declared = Rule | SubjectRule
+
+/** The rule of an operation on the record `param` names: `self` for the caller's own, `others` for anyone else's. */
+export const bySubject = (param: string, rules: { readonly self: OrgRule; readonly others: OrgRule }): SubjectRule => ({
+  _tag: "SubjectRule",
+  param,
+  self: rules.self,
+  others: rules.others
+})
+
+/** The branch of a subject rule for a request whose subject is (or is not) the caller. */
+export const forSubject = (rule: SubjectRule, isCaller: boolean): OrgRule => (isCaller ? rule.self : rule.others)
+
 export const isRule = (value: unknown): value is Rule =>
   typeof value === "object" &&
   value !== null &&
   ((value as Rule)._tag === "OrgRule" || (value as Rule)._tag === "ProjectRule")
 
+export const isDeclared = (value: unknown): value is Declared =>
+  isRule(value) || (typeof value === "object" && value !== null && (value as SubjectRule)._tag === "SubjectRule")
+
 /** True when a caller with `role` passes the rule's role check. */
 export const allows = (rule: Rule, role: Role): boolean => atLeast(role, rule.minimum)
 
-/** The role sentence the API documents for a rule ("Admin.", "Member or higher."). */
-export const roleText = (rule: Rule): string =>
-  rule.minimum === "admin" ? "Admin." : rule.minimum === "member" ? "Member or higher." : "Viewer or higher."
+const minimumText = (minimum: Role): string =>
+  minimum === "admin" ? "Admin" : minimum === "member" ? "Member or higher" : "Viewer or higher"
+
+/**
+ * The role sentence the API documents for a rule ("Admin.", "Member or higher."; for a subject rule, both branches:
+ * "Admin; viewer or higher when `{userId}` is the caller.").
+ */
+export const roleText = (rule: Declared): string =>
+  rule._tag === "SubjectRule"
+    ? `${minimumText(rule.others.minimum)}; ${minimumText(rule.self.minimum).toLowerCase()} when \`{${rule.param}}\` is the caller.`
+    : `${minimumText(rule.minimum)}.`

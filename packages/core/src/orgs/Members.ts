@@ -4,6 +4,8 @@ import type { Actor } from "../kernel/Actor.ts"
 import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import type { Role } from "../kernel/Role.ts"
+import { forSubject } from "../kernel/Rule.ts"
+import { memberRules } from "./MemberRules.ts"
 import { UserStore } from "../identity/UserStore.ts"
 import type { Member } from "./Org.ts"
 import { OrgStore } from "./OrgStore.ts"
@@ -55,7 +57,7 @@ export class Members extends Context.Service<
       })
 
       const list = Effect.fn("Members.list")(function* (actor: Actor, slug: string) {
-        const { org } = yield* policy.require(actor, slug, "member")
+        const { org } = yield* policy.require(actor, slug, memberRules.list)
         return yield* store.listMembers(org.id)
       })
 
@@ -64,7 +66,7 @@ export class Members extends Context.Service<
         slug: string,
         input: { readonly provider: string; readonly subject: string; readonly role: Role }
       ) {
-        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, slug, memberRules.add)
         if (grant.org.personal) return yield* personalOrgStaysSolo()
         const user = yield* users.findByIdentity(input.provider, input.subject)
         if (Option.isNone(user)) {
@@ -86,7 +88,7 @@ export class Members extends Context.Service<
       })
 
       const setRole = Effect.fn("Members.setRole")(function* (actor: Actor, slug: string, userId: UserId, role: Role) {
-        const grant = yield* mutation.authorizeOrg(actor, slug, "admin")
+        const grant = yield* mutation.authorizeOrg(actor, slug, memberRules.setRole)
         // The org lock makes "count admins, then demote" atomic against a concurrent demotion.
         const changed = yield* mutation.org(grant, ({ org }) =>
           Effect.gen(function* () {
@@ -107,7 +109,7 @@ export class Members extends Context.Service<
 
       const remove = Effect.fn("Members.remove")(function* (actor: Actor, slug: string, userId: UserId) {
         const leaving = userId === actor.userId
-        const grant = yield* mutation.authorizeOrg(actor, slug, leaving ? "viewer" : "admin")
+        const grant = yield* mutation.authorizeOrg(actor, slug, forSubject(memberRules.remove, leaving))
         yield* mutation.org(grant, ({ org }) =>
           Effect.gen(function* () {
             const member = yield* findMember(org.id, userId)

@@ -51,9 +51,14 @@ export const AuthenticationLive = Layer.effect(
       never,
       HttpRouter.RouteContext
     > => {
-      const rule = ruleOf(endpoint)
-      if (rule === undefined) return Effect.succeed(undefined)
+      const declared = ruleOf(endpoint)
+      if (declared === undefined) return Effect.succeed(undefined)
       return Effect.flatMap(HttpRouter.params, (params) => {
+        // The router's decoded parameter, as the handler's own: the service picks the same branch.
+        const rule =
+          declared._tag === "SubjectRule"
+            ? Kernel.Rule.forSubject(declared, params[declared.param] === actor.userId)
+            : declared
         const orgSlug = params["orgSlug"]
         const projectName = rule._tag === "ProjectRule" ? params["projectName"] : undefined
         if (orgSlug === undefined || (rule._tag === "ProjectRule" && projectName === undefined)) {

@@ -13,6 +13,8 @@ const specRoles: Readonly<Record<string, Role>> = {
   "GET /v1/orgs/:orgSlug/members": "member",
   "POST /v1/orgs/:orgSlug/members": "admin",
   "PUT /v1/orgs/:orgSlug/members/:userId": "admin",
+  // Removing another member; removing yourself (leaving) needs only a membership.
+  "DELETE /v1/orgs/:orgSlug/members/:userId": "admin",
   "GET /v1/orgs/:orgSlug/invites": "admin",
   "POST /v1/orgs/:orgSlug/invites": "admin",
   "DELETE /v1/orgs/:orgSlug/invites/:inviteId": "admin",
