@@ -5,6 +5,8 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { auditOf, memberOf, signIn, withCore } from "./support/CoreMemory.ts"
 
+const { Rule } = Kernel
+
 /** An org `team` administered by alice, with the project `web`. */
 const team = Effect.gen(function* () {
   const { actor: admin } = yield* signIn("alice")
@@ -19,7 +21,7 @@ describe("Mutation, the one write envelope", () => {
       Effect.gen(function* () {
         const mutation = yield* Kernel.Mutation
         const { admin, project } = yield* team
-        const grant = yield* mutation.authorizeProject(admin, "team", "web", "member")
+        const grant = yield* mutation.authorizeProject(admin, "team", "web", Rule.project("member"))
         const answer = yield* mutation.project(grant, (write) =>
           Effect.succeed(
             Kernel.audited(write.project.id, { action: "secret.set", target: write.project.id, data: { name: "A" } })
@@ -42,7 +44,7 @@ describe("Mutation, the one write envelope", () => {
       Effect.gen(function* () {
         const mutation = yield* Kernel.Mutation
         const { admin } = yield* team
-        const grant = yield* mutation.authorizeOrg(admin, "team", "admin")
+        const grant = yield* mutation.authorizeOrg(admin, "team", Rule.org("admin"))
         const before = (yield* auditOf("team")).length
         const failed = yield* Effect.flip(
           mutation.org(grant, () =>
@@ -63,7 +65,7 @@ describe("Mutation, the one write envelope", () => {
         const secrets = yield* Secrets.SecretStore
         const { admin, project } = yield* team
         const { actor: bob } = yield* memberOf(admin, "team", "bob", "member")
-        const grant = yield* mutation.authorizeProject(bob, "team", "web", "member")
+        const grant = yield* mutation.authorizeProject(bob, "team", "web", Rule.project("member"))
         const entry = { action: "secret.set", target: project.id, data: { name: "A" } } as const
         const put = (value: string) =>
           mutation.projectStatement(
@@ -84,7 +86,7 @@ describe("Mutation, the one write envelope", () => {
         assert.strictEqual((yield* Effect.flip(put("two")))._tag, "Forbidden")
         yield* (yield* Orgs.Members).remove(admin, "team", bob.userId)
         assert.strictEqual((yield* Effect.flip(put("two")))._tag, "NotFound")
-        const adminGrant = yield* mutation.authorizeProject(admin, "team", "web", "member")
+        const adminGrant = yield* mutation.authorizeProject(admin, "team", "web", Rule.project("member"))
         yield* (yield* Projects.Projects).remove(admin, "team", "web", "web")
         const deleting = yield* Effect.flip(
           mutation.projectStatement(adminGrant, ({ project, at, finish }) =>
@@ -103,7 +105,7 @@ describe("Mutation, the one write envelope", () => {
       Effect.gen(function* () {
         const mutation = yield* Kernel.Mutation
         const { admin } = yield* team
-        const grant = yield* mutation.authorizeProject(admin, "team", "web", "member")
+        const grant = yield* mutation.authorizeProject(admin, "team", "web", Rule.project("member"))
         const read = yield* (yield* Kernel.EnvelopeStore).access("team", admin.userId, "web")
         const exit = yield* Effect.exit(
           mutation.projectStatement(grant, () => Effect.fail(new Kernel.EnvelopeRefused({ read })))
@@ -118,13 +120,18 @@ describe("Mutation, the one write envelope", () => {
       Effect.gen(function* () {
         const mutation = yield* Kernel.Mutation
         const { admin } = yield* team
-        const grant = yield* mutation.authorizeProject(admin, "team", "web", "member")
+        const grant = yield* mutation.authorizeProject(admin, "team", "web", Rule.project("member"))
         yield* (yield* Projects.Projects).remove(admin, "team", "web", "web")
         const refused = yield* Effect.flip(mutation.project(grant, () => Effect.succeed(Kernel.unaudited("written"))))
         assert.strictEqual(refused._tag, "OpInFlight")
-        const early = yield* Effect.flip(mutation.authorizeProject(admin, "team", "web", "member"))
+        const early = yield* Effect.flip(mutation.authorizeProject(admin, "team", "web", Rule.project("member")))
         assert.strictEqual(early._tag, "OpInFlight")
-        const allowed = yield* mutation.authorizeProject(admin, "team", "web", "admin", { deleting: "allow" })
+        const allowed = yield* mutation.authorizeProject(
+          admin,
+          "team",
+          "web",
+          Rule.project("admin", { deleting: "allow" })
+        )
         assert.isNotNull(allowed.project.deletingSince)
       })
     )
@@ -136,7 +143,7 @@ describe("Mutation, the one write envelope", () => {
         const mutation = yield* Kernel.Mutation
         const { admin } = yield* team
         const { actor: bob } = yield* memberOf(admin, "team", "bob", "member")
-        const grant = yield* mutation.authorizeProject(bob, "team", "web", "member")
+        const grant = yield* mutation.authorizeProject(bob, "team", "web", Rule.project("member"))
         yield* (yield* Orgs.Members).setRole(admin, "team", bob.userId, "viewer")
         const refused = yield* Effect.flip(mutation.project(grant, () => Effect.succeed(Kernel.unaudited("written"))))
         assert.strictEqual(refused._tag, "Forbidden")

@@ -8,7 +8,6 @@ import { type AnyAreaHttp, apiPrefix, type HandlersOf } from "./Area.ts"
 import { areas } from "./areas.ts"
 import { ruleOf } from "@hostplane/api/auth/Rules"
 import { AuthenticationLive } from "./auth/Authentication.ts"
-import { authorizeFirst } from "./auth/AuthorizeFirst.ts"
 import { type HostAuthenticator, hostActorResolver } from "./auth/HostAuthenticator.ts"
 import { consolePages } from "./console/ConsolePages.ts"
 import { cachedMe, cachedMePath } from "./identity/CachedMe.ts"
@@ -89,7 +88,6 @@ export const routesOf = <const As extends NonEmptyReadonlyArray<AnyAreaHttp>>(
         consolePages,
         requestPipeline(knownRoutes(api), {
           shortcuts: Effect.map(cachedMe, (answer) => new Map([[cachedMePath, answer]])),
-          authorizeFirst,
           hostActor: hostActorResolver
         })
       ).pipe(Layer.provide(handlers))

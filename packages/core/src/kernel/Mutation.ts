@@ -7,7 +7,7 @@ import { type AuditAction, type AuditEvent, AuditLog } from "./Audit.ts"
 import { type AccessRead, EnvelopeRefused, EnvelopeStore, type Finish } from "./EnvelopeStore.ts"
 import { type Membership, Policy, type ProjectAccess } from "./Policy.ts"
 import { type Role, rolesFrom } from "./Role.ts"
-import type { Deleting, OrgRule, ProjectRule } from "./Rule.ts"
+import type { OrgRule, ProjectRule } from "./Rule.ts"
 import { nowIso } from "./Time.ts"
 import { Transactor } from "./Transactor.ts"
 import type { OrgId, ProjectId } from "./Ids.ts"
@@ -96,19 +96,18 @@ export class Mutation extends Context.Service<
     readonly authorizeOrg: (
       actor: Actor,
       orgSlug: string,
-      rule: Role | OrgRule
+      rule: OrgRule
     ) => Effect.Effect<OrgGrant, NotFound | Forbidden>
     /**
-     * Refuses a project being deleted at once (409 `op_in_flight`) unless `deleting` is `allow` (the change sees it)
-     * or `atWrite`: then the write refuses it under the lock, after the caller checked its input (decisions.md part
-     * 12: 400 before 409). A rule carries its own `deleting`.
+     * Refuses a project being deleted at once (409 `op_in_flight`) unless the rule's `deleting` is `allow` (the change
+     * sees it) or `atWrite`: then the write refuses it under the lock, after the caller checked its input
+     * (decisions.md part 12: 400 before 409).
      */
     readonly authorizeProject: (
       actor: Actor,
       orgSlug: string,
       projectName: string,
-      rule: Role | ProjectRule,
-      options?: { readonly deleting?: Deleting }
+      rule: ProjectRule
     ) => Effect.Effect<ProjectGrant, NotFound | Forbidden | OpInFlight>
     /** Org lock, the caller's membership read again (404 gone, 403 demoted), the change, its audit row. */
     readonly org: <A, E, R>(
@@ -188,27 +187,24 @@ export class Mutation extends Context.Service<
 
       // Every write passes here: untraced, as a span and stack frame per call cost more than the envelope's own work
       // (measured in the write profile); the statements keep their own spans.
-      const authorizeOrg = Effect.fnUntraced(function* (actor: Actor, orgSlug: string, rule: Role | OrgRule) {
+      const authorizeOrg = Effect.fnUntraced(function* (actor: Actor, orgSlug: string, rule: OrgRule) {
         const membership = yield* policy.require(actor, orgSlug, rule)
-        return { ...membership, actor, minimum: typeof rule === "string" ? rule : rule.minimum } satisfies OrgGrant
+        return { ...membership, actor, minimum: rule.minimum } satisfies OrgGrant
       })
 
       const authorizeProject = Effect.fnUntraced(function* (
         actor: Actor,
         orgSlug: string,
         projectName: string,
-        rule: Role | ProjectRule,
-        options: { readonly deleting?: Deleting } = {}
+        rule: ProjectRule
       ) {
         const access = yield* policy.requireProject(actor, orgSlug, projectName, rule)
-        const minimum = typeof rule === "string" ? rule : rule.minimum
-        const deleting = typeof rule === "string" ? (options.deleting ?? "refuse") : rule.deleting
-        if (deleting === "refuse") yield* refuseDeleting(access.project)
+        if (rule.deleting === "refuse") yield* refuseDeleting(access.project)
         return {
           ...access,
           actor,
-          minimum,
-          deleting: deleting === "allow" ? "allow" : "refuse"
+          minimum: rule.minimum,
+          deleting: rule.deleting === "allow" ? "allow" : "refuse"
         } satisfies ProjectGrant
       })
 

@@ -34,13 +34,11 @@ export const CurrentGrant = Context.Reference<Granted | undefined>("@hostplane/c
   defaultValue: () => undefined
 })
 
-const minimumOf = (minimum: Role | Rule): Role => (typeof minimum === "string" ? minimum : minimum.minimum)
-
 /**
  * The grant of this request for `rule` on this org (and project), if the API checked it. A grant for the same org and
  * project under another rule object means the endpoint and the service disagree on the operation's rule: a defect.
  */
-const grantFor = (rule: Role | Rule, actor: Actor, orgSlug: string, projectName: string | undefined) =>
+const grantFor = (rule: Rule, actor: Actor, orgSlug: string, projectName: string | undefined) =>
   Effect.flatMap(Effect.service(CurrentGrant), (granted) => {
     if (
       granted === undefined ||
@@ -59,17 +57,13 @@ const grantFor = (rule: Role | Rule, actor: Actor, orgSlug: string, projectName:
 export class Policy extends Context.Service<
   Policy,
   {
-    readonly require: (
-      actor: Actor,
-      orgSlug: string,
-      minimum: Role | OrgRule
-    ) => Effect.Effect<Membership, NotFound | Forbidden>
+    readonly require: (actor: Actor, orgSlug: string, rule: OrgRule) => Effect.Effect<Membership, NotFound | Forbidden>
     /** The same rule for a project of the org: a project that does not exist (or is another org's) is 404. */
     readonly requireProject: (
       actor: Actor,
       orgSlug: string,
       projectName: string,
-      minimum: Role | ProjectRule
+      rule: ProjectRule
     ) => Effect.Effect<ProjectAccess, NotFound | Forbidden>
     /**
      * The role check of an operation's rule (404, 403; not the project's delete state, which the operation checks
@@ -113,30 +107,41 @@ export class Policy extends Context.Service<
 
       // The rule runs on every authorized request: untraced, as a span and stack frame per call cost more than the
       // rule itself (measured in the write profile).
-      const require = Effect.fnUntraced(function* (actor: Actor, orgSlug: string, rule: Role | OrgRule) {
-        const granted = yield* grantFor(rule, actor, orgSlug, undefined)
-        if (granted !== undefined) return granted
-        const minimum = minimumOf(rule)
+      const orgAccess = Effect.fnUntraced(function* (actor: Actor, orgSlug: string, minimum: Role) {
         const membership = yield* memberOf(yield* envelope.access(orgSlug, actor.userId), orgSlug)
         yield* atLeastRole(membership, minimum)
         return membership
+      })
+
+      const projectAccess = Effect.fnUntraced(function* (
+        actor: Actor,
+        orgSlug: string,
+        projectName: string,
+        minimum: Role
+      ) {
+        const read = yield* envelope.access(orgSlug, actor.userId, projectName)
+        const membership = yield* memberOf(read, orgSlug)
+        const project = read.project
+        if (Option.isNone(project)) return yield* new NotFound({ message: `project ${projectName} not found` })
+        yield* atLeastRole(membership, minimum)
+        return { ...membership, project: project.value } satisfies ProjectAccess
+      })
+
+      const require = Effect.fnUntraced(function* (actor: Actor, orgSlug: string, rule: OrgRule) {
+        const granted = yield* grantFor(rule, actor, orgSlug, undefined)
+        if (granted !== undefined) return granted
+        return yield* orgAccess(actor, orgSlug, rule.minimum)
       })
 
       const requireProject = Effect.fnUntraced(function* (
         actor: Actor,
         orgSlug: string,
         projectName: string,
-        rule: Role | ProjectRule
+        rule: ProjectRule
       ) {
         const granted = yield* grantFor(rule, actor, orgSlug, projectName)
         if (granted !== undefined) return granted as ProjectAccess
-        const minimum = minimumOf(rule)
-        const read = yield* envelope.access(orgSlug, actor.userId, projectName)
-        const membership = yield* memberOf(read, orgSlug)
-        const project = read.project
-        if (Option.isNone(project)) return yield* new NotFound({ message: `project ${projectName} not found` })
-        yield* atLeastRole(membership, minimum)
-        return { ...membership, project: project.value }
+        return yield* projectAccess(actor, orgSlug, projectName, rule.minimum)
       })
 
       const requireOrgRole = Effect.fn("Policy.requireOrgRole")(function* (actor: Actor, orgId: OrgId, minimum: Role) {
@@ -166,12 +171,8 @@ export class Policy extends Context.Service<
       ) {
         const access =
           projectName === undefined
-            ? yield* Effect.provideService(require(actor, orgSlug, rule.minimum), CurrentGrant, undefined)
-            : yield* Effect.provideService(
-                requireProject(actor, orgSlug, projectName, rule.minimum),
-                CurrentGrant,
-                undefined
-              )
+            ? yield* orgAccess(actor, orgSlug, rule.minimum)
+            : yield* projectAccess(actor, orgSlug, projectName, rule.minimum)
         return { rule, userId: actor.userId, orgSlug, projectName, access } satisfies Granted
       })
 

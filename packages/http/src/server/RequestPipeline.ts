@@ -185,25 +185,17 @@ export type Shortcut = (
   request: HttpServerRequest.HttpServerRequest
 ) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined>
 
-/** Checks an input refusal of an org route as its handler would authorize (`AuthorizeFirst.ts`). */
-export type AuthorizeFirst = (
-  request: HttpServerRequest.HttpServerRequest,
-  template: string,
-  path: string
-) => Effect.Effect<HttpServerResponse.HttpServerResponse | undefined>
-
 /**
  * Every response leaves here: failures the typed handlers did not answer (bad bodies, unknown routes, defects)
  * become the error envelope, each response gets `X-Request-Id`, and one log line records it. Inside it, a POST
  * with an `Idempotency-Key` is run once per key (`idempotencyKeys`), a GET of a `shortcuts` URL tries its
- * shortcut before the router, and an input refusal of an org route is checked by `authorizeFirst`.
+ * shortcut before the router.
  */
 
 export const requestPipeline = <R = never, RHost = never>(
   routes: ReadonlyArray<KnownRoute>,
   options: {
     readonly shortcuts?: Effect.Effect<ReadonlyMap<string, Shortcut>, never, R>
-    readonly authorizeFirst?: Effect.Effect<AuthorizeFirst, never, R>
     /** The host's sign-in for a request without a token (`hostActorResolver`); undefined when there is none. */
     readonly hostActor?: Effect.Effect<HostActorOf | undefined, never, RHost>
   } = {}
@@ -220,12 +212,11 @@ export const requestPipeline = <R = never, RHost = never>(
       Effect.all([
         idempotencyKeys,
         options.shortcuts ?? Effect.succeed(new Map<string, Shortcut>()),
-        options.authorizeFirst ?? Effect.succeed(undefined),
         Effect.service(RequestMetrics),
         options.hostActor ?? Effect.succeed(undefined),
         Effect.service(CoreWatch)
       ]),
-      ([keyed, byUrl, authorize, metrics, hostActorOf, watch]) =>
+      ([keyed, byUrl, metrics, hostActorOf, watch]) =>
         (httpApp) =>
           Effect.gen(function* () {
             const request = yield* HttpServerRequest.HttpServerRequest
@@ -275,16 +266,6 @@ export const requestPipeline = <R = never, RHost = never>(
             let response = Exit.isSuccess(exit)
               ? exit.value
               : yield* fromCause(exit.cause, request.method, path, routes, requestId)
-            // An input refusal comes before any handler authorized: the route's authorization goes first (404, 403).
-            // A URL that is not even text (a NUL, a broken escape) names no route to authorize: it stays 400.
-            if ((response.status === 400 || response.status === 415) && authorize !== undefined && inUrl.length === 0) {
-              const route = matched ?? matching(request.method, path)
-              const first =
-                route === undefined || route.ruled === true
-                  ? undefined
-                  : yield* asCaller(authorize(request, route.template, path))
-              if (first !== undefined) response = first
-            }
             response = withAsciiLocation(withChallenge(withEnvelope(response), request))
             response = HttpServerResponse.setHeader(response, "x-request-id", requestId)
             const elapsed = (yield* Clock.currentTimeMillis) - started
