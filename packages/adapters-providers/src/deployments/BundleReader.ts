@@ -36,15 +36,44 @@ const inflatedChunkBytes = 1024 * 1024
 
 type Chunks = readonly [Uint8Array, ...Array<Uint8Array>]
 
+/** The most compressed bytes handed to zlib at once: the socket reads that queue up (16 of up to 64 KiB). */
+const joinedBytes = 1024 * 1024
+
 /**
  * The socket reads that queued up while zlib worked on the previous ones, as one buffer: zlib takes one thread-pool
- * round trip per buffer written to it, and a body arrives in reads of up to 64 KiB. A copy of the compressed bytes.
+ * round trip per buffer written to it, and a body arrives in reads of up to 64 KiB. They are copied into one buffer
+ * kept for the whole bundle, not into a new one each time: a fresh megabyte per write is garbage the collector frees
+ * late (external memory, often after it was promoted while zlib held it on the thread pool). Reusing it is safe
+ * because the gunzip below takes no write before the previous one is consumed (its high-water mark is 0, so every
+ * write waits for `drain`, which zlib emits once it has read the whole input) and the writer pulls the next batch
+ * only then; a batch larger than the buffer gets its own copy.
  */
-const joined = (chunks: Chunks): Chunks => (chunks.length === 1 ? chunks : [Buffer.concat(chunks)])
+const joiner = () => {
+  let buffer: Buffer | undefined
+  return (chunks: Chunks): Chunks => {
+    if (chunks.length === 1) return chunks
+    let bytes = 0
+    for (const chunk of chunks) bytes += chunk.byteLength
+    if (bytes > joinedBytes) return [Buffer.concat(chunks, bytes)]
+    buffer ??= Buffer.allocUnsafe(joinedBytes)
+    let offset = 0
+    for (const chunk of chunks) {
+      buffer.set(chunk, offset)
+      offset += chunk.byteLength
+    }
+    return [buffer.subarray(0, bytes)]
+  }
+}
+
+// Passed on to the stream's constructor (Node's zlib options type leaves the stream options out).
+const gunzipOptions: Zlib.ZlibOptions & { readonly writableHighWaterMark: number } = {
+  chunkSize: inflatedChunkBytes,
+  writableHighWaterMark: 0
+}
 
 const gunzip = <E>(compressed: Stream.Stream<Uint8Array, E>) =>
   NodeStream.pipeThroughDuplex(compressed, {
-    evaluate: () => Zlib.createGunzip({ chunkSize: inflatedChunkBytes }),
+    evaluate: () => Zlib.createGunzip(gunzipOptions),
     onError: gzipFailure
   })
 
@@ -205,7 +234,7 @@ export const make = (
     const inflating = yield* Queue.bounded<Uint8Array, Cause.Done>(16)
     const inflated = yield* Queue.bounded<Uint8Array, Cause.Done>(8)
     const inspection = yield* Effect.forkScoped(
-      inspect(limits, Stream.fromQueue(inflating).pipe(Stream.mapArray(joined)), (chunks) =>
+      inspect(limits, Stream.fromQueue(inflating).pipe(Stream.mapArray(joiner())), (chunks) =>
         Effect.asVoid(Queue.offerAll(inflated, chunks))
       ).pipe(Effect.tap(Queue.end(inflated)))
     )
