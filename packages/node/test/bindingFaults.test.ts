@@ -56,7 +56,8 @@ describe("a binding's dependency down: a clear rejection, never a crash or a han
   it("env.db with a database that accepts and never answers rejects once the connection deadline passes", async () => {
     const { server, port } = await listening(() => undefined)
     servers.push(server)
-    const db = makeDbBinding({ authority: undefined, queryTimeoutMs: 2_000 })
+    // A 1 s connection deadline (10 s unless given), so the test waits past it in a second.
+    const db = makeDbBinding({ authority: undefined, queryTimeoutMs: 2_000, connectTimeoutMs: 1_000 })
     const silent = await failureOf(db.query("prj_silent", connectTo(port), ["select 1"]))
     expect(silent.code).toBe("database_unavailable")
     expect(silent.message).not.toContain(password)

@@ -72,6 +72,8 @@ export const makeDbBinding = (options: {
   readonly authority: string | undefined
   /** A statement that has not answered by then rejects (the worker's own deadline is the edge's). */
   readonly queryTimeoutMs: number
+  /** A connection not established by then rejects: 10 s unless given (a test of the deadline gives less). */
+  readonly connectTimeoutMs?: number | undefined
 }) => {
   const pools = new Map<string, Held>()
 
@@ -93,7 +95,7 @@ export const makeDbBinding = (options: {
             : { ca: options.authority },
       max: poolSize,
       idleTimeoutMillis: 30_000,
-      connectionTimeoutMillis: 10_000,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
       query_timeout: options.queryTimeoutMs,
       options: "-c TimeZone=UTC",
       application_name: "hostplane-worker",
