@@ -1,8 +1,24 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Identity } from "@hostplane/core"
-import { Duration, Effect } from "effect"
+import { Identity, servicesWith } from "@hostplane/core"
+import { Duration, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { signIn, withCore } from "./support/CoreMemory.ts"
+import { memoryPorts, signIn, start, withCore } from "./support/CoreMemory.ts"
+
+/** The memory user store, counting its identity lookups. */
+const readsOfIdentity = { count: 0 }
+const countingUsers = Layer.effect(
+  Identity.UserStore,
+  Effect.map(Effect.service(Identity.UserStore), (users) =>
+    Identity.UserStore.of({
+      ...users,
+      findByIdentity: (provider, subject) => {
+        readsOfIdentity.count++
+        return users.findByIdentity(provider, subject)
+      }
+    })
+  )
+)
+const coreCountingReads = servicesWith([]).pipe(Layer.provideMerge(countingUsers.pipe(Layer.provideMerge(memoryPorts))))
 
 /** What only a controlled clock shows; every other identity rule is tested through HTTP (identity.test.ts). */
 describe("Identity (spec 4.1) on the memory store", () => {
@@ -18,5 +34,39 @@ describe("Identity (spec 4.1) on the memory store", () => {
         assert.strictEqual(error._tag, "Unauthorized")
       })
     )
+  )
+
+  it.effect("a host's steady caller reads no store; a changed profile is written, a user change read again", () =>
+    Effect.gen(function* () {
+      yield* TestClock.setTime(start)
+      const identity = yield* Identity.Identity
+      const cache = yield* Identity.AuthCache
+      const host = { provider: "host", subject: "7", email: "ada@host.test", name: "Ada" }
+      readsOfIdentity.count = 0
+      const first = yield* identity.actorOf(host)
+      assert.strictEqual(readsOfIdentity.count, 2, "first sight: the lookup, then the one inside the creation")
+      // The creation changed the user while the first call ran: it keeps nothing, the next call reads once.
+      assert.deepStrictEqual(yield* identity.actorOf(host), first)
+      assert.strictEqual(readsOfIdentity.count, 3)
+      for (let i = 0; i < 5; i++) assert.deepStrictEqual(yield* identity.actorOf(host), first)
+      assert.strictEqual(readsOfIdentity.count, 3, "held: no read")
+
+      const renamed = yield* identity.actorOf({ ...host, name: "Ada L." })
+      assert.strictEqual(renamed.userId, first.userId)
+      assert.strictEqual(renamed.name, "Ada L.")
+      const users = yield* Identity.UserStore
+      const stored = yield* users.findByIdentity("host", "7")
+      assert.strictEqual(stored._tag === "Some" && stored.value.name, "Ada L.")
+      // The host still sends the old name: it is written back, not answered from the held entry.
+      assert.strictEqual((yield* identity.actorOf(host)).name, "Ada")
+
+      assert.strictEqual((yield* identity.actorOf(host)).name, "Ada")
+      const before = readsOfIdentity.count
+      assert.strictEqual((yield* identity.actorOf(host)).name, "Ada")
+      assert.strictEqual(readsOfIdentity.count, before, "held again")
+      yield* cache.changed(Identity.AuthChange.user(first.userId))
+      yield* identity.actorOf(host)
+      assert.strictEqual(readsOfIdentity.count, before + 1, "a change of the user is read again")
+    }).pipe(Effect.provide(coreCountingReads))
   )
 })

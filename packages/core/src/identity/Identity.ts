@@ -146,16 +146,19 @@ export class Identity extends Context.Service<
         return { token, expiresAt, userId: user.id, subject: user.subject }
       })
 
-      // A host's own sign-in maps to the same user on every request: the profile is written (and the cache told)
-      // only when it changed, so a steady caller costs one read.
-      const actorOf = Effect.fn("Identity.actorOf")(function* (identity: VerifiedIdentity) {
+      // A host's own sign-in maps to the same user on every request: held in the cache beside the bearer tokens (a
+      // key no token hash can take), forgotten with the user's other entries; the profile is written (and the cache
+      // told) only when it changed, so a steady caller reads no store.
+      const actorOf = Effect.fnUntraced(function* (identity: VerifiedIdentity) {
+        const key = `identity\u0000${identity.provider}\u0000${identity.subject}`
+        const now = yield* Clock.currentTimeMillis
+        const unchanged = (held: { readonly email: string | null; readonly name: string | null }) =>
+          (identity.email ?? held.email) === held.email && (identity.name ?? held.name) === held.name
+        const hit = cache.bearer(key, now)
+        if (hit !== undefined && unchanged(hit.actor)) return hit.actor
+        const ticket = cache.ticket()
         const existing = yield* users.findByIdentity(identity.provider, identity.subject)
-        const user =
-          Option.isSome(existing) &&
-          (identity.email ?? existing.value.email) === existing.value.email &&
-          (identity.name ?? existing.value.name) === existing.value.name
-            ? existing.value
-            : yield* userOf(identity)
+        const user = Option.isSome(existing) && unchanged(existing.value) ? existing.value : yield* userOf(identity)
         const actor: Actor = {
           userId: user.id,
           provider: user.provider,
@@ -163,6 +166,7 @@ export class Identity extends Context.Service<
           email: user.email,
           name: user.name
         }
+        cache.keepBearer(ticket, key, { actor, expiresAt: null }, now)
         return actor
       })
 
