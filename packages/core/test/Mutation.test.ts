@@ -155,6 +155,62 @@ describe("Mutation, the one write envelope", () => {
   )
 })
 
+describe("a grant the API found is taken only under the same rule object", () => {
+  it.effect("the same rule takes the grant without reading again; the write under the lock still checks", () =>
+    withCore()(
+      Effect.gen(function* () {
+        const policy = yield* Kernel.Policy
+        const mutation = yield* Kernel.Mutation
+        const { admin } = yield* team
+        const { actor: bob } = yield* memberOf(admin, "team", "bob", "member")
+        const rule = Rule.org("member")
+        const granted = yield* policy.grant(bob, "team", undefined, rule)
+        yield* (yield* Orgs.Members).remove(admin, "team", bob.userId)
+        // The API's check of this request stands for the service: no second read sees the removal.
+        const grant = yield* Effect.provideService(
+          mutation.authorizeOrg(bob, "team", rule),
+          Kernel.CurrentGrant,
+          granted
+        )
+        assert.strictEqual(grant.role, "member")
+        const gone = yield* Effect.flip(mutation.org(grant, () => Effect.succeed(Kernel.unaudited("written"))))
+        assert.strictEqual(gone._tag, "NotFound")
+        // Without the grant, the service reads the access itself.
+        const fresh = yield* Effect.flip(mutation.authorizeOrg(bob, "team", rule))
+        assert.strictEqual(fresh._tag, "NotFound")
+      })
+    )
+  )
+
+  it.effect("another rule object for the same org is a defect: the endpoint and its service disagree", () =>
+    withCore()(
+      Effect.gen(function* () {
+        const policy = yield* Kernel.Policy
+        const { admin } = yield* team
+        const granted = yield* policy.grant(admin, "team", "web", Rule.project("viewer"))
+        const exit = yield* Effect.exit(
+          Effect.provideService(
+            policy.requireProject(admin, "team", "web", Rule.project("viewer")),
+            Kernel.CurrentGrant,
+            granted
+          )
+        )
+        assert.isTrue(Exit.isFailure(exit) && Exit.hasDies(exit))
+        // A grant of another caller or org is not this operation's: the service checks by itself.
+        const { actor: carol } = yield* signIn("carol")
+        const outsider = yield* Effect.flip(
+          Effect.provideService(
+            policy.requireProject(carol, "team", "web", granted.rule as Kernel.Rule.ProjectRule),
+            Kernel.CurrentGrant,
+            granted
+          )
+        )
+        assert.strictEqual(outsider._tag, "NotFound")
+      })
+    )
+  )
+})
+
 describe("the audit log has one writer", () => {
   it("no core module but Mutation uses the AuditLog port, so every audit action is checked against the list", () => {
     const root = Path.join(import.meta.dirname, "../src")
