@@ -1,8 +1,10 @@
-import { Orgs, Secrets } from "@hostplane/core"
+import { Kernel, Orgs, Secrets } from "@hostplane/core"
+import { ruleOf } from "@hostplane/api/auth/Rules"
 import { layerMemory } from "@hostplane/testkit"
 import { Layer } from "effect"
 import { describe, expect, it } from "vitest"
 import { hostnamePattern } from "@hostplane/api/server/OpenApiDocument"
+import { orgEndpoints } from "./support/specRoles.ts"
 import { useSuite } from "./support/TestServer.ts"
 
 type Json = Record<string, any>
@@ -69,6 +71,25 @@ describe("GET /v1/openapi.json describes what the server does", () => {
       expect(typeof operation.summary === "string" && operation.summary.length > 3, name).toBe(true)
     }
     expect(new Set(operations.map(([, operation]) => operation.operationId)).size).toBe(operations.length)
+  })
+
+  it("an org operation states its role once, from its rule, with 401 and 404 (403 above viewer)", async () => {
+    const rules = new Map(
+      orgEndpoints.map((endpoint) => [`${endpoint.method} /v1${endpoint.path.slice(3)}`, ruleOf(endpoint)!])
+    )
+    const operations = operationsOf(await document()).filter(([name]) => name.includes("/v1/orgs/{orgSlug}"))
+    expect(operations.length).toBe(orgEndpoints.length)
+    const role = /\b(?:viewer|member|admin)\b(?: or higher)?[.,;]|^(?:viewer|member|admin)\b/i
+    for (const [name, operation] of operations) {
+      const rule = rules.get(name.replace(/\{(\w+)\}/g, ":$1"))!
+      const sentence = Kernel.Rule.roleText(rule)
+      expect([name, operation.description.startsWith(sentence)]).toEqual([name, true])
+      // The prose after the generated sentence repeats no role.
+      expect([name, role.test(operation.description.slice(sentence.length).trim())]).toEqual([name, false])
+      const minimum = rule._tag === "SubjectRule" ? rule.others.minimum : rule.minimum
+      const statuses = ["401", "404", ...(minimum === "viewer" ? [] : ["403"])]
+      expect([name, statuses.filter((status) => operation.responses[status] === undefined)]).toEqual([name, []])
+    }
   })
 
   it("names the deployment's public URL as its server; the paths carry /v1", async () => {

@@ -132,7 +132,7 @@ export class DnsApi extends withRules(
         .annotateMerge(
           describe(
             [
-              'admin. `{ ds: ["<keytag> 13 2 <hex>"] }`: the DS records created at the parent (the parent is not',
+              '`{ ds: ["<keytag> 13 2 <hex>"] }`: the DS records created at the parent (the parent is not',
               "queried). Each must be well-formed and match the zone's key (key tag, algorithm, SHA-256 digest), else 400.",
               "A non-empty list moves `signing` to `ds_pending` (while `ds_pending` it replaces the recorded list); `[]`",
               "keeps the state. 409 `dnssec_off` while DNSSEC is off."

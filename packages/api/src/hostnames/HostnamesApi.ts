@@ -21,9 +21,7 @@ export class HostnamesApi extends withRules(
         error: apiErrors(Errors.NotFound, Errors.Forbidden)
       })
         .annotate(OpenApi.Summary, "List hostnames")
-        .annotateMerge(
-          describe("viewer. The default hostname first (`kind: default`, always `active`), then custom ones.")
-        ),
+        .annotateMerge(describe("The default hostname first (`kind: default`, always `active`), then custom ones.")),
       HttpApiEndpoint.post("add", base, {
         params: ProjectRef,
         payload: Hostnames.AddHostnameInput,
@@ -34,7 +32,7 @@ export class HostnamesApi extends withRules(
         .annotateMerge(
           describe(
             [
-              "member. The name is normalized to lowercase punycode without a trailing dot; wildcards, IP addresses and",
+              "The name is normalized to lowercase punycode without a trailing dot; wildcards, IP addresses and",
               "names under the service's own domains are 400 `bad_request` (`details.reason` says why). The record starts",
               "`pending_dns` with a random `verify` TXT record and reserves the name in every org; the same project adding",
               "it again gets the existing row unchanged. Ownership is proven by the TXT record, by a CNAME of the name to",
@@ -51,7 +49,7 @@ export class HostnamesApi extends withRules(
         .annotate(OpenApi.Summary, "Remove a custom hostname")
         .annotateMerge(
           describe(
-            "member. Stops routing the name and frees it. The default hostname is 400. A project being deleted is 409 " +
+            "Stops routing the name and frees it. The default hostname is 400. A project being deleted is 409 " +
               "`op_in_flight`. Audit `hostname.delete`."
           )
         ),
@@ -63,7 +61,7 @@ export class HostnamesApi extends withRules(
         .annotate(OpenApi.Summary, "Verify a custom hostname now")
         .annotateMerge(
           describe(
-            "member. Checks ownership now: on success the status becomes `active` and `verifiedAt` is set; otherwise " +
+            "Checks ownership now: on success the status becomes `active` and `verifiedAt` is set; otherwise " +
               "the status is unchanged and `lastError` holds what DNS showed. An `active` name is answered unchanged. " +
               "A project being deleted is 409 `op_in_flight`."
           )
@@ -77,7 +75,7 @@ export class HostnamesApi extends withRules(
         .annotateMerge(
           describe(
             [
-              "member. When the name's `tls.status` is `failed`, starts a new ACME attempt at once (the backoff is",
+              "When the name's `tls.status` is `failed`, starts a new ACME attempt at once (the backoff is",
               "waived) and the status becomes `pending`; for any other status nothing changes. 200 with the Hostname",
               "either way. `tls` (decisions.md part 16): `none` when no static certificate covers the name and ACME is",
               "off; `pending` while a certificate is sought; `issued` with `expiresAt` (names the static certificate",
