@@ -17,6 +17,9 @@ import { type Session, unique, useSuite } from "./support/TestServer.ts"
 
 const pkt = (text: string) => `${(Buffer.byteLength(text) + 4).toString(16).padStart(4, "0")}${text}`
 
+/** Tests that push and clone tens of MiB of random bytes: on a loaded 2-core machine git alone nears the default 30 s. */
+const bigPackDeadline = 120_000
+
 describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", (_name, stores) => {
   const suite = useSuite(stores)
   const { api, newOrg, withRole } = suite
@@ -321,16 +324,20 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     await pushed.cleanup()
   })
 
-  it("a large push streams through (far beyond the JSON body limit) and is browsable", async () => {
-    const slug = await newOrg()
-    const pushed = await pushedRepo(slug)
-    const big = randomBytes(24 * 1024 * 1024)
-    await pushed.commitFiles({ "big.bin": big }, "big")
-    await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
-    const blob = await api.get(`${reposOf(slug, pushed.project.name)}/site/blob?path=big.bin`, admin())
-    expect(blob.body).toMatchObject({ size: big.length, tooLarge: true, content: null })
-    await pushed.cleanup()
-  })
+  it(
+    "a large push streams through (far beyond the JSON body limit) and is browsable",
+    async () => {
+      const slug = await newOrg()
+      const pushed = await pushedRepo(slug)
+      const big = randomBytes(24 * 1024 * 1024)
+      await pushed.commitFiles({ "big.bin": big }, "big")
+      await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
+      const blob = await api.get(`${reposOf(slug, pushed.project.name)}/site/blob?path=big.bin`, admin())
+      expect(blob.body).toMatchObject({ size: big.length, tooLarge: true, content: null })
+      await pushed.cleanup()
+    },
+    bigPackDeadline
+  )
 
   /** A repo whose main holds 24 MiB of random bytes: a pack that outlasts the pipes' buffers while it is sent. */
   const bigClone = async () => {
@@ -341,66 +348,74 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     return { slug, pushed, head: await gitOk(pushed.work, ["rev-parse", "HEAD"]) }
   }
 
-  it("a clone abandoned mid-pack over HTTP leaves no git process behind", async () => {
-    const { slug, pushed, head } = await bigClone()
-    const abort = new AbortController()
-    const reply = await fetch(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`, {
-      method: "POST",
-      headers: {
-        authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
-        "git-protocol": "version=2",
-        "content-type": "application/x-git-upload-pack-request"
-      },
-      body: `${pkt("command=fetch\n")}0001${pkt(`want ${head}\n`)}${pkt("done\n")}0000`,
-      signal: abort.signal
-    })
-    expect(reply.status).toBe(200)
-    const first = await reply.body!.getReader().read()
-    expect(first.done).toBe(false)
-    // The client reads no further: git is still running, held back by the unread pack.
-    expect(await gitDescendants()).not.toEqual([])
-    abort.abort()
-    expect(await gitLeft()).toEqual([])
-    await pushed.cleanup()
-  })
-
-  it("a clone abandoned mid-pack over SSH leaves no git process behind", async () => {
-    const { slug, pushed, head } = await bigClone()
-    const key = await registered(suite.admin)
-    const ssh = spawn(
-      "ssh",
-      [
-        ...sshEnv(key).GIT_SSH_COMMAND.split(" ").slice(1),
-        "-p",
-        String(sshPort),
-        "git@127.0.0.1",
-        `git-upload-pack '${slug}/${pushed.project.name}/site.git'`
-      ],
-      { stdio: ["pipe", "pipe", "ignore"] }
-    )
-    // Protocol v0: the ref advertisement, then one want and done; the pack follows.
-    let received = 0
-    let asked = false
-    const packStarted = new Promise<void>((resolve) => {
-      ssh.stdout.on("data", (chunk: Buffer) => {
-        received += chunk.length
-        if (!asked && chunk.toString("latin1").endsWith("0000")) {
-          asked = true
-          received = 0
-          ssh.stdin.write(`${pkt(`want ${head}\n`)}0000${pkt("done\n")}`)
-        } else if (asked && received > 256 * 1024) {
-          ssh.stdout.pause()
-          resolve()
-        }
+  it(
+    "a clone abandoned mid-pack over HTTP leaves no git process behind",
+    async () => {
+      const { slug, pushed, head } = await bigClone()
+      const abort = new AbortController()
+      const reply = await fetch(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`, {
+        method: "POST",
+        headers: {
+          authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
+          "git-protocol": "version=2",
+          "content-type": "application/x-git-upload-pack-request"
+        },
+        body: `${pkt("command=fetch\n")}0001${pkt(`want ${head}\n`)}${pkt("done\n")}0000`,
+        signal: abort.signal
       })
-    })
-    await packStarted
-    // The client reads no further: git is still running, held back by the unread pack.
-    expect(await gitDescendants()).not.toEqual([])
-    ssh.kill("SIGKILL")
-    expect(await gitLeft()).toEqual([])
-    await pushed.cleanup()
-  })
+      expect(reply.status).toBe(200)
+      const first = await reply.body!.getReader().read()
+      expect(first.done).toBe(false)
+      // The client reads no further: git is still running, held back by the unread pack.
+      expect(await gitDescendants()).not.toEqual([])
+      abort.abort()
+      expect(await gitLeft()).toEqual([])
+      await pushed.cleanup()
+    },
+    bigPackDeadline
+  )
+
+  it(
+    "a clone abandoned mid-pack over SSH leaves no git process behind",
+    async () => {
+      const { slug, pushed, head } = await bigClone()
+      const key = await registered(suite.admin)
+      const ssh = spawn(
+        "ssh",
+        [
+          ...sshEnv(key).GIT_SSH_COMMAND.split(" ").slice(1),
+          "-p",
+          String(sshPort),
+          "git@127.0.0.1",
+          `git-upload-pack '${slug}/${pushed.project.name}/site.git'`
+        ],
+        { stdio: ["pipe", "pipe", "ignore"] }
+      )
+      // Protocol v0: the ref advertisement, then one want and done; the pack follows.
+      let received = 0
+      let asked = false
+      const packStarted = new Promise<void>((resolve) => {
+        ssh.stdout.on("data", (chunk: Buffer) => {
+          received += chunk.length
+          if (!asked && chunk.toString("latin1").endsWith("0000")) {
+            asked = true
+            received = 0
+            ssh.stdin.write(`${pkt(`want ${head}\n`)}0000${pkt("done\n")}`)
+          } else if (asked && received > 256 * 1024) {
+            ssh.stdout.pause()
+            resolve()
+          }
+        })
+      })
+      await packStarted
+      // The client reads no further: git is still running, held back by the unread pack.
+      expect(await gitDescendants()).not.toEqual([])
+      ssh.kill("SIGKILL")
+      expect(await gitLeft()).toEqual([])
+      await pushed.cleanup()
+    },
+    bigPackDeadline
+  )
 
   it("a rename while a push is running does not interrupt it: the push lands in the renamed repo and is recorded", async () => {
     const slug = await newOrg()
@@ -515,24 +530,28 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     await cleanup()
   })
 
-  it("SSH: an OpenSSH client is never sent more than 512 KiB ahead of what it passed on, and gets every byte", async () => {
-    const slug = await newOrg()
-    const pushed = await pushedRepo(slug)
-    const big = randomBytes(6 * 1024 * 1024)
-    await pushed.commitFiles({ "big.bin": big }, "big")
-    await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
-    const key = await registered(suite.admin)
-    // At DEBUG2 OpenSSH logs its window (2 MiB less what it holds unread) before each WINDOW_ADJUST it sends.
-    const clone = await git(pushed.dir, ["clone", sshUrl(slug, pushed.project.name, "site"), "ssh"], {
-      GIT_SSH_COMMAND: sshEnv(key).GIT_SSH_COMMAND.replace("LogLevel=ERROR", "LogLevel=DEBUG2")
-    })
-    expect(clone.code, clone.stderr).toBe(0)
-    const windows = [...clone.stderr.matchAll(/window (\d+) sent adjust \d+/gu)].map((match) => Number(match[1]))
-    expect(windows.length).toBeGreaterThan(10)
-    expect(Math.min(...windows)).toBeGreaterThanOrEqual(2 * 1024 * 1024 - GitSshServer.openSshInFlight)
-    expect(await Fs.readFile(Path.join(pushed.dir, "ssh", "big.bin"))).toEqual(big)
-    await pushed.cleanup()
-  })
+  it(
+    "SSH: an OpenSSH client is never sent more than 512 KiB ahead of what it passed on, and gets every byte",
+    async () => {
+      const slug = await newOrg()
+      const pushed = await pushedRepo(slug)
+      const big = randomBytes(6 * 1024 * 1024)
+      await pushed.commitFiles({ "big.bin": big }, "big")
+      await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
+      const key = await registered(suite.admin)
+      // At DEBUG2 OpenSSH logs its window (2 MiB less what it holds unread) before each WINDOW_ADJUST it sends.
+      const clone = await git(pushed.dir, ["clone", sshUrl(slug, pushed.project.name, "site"), "ssh"], {
+        GIT_SSH_COMMAND: sshEnv(key).GIT_SSH_COMMAND.replace("LogLevel=ERROR", "LogLevel=DEBUG2")
+      })
+      expect(clone.code, clone.stderr).toBe(0)
+      const windows = [...clone.stderr.matchAll(/window (\d+) sent adjust \d+/gu)].map((match) => Number(match[1]))
+      expect(windows.length).toBeGreaterThan(10)
+      expect(Math.min(...windows)).toBeGreaterThanOrEqual(2 * 1024 * 1024 - GitSshServer.openSshInFlight)
+      expect(await Fs.readFile(Path.join(pushed.dir, "ssh", "big.bin"))).toEqual(big)
+      await pushed.cleanup()
+    },
+    bigPackDeadline
+  )
 
   it("a never-pushed repo clones as an empty repository over HTTP and SSH", async () => {
     const slug = await newOrg()
