@@ -1,27 +1,10 @@
 import type { ChildProcess } from "node:child_process"
-import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
-
-interface Connect {
-  readonly host: string
-  readonly port: number
-  readonly user: string
-  readonly password: string
-}
-
-const psql = (at: Connect, command: string) =>
-  new Promise<{ ok: boolean; out: string }>((resolve) =>
-    execFile(
-      "psql",
-      ["-h", at.host, "-p", String(at.port), "-U", at.user, "-d", "app", "-XAtqc", command],
-      { env: { ...process.env, PGPASSWORD: at.password, PGCONNECT_TIMEOUT: "10" } },
-      (error, stdout, stderr) => resolve({ ok: error === null, out: error === null ? stdout.trim() : stderr })
-    )
-  )
+import { type Connect, psql } from "./support/Probes.ts"
 
 /**
  * A restore whose server is SIGKILLed in its sealing phase (its base backup started, the WAL slot taken) is

@@ -18,6 +18,7 @@ import { Effect, Exit, Redacted, Scope } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
+import { jobClaims } from "./support/Probes.ts"
 
 /*
  * Part 15 asks that a change made on one replica be served by the other's edge within 1 s and by its DNS within 2 s.
@@ -80,19 +81,6 @@ const bucketKeys = (directory: string) => {
   return readdirSync(bucketDir, { recursive: true, encoding: "utf8" })
     .filter((path) => path.endsWith("._S3rver_object"))
     .map((path) => path.slice(0, -"._S3rver_object".length))
-}
-
-/** `hostplane_jobs_total` of one replica's /metrics, summed over outcomes, by kind. */
-const jobClaims = async (metricsPort: number) => {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
-  const claims = new Map<string, number>()
-  for (const line of text.split("\n")) {
-    if (!line.startsWith("hostplane_jobs_total{")) continue
-    const kind = /kind="([^"]+)"/.exec(line)?.[1]
-    const value = Number(line.slice(line.lastIndexOf(" ") + 1))
-    if (kind !== undefined) claims.set(kind, (claims.get(kind) ?? 0) + value)
-  }
-  return claims
 }
 
 interface Replica {

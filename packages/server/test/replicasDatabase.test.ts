@@ -1,4 +1,3 @@
-import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -8,36 +7,7 @@ import { startS3rver } from "@hostplane/testkit"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
-
-interface Connect {
-  readonly host: string
-  readonly port: number
-  readonly user: string
-  readonly password: string
-}
-
-const psql = (at: Connect, command: string) =>
-  new Promise<{ ok: boolean; out: string }>((resolve) =>
-    execFile(
-      "psql",
-      ["-h", at.host, "-p", String(at.port), "-U", at.user, "-d", "app", "-XAtqc", command],
-      { env: { ...process.env, PGPASSWORD: at.password, PGCONNECT_TIMEOUT: "10", PGSSLMODE: "require" } },
-      (error, stdout, stderr) => resolve({ ok: error === null, out: error === null ? stdout.trim() : stderr })
-    )
-  )
-
-/** `hostplane_jobs_total` of one replica's /metrics, summed over outcomes, by kind. */
-const jobClaims = async (metricsPort: number) => {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text()
-  const claims = new Map<string, number>()
-  for (const line of text.split("\n")) {
-    if (!line.startsWith("hostplane_jobs_total{")) continue
-    const kind = /kind="([^"]+)"/.exec(line)?.[1]
-    const value = Number(line.slice(line.lastIndexOf(" ") + 1))
-    if (kind !== undefined) claims.set(kind, (claims.get(kind) ?? 0) + value)
-  }
-  return claims
-}
+import { jobClaims, psql } from "./support/Probes.ts"
 
 /** The kinds a replica ran whose name ends with `@<home>` or any other home, with their counts. */
 const pinnedKinds = (claims: Map<string, number>) => [...claims.keys()].filter((kind) => kind.includes("@")).sort()
