@@ -4,7 +4,7 @@ import { PgClient } from "@effect/sql-pg"
 import { makeHostplane } from "@hostplane/server"
 import { Redacted } from "effect"
 import express from "express"
-import { homePage, hostSettings, hostUsers, stopOnSignal } from "./hostUsers.ts"
+import { closeNodeServer, homePage, hostSettings, hostUsers, stopOnSignal } from "./hostUsers.ts"
 
 const { databaseUrl, port } = hostSettings()
 
@@ -36,11 +36,4 @@ const server = app.listen(port, "127.0.0.1", () =>
   console.log(`host listening on http://127.0.0.1:${port} (hostplane under /platform/v1)`)
 )
 
-stopOnSignal(
-  () => {
-    server.closeAllConnections()
-    server.close()
-  },
-  hostplane,
-  users
-)
+stopOnSignal(closeNodeServer(server), hostplane, users)

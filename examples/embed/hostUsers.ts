@@ -57,6 +57,12 @@ export const hostSettings = () => {
   return { databaseUrl, port: Number(process.env["PORT"] ?? 3000) }
 }
 
+/** Closing a Node HTTP server at once: its idle keep-alive connections too, so the process can exit. */
+export const closeNodeServer = (server: { closeAllConnections: () => void; close: () => unknown }) => () => {
+  server.closeAllConnections()
+  server.close()
+}
+
 /** On SIGINT or SIGTERM: the host's server stops taking requests, then hostplane and the host's pool close. */
 export const stopOnSignal = (
   closeServer: () => unknown,

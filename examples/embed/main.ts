@@ -2,7 +2,7 @@
 // Run: DATABASE_URL=postgres://... PORT=3000 npx node --conditions=@hostplane/source examples/embed/main.ts
 import { makeHostplane } from "@hostplane/server"
 import { createServer, type IncomingMessage } from "node:http"
-import { homePage, hostSettings, hostUsers, stopOnSignal } from "./hostUsers.ts"
+import { closeNodeServer, homePage, hostSettings, hostUsers, stopOnSignal } from "./hostUsers.ts"
 
 const { databaseUrl, port } = hostSettings()
 
@@ -54,11 +54,4 @@ const server = createServer((request, response) => {
 })
 server.listen(port, "127.0.0.1", () => console.log(`host listening on http://127.0.0.1:${port} (hostplane under /v1)`))
 
-stopOnSignal(
-  () => {
-    server.closeAllConnections()
-    server.close()
-  },
-  hostplane,
-  users
-)
+stopOnSignal(closeNodeServer(server), hostplane, users)
