@@ -1,5 +1,5 @@
 import { Clock, Context, Duration, Effect, Layer, Option, Semaphore } from "effect"
-import { accessRules } from "./AccessPolicyRules.ts"
+import { accessByHostRules, accessRules } from "./AccessPolicyRules.ts"
 import { BadRequest, type Forbidden, NotFound, type OpInFlight } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
 import { parseHost } from "../kernel/HostName.ts"
@@ -210,7 +210,7 @@ export class AccessPolicies extends Context.Service<
         const name = parseHost(input.to)
         const host = Option.isSome(name) ? yield* store.findActiveHost(name.value) : Option.none()
         if (Option.isNone(host)) return yield* new NotFound({ message: "this hostname is not served here" })
-        yield* policy.requireOrgRole(actor, host.value.orgId, "viewer")
+        yield* policy.requireOrgRole(actor, host.value.orgId, accessByHostRules.authorize)
         const code = yield* tokens.secret(secretBytes)
         const codeHash = yield* tokens.hash(code)
         const issued = yield* now

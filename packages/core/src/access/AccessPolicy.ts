@@ -1,5 +1,7 @@
 import { Duration, Schema } from "effect"
-import { atLeast, type Role } from "../kernel/Role.ts"
+import type { Role } from "../kernel/Role.ts"
+import * as Rule from "../kernel/Rule.ts"
+import { accessByHostRules } from "./AccessPolicyRules.ts"
 import { AccessMode, NextPath } from "./AccessRules.ts"
 import { OrgId, ProjectId, UserId } from "../kernel/Ids.ts"
 import type {} from "../kernel/Ids.ts"
@@ -84,7 +86,7 @@ export interface AccessGrant {
 
 /**
  * Whether a signed-in org user with `role` may open a deployment under `mode`: `public` admits everyone, `org`
- * admits member or higher of the owning org (spec 4.11), `password` admits only the shared password or the bypass.
+ * admits the owning org's roles `accessByHostRules.open` allows (spec 4.11: member or higher), `password` admits only the shared password or the bypass.
  */
 export const admitsRole = (mode: AccessMode, role: Role): boolean =>
-  mode === "public" || (mode === "org" && atLeast(role, "member"))
+  mode === "public" || (mode === "org" && Rule.allows(accessByHostRules.open, role))

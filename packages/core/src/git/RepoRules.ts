@@ -13,3 +13,12 @@ export const repoRules = {
   blob: Rule.project("viewer"),
   commits: Rule.project("viewer")
 } as const
+
+/**
+ * Git over smart HTTP and SSH, by the transport's direction: reading (fetch, clone) and pushing. Beside the role, a
+ * public repo is readable by anyone, and a non-member of it is told 403 rather than 404.
+ */
+export const transportRules = {
+  read: Rule.project("viewer"),
+  write: Rule.project("member")
+} as const

@@ -15,8 +15,7 @@ import type { Actor } from "../kernel/Actor.ts"
 import { newId, type UserId } from "../kernel/Ids.ts"
 import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
-import { atLeast } from "../kernel/Role.ts"
-import type { ProjectRule } from "../kernel/Rule.ts"
+import { allows, type ProjectRule } from "../kernel/Rule.ts"
 import { Settings } from "../kernel/Settings.ts"
 import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
@@ -44,7 +43,7 @@ import {
   type RepoTree
 } from "./Repo.ts"
 import { RepoStore } from "./RepoStore.ts"
-import { repoRules } from "./RepoRules.ts"
+import { repoRules, transportRules } from "./RepoRules.ts"
 import { Deployments } from "../deployments/Deployments.ts"
 import { UserStore } from "../identity/UserStore.ts"
 
@@ -359,9 +358,9 @@ export class Repos extends Context.Service<
           if (repo.value.visibility === "public") return yield* new Forbidden({ message: "only members may push" })
           return yield* hidden()
         }
-        const minimum = access === "read" ? "viewer" : "member"
-        if (!atLeast(role.value, minimum)) {
-          return yield* new Forbidden({ message: `this needs the ${minimum} role or higher` })
+        const rule = transportRules[access]
+        if (!allows(rule, role.value)) {
+          return yield* new Forbidden({ message: `this needs the ${rule.minimum} role or higher` })
         }
         return { repo: repo.value, userId, path }
       })

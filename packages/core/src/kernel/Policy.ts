@@ -79,7 +79,7 @@ export class Policy extends Context.Service<
      * For an org reached through a public name (a routed hostname) rather than its slug, so its existence is no
      * secret: no membership and a role below the minimum are both 403.
      */
-    readonly requireOrgRole: (actor: Actor, orgId: OrgId, minimum: Role) => Effect.Effect<Membership, Forbidden>
+    readonly requireOrgRole: (actor: Actor, orgId: OrgId, rule: OrgRule) => Effect.Effect<Membership, Forbidden>
     /**
      * `require` again for an org already authorized, on `read` as it now stands (taken under its lock, a concurrent
      * delete, removal or demotion has committed): gone or no longer a member is 404, a lower role 403.
@@ -144,7 +144,8 @@ export class Policy extends Context.Service<
         return yield* projectAccess(actor, orgSlug, projectName, rule.minimum)
       })
 
-      const requireOrgRole = Effect.fn("Policy.requireOrgRole")(function* (actor: Actor, orgId: OrgId, minimum: Role) {
+      const requireOrgRole = Effect.fn("Policy.requireOrgRole")(function* (actor: Actor, orgId: OrgId, rule: OrgRule) {
+        const minimum = rule.minimum
         const org = yield* orgs.findById(orgId)
         const role = Option.isSome(org) ? yield* orgs.findMembership(orgId, actor.userId) : Option.none()
         if (Option.isNone(org) || Option.isNone(role)) {
