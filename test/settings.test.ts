@@ -95,11 +95,13 @@ const codeDefaults = (): Map<string, string> => {
       const product = /^\d+(\s*\*\s*\d+)*$/.test(value)
       const shown = literal
         ? literal[1]!
-        : duration
-          ? `${duration[2]} ${duration[2] === "1" ? duration[1]!.slice(0, -1) : duration[1]}`
-          : product
-            ? String(value.split("*").reduce((total, factor) => total * Number(factor), 1))
-            : undefined
+        : value === "true" || value === "false"
+          ? value
+          : duration
+            ? `${duration[2]} ${duration[2] === "1" ? duration[1]!.slice(0, -1) : duration[1]}`
+            : product
+              ? String(value.split("*").reduce((total, factor) => total * Number(factor), 1))
+              : undefined
       if (shown === undefined) throw new Error(`${relative(root, path)}: a default this test cannot read: ${value}`)
       const earlier = defaults.get(match[1]!)
       if (earlier !== undefined && earlier !== shown) {

@@ -298,8 +298,11 @@ export const layerConfig = (options: { readonly embeddedDirectory?: string | und
       const url = yield* Config.option(Config.Redacted("DATABASE_URL"))
       if (Option.isSome(url) && Redacted.value(url.value).trim() !== "") return layer(url.value, { schema })
       const dataDir = yield* Config.String("SERVICE_DATA_DIR").pipe(Config.withDefault(".hostplane"))
+      // Test servers throw their cluster away: skipping fsync saves each of them the flushes of initdb and migrations.
+      const durable = yield* Config.Boolean("SERVICE_PG_EMBEDDED_DURABLE").pipe(Config.withDefault(true))
       const embedded = yield* EmbeddedPostgres.start({
-        directory: options.embeddedDirectory ?? Path.join(dataDir, "pg")
+        directory: options.embeddedDirectory ?? Path.join(dataDir, "pg"),
+        durable
       })
       return layer(embedded.url, { schema })
     })

@@ -42,16 +42,18 @@ export interface ServerProcess {
 }
 
 /**
- * The standalone binary, exactly as `npm start` runs it, with `env`; answers once `GET <base>/v1/config` does. Git over
- * SSH gets a free port unless `env` names one, so servers of parallel tests never race for the default 2222. `tries`
- * polls 250 ms apart: a first start (initdb, migrations) takes over a minute on a loaded 2-core machine.
+ * The standalone binary as `npm start` runs it, with `env`; answers once `GET <base>/v1/config` does. Git over SSH gets
+ * a free port unless `env` names one, so servers of parallel tests never race for the default 2222. An embedded
+ * PostgreSQL skips fsync unless `env` says otherwise: the test throws its cluster away, and a crash test kills only the
+ * node process, so the operating system still holds every write (`server.test.ts` starts on the true defaults).
+ * `tries` polls 250 ms apart: a first start (initdb, migrations) takes over a minute on a loaded 2-core machine.
  */
 export const startServer = async (base: string, env: Record<string, string>, tries = 600): Promise<ServerProcess> => {
   let output = ""
   const sshListen = `127.0.0.1:${await freePort()}`
   const child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"], {
     cwd: root,
-    env: { ...process.env, SERVICE_GIT_SSH_LISTEN: sshListen, ...env },
+    env: { ...process.env, SERVICE_GIT_SSH_LISTEN: sshListen, SERVICE_PG_EMBEDDED_DURABLE: "false", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   child.stdout!.on("data", (chunk) => (output += chunk))
