@@ -10,8 +10,8 @@ export type Stores = Area.Stores<typeof areas>
 /**
  * Every core service with its ports left open: a host provides the `Stores`, `Settings`, `Tokens`, every provider
  * port (each real or in its explicit `off` form: a forgotten one is a compile error), a `DnsResolver` and
- * `HostedZones` for hostname verification, a `BundleReader` for uploads and an `ArtifactStore` for the edge. The output also carries the registry (holdings, teardown steps, job
- * handlers, add-ons), so runners built beside it see every area's handlers.
+ * `HostedZones` for hostname verification and a `BundleReader` for uploads. The output also carries the registry
+ * (holdings, teardown steps, job handlers, add-ons), so runners built beside it see every area's handlers.
  */
 export const services = Area.services(areas)
 

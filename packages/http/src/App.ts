@@ -1,4 +1,4 @@
-import { Identity, Kernel, type Ports as CorePorts, services } from "@hostplane/core"
+import { type Deployments, Identity, Kernel, type Ports as CorePorts, services } from "@hostplane/core"
 import { Effect, Layer } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { HttpMiddleware, HttpRouter } from "effect/http"
@@ -102,9 +102,10 @@ export const routes = routesOf(areas)
  * The ports the routes need from the host, as every area declares them: the stores, the settings, the DNS that
  * hostname verification asks, the secret sealer (`SealerAesGcm`), the access password hasher (`PasswordHasherScrypt`),
  * the bundle reader and artifact store (`BundleReader` over `ArtifactStoreDisk`), all in adapters-providers, and the
- * host's own sign-in (`HostAuthenticator`, or `HostAuthenticator.off`).
+ * host's own sign-in (`HostAuthenticator`, or `HostAuthenticator.off`). The node API serves bundles from the artifact
+ * store (`GET /v1/node/artifacts/{digest}`).
  */
-export type Ports = CorePorts | HostAuthenticator
+export type Ports = CorePorts | Deployments.ArtifactStore | HostAuthenticator
 
 /**
  * Router settings every host of `app` should use: path parameters up to 1024 characters, so a 128-character secret

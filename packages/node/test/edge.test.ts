@@ -3,8 +3,8 @@ import { Access } from "@hostplane/core"
 import { Effect, Layer } from "effect"
 import * as Http from "node:http"
 import { describe, expect, it } from "vitest"
-import { backends } from "./support/backends.ts"
-import { unique, useSuite } from "./support/TestServer.ts"
+import { backends } from "../../http/test/support/backends.ts"
+import { unique, useSuite } from "../../http/test/support/TestServer.ts"
 
 interface EdgeReply {
   readonly status: number

@@ -11,9 +11,9 @@ import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backends } from "./support/backends.ts"
-import { countingProxy } from "./support/CountingProxy.ts"
-import { client, startTestServer, type TestServer, unique, useSuite } from "./support/TestServer.ts"
+import { backends } from "../../http/test/support/backends.ts"
+import { countingProxy } from "../../http/test/support/CountingProxy.ts"
+import { client, startTestServer, type TestServer, unique, useSuite } from "../../http/test/support/TestServer.ts"
 
 // The edge answers from memory: what a host routes to, the project's access policy and live deployment. Every change
 // to them is served on the next request by the server that made it, and within a second by every other server on

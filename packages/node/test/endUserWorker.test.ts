@@ -9,8 +9,8 @@ import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { backends } from "./support/backends.ts"
-import { useSuite } from "./support/TestServer.ts"
+import { backends } from "../../http/test/support/backends.ts"
+import { useSuite } from "../../http/test/support/TestServer.ts"
 
 const folder = mkdtempSync(Path.join(Os.tmpdir(), "hostplane-http-enduser-"))
 const idpScope = Effect.runSync(Scope.make())

@@ -8,7 +8,7 @@ import {
 } from "@hostplane/adapters-providers/tls/CertificateBook"
 import { edgeTlsServer } from "@hostplane/adapters-providers/tls/EdgeTlsServer"
 import { Secrets, Tls } from "@hostplane/core"
-import { edgeAppOver, installLane, makeEdgeLane } from "@hostplane/http"
+import { edgeAppOver, installLane, makeEdgeLane } from "@hostplane/node"
 import { Config, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { HttpServer } from "effect/http"
 import { parseListen } from "./Listen.ts"

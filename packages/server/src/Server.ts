@@ -23,11 +23,18 @@ import { configLayerFromEnv, Deployments, Dns, Hostnames, jobHandlers, Jobs, ser
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import * as Path from "node:path"
-import { app, Console, HostAuthenticator, routerConfig, spanNames, WorkerInvoker } from "@hostplane/http"
+import { app, Console, HostAuthenticator, routerConfig, spanNames } from "@hostplane/http"
 import { loadConsole } from "@hostplane/console"
 import { edgeListeners, tlsPorts } from "./EdgeListeners.ts"
 import { healthRoutes } from "./Health.ts"
-import { runtimeSettingsConfig, WorkerCheckLive, WorkerInvokerLive, WorkerRuntime } from "@hostplane/node"
+import {
+  EdgeLive,
+  runtimeSettingsConfig,
+  WorkerCheckLive,
+  WorkerInvoker,
+  WorkerInvokerLive,
+  WorkerRuntime
+} from "@hostplane/node"
 import { parseListen } from "./Listen.ts"
 import { connectionSettings, httpListener, namedBind } from "./Listeners.ts"
 import { coreWatchLayer } from "./CoreWatch.ts"
@@ -142,9 +149,13 @@ export const ServerLive = Layer.unwrap(
       Layer.provide(coreWatchLayer)
     )
     const metrics = metricsLayer(connections)
-    // The reference edge on its own port, on the same services (one build shares the `services` layer).
-    // With SERVICE_EDGE_TLS_LISTEN, HTTPS beside it (decisions.md part 16).
-    const edge = edgeListeners(edgeListen, connections).pipe(Layer.provide(invoker), Layer.provide(services))
+    // The data plane's edge (`@hostplane/node`) on its own port, in this process, on the same services (one build
+    // shares the `services` layer). With SERVICE_EDGE_TLS_LISTEN, HTTPS beside it (decisions.md part 16).
+    const edge = edgeListeners(edgeListen, connections).pipe(
+      Layer.provide(invoker),
+      Layer.provide(EdgeLive),
+      Layer.provide(services)
+    )
     // Git over SSH on SERVICE_GIT_SSH_LISTEN (decisions.md part 8), on the same services; `off` starts none.
     const ssh = namedBind(GitSshServer.layerConfig, { name: "git SSH", setting: "SERVICE_GIT_SSH_LISTEN" }).pipe(
       Layer.provide(services)

@@ -1,5 +1,2 @@
-export * from "./AssetPath.ts"
-export * from "./Edge.ts"
 export * from "./EdgeSessionStore.ts"
 export * from "./EdgeArea.ts"
-export * from "./EdgeCache.ts"

@@ -1,23 +1,22 @@
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { EndUserDirectory, SocialOAuth } from "./EndUserPorts.ts"
 import { area } from "../Area.ts"
 import { nodeBinding } from "../node/NodeBinding.ts"
 import { authAddonProvider } from "./AuthAddon.ts"
 import { AuthStore } from "./AuthStore.ts"
-import { AuthWorker } from "./AuthWorker.ts"
 import { EndUserAuths } from "./EndUserAuths.ts"
 import { identitiesDeleteHandler } from "./IdentitiesDelete.ts"
 
 /**
  * Spec 4.9: end-user sign-in for a project's visitors. The add-on and its settings and providers live here; the users
- * and their sessions live in the project's own database, written by the edge's auth worker; a provider delete removes
+ * and their sessions live in the project's own database, written by the node edge's auth worker (`@hostplane/node`); a provider delete removes
  * that provider's identities there through a job.
  */
 export const EndUserArea = area({
   name: "enduser",
   ports: [SocialOAuth.off, EndUserDirectory.off],
   stores: [AuthStore],
-  services: AuthWorker.layer.pipe(Layer.provideMerge(EndUserAuths.layer)),
+  services: EndUserAuths.layer,
   addon: authAddonProvider,
   node: Effect.map(Effect.service(EndUserAuths), (auths) => nodeBinding("auth", auths.binding)),
   jobs: [identitiesDeleteHandler]

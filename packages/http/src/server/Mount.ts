@@ -3,16 +3,13 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { makeClientFor, makeFor } from "@hostplane/client/ClientOf"
 import { type Client, ClientApi } from "@hostplane/client/HostplaneClient"
 import type { PromiseClient } from "@hostplane/client/PromiseClient"
-import { Identity, type services, Tls } from "@hostplane/core"
+import { Identity, type services } from "@hostplane/core"
 import { Context, Effect, Exit, Layer, Schema, Scope } from "effect"
 import { FetchHttpClient, HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type * as Http from "node:http"
 import { app, type Ports, routerLayer } from "../App.ts"
 import { HostActor, HostIdentity } from "../auth/HostAuthenticator.ts"
 import { MountPrefix } from "../console/ConsolePages.ts"
-import { edgeApp } from "../edge/EdgeApp.ts"
-import { makeEdgeLane } from "../edge/EdgeLane.ts"
-import { WorkerInvoker } from "../edge/WorkerInvoker.ts"
 import { explainMissingPort } from "./MissingPort.ts"
 
 /** What the served layer gives besides the routes: every core service and the registry. */
@@ -44,8 +41,6 @@ export interface Mounted<R> {
   readonly asUser: (identity: HostIdentity) => PromiseClient
   /** The same typed client for Effect code (`HttpApiClient`): its failures are core's tagged errors. */
   readonly asUserEffect: (identity: HostIdentity) => Client
-  /** The reference edge on the same services: serves deployments by `Host` (mount it on its own port). */
-  readonly edgeListener: (request: Http.IncomingMessage, response: Http.ServerResponse) => void
   /** The services built, for host code in Effect that calls them directly. */
   readonly context: Context.Context<R>
   /** Releases everything built (database pools, background runners). */
@@ -124,22 +119,6 @@ export const mount = async <E>(
   const nodeListener = await Effect.runPromise(
     NodeHttpServer.makeHandler(prefixed, { scope }).pipe(Effect.provideContext(context))
   )
-  // A mounted hostplane runs no worker code (its edge answers worker requests 503 `worker_unavailable`) and has no
-  // TLS listener; held files take the same lane in front of the edge app as on the server's edge.
-  const edgeHandler = await Effect.runPromise(
-    NodeHttpServer.makeHandler(edgeApp, { scope }).pipe(
-      Effect.provide(WorkerInvoker.off),
-      Effect.provideContext(context)
-    )
-  )
-  const edgeLane = await Effect.runPromise(
-    makeEdgeLane("http", () => Effect.void).pipe(
-      Effect.provide(Layer.merge(WorkerInvoker.off, Tls.EdgeTls.off)),
-      Effect.provideContext(context)
-    )
-  )
-  const edgeListener = (request: Http.IncomingMessage, response: Http.ServerResponse) =>
-    edgeLane(request, response, () => edgeHandler(request, response))
   const listener: NodeMiddleware = (request, response, next) => {
     if (next !== undefined && underPrefix(prefix, request.url ?? "/") === undefined) return next()
     nodeListener(request, response)
@@ -176,7 +155,6 @@ export const mount = async <E>(
           Effect.provide(FetchHttpClient.layer)
         )
       ) as Client,
-    edgeListener,
     context,
     dispose: () => Effect.runPromise(Scope.close(scope, Exit.void))
   }

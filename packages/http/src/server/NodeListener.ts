@@ -11,8 +11,6 @@ type Services = Layer.Success<typeof services>
 export interface NodeListener<R> {
   /** A `node:http` request listener answering every `/v1` route. */
   readonly listener: (request: Http.IncomingMessage, response: Http.ServerResponse) => void
-  /** The reference edge on the same services: serves deployments by `Host` (mount it on its own port). */
-  readonly edgeListener: (request: Http.IncomingMessage, response: Http.ServerResponse) => void
   /** The services the host provided, for hosts (and tests) that also call them directly. */
   readonly context: Context.Context<R>
   /** Releases everything the listener built (database pools, background runners). */
@@ -29,6 +27,6 @@ export const makeNodeListener = async <E>(
   /** The routes and services to serve: `app`, or `appWith(...)` for a host's (or a test's) extra areas. */
   served: Layer.Layer<Services, unknown, Ports | HttpRouter.HttpRouter> = app
 ): Promise<NodeListener<Ports | Services>> => {
-  const { listener, edgeListener, context, dispose } = await mount(ports, { served })
-  return { listener, edgeListener, context, dispose }
+  const { listener, context, dispose } = await mount(ports, { served })
+  return { listener, context, dispose }
 }

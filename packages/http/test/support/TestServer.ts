@@ -31,6 +31,7 @@ import {
   Tls
 } from "@hostplane/core"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
+import { type EdgeServices, makeEdgeListener } from "@hostplane/node"
 import { type Context, Effect, Layer, Logger, Option } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Http from "node:http"
@@ -172,9 +173,11 @@ export const startTestServer = async (
     ),
     Layer.provide(Logger.layer([]))
   )
-  const { listener, edgeListener, context, dispose } = await makeNodeListener(ports, options.served)
+  const { listener, context, dispose } = await makeNodeListener(ports, options.served)
+  // The data plane's edge in this process, on the same services, as `npm start` runs it (no worker runtime here).
+  const edgeListener = await makeEdgeListener(context as Context.Context<EdgeServices>)
   const server = Http.createServer(listener)
-  const edge = Http.createServer(edgeListener)
+  const edge = Http.createServer(edgeListener.listener)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   await new Promise<void>((resolve) => edge.listen(0, "127.0.0.1", resolve))
   const { port } = server.address() as AddressInfo
@@ -190,6 +193,7 @@ export const startTestServer = async (
       edge.closeAllConnections()
       await new Promise((resolve) => server.close(resolve))
       await new Promise((resolve) => edge.close(resolve))
+      await edgeListener.dispose()
       await dispose()
       await Fs.rm(artifactDir, { recursive: true, force: true })
       await Fs.rm(gitDir, { recursive: true, force: true })

@@ -1,6 +1,6 @@
 import { Ai, Database, type Deployments, Email, Kernel, Node, Storage } from "@hostplane/core"
 import { Effect, Option } from "effect"
-import type { BindingHandler, RawBindingHandler } from "../WorkerRuntime.ts"
+import type { BindingHandler, RawBindingHandler } from "../runtime/WorkerRuntime.ts"
 import { makeDbBinding } from "./Db.ts"
 import { makeAuthBinding } from "./Auth.ts"
 import { answerOf, BindingFailure } from "./Failure.ts"

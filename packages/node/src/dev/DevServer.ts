@@ -1,9 +1,10 @@
-import { Deployments, Edge } from "@hostplane/core"
+import { Deployments } from "@hostplane/core"
+import * as Edge from "../edge/AssetPath.ts"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as Http from "node:http"
-import type { InvocationEvent } from "../LogCollector.ts"
-import { checkUrl, loadFailureOf } from "../WorkerCheckLive.ts"
-import { type BindingHandler, type RawBindingHandler, WorkerRuntime } from "../WorkerRuntime.ts"
+import type { InvocationEvent } from "../runtime/LogCollector.ts"
+import { checkUrl, loadFailureOf } from "../runtime/WorkerCheckLive.ts"
+import { type BindingHandler, type RawBindingHandler, WorkerRuntime } from "../runtime/WorkerRuntime.ts"
 import { DevProblem, readSnapshot, signature, type Snapshot, snapshotStore } from "./Folder.ts"
 
 export interface DevOptions {

@@ -1,7 +1,7 @@
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
-import { workerdBinary } from "../WorkerdBinary.ts"
+import { workerdBinary } from "../runtime/WorkerdBinary.ts"
 import { DevProblem } from "./Folder.ts"
 
 /** The workerd version the node pins (packages/node/package.json): the one `hostplane dev` asks to install. */

@@ -1,18 +1,17 @@
 import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
-import { AccessPolicies } from "../access/AccessPolicies.ts"
-import { admitsRole } from "../access/AccessPolicy.ts"
-import type { StoredFile } from "../deployments/ArtifactStore.ts"
-import { Settings } from "../kernel/Settings.ts"
-import { isoAfter, nowIso } from "../kernel/Time.ts"
-import { Tokens } from "../kernel/Tokens.ts"
-import { OrgStore } from "../orgs/OrgStore.ts"
-import { safeNextPath } from "../access/AccessRules.ts"
+import { AccessPolicies } from "@hostplane/core/access/AccessPolicies"
+import { admitsRole } from "@hostplane/core/access/AccessPolicy"
+import type { StoredFile } from "@hostplane/core/deployments/ArtifactStore"
+import { Settings } from "@hostplane/core/kernel/Settings"
+import { isoAfter, nowIso } from "@hostplane/core/kernel/Time"
+import { Tokens } from "@hostplane/core/kernel/Tokens"
+import { OrgStore } from "@hostplane/core/orgs/OrgStore"
+import { safeNextPath } from "@hostplane/core/access/AccessRules"
 import { assetCandidates, contentTypeOf } from "./AssetPath.ts"
-import { EdgeSessionStore } from "./EdgeSessionStore.ts"
-import { AuthWorker } from "../enduser/AuthWorker.ts"
-import type { DeploymentId, OrgId, ProjectId, UserId } from "../kernel/Ids.ts"
-import type { ArtifactStoreUnavailable } from "../errors/Errors.ts"
-import type { Manifest } from "../deployments/Manifest.ts"
+import { EdgeSessionStore } from "@hostplane/core/edge/EdgeSessionStore"
+import type { DeploymentId, OrgId, ProjectId, UserId } from "@hostplane/core/kernel/Ids"
+import type { ArtifactStoreUnavailable } from "@hostplane/core/errors/Errors"
+import type { Manifest } from "@hostplane/core/deployments/Manifest"
 import { type LiveDeployment, makeEdgeCache } from "./EdgeCache.ts"
 import { Result } from "effect"
 
@@ -102,6 +101,22 @@ export interface WorkerTarget {
   readonly private: boolean
 }
 
+/**
+ * What answers `/__service/auth/*` on a project's hosts before the deployment does: the end-user sign-in worker (spec
+ * 4.9), which answers none where the auth add-on is not granted, so the path goes on to the deployment.
+ */
+export class EdgeSignIn extends Context.Service<
+  EdgeSignIn,
+  {
+    readonly handle: (request: EdgeRequest, projectId: ProjectId, url: URL) => Effect.Effect<Option.Option<EdgeAnswer>>
+  }
+>()("@hostplane/node/edge/EdgeSignIn") {
+  /** No sign-in routes: every `/__service/auth/*` path is the deployment's. */
+  static readonly none: Layer.Layer<EdgeSignIn> = Layer.succeed(EdgeSignIn)({
+    handle: () => Effect.succeed(Option.none())
+  })
+}
+
 /** Whether an `If-None-Match` header names `etag` (a file's 200 then becomes a 304). */
 export const etagMatches = (ifNoneMatch: string | undefined, etag: string): boolean =>
   ifNoneMatch !== undefined && ifNoneMatch.split(/\s*,\s*/).includes(etag)
@@ -167,7 +182,7 @@ export class Edge extends Context.Service<
      */
     readonly generation: () => number | undefined
   }
->()("@hostplane/core/edge/Edge") {
+>()("@hostplane/node/edge/Edge") {
   static readonly layer = Layer.effect(
     Edge,
     Effect.gen(function* () {
@@ -178,8 +193,8 @@ export class Edge extends Context.Service<
       const settings = yield* Settings
       const passwordAttempt = attemptLimiter()
       const cache = yield* makeEdgeCache
-      // The end-user area comes before this one; with its ports off the worker answers 503 `auth_unavailable`.
-      const authWorker = yield* AuthWorker
+      // With the end-user ports off the sign-in worker answers 503 `auth_unavailable`.
+      const signInRoutes = yield* EdgeSignIn
 
       const issuePass = Effect.fnUntraced(function* (
         host: string,
@@ -349,7 +364,7 @@ export class Edge extends Context.Service<
         if (Option.isNone(route)) return problem(404, "unknown_hostname", `${request.host} is not connected`)
         if (signIn) {
           // The auth worker answers on a granted project's hosts; otherwise the path is the deployment's.
-          const answer = yield* authWorker.handle(request, route.value.projectId, url)
+          const answer = yield* signInRoutes.handle(request, route.value.projectId, url)
           if (Option.isSome(answer)) return answer.value
         }
         const { projectId, orgId } = route.value

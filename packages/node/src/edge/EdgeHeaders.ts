@@ -1,4 +1,4 @@
-import type { Edge } from "@hostplane/core"
+import type * as Edge from "./Edge.ts"
 
 /** Every edge response: no content sniffing, and no full URL (it may hold a code or a path) sent to other sites. */
 export const everyResponse = {

@@ -1,4 +1,5 @@
-import { Edge, Kernel, Tls } from "@hostplane/core"
+import { Kernel, Tls } from "@hostplane/core"
+import * as Edge from "./Edge.ts"
 import { Effect, Option } from "effect"
 import type { EventEmitter } from "node:events"
 import type * as Http from "node:http"

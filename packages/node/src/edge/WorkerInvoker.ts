@@ -1,4 +1,5 @@
-import { type Edge, Kernel } from "@hostplane/core"
+import { Kernel } from "@hostplane/core"
+import type * as Edge from "./Edge.ts"
 import { Context, Effect, Layer } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type * as Http from "node:http"
@@ -44,7 +45,7 @@ export class WorkerInvoker extends Context.Service<
       response: Http.ServerResponse
     ) => Promise<number>
   }
->()("@hostplane/http/edge/WorkerInvoker") {
+>()("@hostplane/node/edge/WorkerInvoker") {
   /** No worker runtime on this host. */
   static readonly off: Layer.Layer<WorkerInvoker> = Layer.sync(WorkerInvoker, () =>
     Kernel.portOff({

@@ -1,15 +1,15 @@
-import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
-import { Databases } from "../database/Databases.ts"
-import type { EdgeAnswer, EdgeCookie, EdgeRequest } from "../edge/Edge.ts"
-import { safeNextPath } from "../access/AccessRules.ts"
-import { pkceChallenge } from "../identity/Identity.ts"
-import type { ProjectId } from "../kernel/Ids.ts"
-import { portOn } from "../kernel/Port.ts"
-import { isoAfter, nowIso } from "../kernel/Time.ts"
-import { Tokens } from "../kernel/Tokens.ts"
-import type { AuthProviderName } from "./EndUserAuth.ts"
-import { type AuthConfig, EndUserAuths } from "./EndUserAuths.ts"
-import { EndUserDirectory, SocialOAuth } from "./EndUserPorts.ts"
+import { Duration, Effect, Layer, Option, Schema } from "effect"
+import { Databases } from "@hostplane/core/database/Databases"
+import { type EdgeAnswer, type EdgeCookie, type EdgeRequest, EdgeSignIn } from "../edge/Edge.ts"
+import { safeNextPath } from "@hostplane/core/access/AccessRules"
+import { pkceChallenge } from "@hostplane/core/identity/Identity"
+import type { ProjectId } from "@hostplane/core/kernel/Ids"
+import { portOn } from "@hostplane/core/kernel/Port"
+import { isoAfter, nowIso } from "@hostplane/core/kernel/Time"
+import { Tokens } from "@hostplane/core/kernel/Tokens"
+import type { AuthProviderName } from "@hostplane/core/enduser/EndUserAuth"
+import { type AuthConfig, EndUserAuths } from "@hostplane/core/enduser/EndUserAuths"
+import { EndUserDirectory, SocialOAuth } from "@hostplane/core/enduser/EndUserPorts"
 
 /** The end user's session cookie: only the SHA-256 of its value is stored, in the project's database. */
 export const authSessionCookie = "__Host-service_auth"
@@ -73,177 +73,167 @@ const clearFlow: EdgeCookie = { name: authFlowCookie, value: "", maxAge: 0 }
  * of the session, `logout` ends it. Answers none when auth is not granted: the edge then passes the path through to
  * the deployment.
  */
-export class AuthWorker extends Context.Service<
-  AuthWorker,
-  {
-    readonly handle: (request: EdgeRequest, projectId: ProjectId, url: URL) => Effect.Effect<Option.Option<EdgeAnswer>>
-  }
->()("@hostplane/core/enduser/AuthWorker") {
-  static readonly layer = Layer.effect(
-    AuthWorker,
-    Effect.gen(function* () {
-      const auths = yield* EndUserAuths
-      const databases = yield* Databases
-      const tokens = yield* Tokens
-      const oauth = portOn(yield* SocialOAuth)
-      const directory = portOn(yield* EndUserDirectory)
+export const layer = Layer.effect(
+  EdgeSignIn,
+  Effect.gen(function* () {
+    const auths = yield* EndUserAuths
+    const databases = yield* Databases
+    const tokens = yield* Tokens
+    const oauth = portOn(yield* SocialOAuth)
+    const directory = portOn(yield* EndUserDirectory)
 
-      const unavailable = problem(503, "auth_unavailable", "sign-in is not available on this node")
+    const unavailable = problem(503, "auth_unavailable", "sign-in is not available on this node")
 
-      /** The project's database as the worker connects to it; none while the node cannot serve it. */
-      const databaseOf = (projectId: ProjectId) => databases.binding(projectId)
+    /** The project's database as the worker connects to it; none while the node cannot serve it. */
+    const databaseOf = (projectId: ProjectId) => databases.binding(projectId)
 
-      const login = Effect.fnUntraced(function* (
-        request: EdgeRequest,
-        config: AuthConfig,
-        registered: Registered,
-        query: URLSearchParams
-      ) {
-        const provider = registered.provider
-        if (Option.isNone(oauth)) return unavailable
-        const next = query.get("next") ?? "/"
-        const state = yield* tokens.secret(32)
-        const verifier = yield* tokens.secret(32)
-        const location = yield* oauth.value
-          .authorizeUrl(provider, {
-            clientId: registered.clientId,
-            state,
-            codeChallenge: yield* pkceChallenge(verifier),
-            redirectUri: callbackUrl(request.host, provider)
-          })
-          .pipe(Effect.option)
-        if (Option.isNone(location)) return unavailable
-        const flow = JSON.stringify({ provider, state, verifier, next: safeNextPath(next) ? next : "/" })
-        return {
-          _tag: "Redirect",
-          location: location.value,
-          cookies: [
-            { name: authFlowCookie, value: toBase64Url(flow), maxAge: Math.floor(Duration.toSeconds(authFlowTtl)) }
-          ]
-        } satisfies EdgeAnswer
-      })
-
-      const callback = Effect.fnUntraced(function* (
-        request: EdgeRequest,
-        config: AuthConfig,
-        registered: Registered,
-        query: URLSearchParams
-      ) {
-        const provider = registered.provider
-        const raw = request.cookies?.[authFlowCookie]
-        const flow = raw === undefined ? Option.none() : decodeFlow(fromBase64Url(raw) ?? "")
-        const state = query.get("state") ?? ""
-        // A state and code planted in another browser would sign it in as someone else: the cookie must match.
-        if (
-          Option.isNone(flow) ||
-          flow.value.provider !== provider ||
-          state === "" ||
-          !sameText(flow.value.state, state)
-        ) {
-          return problem(400, "state_mismatch", "this sign-in was not started in this browser: start again", [
-            clearFlow
-          ])
-        }
-        const error = query.get("error")
-        if (error !== null && error !== "") {
-          return problem(403, "access_denied", `the provider refused the sign-in (${error.slice(0, 100)})`, [clearFlow])
-        }
-        const code = query.get("code") ?? ""
-        if (code === "") return problem(400, "bad_request", "the provider sent no code", [clearFlow])
-        if (Option.isNone(oauth) || Option.isNone(directory)) return unavailable
-        const identity = yield* oauth.value
-          .exchange(provider, {
-            clientId: registered.clientId,
-            clientSecret: registered.clientSecret,
-            code,
-            codeVerifier: flow.value.verifier,
-            redirectUri: callbackUrl(request.host, provider)
-          })
-          .pipe(Effect.result)
-        if (identity._tag === "Failure") {
-          yield* Effect.logWarning("end-user sign-in failed at the provider", {
-            provider,
-            reason: identity.failure.reason
-          })
-          return problem(502, "provider_error", "the provider did not complete the sign-in", [clearFlow])
-        }
-        const db = yield* databaseOf(config.projectId)
-        if (db === null) return unavailable
-        const token = yield* tokens.secret(32)
-        const sessionTtl = Duration.days(config.settings.sessionDays)
-        const user = yield* directory.value
-          .signIn(
-            db,
-            { ...identity.success, provider },
-            {
-              allowSignups: config.settings.allowSignups,
-              tokenHash: yield* tokens.hash(token),
-              expiresAt: yield* isoAfter(sessionTtl),
-              now: yield* nowIso
-            }
-          )
-          .pipe(Effect.option)
-        if (Option.isNone(user)) return unavailable
-        if (Option.isNone(user.value)) {
-          return problem(403, "signups_closed", "this site takes no new accounts", [clearFlow])
-        }
-        return {
-          _tag: "Redirect",
-          location: flow.value.next,
-          cookies: [
-            clearFlow,
-            { name: authSessionCookie, value: token, maxAge: Math.floor(Duration.toSeconds(sessionTtl)) }
-          ]
-        } satisfies EdgeAnswer
-      })
-
-      const sessionUser = Effect.fnUntraced(function* (request: EdgeRequest, config: AuthConfig) {
-        const token = request.cookies?.[authSessionCookie]
-        if (token === undefined || token === "" || Option.isNone(directory)) return Option.none()
-        const db = yield* databaseOf(config.projectId)
-        if (db === null) return Option.none()
-        return yield* directory.value
-          .session(db, yield* tokens.hash(token), yield* nowIso)
-          .pipe(Effect.orElseSucceed(() => Option.none()))
-      })
-
-      const handle = Effect.fn("AuthWorker.handle")(function* (request: EdgeRequest, projectId: ProjectId, url: URL) {
-        const config = yield* auths.config(projectId)
-        if (Option.isNone(config)) return Option.none<EdgeAnswer>()
-        const [action = "", provider = "", ...rest] = url.pathname.slice("/__service/auth/".length).split("/")
-        const answer = yield* Effect.gen(function* () {
-          if ((action === "login" || action === "callback") && rest.length === 0 && request.method === "GET") {
-            const registered = config.value.providers.find((entry) => entry.provider === provider)
-            if (registered === undefined)
-              return problem(404, "not_found", `sign-in with ${provider} is not set up here`)
-            const step = action === "login" ? login : callback
-            return yield* step(request, config.value, registered, url.searchParams)
-          }
-          if (action === "me" && provider === "" && request.method === "GET") {
-            const user = yield* sessionUser(request, config.value)
-            return Option.isSome(user)
-              ? ({ _tag: "Json", status: 200, body: user.value } satisfies EdgeAnswer)
-              : problem(401, "unauthorized", "not signed in")
-          }
-          if (action === "logout" && provider === "" && (request.method === "POST" || request.method === "GET")) {
-            const token = request.cookies?.[authSessionCookie]
-            const db = yield* databaseOf(projectId)
-            if (token !== undefined && token !== "" && db !== null && Option.isSome(directory)) {
-              yield* directory.value.signOut(db, yield* tokens.hash(token)).pipe(Effect.ignore)
-            }
-            const next = url.searchParams.get("next") ?? "/"
-            return {
-              _tag: "Redirect",
-              location: safeNextPath(next) ? next : "/",
-              cookies: [{ name: authSessionCookie, value: "", maxAge: 0 }]
-            } satisfies EdgeAnswer
-          }
-          return problem(404, "not_found", `no sign-in route ${url.pathname}`)
+    const login = Effect.fnUntraced(function* (
+      request: EdgeRequest,
+      config: AuthConfig,
+      registered: Registered,
+      query: URLSearchParams
+    ) {
+      const provider = registered.provider
+      if (Option.isNone(oauth)) return unavailable
+      const next = query.get("next") ?? "/"
+      const state = yield* tokens.secret(32)
+      const verifier = yield* tokens.secret(32)
+      const location = yield* oauth.value
+        .authorizeUrl(provider, {
+          clientId: registered.clientId,
+          state,
+          codeChallenge: yield* pkceChallenge(verifier),
+          redirectUri: callbackUrl(request.host, provider)
         })
-        return Option.some(answer)
-      })
-
-      return AuthWorker.of({ handle })
+        .pipe(Effect.option)
+      if (Option.isNone(location)) return unavailable
+      const flow = JSON.stringify({ provider, state, verifier, next: safeNextPath(next) ? next : "/" })
+      return {
+        _tag: "Redirect",
+        location: location.value,
+        cookies: [
+          { name: authFlowCookie, value: toBase64Url(flow), maxAge: Math.floor(Duration.toSeconds(authFlowTtl)) }
+        ]
+      } satisfies EdgeAnswer
     })
-  )
-}
+
+    const callback = Effect.fnUntraced(function* (
+      request: EdgeRequest,
+      config: AuthConfig,
+      registered: Registered,
+      query: URLSearchParams
+    ) {
+      const provider = registered.provider
+      const raw = request.cookies?.[authFlowCookie]
+      const flow = raw === undefined ? Option.none() : decodeFlow(fromBase64Url(raw) ?? "")
+      const state = query.get("state") ?? ""
+      // A state and code planted in another browser would sign it in as someone else: the cookie must match.
+      if (
+        Option.isNone(flow) ||
+        flow.value.provider !== provider ||
+        state === "" ||
+        !sameText(flow.value.state, state)
+      ) {
+        return problem(400, "state_mismatch", "this sign-in was not started in this browser: start again", [clearFlow])
+      }
+      const error = query.get("error")
+      if (error !== null && error !== "") {
+        return problem(403, "access_denied", `the provider refused the sign-in (${error.slice(0, 100)})`, [clearFlow])
+      }
+      const code = query.get("code") ?? ""
+      if (code === "") return problem(400, "bad_request", "the provider sent no code", [clearFlow])
+      if (Option.isNone(oauth) || Option.isNone(directory)) return unavailable
+      const identity = yield* oauth.value
+        .exchange(provider, {
+          clientId: registered.clientId,
+          clientSecret: registered.clientSecret,
+          code,
+          codeVerifier: flow.value.verifier,
+          redirectUri: callbackUrl(request.host, provider)
+        })
+        .pipe(Effect.result)
+      if (identity._tag === "Failure") {
+        yield* Effect.logWarning("end-user sign-in failed at the provider", {
+          provider,
+          reason: identity.failure.reason
+        })
+        return problem(502, "provider_error", "the provider did not complete the sign-in", [clearFlow])
+      }
+      const db = yield* databaseOf(config.projectId)
+      if (db === null) return unavailable
+      const token = yield* tokens.secret(32)
+      const sessionTtl = Duration.days(config.settings.sessionDays)
+      const user = yield* directory.value
+        .signIn(
+          db,
+          { ...identity.success, provider },
+          {
+            allowSignups: config.settings.allowSignups,
+            tokenHash: yield* tokens.hash(token),
+            expiresAt: yield* isoAfter(sessionTtl),
+            now: yield* nowIso
+          }
+        )
+        .pipe(Effect.option)
+      if (Option.isNone(user)) return unavailable
+      if (Option.isNone(user.value)) {
+        return problem(403, "signups_closed", "this site takes no new accounts", [clearFlow])
+      }
+      return {
+        _tag: "Redirect",
+        location: flow.value.next,
+        cookies: [
+          clearFlow,
+          { name: authSessionCookie, value: token, maxAge: Math.floor(Duration.toSeconds(sessionTtl)) }
+        ]
+      } satisfies EdgeAnswer
+    })
+
+    const sessionUser = Effect.fnUntraced(function* (request: EdgeRequest, config: AuthConfig) {
+      const token = request.cookies?.[authSessionCookie]
+      if (token === undefined || token === "" || Option.isNone(directory)) return Option.none()
+      const db = yield* databaseOf(config.projectId)
+      if (db === null) return Option.none()
+      return yield* directory.value
+        .session(db, yield* tokens.hash(token), yield* nowIso)
+        .pipe(Effect.orElseSucceed(() => Option.none()))
+    })
+
+    const handle = Effect.fn("AuthWorker.handle")(function* (request: EdgeRequest, projectId: ProjectId, url: URL) {
+      const config = yield* auths.config(projectId)
+      if (Option.isNone(config)) return Option.none<EdgeAnswer>()
+      const [action = "", provider = "", ...rest] = url.pathname.slice("/__service/auth/".length).split("/")
+      const answer = yield* Effect.gen(function* () {
+        if ((action === "login" || action === "callback") && rest.length === 0 && request.method === "GET") {
+          const registered = config.value.providers.find((entry) => entry.provider === provider)
+          if (registered === undefined) return problem(404, "not_found", `sign-in with ${provider} is not set up here`)
+          const step = action === "login" ? login : callback
+          return yield* step(request, config.value, registered, url.searchParams)
+        }
+        if (action === "me" && provider === "" && request.method === "GET") {
+          const user = yield* sessionUser(request, config.value)
+          return Option.isSome(user)
+            ? ({ _tag: "Json", status: 200, body: user.value } satisfies EdgeAnswer)
+            : problem(401, "unauthorized", "not signed in")
+        }
+        if (action === "logout" && provider === "" && (request.method === "POST" || request.method === "GET")) {
+          const token = request.cookies?.[authSessionCookie]
+          const db = yield* databaseOf(projectId)
+          if (token !== undefined && token !== "" && db !== null && Option.isSome(directory)) {
+            yield* directory.value.signOut(db, yield* tokens.hash(token)).pipe(Effect.ignore)
+          }
+          const next = url.searchParams.get("next") ?? "/"
+          return {
+            _tag: "Redirect",
+            location: safeNextPath(next) ? next : "/",
+            cookies: [{ name: authSessionCookie, value: "", maxAge: 0 }]
+          } satisfies EdgeAnswer
+        }
+        return problem(404, "not_found", `no sign-in route ${url.pathname}`)
+      })
+      return Option.some(answer)
+    })
+
+    return EdgeSignIn.of({ handle })
+  })
+)

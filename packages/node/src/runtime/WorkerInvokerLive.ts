@@ -1,11 +1,13 @@
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { type Deployments, Edge, EndUser, Logs, Node } from "@hostplane/core"
-import { cookieOf, WorkerInvoker } from "@hostplane/http"
+import { type Deployments, Logs, Node } from "@hostplane/core"
+import * as Edge from "../edge/Edge.ts"
+import { cookieOf, WorkerInvoker } from "../edge/WorkerInvoker.ts"
+import { authFlowCookie, authSessionCookie } from "../enduser/AuthWorker.ts"
 import { Effect, Layer, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import type { TLSSocket } from "node:tls"
-import { makeBindings } from "./bindings/Bindings.ts"
+import { makeBindings } from "../bindings/Bindings.ts"
 import { WorkerRuntime } from "./WorkerRuntime.ts"
 
 /** decisions.md part 13: request bodies up to 100 MiB reach a worker; larger ones are 413. */
@@ -18,7 +20,7 @@ const flushEveryMs = 200
 const convergeEveryMs = 1_000
 
 /** The service's own cookies, which never reach a worker. */
-const ownCookies = new Set([Edge.accessCookie, EndUser.authSessionCookie, EndUser.authFlowCookie])
+const ownCookies = new Set([Edge.accessCookie, authSessionCookie, authFlowCookie])
 
 /** Headers a client sends that a worker never sees, or that the edge sets itself. */
 const droppedHeaders = new Set([
@@ -244,7 +246,7 @@ export const WorkerInvokerLive = Layer.effect(
       const scheme = (incoming.socket as TLSSocket).encrypted === true ? "https" : "http"
       const url = `${scheme}://${authorityOf(incoming) ?? "localhost"}${incoming.url ?? "/"}`
       // Read before the cookie is stripped: the worker gets a handle for the session, never the cookie.
-      const user = bindings.userHandle(target.projectId, request.cookies[EndUser.authSessionCookie])
+      const user = bindings.userHandle(target.projectId, request.cookies[authSessionCookie])
       const outcome = yield* Effect.callback<Forwarded>((resume) => {
         const controller = new AbortController()
         forward({ runtime, target, key, url, scheme, incoming, user, signal: controller.signal }).then(
@@ -335,7 +337,7 @@ export const WorkerInvokerLive = Layer.effect(
       const scheme = (incoming.socket as TLSSocket).encrypted === true ? "https" : "http"
       const url = `${scheme}://${authorityOf(incoming) ?? "localhost"}${incoming.url ?? "/"}`
       // Read before the cookie is stripped: the worker gets a handle for the session, never the cookie.
-      const user = bindings.userHandle(target.projectId, cookieOf(incoming.headers.cookie, EndUser.authSessionCookie))
+      const user = bindings.userHandle(target.projectId, cookieOf(incoming.headers.cookie, authSessionCookie))
       const controller = new AbortController()
       // The client went away before the worker answered: its request is canceled too.
       const gone = () => {

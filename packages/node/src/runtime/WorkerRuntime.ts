@@ -1,4 +1,5 @@
-import { Deployments, Edge } from "@hostplane/core"
+import { Deployments } from "@hostplane/core"
+import * as Edge from "../edge/AssetPath.ts"
 import { Config, Context, Duration, Effect, Layer, Option, Result, Stream } from "effect"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { createHash, randomBytes } from "node:crypto"
@@ -100,8 +101,8 @@ export type RawBindingHandler = (
 /** One invocation's tail events, with the project the router attributed them to. */
 export type TailHandler = (projectId: string, deploymentId: string, events: ReadonlyArray<unknown>) => void
 
-const routerSource = () => Fs.readFileSync(fileURLToPath(new URL("../worker/router.js", import.meta.url)), "utf8")
-const entrySource = () => Fs.readFileSync(fileURLToPath(new URL("../worker/entry.js", import.meta.url)), "utf8")
+const routerSource = () => Fs.readFileSync(fileURLToPath(new URL("../../worker/router.js", import.meta.url)), "utf8")
+const entrySource = () => Fs.readFileSync(fileURLToPath(new URL("../../worker/entry.js", import.meta.url)), "utf8")
 
 /** The hostplane entry module's name in a loaded worker; the tenant's modules keep their paths under `worker/`. */
 const entryModule = "__hostplane_entry.js"
@@ -251,7 +252,7 @@ export class WorkerRuntime extends Context.Service<
     /** Every invocation's event: from the routers' tails, and the edge's own timeouts. */
     readonly collector: LogCollector
   }
->()("@hostplane/node/WorkerRuntime") {
+>()("@hostplane/node/runtime/WorkerRuntime") {
   /** The runtime on given settings, over the node's ArtifactStore. */
   static readonly layer = (settings: RuntimeSettings) =>
     Layer.effect(

@@ -1,6 +1,5 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { type ConfigOverrides, Tls } from "@hostplane/core"
-import { edgeApp, installLane, makeEdgeLane, WorkerInvoker } from "@hostplane/http"
 import { bundleOf, type BundleEntry, layerMemory } from "@hostplane/testkit"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as Http from "node:http"
@@ -8,7 +7,12 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll } from "vitest"
 import {
   defaultRuntimeSettings,
+  EdgeLive,
+  edgeApp,
+  installLane,
+  makeEdgeLane,
   type RuntimeSettings,
+  WorkerInvoker,
   WorkerCheckLive,
   WorkerInvokerLive,
   WorkerRuntime
@@ -92,7 +96,9 @@ export const useRuntimeSuite = (
     const context = await suite.server.run(Effect.context<never>())
     const invoker = await Effect.runPromise(
       Layer.buildWithScope(
-        Layer.merge(runtimeSettings.enabled ? WorkerInvokerLive : WorkerInvoker.off, Tls.EdgeTls.off),
+        Layer.merge(runtimeSettings.enabled ? WorkerInvokerLive : WorkerInvoker.off, Tls.EdgeTls.off).pipe(
+          Layer.provideMerge(EdgeLive)
+        ),
         scope
       ).pipe(Effect.provideContext(context as Context.Context<any>))
     )

@@ -1,0 +1,5 @@
+export * from "./WorkerdBinary.ts"
+export * from "./WorkerRuntime.ts"
+export * from "./WorkerInvokerLive.ts"
+export * from "./WorkerCheckLive.ts"
+export * from "./LogCollector.ts"
