@@ -276,6 +276,57 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     await pushed.cleanup()
   })
 
+  it("a protocol v2 fetch is answered by git straight into the connection, close-delimited: the pack for a known want (gzip request too), git's own ERR line for an unknown one; a fetch without its final flush is 400", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const url = new URL(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`)
+    const post = (body: Uint8Array, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; headers: Http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+        const request = Http.request(url, {
+          method: "POST",
+          headers: {
+            authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
+            "git-protocol": "version=2",
+            "content-type": "application/x-git-upload-pack-request",
+            "content-length": String(body.length),
+            ...headers
+          }
+        })
+        request.on("response", (response) => {
+          const chunks: Array<Buffer> = []
+          response.on("data", (chunk: Buffer) => chunks.push(chunk))
+          response.on("end", () =>
+            resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) })
+          )
+          response.on("error", reject)
+        })
+        request.on("error", reject)
+        request.end(body)
+      })
+    const fetchOf = (want: string, end = "0000") =>
+      Buffer.from(`${pkt("command=fetch\n")}0001${pkt("no-progress\n")}${pkt(`want ${want}\n`)}${pkt("done\n")}${end}`)
+    for (const [body, headers] of [
+      [fetchOf(pushed.commit), {}],
+      [gzipSync(fetchOf(pushed.commit)), { "content-encoding": "gzip" }]
+    ] as const) {
+      const packed = await post(body, headers)
+      expect(packed.status).toBe(200)
+      expect(packed.headers["content-type"]).toBe("application/x-git-upload-pack-result")
+      expect(packed.headers["connection"]).toBe("close")
+      expect(packed.headers["transfer-encoding"]).toBeUndefined()
+      expect(packed.body.toString("latin1")).toContain(pkt("packfile\n"))
+      expect(packed.body.toString("latin1")).toContain("PACK")
+      expect(packed.body.toString("latin1").endsWith("0000")).toBe(true)
+    }
+    const unknown = await post(fetchOf("1".repeat(40)))
+    expect(unknown.status).toBe(200)
+    expect(unknown.body.toString()).toContain(`ERR upload-pack: not our ref ${"1".repeat(40)}`)
+    const cut = await post(fetchOf(pushed.commit, ""))
+    expect([cut.status, JSON.parse(cut.body.toString()).code]).toEqual([400, "bad_request"])
+    await gitOk(pushed.dir, ["-c", "protocol.version=2", "clone", "-q", pushed.url, "v2"])
+    await pushed.cleanup()
+  })
+
   it("hostile input: a bad pkt-line is 400, a wrong content type or encoding 415, dumb HTTP 403, a wrong method 405, traversal or an odd path 404", async () => {
     const slug = await newOrg()
     const pushed = await pushedRepo(slug)

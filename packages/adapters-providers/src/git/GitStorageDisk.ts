@@ -4,6 +4,7 @@ import { Config, Deferred, Effect, Fiber, Layer, Option, Stream } from "effect"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
+import * as Net from "node:net"
 import * as Path from "node:path"
 import { inDataDir } from "../DataDir.ts"
 
@@ -167,13 +168,21 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           })
         })
 
-      /** git with stdin, stdout and stderr piped, and for a push the hook's channel: fd 3 from it, fd 4 to it. */
-      const spawnGit = (args: ReadonlyArray<string>, env: Record<string, string>, channel = false) =>
+      /**
+       * git with stdin, stdout and stderr piped, and for a push the hook's channel: fd 3 from it, fd 4 to it; or with a
+       * socket as its stdout, which it then writes into itself.
+       */
+      const spawnGit = (
+        args: ReadonlyArray<string>,
+        env: Record<string, string>,
+        channel = false,
+        stdout: Net.Socket | undefined = undefined
+      ) =>
         Effect.flatMap(prepared, () =>
           Effect.callback<ChildProcess, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
             const child = spawn(gitBinary, [...args], {
               env: { ...baseEnv, ...env },
-              stdio: channel ? ["pipe", "pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"]
+              stdio: channel ? ["pipe", "pipe", "pipe", "pipe", "pipe"] : ["pipe", stdout ?? "pipe", "pipe"]
             })
             child.once("error", (cause) => resume(Effect.fail(isMissing(cause) ? unavailable() : unreachable(cause))))
             child.once("spawn", () => resume(Effect.succeed(child)))
@@ -265,6 +274,13 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
                 ? ["--stateless-rpc"]
                 : []
           const pushing = request.service === "receive-pack" && request.mode !== "advertise"
+          // git writes straight into the client's connection only when it answers after reading all it is sent.
+          const socket =
+            request.mode === "stateless" &&
+            request.service === "upload-pack" &&
+            request.outputSocket instanceof Net.Socket
+              ? request.outputSocket
+              : undefined
           const env: Record<string, string> = {}
           if (request.protocol !== null) env.GIT_PROTOCOL = request.protocol
           if (pushing) env.HOSTPLANE_PUSH_CHANNEL = "1"
@@ -272,7 +288,8 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
             spawnGit(
               [...transportConfig, "-c", `core.hooksPath=${hooks}`, request.service, ...modeArgs, dirOf(repoId)],
               env,
-              pushing
+              pushing,
+              socket
             ),
             (child) =>
               Effect.sync(() => {
@@ -308,6 +325,14 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
             }),
             Effect.forkScoped
           )
+          if (socket !== undefined) {
+            return {
+              output: Stream.drain(Stream.fromEffect(Deferred.await(exited))),
+              wroteToSocket: true,
+              exitCode: Deferred.await(exited),
+              messages: Effect.sync(() => stderr)
+            }
+          }
           // Answer once git has written something or ended: a request it refused outright is the client's error.
           const stdout = child.stdout!
           const first = yield* Effect.raceFirst(

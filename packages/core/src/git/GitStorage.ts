@@ -12,6 +12,15 @@ export interface GitRun {
   readonly mode: "advertise" | "stateless" | "session"
   /** The client's protocol request (`version=2`), passed to git as `GIT_PROTOCOL`. */
   readonly protocol: string | null
+  /**
+   * A connection git writes its whole output into itself, as its standard output (for the disk storage a plain Node
+   * `net.Socket` whose response head the edge has prepared): no byte of the output then passes through the server,
+   * which on a busy machine is one process fewer to wait for per pipe's worth of pack. Only for a run that records
+   * nothing after git's output and that git answers only after reading its whole input (an upload-pack `stateless`
+   * run): the input stream's first step may write the response head, since git writes nothing before it has read.
+   * A storage that cannot honour it leaves `wroteToSocket` unset and streams the output as usual.
+   */
+  readonly outputSocket?: unknown
 }
 
 /** A running git service: its output streams as git writes it; `exitCode` waits for the end. */
@@ -24,6 +33,8 @@ export interface GitProcess {
    * once it is done with it (that stops git if it is still running). Read either this or `output`, never both.
    */
   readonly nativeOutput?: unknown
+  /** git wrote its output into `GitRun.outputSocket` itself: `output` is then empty and ends when git has exited. */
+  readonly wroteToSocket?: boolean
   readonly exitCode: Effect.Effect<number>
   /** What git wrote to stderr (at most 64 KiB), complete once it has exited. */
   readonly messages: Effect.Effect<string>

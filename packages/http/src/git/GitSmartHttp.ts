@@ -2,7 +2,10 @@ import { NodeHttpServerRequest, NodeStream } from "@effect/platform-node"
 import { Git, type Kernel } from "@hostplane/core"
 import { Cause, Effect, Exit, Option, Scope, Stream } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as Http from "node:http"
+import * as Net from "node:net"
 import { Readable } from "node:stream"
+import * as Tls from "node:tls"
 import * as Zlib from "node:zlib"
 
 /** Where smart HTTP is served: `<public url>/git/<org>/<project>/<repo>.git/...`. */
@@ -28,6 +31,88 @@ const pktLine = (text: string): Uint8Array => {
   const header = (payload.length + 4).toString(16).padStart(4, "0")
   return new Uint8Array([...new TextEncoder().encode(header), ...payload])
 }
+
+/**
+ * Whether a request body is a whole protocol v2 `command=fetch` request: valid pkt-lines from the command line to a
+ * final flush-pkt. git answers such a request only after reading all of it, with an `ERR` pkt-line for what it
+ * refuses, so its output can go to the client unseen by the server.
+ */
+export const isFetchRequest = (bytes: Uint8Array): boolean => {
+  let position = 0
+  let last = -1
+  while (position < bytes.length) {
+    if (position + 4 > bytes.length) return false
+    const hex = Buffer.from(bytes.subarray(position, position + 4)).toString("latin1")
+    if (!/^[0-9a-f]{4}$/u.test(hex)) return false
+    const length = Number.parseInt(hex, 16)
+    if (length === 3 || (length > 3 && position + length > bytes.length)) return false
+    if (position === 0) {
+      // git sends the command line without its newline; other clients may end it with one.
+      const command = Buffer.from(bytes.subarray(4, length)).toString("latin1")
+      if (command !== "command=fetch" && command !== "command=fetch\n") return false
+    }
+    last = length
+    position += length < 4 ? 4 : length
+  }
+  return last === 0
+}
+
+/** The largest fetch request read whole to decide on the direct answer; git sends larger ones chunked anyway. */
+const directFetchLimit = 1024 * 1024
+
+/**
+ * A fetch whose pack git may write straight into the client's plain TCP connection: protocol v2, a body of known
+ * length read whole (gunzipped when sent gzipped) and a whole fetch request, an HTTP/1.1 response not begun on a
+ * connection without TLS. Its input's first step writes the response head, close-delimited (git's bytes cannot be
+ * chunked), and waits until it is on the connection: git writes nothing before it has read the request. `body` is
+ * the bytes read when the request is answered the ordinary way.
+ */
+const directFetch = (
+  request: HttpServerRequest.HttpServerRequest,
+  protocol: string | null,
+  gzipped: boolean
+): Effect.Effect<
+  | { readonly body: Stream.Stream<Uint8Array, unknown>; readonly socket?: undefined }
+  | {
+      readonly body: Stream.Stream<Uint8Array, unknown>
+      readonly input: Stream.Stream<Uint8Array, unknown>
+      readonly socket: Net.Socket
+      readonly response: Http.ServerResponse
+    }
+  | null
+> =>
+  Effect.gen(function* () {
+    if (!(protocol ?? "").split(":").includes("version=2")) return null
+    const length = Number(request.headers["content-length"] ?? Number.NaN)
+    if (!Number.isSafeInteger(length) || length < 0 || length > directFetchLimit) return null
+    const response = NodeHttpServerRequest.toServerResponse(request)
+    if (!(response instanceof Http.ServerResponse) || response.headersSent) return null
+    const socket = response.socket
+    if (!(socket instanceof Net.Socket) || socket instanceof Tls.TLSSocket || socket.destroyed) return null
+    const read = yield* Effect.exit(request.arrayBuffer)
+    if (Exit.isFailure(read)) return null
+    const raw = new Uint8Array(read.value)
+    const body = Stream.make(raw)
+    let plain: Uint8Array
+    try {
+      plain = gzipped ? Zlib.gunzipSync(raw, { maxOutputLength: 16 * directFetchLimit }) : raw
+    } catch {
+      return { body }
+    }
+    if (!isFetchRequest(plain)) return { body }
+    const head = Effect.callback<void>((resume) => {
+      // Without chunked encoding and a length Node closes the connection after the response: the body's end.
+      response.useChunkedEncodingByDefault = false
+      response.writeHead(200, {
+        "content-type": "application/x-git-upload-pack-result",
+        "cache-control": "no-cache, max-age=0, must-revalidate",
+        expires: "Fri, 01 Jan 1980 00:00:00 GMT"
+      })
+      response.flushHeaders()
+      socket.write(new Uint8Array(0), () => resume(Effect.void))
+    })
+    return { body, input: Stream.concat(Stream.drain(Stream.fromEffect(head)), Stream.make(plain)), socket, response }
+  })
 
 const decode = (segment: string): string | undefined => {
   try {
@@ -119,20 +204,30 @@ export const gitSmartHttp = HttpRouter.use((router) =>
         }
         const offered = request.headers["git-protocol"]
         const protocol = offered !== undefined && protocolPattern.test(offered) ? offered : null
-        const body = request.stream
+        const gzipped = encoding === "gzip" || encoding === "x-gzip"
+        const direct =
+          service === "git-upload-pack" && mode === "stateless" ? yield* directFetch(request, protocol, gzipped) : null
+        const body = direct?.body ?? request.stream
         const input: Stream.Stream<Uint8Array, unknown> =
           mode === "advertise"
             ? Stream.empty
-            : encoding === "gzip" || encoding === "x-gzip"
-              ? NodeStream.pipeThroughDuplex(body, { evaluate: () => Zlib.createGunzip(), onError: (cause) => cause })
-              : body
+            : direct?.socket !== undefined
+              ? direct.input
+              : gzipped
+                ? NodeStream.pipeThroughDuplex(body, { evaluate: () => Zlib.createGunzip(), onError: (cause) => cause })
+                : body
         // The git process lives as long as its response stream, not as long as this handler.
         const scope = yield* Scope.make()
         const started = yield* Effect.exit(
           Scope.provide(
             repos.serve(
               granted.success,
-              { service: service === "git-receive-pack" ? "receive-pack" : "upload-pack", mode, protocol },
+              {
+                service: service === "git-receive-pack" ? "receive-pack" : "upload-pack",
+                mode,
+                protocol,
+                ...(direct?.socket === undefined ? {} : { outputSocket: direct.socket })
+              },
               input
             ),
             scope
@@ -149,6 +244,31 @@ export const gitSmartHttp = HttpRouter.use((router) =>
         const options = {
           contentType: `application/x-${service}-${mode === "advertise" ? "advertisement" : "result"}`,
           headers: { "cache-control": "no-cache, max-age=0, must-revalidate", expires: "Fri, 01 Jan 1980 00:00:00 GMT" }
+        }
+        if (direct?.socket !== undefined) {
+          // git wrote the response body into the connection itself (or its output is written here, after the head
+          // the input sent, when the storage streams it): the response ends with the connection, once git is done.
+          const response = direct.response
+          const running = started.value
+          yield* Effect.callback<void>((resume) => {
+            if (running.wroteToSocket === true) return resume(Effect.void)
+            const native = running.nativeOutput
+            if (!(native instanceof Readable)) return resume(Effect.void)
+            const done = () => resume(Effect.void)
+            native.once("close", done)
+            response.once("close", done)
+            native.pipe(response, { end: false })
+          }).pipe(
+            Effect.andThen(running.exitCode),
+            Effect.ensuring(
+              Effect.andThen(
+                Scope.close(scope, Exit.void),
+                Effect.sync(() => response.end())
+              )
+            ),
+            Effect.onInterrupt(() => Effect.sync(() => response.destroy()))
+          )
+          return HttpServerResponse.empty({ status: 200 })
         }
         const native = started.value.nativeOutput
         if (!announces && native instanceof Readable) {
