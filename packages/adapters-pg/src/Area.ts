@@ -7,17 +7,23 @@ import type { SqlClient } from "effect/sql"
  */
 export type Migrations = Readonly<Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>>>
 
-/** What one area contributes on PostgreSQL: its store layer(s) and the migration files that belong to it. */
+/**
+ * What one area contributes on PostgreSQL: its store layer(s), the migration files that belong to it, and its
+ * provider adapters that run on PostgreSQL themselves (read from `SERVICE_*`, as the standalone server runs them).
+ */
 export interface AreaPg<Out, E, In> {
   readonly name: string
   readonly stores: Layer.Layer<Out, E, In>
   readonly migrations: Migrations
+  readonly providers?: Layer.Layer<any, any, any>
 }
 
 /** Any area (a layer's output is contravariant, so "any output" is `never`). */
 export type AnyAreaPg = AreaPg<never, any, any>
 
-export const areaPg = <Out, E, In>(area: AreaPg<Out, E, In>): AreaPg<Out, E, In> => area
+export const areaPg = <Out, E, In, P extends Layer.Layer<any, any, any> = never>(
+  area: Omit<AreaPg<Out, E, In>, "providers"> & { readonly providers?: P }
+): AreaPg<Out, E, In> & { readonly providers?: P } => area
 
 type OutOf<A> = A extends AreaPg<infer Out, any, any> ? Out : never
 type ErrorOf<A> = A extends AreaPg<never, infer E, any> ? E : never
@@ -28,3 +34,23 @@ export const storesOf = <const As extends ReadonlyArray<AnyAreaPg>>(
   areas: As
 ): Layer.Layer<OutOf<As[number]>, ErrorOf<As[number]>, InOf<As[number]>> =>
   Layer.mergeAll(...(areas.map((area) => area.stores) as [AnyAreaPg["stores"], ...Array<AnyAreaPg["stores"]>])) as any
+
+// Read from the field itself, as core's `ProviderPortsOf` does: the declared `any` layer contributes nothing.
+type ProvidersOf<A> = A extends { readonly providers?: infer P }
+  ? P extends Layer.Layer<any, any, any>
+    ? P
+    : never
+  : never
+type Known<X> = 0 extends 1 & X ? never : X
+
+/** Every PostgreSQL-level provider adapter of the areas, from the environment. */
+export const providersOf = <const As extends ReadonlyArray<AnyAreaPg>>(
+  areas: As
+): Layer.Layer<
+  Known<Layer.Success<ProvidersOf<As[number]>>>,
+  Known<Layer.Error<ProvidersOf<As[number]>>>,
+  Known<Layer.Services<ProvidersOf<As[number]>>>
+> =>
+  Layer.mergeAll(
+    ...(areas.flatMap((area) => area.providers ?? []) as [Layer.Layer<any>, ...Array<Layer.Layer<any>>])
+  ) as any

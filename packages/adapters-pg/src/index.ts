@@ -1,4 +1,4 @@
-import { storesOf } from "./Area.ts"
+import { providersOf, storesOf } from "./Area.ts"
 import { areas } from "./areas.ts"
 import * as AccessStorePg from "./access/AccessStorePg.ts"
 import * as AuditLogPg from "./kernel/AuditLogPg.ts"
@@ -20,7 +20,7 @@ export * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 export * as PgDatabase from "./PgDatabase.ts"
 export { legacyMigrations, migrations } from "./migrations/index.ts"
 export { type Migration, migrationsOf } from "./Migrator.ts"
-export { type AnyAreaPg, type AreaPg, areaPg, type Migrations, storesOf } from "./Area.ts"
+export { type AnyAreaPg, type AreaPg, areaPg, type Migrations, providersOf, storesOf } from "./Area.ts"
 export { areas } from "./areas.ts"
 export {
   AccessStorePg,
@@ -42,5 +42,8 @@ export {
 
 /** Every store port of core on one `SqlClient` built by `PgDatabase` (it relies on that client's name transforms). */
 export const layer = storesOf(areas)
+
+/** Every area's PostgreSQL-level provider adapters from `SERVICE_*` (database clusters, the end-user directory). */
+export const providersFromEnv = providersOf(areas)
 export * as DatabaseNodeEmbedded from "./database/DatabaseNodeEmbedded.ts"
 export * as EndUserDirectoryPg from "./enduser/EndUserDirectoryPg.ts"

@@ -1,3 +1,6 @@
+import { providersOf } from "./Area.ts"
+import { areas } from "./areas.ts"
+
 export * as IdentityProviderOAuth from "./identity/IdentityProviderOAuth.ts"
 export * as SocialOAuthHttp from "./enduser/SocialOAuthHttp.ts"
 export * as MailTransportAuto from "./mail/MailTransportAuto.ts"
@@ -23,3 +26,12 @@ export * as ArtifactStoreS3 from "./deployments/ArtifactStoreS3.ts"
 export * as BackupStoreS3 from "./database/BackupStoreS3.ts"
 export * as ObjectStoreS3 from "./storage/ObjectStoreS3.ts"
 export * as ObjectStorage from "./s3/ObjectStorage.ts"
+export { type AnyAreaProviders, type AreaProviders, areaProviders, providersOf } from "./Area.ts"
+export { areas } from "./areas.ts"
+
+/**
+ * Every area's provider adapters read from `SERVICE_*`, as the standalone server runs them (the AI upstream reads
+ * `AiConfig`: provide the settings). The PostgreSQL-level ones (database clusters, end-user directory) are
+ * `@hostplane/adapters-pg`'s `providersFromEnv`.
+ */
+export const providersFromEnv = providersOf(areas)

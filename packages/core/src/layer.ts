@@ -30,9 +30,12 @@ export const jobHandlersWith = <const Extra extends ReadonlyArray<Area.AnyArea>>
 export type Ports = Area.Ports<typeof areas>
 
 /**
- * Every provider port but sign-in in its explicit `off` form: billing answers 501 `billing_off`, the mail webhook
+ * Every provider port in its explicit `off` form: sign-in through a provider answers 400, billing 501 `billing_off`, the mail webhook
  * refuses every notification; the node mail relay, git, AI calls, domain registration, the database and storage
  * add-ons and end-user sign-in on the edge answer 503; no hostname gets a certificate, no worker code runs. A host
  * merges its real adapters after it (the last layer of a merge wins).
  */
 export const providersOff = Area.portsOff(areas)
+
+/** The provider ports of core's areas (`providersOff` gives each in its off form). */
+export type ProviderPorts = Area.ProviderPortsOf<(typeof areas)[number]>

@@ -65,7 +65,7 @@ describe("the folded registry types are precise", () => {
     expectTypeOf<Billing.PaymentGateway>().toExtend<Off>()
     expectTypeOf<Mail.MailTransport>().toExtend<Off>()
     expectTypeOf<Tls.AcmeClient>().toExtend<Off>()
-    // Sign-in is not among them: a host chooses its identity provider.
-    expectTypeOf<Identity.IdentityProvider>().not.toExtend<Off>()
+    // Sign-in too: without a provider it answers 400 and no page offers it.
+    expectTypeOf<Identity.IdentityProvider>().toExtend<Off>()
   })
 })

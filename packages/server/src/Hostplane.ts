@@ -12,6 +12,7 @@ import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUd
 import {
   type Access,
   type ConfigOverrides,
+  type Configs,
   configLayer,
   Deployments,
   Hostnames,
@@ -51,6 +52,12 @@ export interface HostplaneAdapters {
   readonly dns?: Layer.Layer<Hostnames.DnsResolver | Hostnames.HostedZones, unknown>
   /** Sign-in through an OAuth provider (`IdentityProviderOAuth`); off by default. */
   readonly identityProvider?: Layer.Layer<Identity.IdentityProvider, unknown>
+  /**
+   * Provider adapters, each replacing its off form (every provider is off by default): one adapter
+   * (`PaymentGatewayPolar.layer({...})`), or every area's from `SERVICE_*` as the standalone server runs them
+   * (`providersFromEnv` of `@hostplane/adapters-providers` and `@hostplane/adapters-pg`). They may read the settings.
+   */
+  readonly providers?: Layer.Layer<never, unknown, Configs>
   /** The host's sign-in as a layer (an Effect authenticator); `authenticate` is the plain-function form. */
   readonly hostAuthenticator?: Layer.Layer<HostAuthenticator, unknown>
   /** Where the job runner sends mail: SMTP from `SERVICE_SMTP_URL`, else `.eml` files in `<dataDir>/outbox`. */
@@ -140,16 +147,19 @@ export const makeHostplane = (options: HostplaneOptions): Promise<Mounted<Ports 
           options.authenticate,
           options.authenticateTimeout === undefined ? {} : { timeout: options.authenticateTimeout }
         ))
+  const settings = configLayer(options.settings ?? {})
   const ports = Layer.mergeAll(
     stores,
-    configLayer(options.settings ?? {}),
+    settings,
     adapters.sealer ?? SealerAesGcm.layerConfig.pipe(Layer.provide(files)),
     adapters.passwordHasher ?? PasswordHasherScrypt.layer,
     bundles,
     adapters.dns ?? Layer.merge(DnsResolverUdp.layerConfig, Hostnames.HostedZones.layerNone),
-    adapters.identityProvider ?? Identity.IdentityProvider.off,
     hostAuthenticator,
     providersOff,
+    // The last layer of a merge wins: each adapter given replaces its off form above.
+    (adapters.providers ?? Layer.empty).pipe(Layer.provide(Layer.merge(settings, files))),
+    adapters.identityProvider ?? Layer.empty,
     Layer.succeed(Console)(options.console === false ? undefined : loadConsole())
   )
   // One runner for every job kind, on the same services the routes use (one build shares them).

@@ -1,20 +1,13 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import * as Pg from "@hostplane/adapters-pg"
 import {
-  AiUpstreamOpenAi,
   BundleReader,
   GitSshServer,
-  GitStorageDisk,
-  IdentityProviderOAuth,
-  MailNotificationsSns,
   MailTransportAuto,
   ObjectStorage,
   PasswordHasherScrypt,
-  PaymentGatewayPolar,
-  RegistrarNameCom,
+  providersFromEnv,
   SealerAesGcm,
-  SocialOAuthHttp,
-  SshKeyParserSsh2,
   TokensNode
 } from "@hostplane/adapters-providers"
 import * as DnsResolverUdp from "@hostplane/adapters-providers/dns/DnsResolverUdp"
@@ -101,36 +94,16 @@ export const ServerLive = Layer.unwrap(
           SealerAesGcm.layerConfig,
           PasswordHasherScrypt.layer,
           bundles,
-          // Bare repositories under <data dir>/git, driven by the git binary; SSH keys read by ssh2's parser.
-          GitStorageDisk.layerConfig,
-          SshKeyParserSsh2.layer,
-          // The database add-on: one PostgreSQL cluster per project under <data dir>/node/db, generations and
-          // exports in <data dir>/backups (decisions.md part 8).
-          Pg.DatabaseNodeEmbedded.layerConfig,
-          ObjectStorage.backupStore,
-          // The edge's end-user sign-in: the providers' OAuth endpoints (SERVICE_AUTH_*_URL overrides them) and the
-          // users and sessions in each project's own database, over TLS verified with the node's authority (the
-          // same node layer as above: one build shares it).
-          SocialOAuthHttp.layerConfig,
-          Pg.EndUserDirectoryPg.layer.pipe(Layer.provide(Pg.DatabaseNodeEmbedded.layerConfig)),
-          // The storage add-on's objects under <data dir>/storage; a project delete removes its prefix there.
-          ObjectStorage.objectStore,
-          // The OAuth identity provider from SERVICE_IDP_*, else none (sign-in through a provider answers 400).
-          IdentityProviderOAuth.layerConfig,
+          // Every area's provider adapters from its SERVICE_* settings (each area's `*Providers` and `*AreaPg`):
+          // sign-in, mail (the relay and the runner share one transport: one build), git, the database and storage
+          // add-ons, end-user sign-in, billing, AI, domains, the mail webhook; an adapter without its settings
+          // answers as its off form does.
+          providersFromEnv.pipe(Layer.provide(settings)),
+          Pg.providersFromEnv,
           // A standalone server has no host application whose sign-in it would trust: its own tokens only.
           HostAuthenticator.off,
           // Hashes the session token of every request with node:crypto instead of Web Crypto.
           TokensNode.layer,
-          // Polar from SERVICE_POLAR_* when a token is set; without one billing answers 501 billing_off.
-          PaymentGatewayPolar.layerConfig,
-          // The AI upstream from SERVICE_AI_UPSTREAM_URL and SERVICE_AI_UPSTREAM_KEY; without both, calls answer 503.
-          AiUpstreamOpenAi.layerConfig.pipe(Layer.provide(settings)),
-          // Name.com from SERVICE_REGISTRAR_*; without them domain purchases answer 503 registrar_not_configured.
-          RegistrarNameCom.layerConfig,
-          // SNS signatures for the mail webhook (certificates fetched, or from SERVICE_MAIL_SNS_CERTS).
-          MailNotificationsSns.layerConfig,
-          // The node mail relay sends through the same transport as the runner (one build: layers are shared).
-          MailTransportAuto.layerConfig,
           runtime,
           // The edge's certificates: the static one and ACME from SERVICE_EDGE_TLS_LISTEN, SERVICE_TLS_*, SERVICE_ACME_*.
           tlsPorts

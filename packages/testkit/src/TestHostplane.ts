@@ -2,6 +2,7 @@ import { BundleReader, PasswordHasherScrypt, SealerAesGcm } from "@hostplane/ada
 import {
   type Billing,
   type ConfigOverrides,
+  type Configs,
   configLayer,
   type Domains,
   Identity,
@@ -35,6 +36,8 @@ export interface TestHostplaneOptions {
   readonly registrar?: Layer.Layer<Domains.Registrar, unknown> | undefined
   /** Billing (`PaymentGatewayPolar` against `FakePolar`, or `PaymentGatewayMemory`); off by default. */
   readonly paymentGateway?: Layer.Layer<Billing.PaymentGateway, unknown> | undefined
+  /** Any other provider adapters or fakes, each replacing its off form (they may read the settings). */
+  readonly providers?: Layer.Layer<never, unknown, Configs> | undefined
   /** The host's own sign-in, for `server()`; off by default. */
   readonly hostAuthenticator?: Layer.Layer<HostAuthenticator, unknown> | undefined
 }
@@ -61,11 +64,12 @@ const sentMail = Layer.unwrap(
 export const testEpoch = Date.parse("2026-01-01T00:00:00.000Z")
 
 /** Every port on memory stores and fakes: dev login on, a fresh sealer, cheap scrypt, no DNS, no PostgreSQL. */
-const portsOf = (options: TestHostplaneOptions) =>
-  Layer.mergeAll(
+const portsOf = (options: TestHostplaneOptions) => {
+  const settings = configLayer({ ...options.settings, identity: { devAuth: true, ...options.settings?.identity } })
+  return Layer.mergeAll(
     portsOff,
     Layer.fresh(layerMemory),
-    configLayer({ ...options.settings, identity: { devAuth: true, ...options.settings?.identity } }),
+    settings,
     dnsNone,
     SealerAesGcm.layerEphemeral,
     PasswordHasherScrypt.layerWith({ logN: 10, r: 8, p: 1 }),
@@ -77,8 +81,10 @@ const portsOf = (options: TestHostplaneOptions) =>
     options.identityProvider ?? Layer.empty,
     options.registrar ?? Layer.empty,
     options.paymentGateway ?? Layer.empty,
+    (options.providers ?? Layer.empty).pipe(Layer.provide(settings)),
     options.hostAuthenticator ?? HostAuthenticator.off
   )
+}
 
 /** What `layer` provides: every port, every core service, the job runner and the mail it sent. */
 export type TestHostplaneServices = Ports | Layer.Success<typeof services> | Jobs.JobRunner | SentMail

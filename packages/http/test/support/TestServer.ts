@@ -9,26 +9,26 @@ import {
 } from "@hostplane/adapters-providers"
 import {
   type Access,
-  Ai,
-  Billing,
+  type Ai,
+  type Billing,
   type ConfigOverrides,
-  Database,
+  type Database,
   type Configs,
   configLayer,
   Deployments,
-  Domains,
-  Email,
-  EndUser,
-  Git,
+  type Email,
+  type EndUser,
+  type Git,
   type Hostnames,
-  Identity,
-  Mail,
+  type Identity,
+  type Mail,
   Kernel,
   Orgs,
+  type ProviderPorts,
+  providersOff,
   type Secrets,
   type services,
-  Storage,
-  Tls
+  type Storage
 } from "@hostplane/core"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { type EdgeServices, makeEdgeListener } from "@hostplane/node"
@@ -49,25 +49,7 @@ export type Stores = Exclude<
 >
 
 /** The provider ports a suite picks through `TestServerOptions`: each is its `off` form unless the suite gives one. */
-export type Providers =
-  | Kernel.Tokens
-  | Identity.IdentityProvider
-  | Billing.PaymentGateway
-  | Mail.MailTransport
-  | Email.MailNotifications
-  | Git.GitStorage
-  | Git.SshKeyParser
-  | Ai.AiUpstream
-  | Domains.Registrar
-  | Database.DatabaseNode
-  | Database.BackupStore
-  | Storage.ObjectStore
-  | EndUser.SocialOAuth
-  | EndUser.EndUserDirectory
-  | Tls.TlsConfig
-  | Tls.AcmeClient
-  | Deployments.WorkerCheck
-  | HostAuthenticator
+export type Providers = ProviderPorts | Kernel.Tokens | HostAuthenticator
 
 /** What hostname verification asks: a resolver and the hosted zones. */
 export type Dns = Hostnames.DnsResolver | Hostnames.HostedZones
@@ -109,6 +91,8 @@ export interface TestServerOptions {
   readonly hostAuthenticator?: Layer.Layer<HostAuthenticator>
   /** The storage add-on's object store; without one its routes answer 503 `no_core`. */
   readonly objects?: Layer.Layer<Storage.ObjectStore, unknown>
+  /** Any other provider adapters or fakes, each replacing its off form (they may read the settings). */
+  readonly providers?: Layer.Layer<never, unknown, Configs>
 }
 
 /** What `run` may use: the ports and every service the server built. */
@@ -144,30 +128,30 @@ export const startTestServer = async (
   const bundles = BundleReader.layer(limits === undefined ? {} : { limits }).pipe(
     Layer.provideMerge(ArtifactStoreDisk.layer(artifactDir))
   )
+  const config = configLayer({ ...settings, identity: { devAuth: true, ...settings.identity } })
   const ports = extra.pipe(
     Layer.provideMerge(
       Layer.mergeAll(
-        // Off unless the suite's stores layer carries a registrar (the last layer of a merge wins).
-        Domains.Registrar.off,
-        // Hosted zones may read the stores (the DNS area's zones): one build of the stores serves both.
+        // Every provider in its off form (no edge certificates, no worker runtime unless `extra` provides them: its
+        // services win); the last layer of a merge wins, so each one the suite gives replaces its off form.
+        providersOff,
+        // Hosted zones may read the stores (the DNS area's zones), and the stores may carry a registrar: one build of
+        // the stores serves both.
         dns.pipe(Layer.provideMerge(stores)),
-        configLayer({ ...settings, identity: { devAuth: true, ...settings.identity } }),
+        config,
         options.passwordHasher === undefined ? testCrypto : Layer.merge(testCrypto, options.passwordHasher),
         bundles,
         Kernel.Tokens.layer,
-        options.gateway === undefined ? Billing.PaymentGateway.off : options.gateway(),
-        options.aiUpstream === undefined ? Ai.AiUpstream.off : options.aiUpstream(),
-        options.mailNotifications === undefined ? Email.MailNotifications.off : options.mailNotifications(),
-        options.mailTransport === undefined ? Mail.MailTransport.off : options.mailTransport(),
+        options.gateway?.() ?? Layer.empty,
+        options.aiUpstream?.() ?? Layer.empty,
+        options.mailNotifications?.() ?? Layer.empty,
+        options.mailTransport?.() ?? Layer.empty,
         git,
-        options.database ?? Layer.merge(Database.DatabaseNode.off, Database.BackupStore.off),
-        options.endUser ?? Layer.merge(EndUser.SocialOAuth.off, EndUser.EndUserDirectory.off),
-        options.objects ?? Storage.ObjectStore.off,
-        // No edge certificates and no worker runtime unless `extra` provides them (its services win).
-        Tls.TlsConfig.off,
-        Tls.AcmeClient.off,
-        Deployments.WorkerCheck.off,
-        options.identityProvider ?? Identity.IdentityProvider.off,
+        options.database ?? Layer.empty,
+        options.endUser ?? Layer.empty,
+        options.objects ?? Layer.empty,
+        options.identityProvider ?? Layer.empty,
+        (options.providers ?? Layer.empty).pipe(Layer.provide(config)),
         options.hostAuthenticator ?? HostAuthenticator.off
       )
     ),

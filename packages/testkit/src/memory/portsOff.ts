@@ -1,4 +1,4 @@
-import { Identity, Kernel, providersOff } from "@hostplane/core"
+import { Kernel, providersOff } from "@hostplane/core"
 import { Layer } from "effect"
 
 /**
@@ -6,4 +6,4 @@ import { Layer } from "effect"
  * Crypto): what a test or an example builds on when it exercises none of those providers. A test that needs one
  * merges the real or fake adapter after this layer (the last layer of a merge wins).
  */
-export const portsOff = Layer.mergeAll(Kernel.Tokens.layer, Identity.IdentityProvider.off, providersOff)
+export const portsOff = Layer.merge(Kernel.Tokens.layer, providersOff)
