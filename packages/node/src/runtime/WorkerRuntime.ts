@@ -101,8 +101,19 @@ export type RawBindingHandler = (
 /** One invocation's tail events, with the project the router attributed them to. */
 export type TailHandler = (projectId: string, deploymentId: string, events: ReadonlyArray<unknown>) => void
 
-const routerSource = () => Fs.readFileSync(fileURLToPath(new URL("../../worker/router.js", import.meta.url)), "utf8")
-const entrySource = () => Fs.readFileSync(fileURLToPath(new URL("../../worker/entry.js", import.meta.url)), "utf8")
+/**
+ * One of the package's `worker/` sources, which workerd loads as they are: two folders up from this module
+ * (`src/runtime/`, `dist/runtime/`), or one up from a bundle that inlined it (the CLI's `dist/hostplane.js`, which
+ * ships a copy of `worker/` beside `dist/`).
+ */
+const workerSource = (name: string) => {
+  const candidates = [`../../worker/${name}`, `../worker/${name}`].map((path) =>
+    fileURLToPath(new URL(path, import.meta.url))
+  )
+  return Fs.readFileSync(candidates.find((path) => Fs.existsSync(path)) ?? candidates[0]!, "utf8")
+}
+const routerSource = () => workerSource("router.js")
+const entrySource = () => workerSource("entry.js")
 
 /** The hostplane entry module's name in a loaded worker; the tenant's modules keep their paths under `worker/`. */
 const entryModule = "__hostplane_entry.js"
