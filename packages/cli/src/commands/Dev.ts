@@ -2,11 +2,13 @@ import { Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import * as Path from "node:path"
 import { CliFailure, note, out } from "../Output.ts"
+import { projectSession } from "../Root.ts"
 
 /**
  * `hostplane dev [dir]`: the folder served locally by the node's own runtime and route rules, secrets from
  * `.dev.vars`, reloaded when the folder changes; Ctrl-C stops the server and its workerd. Add-ons declared in
- * `service.json` are present in `env` and reject every call with `not_available_in_dev` (docs/cli.md).
+ * `service.json` are present in `env` and reject every call with `not_available_in_dev`, except `env.db` with
+ * `--linked`: the database of the project the folder is linked to (docs/cli.md).
  */
 export const dev = Command.make(
   "dev",
@@ -22,13 +24,21 @@ export const dev = Command.make(
     ip: Flag.String("ip").pipe(
       Flag.withDescription("The local address to listen on; another than loopback exposes the folder to the network"),
       Flag.withDefault("127.0.0.1")
+    ),
+    linked: Flag.Boolean("linked").pipe(
+      Flag.withDescription("Bind env.db to the database of the linked project (--org/--project or .hostplane.json)"),
+      Flag.withDefault(false)
     )
   },
-  Effect.fn("dev")(function* ({ dir, ip, port }) {
+  Effect.fn("dev")(function* ({ dir, ip, port, linked }) {
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       return yield* new CliFailure({ code: "usage", message: `--port must be 0..65535, not ${port}` })
     }
     const folder = Path.resolve(dir)
+    // The linked project's own connection (what `hostplane db connect` prints): queries run as its role.
+    const database = linked
+      ? (yield* Effect.flatMap(projectSession, ({ api, params }) => api.database.connect({ params }))).body
+      : undefined
     // The runtime's code (workerd's supervisor, the router's sources) loads only for `dev`.
     const { DevProblem, findWorkerd, startDevServer } = yield* Effect.promise(() => import("@hostplane/node/dev/index"))
     const problem = (error: unknown) =>
@@ -44,6 +54,7 @@ export const dev = Command.make(
             host: ip,
             port,
             binary,
+            database,
             print: (line, isProblem) => void (isProblem === true ? process.stderr : process.stdout).write(`${line}\n`)
           }),
         catch: problem

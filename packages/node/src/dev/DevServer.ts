@@ -1,7 +1,9 @@
-import { Deployments } from "@hostplane/core"
+import { type Database, Deployments } from "@hostplane/core"
 import * as Edge from "../edge/AssetPath.ts"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as Http from "node:http"
+import { makeDbBinding } from "../bindings/Db.ts"
+import { answerOf } from "../bindings/Failure.ts"
 import type { InvocationEvent } from "../runtime/LogCollector.ts"
 import { checkUrl, loadFailureOf } from "../runtime/WorkerCheckLive.ts"
 import { type BindingHandler, type RawBindingHandler, WorkerRuntime } from "../runtime/WorkerRuntime.ts"
@@ -18,6 +20,11 @@ export interface DevOptions {
   readonly print: (line: string, problem?: boolean) => void
   /** How often the folder is looked at for changes; a change is loaded once it held still for one more look. */
   readonly pollMs?: number
+  /**
+   * The database of the project the folder is linked to (`hostplane dev --linked`: its `GET .../database/connect`):
+   * `env.db` queries it as the project role, as the deployed worker would. Without it `env.db` rejects every call.
+   */
+  readonly database?: Database.DatabaseConnect | undefined
 }
 
 export interface DevServer {
@@ -29,9 +36,15 @@ export interface DevServer {
 /** The dev server's one project: secrets and bindings are the folder's own, never a deployed project's. */
 const devProject = "dev"
 
-/** The add-on bindings present in dev: those `service.json` declares, each call rejected inside the worker. */
-const devBindings = (manifest: Deployments.Manifest): Record<string, unknown> => ({
-  ...(manifest.database === true ? { db: { connectionString: "" } } : {}),
+/**
+ * The add-on bindings present in dev: those `service.json` declares. `env.db` is the linked project's database when
+ * one is given; every other call is rejected inside the worker.
+ */
+const devBindings = (
+  manifest: Deployments.Manifest,
+  database: Database.DatabaseConnect | undefined
+): Record<string, unknown> => ({
+  ...(manifest.database === true ? { db: { connectionString: database?.url ?? "" } } : {}),
   ...(manifest.storage === true ? { storage: {} } : {}),
   ...(manifest.email === true ? { email: {} } : {}),
   ...(manifest.ai === true ? { ai: {} } : {}),
@@ -42,7 +55,7 @@ const bindingNames: Record<string, string> = { db: "env.db", storage: "env.stora
 
 const notInDev = (binding: string, method: string) => ({
   error: {
-    message: `not_available_in_dev: ${bindingNames[binding] ?? `env.${binding}`}.${method}() runs only in a deployed project; hostplane dev serves secrets from .dev.vars and env.ASSETS`
+    message: `not_available_in_dev: ${bindingNames[binding] ?? `env.${binding}`}.${method}() runs only in a deployed project (env.db also under hostplane dev --linked); hostplane dev serves secrets from .dev.vars and env.ASSETS`
   }
 })
 
@@ -131,7 +144,19 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
   }).pipe(Layer.provide(Layer.succeed(Deployments.ArtifactStore, snapshotStore(snapshots))))
   const context = await Effect.runPromise(Layer.buildWithScope(runtimeLayer, scope))
   const runtime = Context.get(context, WorkerRuntime)
-  const bindings: BindingHandler = async (_project, binding, method) => notInDev(binding, method)
+  const database = options.database
+  // One pool for the linked database, closed with the server; the statement deadline is the worker's own.
+  const db = database === undefined ? undefined : makeDbBinding({ authority: undefined, queryTimeoutMs: 30_000 })
+  const bindings: BindingHandler = async (_project, binding, method, args) => {
+    if (binding !== "db" || method !== "query" || db === undefined || database === undefined) {
+      return notInDev(binding, method)
+    }
+    try {
+      return await db.query(devProject, database, args)
+    } catch (error) {
+      return answerOf(error)
+    }
+  }
   const rawBindings: RawBindingHandler = async (_project, binding, method, _query, request, response) => {
     request.resume()
     response.writeHead(200, { "content-type": "application/json" })
@@ -158,7 +183,7 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
           manifest: snapshot.manifest,
           entry: snapshot.entry,
           secrets: snapshot.secrets,
-          bindings: devBindings(snapshot.manifest)
+          bindings: devBindings(snapshot.manifest, database)
         })
 
   /** The runtime's message when the key's worker does not load, `undefined` when it does. */
@@ -343,6 +368,7 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
     server.closeAllConnections()
     await new Promise<void>((resolve) => server.close(() => resolve()))
     await Effect.runPromise(Scope.close(scope, Exit.void))
+    await db?.close()
   }
   return { url: `http://${shownHost}:${port}`, stop }
 }
