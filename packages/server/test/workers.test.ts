@@ -107,7 +107,7 @@ describe("the server binary runs worker code in workerd", () => {
     expect(invalid.status).toBe(400)
     expect(((await invalid.json()) as any).details.reason).toBe("worker_invalid")
   })
-  it("a push to a repo with deployOnPush deploys its worker: the push says so and the edge runs the new code", async () => {
+  it("a push to a repo with deployOnPush deploys its worker: the push says so and the edge runs the new code; the repo clones whole over HTTP", async () => {
     const { call } = await signIn(base, "pusher")
     const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
     const project = await call("POST", `/v1/orgs/${slug}/projects`, { name: "pushed" })
@@ -139,6 +139,12 @@ describe("the server binary runs worker code in workerd", () => {
       const second = await git(work, ["push", url, "HEAD:refs/heads/main"])
       expect(second.stderr).toMatch(/remote: deployed version 2, /u)
       expect(await edgeGet(edgePort, host, "/")).toEqual({ status: 200, text: "second push" })
+      // The clone's pack is written by git straight into the connection (a protocol v2 fetch): all of it arrives.
+      const cloned = await git(dir, ["-c", "protocol.version=2", "clone", "-q", url, "cloned"])
+      expect(cloned.code, cloned.stderr).toBe(0)
+      const heads = await Promise.all([work, join(dir, "cloned")].map((at) => git(at, ["rev-parse", "HEAD"])))
+      expect(heads[1]!.stdout).toBe(heads[0]!.stdout)
+      expect((await git(join(dir, "cloned"), ["fsck", "--full"])).code).toBe(0)
     } finally {
       await cleanup()
     }
