@@ -7,6 +7,7 @@ import { Effect, Layer, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import type { TLSSocket } from "node:tls"
+import { type Dispatcher, Pool } from "undici"
 import { makeBindings } from "../bindings/Bindings.ts"
 import { WorkerRuntime } from "./WorkerRuntime.ts"
 
@@ -312,6 +313,9 @@ export const WorkerInvokerLive = Layer.effect(
       }
     }
 
+    const pools = makePools(runtime)
+    yield* Effect.addFinalizer(() => Effect.promise(() => pools.closeAll()))
+
     const envContext = yield* Effect.context<never>()
     const runEnv = Effect.runPromiseWith(envContext)
 
@@ -338,6 +342,12 @@ export const WorkerInvokerLive = Layer.effect(
       const url = `${scheme}://${authorityOf(incoming) ?? "localhost"}${incoming.url ?? "/"}`
       // Read before the cookie is stripped: the worker gets a handle for the session, never the cookie.
       const user = bindings.userHandle(target.projectId, cookieOf(incoming.headers.cookie, authSessionCookie))
+      if (isBodiless(incoming)) {
+        const direct = await forwardInto({ runtime, pools, target, key, url, scheme, incoming, user, response })
+        if (direct._tag === "Started") return direct.status
+        if (direct._tag === "Gone") return 499
+        return refuse(refusalOf(target, direct, started, incoming.method ?? "GET", url))
+      }
       const controller = new AbortController()
       // The client went away before the worker answered: its request is canceled too.
       const gone = () => {
@@ -396,28 +406,7 @@ const forward = async (options: {
       return { _tag: "Timeout" }
     }
   }
-  const headers: Record<string, string | Array<string>> = {}
-  for (const [name, value] of Object.entries(incoming.headers)) {
-    // HTTP/2's pseudo-headers (`:authority`, `:path`...) are no header of the HTTP/1.1 request to the shard.
-    if (value === undefined || droppedHeaders.has(name) || name.startsWith("x-hostplane-") || name.startsWith(":"))
-      continue
-    if (name === "cookie") {
-      const kept = withoutOwnCookies(Array.isArray(value) ? value.join("; ") : value)
-      if (kept !== undefined) headers.cookie = kept
-      continue
-    }
-    headers[name] = value
-  }
-  // An HTTP/2 client names the host in `:authority` and usually sends no Host: the worker sees it as Host.
-  const authority = authorityOf(incoming)
-  if (headers.host === undefined && authority !== undefined) headers.host = authority
-  headers["x-forwarded-for"] = incoming.socket.remoteAddress ?? ""
-  headers["x-forwarded-proto"] = options.scheme
-  headers["x-hostplane-invoke"] = JSON.stringify({
-    key: options.key,
-    url: options.url,
-    ...(options.user === undefined ? {} : { user: options.user })
-  })
+  const headers = upstreamHeaders(options)
   return new Promise<Forwarded>((resolve) => {
     const socketPath = runtime.socketOf(shard)
     // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
@@ -490,5 +479,183 @@ const forward = async (options: {
       startClock()
     })
     incoming.on("error", () => upstream.destroy())
+  })
+}
+
+/** The headers of the request to the shard: the client's, minus the dropped ones, plus the edge's own. */
+const upstreamHeaders = (options: {
+  readonly key: string
+  readonly url: string
+  readonly scheme: string
+  readonly incoming: Http.IncomingMessage
+  readonly user: string | undefined
+}): Record<string, string | Array<string>> => {
+  const { incoming } = options
+  const headers: Record<string, string | Array<string>> = {}
+  for (const [name, value] of Object.entries(incoming.headers)) {
+    // HTTP/2's pseudo-headers (`:authority`, `:path`...) are no header of the HTTP/1.1 request to the shard.
+    if (value === undefined || droppedHeaders.has(name) || name.startsWith("x-hostplane-") || name.startsWith(":"))
+      continue
+    if (name === "cookie") {
+      const kept = withoutOwnCookies(Array.isArray(value) ? value.join("; ") : value)
+      if (kept !== undefined) headers.cookie = kept
+      continue
+    }
+    headers[name] = value
+  }
+  // An HTTP/2 client names the host in `:authority` and usually sends no Host: the worker sees it as Host.
+  const authority = authorityOf(incoming)
+  if (headers.host === undefined && authority !== undefined) headers.host = authority
+  headers["x-forwarded-for"] = incoming.socket.remoteAddress ?? ""
+  headers["x-forwarded-proto"] = options.scheme
+  headers["x-hostplane-invoke"] = JSON.stringify({
+    key: options.key,
+    url: options.url,
+    ...(options.user === undefined ? {} : { user: options.user })
+  })
+  return headers
+}
+
+/** A request with nothing to stream to the worker: a GET or HEAD that declares no body and expects no 100. */
+const isBodiless = (incoming: Http.IncomingMessage) =>
+  (incoming.method === "GET" || incoming.method === "HEAD") &&
+  (incoming.headers["content-length"] === undefined || incoming.headers["content-length"] === "0") &&
+  incoming.headers["transfer-encoding"] === undefined &&
+  incoming.headers.expect === undefined
+
+/**
+ * undici pools to the shards' sockets, by socket path. A shard's replaced process has a socket of its own: the pool
+ * of a socket no shard uses any more is closed once its requests are done (the runtime stops that process after
+ * them). No timeouts of undici's own: the worker's deadline is the edge's, and a streamed response may be idle.
+ */
+const makePools = (runtime: WorkerRuntime["Service"]) => {
+  const pools = new Map<string, Pool>()
+  return {
+    of: (socketPath: string): Pool => {
+      let pool = pools.get(socketPath)
+      if (pool === undefined) {
+        const current = new Set(runtime.pids().map((_, index) => runtime.socketOf(index)))
+        for (const [path, old] of pools) {
+          if (current.has(path)) continue
+          pools.delete(path)
+          old.close().catch(() => {})
+        }
+        pool = new Pool("http://shard", { socketPath, headersTimeout: 0, bodyTimeout: 0 })
+        pools.set(socketPath, pool)
+      }
+      return pool
+    },
+    closeAll: async () => {
+      const all = [...pools.values()]
+      pools.clear()
+      await Promise.all(all.map((pool) => pool.destroy().catch(() => {})))
+    }
+  }
+}
+
+type Direct =
+  | { readonly _tag: "Started"; readonly status: number }
+  | { readonly _tag: "Gone" }
+  | { readonly _tag: "Exception" }
+  | { readonly _tag: "Timeout" }
+  | { readonly _tag: "Unavailable"; readonly message: string }
+
+/**
+ * A bodiless request to the shard's router whose answer is written straight into the edge's response: undici's
+ * dispatch, no stream objects in between (the busiest path: most worker requests are GETs). Resolves once the
+ * worker's response has started (its status), or with why it did not: the worker threw, missed the response-start
+ * deadline, the shard did not answer, or the client went away first.
+ */
+const forwardInto = async (options: {
+  readonly runtime: WorkerRuntime["Service"]
+  readonly pools: ReturnType<typeof makePools>
+  readonly target: Edge.WorkerTarget
+  readonly key: string
+  readonly url: string
+  readonly scheme: string
+  readonly incoming: Http.IncomingMessage
+  readonly user: string | undefined
+  readonly response: Http.ServerResponse
+}): Promise<Direct> => {
+  const { runtime, response } = options
+  const timeoutMs = runtime.settings.timeoutMs
+  const shard = runtime.shardOf(options.target.projectId)
+  if (!runtime.isUp(shard)) {
+    try {
+      await runtime.ready(shard, timeoutMs)
+    } catch {
+      return { _tag: "Timeout" }
+    }
+  }
+  const headers = upstreamHeaders(options)
+  return new Promise<Direct>((resolve) => {
+    const socketPath = runtime.socketOf(shard)
+    // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
+    const done = runtime.track(socketPath)
+    let controller: Dispatcher.DispatchController | undefined
+    let stopped = false
+    let started = false
+    let settled = false
+    const settle = (value: Direct) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      if (value._tag !== "Started") done()
+      resolve(value)
+    }
+    const stop = () => {
+      stopped = true
+      controller?.abort(new Error("canceled"))
+    }
+    // The request is whole once sent: the worker's time starts now.
+    const timer = setTimeout(() => {
+      settle({ _tag: "Timeout" })
+      stop()
+    }, timeoutMs)
+    // The client went away: the worker's request is canceled too.
+    response.once("close", () => {
+      if (response.writableFinished) return
+      settle({ _tag: "Gone" })
+      stop()
+      done()
+    })
+    options.pools.of(socketPath).dispatch(
+      { method: options.incoming.method ?? "GET", path: options.incoming.url ?? "/", headers },
+      {
+        onRequestStart: (at) => {
+          controller = at
+          if (stopped) at.abort(new Error("canceled"))
+        },
+        onResponseStart: (at, status, upstream) => {
+          if (stopped || settled) return at.abort(new Error("canceled"))
+          if (upstream["x-hostplane-outcome"] === "exception") {
+            stopped = true
+            return settle({ _tag: "Exception" })
+          }
+          const written: Record<string, string | Array<string>> = {}
+          for (const name in upstream) {
+            const value = upstream[name]
+            if (value === undefined || connectionHeaders.has(name) || name.startsWith(":")) continue
+            written[name] = value
+          }
+          response.writeHead(status, written)
+          response.on("drain", () => at.resume())
+          started = true
+          settle({ _tag: "Started", status })
+        },
+        onResponseData: (at, chunk) => {
+          if (started && !stopped && !response.write(chunk)) at.pause()
+        },
+        onResponseEnd: () => {
+          if (started && !stopped) response.end()
+          done()
+        },
+        onResponseError: (_at, error) => {
+          done()
+          if (started && !stopped) response.destroy()
+          settle({ _tag: "Unavailable", message: String(error) })
+        }
+      }
+    )
   })
 }
