@@ -89,7 +89,8 @@ describe("area registry", () => {
         Projects.projectDelete.kind,
         Database.restoreGeneration.kind,
         Database.deleteDatabase.kind,
-        Database.databaseSchedule.kind
+        Database.databaseSchedule.kind,
+        Database.databaseNodePurge.kind
       ])
       assert.strictEqual(
         addons.size,

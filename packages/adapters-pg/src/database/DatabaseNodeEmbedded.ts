@@ -87,6 +87,14 @@ type Query = (
 const walFile = /^[0-9A-F]{24}$/
 
 /**
+ * The image's copy of the cluster's superuser password (outside `data/` on the node, `<cluster>/password`): the image
+ * holds that role's verifier, so a node that rebuilds the database from it after its home was lost must log in with
+ * the same password. The role connects only over the node machine's loopback (the `hba` below); the image already
+ * holds every row and verifier of the database, so the bucket is protected as the data is.
+ */
+const superuserEntry = "hostplane_superuser_password"
+
+/**
  * Each cluster's `hba_file`, written at every start: the node's own superuser connects over loopback (the admin
  * connection), every other role (the project role, tokens) only over TLS.
  */
@@ -456,6 +464,9 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
               yield* query("select pg_switch_wal()::text")
               const label = String(stop.labelfile)
               yield* io("cannot add the backup label", () => addText(pack, "backup_label", label))
+              yield* io("cannot add the superuser password", async () =>
+                addText(pack, superuserEntry, await Fs.readFile(Path.join(dirOf(projectId), "password"), "utf8"))
+              )
               if (String(stop.spcmapfile ?? "") !== "") {
                 yield* io("cannot add the tablespace map", () =>
                   addText(pack, "tablespace_map", String(stop.spcmapfile))
@@ -549,11 +560,27 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
         const ids = asRoot ? yield* postgresIds : undefined
         if (ids !== undefined)
           yield* io("cannot give the data to postgres", () => chownTree(incoming, ids.uid, ids.gid))
+        // An image from another node carries its superuser's password: the cluster is reached with it from now on.
+        const passwordFile = Path.join(dirOf(projectId), "password")
+        const carried = Path.join(incoming, superuserEntry)
+        const ownPassword = yield* io("cannot read the superuser password", () => Fs.readFile(passwordFile, "utf8"))
+        const imagePassword = (yield* exists(carried))
+          ? yield* io("cannot read the image's superuser password", () => Fs.readFile(carried, "utf8"))
+          : ownPassword
+        yield* io("cannot clear the image's superuser password", () => Fs.rm(carried, { force: true }))
+        // A restore repeated after a crash between these renames finds the previous data still aside: clear it first.
+        yield* io("cannot clear the previous data", () => Fs.rm(previous, { recursive: true, force: true }))
         if (yield* exists(data)) yield* io("cannot set the data aside", () => Fs.rename(data, previous))
         yield* io("cannot put the image in place", () => Fs.rename(incoming, data))
+        if (imagePassword !== ownPassword) {
+          yield* io("cannot keep the superuser password", () => replace(passwordFile, imagePassword))
+        }
         const started = yield* Effect.exit(startCluster(projectId))
         if (Exit.isFailure(started)) {
           yield* stopCluster(projectId)
+          if (imagePassword !== ownPassword) {
+            yield* io("cannot put the superuser password back", () => replace(passwordFile, ownPassword))
+          }
           yield* io("cannot drop the failed image", () => Fs.rm(data, { recursive: true, force: true }))
           yield* io("cannot put the data back", () => Fs.rename(previous, data))
           yield* startCluster(projectId)

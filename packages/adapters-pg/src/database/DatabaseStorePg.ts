@@ -118,6 +118,12 @@ export const layer = Layer.effect(
           Effect.map((rows) => rows.length > 0),
           Effect.orDie
         ),
+      move: (projectId, from, to, operationId) =>
+        sql`UPDATE databases SET home = ${to}, endpoint = NULL, operation_id = ${operationId}
+            WHERE project_id = ${projectId} AND home = ${from} AND operation_id IS NULL RETURNING project_id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        ),
       remove: (projectId) =>
         sql`DELETE FROM databases WHERE project_id = ${projectId}`.pipe(Effect.asVoid, Effect.orDie),
       setEpoch: (projectId, epoch) =>

@@ -185,7 +185,13 @@ export const layer = Layer.effect(
               WHERE id = ${id} AND terminal_code IS NULL AND phase IN ${sql.in(phases)} RETURNING id`.pipe(
               Effect.map(changed),
               Effect.orDie
-            )
+            ),
+      purgeFinished: (kind, before) =>
+        sql`DELETE FROM jobs WHERE (kind = ${kind} OR starts_with(kind, ${`${kind}@`}))
+          AND terminal_code IS NOT NULL AND updated_at < ${before}::timestamptz RETURNING id`.pipe(
+          Effect.map((rows) => rows.length),
+          Effect.orDie
+        )
     })
   })
 )

@@ -129,6 +129,26 @@ export const deleteDatabase = define({
 })
 
 /**
+ * What the system starts when a database's home is lost (decisions.md part 4, kind `restore`): the database is moved
+ * to the replica that runs this, and rebuilt there from its newest sound generation on epoch `nextEpoch`. `from` is
+ * the lost home. Never abortable: the old cluster is out of reach.
+ */
+export const RebuildPayload = Schema.Struct({
+  orgId: OrgId,
+  projectId: ProjectId,
+  from: Schema.String,
+  nextEpoch: Schema.Number
+})
+export type RebuildPayload = typeof RebuildPayload.Type
+
+export const rebuildDatabase = define({
+  kind: "restore",
+  payload: RebuildPayload,
+  phases: ["placing", "restoring", "reactivation"],
+  maxAttempts: 10
+})
+
+/**
  * Node work for a database homed on another replica, handed to that replica as a job of this kind pinned there
  * (`database_node@<home>`). A call someone waits for carries `notAfter`: run later, it would surprise (a token made
  * after its request was answered 503), so it is dropped instead.
@@ -148,6 +168,15 @@ export const databaseNodeCall = define({
   payload: NodeCallPayload,
   phases: ["call"],
   maxAttempts: 3
+})
+
+/** Handed-over node work is read only while its request waits: its finished jobs are removed after a while. */
+export const databaseNodePurge = define({
+  kind: "database_node_purge",
+  payload: Schema.Struct({}),
+  phases: ["purge"],
+  every: Duration.minutes(10),
+  singleton: { payload: {} }
 })
 
 /** The generations of the databases homed on one replica, pinned there: a round every few seconds. */

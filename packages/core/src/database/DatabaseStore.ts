@@ -26,6 +26,11 @@ export class DatabaseStore extends Context.Service<
      * without a home is taken by the first replica that finds its cluster (a database made before homes existed).
      */
     readonly place: (projectId: ProjectId, home: string, endpoint: DatabaseRow["endpoint"]) => Effect.Effect<boolean>
+    /**
+     * Moves the database from the home `from` to `to`, held by `operationId` (its rebuild there), with no endpoint
+     * until the rebuild records one; false when it is no longer homed at `from` or another operation holds it.
+     */
+    readonly move: (projectId: ProjectId, from: string, to: string, operationId: string) => Effect.Effect<boolean>
     /** Removes the record and its tokens; generations stay. */
     readonly remove: (projectId: ProjectId) => Effect.Effect<void>
     readonly setEpoch: (projectId: ProjectId, epoch: number) => Effect.Effect<void>

@@ -44,7 +44,9 @@ import {
   databaseGenerations,
   databaseNodeCall,
   databaseSchedule,
-  type NodeCallPayload
+  databaseNodePurge,
+  type NodeCallPayload,
+  rebuildDatabase
 } from "./Database.ts"
 import { DatabaseConfig } from "./DatabaseConfig.ts"
 import {
@@ -614,7 +616,7 @@ export class Databases extends Context.Service<
         const { org, project } = yield* policy.requireProject(actor, orgSlug, projectName, rule)
         const job = yield* jobs.get(opId)
         const found = Option.flatMap(job, (job) =>
-          baseKind(job.kind) === restoreGeneration.kind || baseKind(job.kind) === deleteDatabase.kind
+          [restoreGeneration.kind, deleteDatabase.kind, rebuildDatabase.kind].includes(baseKind(job.kind))
             ? operationOf(job, org.id)
             : Option.none()
         )
@@ -639,8 +641,13 @@ export class Databases extends Context.Service<
         opId: string
       ) {
         const found = yield* databaseOperation(actor, orgSlug, projectName, opId, databaseRules.abort)
-        const definition = found.kind === restoreGeneration.kind ? restoreGeneration : deleteDatabase
-        // The job's own kind: pinned to the database's home when it had one.
+        const definition =
+          found.kind === restoreGeneration.kind
+            ? restoreGeneration
+            : found.kind === rebuildDatabase.kind
+              ? rebuildDatabase
+              : deleteDatabase
+        // The job's own kind: pinned to the database's home when it had one. A rebuild is never abortable.
         if (!(yield* jobs.abort({ ...(definition as typeof deleteDatabase), kind: found.jobKind }, opId))) {
           return yield* new NotAbortable({
             message: "the operation can no longer be aborted",
@@ -686,6 +693,25 @@ export class Databases extends Context.Service<
         return at !== undefined && (yield* store.place(row.projectId, here, at))
       })
 
+      /**
+       * A cluster still on this node for a database now homed on another replica (rebuilt there while this replica
+       * was silent): it must not serve stale data beside the rebuilt one, so it goes to the tombstone.
+       */
+      const retireMoved = Effect.fnUntraced(function* (row: DatabaseRow) {
+        if (here === undefined || row.home === null || row.home === here || Option.isNone(maybeNode)) return
+        const node = maybeNode.value
+        const at = yield* node.endpoint(row.projectId).pipe(Effect.catch(() => Effect.succeed(undefined)))
+        if (at === undefined) return
+        yield* Effect.logWarning(
+          "a database moved to another replica while this one was away: its cluster here is retired",
+          {
+            projectId: row.projectId,
+            home: row.home
+          }
+        )
+        yield* node.remove(row.projectId).pipe(Effect.orDie)
+      })
+
       // The grid boundary whose generation failed and was notified, per project: one notice per boundary, not per round.
       const failedBoundary = new Map<ProjectId, string>()
       const backupDue = Effect.gen(function* () {
@@ -697,8 +723,12 @@ export class Databases extends Context.Service<
         for (const projectId of yield* store.projects) {
           const row = yield* store.find(projectId)
           if (Option.isNone(row) || row.value.operationId !== null) continue
-          // Another replica's database is backed up by that replica's own round: its cluster is not here.
-          if (!(yield* homedHere(row.value))) continue
+          // Another replica's database is backed up by that replica's own round: its cluster is not here, unless
+          // the database was rebuilt elsewhere while this replica was away.
+          if (!(yield* homedHere(row.value))) {
+            yield* retireMoved(row.value)
+            continue
+          }
           // A database created within this grid cell gets its baseline from the create itself: the scheduler taking
           // one too, between the record's insert and the baseline, would list two generations for one moment.
           const latest = (yield* lastBackupAt(projectId))?.at ?? DateTime.makeUnsafe(row.value.createdAt)
@@ -723,6 +753,87 @@ export class Databases extends Context.Service<
           )
         }
       }).pipe(Effect.withSpan("Databases.backupDue"))
+
+      /** When a home last showed it is alive: its generations round, renewed while it runs and rescheduled after. */
+      const lastSeen = Effect.fnUntraced(function* (home: string) {
+        const round = yield* jobs.get(`job_${pinned(databaseGenerations, home).kind}`)
+        if (Option.isNone(round)) return undefined
+        const times = [round.value.updatedAt, round.value.leaseUntil].filter((t): t is string => t !== null)
+        return Math.max(...times.map((t) => Date.parse(t)))
+      })
+      // Homes already warned about, per process: the warning is said once per silence.
+      const silentHomes = new Set<string>()
+
+      /**
+       * Databases whose home has been silent past `homeLostAfter` move here and are rebuilt from their newest sound
+       * generation (a `restore` operation pinned here); a silent home is warned about first. A database held by an
+       * operation stays where it is, and so does one whose project is being deleted.
+       */
+      const adoptLost = Effect.gen(function* () {
+        const lostAfter = config.homeLostAfter
+        if (here === undefined || lostAfter === null || Option.isNone(maybeBackups)) return
+        const now = DateTime.toEpochMillis(yield* DateTime.now)
+        const verdicts = new Map<string, boolean>()
+        for (const projectId of yield* store.projects) {
+          const row = yield* store.find(projectId)
+          if (Option.isNone(row) || row.value.home === null || row.value.home === here) continue
+          const from = row.value.home
+          let lost = verdicts.get(from)
+          if (lost === undefined) {
+            const seen = yield* lastSeen(from)
+            const silence = seen === undefined ? 0 : now - seen
+            lost = silence > Duration.toMillis(lostAfter)
+            verdicts.set(from, lost)
+            if (silence > Duration.toMillis(Duration.minutes(1)) && !lost && !silentHomes.has(from)) {
+              silentHomes.add(from)
+              yield* Effect.logWarning(
+                "a database home is silent: its databases are rebuilt elsewhere if it stays so",
+                {
+                  home: from,
+                  lastSeen: new Date(seen!).toISOString(),
+                  lostAfter: Duration.format(lostAfter)
+                }
+              )
+            }
+            if (silence <= Duration.toMillis(Duration.minutes(1))) silentHomes.delete(from)
+          }
+          if (!lost || row.value.operationId !== null) continue
+          const project = yield* projects.findById(projectId)
+          if (Option.isNone(project) || project.value.deletingSince !== null) continue
+          const listed = yield* store.generations(projectId)
+          if (!listed.some((g) => g.checkFailedAt === null)) {
+            yield* Effect.logError("a database's home is lost and it has no sound generation to rebuild it from", {
+              projectId,
+              home: from
+            })
+            continue
+          }
+          const nextEpoch = Math.max(row.value.epoch, ...listed.map((g) => g.epoch)) + 1
+          const id = makeId("op", yield* tokens.id("op"))
+          const moved = yield* transactor.withTransaction(
+            Effect.gen(function* () {
+              if (!(yield* store.move(projectId, from, here, id))) return false
+              yield* jobs.enqueue(
+                pinned(rebuildDatabase, here),
+                { orgId: project.value.orgId, projectId, from, nextEpoch },
+                { id, key: projectId }
+              )
+              yield* revisions.raise(projectId)
+              return true
+            })
+          )
+          if (moved) {
+            yield* Effect.logWarning(
+              "a database home is lost: its database is rebuilt here from its newest generation",
+              {
+                projectId,
+                home: from,
+                operationId: id
+              }
+            )
+          }
+        }
+      }).pipe(Effect.withSpan("Databases.adoptLost"))
 
       const checkDue = Effect.gen(function* () {
         if (Option.isNone(maybeBackups)) return
@@ -915,7 +1026,14 @@ export class Databases extends Context.Service<
 
       // With homes, each replica's own pinned round takes its generations; the shared round only re-hashes.
       const scheduleHandler = handler(databaseSchedule, {
-        run: (phase) => (phase === "generations" ? (here === undefined ? backupDue : Effect.void) : checkDue)
+        run: (phase) => (phase === "generations" ? (here === undefined ? backupDue : adoptLost) : checkDue)
+      })
+
+      const purgeHandler = handler(databaseNodePurge, {
+        run: () =>
+          Effect.flatMap(jobs.purgeFinished(databaseNodeCall, Duration.minutes(10)), (removed) =>
+            removed > 0 ? Effect.logInfo("finished handed-over database work purged", { rows: removed }) : Effect.void
+          )
       })
 
       /** Node work handed over by another replica, run here on the cluster this node holds. */
@@ -953,6 +1071,84 @@ export class Databases extends Context.Service<
           }
         })
 
+      /** The newest generation that passed every check, at or before `beforeEpoch` (newest first: epoch, then seq). */
+      const newestSound = (projectId: ProjectId, beforeEpoch: number) =>
+        Effect.map(store.generations(projectId), (rows) =>
+          rows.find((g) => g.checkFailedAt === null && g.epoch < beforeEpoch)
+        )
+
+      const rebuildHandler = handler(rebuildDatabase, {
+        run: (phase, job) =>
+          Effect.gen(function* () {
+            const { node, backups } = yield* nodeAdmin.pipe(Effect.mapError(failure))
+            const { projectId, nextEpoch } = job.payload
+            if (phase !== "reactivation" && (yield* projectGoing(projectId))) {
+              return yield* new JobFailure({ message: "the project is being deleted", retryable: false })
+            }
+            const row = yield* store.find(projectId)
+            if (Option.isNone(row)) return yield* new JobFailure({ message: "the database is gone", retryable: false })
+            if (phase === "placing") {
+              // An empty cluster to restore into, refusing connections until the image is in place.
+              const verifier = yield* node.verifier(Redacted.make(yield* passwordOf(row.value)))
+              yield* node.ensure(projectId, verifier).pipe(Effect.mapError(failure))
+              yield* node.drain(projectId).pipe(Effect.mapError(failure))
+            } else if (phase === "restoring") {
+              // The newest generation whose image still matches its digest; a damaged one is marked and passed over.
+              let chosen = yield* newestSound(projectId, nextEpoch)
+              while (chosen !== undefined) {
+                const digest = yield* backups.digest(chosen.offsiteKey).pipe(Effect.mapError(failure))
+                if (digest !== undefined && digest.sha256 === chosen.sha256) break
+                yield* store.checked(projectId, chosen.epoch, chosen.seq, yield* nowIso, false)
+                chosen = yield* newestSound(projectId, nextEpoch)
+              }
+              if (chosen === undefined) {
+                return yield* new JobFailure({ message: "no sound generation is left", retryable: false })
+              }
+              yield* node.restore(projectId, backups.read(chosen.offsiteKey), nextEpoch).pipe(Effect.mapError(failure))
+              yield* node.drain(projectId).pipe(Effect.mapError(failure))
+              yield* node.syncTokens(projectId, yield* store.tokens(projectId)).pipe(Effect.mapError(failure))
+              const at = yield* node.endpoint(projectId).pipe(Effect.mapError(failure))
+              yield* transactor.withTransaction(
+                Effect.gen(function* () {
+                  yield* store.setEpoch(projectId, nextEpoch)
+                  if (here !== undefined) yield* store.place(projectId, here, at ?? null)
+                  // The node state's `db` binding now names this replica's endpoint.
+                  yield* revisions.raise(projectId)
+                })
+              )
+            } else {
+              if (!(yield* projectGoing(projectId))) yield* node.resume(projectId).pipe(Effect.mapError(failure))
+              yield* store.holdFor(projectId, null)
+              const used = yield* newestSound(projectId, nextEpoch)
+              yield* notifyAbout(
+                projectId,
+                `operation:${job.id}`,
+                "restore",
+                (name) => `The database of ${name} was rebuilt on another replica`,
+                (name) =>
+                  `The replica holding the database of project ${name} stopped answering, so the database was rebuilt on another replica` +
+                  (used === undefined
+                    ? ""
+                    : ` from generation ${used.epoch}/${used.seq} of ${used.createdAt}; writes after that time are lost`) +
+                  `. It now runs on epoch ${nextEpoch}.`
+              )
+            }
+          }),
+        // No sound image: the record is let go, the empty cluster keeps refusing connections, the admins are told.
+        onFailed: (job, error) =>
+          Effect.andThen(
+            store.holdFor(job.payload.projectId, null),
+            notifyAbout(
+              job.payload.projectId,
+              `operation:${job.id}`,
+              "restore",
+              (name) => `The database of ${name} could not be rebuilt`,
+              (name) =>
+                `The replica holding the database of project ${name} stopped answering, and rebuilding the database on another replica failed (${error}); it refuses connections until an operator restores it.`
+            )
+          )
+      })
+
       // The kinds pinned to this replica's home: the operations on its databases, their generations, handed-over work.
       const pinnedHandlers: ReadonlyArray<JobHandler> =
         here === undefined
@@ -961,7 +1157,8 @@ export class Databases extends Context.Service<
               { ...restoreHandler, definition: pinned(restoreGeneration, here) },
               { ...deleteHandler, definition: pinned(deleteDatabase, here) },
               handler(pinned(databaseGenerations, here), { run: () => backupDue }),
-              handler(pinned(databaseNodeCall, here), { run: (_phase, job) => nodeCall(job.payload) })
+              handler(pinned(databaseNodeCall, here), { run: (_phase, job) => nodeCall(job.payload) }),
+              { ...rebuildHandler, definition: pinned(rebuildDatabase, here) }
             ]
 
       return Databases.of({
@@ -984,7 +1181,7 @@ export class Databases extends Context.Service<
         backupDue,
         checkDue,
         teardown,
-        handlers: [restoreHandler, deleteHandler, scheduleHandler, ...pinnedHandlers]
+        handlers: [restoreHandler, deleteHandler, scheduleHandler, purgeHandler, ...pinnedHandlers]
       })
     })
   )

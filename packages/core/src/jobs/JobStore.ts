@@ -85,5 +85,10 @@ export class JobStore extends Context.Service<
     readonly reschedule: (id: string, owner: string, next: Reschedule, at: string) => Effect.Effect<boolean>
     /** Asks an unfinished job at one of `phases` to abort and makes it due now; false when it is not at one. */
     readonly requestAbort: (id: string, phases: ReadonlyArray<string>, at: string) => Effect.Effect<boolean>
+    /**
+     * Removes the finished jobs of `kind` and of its pinned kinds (`<kind>@<place>`) last updated before `before`, and
+     * answers how many: kinds whose rows nobody reads once they ended (handed-over node work) would otherwise pile up.
+     */
+    readonly purgeFinished: (kind: string, before: string) => Effect.Effect<number>
   }
 >()("@hostplane/core/jobs/JobStore") {}

@@ -36,6 +36,8 @@ export class Jobs extends Context.Service<
      * job's outcome (a domain purchase) drives it this way, and a runner takes it over if this process dies.
      */
     readonly runNow: <P>(handler: JobHandler<P>, id: string) => Effect.Effect<Option.Option<JobRow>>
+    /** Removes the jobs of `definition` (and of its pinned kinds) that ended more than `age` ago; answers how many. */
+    readonly purgeFinished: <P>(definition: JobDefinition<P>, age: Duration.Duration) => Effect.Effect<number>
   }
 >()("@hostplane/core/jobs/Jobs") {
   static readonly layer = Layer.effect(
@@ -82,7 +84,12 @@ export class Jobs extends Context.Service<
               return yield* store.get(id)
             })
           )
-        })
+        }),
+        purgeFinished: (definition, age) =>
+          Effect.flatMap(
+            Effect.clockWith((clock) => clock.currentTimeMillis),
+            (now) => store.purgeFinished(definition.kind, iso(now - Duration.toMillis(age)))
+          )
       })
     })
   )

@@ -46,6 +46,13 @@ export const make = (store: MemoryStore): Database.DatabaseStore["Service"] =>
         tables(databaseRows).set(projectId, { ...row, home, endpoint })
         return true
       }),
+    move: (projectId, from, to, operationId) =>
+      write(store, (tables) => {
+        const row = tables(databaseRows).get(projectId)
+        if (row === undefined || row.home !== from || row.operationId !== null) return false
+        tables(databaseRows).set(projectId, { ...row, home: to, endpoint: null, operationId })
+        return true
+      }),
     remove: (projectId) =>
       write(store, (tables) => {
         tables(databaseRows).delete(projectId)

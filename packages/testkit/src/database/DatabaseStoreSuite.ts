@@ -71,6 +71,28 @@ export const databaseStoreSuite = <E>(name: string, stores: Layer.Layer<Database
       })
     )
 
+    it.effect("move rehomes a database held by nothing from its home, held by the rebuild, without an endpoint", () =>
+      Effect.gen(function* () {
+        const store = yield* Database.DatabaseStore
+        const project = yield* givenProject
+        yield* store.create(project.id, sealed, at(0), "node_a")
+        const endpoint = { host: "db.example", port: 5433, sslmode: "require" as const }
+        yield* store.place(project.id, "node_a", endpoint)
+        assert.isFalse(yield* store.move(project.id, "node_c", "node_b", "op_1"), "only from its home")
+        assert.isTrue(yield* store.move(project.id, "node_a", "node_b", "op_1"))
+        assert.deepStrictEqual(
+          Option.map(yield* store.find(project.id), (row) => [row.home, row.endpoint, row.operationId]),
+          Option.some(["node_b", null, "op_1"])
+        )
+        assert.isFalse(yield* store.move(project.id, "node_a", "node_c", "op_2"), "moved once")
+        const held = yield* givenProject
+        yield* store.create(held.id, sealed, at(0), "node_a")
+        assert.isTrue(yield* store.holdFor(held.id, "op_3"))
+        assert.isFalse(yield* store.move(held.id, "node_a", "node_b", "op_4"), "never under another operation")
+        assert.strictEqual(Option.map(yield* store.find(held.id), (row) => row.home).pipe(Option.getOrNull), "node_a")
+      })
+    )
+
     it.effect("holdFor takes the database for one operation at a time; null releases it", () =>
       Effect.gen(function* () {
         const store = yield* Database.DatabaseStore

@@ -161,6 +161,17 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
           updatedAt: at
         })
         return true
+      }),
+    purgeFinished: (kind, before) =>
+      write(store, (tables) => {
+        let removed = 0
+        for (const row of [...tables(jobRows).values()]) {
+          const ofKind = row.kind === kind || row.kind.startsWith(`${kind}@`)
+          if (!ofKind || unfinished(row) || !(row.updatedAt < before)) continue
+          tables(jobRows).delete(row.id)
+          removed++
+        }
+        return removed
       })
   })
 }

@@ -335,4 +335,40 @@ export const jobStoreSuite = <E>(name: string, store: Layer.Layer<Jobs.JobStore,
         })
       )
     )
+
+    it.effect("purgeFinished removes the kind's and its pinned kinds' jobs finished before the cutoff, no others", () =>
+      inWindow((w) =>
+        Effect.gen(function* () {
+          const jobs = yield* Jobs.JobStore
+          const owner = yield* w.runner
+          const early = yield* w.insert(0)
+          const late = yield* w.insert(1)
+          const running = yield* w.insert(2)
+          const pinnedJob: Jobs.NewJob = { ...early, id: `job_${randomSuffix()}`, kind: `${w.kind}@node_1` }
+          const otherKind: Jobs.NewJob = { ...early, id: `job_${randomSuffix()}`, kind: `${w.kind}x` }
+          assert.isTrue(yield* jobs.insert(pinnedJob))
+          assert.isTrue(yield* jobs.insert(otherKind))
+          assert.strictEqual((yield* w.claim(owner, 10, minute)).length, 3)
+          yield* jobs.claim(owner, [pinnedJob.kind, otherKind.kind], w.t(10), w.t(minute), 10)
+          assert.isTrue(yield* jobs.finish(early.id, owner, "done", null, w.t(5_000)))
+          assert.isTrue(yield* jobs.finish(late.id, owner, "failed", "no", w.t(2 * day)))
+          assert.isTrue(yield* jobs.finish(pinnedJob.id, owner, "done", null, w.t(5_000)))
+          assert.isTrue(yield* jobs.finish(otherKind.id, owner, "done", null, w.t(5_000)))
+          assert.strictEqual(yield* jobs.purgeFinished(w.kind, w.t(day)), 2)
+          const present = (id: string) => Effect.map(jobs.get(id), Option.isSome)
+          assert.deepStrictEqual(
+            [
+              yield* present(early.id),
+              yield* present(pinnedJob.id),
+              yield* present(late.id),
+              yield* present(running.id),
+              yield* present(otherKind.id)
+            ],
+            [false, false, true, true, true],
+            "only finished jobs of the kind (pinned or not) from before the cutoff go"
+          )
+          assert.strictEqual(yield* jobs.purgeFinished(w.kind, w.t(day)), 0)
+        })
+      )
+    )
   })

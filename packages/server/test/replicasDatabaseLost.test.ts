@@ -1,0 +1,206 @@
+import { execFile } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { EmbeddedPostgres } from "@hostplane/adapters-pg"
+import { startS3rver } from "@hostplane/testkit"
+import { Effect, Exit, Redacted, Scope } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
+import { jobClaims, psql } from "./support/Probes.ts"
+
+interface Replica {
+  readonly base: string
+  readonly metricsPort: number
+  readonly dataDir: string
+  readonly server: ServerProcess
+  readonly home: string
+}
+
+/** The project clusters' postmasters of a replica's embedded node (they outlive a SIGKILLed server). */
+const clusterPids = (dataDir: string): Array<number> => {
+  const root = join(dataDir, "node", "db")
+  if (!existsSync(root)) return []
+  return readdirSync(root)
+    .filter((name) => !name.startsWith("."))
+    .map((name) => join(root, name, "data", "postmaster.pid"))
+    .filter((file) => existsSync(file))
+    .map((file) => Number.parseInt(readFileSync(file, "utf8").split("\n")[0] ?? "", 10))
+    .filter((pid) => Number.isInteger(pid) && pid > 0)
+}
+
+/**
+ * A database whose home replica is gone for good (decisions.md part 4's `restore`, part 15; docs/operations.md): once
+ * the home has been silent for `SERVICE_DB_HOME_LOST_AFTER`, a live replica takes the database and rebuilds it from its
+ * newest generation in the bucket, and the old home, started again on its old data, retires its stale cluster. Two
+ * servers as `npm start` runs them on one PostgreSQL, one s3rver bucket and one seal key.
+ */
+describe("a database whose home replica is lost", () => {
+  let directory: string
+  const scope = Effect.runSync(Scope.make())
+  let s3: Awaited<ReturnType<typeof startS3rver>>
+  let controlUrl: string
+  let shared: Record<string, string>
+  let a: Replica | undefined
+  let b: Replica | undefined
+
+  const startReplica = async (name: string): Promise<Replica> => {
+    const port = await freePort()
+    const base = `http://127.0.0.1:${port}`
+    const metricsPort = await freePort()
+    const dataDir = join(directory, name)
+    const server = await startServer(
+      base,
+      {
+        ...shared,
+        SERVICE_DATA_DIR: dataDir,
+        SERVICE_LISTEN: `127.0.0.1:${port}`,
+        SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
+        SERVICE_DNS_LISTEN: "off",
+        SERVICE_METRICS_LISTEN: `127.0.0.1:${metricsPort}`
+      },
+      720
+    )
+    const home = readFileSync(join(dataDir, "node", "db", ".home"), "utf8").trim()
+    return { base, metricsPort, dataDir, server, home }
+  }
+
+  /** One statement against the control database. */
+  const control = (command: string) =>
+    new Promise<string>((resolve, reject) =>
+      execFile("psql", [controlUrl, "-XAtqc", command], (error, stdout, stderr) =>
+        error === null ? resolve(stdout.trim()) : reject(new Error(stderr))
+      )
+    )
+
+  beforeAll(async () => {
+    directory = mkdtempSync(join(tmpdir(), "hostplane-replicas-lost-"))
+    chmodSync(directory, 0o755)
+    mkdirSync(join(directory, "git"))
+    const postgres = await Effect.runPromise(
+      EmbeddedPostgres.start({ directory: join(directory, "pg"), port: await freePort(), durable: false }).pipe(
+        Scope.provide(scope)
+      )
+    )
+    controlUrl = Redacted.value(postgres.url)
+    s3 = await startS3rver()
+    shared = {
+      DATABASE_URL: controlUrl,
+      SERVICE_SEAL_KEY: randomBytes(32).toString("base64"),
+      SERVICE_GIT_DIR: join(directory, "git"),
+      SERVICE_ENABLE_DEV_AUTH: "true",
+      SERVICE_WORKERS: "off",
+      SERVICE_S3_URL: s3.url,
+      SERVICE_S3_ACCESS_KEY_ID: s3.accessKeyId,
+      SERVICE_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      SERVICE_DB_BACKUP_INTERVAL: "15 seconds",
+      // A home's generations round renews its sign of life every few seconds; 20 s of silence leaves room for a load.
+      SERVICE_DB_HOME_LOST_AFTER: "20 seconds"
+    }
+    a = await startReplica("a")
+    b = await startReplica("b")
+  }, 480_000)
+
+  afterAll(async () => {
+    // A replica killed by the test has exited already: only the running ones are stopped.
+    const running = [a, b].filter((r) => r !== undefined && r.server.child.signalCode === null)
+    await Promise.all(running.map((r) => stopServer(r!.server.child, "SIGTERM")))
+    await s3?.close()
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    rmSync(directory, { recursive: true, force: true })
+  }, 90_000)
+
+  it("is rebuilt on the live replica from its newest generation, and its old home retires the stale cluster", async () => {
+    const onA = await signIn(a!.base, "db-lost-owner")
+    const onB = await signIn(b!.base, "db-lost-owner")
+    const slug = (await onA.call("GET", "/v1/me")).body.orgs[0].slug as string
+    const created = await onA.call("POST", `/v1/orgs/${slug}/projects`, { name: "alpha" })
+    expect(created.status).toBe(201)
+    const alphaId = created.body.id as string
+    const alpha = `/v1/orgs/${slug}/projects/alpha/database`
+    const clusterOn = (replica: Replica, projectId: string) =>
+      existsSync(join(replica.dataDir, "node", "db", projectId, "data", "PG_VERSION"))
+
+    const onHome = await onA.call("POST", alpha)
+    expect(onHome.status, JSON.stringify(onHome.body)).toBe(200)
+    expect((await psql(onHome.body, "create table kept (n int); insert into kept values (7)")).ok).toBe(true)
+    const written = Date.now()
+    const token = await onA.call("POST", `${alpha}/tokens`, {})
+    expect(token.status, JSON.stringify(token.body)).toBe(201)
+
+    // A scheduled generation taken after the write: what the rebuild starts from.
+    const generations = async () =>
+      (await onB.call("GET", `${alpha}/generations`)).body.items as Array<{
+        epoch: number
+        seq: number
+        createdAt: string
+      }>
+    await expect
+      .poll(async () => (await generations()).some((g) => Date.parse(g.createdAt) > written + 1_000), {
+        timeout: 120_000,
+        interval: 1_000
+      })
+      .toBe(true)
+
+    // A's machine is gone: the server and its project clusters die at once.
+    const lostHome = a!.home
+    await stopServer(a!.server.child, "SIGKILL")
+    for (const pid of clusterPids(a!.dataDir)) process.kill(pid, "SIGKILL")
+    expect((await psql(onHome.body, "select 1")).ok).toBe(false)
+
+    // B takes alpha once A has been silent past SERVICE_DB_HOME_LOST_AFTER, and serves it from its own node.
+    await expect
+      .poll(
+        async () => {
+          const endpoint = await onB.call("GET", `${alpha}/endpoint`)
+          return endpoint.status === 200 && endpoint.body.port !== onHome.body.port
+        },
+        { timeout: 180_000, interval: 1_000 }
+      )
+      .toBe(true)
+    expect(clusterOn(b!, alphaId)).toBe(true)
+    const operationId = await control(
+      `SELECT id FROM hostplane.jobs WHERE kind = 'restore@${b!.home}' AND payload->>'projectId' = '${alphaId}'`
+    )
+    expect(operationId).toMatch(/^op_/)
+    const operation = async () => (await onB.call("GET", `${alpha}/operations/${operationId}`)).body
+    await expect.poll(async () => (await operation()).terminalCode, { timeout: 120_000, interval: 500 }).toBe("done")
+    expect(await operation()).toMatchObject({ kind: "restore", phase: "reactivation", projectId: alphaId })
+    const abort = await onB.call("POST", `${alpha}/operations/${operationId}/abort`)
+    expect(abort.status).toBe(409)
+    expect(abort.body.code).toBe("not_abortable")
+    expect(b!.server.output()).toContain("a database home is lost")
+    expect(await control(`SELECT home FROM hostplane.databases WHERE project_id = '${alphaId}'`)).toBe(b!.home)
+
+    // The rows written before the generation are back, under the same password, and the token still connects.
+    const moved = await onB.call("GET", `${alpha}/connect`)
+    expect(moved.status).toBe(200)
+    expect(moved.body.password).toBe(onHome.body.password)
+    expect(await psql(moved.body, "select n from kept")).toEqual({ ok: true, out: "7" })
+    expect(await psql({ ...moved.body, user: token.body.user, password: token.body.password }, "select 1")).toEqual({
+      ok: true,
+      out: "1"
+    })
+    // The database runs on a new epoch above every one it had, and B now takes its generations.
+    const epochs = (await generations()).map((g) => g.epoch)
+    await expect
+      .poll(async () => Math.max(...(await generations()).map((g) => g.epoch)), { timeout: 90_000, interval: 1_000 })
+      .toBeGreaterThan(Math.max(...epochs))
+    expect((await jobClaims(b!.metricsPort)).get(`database_generations@${b!.home}`) ?? 0).toBeGreaterThan(0)
+    // The admins are told what was lost.
+    expect(
+      await control(
+        `SELECT count(*) FROM hostplane.notifications WHERE message LIKE '%database of project alpha stopped answering, so the database was rebuilt%'`
+      )
+    ).toBe("1")
+
+    // A comes back on its old data (same home): its stale copy of alpha goes to the tombstone, B's keeps serving.
+    a = await startReplica("a")
+    expect(a.home).toBe(lostHome)
+    await expect.poll(() => clusterOn(a!, alphaId), { timeout: 90_000, interval: 500 }).toBe(false)
+    expect(a.server.output()).toContain("a database moved to another replica while this one was away")
+    expect(await psql(moved.body, "select n from kept")).toEqual({ ok: true, out: "7" })
+    expect(await control(`SELECT home FROM hostplane.databases WHERE project_id = '${alphaId}'`)).toBe(b!.home)
+  }, 900_000)
+})
