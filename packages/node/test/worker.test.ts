@@ -25,6 +25,15 @@ const echoWorker = `export default {
       })()
       return new Response(readable, { headers: { "content-type": "text/plain" } })
     }
+    if (url.pathname === "/api/endless") {
+      const encoder = new TextEncoder()
+      let timer
+      const body = new ReadableStream({
+        start(controller) { timer = setInterval(() => controller.enqueue(encoder.encode("tick;")), 100) },
+        cancel() { clearInterval(timer) }
+      })
+      return new Response(body, { headers: { "content-type": "text/plain" } })
+    }
     if (url.pathname === "/api/egress") {
       const results = {}
       for (const target of JSON.parse(url.searchParams.get("targets"))) {
@@ -146,6 +155,32 @@ describe("worker code behind the edge (real workerd)", () => {
     expect(observed.first).toBe("first;")
     expect(observed.completeAtFirst).toBe(false)
     expect(observed.all).toBe("first;second")
+  })
+
+  it("a client that leaves a streamed response cancels the worker's request, which ends as one event", async () => {
+    const { hostname, id } = await deployed()
+    const url = new URL(suite.edgeUrl)
+    await new Promise<void>((resolve, reject) => {
+      const request = Http.request(
+        { host: url.hostname, port: url.port, path: "/api/endless", headers: { host: hostname } },
+        (response) => {
+          response.once("data", () => {
+            request.destroy()
+            resolve()
+          })
+        }
+      )
+      request.on("error", (error) => (request.destroyed ? undefined : reject(error)))
+      request.end()
+    })
+    // The stream never ends by itself: its invocation's event means the edge canceled the worker's request.
+    const events = () =>
+      suite.runtime.collector
+        .recent()
+        .filter((event) => event.projectId === id && event.request.url.endsWith("/api/endless"))
+    expect(await eventually(async () => events().length > 0, 10_000)).toBe(true)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(events()).toHaveLength(1)
   })
 
   it("a secret change reaches the running worker within 5 s without a redeploy", async () => {
