@@ -4,7 +4,7 @@ import { Mutation } from "./kernel/Mutation.ts"
 import { Policy } from "./kernel/Policy.ts"
 import type { JobHandler } from "./jobs/Job.ts"
 import { JobHandlers } from "./jobs/JobRunner.ts"
-import { NodeBindings, type NodeBinding } from "./node/NodeBinding.ts"
+import { type AnyAreaNodeBinding, type AreaNodeBinding, NodeBindings } from "./node/NodeBinding.ts"
 import { Nodes } from "./node/Nodes.ts"
 import { type HoldingCounter, OrgHoldings, OrgSubscriptionCheck, type SubscriptionCheck } from "./orgs/OrgHooks.ts"
 import { ProjectTeardown, type TeardownStep } from "./projects/ProjectHooks.ts"
@@ -89,8 +89,11 @@ export interface Area<S extends Context.Key<any, any>, Out, E, In, RPorts, RAny,
   readonly subscription?: Effect.Effect<SubscriptionCheck, never, RPorts>
   readonly addon?: Effect.Effect<AddonProvider, never, RPorts>
   readonly teardown?: ReadonlyArray<Effect.Effect<TeardownStep, never, RAny>>
-  /** The area's binding in each project of the node state (`nodeBinding`), for add-ons a worker calls. */
-  readonly node?: Effect.Effect<NodeBinding, never, RAny>
+  /**
+   * The area's binding in each project of the node state (`nodeBinding(name, schema, of)`), for add-ons a worker
+   * calls: the node state's schema and value fold every area's.
+   */
+  readonly node?: AnyAreaNodeBinding
   /** The handlers of the area's job kinds; one entry may answer several (kinds pinned to this replica). */
   readonly jobs?: ReadonlyArray<Effect.Effect<JobHandler | ReadonlyArray<JobHandler>, never, RJobs>>
 }
@@ -110,14 +113,20 @@ export const area = <
   RAny = never,
   RJobs = never,
   St extends AnyAreaSettings = never,
-  const Ps extends ReadonlyArray<Layer.Layer<any, never, never>> = readonly []
+  const Ps extends ReadonlyArray<Layer.Layer<any, never, never>> = readonly [],
+  Nd extends AnyAreaNodeBinding = never
 >(
-  area: Omit<Area<Ss[number], Out, E, In, RPorts, RAny, RJobs>, "stores" | "settings" | "ports"> & {
+  area: Omit<Area<Ss[number], Out, E, In, RPorts, RAny, RJobs>, "stores" | "settings" | "ports" | "node"> & {
     readonly stores: Ss
     readonly settings?: St
     readonly ports?: Ps
+    readonly node?: Nd
   }
-): Area<Ss[number], Out, E, In, RPorts, RAny, RJobs> & { readonly settings?: St; readonly ports?: Ps } => area
+): Area<Ss[number], Out, E, In, RPorts, RAny, RJobs> & {
+  readonly settings?: St
+  readonly ports?: Ps
+  readonly node?: Nd
+} => area
 
 /**
  * The provider ports a list of areas declares (`ports`), as their off forms provide them. The field's declared type
@@ -146,7 +155,16 @@ export const portsOff = <const As extends ReadonlyArray<AnyArea>>(
 type StoresOf<A> = A extends { readonly stores: ReadonlyArray<infer S> } ? Context.Service.Identifier<S> : never
 type OutOf<A> = A extends Area<any, infer Out, any, any, any, any, any> ? Out : never
 type ErrorOf<A> = A extends Area<any, never, infer E, any, any, any, any> ? E : never
-type NeedsOf<A> = A extends Area<any, never, any, infer In, infer RPorts, infer RAny, any> ? In | RPorts | RAny : never
+type NodeNeedsOf<A> = A extends { readonly node?: infer N }
+  ? N extends AreaNodeBinding<any, any, infer R>
+    ? 0 extends 1 & R
+      ? never
+      : R
+    : never
+  : never
+type NeedsOf<A> =
+  | (A extends Area<any, never, any, infer In, infer RPorts, infer RAny, any> ? In | RPorts | RAny : never)
+  | NodeNeedsOf<A>
 type JobNeedsOf<A> = A extends Area<any, never, any, any, any, any, infer RJobs> ? RJobs : never
 
 /** The services core builds beneath every area: authorization and the write envelope (ids come from the `Tokens` port). */
@@ -224,7 +242,10 @@ export const services = <const As extends ReadonlyArray<AnyArea>>(
         Layer.effect(
           NodeBindings,
           Effect.flatMap(
-            all((area) => (area.node === undefined ? [] : [area.node])),
+            Effect.forEach(
+              areas.flatMap((area) => (area.node === undefined ? [] : [area.node])),
+              (binding) => Effect.map(binding.of, (of) => ({ name: binding.name, of }))
+            ),
             (bindings) =>
               new Set(bindings.map((binding) => binding.name)).size === bindings.length
                 ? Effect.succeed(bindings)

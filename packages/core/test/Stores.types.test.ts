@@ -2,6 +2,9 @@ import type { Context, Layer } from "effect"
 import { describe, expectTypeOf, it } from "vitest"
 import type {
   Billing,
+  Database,
+  Email,
+  EndUser,
   ConfigOverrides,
   Configs,
   Identity,
@@ -12,6 +15,7 @@ import type {
   Ports,
   providersOff,
   services,
+  Storage,
   Stores,
   Tls
 } from "../src/index.ts"
@@ -67,5 +71,17 @@ describe("the folded registry types are precise", () => {
     expectTypeOf<Tls.AcmeClient>().toExtend<Off>()
     // Sign-in too: without a provider it answers 400 and no page offers it.
     expectTypeOf<Identity.IdentityProvider>().toExtend<Off>()
+  })
+
+  it("the node state's bindings are folded from the areas' node bindings, each typed by its schema", () => {
+    type Bindings = Node.NodeProject["bindings"]
+    expectTypeOf<Bindings>().not.toBeAny()
+    expectTypeOf<Bindings>().toEqualTypeOf<{
+      readonly db: Database.DatabaseConnect | null
+      readonly storage: Storage.StorageBinding | null
+      readonly email: Email.EmailBinding | null
+      readonly auth: EndUser.AuthBinding | null
+      readonly ai: { readonly key: string } | null
+    }>()
   })
 })

@@ -1,4 +1,4 @@
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { AiUpstream } from "./AiUpstream.ts"
 import { area, areaSettings } from "../Area.ts"
 import { AiConfig } from "./AiConfig.ts"
@@ -10,6 +10,7 @@ import { AiGateway } from "./AiGateway.ts"
 import { AiKeyStore } from "./AiKeyStore.ts"
 import { autoTopupHandler } from "./AutoTopup.ts"
 import type { JobHandler } from "../jobs/Job.ts"
+import type { ProjectId } from "../kernel/Ids.ts"
 import { nodeBinding } from "../node/NodeBinding.ts"
 import { Sealer } from "../secrets/Sealer.ts"
 import { Credits } from "./Credits.ts"
@@ -27,18 +28,21 @@ export const AiArea = area({
   services: Layer.merge(Credits.layer, AiGateway.layer.pipe(Layer.provideMerge(AiCatalog.layer))),
   addon: aiAddonProvider,
   // The project's gateway key, opened from its sealed copy; null when AI is not granted.
-  node: Effect.gen(function* () {
-    const keys = yield* AiKeyStore
-    const sealer = yield* Sealer
-    return nodeBinding("ai", (projectId) =>
-      Effect.gen(function* () {
-        const row = yield* keys.find(projectId)
-        if (Option.isNone(row)) return null
-        // A key that does not open is a broken key ring, not a request's fault.
-        return { key: yield* Effect.orDie(sealer.open(row.value.sealed, aiKeyContext(projectId))) }
-      })
-    )
-  }),
+  node: nodeBinding(
+    "ai",
+    Schema.Struct({ key: Schema.String }),
+    Effect.gen(function* () {
+      const keys = yield* AiKeyStore
+      const sealer = yield* Sealer
+      return (projectId: ProjectId) =>
+        Effect.gen(function* () {
+          const row = yield* keys.find(projectId)
+          if (Option.isNone(row)) return null
+          // A key that does not open is a broken key ring, not a request's fault.
+          return { key: yield* Effect.orDie(sealer.open(row.value.sealed, aiKeyContext(projectId))) }
+        })
+    })
+  ),
   jobs: [autoTopupHandler, aiCallSweepHandler] as ReadonlyArray<
     Effect.Effect<JobHandler, never, Effect.Services<typeof autoTopupHandler | typeof aiCallSweepHandler>>
   >

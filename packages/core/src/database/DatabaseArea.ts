@@ -6,6 +6,7 @@ import { area, areaSettings } from "../Area.ts"
 import { DatabaseConfig } from "./DatabaseConfig.ts"
 import { nodeBinding } from "../node/NodeBinding.ts"
 import type { TeardownStep } from "../projects/ProjectHooks.ts"
+import { DatabaseConnect } from "./Database.ts"
 import { Databases } from "./Databases.ts"
 import { DatabaseStore } from "./DatabaseStore.ts"
 
@@ -26,7 +27,11 @@ export const DatabaseArea = area({
     grant: () => Effect.die(new Error("the database is created through Databases.create")),
     revoke: () => Effect.die(new Error("the database is deleted through its delete operation"))
   })),
-  node: Effect.map(Effect.service(Databases), (databases) => nodeBinding("db", databases.binding)),
+  node: nodeBinding(
+    "db",
+    DatabaseConnect,
+    Effect.map(Effect.service(Databases), (databases) => databases.binding)
+  ),
   // Project delete: no recovery generation. Spec 4.3's order: the database drained with the in-flight requests and
   // commits (it is suspended from the delete's acceptance), the cluster with the node data, the images with the git
   // repositories and backups.

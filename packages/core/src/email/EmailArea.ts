@@ -6,7 +6,7 @@ import { emailProvider } from "./EmailAddon.ts"
 import { EmailLog } from "./EmailLog.ts"
 import { EmailStore } from "./EmailStore.ts"
 import { MailHooks } from "./MailHooks.ts"
-import { MailRelay } from "./MailRelay.ts"
+import { EmailBinding, MailRelay } from "./MailRelay.ts"
 import { mailPurgeHandler } from "./MailPurge.ts"
 
 /**
@@ -20,6 +20,10 @@ export const EmailArea = area({
   stores: [EmailStore],
   services: Layer.mergeAll(MailHooks.layer, EmailLog.layer, MailRelay.layer),
   addon: emailProvider,
-  node: Effect.map(Effect.service(MailRelay), (relay) => nodeBinding("email", relay.binding)),
+  node: nodeBinding(
+    "email",
+    EmailBinding,
+    Effect.map(Effect.service(MailRelay), (relay) => relay.binding)
+  ),
   jobs: [mailPurgeHandler]
 })

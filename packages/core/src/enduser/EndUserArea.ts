@@ -4,6 +4,7 @@ import { area } from "../Area.ts"
 import { nodeBinding } from "../node/NodeBinding.ts"
 import { authAddonProvider } from "./AuthAddon.ts"
 import { AuthStore } from "./AuthStore.ts"
+import { AuthBinding } from "./EndUserAuth.ts"
 import { EndUserAuths } from "./EndUserAuths.ts"
 import { identitiesDeleteHandler } from "./IdentitiesDelete.ts"
 
@@ -18,6 +19,10 @@ export const EndUserArea = area({
   stores: [AuthStore],
   services: EndUserAuths.layer,
   addon: authAddonProvider,
-  node: Effect.map(Effect.service(EndUserAuths), (auths) => nodeBinding("auth", auths.binding)),
+  node: nodeBinding(
+    "auth",
+    AuthBinding,
+    Effect.map(Effect.service(EndUserAuths), (auths) => auths.binding)
+  ),
   jobs: [identitiesDeleteHandler]
 })

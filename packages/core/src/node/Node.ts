@@ -1,8 +1,22 @@
 import { Schema } from "effect"
-import { DatabaseConnect } from "../database/Database.ts"
-import { AuthBinding } from "../enduser/EndUserAuth.ts"
-import { EmailBinding } from "../email/MailRelay.ts"
-import { StorageBinding } from "../storage/Storage.ts"
+import { areas } from "../areas.ts"
+import type { AreaNodeBinding } from "./NodeBinding.ts"
+
+type BindingOf<A> = A extends { readonly node?: infer N }
+  ? N extends AreaNodeBinding<any, any, any>
+    ? N
+    : never
+  : never
+type Declared = BindingOf<(typeof areas)[number]>
+
+/** The node state's `bindings`: each area's node binding under its name, null while the project does not hold it. */
+export type NodeBindingFields = { readonly [B in Declared as B["name"]]: Schema.NullOr<B["schema"]> }
+
+const bindingFields = Object.fromEntries(
+  areas.flatMap((area) =>
+    "node" in area && area.node !== undefined ? [[area.node.name, Schema.NullOr(area.node.schema)]] : []
+  )
+) as unknown as NodeBindingFields
 
 /** One project as a node applies it (decisions.md part 6); a removed project comes with `removed: true`. */
 export const NodeProject = Schema.Struct({
@@ -14,13 +28,7 @@ export const NodeProject = Schema.Struct({
   deployment: Schema.NullOr(Schema.Struct({ id: Schema.String, digest: Schema.String })),
   access: Schema.NullOr(Schema.Struct({ mode: Schema.String })),
   secrets: Schema.Array(Schema.Struct({ name: Schema.String, version: Schema.Number })),
-  bindings: Schema.Struct({
-    db: Schema.NullOr(DatabaseConnect),
-    storage: Schema.NullOr(StorageBinding),
-    email: Schema.NullOr(EmailBinding),
-    auth: Schema.NullOr(AuthBinding),
-    ai: Schema.NullOr(Schema.Struct({ key: Schema.String }))
-  })
+  bindings: Schema.Struct(bindingFields)
 })
 export type NodeProject = typeof NodeProject.Type
 

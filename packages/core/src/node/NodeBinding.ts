@@ -1,21 +1,33 @@
-import { Context, type Effect } from "effect"
+import { Context, type Effect, type Schema } from "effect"
 import type { ProjectId } from "../kernel/Ids.ts"
-import type { NodeProject } from "./Node.ts"
 
-/** The add-on bindings a node applies for one project, by name (`null` while not granted). */
-export type NodeBindingValues = NodeProject["bindings"]
-
-/** One area's part of the node state: its binding of a project, null while the project does not hold it. */
-export interface NodeBinding<K extends keyof NodeBindingValues = keyof NodeBindingValues> {
+/**
+ * An area's `node` field: its binding in each project of the node state (decisions.md part 6), what a node applies
+ * for a worker's `env`. `name` is its key in `bindings`, `schema` its value there (the node state's schema folds every
+ * area's), and `of` reads a project's value, null while the project does not hold it; `of` is built after every
+ * area, so it may use any area's services.
+ */
+export interface AreaNodeBinding<K extends string, S extends Schema.Top, R> {
   readonly name: K
-  readonly of: (projectId: ProjectId) => Effect.Effect<NodeBindingValues[K]>
+  readonly schema: S
+  readonly of: Effect.Effect<(projectId: ProjectId) => Effect.Effect<S["Type"] | null>, never, R>
 }
 
-/** An area's `node` field: the binding it adds to each project of the node state. */
-export const nodeBinding = <K extends keyof NodeBindingValues>(
+/** Any area's node binding. */
+export type AnyAreaNodeBinding = AreaNodeBinding<string, Schema.Top, any>
+
+/** Declares an area's node binding, keeping its name and schema for the node state's type. */
+export const nodeBinding = <const K extends string, S extends Schema.Top, R>(
   name: K,
-  of: (projectId: ProjectId) => Effect.Effect<NodeBindingValues[K]>
-): NodeBinding => ({ name, of }) as NodeBinding
+  schema: S,
+  of: Effect.Effect<(projectId: ProjectId) => Effect.Effect<S["Type"] | null>, never, R>
+): AreaNodeBinding<K, S, R> => ({ name, schema, of })
+
+/** One area's binding as the node state reads it. */
+export interface NodeBinding {
+  readonly name: string
+  readonly of: (projectId: ProjectId) => Effect.Effect<unknown>
+}
 
 /** Every area's node binding, folded from the areas' `node` fields (`Area.services`). */
 export class NodeBindings extends Context.Service<NodeBindings, ReadonlyArray<NodeBinding>>()(

@@ -11,7 +11,7 @@ import { ProjectStore } from "../projects/ProjectStore.ts"
 import { Secrets } from "../secrets/Secrets.ts"
 import { StorageNode } from "../storage/StorageNode.ts"
 import type { NodeProject, NodeState, OpenedSecrets, UsageRecorded, UsageReport } from "./Node.ts"
-import { NodeBindings, type NodeBindingValues } from "./NodeBinding.ts"
+import { NodeBindings } from "./NodeBinding.ts"
 import { NodeConfig } from "./NodeConfig.ts"
 
 /** Projects answered per state read; `revision` then says where the next read starts. */
@@ -62,16 +62,18 @@ export class Nodes extends Context.Service<
         }
       })
 
-      const bindingsOf = Effect.fnUntraced(function* (id: ProjectId, none: NodeBindingValues) {
+      type Bindings = NodeProject["bindings"]
+      // Every binding null: a removed project's, and the start of a live one's.
+      const none = Object.fromEntries(bindings.map((binding) => [binding.name, null])) as Bindings
+      const bindingsOf = Effect.fnUntraced(function* (id: ProjectId) {
         const values: Record<string, unknown> = { ...none }
         for (const binding of bindings) values[binding.name] = yield* binding.of(id)
-        return values as NodeBindingValues
+        return values as Bindings
       })
 
       const projectState = Effect.fnUntraced(function* (projectId: string): Effect.fn.Return<NodeProject> {
         const id = makeId("prj", projectId)
         const row = yield* projects.findById(id)
-        const none: NodeBindingValues = { db: null, storage: null, email: null, auth: null, ai: null }
         if (Option.isNone(row) || row.value.deletingSince !== null) {
           return {
             projectId,
@@ -97,8 +99,8 @@ export class Nodes extends Context.Service<
           deployment: Option.isSome(live) ? { id: live.value.id, digest: live.value.digest } : null,
           access: { mode: (yield* access.policyOf(id)).mode },
           secrets: (yield* secrets.open(id)).map((secret) => ({ name: secret.name, version: secret.version })),
-          // Each area's binding (decisions.md part 6); one no area declares stays null.
-          bindings: yield* bindingsOf(id, none)
+          // Each area's binding (decisions.md part 6).
+          bindings: yield* bindingsOf(id)
         }
       })
 

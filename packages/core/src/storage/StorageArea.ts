@@ -4,6 +4,7 @@ import { area } from "../Area.ts"
 import { nodeBinding } from "../node/NodeBinding.ts"
 import type { TeardownStep } from "../projects/ProjectHooks.ts"
 import { storageAddonProvider } from "./StorageAddon.ts"
+import { StorageBinding } from "./Storage.ts"
 import { StorageNode } from "./StorageNode.ts"
 import { StorageStore } from "./StorageStore.ts"
 
@@ -14,7 +15,11 @@ export const StorageArea = area({
   stores: [StorageStore],
   services: StorageNode.layer,
   addon: storageAddonProvider,
-  node: Effect.map(Effect.service(StorageNode), (storage) => nodeBinding("storage", storage.binding)),
+  node: nodeBinding(
+    "storage",
+    StorageBinding,
+    Effect.map(Effect.service(StorageNode), (storage) => storage.binding)
+  ),
   teardown: [
     Effect.map(Effect.service(StorageNode), (storage): TeardownStep => ({
       phase: "data",
