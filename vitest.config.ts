@@ -9,6 +9,9 @@ export default defineConfig({
     // Files of one worker share its modules instead of evaluating them again per file (about 40% less CPU), so a
     // test file must leave no global state behind: no process.env writes, global stubs or mocks, timers left faked.
     isolate: false,
+    // Two files at once on the 2-core machine CI runs on (vitest's default there is one: cores - 1). Most files wait
+    // on child processes (servers, PostgreSQL, git, Chromium) part of the time, so a second file fills the idle core.
+    maxWorkers: 2,
     // Console output (request logs and other server logs) is buffered per test and shown only when it fails.
     silent: "passed-only",
     // The report lists every file with its time; single tests only when really slow (vitest's default is 300 ms).
