@@ -157,7 +157,7 @@ describe("worker code behind the edge (real workerd)", () => {
     expect(observed.all).toBe("first;second")
   })
 
-  it("a client that leaves a streamed response cancels the worker's request, which ends as one event", async () => {
+  it("a client that leaves a streamed response cancels the worker's request, which ends as one canceled event", async () => {
     const { hostname, id } = await deployed()
     const url = new URL(suite.edgeUrl)
     await new Promise<void>((resolve, reject) => {
@@ -181,6 +181,7 @@ describe("worker code behind the edge (real workerd)", () => {
     expect(await eventually(async () => events().length > 0, 10_000)).toBe(true)
     await new Promise((resolve) => setTimeout(resolve, 500))
     expect(events()).toHaveLength(1)
+    expect(events()[0]!.outcome).toBe("canceled")
   })
 
   it("a secret change reaches the running worker within 5 s without a redeploy", async () => {

@@ -33,8 +33,12 @@ export interface LogCollector {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type TailItem = any
 
-const outcomeOf = (outcome: unknown): InvocationEvent["outcome"] =>
-  outcome === "ok" ? "ok" : outcome === "canceled" ? "canceled" : "exception"
+/**
+ * workerd reports a streamed answer whose client left mid-body as `ok` without a response (its status is recorded
+ * only when the body ends): that client went away, so the invocation was canceled.
+ */
+const outcomeOf = (outcome: unknown, answered: boolean): InvocationEvent["outcome"] =>
+  outcome === "ok" ? (answered ? "ok" : "canceled") : outcome === "canceled" ? "canceled" : "exception"
 
 /** A tail item (workerd's trace of one fetch invocation) as an invocation event. */
 export const eventOfTail = (projectId: string, deploymentId: string, item: TailItem): InvocationEvent => {
@@ -44,7 +48,7 @@ export const eventOfTail = (projectId: string, deploymentId: string, item: TailI
     projectId,
     deploymentId,
     timestamp: Number(item?.eventTimestamp ?? Date.now()),
-    outcome: outcomeOf(item?.outcome),
+    outcome: outcomeOf(item?.outcome, typeof status === "number"),
     request: { method: String(request.method ?? "GET"), url: String(request.url ?? "") },
     response: typeof status === "number" ? { status } : null,
     durationMs: Math.max(0, Math.round(Number(item?.wallTime ?? 0))),

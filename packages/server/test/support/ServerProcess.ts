@@ -123,7 +123,8 @@ const startOnFreePorts = async (dataDir: string, env: Record<string, string>, tr
 
 /** Signals a server started by `startOnData` and waits for it to exit (nothing when it already has). */
 export const stopServer = async (child: ChildProcess | undefined, signal: NodeJS.Signals) => {
-  if (child === undefined || child.exitCode !== null) return
+  // A child killed by a signal has a `signalCode` and no `exitCode`: it has exited all the same.
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((resolve) => child.once("exit", resolve))
   child.kill(signal)
   await exited
