@@ -3,7 +3,7 @@ import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { ArtifactStoreDisk, BundleReader, SealerAesGcm } from "@hostplane/adapters-providers"
 import { Secrets } from "@hostplane/core"
 import type { Mounted } from "@hostplane/http"
-import { bundleOf, manifestEntry } from "@hostplane/testkit"
+import { bundleOf, manifestEntry, PaymentGatewayMemory } from "@hostplane/testkit"
 import { Context, Effect, Layer, ManagedRuntime, Redacted, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeHostplane } from "../src/Hostplane.ts"
+import { type HostplaneAdapters, makeHostplane } from "../src/Hostplane.ts"
 
 /** A backend's own tables, with rows, in its database's `public` schema. */
 const backendTables = [
@@ -53,8 +53,16 @@ describe("makeHostplane on a backend's database", () => {
   let url: Redacted.Redacted<string>
   const opened: Array<{ hostplane: Mounted<unknown>; server: Http.Server }> = []
 
-  const start = async (options: Omit<Parameters<typeof makeHostplane>[0], "adapters" | "authenticate">) => {
-    const hostplane = (await makeHostplane({ ...options, authenticate, adapters, jobs: false })) as Mounted<unknown>
+  const start = async (
+    options: Omit<Parameters<typeof makeHostplane>[0], "adapters" | "authenticate">,
+    more: HostplaneAdapters = {}
+  ) => {
+    const hostplane = (await makeHostplane({
+      ...options,
+      authenticate,
+      adapters: { ...adapters, ...more },
+      jobs: false
+    })) as Mounted<unknown>
     const server = Http.createServer((request, response) =>
       hostplane.listener(request, response, () => response.end("the host's own page"))
     )
@@ -118,6 +126,18 @@ describe("makeHostplane on a backend's database", () => {
     const [two] = await query<{ count: string }>("SELECT count(*)::text AS count FROM platform_two.users")
     expect(two?.count).toBe("1")
     expect(await snapshot()).toEqual(before)
+  })
+
+  it("every provider is off unless given: a payment gateway in `providers` replaces billing's off form", async () => {
+    const billingOf = async (schema: string, more: HostplaneAdapters) => {
+      const { hostplane, base } = await start({ database: { url: Redacted.value(url) }, schema }, more)
+      const org = await hostplane.asUser({ provider: "host", subject: "1" }).orgs.create({ payload: { name: "Paid" } })
+      const reply = await fetch(`${base}/v1/orgs/${org.slug}/billing`, { headers: { cookie: "sid=host-session-1" } })
+      expect(reply.status).toBe(200)
+      return (await reply.json()) as { enabled: boolean }
+    }
+    expect((await billingOf("platform_off", {})).enabled).toBe(false)
+    expect((await billingOf("platform_paid", { providers: PaymentGatewayMemory.layer() })).enabled).toBe(true)
   })
 
   /** Seals through the built hostplane, then opens the value with a sealer on `keyRing` alone. */
