@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import * as Http from "node:http"
 import { connect } from "node:net"
 import { tmpdir } from "node:os"
@@ -75,6 +75,13 @@ describe("the server binary on its embedded defaults", () => {
       body: JSON.stringify({ subject: "operator" })
     })
     expect(login.status).toBe(200)
+  })
+
+  it("keeps its embedded PostgreSQL durable: the cluster runs with fsync on", () => {
+    // PostgreSQL writes the command line it runs under to postmaster.opts; only the test support turns fsync off.
+    const command = readFileSync(join(dataDir, "pg", "data", "postmaster.opts"), "utf8")
+    expect(command).toContain("listen_addresses=127.0.0.1")
+    expect(command).not.toContain("fsync=off")
   })
 
   it("logs at start the API, docs and edge URLs and where the embedded PostgreSQL lives; GET /v1 answers", async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { FakeIdentityProvider } from "@hostplane/testkit"
@@ -73,6 +73,11 @@ describe("sign-in through the identity provider on the server built from setting
       status: r.status,
       body: (await r.json()) as any
     }))
+
+  it("runs its throwaway embedded PostgreSQL without fsync, as the test support starts every test server", () => {
+    const command = readFileSync(join(dataDir, "pg", "data", "postmaster.opts"), "utf8")
+    expect(command).toContain("fsync=off")
+  })
 
   it("start → provider → callback → fragment → /v1/me signs the user in, with a personal org", async () => {
     await idp.runPromise(fake.signIn({ subject: "octo", email: "octo@example.test", name: "Octo Cat" }))
