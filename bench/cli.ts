@@ -36,8 +36,8 @@ const systemNode = () =>
     .find((file) => Fs.existsSync(file))
 const node = parsed.node ?? systemNode() ?? fail("no node on PATH outside node_modules: pass --node")
 const bin = Path.join(repoRoot, "packages/cli/bin/hostplane.js")
-if (!Fs.existsSync(Path.join(repoRoot, "packages/cli/dist/hostplane.js"))) {
-  fail("packages/cli/dist/hostplane.js is missing: run npm ci (or npm run bundle -w @hostplane/cli)")
+if (!Fs.existsSync(Path.join(repoRoot, "packages/cli/dist/hostplane.cjs"))) {
+  fail("packages/cli/dist/hostplane.cjs is missing: run npm ci (or npm run bundle -w @hostplane/cli)")
 }
 
 /** One run's wall time in ms; a non-zero exit stops the bench (a failing command measures nothing). */
@@ -50,11 +50,20 @@ const requestMs = async (url: string, token: string) => {
   return Number(process.hrtime.bigint() - started) / 1e6
 }
 
-const timed = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv) => {
+/** GNU time, when the machine has it: each run's CPU (user + system), steadier than wall time on a loaded machine. */
+const gnuTime = Fs.existsSync("/usr/bin/time") ? "/usr/bin/time" : undefined
+const cpu: Record<string, Array<number>> = {}
+
+/** One run's wall time in ms (and its CPU time in ms under `name`); a non-zero exit stops the bench. */
+const timed = (name: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv) => {
+  const [command, commandArgs] =
+    gnuTime === undefined ? [node, args] : [gnuTime, ["-f", "hostplane-bench-cpu %U %S", node, ...args]]
   const started = process.hrtime.bigint()
-  const ran = spawnSync(node, args, { env, encoding: "utf8" })
+  const ran = spawnSync(command, commandArgs, { env, encoding: "utf8" })
   const ms = Number(process.hrtime.bigint() - started) / 1e6
   if (ran.status !== 0) throw new Error(`${args.join(" ")} exited ${ran.status}: ${ran.stderr.trim().slice(0, 400)}`)
+  const used = /hostplane-bench-cpu ([\d.]+) ([\d.]+)\s*$/.exec(ran.stderr)
+  if (used !== null) (cpu[name] ??= []).push((Number(used[1]) + Number(used[2])) * 1000)
   return ms
 }
 
@@ -74,18 +83,22 @@ const main = async () => {
   const commands = {
     "node -e 0": ["-e", "0"],
     "hostplane --version": [bin, "--version"],
-    "hostplane projects list": [bin, "projects", "list", "--org", org]
+    "hostplane projects list": [bin, "projects", "list", "--org", org],
+    "hostplane projects list, no code cache": [bin, "projects", "list", "--org", org]
   }
+  // The same command compiled from source every time (the CLI's code cache off): what the cache saves, side by side.
+  const envOf = (name: string) => (name.endsWith("no code cache") ? { ...env, HOSTPLANE_CACHE_DIR: "off" } : env)
   log(`CLI on ${node} (${version}); ${runs} runs of each, interleaved; ${loadLine()}`)
   // One warm-up of each: the first run reads the files from disk.
-  for (const args of Object.values(commands)) timed(args, env)
+  for (const [name, args] of Object.entries(commands)) timed(`${name} (warm-up)`, args, envOf(name))
+  for (const name of Object.keys(cpu)) delete cpu[name]
   const times: Record<string, Array<number>> = Object.fromEntries(Object.keys(commands).map((name) => [name, []]))
   const server = "the server alone (GET .../projects, no CLI)"
   times[server] = []
   const projectsUrl = `${base}/v1/orgs/${org}/projects`
   await requestMs(projectsUrl, token)
   for (let run = 0; run < runs; run++) {
-    for (const [name, args] of Object.entries(commands)) times[name]!.push(timed(args, env))
+    for (const [name, args] of Object.entries(commands)) times[name]!.push(timed(name, args, envOf(name)))
     times[server]!.push(await requestMs(projectsUrl, token))
   }
   const floor = spread(times["node -e 0"]!).median
@@ -93,16 +106,19 @@ const main = async () => {
   const rows = Object.entries(times).map(([name, values]) => {
     const { min, median, max } = spread(values)
     const goal = goals[name]
+    const used = cpu[name]
     return [
       name,
       `${median.toFixed(0)} ms`,
       `${min.toFixed(0)}-${max.toFixed(0)} ms`,
       `${(median / floor).toFixed(2)}x`,
+      used === undefined ? "" : `${spread(used).median.toFixed(0)} ms`,
       goal === undefined ? "" : `${goal} ms: ${median <= goal ? "met" : "missed"}`
     ]
   })
   console.log("")
-  for (const line of alignColumns([["command", "median", "range", "vs node -e 0", "goal"], ...rows])) console.log(line)
+  for (const line of alignColumns([["command", "median", "range", "vs node -e 0", "CPU (median)", "goal"], ...rows]))
+    console.log(line)
   console.log(`\n${loadLine()} (at the end; ${node} ${version})`)
   const report = {
     date: new Date().toISOString(),
@@ -110,7 +126,8 @@ const main = async () => {
     machine: machine(),
     cliNode: version,
     runs,
-    times
+    times,
+    cpu
   }
   await writeReport("cli", report, parsed.save === true)
 }

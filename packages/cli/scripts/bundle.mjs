@@ -1,5 +1,6 @@
-// Builds dist/hostplane.js: the whole CLI with every dependency in one ES module file for Node 20 or newer, run by
-// bin/hostplane.js. It is what `npm ci` leaves in a checkout (the root `prepare`) and what `npm pack` ships, so the CLI never
+// Builds dist/hostplane.cjs: the whole CLI with every dependency in one CommonJS file for Node 20 or newer, run by
+// bin/hostplane.js. CommonJS because the bin compiles it as a classic script with a V8 code cache (`vm.Script`
+// `cachedData`), which ES modules cannot take on Node 20. It is what `npm ci` leaves in a checkout (the root `prepare`) and what `npm pack` ships, so the CLI never
 // needs the workspace's TypeScript sources, a type-stripping Node or packages that are not on the public registry.
 // Plain JavaScript: it runs under whichever Node npm finds first, the machine's own included.
 import { build } from "esbuild"
@@ -10,7 +11,7 @@ import { fileURLToPath } from "node:url"
 const conditions = ["@hostplane/source"]
 
 const root = fileURLToPath(new URL("..", import.meta.url))
-const output = `${root}dist/hostplane.js`
+const output = `${root}dist/hostplane.cjs`
 const temporary = `${output}.${process.pid}.tmp`
 
 await build({
@@ -21,13 +22,13 @@ await build({
   outfile: temporary,
   bundle: true,
   platform: "node",
-  format: "esm",
+  format: "cjs",
   target: "node20",
   conditions,
-  // Bundled CommonJS dependencies (tar-stream and its helpers) call `require` for Node's own modules.
-  banner: {
-    js: 'import { createRequire as __hostplaneRequire } from "node:module";const require = __hostplaneRequire(import.meta.url);'
-  },
+  // Sources that find files beside themselves (the runtime's worker/ sources, workerd's package) use
+  // `import.meta.url`, which a CommonJS file lacks: it is this file's URL.
+  define: { "import.meta.url": "importMetaUrl" },
+  inject: ["scripts/import-meta-url.js"],
   legalComments: "none",
   minify: true,
   treeShaking: true,

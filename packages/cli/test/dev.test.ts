@@ -195,7 +195,7 @@ describe("hostplane dev", { timeout: 240_000 }, () => {
     for (const path of [
       "package.json",
       "bin/hostplane.js",
-      "dist/hostplane.js",
+      "dist/hostplane.cjs",
       "worker/router.js",
       "worker/entry.js"
     ]) {

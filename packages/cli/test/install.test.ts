@@ -56,7 +56,7 @@ describe("the CLI as a user installs it", { timeout: 300_000 }, () => {
         "LICENSE",
         "README.md",
         "bin/hostplane.js",
-        "dist/hostplane.js",
+        "dist/hostplane.cjs",
         "package.json",
         "worker/entry.js",
         "worker/router.js"

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 import { Cause, Effect, Exit } from "effect"
 import { run } from "../Cli.ts"
 import { interrupted } from "../Interrupts.ts"

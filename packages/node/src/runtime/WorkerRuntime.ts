@@ -103,7 +103,7 @@ export type TailHandler = (projectId: string, deploymentId: string, events: Read
 
 /**
  * One of the package's `worker/` sources, which workerd loads as they are: two folders up from this module
- * (`src/runtime/`, `dist/runtime/`), or one up from a bundle that inlined it (the CLI's `dist/hostplane.js`, which
+ * (`src/runtime/`, `dist/runtime/`), or one up from a bundle that inlined it (the CLI's `dist/hostplane.cjs`, which
  * ships a copy of `worker/` beside `dist/`).
  */
 const workerSource = (name: string) => {
