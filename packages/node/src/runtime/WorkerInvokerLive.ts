@@ -384,6 +384,18 @@ type Forwarded =
   | { readonly _tag: "TooLarge" }
   | { readonly _tag: "Unavailable"; readonly message: string }
 
+/** The shard serving a project once it is up; `undefined` when it did not come up within the worker timeout. */
+const readyShard = async (runtime: WorkerRuntime["Service"], projectId: string): Promise<number | undefined> => {
+  const shard = runtime.shardOf(projectId)
+  if (runtime.isUp(shard)) return shard
+  try {
+    await runtime.ready(shard, runtime.settings.timeoutMs)
+    return shard
+  } catch {
+    return undefined
+  }
+}
+
 /** One request to the shard's router, the body streamed and counted, under the response-start deadline. */
 const forward = async (options: {
   readonly runtime: WorkerRuntime["Service"]
@@ -398,14 +410,8 @@ const forward = async (options: {
 }): Promise<Forwarded> => {
   const { runtime, incoming } = options
   const timeoutMs = runtime.settings.timeoutMs
-  const shard = runtime.shardOf(options.target.projectId)
-  if (!runtime.isUp(shard)) {
-    try {
-      await runtime.ready(shard, timeoutMs)
-    } catch {
-      return { _tag: "Timeout" }
-    }
-  }
+  const shard = await readyShard(runtime, options.target.projectId)
+  if (shard === undefined) return { _tag: "Timeout" }
   const headers = upstreamHeaders(options)
   return new Promise<Forwarded>((resolve) => {
     const socketPath = runtime.socketOf(shard)
@@ -579,14 +585,8 @@ const forwardInto = async (options: {
 }): Promise<Direct> => {
   const { runtime, response } = options
   const timeoutMs = runtime.settings.timeoutMs
-  const shard = runtime.shardOf(options.target.projectId)
-  if (!runtime.isUp(shard)) {
-    try {
-      await runtime.ready(shard, timeoutMs)
-    } catch {
-      return { _tag: "Timeout" }
-    }
-  }
+  const shard = await readyShard(runtime, options.target.projectId)
+  if (shard === undefined) return { _tag: "Timeout" }
   const headers = upstreamHeaders(options)
   return new Promise<Direct>((resolve) => {
     const socketPath = runtime.socketOf(shard)
