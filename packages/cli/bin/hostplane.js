@@ -32,7 +32,11 @@ function cacheDir() {
 
 const digestLength = 32
 
-/** The cache file's bytes after its own SHA-256 (checked here: V8 checks the source's length, not every byte). */
+/**
+ * The cache file's bytes after its own SHA-256. V8 checks a cache's header and the source's length, but release builds
+ * do not checksum its body, and a damaged body can crash the process: this digest is what turns a damaged file into a
+ * plain compile. A file forged with a matching digest is trusted as far as the user's own cache dir is.
+ */
 function readCache(file) {
   try {
     const data = Fs.readFileSync(file)
