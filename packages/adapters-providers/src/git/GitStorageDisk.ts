@@ -39,6 +39,34 @@ const transportConfig = ["-c", "receive.unpackLimit=1"]
 // bitmap, so clones and fetches reuse it whole instead of walking history and merging packs.
 const repackArgs = ["repack", "-a", "-d", "-q", "--keep-unreachable", "--write-bitmap-index"]
 
+/**
+ * How git commands run: in their own process group (`detached`, which execFile hands to spawn though its options type
+ * omits it), so that stopping one stops the helpers it starts too.
+ */
+const execOptions = (cwd: string | undefined, env: Record<string, string>) => ({
+  cwd,
+  env,
+  encoding: "buffer" as const,
+  maxBuffer: 256 * 1024 * 1024,
+  detached: true
+})
+
+/**
+ * Kills an interrupted git command's whole process group and waits for git to exit: a repack killed alone leaves its
+ * pack-objects writing into the repository, past a shutdown and into whatever removes the folder next.
+ */
+const stopGroup = (child: ChildProcess) =>
+  Effect.callback<void>((resume) => {
+    // A git that never started (no pid) or has exited leaves nothing to wait for.
+    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+    child.once("exit", () => resume(Effect.void))
+    try {
+      process.kill(-child.pid, "SIGKILL")
+    } catch {
+      child.kill("SIGKILL")
+    }
+  })
+
 // git reports what a push changed to its post-receive hook: old, new and ref name per line. The hook hands them to
 // the server on file descriptor 3 (which git passes down from its own), ended by a line `end`, and prints what the
 // server answers on descriptor 4: git relays a hook's output to the pusher as `remote:` lines. The push waits for
@@ -102,26 +130,19 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
       const git = (args: ReadonlyArray<string>, cwd?: string) =>
         Effect.flatMap(prepared, () =>
           Effect.callback<Ran, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
-            const child = execFile(
-              gitBinary,
-              [...args],
-              { cwd, env: baseEnv, encoding: "buffer", maxBuffer: 256 * 1024 * 1024 },
-              (error, stdout, stderr) => {
-                const code = (error as NodeJS.ErrnoException | null)?.code
-                if (code === "ENOENT" && cwd !== undefined) {
-                  // Either the binary or the folder is missing; the folder is checked first by every caller.
-                  resume(Effect.fail(unavailable()))
-                } else if (code === "ENOENT") resume(Effect.fail(unavailable()))
-                else if (error !== null && typeof code === "string") resume(Effect.fail(unreachable(error)))
-                else {
-                  const exit = (error as { code?: number } | null)?.code
-                  resume(
-                    Effect.succeed({ code: typeof exit === "number" ? exit : 0, stdout, stderr: stderr.toString() })
-                  )
-                }
+            const child = execFile(gitBinary, [...args], execOptions(cwd, baseEnv), (error, stdout, stderr) => {
+              const code = (error as NodeJS.ErrnoException | null)?.code
+              if (code === "ENOENT" && cwd !== undefined) {
+                // Either the binary or the folder is missing; the folder is checked first by every caller.
+                resume(Effect.fail(unavailable()))
+              } else if (code === "ENOENT") resume(Effect.fail(unavailable()))
+              else if (error !== null && typeof code === "string") resume(Effect.fail(unreachable(error)))
+              else {
+                const exit = (error as { code?: number } | null)?.code
+                resume(Effect.succeed({ code: typeof exit === "number" ? exit : 0, stdout, stderr: stderr.toString() }))
               }
-            )
-            return Effect.sync(() => child.kill("SIGKILL"))
+            })
+            return stopGroup(child)
           })
         )
 
