@@ -5,13 +5,7 @@ import * as Http from "node:http"
 import { describe, expect, it } from "vitest"
 import { backends } from "../../http/test/support/backends.ts"
 import { unique, useSuite } from "../../http/test/support/TestServer.ts"
-
-interface EdgeReply {
-  readonly status: number
-  readonly headers: Http.IncomingHttpHeaders
-  readonly body: Buffer
-  readonly json: () => { code: string; message: string }
-}
+import { edgeCall } from "./support/RuntimeServer.ts"
 
 const assets = (version: string) => [
   manifestEntry({ name: "site" }),
@@ -24,47 +18,6 @@ const assets = (version: string) => [
   }
 ]
 
-interface EdgeOptions {
-  readonly method?: string
-  readonly headers?: Record<string, string>
-  readonly body?: string
-}
-
-const edgeCall = (base: string, host: string, path: string, options: EdgeOptions = {}) =>
-  new Promise<EdgeReply>((resolve, reject) => {
-    const url = new URL(base)
-    const request = Http.request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path,
-        method: options.method ?? "GET",
-        // Node's client may send the head of a GET before `end(body)` counts the body, so without its own length the
-        // body would read as the next request on the connection.
-        headers: {
-          host,
-          ...(options.body === undefined ? {} : { "content-length": String(Buffer.byteLength(options.body)) }),
-          ...options.headers
-        }
-      },
-      (response) => {
-        const chunks: Array<Buffer> = []
-        response.on("data", (chunk: Buffer) => chunks.push(chunk))
-        response.on("end", () => {
-          const body = Buffer.concat(chunks)
-          resolve({
-            status: response.statusCode!,
-            headers: response.headers,
-            body,
-            json: () => JSON.parse(body.toString())
-          })
-        })
-      }
-    )
-    request.on("error", reject)
-    request.end(options.body)
-  })
-
 const passwordPost = (password: string, next = "/") => ({
   method: "POST",
   headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -76,7 +29,7 @@ describe.each(backends)("the reference edge (%s)", (_name, stores) => {
   const { api } = suite
 
   /** A raw request to the edge with a chosen Host header (fetch may not set Host). */
-  const edge = (host: string, path: string, options: EdgeOptions = {}) =>
+  const edge = (host: string, path: string, options: Parameters<typeof edgeCall>[3] = {}) =>
     edgeCall(suite.server.edgeUrl, host, path, options)
 
   const upload = async (slug: string, project: string, version: string) => {

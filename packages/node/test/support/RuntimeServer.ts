@@ -147,7 +147,13 @@ export const edgeCall = (
         port: url.port,
         path,
         method: options.method ?? "GET",
-        headers: { host, ...options.headers }
+        // Node's client may send the head of a GET before `end(body)` counts the body, so without its own length the
+        // body would read as the next request on the connection.
+        headers: {
+          host,
+          ...(options.body === undefined ? {} : { "content-length": String(Buffer.byteLength(options.body)) }),
+          ...options.headers
+        }
       },
       (response) => {
         const chunks: Array<Buffer> = []
