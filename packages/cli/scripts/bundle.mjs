@@ -4,7 +4,7 @@
 // needs the workspace's TypeScript sources, a type-stripping Node or packages that are not on the public registry.
 // Plain JavaScript: it runs under whichever Node npm finds first, the machine's own included.
 import { build } from "esbuild"
-import { copyFileSync, mkdirSync, renameSync } from "node:fs"
+import { copyFileSync, mkdirSync, readdirSync, renameSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
 /** Workspace packages (@hostplane/client and the API definition it is built from) resolve to their TypeScript sources. */
@@ -37,9 +37,15 @@ await build({
 renameSync(temporary, output)
 
 // `hostplane dev` runs the node's runtime from the bundle, which reads the router's and the tenant entry's sources
-// beside it (`../worker/` from dist/): they ship with the CLI as files, since workerd loads them as they are.
-mkdirSync(`${root}worker`, { recursive: true })
-for (const name of ["router.js", "entry.js"]) {
+// and its bindings' modules beside it (`../worker/` from dist/): they ship with the CLI as files, since workerd loads
+// them as they are.
+mkdirSync(`${root}worker/bindings`, { recursive: true })
+const sources = [
+  "router.js",
+  "entry.js",
+  ...readdirSync(`${root}../node/worker/bindings`).map((name) => `bindings/${name}`)
+]
+for (const name of sources) {
   const copy = `${root}worker/${name}.${process.pid}.tmp`
   copyFileSync(`${root}../node/worker/${name}`, copy)
   renameSync(copy, `${root}worker/${name}`)

@@ -2,6 +2,7 @@ import { EndUser, Kernel, type Node } from "@hostplane/core"
 import { Cause, Effect, Exit, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { BindingFailure } from "./Failure.ts"
+import { workerBinding } from "./WorkerBinding.ts"
 
 interface Pending {
   readonly projectId: string
@@ -79,4 +80,16 @@ export const makeAuthBinding = Effect.fnUntraced(function* (options: { readonly 
   }
 
   return { handleFor, user }
+})
+
+/** `env.auth`: `user(request)`, the end user signed in on the request the worker received. */
+export const authBinding = workerBinding({
+  name: "auth",
+  worker: "auth.js",
+  make: (options) =>
+    Effect.map(makeAuthBinding({ lifetimeMs: options.queryTimeoutMs + 60_000 }), (auth) => ({
+      calls: { user: async (call, args) => ({ value: await auth.user(call.projectId, call.project, args[0]) }) },
+      userHandle: (projectId, project, session) =>
+        project.bindings.auth === null ? undefined : auth.handleFor(projectId, session)
+    }))
 })

@@ -1,80 +1,96 @@
-import { Ai, Database, type Deployments, Email, Kernel, Node, Storage } from "@hostplane/core"
-import { Effect, Option } from "effect"
+import type { Deployments, Node } from "@hostplane/core"
+import { Effect } from "effect"
+import { bindings } from "../areas.ts"
 import type { BindingHandler, RawBindingHandler } from "../runtime/WorkerRuntime.ts"
-import { makeDbBinding } from "./Db.ts"
-import { makeAuthBinding } from "./Auth.ts"
 import { answerOf, BindingFailure } from "./Failure.ts"
-import { chat, sendMail } from "./Mail.ts"
-import { makeStorageBinding } from "./Storage.ts"
+import type { AnyWorkerBinding, BindingCall, BindingName, ServedBinding } from "./WorkerBinding.ts"
+
+/** A method of a binding's table, never one its prototype lends (a worker names the method). */
+const own = <A>(table: Readonly<Record<string, A>> | undefined, method: string): A | undefined =>
+  table !== undefined && Object.hasOwn(table, method) ? table[method] : undefined
+
+const asked = new WeakMap<Deployments.Manifest, string>()
+
+/** Which bindings a deployment's manifest asks for, as a key: an env is made again when it changes. */
+export const askedBy = (manifest: Deployments.Manifest): string => {
+  let known = asked.get(manifest)
+  if (known === undefined) {
+    known = bindings.map((binding: AnyWorkerBinding) => (binding.wanted?.(manifest) === false ? "0" : "1")).join("")
+    asked.set(manifest, known)
+  }
+  return known
+}
+
+/** The loader's name of the module the entry module imports its bindings' modules through. */
+const indexModule = "__hostplane_bindings.js"
 
 /**
- * The node side of a worker's add-on bindings (decisions.md part 13): what the entry module builds into `env` for a
- * project, and the handler of the calls its bindings make. Every call is checked against the node's converged state at
- * the time of the call, with the project the router loaded the worker for, so a revoked grant fails at once even in
- * an isolate loaded before the revoke, and no call reaches another project's data.
+ * The bindings' worker-side modules as the loader takes them, each read by `source` from `worker/bindings/`, and the
+ * index the entry module imports them through (`{ [name]: module }`).
+ */
+export const bindingModules = (source: (path: string) => string): Record<string, { readonly js: string }> => {
+  const modules: Record<string, { readonly js: string }> = {}
+  const lines: Array<string> = []
+  bindings.forEach((binding: AnyWorkerBinding, index) => {
+    const name = `__hostplane_binding_${binding.name}.js`
+    modules[name] = { js: source(`bindings/${binding.worker}`) }
+    lines.push(`import m${index} from "./${name}"`)
+  })
+  const entries = bindings.map((binding: AnyWorkerBinding, index) => `${JSON.stringify(binding.name)}: m${index}`)
+  modules[indexModule] = { js: `${lines.join("\n")}\nexport default { ${entries.join(", ")} }\n` }
+  return modules
+}
+
+/**
+ * The node side of a worker's add-on bindings (decisions.md part 13), folded from the node's list (`src/areas.ts`):
+ * what the entry module builds into `env` for a project, and the handler of the calls its bindings make. Every call is
+ * checked against the node's converged state at the time of the call, with the project the router loaded the worker
+ * for, so a revoked grant fails at once even in an isolate loaded before the revoke, and no call reaches another
+ * project's data.
  */
 export const makeBindings = Effect.fnUntraced(function* (options: {
   /** The node's converged state of a project. */
   readonly stateOf: (projectId: string) => Node.NodeProject | undefined
   readonly queryTimeoutMs: number
-  /** How often the node reports the storage usage that changed (part 6 wants it within 60 s). */
+  /** How often the node reports the usage that changed (part 6 wants storage's within 60 s). */
   readonly usageEveryMs?: number
 }) {
-  const db = makeDbBinding({
-    authority: (yield* Database.DatabaseNode).authority,
-    queryTimeoutMs: options.queryTimeoutMs
-  })
-  const nodes = yield* Node.Nodes
-  const auth = yield* makeAuthBinding({ lifetimeMs: options.queryTimeoutMs + 60_000 })
-  const relay = yield* Email.MailRelay
-  const gateway = yield* Ai.AiGateway
-  // `ObjectStore.off` is no store: the storage binding is then absent.
-  const objects = Kernel.portOn(yield* Storage.ObjectStore)
-  const storage = Option.map(objects, (store) =>
-    makeStorageBinding({
-      objects: store,
-      report: (items) => Effect.runPromise(Effect.asVoid(nodes.usage({ items }))),
-      reportEveryMs: options.usageEveryMs ?? 5_000
-    })
-  )
+  /** The bindings this node serves, in the list's order; one it cannot serve is absent from every env. */
+  const served = new Map<string, { readonly binding: AnyWorkerBinding; readonly served: ServedBinding<any> }>()
+  for (const binding of bindings) {
+    const made = yield* binding.make({ queryTimeoutMs: options.queryTimeoutMs, usageEveryMs: options.usageEveryMs })
+    if (made !== undefined) served.set(binding.name, { binding, served: made as ServedBinding<any> })
+  }
 
-  /** What `env` gets for a project's granted add-ons; an add-on not granted is absent. */
+  /** What `env` gets for a project's granted add-ons; an add-on not granted (or not asked for) is absent. */
   const flagsOf = (project: Node.NodeProject, manifest: Deployments.Manifest): Record<string, unknown> => {
     const flags: Record<string, unknown> = {}
-    if (project.bindings.db !== null) flags.db = { connectionString: project.bindings.db.url }
-    // Without an object store on this node the grant cannot be served: absent rather than failing every call.
-    if (project.bindings.storage !== null && Option.isSome(storage)) flags.storage = true
-    if (project.bindings.email !== null) flags.email = true
-    // AI needs both the grant and the deployment's `ai: true` (spec 4.10).
-    if (project.bindings.ai !== null && manifest.ai === true) flags.ai = true
-    if (project.bindings.auth !== null) flags.auth = true
+    for (const [name, { binding, served: one }] of served) {
+      const value = project.bindings[name as BindingName]
+      if (value === null || value === undefined) continue
+      if (binding.wanted !== undefined && !binding.wanted(manifest)) continue
+      flags[name] = one.entry === undefined ? true : one.entry(value)
+    }
     return flags
   }
 
-  const granted = <K extends keyof Node.NodeProject["bindings"]>(projectId: string, binding: K) => {
-    const value = options.stateOf(projectId)?.bindings[binding]
-    if (value === null || value === undefined) {
-      throw new BindingFailure("not_granted", `${binding} is not granted to this project`)
+  const callOf = (projectId: string, name: string): BindingCall<any> => ({
+    projectId,
+    project: options.stateOf(projectId),
+    granted: () => {
+      const value = options.stateOf(projectId)?.bindings[name as BindingName]
+      if (value === null || value === undefined) {
+        throw new BindingFailure("not_granted", `${name} is not granted to this project`)
+      }
+      return value
     }
-    return value as NonNullable<Node.NodeProject["bindings"][K]>
-  }
+  })
 
   const handler: BindingHandler = async (projectId, binding, method, args) => {
     try {
-      if (binding === "db" && method === "query") return await db.query(projectId, granted(projectId, "db"), args)
-      if (binding === "storage" && Option.isSome(storage)) {
-        return await storage.value.call(projectId, granted(projectId, "storage"), method, args)
-      }
-      if (binding === "email" && method === "send") {
-        return { value: await sendMail(relay, projectId, granted(projectId, "email"), args[0]) }
-      }
-      if (binding === "ai" && method === "chat") {
-        return { value: await chat(gateway, granted(projectId, "ai").key, args[0]) }
-      }
-      if (binding === "auth" && method === "user") {
-        return { value: await auth.user(projectId, options.stateOf(projectId), args[0]) }
-      }
-      throw new BindingFailure("bad_request", `no binding method ${binding}.${method}`)
+      const call = own(served.get(binding)?.served.calls, method)
+      if (call === undefined) throw new BindingFailure("bad_request", `no binding method ${binding}.${method}`)
+      return await call(callOf(projectId, binding), args)
     } catch (error) {
       return answerOf(error)
     }
@@ -82,10 +98,9 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
 
   const rawHandler: RawBindingHandler = async (projectId, binding, method, query, request, response) => {
     try {
-      if (binding !== "storage" || Option.isNone(storage)) {
-        throw new BindingFailure("bad_request", `no streamed binding method ${binding}.${method}`)
-      }
-      await storage.value.raw(projectId, granted(projectId, "storage"), method, query.get("key"), request, response)
+      const raw = own(served.get(binding)?.served.raw, method)
+      if (raw === undefined) throw new BindingFailure("bad_request", `no streamed binding method ${binding}.${method}`)
+      await raw(callOf(projectId, binding), query, request, response)
     } catch (error) {
       request.resume()
       if (response.headersSent) return void response.destroy()
@@ -96,19 +111,27 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
 
   /** A project's new state (or its removal): resources of grants that went are released. */
   const converge = (projectId: string, project: Node.NodeProject | undefined) => {
-    db.converge(projectId, project?.bindings.db ?? null)
-    if (Option.isSome(storage)) storage.value.converge(projectId, project?.bindings.storage ?? null)
+    for (const [name, { served: one }] of served) {
+      one.converge?.(projectId, project?.bindings[name as BindingName] ?? null)
+    }
   }
 
   yield* Effect.addFinalizer(() =>
-    Effect.promise(() => Promise.all([db.close(), Option.isSome(storage) ? storage.value.close() : undefined]))
+    Effect.promise(() => Promise.all(Array.from(served.values(), ({ served: one }) => one.close?.())))
   )
 
-  /** The handle a request's worker gets for its end user's session (granted sign-in and a session cookie only). */
-  const userHandle = (projectId: string, session: string | undefined) =>
-    options.stateOf(projectId)?.bindings.auth == null ? undefined : auth.handleFor(projectId, session)
+  /** The handle a request's worker gets for its end user's session (a binding that reads it, granted, gives one). */
+  const userHandle = (projectId: string, session: string | undefined) => {
+    const project = options.stateOf(projectId)
+    if (project === undefined) return undefined
+    for (const { served: one } of served.values()) {
+      const handle = one.userHandle?.(projectId, project, session)
+      if (handle !== undefined) return handle
+    }
+    return undefined
+  }
 
-  return { flagsOf, handler, rawHandler, converge, userHandle, openPools: db.openPools }
+  return { flagsOf, handler, rawHandler, converge, userHandle }
 })
 
 export type NodeBindings = Effect.Success<ReturnType<typeof makeBindings>>

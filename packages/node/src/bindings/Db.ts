@@ -1,6 +1,8 @@
-import type { Database } from "@hostplane/core"
+import { Database } from "@hostplane/core"
+import { Effect } from "effect"
 import pg from "pg"
 import { BindingFailure, type BindingAnswer } from "./Failure.ts"
+import { workerBinding } from "./WorkerBinding.ts"
 
 /** Connections a project's pool holds at most: a worker's queries share them. */
 const poolSize = 5
@@ -164,3 +166,19 @@ export const makeDbBinding = (options: {
 
   return { query, converge, close, openPools: () => pools.size }
 }
+
+/** `env.db`: `{ connectionString, query }` on the project's database, verified by the node's cluster authority. */
+export const dbBinding = workerBinding({
+  name: "db",
+  worker: "db.js",
+  make: (options) =>
+    Effect.map(Effect.service(Database.DatabaseNode), (node) => {
+      const db = makeDbBinding({ authority: node.authority, queryTimeoutMs: options.queryTimeoutMs })
+      return {
+        entry: (value) => ({ connectionString: value.url }),
+        calls: { query: (call, args) => db.query(call.projectId, call.granted(), args) },
+        converge: db.converge,
+        close: db.close
+      }
+    })
+})

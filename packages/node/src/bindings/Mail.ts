@@ -1,9 +1,10 @@
-import type { Ai, Email } from "@hostplane/core"
-import { Cause, Effect, Exit, Stream } from "effect"
+import { Email } from "@hostplane/core"
+import { Effect, Stream } from "effect"
 import { randomBytes } from "node:crypto"
-import { BindingFailure } from "./Failure.ts"
+import { BindingFailure, runRefusable } from "./Failure.ts"
+import { type BindingCall, workerBinding } from "./WorkerBinding.ts"
 
-/** The worker's words for the relay's and the gateway's refusals (decisions.md part 13). */
+/** The worker's words for the relay's refusals (decisions.md part 13). */
 const codeOfTag: Record<string, string> = {
   Forbidden: "from_not_allowed",
   MailRateLimited: "mail_rate_limited",
@@ -12,26 +13,7 @@ const codeOfTag: Record<string, string> = {
   BadRequest: "bad_request",
   PayloadTooLarge: "payload_too_large",
   MailUnavailable: "mail_unavailable",
-  MailSendFailed: "mail_send_failed",
-  Unauthorized: "unauthorized",
-  UnknownModel: "unknown_model",
-  RateLimited: "rate_limited",
-  DailyLimit: "daily_limit",
-  InsufficientBalance: "insufficient_balance",
-  AiUnavailable: "ai_unavailable",
-  AiUpstreamError: "ai_upstream_error"
-}
-
-/** Runs a relay or gateway call; its typed refusal becomes a rejection whose message starts with its code. */
-const run = async <A>(effect: Effect.Effect<A, { readonly _tag: string; readonly message: string }>): Promise<A> => {
-  const exit = await Effect.runPromiseExit(effect)
-  if (Exit.isSuccess(exit)) return exit.value
-  const failure = Cause.findErrorOption(exit.cause)
-  if (failure._tag === "Some") {
-    const code = codeOfTag[failure.value._tag] ?? "internal"
-    throw new BindingFailure(code, failure.value.message)
-  }
-  throw Cause.squash(exit.cause)
+  MailSendFailed: "mail_send_failed"
 }
 
 const address = /^[^\s<>@,;:"()[\]\\]+@[^\s<>@,;:"()[\]\\]+$/
@@ -121,25 +103,19 @@ export const sendMail = async (
     raw = fields.raw
   } else raw = messageOf(fields, binding.from)
   const bytes = new Uint8Array(Buffer.from(raw, "utf8"))
-  return run(relay.send(projectId, Stream.make(bytes), bytes.byteLength))
+  return runRefusable(relay.send(projectId, Stream.make(bytes), bytes.byteLength), codeOfTag)
 }
 
-/** Most bytes of a chat body a worker may send (the gateway counts tokens; this only bounds the node's memory). */
-const maxChatBytes = 4 * 1024 * 1024
-
-/** `env.ai.chat`: the OpenAI chat-completions body through the AI gateway with the project's key. */
-export const chat = async (gateway: Ai.AiGateway["Service"], key: string, body: unknown) => {
-  if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    throw new BindingFailure("bad_request", "chat takes the chat-completions request body as an object")
-  }
-  if ((body as { stream?: unknown }).stream === true) {
-    throw new BindingFailure("bad_request", "env.ai.chat answers whole responses: leave stream unset")
-  }
-  const text = JSON.stringify(body)
-  if (Buffer.byteLength(text) > maxChatBytes) {
-    throw new BindingFailure("payload_too_large", `a chat body is at most ${maxChatBytes} bytes`)
-  }
-  const answer = await run(gateway.chat(key, text))
-  if (answer._tag !== "json") throw new BindingFailure("ai_upstream_error", "the gateway answered a stream")
-  return JSON.parse(answer.body) as unknown
-}
+/** `env.email`: `send(message)` through the node mail relay. */
+export const emailBinding = workerBinding({
+  name: "email",
+  worker: "email.js",
+  make: () =>
+    Effect.map(Effect.service(Email.MailRelay), (relay) => ({
+      calls: {
+        send: async (call: BindingCall<"email">, args: ReadonlyArray<unknown>) => ({
+          value: await sendMail(relay, call.projectId, call.granted(), args[0])
+        })
+      }
+    }))
+})

@@ -1,8 +1,9 @@
-import { type Node, Storage } from "@hostplane/core"
+import { Kernel, Node, Storage } from "@hostplane/core"
 import { Cause, Effect, Exit, Option, Schema, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type * as Http from "node:http"
 import { BindingFailure, type BindingAnswer } from "./Failure.ts"
+import { type BindingCall, workerBinding } from "./WorkerBinding.ts"
 
 /** Longest key a worker may use, in UTF-8 bytes (R2's and part 13's). */
 export const maxKeyBytes = 1024
@@ -393,3 +394,38 @@ export const makeStorageBinding = (options: {
 
   return { call, raw, converge, close, flush }
 }
+
+/** `env.storage`: the R2 subset on the node's object store; absent on a node without one. */
+export const storageBinding = workerBinding({
+  name: "storage",
+  worker: "storage.js",
+  make: (options) =>
+    Effect.gen(function* () {
+      const nodes = yield* Node.Nodes
+      // `ObjectStore.off` is no store: the grant cannot be served, so the binding is absent rather than failing.
+      const objects = Kernel.portOn(yield* Storage.ObjectStore)
+      if (Option.isNone(objects)) return undefined
+      const storage = makeStorageBinding({
+        objects: objects.value,
+        report: (items) => Effect.runPromise(Effect.asVoid(nodes.usage({ items }))),
+        reportEveryMs: options.usageEveryMs ?? 5_000
+      })
+      const json = (method: string) => (call: BindingCall<"storage">, args: ReadonlyArray<unknown>) =>
+        storage.call(call.projectId, call.granted(), method, args)
+      const streamed =
+        (method: string) =>
+        (
+          call: BindingCall<"storage">,
+          query: URLSearchParams,
+          request: Http.IncomingMessage,
+          response: Http.ServerResponse
+        ) =>
+          storage.raw(call.projectId, call.granted(), method, query.get("key"), request, response).then(() => undefined)
+      return {
+        calls: { head: json("head"), delete: json("delete"), list: json("list") },
+        raw: { put: streamed("put"), get: streamed("get") },
+        converge: storage.converge,
+        close: storage.close
+      }
+    })
+})

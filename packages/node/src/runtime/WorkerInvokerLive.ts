@@ -8,7 +8,7 @@ import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http
 import * as Http from "node:http"
 import type { TLSSocket } from "node:tls"
 import { type Dispatcher, Pool } from "undici"
-import { makeBindings } from "../bindings/Bindings.ts"
+import { askedBy, makeBindings } from "../bindings/Bindings.ts"
 import { WorkerRuntime } from "./WorkerRuntime.ts"
 
 /** decisions.md part 13: request bodies up to 100 MiB reach a worker; larger ones are 413. */
@@ -135,7 +135,8 @@ export const WorkerInvokerLive = Layer.effect(
         readonly signature: string
         readonly env: ProjectEnv
         readonly project: Node.NodeProject
-        readonly ai: boolean
+        /** Which bindings the deployment's manifest asked for (`askedBy`). */
+        readonly asked: string
       }
     >()
     let revision = 0
@@ -176,11 +177,11 @@ export const WorkerInvokerLive = Layer.effect(
         project = states.get(projectId)
       }
       if (project === undefined) return { secrets: {}, bindings: {} } satisfies ProjectEnv
-      const ai = manifest.ai === true
-      const signature = JSON.stringify([project.secrets, project.bindings, ai])
+      const asked = askedBy(manifest)
+      const signature = JSON.stringify([project.secrets, project.bindings, asked])
       const known = envs.get(projectId)
       if (known !== undefined && known.signature === signature) {
-        envs.set(projectId, { ...known, project, ai })
+        envs.set(projectId, { ...known, project, asked })
         return known.env
       }
       const opened = yield* Effect.orElseSucceed(nodes.secrets(projectId), () => ({ items: [] }))
@@ -188,14 +189,14 @@ export const WorkerInvokerLive = Layer.effect(
         secrets: Object.fromEntries(opened.items.map((item) => [item.name, item.value])),
         bindings: bindings.flagsOf(project, manifest)
       }
-      envs.set(projectId, { signature, env, project, ai })
+      envs.set(projectId, { signature, env, project, asked })
       return env
     })
 
     /** The env made from the project's current state, when there is one: a request's usual case, with no Effect. */
     const currentEnv = (projectId: string, manifest: Deployments.Manifest): ProjectEnv | undefined => {
       const known = envs.get(projectId)
-      return known !== undefined && known.project === states.get(projectId) && known.ai === (manifest.ai === true)
+      return known !== undefined && known.project === states.get(projectId) && known.asked === askedBy(manifest)
         ? known.env
         : undefined
     }

@@ -9,6 +9,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { Readable } from "node:stream"
 import { fileURLToPath } from "node:url"
+import { bindingModules } from "../bindings/Bindings.ts"
 import { type LogCollector, makeCollector } from "./LogCollector.ts"
 import { workerdBinary } from "./WorkerdBinary.ts"
 
@@ -344,6 +345,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   const nodeSocket = Path.join(dir, "node.sock")
   Fs.writeFileSync(Path.join(dir, "router.js"), routerSource())
   const entry = entrySource()
+  const bindingSources = bindingModules(workerSource)
   const specs = new Map<string, WorkerSpec>()
   let bindings: BindingHandler = async () => ({ error: { message: "bindings_unavailable" } })
   let rawBindings: RawBindingHandler = async (_project, _binding, _method, _query, request, response) => {
@@ -368,6 +370,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
         noteLoaded(key, spec)
         const modules = await modulesOf(artifacts, spec.digest)
         const relative = spec.entry.slice("worker/".length)
+        Object.assign(modules, bindingSources)
         modules[entryModule] = { js: entry.replace("__TENANT_ENTRY__", `./${relative}`) }
         const body = JSON.stringify({
           projectId: spec.projectId,
