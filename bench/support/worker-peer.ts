@@ -83,7 +83,9 @@ if (mode === "proxy") {
           mainModule: "__hostplane_entry.js",
           modules: {
             "index.js": { js: helloModule },
-            "__hostplane_entry.js": { js: entry.replace("__TENANT_ENTRY__", "./index.js") }
+            "__hostplane_entry.js": { js: entry.replace("__TENANT_ENTRY__", "./index.js") },
+            // The index of the bindings' modules the entry module imports: none granted here.
+            "__hostplane_bindings.js": { js: "export default {}" }
           },
           secrets: {},
           bindings: {},
