@@ -1,4 +1,4 @@
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -8,16 +8,24 @@ import * as Path from "node:path"
 /** `TestDatabase.setupVariable`, spelled out: importing it would load the PostgreSQL code this file defers. */
 const setupVariable = "HOSTPLANE_TEST_PG_SETUP"
 
+/** Where the setup answers with `serverCluster`'s folder instead of the shared server (`ServerProcess.ts` asks). */
+const serverClusterPath = "/server-cluster"
+
 /**
  * Serves the run's test PostgreSQL to the test workers, started on the first ask: one throwaway embedded server under
  * a fresh temp directory (unless `TEST_DATABASE_URL` names a server), so concurrent runs in one tree never share a
  * cluster, with a template database migrated on it once. `TestDatabase.layer` asks for it (through the env var
  * `setupVariable`) and copies the template per file. A run of memory-only files starts no PostgreSQL and loads none
  * of its code.
+ *
+ * It also serves, on `serverClusterPath`, a stopped embedded cluster as a standalone server's first start leaves it
+ * (initdb without fsync, hostplane's migrations applied in its schema): test servers on their own embedded PostgreSQL
+ * start on a copy of it (`ServerProcess.startServer`) instead of running initdb and every migration each.
  */
 export default async function setup() {
   const scope = Scope.makeUnsafe()
   let directory: string | undefined
+  let clusterDirectory: string | undefined
   const start = async () => {
     // Relative imports, loaded only when asked: vitest loads this file outside the "@hostplane/source" condition.
     const EmbeddedPostgres = await import("../src/embedded/EmbeddedPostgres.ts")
@@ -34,10 +42,27 @@ export default async function setup() {
     const template = await Effect.runPromise(TestDatabase.template(Redacted.make(url)).pipe(Scope.provide(scope)))
     return { url, template }
   }
+  const serverCluster = async () => {
+    const EmbeddedPostgres = await import("../src/embedded/EmbeddedPostgres.ts")
+    const PgDatabase = await import("../src/PgDatabase.ts")
+    clusterDirectory = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-server-pg-"))
+    await Fs.chmod(clusterDirectory, 0o755)
+    const pg = Path.join(clusterDirectory, "pg")
+    // What `PgDatabase.layerConfig` does on a fresh data folder with SERVICE_PG_EMBEDDED_DURABLE=false, then a clean stop.
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        const server = yield* EmbeddedPostgres.start({ directory: pg, durable: false })
+        yield* Layer.build(PgDatabase.layer(server.url))
+      }).pipe(Effect.scoped)
+    )
+    return { directory: pg }
+  }
   let started: ReturnType<typeof start> | undefined
-  const asks = Http.createServer((_, response) => {
-    started ??= start()
-    started.then(
+  let cluster: ReturnType<typeof serverCluster> | undefined
+  const asks = Http.createServer((request, response) => {
+    const answer: Promise<unknown> =
+      request.url === serverClusterPath ? (cluster ??= serverCluster()) : (started ??= start())
+    answer.then(
       (server) => response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(server)),
       (error: unknown) =>
         response
@@ -54,7 +79,9 @@ export default async function setup() {
     asks.closeAllConnections()
     await new Promise((resolve) => asks.close(resolve))
     await started?.catch(() => undefined)
+    await cluster?.catch(() => undefined)
     await Effect.runPromise(Scope.close(scope, Exit.void))
     if (directory !== undefined) await Fs.rm(directory, { recursive: true, force: true })
+    if (clusterDirectory !== undefined) await Fs.rm(clusterDirectory, { recursive: true, force: true })
   }
 }
