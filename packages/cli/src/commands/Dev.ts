@@ -4,11 +4,15 @@ import * as Path from "node:path"
 import { CliFailure, note, out } from "../Output.ts"
 import { projectSession } from "../Root.ts"
 
+/** Where dev keeps the folder's local add-on state (objects, sent mail): never deployed, as every dot entry. */
+export const devStateDir = (folder: string) => Path.join(folder, ".hostplane", "dev")
+
 /**
  * `hostplane dev [dir]`: the folder served locally by the node's own runtime and route rules, secrets from
  * `.dev.vars`, reloaded when the folder changes; Ctrl-C stops the server and its workerd. Add-ons declared in
- * `service.json` are present in `env` and reject every call with `not_available_in_dev`, except `env.db` with
- * `--linked`: the database of the project the folder is linked to (docs/cli.md).
+ * `service.json` are present in `env`: `env.storage` keeps objects in `.hostplane/dev/storage`, `env.email` writes
+ * messages to `.hostplane/dev/outbox`, `env.auth` resolves a dev sign-in, `env.db` is the linked project's database
+ * with `--linked`, and `env.ai` rejects with `not_available_in_dev` (docs/cli.md).
  */
 export const dev = Command.make(
   "dev",
@@ -26,7 +30,9 @@ export const dev = Command.make(
       Flag.withDefault("127.0.0.1")
     ),
     linked: Flag.Boolean("linked").pipe(
-      Flag.withDescription("Bind env.db to the database of the linked project (--org/--project or .hostplane.json)"),
+      Flag.withDescription(
+        "Bind env.db to the database of the linked project (--org/--project or .hostplane.json), and send mail from its address"
+      ),
       Flag.withDefault(false)
     )
   },
@@ -35,9 +41,20 @@ export const dev = Command.make(
       return yield* new CliFailure({ code: "usage", message: `--port must be 0..65535, not ${port}` })
     }
     const folder = Path.resolve(dir)
-    // The linked project's own connection (what `hostplane db connect` prints): queries run as its role.
-    const database = linked
-      ? (yield* Effect.flatMap(projectSession, ({ api, params }) => api.database.connect({ params }))).body
+    // The linked project's own connection (what `hostplane db connect` prints): queries run as its role. Its mail
+    // address and storage quota, when it has them, are what the local outbox and store enforce.
+    const linkedProject = linked
+      ? yield* Effect.gen(function* () {
+          const { api, params } = yield* projectSession
+          const database = (yield* api.database.connect({ params })).body
+          const email = yield* Effect.option(api.email.status({ params }))
+          const storage = yield* Effect.option(api.storage.status({ params }))
+          return {
+            database,
+            mailFrom: email._tag === "Some" && email.value.address !== "" ? email.value.address : undefined,
+            storageQuotaBytes: storage._tag === "Some" ? storage.value.quotaBytes : undefined
+          }
+        })
       : undefined
     // The runtime's code (workerd's supervisor, the router's sources) loads only for `dev`.
     const { DevProblem, findWorkerd, startDevServer } = yield* Effect.promise(() => import("@hostplane/node/dev/index"))
@@ -46,6 +63,13 @@ export const dev = Command.make(
         ? new CliFailure({ code: "dev_failed", message: error.message })
         : new CliFailure({ code: "dev_failed", message: String(error) })
     const binary = yield* Effect.try({ try: () => findWorkerd(folder), catch: problem })
+    const state = devStateDir(folder)
+    const { make: diskStore } = yield* Effect.promise(
+      () => import("@hostplane/adapters-providers/storage/ObjectStoreDisk")
+    )
+    const objects = yield* diskStore(Path.join(state, "storage")).pipe(
+      Effect.mapError((error) => new CliFailure({ code: "dev_failed", message: error.message }))
+    )
     const server = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: () =>
@@ -54,7 +78,11 @@ export const dev = Command.make(
             host: ip,
             port,
             binary,
-            database,
+            database: linkedProject?.database,
+            objects,
+            storageQuotaBytes: linkedProject?.storageQuotaBytes,
+            outbox: Path.join(state, "outbox"),
+            mailFrom: linkedProject?.mailFrom,
             print: (line, isProblem) => void (isProblem === true ? process.stderr : process.stdout).write(`${line}\n`)
           }),
         catch: problem

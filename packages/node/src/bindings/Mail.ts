@@ -84,13 +84,8 @@ export const messageOf = (fields: Record<string, unknown>, from: string): string
   return `${headers.join("\r\n")}\r\n${part(html === undefined ? "text/plain" : "text/html", (text ?? html)!)}`
 }
 
-/** `env.email.send`: through the node mail relay (part 6), which checks the grant, the From and the hourly cap. */
-export const sendMail = async (
-  relay: Email.MailRelay["Service"],
-  projectId: string,
-  binding: Email.EmailBinding,
-  message: unknown
-) => {
+/** What `env.email.send(message)` sends: a raw message as given, fields as a message from `from`. */
+export const rawMessageOf = (message: unknown, from: string): Uint8Array => {
   if (message === null || typeof message !== "object") {
     throw new BindingFailure("bad_request", "send takes { to, subject, text?, html?, replyTo? } or a raw message")
   }
@@ -101,8 +96,18 @@ export const sendMail = async (
       throw new BindingFailure("bad_request", "a raw message is a non-empty string")
     }
     raw = fields.raw
-  } else raw = messageOf(fields, binding.from)
-  const bytes = new Uint8Array(Buffer.from(raw, "utf8"))
+  } else raw = messageOf(fields, from)
+  return new Uint8Array(Buffer.from(raw, "utf8"))
+}
+
+/** `env.email.send`: through the node mail relay (part 6), which checks the grant, the From and the hourly cap. */
+export const sendMail = async (
+  relay: Email.MailRelay["Service"],
+  projectId: string,
+  binding: Email.EmailBinding,
+  message: unknown
+) => {
+  const bytes = rawMessageOf(message, binding.from)
   return runRefusable(relay.send(projectId, Stream.make(bytes), bytes.byteLength), codeOfTag)
 }
 

@@ -1,12 +1,11 @@
-import { type Database, Deployments } from "@hostplane/core"
+import { type Database, Deployments, type Storage } from "@hostplane/core"
 import * as Edge from "../edge/AssetPath.ts"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import * as Http from "node:http"
-import { makeDbBinding } from "../bindings/Db.ts"
-import { answerOf } from "../bindings/Failure.ts"
 import type { InvocationEvent } from "../runtime/LogCollector.ts"
 import { checkUrl, loadFailureOf } from "../runtime/WorkerCheckLive.ts"
-import { type BindingHandler, type RawBindingHandler, WorkerRuntime } from "../runtime/WorkerRuntime.ts"
+import { WorkerRuntime } from "../runtime/WorkerRuntime.ts"
+import { devAuthCookie, devCookieValue, devFlags, devProject, devUserOfCookie, makeDevBindings } from "./DevBindings.ts"
 import { DevProblem, readSnapshot, signature, type Snapshot, snapshotStore } from "./Folder.ts"
 
 export interface DevOptions {
@@ -25,6 +24,17 @@ export interface DevOptions {
    * `env.db` queries it as the project role, as the deployed worker would. Without it `env.db` rejects every call.
    */
   readonly database?: Database.DatabaseConnect | undefined
+  /**
+   * Where `env.storage` keeps the folder's objects (`hostplane dev`: a disk store in the folder's `.hostplane/dev/`),
+   * through the node's own binding. Without it every call rejects with `not_available_in_dev`.
+   */
+  readonly objects?: Storage.ObjectStore["Service"] | undefined
+  /** The quota `env.storage` enforces (the linked project's; the free plan's by default). */
+  readonly storageQuotaBytes?: number | undefined
+  /** The folder `env.email` writes each message to as an `.eml` file. Without it every call rejects. */
+  readonly outbox?: string | undefined
+  /** The only `From` a message may carry (the linked project's address; `dev@localhost` by default). */
+  readonly mailFrom?: string | undefined
 }
 
 export interface DevServer {
@@ -33,32 +43,6 @@ export interface DevServer {
   readonly stop: () => Promise<void>
 }
 
-/** The dev server's one project: secrets and bindings are the folder's own, never a deployed project's. */
-const devProject = "dev"
-
-/**
- * The add-on bindings present in dev: those `service.json` declares. `env.db` is the linked project's database when
- * one is given; every other call is rejected inside the worker.
- */
-const devBindings = (
-  manifest: Deployments.Manifest,
-  database: Database.DatabaseConnect | undefined
-): Record<string, unknown> => ({
-  ...(manifest.database === true ? { db: { connectionString: database?.url ?? "" } } : {}),
-  ...(manifest.storage === true ? { storage: {} } : {}),
-  ...(manifest.email === true ? { email: {} } : {}),
-  ...(manifest.ai === true ? { ai: {} } : {}),
-  ...(manifest.auth === true ? { auth: {} } : {})
-})
-
-const bindingNames: Record<string, string> = { db: "env.db", storage: "env.storage", email: "env.email", ai: "env.ai" }
-
-const notInDev = (binding: string, method: string) => ({
-  error: {
-    message: `not_available_in_dev: ${bindingNames[binding] ?? `env.${binding}`}.${method}() runs only in a deployed project (env.db also under hostplane dev --linked); hostplane dev serves secrets from .dev.vars and env.ASSETS`
-  }
-})
-
 /** Headers a client may not send to a worker: the router's own channel and connection-level ones. */
 const hopHeaders = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection"])
 
@@ -66,6 +50,26 @@ const envelope = (response: Http.ServerResponse, status: number, code: string, m
   if (response.headersSent) return response.destroy()
   response.writeHead(status, { "content-type": "application/json" })
   response.end(JSON.stringify({ code, message }))
+}
+
+const cookiePairs = (header: string | undefined) =>
+  (header ?? "")
+    .split(";")
+    .map((pair) => pair.trim())
+    .filter((pair) => pair !== "")
+
+/** A cookie's value in a `Cookie` header. */
+const cookieOf = (header: string | undefined, name: string): string | undefined => {
+  for (const pair of cookiePairs(header)) {
+    if (pair.startsWith(`${name}=`)) return pair.slice(name.length + 1)
+  }
+  return undefined
+}
+
+/** The `Cookie` header without one cookie; undefined when nothing is left. */
+const withoutCookie = (header: string | undefined, name: string): string | undefined => {
+  const kept = cookiePairs(header).filter((pair) => !pair.startsWith(`${name}=`))
+  return kept.length === 0 ? undefined : kept.join("; ")
 }
 
 const argument = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value))
@@ -145,25 +149,17 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
   const context = await Effect.runPromise(Layer.buildWithScope(runtimeLayer, scope))
   const runtime = Context.get(context, WorkerRuntime)
   const database = options.database
-  // One pool for the linked database, closed with the server; the statement deadline is the worker's own.
-  const db = database === undefined ? undefined : makeDbBinding({ authority: undefined, queryTimeoutMs: 30_000 })
-  const bindings: BindingHandler = async (_project, binding, method, args) => {
-    if (binding !== "db" || method !== "query" || db === undefined || database === undefined) {
-      return notInDev(binding, method)
-    }
-    try {
-      return await db.query(devProject, database, args)
-    } catch (error) {
-      return answerOf(error)
-    }
-  }
-  const rawBindings: RawBindingHandler = async (_project, binding, method, _query, request, response) => {
-    request.resume()
-    response.writeHead(200, { "content-type": "application/json" })
-    response.end(JSON.stringify(notInDev(binding, method)))
-  }
-  runtime.setBindings(bindings)
-  runtime.setRawBindings(rawBindings)
+  // The linked database's pool and the storage binding's state live as long as the server.
+  const addons = makeDevBindings({
+    objects: options.objects,
+    storageQuotaBytes: options.storageQuotaBytes,
+    outbox: options.outbox,
+    mailFrom: options.mailFrom,
+    database,
+    print: (line) => options.print(line)
+  })
+  runtime.setBindings(addons.handler)
+  runtime.setRawBindings(addons.rawHandler)
   runtime.collector.setSink((events) => {
     for (const event of events) {
       // The load check of a new version is the dev server's own request, not the developer's.
@@ -183,7 +179,7 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
           manifest: snapshot.manifest,
           entry: snapshot.entry,
           secrets: snapshot.secrets,
-          bindings: devBindings(snapshot.manifest, database)
+          bindings: devFlags(snapshot.manifest, database)
         })
 
   /** The runtime's message when the key's worker does not load, `undefined` when it does. */
@@ -292,6 +288,10 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
     const method = request.method ?? "GET"
     const url = new URL(request.url ?? "/", "http://dev.invalid")
     const { snapshot, key } = version
+    if (snapshot.manifest.auth === true && url.pathname.startsWith("/__service/auth/")) {
+      request.resume()
+      return signIn(request, response, url)
+    }
     const toWorker =
       key !== undefined && (snapshot.manifest.workerFirst === true || (method !== "GET" && method !== "HEAD"))
     if (!toWorker) {
@@ -315,6 +315,51 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
     forward(request, response, key!)
   })
 
+  /**
+   * The sign-in routes of a folder that declares `auth`: no provider is reached under dev, so a login signs in at once
+   * as a dev user (`?email=`, else `dev@localhost`) with the provider named, through a cookie of the dev server's own.
+   */
+  const signIn = (request: Http.IncomingMessage, response: Http.ServerResponse, url: URL) => {
+    const [action = "", provider = ""] = url.pathname.slice("/__service/auth/".length).split("/")
+    const next = url.searchParams.get("next")
+    const target = next !== null && next.startsWith("/") && !next.startsWith("//") ? next : "/"
+    const user = devUserOfCookie(cookieOf(request.headers.cookie, devAuthCookie))
+    if (action === "login" && /^[a-z0-9_-]{1,40}$/.test(provider)) {
+      const email = url.searchParams.get("email") ?? "dev@localhost"
+      if (!/^[^\s<>@,;:"()[\]\\]+@[^\s<>@,;:"()[\]\\]+$/.test(email)) {
+        return envelope(response, 400, "bad_request", "email is an address like dev@example.com")
+      }
+      response.writeHead(303, {
+        location: target,
+        "set-cookie": `${devAuthCookie}=${devCookieValue(email, provider)}; Path=/; HttpOnly; SameSite=Lax`,
+        "cache-control": "no-store"
+      })
+      return response.end()
+    }
+    if (action === "logout") {
+      response.writeHead(303, {
+        location: target,
+        "set-cookie": `${devAuthCookie}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0`,
+        "cache-control": "no-store"
+      })
+      return response.end()
+    }
+    if (action === "me" && request.method === "GET") {
+      if (user === undefined) return envelope(response, 401, "unauthorized", "no dev user is signed in")
+      response.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" })
+      return response.end(
+        JSON.stringify({
+          id: user.id,
+          provider: user.provider,
+          subject: user.email,
+          email: user.email,
+          name: user.name
+        })
+      )
+    }
+    return envelope(response, 404, "not_found", `no sign-in route ${url.pathname} under hostplane dev`)
+  }
+
   const forward = (incoming: Http.IncomingMessage, response: Http.ServerResponse, key: string) => {
     const headers: Record<string, string | Array<string>> = {}
     for (const [name, value] of Object.entries(incoming.headers)) {
@@ -324,7 +369,13 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
     headers["x-forwarded-for"] = incoming.socket.remoteAddress ?? ""
     headers["x-forwarded-proto"] = "http"
     const url = `http://${incoming.headers.host ?? `${options.host}:${options.port}`}${incoming.url ?? "/"}`
-    headers["x-hostplane-invoke"] = JSON.stringify({ key, url })
+    // As the edge does with the session cookie: the worker never sees it, env.auth.user(request) resolves it.
+    const session = cookieOf(incoming.headers.cookie, devAuthCookie)
+    const rest = withoutCookie(incoming.headers.cookie, devAuthCookie)
+    if (rest === undefined) delete headers["cookie"]
+    else headers["cookie"] = rest
+    const user = devUserOfCookie(session) === undefined ? undefined : session
+    headers["x-hostplane-invoke"] = JSON.stringify({ key, url, ...(user === undefined ? {} : { user }) })
     const upstream = Http.request({
       socketPath: runtime.socketOf(0),
       method: incoming.method,
@@ -368,7 +419,7 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
     server.closeAllConnections()
     await new Promise<void>((resolve) => server.close(() => resolve()))
     await Effect.runPromise(Scope.close(scope, Exit.void))
-    await db?.close()
+    await addons.close()
   }
   return { url: `http://${shownHost}:${port}`, stop }
 }
