@@ -42,6 +42,52 @@ export const bindingModules = (source: (path: string) => string): Record<string,
 }
 
 /**
+ * The handlers of the calls a worker's bindings make, each to its binding's method (`ServedBinding`, by name), given
+ * its project's state from `stateOf`; a refusal or fault becomes what the worker's promise rejects with.
+ */
+export const servedHandlers = (
+  servedOf: (name: string) => ServedBinding<any> | undefined,
+  stateOf: (projectId: string) => Node.NodeProject | undefined
+): { readonly handler: BindingHandler; readonly rawHandler: RawBindingHandler } => {
+  const callOf = (projectId: string, name: string): BindingCall<any> => ({
+    projectId,
+    project: stateOf(projectId),
+    granted: () => {
+      const value = stateOf(projectId)?.bindings[name as BindingName]
+      if (value === null || value === undefined) {
+        throw new BindingFailure("not_granted", `${name} is not granted to this project`)
+      }
+      return value
+    }
+  })
+
+  const handler: BindingHandler = async (projectId, binding, method, args) => {
+    try {
+      const call = own(servedOf(binding)?.calls, method)
+      if (call === undefined) throw new BindingFailure("bad_request", `no binding method ${binding}.${method}`)
+      return await call(callOf(projectId, binding), args)
+    } catch (error) {
+      return answerOf(error)
+    }
+  }
+
+  const rawHandler: RawBindingHandler = async (projectId, binding, method, query, request, response) => {
+    try {
+      const raw = own(servedOf(binding)?.raw, method)
+      if (raw === undefined) throw new BindingFailure("bad_request", `no streamed binding method ${binding}.${method}`)
+      await raw(callOf(projectId, binding), query, request, response)
+    } catch (error) {
+      request.resume()
+      if (response.headersSent) return void response.destroy()
+      response.writeHead(200, { "content-type": "application/json" })
+      response.end(JSON.stringify(answerOf(error)))
+    }
+  }
+
+  return { handler, rawHandler }
+}
+
+/**
  * The node side of a worker's add-on bindings (decisions.md part 13), folded from the node's list (`src/areas.ts`):
  * what the entry module builds into `env` for a project, and the handler of the calls its bindings make. Every call is
  * checked against the node's converged state at the time of the call, with the project the router loaded the worker
@@ -74,40 +120,7 @@ export const makeBindings = Effect.fnUntraced(function* (options: {
     return flags
   }
 
-  const callOf = (projectId: string, name: string): BindingCall<any> => ({
-    projectId,
-    project: options.stateOf(projectId),
-    granted: () => {
-      const value = options.stateOf(projectId)?.bindings[name as BindingName]
-      if (value === null || value === undefined) {
-        throw new BindingFailure("not_granted", `${name} is not granted to this project`)
-      }
-      return value
-    }
-  })
-
-  const handler: BindingHandler = async (projectId, binding, method, args) => {
-    try {
-      const call = own(served.get(binding)?.served.calls, method)
-      if (call === undefined) throw new BindingFailure("bad_request", `no binding method ${binding}.${method}`)
-      return await call(callOf(projectId, binding), args)
-    } catch (error) {
-      return answerOf(error)
-    }
-  }
-
-  const rawHandler: RawBindingHandler = async (projectId, binding, method, query, request, response) => {
-    try {
-      const raw = own(served.get(binding)?.served.raw, method)
-      if (raw === undefined) throw new BindingFailure("bad_request", `no streamed binding method ${binding}.${method}`)
-      await raw(callOf(projectId, binding), query, request, response)
-    } catch (error) {
-      request.resume()
-      if (response.headersSent) return void response.destroy()
-      response.writeHead(200, { "content-type": "application/json" })
-      response.end(JSON.stringify(answerOf(error)))
-    }
-  }
+  const { handler, rawHandler } = servedHandlers((name) => served.get(name)?.served, options.stateOf)
 
   /** A project's new state (or its removal): resources of grants that went are released. */
   const converge = (projectId: string, project: Node.NodeProject | undefined) => {

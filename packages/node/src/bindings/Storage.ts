@@ -3,7 +3,7 @@ import { Cause, Effect, Exit, Option, Schema, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type * as Http from "node:http"
 import { BindingFailure, type BindingAnswer } from "./Failure.ts"
-import { type BindingCall, workerBinding } from "./WorkerBinding.ts"
+import { type BindingCall, type ServedBinding, workerBinding } from "./WorkerBinding.ts"
 
 /** Longest key a worker may use, in UTF-8 bytes (R2's and part 13's). */
 export const maxKeyBytes = 1024
@@ -395,6 +395,33 @@ export const makeStorageBinding = (options: {
   return { call, raw, converge, close, flush }
 }
 
+/**
+ * The storage binding's methods as a node serves them, each on the prefix and quota `bindingOf` gives for the call
+ * (the node: the project's grant; `hostplane dev`: the folder's local store).
+ */
+export const servedStorage = (
+  storage: ReturnType<typeof makeStorageBinding>,
+  bindingOf: (call: BindingCall<"storage">) => Storage.StorageBinding
+): ServedBinding<"storage"> => {
+  const json = (method: string) => (call: BindingCall<"storage">, args: ReadonlyArray<unknown>) =>
+    storage.call(call.projectId, bindingOf(call), method, args)
+  const streamed =
+    (method: string) =>
+    (
+      call: BindingCall<"storage">,
+      query: URLSearchParams,
+      request: Http.IncomingMessage,
+      response: Http.ServerResponse
+    ) =>
+      storage.raw(call.projectId, bindingOf(call), method, query.get("key"), request, response).then(() => undefined)
+  return {
+    calls: { head: json("head"), delete: json("delete"), list: json("list") },
+    raw: { put: streamed("put"), get: streamed("get") },
+    converge: storage.converge,
+    close: storage.close
+  }
+}
+
 /** `env.storage`: the R2 subset on the node's object store; absent on a node without one. */
 export const storageBinding = workerBinding({
   name: "storage",
@@ -410,22 +437,6 @@ export const storageBinding = workerBinding({
         report: (items) => Effect.runPromise(Effect.asVoid(nodes.usage({ items }))),
         reportEveryMs: options.usageEveryMs ?? 5_000
       })
-      const json = (method: string) => (call: BindingCall<"storage">, args: ReadonlyArray<unknown>) =>
-        storage.call(call.projectId, call.granted(), method, args)
-      const streamed =
-        (method: string) =>
-        (
-          call: BindingCall<"storage">,
-          query: URLSearchParams,
-          request: Http.IncomingMessage,
-          response: Http.ServerResponse
-        ) =>
-          storage.raw(call.projectId, call.granted(), method, query.get("key"), request, response).then(() => undefined)
-      return {
-        calls: { head: json("head"), delete: json("delete"), list: json("list") },
-        raw: { put: streamed("put"), get: streamed("get") },
-        converge: storage.converge,
-        close: storage.close
-      }
+      return servedStorage(storage, (call) => call.granted())
     })
 })

@@ -4,11 +4,12 @@ import { createHash, randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { WorkerUser } from "../bindings/Auth.ts"
+import { servedHandlers } from "../bindings/Bindings.ts"
 import { makeDbBinding } from "../bindings/Db.ts"
-import { answerOf, BindingFailure } from "../bindings/Failure.ts"
+import { BindingFailure } from "../bindings/Failure.ts"
 import { rawMessageOf } from "../bindings/Mail.ts"
-import { makeStorageBinding } from "../bindings/Storage.ts"
-import type { BindingHandler, RawBindingHandler } from "../runtime/WorkerRuntime.ts"
+import { makeStorageBinding, servedStorage } from "../bindings/Storage.ts"
+import type { ServedBinding } from "../bindings/WorkerBinding.ts"
 
 /** The dev server's one project: secrets and bindings are the folder's own, never a deployed project's. */
 export const devProject = "dev"
@@ -40,23 +41,27 @@ export interface DevAddonOptions {
   readonly print: (line: string) => void
 }
 
-const bindingNames: Record<string, string> = {
-  db: "env.db",
-  storage: "env.storage",
-  email: "env.email",
-  ai: "env.ai",
-  auth: "env.auth"
-}
-
-const notInDev = (binding: string, method: string, why: string) =>
-  new BindingFailure("not_available_in_dev", `${bindingNames[binding] ?? `env.${binding}`}.${method}() ${why}`)
-
-/** Why each add-on may reject under dev. */
+/** Why an add-on rejects every call under dev, by its name in `env`. */
 const unavailable: Record<string, string> = {
   db: "needs the linked project's database: run hostplane dev --linked (the database granted)",
   storage: "has no local store in this dev server",
   email: "has no local outbox in this dev server",
   ai: "runs only in a deployed project: the AI gateway takes the project's key, which only the node holds (test AI code with hostplane deploy and hostplane logs --follow)"
+}
+
+/** A binding whose every call rejects with `not_available_in_dev`, saying why. */
+const refusing = (
+  name: string,
+  methods: ReadonlyArray<string>,
+  raw: ReadonlyArray<string> = []
+): ServedBinding<any> => {
+  const refuse = (method: string) => () => {
+    throw new BindingFailure("not_available_in_dev", `env.${name}.${method}() ${unavailable[name]}`)
+  }
+  return {
+    calls: Object.fromEntries(methods.map((method) => [method, refuse(method)])),
+    raw: Object.fromEntries(raw.map((method) => [method, refuse(method)]))
+  }
 }
 
 /** The cookie of a dev sign-in through `/__service/auth/login/<provider>`: the user it names, readable by no worker. */
@@ -106,19 +111,21 @@ const safeName = /[^A-Za-z0-9._-]/g
  * request, and `env.ai` rejects (the gateway takes a key only the node holds).
  */
 export const makeDevBindings = (options: DevAddonOptions) => {
-  const db =
-    options.database === undefined ? undefined : makeDbBinding({ authority: undefined, queryTimeoutMs: 30_000 })
+  const database = options.database
+  const db = database === undefined ? undefined : makeDbBinding({ authority: undefined, queryTimeoutMs: 30_000 })
   const storage =
     options.objects === undefined
       ? undefined
       : makeStorageBinding({ objects: options.objects, report: async () => {}, reportEveryMs: 60_000 })
-  const storageBinding: Storage.StorageBinding = {
+  const storageValue: Storage.StorageBinding = {
     prefix: devPrefix,
     quotaBytes: options.storageQuotaBytes ?? defaultDevQuotaBytes
   }
   const from = options.mailFrom ?? defaultDevFrom
+  const outbox = options.outbox
 
-  const send = (outbox: string, message: unknown) => {
+  /** The relay's checks (size, headers, From), then the message as a file in the outbox instead of a transport. */
+  const send = (folder: string, message: unknown) => {
     const bytes = rawMessageOf(message, from)
     if (bytes.byteLength > Email.maxRelayBytes) {
       throw new BindingFailure("payload_too_large", `a relayed message is at most ${Email.maxRelayBytes} bytes`)
@@ -131,11 +138,10 @@ export const makeDevBindings = (options: DevAddonOptions) => {
     if (headers.fromAddress !== from.toLowerCase()) {
       throw new BindingFailure("from_not_allowed", `From must be the project's address ${from}`)
     }
-    const at = new Date()
     const id = `mail_dev_${randomBytes(6).toString("hex")}`
-    const name = `${at.toISOString().replace(/[:.]/g, "-")}-${id}.eml`.replace(safeName, "_")
-    Fs.mkdirSync(outbox, { recursive: true, mode: 0o700 })
-    const file = Path.join(outbox, name)
+    const name = `${new Date().toISOString().replace(/[:.]/g, "-")}-${id}.eml`.replace(safeName, "_")
+    Fs.mkdirSync(folder, { recursive: true, mode: 0o700 })
+    const file = Path.join(folder, name)
     Fs.writeFileSync(`${file}.tmp`, bytes, { mode: 0o600 })
     Fs.renameSync(`${file}.tmp`, file)
     options.print(
@@ -144,48 +150,37 @@ export const makeDevBindings = (options: DevAddonOptions) => {
     return { id, messageId: headers.messageId ?? `${id}@${from.slice(from.indexOf("@") + 1)}` }
   }
 
-  const handler: BindingHandler = async (_project, binding, method, args) => {
-    try {
-      if (binding === "db" && method === "query") {
-        if (db === undefined || options.database === undefined) throw notInDev(binding, method, unavailable.db!)
-        return await db.query(devProject, options.database, args)
+  // Each add-on as the node serves it (`ServedBinding`), on the folder's local values instead of a grant.
+  const served: Record<string, ServedBinding<any>> = {
+    db:
+      db === undefined || database === undefined
+        ? refusing("db", ["query"])
+        : { calls: { query: (call, args) => db.query(call.projectId, database, args) }, close: db.close },
+    storage:
+      storage === undefined
+        ? refusing("storage", ["head", "delete", "list"], ["put", "get"])
+        : servedStorage(storage, () => storageValue),
+    email:
+      outbox === undefined
+        ? refusing("email", ["send"])
+        : { calls: { send: async (_call, args) => ({ value: send(outbox, args[0]) }) } },
+    ai: refusing("ai", ["chat"]),
+    auth: {
+      calls: {
+        user: async (_call, args) => ({
+          value: devUserOfCookie(typeof args[0] === "string" ? args[0] : undefined) ?? null
+        })
       }
-      if (binding === "storage") {
-        if (storage === undefined) throw notInDev(binding, method, unavailable.storage!)
-        return await storage.call(devProject, storageBinding, method, args)
-      }
-      if (binding === "email" && method === "send") {
-        if (options.outbox === undefined) throw notInDev(binding, method, unavailable.email!)
-        return { value: send(options.outbox, args[0]) }
-      }
-      if (binding === "ai") throw notInDev(binding, method, unavailable.ai!)
-      if (binding === "auth" && method === "user") {
-        return { value: devUserOfCookie(typeof args[0] === "string" ? args[0] : undefined) ?? null }
-      }
-      throw new BindingFailure("bad_request", `no binding method ${binding}.${method}`)
-    } catch (error) {
-      return answerOf(error)
     }
   }
-
-  const rawHandler: RawBindingHandler = async (_project, binding, method, query, request, response) => {
-    try {
-      if (binding !== "storage") {
-        throw new BindingFailure("bad_request", `no streamed binding method ${binding}.${method}`)
-      }
-      if (storage === undefined) throw notInDev(binding, method, unavailable.storage!)
-      await storage.raw(devProject, storageBinding, method, query.get("key"), request, response)
-    } catch (error) {
-      request.resume()
-      if (response.headersSent) return void response.destroy()
-      response.writeHead(200, { "content-type": "application/json" })
-      response.end(JSON.stringify(answerOf(error)))
-    }
-  }
+  // No dev project is in any node state: a method reads the folder's values, never `call.granted()`.
+  const { handler, rawHandler } = servedHandlers(
+    (name) => (Object.hasOwn(served, name) ? served[name] : undefined),
+    () => undefined
+  )
 
   const close = async () => {
-    await storage?.close()
-    await db?.close()
+    await Promise.all(Object.values(served).map((one) => one.close?.()))
   }
 
   return { handler, rawHandler, close }
