@@ -65,11 +65,17 @@ export interface CpuReport {
   readonly serverUsPerRequest: number | null
   /** The database's (every process under `Target.database`) CPU per answered request, in microseconds. */
   readonly databaseUsPerRequest: number | null
+  /**
+   * The load generator's (this process: autocannon, with the memory sampling) CPU per answered request, in
+   * microseconds: it shares the machine's cores with the server, so a client that needs most of one caps the rate.
+   */
+  readonly clientUsPerRequest: number | null
 }
 
 const startCpu = (target: Target) => {
   const server = cpuSeconds(target.child.pid)
   const database = target.database === undefined || !hasProc ? undefined : treeCpuSeconds(target.database)
+  const client = process.cpuUsage()
   return (requests: number): CpuReport => {
     const perRequest = (before: number | undefined, after: number | undefined) =>
       before === undefined || after === undefined || requests === 0
@@ -77,7 +83,9 @@ const startCpu = (target: Target) => {
         : round(((after - before) * 1e6) / requests, 0)
     return {
       serverUsPerRequest: perRequest(server, cpuSeconds(target.child.pid)),
-      databaseUsPerRequest: target.database === undefined ? null : perRequest(database, treeCpuSeconds(target.database))
+      databaseUsPerRequest:
+        target.database === undefined ? null : perRequest(database, treeCpuSeconds(target.database)),
+      clientUsPerRequest: perRequest(0, Object.values(process.cpuUsage(client)).reduce((sum, us) => sum + us, 0) / 1e6)
     }
   }
 }

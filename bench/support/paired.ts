@@ -126,6 +126,10 @@ export const medianTable = (paired: ReadonlyArray<PairedRun>, names: ReadonlyArr
     fixed(
       median(name, (m) => m.cpu.databaseUsPerRequest),
       0
+    ),
+    fixed(
+      median(name, (m) => m.cpu.clientUsPerRequest),
+      0
     )
   ]
   const header = [
@@ -137,7 +141,8 @@ export const medianTable = (paired: ReadonlyArray<PairedRun>, names: ReadonlyArr
     "errors",
     "peak RSS MiB",
     "server CPU µs/req",
-    "PostgreSQL CPU µs/req"
+    "PostgreSQL CPU µs/req",
+    "client CPU µs/req"
   ]
   return alignColumns([header, ...names.map(row)])
 }

@@ -16,12 +16,13 @@ import { configLayerFromEnv, Deployments, Dns, Hostnames, jobHandlers, Jobs, ser
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import * as Path from "node:path"
-import { app, Console, HostAuthenticator, routerConfig, spanNames } from "@hostplane/http"
+import { app, Console, HostAuthenticator, makeMeLane, routerConfig, spanNames } from "@hostplane/http"
 import { loadConsole } from "@hostplane/console"
 import { edgeListeners, tlsPorts } from "./EdgeListeners.ts"
 import { healthRoutes } from "./Health.ts"
 import {
   EdgeLive,
+  installLane,
   runtimeSettingsConfig,
   WorkerCheckLive,
   WorkerInvoker,
@@ -115,7 +116,16 @@ export const ServerLive = Layer.unwrap(
     // The web console at `/`, as `npm ci` built it (absent when it was never built: then only the API).
     const withConsole = app.pipe(Layer.provide(Layer.succeed(Console)(loadConsole())))
     const api = HttpRouter.serve(Layer.merge(withConsole, healthRoutes), { disableLogger: true, routerConfig }).pipe(
-      Layer.provide(httpListener({ name: "API", address: listen, setting: "SERVICE_LISTEN" }, connections)),
+      // The warm GET /v1/me is answered in front of Effect's HTTP server (MeLane.ts), on the same services.
+      Layer.provide(
+        Layer.unwrap(
+          Effect.map(makeMeLane, (lane) =>
+            httpListener({ name: "API", address: listen, setting: "SERVICE_LISTEN" }, connections, (server) =>
+              lane === undefined ? undefined : installLane(server, lane)
+            )
+          )
+        ).pipe(Layer.provide(services))
+      ),
       // Spans named by route; requests counted by route while SERVICE_METRICS_LISTEN serves metrics (Metrics.ts).
       Layer.provide(Layer.merge(spanNames, requestMetrics)),
       // A frozen PostgreSQL answers 503 no_core in bounded time, never a hang (CoreWatch.ts).

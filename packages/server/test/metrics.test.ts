@@ -57,6 +57,8 @@ describe("metrics on SERVICE_METRICS_LISTEN (the server as npm start runs it)", 
     for (let i = 0; i < 3; i++) expect((await call("GET", "/v1/orgs/metered-org/members")).status).toBe(200)
     expect((await call("GET", "/v1/orgs/no-such-org/members")).status).toBe(404)
     expect((await fetch(`${server.base}/v1/me`)).status).toBe(401)
+    // A warm GET /v1/me is answered in front of the router (MeLane.ts) and counted all the same.
+    for (let i = 0; i < 4; i++) expect((await call("GET", "/v1/me")).status).toBe(200)
     expect((await fetch(`${server.base}/nowhere/at/all`)).status).toBe(404)
     // The edge counts by outcome; the name server by rcode (a name in no zone of its is REFUSED).
     expect((await fetch(`http://127.0.0.1:${edgePort}/`, { headers: { host: "unknown.example" } })).status).toBe(404)
@@ -73,6 +75,7 @@ describe("metrics on SERVICE_METRICS_LISTEN (the server as npm start runs it)", 
     expect(series(body, route("/v1/orgs/:orgSlug/members", "GET", 404))).toBe(1)
     expect(series(body, route("/v1/orgs", "POST", 201))).toBe(1)
     expect(series(body, route("/v1/me", "GET", 401))).toBeGreaterThanOrEqual(1)
+    expect(series(body, route("/v1/me", "GET", 200))).toBe(4)
     // A path outside the API is "other", never its raw text; no raw id or slug becomes a label.
     expect(series(body, route("other", "GET", 404))).toBeGreaterThanOrEqual(1)
     expect(body).not.toContain("metered-org")

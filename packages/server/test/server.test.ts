@@ -130,6 +130,57 @@ describe("the server binary on its embedded defaults", () => {
     expect(entry.annotations).toMatchObject({ method: "GET", path: "/v1/me", status: 401, requestId })
   })
 
+  it("answers a warm GET /v1/me in front of the app with the app's own head, body, request id and log line", async () => {
+    const { token } = (await (
+      await fetch(`${base}/v1/auth/dev/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ subject: "lane-user", name: "Lane" })
+      })
+    ).json()) as { token: string }
+    const get = (path: string, requestId: string) =>
+      new Promise<{ status: number; raw: Array<string>; body: string }>((resolve, reject) => {
+        Http.get(
+          `${base}${path}`,
+          { headers: { authorization: `Bearer ${token}`, "x-request-id": requestId } },
+          (r) => {
+            let body = ""
+            r.setEncoding("utf8")
+            r.on("data", (chunk) => (body += chunk))
+            r.on("end", () => resolve({ status: r.statusCode!, raw: r.rawHeaders, body }))
+          }
+        ).on("error", reject)
+      })
+    // With a query string the request goes the whole way (router, endpoint); the bare path is the lane's once warm.
+    const whole = await get("/v1/me?via=app", "lane-test-app-0001")
+    const lane = await get("/v1/me", "lane-test-lane-0001")
+    expect(whole.status).toBe(200)
+    expect(lane.status).toBe(200)
+    expect(lane.body).toBe(whole.body)
+    expect(JSON.parse(lane.body).user).toMatchObject({ subject: "lane-user", name: "Lane" })
+    // The same header names, in the same order, with the same values but for the date and the id each asked for.
+    const head = (raw: Array<string>) =>
+      raw.map((value, i) => (i % 2 === 1 && /^(date|x-request-id)$/i.test(raw[i - 1]!) ? "*" : value))
+    expect(head(lane.raw)).toEqual(head(whole.raw))
+    expect(lane.raw[lane.raw.findIndex((name) => /^x-request-id$/i.test(name)) + 1]).toBe("lane-test-lane-0001")
+    const generated = await get("/v1/me", "bad id")
+    const id = generated.raw[generated.raw.findIndex((name) => /^x-request-id$/i.test(name)) + 1]
+    expect(id).toMatch(/^req_[0-9a-f]{32}$/)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    for (const [requestId, path] of [
+      ["lane-test-app-0001", "/v1/me"],
+      ["lane-test-lane-0001", "/v1/me"],
+      [id!, "/v1/me"]
+    ] as const) {
+      const lines = output.split("\n").filter((line) => line.includes(requestId))
+      expect(lines).toHaveLength(1)
+      const entry = JSON.parse(lines[0]!)
+      expect(entry.message).toBe("request")
+      expect(entry.annotations).toMatchObject({ method: "GET", path, status: 200, requestId })
+      expect(lines[0]).not.toContain(token)
+    }
+  })
+
   it("runs the edge on SERVICE_EDGE_LISTEN: an unknown Host is 404 unknown_hostname", async () => {
     const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const request = Http.request(

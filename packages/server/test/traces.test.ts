@@ -85,9 +85,20 @@ describe("traces over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (the server a
     expect(reply.headers.get("x-request-id")).toBe("trace-test-0001")
     const generated = await fetch(`${server.base}/v1/orgs`, { headers })
     const generatedId = generated.headers.get("x-request-id")!
+    // A warm GET /v1/me keeps its span too: with a tracer installed, no request is answered in front of the app.
+    for (const id of ["trace-test-me-01", "trace-test-me-02"]) {
+      expect((await fetch(`${server.base}/v1/me`, { headers: { ...headers, "x-request-id": id } })).status).toBe(200)
+    }
 
     const find = (id: string) => collector.spans.find((span) => span.attributes["http.request_id"] === id)
-    for (let i = 0; i < 120 && (find("trace-test-0001") === undefined || find(generatedId) === undefined); i++) {
+    for (
+      let i = 0;
+      i < 120 &&
+      (find("trace-test-0001") === undefined ||
+        find(generatedId) === undefined ||
+        find("trace-test-me-02") === undefined);
+      i++
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 500))
     }
     const members = find("trace-test-0001")
@@ -99,6 +110,7 @@ describe("traces over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (the server a
     // SERVER kind (2 in OTLP's enum): what a tracing backend lists as the request.
     expect(members!.kind).toBe(2)
     expect(find(generatedId)?.name).toBe("GET /v1/orgs")
+    expect(find("trace-test-me-02")?.name).toBe("GET /v1/me")
     // One server span per request: the request id names exactly one.
     expect(collector.spans.filter((span) => span.attributes["http.request_id"] === "trace-test-0001")).toHaveLength(1)
     // The raw path never names a span.

@@ -88,10 +88,11 @@ const issuesOf = (error: Schema.SchemaError) =>
 /** JSON bodies above this are 413; uploads that stream set their own limit. */
 export const maxJsonBody = ByteSize.mebibytes(1)
 
-const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
+/** An incoming `X-Request-Id` kept as the request's id; anything else gets a new one. */
+export const requestIdPattern = /^[A-Za-z0-9._-]{8,128}$/
 
 /** `req_` and a random UUID's 32 hex digits (its dashes cut by position: a regex replace cost as much as the UUID). */
-const newRequestId = () => {
+export const newRequestId = () => {
   const uuid = globalThis.crypto.randomUUID()
   return `req_${uuid.slice(0, 8)}${uuid.slice(9, 13)}${uuid.slice(14, 18)}${uuid.slice(19, 23)}${uuid.slice(24)}`
 }
@@ -114,8 +115,12 @@ const requestSeconds = Metric.histogram("hostplane_http_request_duration_seconds
   boundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 })
 
-const recordRequest = (route: KnownRoute | undefined, method: string, status: number, ms: number) => {
-  const labels = { route: route?.template ?? "other", method }
+const recordRequest = (route: KnownRoute | undefined, method: string, status: number, ms: number) =>
+  recordRoute(route?.template ?? "other", method, status, ms)
+
+/** Counts one answered request under its route template (`other`: outside the API's routes). */
+export const recordRoute = (template: string, method: string, status: number, ms: number) => {
+  const labels = { route: template, method }
   return Effect.andThen(
     Metric.update(Metric.withAttributes(requestsTotal, { ...labels, status: String(status) }), 1),
     Metric.update(Metric.withAttributes(requestSeconds, labels), ms / 1000)
