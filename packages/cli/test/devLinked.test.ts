@@ -10,6 +10,13 @@ import { bin, buildBundle, hostplane } from "./support/Cli.ts"
 
 const worker = `export default {
   async fetch(request, env) {
+    if (new URL(request.url).pathname === "/mail") {
+      try {
+        return Response.json(await env.email.send({ to: "friend@example.com", subject: "linked", text: "hi" }))
+      } catch (error) {
+        return Response.json({ error: error.message }, { status: 500 })
+      }
+    }
     return Response.json({ connectionString: env.db?.connectionString ?? null })
   }
 }`
@@ -35,6 +42,8 @@ const startDev = async (args: ReadonlyArray<string>, env: Record<string, string>
   throw new Error(`hostplane dev did not start: ${stderr}`)
 }
 
+const mailDomain = "mail.example.test"
+
 describe("hostplane dev --linked against a server", { timeout: 240_000 }, () => {
   let server: TestServer
   let dir: string
@@ -47,7 +56,7 @@ describe("hostplane dev --linked against a server", { timeout: 240_000 }, () => 
 
   beforeAll(async () => {
     await buildBundle()
-    server = await startTestServer(Layer.fresh(layerMemory), {}, Layer.empty, undefined, {
+    server = await startTestServer(Layer.fresh(layerMemory), { mail: { mailDomain } }, Layer.empty, undefined, {
       database: Layer.mergeAll(DatabaseNodeMemory.layer, BackupStoreMemory.layer)
     })
     token = (await api.login(unique("dev"))).token
@@ -59,7 +68,7 @@ describe("hostplane dev --linked against a server", { timeout: 240_000 }, () => 
     project = created.body.name
     dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-dev-linked-"))
     Fs.mkdirSync(Path.join(dir, "worker"))
-    Fs.writeFileSync(Path.join(dir, "service.json"), JSON.stringify({ name: "linked", database: true }))
+    Fs.writeFileSync(Path.join(dir, "service.json"), JSON.stringify({ name: "linked", database: true, email: true }))
     Fs.writeFileSync(Path.join(dir, "worker/index.js"), worker)
   }, 300_000)
   afterAll(async () => {
@@ -82,6 +91,13 @@ describe("hostplane dev --linked against a server", { timeout: 240_000 }, () => 
     const linked = await startDev([dir, "--linked", "--org", org, "--project", project], env)
     children.push(linked.child)
     expect(await (await fetch(`${linked.url}/`)).json()).toEqual({ connectionString: connect.body.url })
+    // Mail goes to the local outbox, from the linked project's own address (the one a deployed worker sends from).
+    expect((await fetch(`${linked.url}/mail`)).status).toBe(200)
+    const outbox = Path.join(dir, ".hostplane/dev/outbox")
+    const [sent] = Fs.readdirSync(outbox)
+    expect(Fs.readFileSync(Path.join(outbox, sent!), "utf8")).toMatch(
+      new RegExp(`^From: ${project}\\.${org}@mail\\.example\\.test\\r\\n`)
+    )
 
     // Without the flag dev reaches no server: env.db is present and empty, as before.
     const unlinked = await startDev([dir], { HOSTPLANE_URL: "http://127.0.0.1:9" })
