@@ -149,6 +149,7 @@ describe("hostplane dev add-ons", { timeout: 300_000 }, () => {
     expect(Fs.existsSync(Path.join(dir, "escape"))).toBe(false)
     const stored = Fs.readdirSync(Path.join(dir, ".hostplane/dev/storage"), { recursive: true }).map(String)
     expect(stored.some((path) => path.includes("notes%252Ffirst%252Etxt"))).toBe(true)
+    expect(Fs.readFileSync(Path.join(dir, ".hostplane/dev/.gitignore"), "utf8")).toBe("*\n")
     const tooLong = await call(`/put?key=${"k".repeat(1025)}`, { method: "POST", body: "x" })
     expect(tooLong.status).toBe(500)
     expect(tooLong.body.error).toMatch(/^invalid_key: /)

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { CliFailure, note, out } from "../Output.ts"
 import { projectSession } from "../Root.ts"
@@ -70,6 +71,11 @@ export const dev = Command.make(
     const objects = yield* diskStore(Path.join(state, "storage")).pipe(
       Effect.mapError((error) => new CliFailure({ code: "dev_failed", message: error.message }))
     )
+    // Local objects and mail are never a commit's: git skips the folder without the project's .gitignore changing.
+    yield* Effect.try({
+      try: () => Fs.writeFileSync(Path.join(state, ".gitignore"), "*\n", { flag: "wx" }),
+      catch: (error) => error
+    }).pipe(Effect.ignore)
     const server = yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: () =>
