@@ -244,7 +244,11 @@ export const services = <const As extends ReadonlyArray<AnyArea>>(
           Effect.flatMap(
             Effect.forEach(
               areas.flatMap((area) => (area.node === undefined ? [] : [area.node])),
-              (binding) => Effect.map(binding.of, (of) => ({ name: binding.name, of }))
+              (binding) =>
+                Effect.map(
+                  Effect.all({ of: binding.of, usage: binding.usage ?? Effect.succeed(undefined) }),
+                  ({ of, usage }) => ({ name: binding.name, of, usage })
+                )
             ),
             (bindings) =>
               new Set(bindings.map((binding) => binding.name)).size === bindings.length

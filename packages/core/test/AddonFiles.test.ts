@@ -34,6 +34,7 @@ const shared = [
   "packages/core/src/layer.ts",
   "packages/core/src/node/Node.ts",
   "packages/core/src/node/NodeBinding.ts",
+  "packages/core/src/node/Nodes.ts",
   "packages/adapters-pg/src/Area.ts",
   "packages/adapters-providers/src/Area.ts",
   "packages/testkit/src/Area.ts",

@@ -9,7 +9,6 @@ import { Tokens } from "../kernel/Tokens.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
 import { Secrets } from "../secrets/Secrets.ts"
-import { StorageNode } from "../storage/StorageNode.ts"
 import type { NodeProject, NodeState, OpenedSecrets, UsageRecorded, UsageReport } from "./Node.ts"
 import { NodeBindings } from "./NodeBinding.ts"
 import { NodeConfig } from "./NodeConfig.ts"
@@ -30,7 +29,7 @@ export class Nodes extends Context.Service<
     readonly state: (after: number) => Effect.Effect<NodeState>
     /** A project's secrets, opened: the worker's environment. Never logged. */
     readonly secrets: (projectId: string) => Effect.Effect<OpenedSecrets, NotFound>
-    /** A usage report: sets `usedBytes` of the projects holding storage; other ids are ignored and listed. */
+    /** A usage report, recorded by each binding that reads one (storage: `usedBytes`); ids none recorded are listed. */
     readonly usage: (report: UsageReport) => Effect.Effect<UsageRecorded>
   }
 >()("@hostplane/core/node/Nodes") {
@@ -47,7 +46,7 @@ export class Nodes extends Context.Service<
       const access = yield* AccessPolicies
       const secrets = yield* Secrets
       const bindings = yield* NodeBindings
-      const storage = yield* StorageNode
+      const recorders = bindings.flatMap((binding) => (binding.usage === undefined ? [] : [binding.usage]))
       const expected = Option.isSome(config.token)
         ? Option.some(yield* tokens.hash(Redacted.value(config.token.value)))
         : Option.none<string>()
@@ -131,10 +130,10 @@ export class Nodes extends Context.Service<
           projectId: makeId("prj", item.projectId),
           storageBytes: item.storageBytes
         }))
-        const recorded = yield* storage.recordUsage(lines)
-        const known = new Set<string>(recorded)
+        const known = new Set<string>()
+        for (const record of recorders) for (const projectId of yield* record(lines)) known.add(projectId)
         return {
-          recorded: recorded.length,
+          recorded: known.size,
           ignored: [...new Set(report.items.map((item) => item.projectId))].filter((id) => !known.has(id))
         }
       })

@@ -18,7 +18,8 @@ export const StorageArea = area({
   node: nodeBinding(
     "storage",
     StorageBinding,
-    Effect.map(Effect.service(StorageNode), (storage) => storage.binding)
+    Effect.map(Effect.service(StorageNode), (storage) => storage.binding),
+    { usage: Effect.map(Effect.service(StorageNode), (storage) => storage.recordUsage) }
   ),
   teardown: [
     Effect.map(Effect.service(StorageNode), (storage): TeardownStep => ({
