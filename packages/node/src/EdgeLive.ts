@@ -2,7 +2,8 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Tls } from "@hostplane/core"
 import { type Context, Effect, Exit, Layer, Scope } from "effect"
 import type * as Http from "node:http"
-import { Edge } from "./edge/Edge.ts"
+import { Edge, EdgeAccess } from "./edge/Edge.ts"
+import { EdgeView } from "./edge/EdgeCache.ts"
 import { edgeApp } from "./edge/EdgeApp.ts"
 import { makeEdgeLane } from "./edge/EdgeLane.ts"
 import { WorkerInvoker } from "./edge/WorkerInvoker.ts"
@@ -12,7 +13,9 @@ import * as AuthWorker from "./enduser/AuthWorker.ts"
  * The node's edge rules with the end-user sign-in worker on `/__service/auth/*`, on the control plane's services (the
  * stores, hostnames, access policies and add-on configs a built hostplane holds).
  */
-export const EdgeLive = Edge.layer.pipe(Layer.provide(AuthWorker.layer))
+export const EdgeLive = Edge.layer.pipe(
+  Layer.provide(Layer.mergeAll(AuthWorker.layer, EdgeView.layer, EdgeAccess.layer))
+)
 
 /** The services the edge reads: what `EdgeLive` needs from a built hostplane. */
 export type EdgeServices = Layer.Services<typeof EdgeLive>

@@ -12,7 +12,7 @@ import { EdgeSessionStore } from "@hostplane/core/edge/EdgeSessionStore"
 import type { DeploymentId, OrgId, ProjectId, UserId } from "@hostplane/core/kernel/Ids"
 import type { ArtifactStoreUnavailable } from "@hostplane/core/errors/Errors"
 import type { Manifest } from "@hostplane/core/deployments/Manifest"
-import { type LiveDeployment, makeEdgeCache } from "./EdgeCache.ts"
+import { EdgeView, type LiveDeployment } from "./EdgeCache.ts"
 import { Result } from "effect"
 
 /**
@@ -166,35 +166,35 @@ const attemptLimiter = () => {
 }
 
 /**
- * The reference edge's rules (spec 3 and 4.11): routes a verified hostname to its project's live deployment, serves
- * the bundle's `assets/`, and admits visitors by policy: anyone (`public`), org members with a pass from a one-time
- * authorize code (`org`), holders of the shared password (`password`), or the bypass header in any mode.
- * Every other path goes to the live deployment's worker when it has one (a `Worker` answer the host's runtime runs).
+ * Who a protected deployment admits, and the passes that admit them (spec 4.11): the bypass header, a pass from a
+ * one-time authorize code (org members), or one from the shared password. `available` false: this edge cannot check
+ * any of them (a node without the control plane's stores), so it serves public deployments only.
  */
-export class Edge extends Context.Service<
-  Edge,
+export class EdgeAccess extends Context.Service<
+  EdgeAccess,
   {
-    readonly handle: (request: EdgeRequest) => Effect.Effect<EdgeAnswer>
-    /**
-     * A count that rises whenever a host, project, policy or deployment the edge holds may have changed: a `Worker`
-     * answer for a public deployment, worked out while it was `n`, is the answer to the same host, method kind and path
-     * while it is still `n`. `undefined` while the edge holds nothing (every answer is read afresh).
-     */
-    readonly generation: () => number | undefined
+    readonly available: boolean
+    /** Whether the bypass header or the visitor's pass admits them under `mode` today. */
+    readonly admits: (request: EdgeRequest, projectId: ProjectId, orgId: OrgId, mode: string) => Effect.Effect<boolean>
+    /** `/__service/access/callback`: an authorize code exchanged for a pass, then on to `next`. */
+    readonly callback: (host: string, code: string, next: string) => Effect.Effect<EdgeAnswer>
+    /** `/__service/access/password`: a pass when the password is right (none when it is not). */
+    readonly password: (
+      host: string,
+      projectId: ProjectId,
+      password: string,
+      next: string
+    ) => Effect.Effect<Option.Option<EdgeAnswer>>
   }
->()("@hostplane/node/edge/Edge") {
+>()("@hostplane/node/edge/EdgeAccess") {
+  /** On the control plane's stores: access policies, edge sessions, org memberships. */
   static readonly layer = Layer.effect(
-    Edge,
+    EdgeAccess,
     Effect.gen(function* () {
       const access = yield* AccessPolicies
       const sessions = yield* EdgeSessionStore
       const orgs = yield* OrgStore
       const tokens = yield* Tokens
-      const settings = yield* Settings
-      const passwordAttempt = attemptLimiter()
-      const cache = yield* makeEdgeCache
-      // With the end-user ports off the sign-in worker answers 503 `auth_unavailable`.
-      const signInRoutes = yield* EdgeSignIn
 
       const issuePass = Effect.fnUntraced(function* (
         host: string,
@@ -241,17 +241,82 @@ export class Edge extends Context.Service<
         return Option.isSome(role) && admitsRole("org", role.value)
       })
 
+      return EdgeAccess.of({
+        available: true,
+        admits: (request, projectId, orgId, mode) =>
+          Effect.gen(function* () {
+            if (request.bypass !== undefined && (yield* access.checkBypass(projectId, request.bypass))) return true
+            return yield* passAdmits(request, projectId, orgId, mode)
+          }),
+        callback: Effect.fnUntraced(function* (host, code, next) {
+          const grant = yield* access.exchangeCode(host, code)
+          if (Option.isNone(grant)) return problem(403, "forbidden", "this sign-in link is unknown, used or expired")
+          if (!admitsRole("org", grant.value.role)) {
+            return problem(403, "forbidden", "this deployment is open to members of its organization")
+          }
+          return yield* issuePass(host, grant.value.projectId, { userId: grant.value.userId }, next)
+        }),
+        password: Effect.fnUntraced(function* (host, projectId, password, next) {
+          const generation = yield* access.passwordPass(projectId, password)
+          if (Option.isNone(generation)) return Option.none()
+          return Option.some<EdgeAnswer>(
+            yield* issuePass(host, projectId, { passwordGeneration: generation.value }, next)
+          )
+        })
+      })
+    })
+  )
+
+  /** No passes can be checked here: protected deployments answer 503 `access_unavailable`. */
+  static readonly none: Layer.Layer<EdgeAccess> = Layer.succeed(EdgeAccess)({
+    available: false,
+    admits: () => Effect.succeed(false),
+    callback: () => Effect.succeed(unavailableAccess),
+    password: () => Effect.succeed(Option.some(unavailableAccess))
+  })
+}
+
+const unavailableAccess: EdgeAnswer = {
+  _tag: "Problem",
+  status: 503,
+  code: "access_unavailable",
+  message: "this node cannot check access passes: this deployment is served by the control plane's own edge"
+}
+
+/**
+ * The reference edge's rules (spec 3 and 4.11): routes a verified hostname to its project's live deployment, serves
+ * the bundle's `assets/`, and admits visitors by policy: anyone (`public`), org members with a pass from a one-time
+ * authorize code (`org`), holders of the shared password (`password`), or the bypass header in any mode.
+ * Every other path goes to the live deployment's worker when it has one (a `Worker` answer the host's runtime runs).
+ */
+export class Edge extends Context.Service<
+  Edge,
+  {
+    readonly handle: (request: EdgeRequest) => Effect.Effect<EdgeAnswer>
+    /**
+     * A count that rises whenever a host, project, policy or deployment the edge holds may have changed: a `Worker`
+     * answer for a public deployment, worked out while it was `n`, is the answer to the same host, method kind and path
+     * while it is still `n`. `undefined` while the edge holds nothing (every answer is read afresh).
+     */
+    readonly generation: () => number | undefined
+  }
+>()("@hostplane/node/edge/Edge") {
+  static readonly layer = Layer.effect(
+    Edge,
+    Effect.gen(function* () {
+      const access = yield* EdgeAccess
+      const settings = yield* Settings
+      const passwordAttempt = attemptLimiter()
+      const cache = yield* EdgeView
+      // With the end-user ports off the sign-in worker answers 503 `auth_unavailable`.
+      const signInRoutes = yield* EdgeSignIn
+
       const system = Effect.fnUntraced(function* (request: EdgeRequest, path: string, query: URLSearchParams) {
         const next = query.get("next") ?? request.form?.["next"] ?? "/"
         const safeNext = safeNextPath(next) ? next : "/"
         if (path === "/__service/health") return problem(200, "ok", "ok")
         if (path === "/__service/access/callback" && request.method === "GET") {
-          const grant = yield* access.exchangeCode(request.host, query.get("code") ?? "")
-          if (Option.isNone(grant)) return problem(403, "forbidden", "this sign-in link is unknown, used or expired")
-          if (!admitsRole("org", grant.value.role)) {
-            return problem(403, "forbidden", "this deployment is open to members of its organization")
-          }
-          return yield* issuePass(request.host, grant.value.projectId, { userId: grant.value.userId }, safeNext)
+          return yield* access.callback(request.host, query.get("code") ?? "", safeNext)
         }
         if (path === "/__service/access/password" && request.method === "POST") {
           const route = yield* cache.route(request.host)
@@ -267,16 +332,15 @@ export class Edge extends Context.Service<
                 } satisfies EdgeAnswer)
               : { ...problem(429, "rate_limited", "too many password attempts: try again later"), retryAfter: wait }
           }
-          const generation = yield* access.passwordPass(route.value.projectId, request.form?.["password"] ?? "")
-          if (Option.isNone(generation)) {
-            return { _tag: "Page", status: 401, html: passwordPage(safeNext, true) } satisfies EdgeAnswer
-          }
-          return yield* issuePass(
+          const pass = yield* access.password(
             request.host,
             route.value.projectId,
-            { passwordGeneration: generation.value },
+            request.form?.["password"] ?? "",
             safeNext
           )
+          return Option.isSome(pass)
+            ? pass.value
+            : ({ _tag: "Page", status: 401, html: passwordPage(safeNext, true) } satisfies EdgeAnswer)
         }
         return problem(404, "not_found", `no system route ${path}`)
       })
@@ -374,10 +438,14 @@ export class Edge extends Context.Service<
         if ((live === undefined || live.entry === null) && request.method !== "GET" && request.method !== "HEAD") {
           return problem(405, "method_not_allowed", "this deployment serves static assets: GET and HEAD only")
         }
-        const admitted =
-          policy.mode === "public" ||
-          (request.bypass !== undefined && (yield* access.checkBypass(projectId, request.bypass))) ||
-          (yield* passAdmits(request, projectId, orgId, policy.mode))
+        if (policy.mode !== "public" && !access.available) {
+          return problem(
+            503,
+            "access_unavailable",
+            "this node cannot check access passes: this deployment is served by the control plane's own edge"
+          )
+        }
+        const admitted = policy.mode === "public" || (yield* access.admits(request, projectId, orgId, policy.mode))
         if (!admitted) {
           const next = `${url.pathname}${url.search}`
           if (policy.mode === "password") {

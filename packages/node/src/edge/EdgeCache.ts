@@ -1,4 +1,4 @@
-import { Cache, Clock, Duration, Effect, Exit, Option, Result, Schedule, Stream } from "effect"
+import { Cache, Clock, Context, Duration, Effect, Exit, Layer, Option, Result, Schedule, Stream } from "effect"
 import { AccessPolicies } from "@hostplane/core/access/AccessPolicies"
 import type { AccessPolicy } from "@hostplane/core/access/AccessPolicy"
 import { ArtifactStore, type StoredFile } from "@hostplane/core/deployments/ArtifactStore"
@@ -32,6 +32,21 @@ export const edgeCachePoll = Duration.millis(250)
 /** Entries per map; the least recently used goes first. */
 const capacity = 10_000
 
+/** What the edge reads of hosts, projects and bundles (`EdgeView.layer`: the control plane's stores, held in memory). */
+export interface EdgeViewShape {
+  /** One file of a bundle (`assets/app.js`); small ones come from memory and carry their bytes (`body`). */
+  readonly file: (digest: string, path: string) => Effect.Effect<Option.Option<ServedFile>, ArtifactStoreUnavailable>
+  /** The project and org an `active` hostname routes to (`host` without a port). */
+  readonly route: (host: string) => Effect.Effect<Option.Option<HostnameRoute>>
+  /**
+   * What the view holds, as a count that rises with every change heard or dropped; `undefined` while nothing is
+   * held, when every answer is read afresh.
+   */
+  readonly generation: () => number | undefined
+  /** The project's access policy and live deployment. */
+  readonly project: (projectId: ProjectId) => Effect.Effect<ProjectView, ArtifactStoreUnavailable>
+}
+
 /** Files up to this size are kept in memory once served; larger ones are read from the store on each request. */
 export const edgeFileCacheMaxFile = 256 * 1024
 
@@ -45,6 +60,43 @@ export interface HeldFile extends StoredFile {
 
 /** A bundle file as the edge serves it: its bytes in memory (`body`) when it is small. */
 export type ServedFile = StoredFile & { readonly body?: Uint8Array }
+
+/**
+ * A digest's files never change: small ones are kept in memory (bounded by bytes), so serving them opens no file and
+ * asks no bucket. Answers one file of a bundle, with its bytes (`body`) when it is held.
+ */
+export const makeFileHold = (artifacts: ArtifactStore["Service"]) => {
+  const held = new Map<string, HeldFile>()
+  let heldBytes = 0
+  const hold = (key: string, file: HeldFile) => {
+    if (held.has(key)) return
+    held.set(key, file)
+    heldBytes += file.bytes
+    for (const [oldest, entry] of held) {
+      if (heldBytes <= edgeFileCacheBudget) break
+      held.delete(oldest)
+      heldBytes -= entry.bytes
+    }
+  }
+  const file = Effect.fnUntraced(function* (digest: string, path: string) {
+    const key = `${digest}\n${path}`
+    const known = held.get(key)
+    if (known !== undefined) {
+      // Most recently served last: the first to go is the one served longest ago.
+      held.delete(key)
+      held.set(key, known)
+      return Option.some<ServedFile>(known)
+    }
+    const found = yield* artifacts.file(digest, path)
+    if (Option.isNone(found) || found.value.bytes > edgeFileCacheMaxFile) return found as Option.Option<ServedFile>
+    const body = yield* Stream.mkUint8Array(found.value.content)
+    const kept: HeldFile = { path: found.value.path, bytes: body.byteLength, body, content: Stream.succeed(body) }
+    hold(key, kept)
+    return Option.some<ServedFile>(kept)
+  })
+
+  return file
+}
 
 /**
  * The edge's view of hosts and projects, kept in memory so a request reads no store: the route of each host, and each
@@ -227,38 +279,9 @@ export const makeEdgeCache = Effect.gen(function* () {
   )
   yield* Effect.forkScoped(follow)
 
-  // A digest's files never change either: small ones are kept in memory (bounded by bytes), so serving them opens no
-  // file and asks no bucket.
-  const held = new Map<string, HeldFile>()
-  let heldBytes = 0
-  const hold = (key: string, file: HeldFile) => {
-    if (held.has(key)) return
-    held.set(key, file)
-    heldBytes += file.bytes
-    for (const [oldest, entry] of held) {
-      if (heldBytes <= edgeFileCacheBudget) break
-      held.delete(oldest)
-      heldBytes -= entry.bytes
-    }
-  }
-  const file = Effect.fnUntraced(function* (digest: string, path: string) {
-    const key = `${digest}\n${path}`
-    const known = held.get(key)
-    if (known !== undefined) {
-      // Most recently served last: the first to go is the one served longest ago.
-      held.delete(key)
-      held.set(key, known)
-      return Option.some<ServedFile>(known)
-    }
-    const found = yield* artifacts.file(digest, path)
-    if (Option.isNone(found) || found.value.bytes > edgeFileCacheMaxFile) return found as Option.Option<ServedFile>
-    const body = yield* Stream.mkUint8Array(found.value.content)
-    const kept: HeldFile = { path: found.value.path, bytes: body.byteLength, body, content: Stream.succeed(body) }
-    hold(key, kept)
-    return Option.some<ServedFile>(kept)
-  })
+  const file = makeFileHold(artifacts)
 
-  return {
+  return EdgeView.of({
     /** One file of a bundle (`assets/app.js`); small ones come from memory and carry their bytes (`body`). */
     file,
     /** The project and org an `active` hostname routes to (`host` without a port). */
@@ -276,5 +299,11 @@ export const makeEdgeCache = Effect.gen(function* () {
     /** The project's access policy and live deployment. */
     project: (projectId: ProjectId): Effect.Effect<ProjectView, ArtifactStoreUnavailable> =>
       live ? fresh(views, projectId, () => stamps.get(projectId) ?? 0) : loadProject(projectId)
-  }
+  })
 })
+
+/** The edge's view of hosts, projects and bundles. */
+export class EdgeView extends Context.Service<EdgeView, EdgeViewShape>()("@hostplane/node/edge/EdgeView") {
+  /** On the control plane's stores in this process, held in memory and followed by the node revision. */
+  static readonly layer = Layer.effect(EdgeView, makeEdgeCache)
+}

@@ -3,7 +3,7 @@ import { type Deployments, Logs, Node } from "@hostplane/core"
 import * as Edge from "../edge/Edge.ts"
 import { cookieOf, WorkerInvoker } from "../edge/WorkerInvoker.ts"
 import { authFlowCookie, authSessionCookie } from "../enduser/AuthWorker.ts"
-import { Effect, Layer, Semaphore } from "effect"
+import { Context, Effect, Layer, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import type { TLSSocket } from "node:tls"
@@ -82,21 +82,33 @@ interface ProjectEnv {
   readonly bindings: Readonly<Record<string, unknown>>
 }
 
+/** Where the invoker's invocation events go: `recordAll` answers how many were kept. */
+export class InvocationEvents extends Context.Service<
+  InvocationEvents,
+  { readonly recordAll: (events: ReadonlyArray<Logs.LogEventInput>) => Effect.Effect<number> }
+>()("@hostplane/node/runtime/InvocationEvents") {
+  /** The control plane's logs area in this process. */
+  static readonly layer = Layer.effect(
+    InvocationEvents,
+    Effect.map(Effect.service(Logs.RuntimeLogs), (logs) => InvocationEvents.of({ recordAll: logs.recordAll }))
+  )
+}
+
 /**
  * The edge's side of the worker runtime: converges on the node state (secrets and grants of each project, at most
  * `convergeEveryMs` old, read at once for a project not seen yet), registers what each request's worker loads, and
  * forwards the request over the shard's socket, streaming both ways, under the time and size limits.
  */
-export const WorkerInvokerLive = Layer.effect(
+export const WorkerInvokerOn = Layer.effect(
   WorkerInvoker,
   Effect.gen(function* () {
     const runtime = yield* WorkerRuntime
     const nodes = yield* Node.Nodes
     const collector = runtime.collector
     const settings = runtime.settings
-    // Every invocation's event goes to the logs area (the runtime logs of decisions.md part 13); recording never fails
-    // a request, and runs beside it.
-    const logs = yield* Logs.RuntimeLogs
+    // Every invocation's event goes to the runtime logs of decisions.md part 13; recording never fails a request, and
+    // runs beside it.
+    const logs = yield* InvocationEvents
     // Events are written in batches (one insert for up to `flushEvery` of invocations), so a busy worker costs the
     // control database one write per batch, not one per request.
     const context = yield* Effect.context<never>()
@@ -660,3 +672,6 @@ const forwardInto = async (options: {
     )
   })
 }
+
+/** The invoker in the control plane's process: its events go to the logs area (`Logs.RuntimeLogs`). */
+export const WorkerInvokerLive = WorkerInvokerOn.pipe(Layer.provide(InvocationEvents.layer))
