@@ -8,6 +8,9 @@ import * as Path from "node:path"
 /** `TestDatabase.setupVariable`, spelled out: importing it would load the PostgreSQL code this file defers. */
 const setupVariable = "HOSTPLANE_TEST_PG_SETUP"
 
+/** `EmbeddedPostgres.initdbCacheVariable`, spelled out for the same reason. */
+const initdbCacheVariable = "HOSTPLANE_TEST_PG_INITDB_CACHE"
+
 /** Where the setup answers with `serverCluster`'s folder instead of the shared server (`ServerProcess.ts` asks). */
 const serverClusterPath = "/server-cluster"
 
@@ -20,12 +23,17 @@ const serverClusterPath = "/server-cluster"
  *
  * It also serves, on `serverClusterPath`, a stopped embedded cluster as a standalone server's first start leaves it
  * (initdb without fsync, hostplane's migrations applied in its schema): test servers on their own embedded PostgreSQL
- * start on a copy of it (`ServerProcess.startServer`) instead of running initdb and every migration each.
+ * start on a copy of it (`ServerProcess.startServer`) instead of running initdb and every migration each. And every
+ * throwaway cluster of the run (the workers' and their servers', `durable: false`) copies the run's first initdb
+ * instead of running its own, through `initdbCacheVariable`.
  */
 export default async function setup() {
   const scope = Scope.makeUnsafe()
   let directory: string | undefined
   let clusterDirectory: string | undefined
+  // Read by the workers and the servers they start, which inherit this process's environment.
+  const initdbCache = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-initdb-"))
+  process.env[initdbCacheVariable] = initdbCache
   const start = async () => {
     // Relative imports, loaded only when asked: vitest loads this file outside the "@hostplane/source" condition.
     const EmbeddedPostgres = await import("../src/embedded/EmbeddedPostgres.ts")
@@ -83,5 +91,6 @@ export default async function setup() {
     await Effect.runPromise(Scope.close(scope, Exit.void))
     if (directory !== undefined) await Fs.rm(directory, { recursive: true, force: true })
     if (clusterDirectory !== undefined) await Fs.rm(clusterDirectory, { recursive: true, force: true })
+    await Fs.rm(initdbCache, { recursive: true, force: true })
   }
 }
