@@ -13,13 +13,18 @@ import { formatRatio, loadLine, spread } from "./support/report.ts"
 
 const usage = `usage: npm run bench:me-ab -- --baseline <checkout> [options]
   --baseline <dir>    another checkout of hostplane with its node_modules (git worktree add, cp -a node_modules)
+  --candidate <dir>   the checkout measured against it (default this one): two older trees can be compared
   --duration <s>      measured load per server and run, seconds (default 10)
   --connections <n>   concurrent keep-alive connections (default 50)
   --warmup <s>        unmeasured load of each server once before the first run, seconds (default 10)
   --runs <n>          paired runs (default 4)
   --timeout <s>       abort everything after this many seconds`
 
-const { values: parsed, fail } = parseOptions(usage, { ...loadOptionsConfig, baseline: { type: "string" } })
+const { values: parsed, fail } = parseOptions(usage, {
+  ...loadOptionsConfig,
+  baseline: { type: "string" },
+  candidate: { type: "string" }
+})
 const { durationS, connections, timeoutS } = loadOptions(
   { ...parsed, warmup: parsed.warmup ?? "10", runs: parsed.runs ?? "4" },
   fail
@@ -31,6 +36,9 @@ const baselineEntry = Path.resolve(
   "packages/server/src/bin/server.ts"
 )
 if (!Fs.existsSync(baselineEntry)) fail(`no server at ${baselineEntry}`)
+const candidateEntry =
+  parsed.candidate === undefined ? undefined : Path.resolve(parsed.candidate, "packages/server/src/bin/server.ts")
+if (candidateEntry !== undefined && !Fs.existsSync(candidateEntry)) fail(`no server at ${candidateEntry}`)
 
 const main = async () => {
   const tempDir = await makeTempDir("hostplane-bench-me-ab-")
@@ -41,7 +49,7 @@ const main = async () => {
     const headers = { authorization: `Bearer ${token}` }
     return { name, url: `${base}/v1/me`, child, withChildren: true, database: child.pid, headers }
   }
-  const targets = [await start("baseline", baselineEntry), await start("candidate")]
+  const targets = [await start("baseline", baselineEntry), await start("candidate", candidateEntry)]
   const get = { connections, method: "GET" }
   for (const target of targets) await measure(target, { ...get, headers: target.headers, warmupS, durationS: 1 })
   const cpuRatios: Array<number> = []
