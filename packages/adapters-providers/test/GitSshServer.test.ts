@@ -1,5 +1,10 @@
 import { GitSshServer } from "@hostplane/adapters-providers"
+import { Effect } from "effect"
+import { spawn } from "node:child_process"
+import { createHash } from "node:crypto"
 import { createRequire } from "node:module"
+import { Writable } from "node:stream"
+import type ssh2 from "ssh2"
 import { describe, expect, it } from "vitest"
 
 interface Ssh2Crypto {
@@ -89,5 +94,57 @@ describe("GitSshServer", () => {
     expect(GitSshServer.parseGitCommand("git-upload-archive 'acme/web/site.git'")).toBeUndefined()
     expect(GitSshServer.parseGitCommand("git-upload-pack 'acme/../site.git'")).toBeUndefined()
     expect(GitSshServer.parseGitCommand("sh -c 'id'")).toBeUndefined()
+  })
+
+  // git's output goes into the channel through one reused read buffer: whatever the channel cannot send at once must
+  // be copied, or a later read would overwrite bytes still waiting for the client's window (reading pauses then, but
+  // Node resumes a child's unread stdout once the child has exited).
+  it("relays git's output through one reused buffer, byte for byte, while the window runs out and refills", async () => {
+    const bytes = 6 * 1024 * 1024
+    // Deterministic bytes, written in uneven pieces so reads come in all sizes.
+    const writer = `const b=Buffer.alloc(${bytes});for(let i=0;i<b.length;i++)b[i]=(i*7+(i>>>11))&255;let p=0;
+      const next=()=>{while(p<b.length){const n=Math.min(1000+(p%90001),b.length-p);const ok=process.stdout.write(b.subarray(p,p+n));p+=n;if(!ok)return process.stdout.once('drain',next)}};next()`
+    const child = spawn(process.execPath, ["-e", writer], { stdio: ["ignore", "pipe", "inherit"] })
+    const received: Array<Buffer> = []
+    let direct = 0
+    let held = 0
+    // ssh2's channel copies as much of a write into its packets as its window allows at once, and holds the rest (a
+    // view of the caller's bytes) until the client's next window adjust.
+    const channel = Object.assign(
+      new Writable({
+        highWaterMark: 2 * 1024 * 1024,
+        write(chunk: Buffer, _encoding, done) {
+          const send = (rest: Buffer) => {
+            const now = Math.min(channel.outgoing.window, rest.length)
+            received.push(Buffer.from(rest.subarray(0, now)))
+            channel.outgoing.window -= now
+            if (now === rest.length) return done()
+            held++
+            // As Node does to a child's unread stdout once the child has exited: reads may go on meanwhile.
+            setImmediate(() => child.stdout.resume())
+            setTimeout(() => {
+              channel.outgoing.window += 150 * 1024
+              send(rest.subarray(now))
+            }, 2)
+          }
+          if (channel.outgoing.window >= chunk.length) direct++
+          send(chunk)
+        }
+      }),
+      { outgoing: { window: 200 * 1024 } }
+    )
+    // The storage reads git's first output before answering: it waits in the stream's own buffer.
+    await new Promise<void>((resolve) => child.stdout.once("readable", resolve))
+    const relay = GitSshServer.relayThroughOneBuffer(child.stdout, channel as unknown as ssh2.ServerChannel)
+    expect(relay, "this Node's pipe sockets no longer take a user read buffer").toBeDefined()
+    await Effect.runPromise(relay!)
+    await new Promise<void>((resolve) => channel.end(resolve))
+    const expected = Buffer.alloc(bytes)
+    for (let i = 0; i < bytes; i++) expected[i] = (i * 7 + (i >>> 11)) & 255
+    const all = Buffer.concat(received)
+    expect(all.length).toBe(bytes)
+    expect(createHash("sha256").update(all).digest("hex")).toBe(createHash("sha256").update(expected).digest("hex"))
+    expect(direct).toBeGreaterThan(0)
+    expect(held).toBeGreaterThan(0)
   })
 })
