@@ -1,7 +1,7 @@
-import { bundleOf, manifestEntry } from "@hostplane/testkit"
+import { bundleOf, manifestEntry, startS3rver } from "@hostplane/testkit"
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import * as Http from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -49,12 +49,16 @@ const eventually = async <A>(read: () => Promise<A>, done: (value: A) => boolean
 const worker = (version: string) => `export default {
   async fetch(request, env) {
     const url = new URL(request.url)
+    if (url.pathname === "/put") {
+      await env.storage.put("notes/first.txt", "hello")
+      return new Response(await (await env.storage.get("notes/first.txt")).text())
+    }
     if (url.pathname === "/mail") {
       const sent = await env.email.send({ to: "zoe@example.com", subject: "from the node", text: "Hello." })
       return Response.json(sent)
     }
     console.log("served", url.pathname, "${version}")
-    return new Response("${version} " + env.GREETING + " " + typeof env.email)
+    return new Response("${version} " + env.GREETING + " " + typeof env.email + " " + typeof env.storage)
   }
 }`
 
@@ -67,6 +71,7 @@ describe("a remote node process serves workers from the node API alone", () => {
   let control: { base: string; child: ChildProcess; output: () => string } | undefined
   let node: ReturnType<typeof startNode> | undefined
   let edgePort: number
+  let s3: Awaited<ReturnType<typeof startS3rver>> | undefined
   const dirs: Array<string> = []
   const tempDir = (name: string) => {
     const dir = mkdtempSync(join(tmpdir(), name))
@@ -75,10 +80,18 @@ describe("a remote node process serves workers from the node API alone", () => {
   }
 
   beforeAll(async () => {
+    // The storage add-on's bucket, the control plane's and the node's alike (the node's only way to its objects).
+    s3 = await startS3rver()
+    const bucket = {
+      SERVICE_S3_URL: s3.url,
+      SERVICE_S3_ACCESS_KEY_ID: s3.accessKeyId,
+      SERVICE_S3_SECRET_ACCESS_KEY: s3.secretAccessKey
+    }
     control = await startOnData(tempDir("hostplane-control-"), {
       SERVICE_NODE_TOKEN: nodeToken,
       SERVICE_MAIL_DOMAIN: mailDomain,
-      SERVICE_DNS_LISTEN: "off"
+      SERVICE_DNS_LISTEN: "off",
+      ...bucket
     })
     edgePort = await freePort()
     node = startNode({
@@ -86,7 +99,8 @@ describe("a remote node process serves workers from the node API alone", () => {
       SERVICE_NODE_TOKEN: nodeToken,
       SERVICE_DATA_DIR: tempDir("hostplane-remote-node-"),
       SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}`,
-      SERVICE_WORKER_SHARDS: "1"
+      SERVICE_WORKER_SHARDS: "1",
+      ...bucket
     })
     const up = await eventually(
       () => edgeGet(edgePort, "health.invalid", "/__service/health"),
@@ -99,6 +113,7 @@ describe("a remote node process serves workers from the node API alone", () => {
   afterAll(async () => {
     await stopServer(node?.child, "SIGTERM")
     await stopServer(control?.child, "SIGTERM")
+    await s3?.close()
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
   }, 60_000)
 
@@ -112,6 +127,7 @@ describe("a remote node process serves workers from the node API alone", () => {
     expect((await call("PUT", `${project}/secrets/GREETING`, { value: "one" })).status).toBe(200)
     const grant = await call("POST", `${project}/email`)
     expect(grant.status).toBe(200)
+    expect((await call("POST", `${project}/storage`)).status).toBe(200)
     const deploy = async (version: string) => {
       const reply = await fetch(`${control!.base}${project}/deployments`, {
         method: "POST",
@@ -129,13 +145,13 @@ describe("a remote node process serves workers from the node API alone", () => {
         () => edgeGet(edgePort, host, "/hello"),
         (reply) => reply.text === text
       )
-    expect(await served("v1 one object")).toEqual({ status: 200, text: "v1 one object" })
+    expect(await served("v1 one object object")).toEqual({ status: 200, text: "v1 one object object" })
 
     // A secret change reaches the running worker without a redeploy; a redeploy serves the new code.
     expect((await call("PUT", `${project}/secrets/GREETING`, { value: "two" })).status).toBe(200)
-    expect(await served("v1 two object")).toEqual({ status: 200, text: "v1 two object" })
+    expect(await served("v1 two object object")).toEqual({ status: 200, text: "v1 two object object" })
     await deploy("v2")
-    expect(await served("v2 two object")).toEqual({ status: 200, text: "v2 two object" })
+    expect(await served("v2 two object object")).toEqual({ status: 200, text: "v2 two object object" })
 
     // env.email: through the control plane's relay, as the project's address, with its mail log row.
     const mailed = await edgeGet(edgePort, host, "/mail")
@@ -147,6 +163,17 @@ describe("a remote node process serves workers from the node API alone", () => {
     expect(log.body.items).toContainEqual(
       expect.objectContaining({ id: sent.id, direction: "out", to: "zoe@example.com" })
     )
+
+    // env.storage: written to the bucket under the project's prefix, its usage reported to the control plane.
+    expect(await edgeGet(edgePort, host, "/put")).toEqual({ status: 200, text: "hello" })
+    const projectId = (await call("GET", project)).body.id as string
+    const objects = readdirSync(s3!.directory, { recursive: true }).map(String)
+    expect(objects.some((path) => path.includes(projectId) && path.endsWith("._S3rver_object"))).toBe(true)
+    const usage = await eventually(
+      () => call("GET", `${project}/storage`),
+      (reply) => reply.body?.usedBytes > 0
+    )
+    expect(usage.body).toMatchObject({ enabled: true, usedBytes: 5 })
 
     // The node reported its invocations: the control plane lists them with their console lines.
     const logs = await eventually(
