@@ -441,13 +441,15 @@ describe("hostplane login through the browser (OAuth, RFC 8252 loopback redirect
     idp = ManagedRuntime.make(FakeIdentityProvider.layer())
     fake = await idp.runPromise(Effect.service(FakeIdentityProvider))
     server = await startTestServer(Layer.fresh(layerMemory), {}, undefined, undefined, {
-      identityProvider: IdentityProviderOAuth.layer({
-        authorizeUrl: fake.authorizeUrl,
-        tokenUrl: fake.tokenUrl,
-        userinfoUrl: fake.userinfoUrl,
-        clientId: fake.clientId,
-        clientSecret: fake.clientSecret ?? undefined
-      })
+      providers: [
+        IdentityProviderOAuth.layer({
+          authorizeUrl: fake.authorizeUrl,
+          tokenUrl: fake.tokenUrl,
+          userinfoUrl: fake.userinfoUrl,
+          clientId: fake.clientId,
+          clientSecret: fake.clientSecret ?? undefined
+        })
+      ]
     })
   })
   afterAll(async () => {

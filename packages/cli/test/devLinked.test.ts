@@ -57,7 +57,7 @@ describe("hostplane dev --linked against a server", { timeout: 240_000 }, () => 
   beforeAll(async () => {
     await buildBundle()
     server = await startTestServer(Layer.fresh(layerMemory), { mail: { mailDomain } }, Layer.empty, undefined, {
-      database: Layer.mergeAll(DatabaseNodeMemory.layer, BackupStoreMemory.layer)
+      providers: [Layer.mergeAll(DatabaseNodeMemory.layer, BackupStoreMemory.layer)]
     })
     token = (await api.login(unique("dev"))).token
     env = { HOSTPLANE_URL: server.url, HOSTPLANE_TOKEN: token }

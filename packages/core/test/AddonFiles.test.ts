@@ -42,6 +42,7 @@ const shared = [
   "packages/http/src/App.ts",
   "packages/server/src/Server.ts",
   "packages/server/src/Hostplane.ts",
+  "packages/http/test/support/TestServer.ts",
   // The invoker keeps the edge's own sign-in cookies from workers: it imports the node's sign-in worker, the edge's.
   ...nodeShared.filter((file) => !file.endsWith("/WorkerInvokerLive.ts"))
 ]

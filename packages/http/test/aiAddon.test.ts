@@ -15,7 +15,7 @@ const freeLimits = {
 
 describe.each(backends)("spec 4.10 AI add-on (%s)", (_name, stores) => {
   const { holder, settings, gateway } = withPolar()
-  const suite = useSuite(stores, settings, undefined, undefined, { gateway })
+  const suite = useSuite(stores, settings, undefined, undefined, { providers: [gateway] })
   const { api, newOrg, newProject } = suite
   const path = (slug: string, project: string) => `/v1/orgs/${slug}/projects/${project}/ai`
 

@@ -19,9 +19,11 @@ describe.each(backends)("spec 4.10 AI auto top-up job (%s)", (_name, stores) => 
   })
   afterAll(() => upstream.fake?.close())
   const suite = useSuite(stores, { ...settings, node: { token: nodeToken } }, undefined, undefined, {
-    gateway: () => PaymentGatewayMemory.layer(payments),
-    aiUpstream: () =>
-      AiUpstreamOpenAi.layer({ url: upstream.fake.url, key: Redacted.make(upstream.fake.key), timeout: "5 seconds" })
+    providers: [
+      () => PaymentGatewayMemory.layer(payments),
+      () =>
+        AiUpstreamOpenAi.layer({ url: upstream.fake.url, key: Redacted.make(upstream.fake.key), timeout: "5 seconds" })
+    ]
   })
   const { api } = suite
   const hook = () => `${suite.server.url}/v1/hooks/billing`
@@ -81,7 +83,7 @@ describe.each(backends)("spec 4.10 AI auto top-up job (%s)", (_name, stores) => 
 describe.each(backends)("spec 4.10 AI auto top-up through Polar's off-session charge (%s)", (_name, stores) => {
   // The Polar adapter over loopback HTTP against the fake: draft order, finalize, then the signed order.paid.
   const { holder, settings, gateway } = withPolar()
-  const suite = useSuite(stores, settings, undefined, undefined, { gateway })
+  const suite = useSuite(stores, settings, undefined, undefined, { providers: [gateway] })
   const { api } = suite
   const hook = () => `${suite.server.url}/v1/hooks/billing`
   const amount = 1_000_000_000

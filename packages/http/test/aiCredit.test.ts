@@ -8,7 +8,7 @@ const tiers = [500_000_000, 1_000_000_000, 2_500_000_000, 10_000_000_000]
 
 describe.each(backends)("spec 4.10 AI catalog and credit (%s)", (_name, stores) => {
   const { holder, settings, gateway } = withPolar()
-  const suite = useSuite(stores, settings, undefined, undefined, { gateway })
+  const suite = useSuite(stores, settings, undefined, undefined, { providers: [gateway] })
   const { api, newOrg } = suite
   const polar = () => holder.polar
   const hook = () => `${suite.server.url}/v1/hooks/billing`

@@ -81,8 +81,7 @@ describe.each(backends)("decisions part 6 AI gateway (%s)", (_name, stores) => {
   const { holder, settings, gateway } = withPolar()
   const upstream = withUpstream()
   const suite = useSuite(stores, { ...settings, node: { token: nodeToken } }, undefined, undefined, {
-    gateway,
-    aiUpstream: upstream.aiUpstream
+    providers: [gateway, upstream.aiUpstream]
   })
   const { credit, pro, granted, chat, ledger } = aiHelpers(suite, () => holder.polar)
   const fake = () => upstream.holder.fake
@@ -581,7 +580,9 @@ describe.each(backends)("decisions part 6 AI gateway (%s)", (_name, stores) => {
 
 describe.each(backends)("decisions part 6 AI gateway without upstream credentials (%s)", (_name, stores) => {
   const { holder, settings, gateway } = withPolar()
-  const suite = useSuite(stores, { ...settings, node: { token: nodeToken } }, undefined, undefined, { gateway })
+  const suite = useSuite(stores, { ...settings, node: { token: nodeToken } }, undefined, undefined, {
+    providers: [gateway]
+  })
   const { credit, granted, chat } = aiHelpers(suite, () => holder.polar)
 
   it("a granted project with credit gets 503 ai_unavailable; the checks before it still answer first", async () => {
@@ -623,7 +624,7 @@ describe("decisions part 7 a deployment's own AI catalog (SERVICE_AI_CATALOG's e
     { ...settings, node: { token: nodeToken }, ai: { catalog: [sonnet, house] } },
     undefined,
     undefined,
-    { gateway, aiUpstream: upstream.aiUpstream }
+    { providers: [gateway, upstream.aiUpstream] }
   )
   const { credit, granted, chat, ledger } = aiHelpers(suite, () => holder.polar)
 

@@ -31,7 +31,7 @@ describe.each(backends)("spec 4.15 billing (%s)", (_name, stores) => {
     { ...settings, node: { token: nodeToken }, mail: { mailDomain } },
     captureLogs,
     undefined,
-    { gateway, objects: ObjectStoreMemory.layer }
+    { providers: [gateway, ObjectStoreMemory.layer] }
   )
   const { api, newOrg, withRole } = suite
   const hook = () => `${suite.server.url}/v1/hooks/billing`
@@ -727,7 +727,7 @@ describe("spec 4.15 billing off and sandbox", () => {
 
   describe("a sandbox URL", () => {
     const { settings, gateway } = withPolar({ sandbox: true })
-    const suite: Suite = useSuite(backends[1]![1], settings, undefined, undefined, { gateway })
+    const suite: Suite = useSuite(backends[1]![1], settings, undefined, undefined, { providers: [gateway] })
 
     it("a SERVICE_POLAR_URL containing sandbox sets sandbox: true", async () => {
       const slug = await suite.newOrg()
@@ -753,7 +753,7 @@ describe("spec 5.6 billing webhook on two replicas of one PostgreSQL database", 
     for (let i = 0; i < 2; i++) {
       servers.push(
         await startTestServer(Pg.layer.pipe(Layer.provideMerge(pgDatabase(url))), settings, undefined, undefined, {
-          gateway
+          providers: [gateway]
         })
       )
     }

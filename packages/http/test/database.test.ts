@@ -27,7 +27,7 @@ describe.each(backends)("spec 4.6 database (%s)", (_name, stores) => {
   const { lines: logs, layer: captureLogs } = logCapture()
   // Every generation is due for its re-hash at each checker round.
   const suite = useSuite(stores, { database: { checkInterval: Duration.zero } }, captureLogs, undefined, {
-    database: memoryNode()
+    providers: [memoryNode()]
   })
   const { api, newOrg, newProject, withRole } = suite
   const dbOf = (slug: string, project: string) => `/v1/orgs/${slug}/projects/${project}/database`
@@ -712,7 +712,7 @@ describe("spec 4.6 database: a failing scheduled generation", () => {
     )
   )
   const suite = useSuite(backends[1]![1], { database: { backupInterval: Duration.seconds(1) } }, undefined, undefined, {
-    database: Layer.mergeAll(DatabaseNodeMemory.layer, flaky)
+    providers: [Layer.mergeAll(DatabaseNodeMemory.layer, flaky)]
   })
   const backupDue = () =>
     suite.server.run(Effect.flatMap(Effect.service(Database.Databases), (databases) => databases.backupDue))
@@ -766,7 +766,7 @@ describe("spec 4.6 database: one generation at a time", () => {
     )
   )
   const suite = useSuite(backends[1]![1], { database: { backupInterval: Duration.seconds(1) } }, undefined, undefined, {
-    database: Layer.mergeAll(countingNode, BackupStoreMemory.layer)
+    providers: [Layer.mergeAll(countingNode, BackupStoreMemory.layer)]
   })
 
   it("a scheduled generation and a restore's sealing meet: the second waits for the first, each gets its own seq", async () => {
@@ -860,7 +860,7 @@ describe("spec 4.6 database: a node that fails or has lost the database", () => 
     )
   )
   const suite = useSuite(backends[1]![1], {}, undefined, undefined, {
-    database: Layer.mergeAll(flakyNode, BackupStoreMemory.layer)
+    providers: [Layer.mergeAll(flakyNode, BackupStoreMemory.layer)]
   })
   const token = () => ({ token: suite.admin.token })
   const created = async () => {

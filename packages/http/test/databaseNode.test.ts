@@ -65,10 +65,12 @@ const driver = <A>(url: string, use: (sql: SqlClient.SqlClient) => Effect.Effect
 
 describe("spec 4.6 database on real PostgreSQL clusters, through HTTP and psql", () => {
   const suite = useSuite(backends[0]![1], { database: { backupInterval: Duration.seconds(1) } }, undefined, undefined, {
-    database: Layer.mergeAll(
-      Pg.DatabaseNodeEmbedded.layer({ directory: Path.join(folder, "node"), durable: false }),
-      BackupStoreDisk.layer(Path.join(folder, "backups"))
-    )
+    providers: [
+      Layer.mergeAll(
+        Pg.DatabaseNodeEmbedded.layer({ directory: Path.join(folder, "node"), durable: false }),
+        BackupStoreDisk.layer(Path.join(folder, "backups"))
+      )
+    ]
   })
   const { api, newOrg, newProject } = suite
   const admin = () => ({ token: suite.admin.token })

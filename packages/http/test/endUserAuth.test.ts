@@ -12,7 +12,7 @@ const defaults = { sessionDays: 30, allowSignups: true }
 describe.each(backends)("spec 4.9 end-user auth add-on (%s)", (_name, stores) => {
   const { lines: logs, layer: captureLogs } = logCapture()
   const suite = useSuite(stores, { node: { token: nodeToken } }, captureLogs, undefined, {
-    database: Layer.mergeAll(DatabaseNodeMemory.layer, BackupStoreMemory.layer)
+    providers: [Layer.mergeAll(DatabaseNodeMemory.layer, BackupStoreMemory.layer)]
   })
   const { api, newOrg, newProject } = suite
   const admin = () => ({ token: suite.admin.token })

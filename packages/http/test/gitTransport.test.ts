@@ -750,7 +750,7 @@ describe.each([
   ["git_unavailable", () => GitStorageDisk.layer("/tmp", { gitBinary: "/nonexistent/git" })],
   ["git_unreachable", () => GitStorageDisk.layer("/dev/null/git")]
 ] as const)("git storage failures: %s is 503", (code, storage) => {
-  const suite = useSuite(backends[1]![1], {}, undefined, undefined, { gitStorage: storage() })
+  const suite = useSuite(backends[1]![1], {}, undefined, undefined, { providers: [storage()] })
   const { reposOf, createRepo, httpUrl, tokenOf } = gitRepos(suite)
 
   it(`browsing and git transport answer 503 ${code}`, async () => {
@@ -770,7 +770,7 @@ describe.each([
 describe.each(backends)("git storage lost during a PATCH (%s)", (_name, stores) => {
   // The storage's root is a folder that a test can swap for a file: then every repository is unreachable.
   const root = Path.join(tmpdir(), `hostplane-git-swap-${randomBytes(6).toString("hex")}`)
-  const suite = useSuite(stores, {}, undefined, undefined, { gitStorage: GitStorageDisk.layer(root) })
+  const suite = useSuite(stores, {}, undefined, undefined, { providers: [GitStorageDisk.layer(root)] })
   const { reposOf, createRepo, httpUrl, tokenOf } = gitRepos(suite)
   const admin = () => ({ token: suite.admin.token })
   afterAll(async () => {

@@ -50,7 +50,7 @@ const outboxDir = () => {
 describe.each(backends)("decisions.md part 6 node mail relay (%s)", (_name, stores) => {
   const dir = outboxDir()
   const suite = useSuite(stores, { mail: { mailDomain }, node: { token: nodeToken } }, undefined, undefined, {
-    mailTransport: () => MailTransportOutboxDir.layer(dir)
+    providers: [() => MailTransportOutboxDir.layer(dir)]
   })
 
   it("202 { id, messageId }: the message reaches the outbox byte for byte and an out row keeps it", async () => {
@@ -239,7 +239,7 @@ const heldTransport = () => {
 describe.each(backends)("the relay's held slot of a process that stopped (%s)", (name, stores) => {
   const dir = outboxDir()
   const suite = useSuite(stores, { mail: { mailDomain }, node: { token: nodeToken } }, undefined, undefined, {
-    mailTransport: () => MailTransportOutboxDir.layer(dir)
+    providers: [() => MailTransportOutboxDir.layer(dir)]
   })
 
   it("a held slot whose lease ended (its process died mid-send) stops counting at once: the next send takes it, the row goes", async () => {
@@ -315,7 +315,7 @@ describe.each(backends)("the relay's held slot of a process that stopped (%s)", 
       { mail: { mailDomain, relayLease }, node: { token: nodeToken } },
       undefined,
       undefined,
-      { mailTransport: () => held.layer }
+      { providers: [() => held.layer] }
     )
 
     it("a send the transport holds past the first lease keeps its slot: the relay renews the lease while it waits", async () => {
@@ -363,9 +363,10 @@ describe.each(backends)("node mail relay over SES's SMTP interface, and SNS even
     if (holder.scope !== undefined) await Effect.runPromise(Scope.close(holder.scope, Exit.void))
   })
   const suite = useSuite(stores, { mail: { mailDomain, topicArn }, node: { token: nodeToken } }, undefined, undefined, {
-    mailTransport: () => MailTransportSmtp.layer({ url: Redacted.make(holder.smtp.url) }),
-    mailNotifications: () =>
-      MailNotificationsSns.layer({ certsDir: holder.sns.certsDir, confirmVia: holder.sns.confirmVia })
+    providers: [
+      () => MailTransportSmtp.layer({ url: Redacted.make(holder.smtp.url) }),
+      () => MailNotificationsSns.layer({ certsDir: holder.sns.certsDir, confirmVia: holder.sns.confirmVia })
+    ]
   })
   const notify = (message: unknown) =>
     suite.api.post("/v1/hooks/mailer", undefined, {

@@ -66,7 +66,7 @@ const received = (
 
 describe.each(backends)("spec 4.8 mail webhook (%s)", (_name, stores) => {
   const { holder, settings, notifications } = withSns()
-  const suite = useSuite(stores, settings, undefined, undefined, { mailNotifications: notifications })
+  const suite = useSuite(stores, settings, undefined, undefined, { providers: [notifications] })
   const sns = () => holder.sns
 
   const projectWithAddress = async (granted = true) => {

@@ -13,7 +13,7 @@ const nodeToken = "node-token-3f9a1c"
 describe.each(backends)("decisions.md part 6 node API (%s)", (_name, stores) => {
   const { lines: logs, layer: captureLogs } = logCapture()
   const suite = useSuite(stores, { node: { token: nodeToken } }, captureLogs, undefined, {
-    database: Layer.mergeAll(DatabaseNodeMemory.layer, BackupStoreMemory.layer)
+    providers: [Layer.mergeAll(DatabaseNodeMemory.layer, BackupStoreMemory.layer)]
   })
   const { api, newOrg, newProject } = suite
   const asNode = { token: nodeToken }

@@ -21,13 +21,15 @@ describe.each(backends)("spec 4.1 identity-provider sign-in (%s)", (_name, store
       undefined,
       undefined,
       {
-        identityProvider: IdentityProviderOAuth.layer({
-          authorizeUrl: fake.authorizeUrl,
-          tokenUrl: fake.tokenUrl,
-          userinfoUrl: fake.userinfoUrl,
-          clientId: fake.clientId,
-          clientSecret: fake.clientSecret ?? undefined
-        })
+        providers: [
+          IdentityProviderOAuth.layer({
+            authorizeUrl: fake.authorizeUrl,
+            tokenUrl: fake.tokenUrl,
+            userinfoUrl: fake.userinfoUrl,
+            clientId: fake.clientId,
+            clientSecret: fake.clientSecret ?? undefined
+          })
+        ]
       }
     )
     api = client(server.url)

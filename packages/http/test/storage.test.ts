@@ -19,7 +19,7 @@ const objectStores: Record<string, () => Layer.Layer<Storage.ObjectStore, unknow
 
 describe.each(backends)("spec 4.7 object storage (%s)", (backend, stores) => {
   const suite = useSuite(stores, { node: { token: nodeToken } }, undefined, undefined, {
-    objects: objectStores[backend]!()
+    providers: [objectStores[backend]!()]
   })
   const { api, newOrg, newProject } = suite
   const path = (slug: string, project: string) => `/v1/orgs/${slug}/projects/${project}/storage`

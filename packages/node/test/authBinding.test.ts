@@ -63,15 +63,17 @@ describe("env.auth: the end user of the request, resolved by the edge (real work
     { timeoutMs: 20_000 },
     {},
     {
-      database: Layer.mergeAll(node, BackupStoreDisk.layer(Path.join(folder, "backups"))),
-      endUser: Layer.merge(
-        SocialOAuthHttp.layer({
-          endpoints: {
-            github: { authorizeUrl: idp.authorizeUrl, tokenUrl: idp.tokenUrl, userinfoUrl: idp.userinfoUrl }
-          }
-        }),
-        Pg.EndUserDirectoryPg.layer.pipe(Layer.provide(node))
-      )
+      providers: [
+        Layer.mergeAll(node, BackupStoreDisk.layer(Path.join(folder, "backups"))),
+        Layer.merge(
+          SocialOAuthHttp.layer({
+            endpoints: {
+              github: { authorizeUrl: idp.authorizeUrl, tokenUrl: idp.tokenUrl, userinfoUrl: idp.userinfoUrl }
+            }
+          }),
+          Pg.EndUserDirectoryPg.layer.pipe(Layer.provide(node))
+        )
+      ]
     }
   )
   const admin = () => ({ token: suite.admin.token })

@@ -20,10 +20,12 @@ describe("env.db: the project's database from worker code (real workerd, real Po
     { timeoutMs: 20_000 },
     {},
     {
-      database: Layer.mergeAll(
-        Pg.DatabaseNodeEmbedded.layer({ directory: Path.join(folder, "node"), durable: false }),
-        BackupStoreDisk.layer(Path.join(folder, "backups"))
-      )
+      providers: [
+        Layer.mergeAll(
+          Pg.DatabaseNodeEmbedded.layer({ directory: Path.join(folder, "node"), durable: false }),
+          BackupStoreDisk.layer(Path.join(folder, "backups"))
+        )
+      ]
     }
   )
   const admin = () => ({ token: suite.admin.token })

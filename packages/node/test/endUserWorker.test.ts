@@ -76,14 +76,18 @@ const slow = 240_000
 describe("spec 4.9 the edge's auth worker, end to end over HTTP with cookies against the fake provider", () => {
   const node = Pg.DatabaseNodeEmbedded.layer({ directory: Path.join(folder, "node"), durable: false })
   const suite = useSuite(backends[0]![1], {}, undefined, undefined, {
-    database: Layer.mergeAll(node, BackupStoreDisk.layer(Path.join(folder, "backups"))),
-    endUser: Layer.merge(
-      SocialOAuthHttp.layer({
-        endpoints: { github: { authorizeUrl: idp.authorizeUrl, tokenUrl: idp.tokenUrl, userinfoUrl: idp.userinfoUrl } }
-      }),
-      // The worker verifies the clusters' certificates with the node's authority (one build: the same node).
-      Pg.EndUserDirectoryPg.layer.pipe(Layer.provide(node))
-    )
+    providers: [
+      Layer.mergeAll(node, BackupStoreDisk.layer(Path.join(folder, "backups"))),
+      Layer.merge(
+        SocialOAuthHttp.layer({
+          endpoints: {
+            github: { authorizeUrl: idp.authorizeUrl, tokenUrl: idp.tokenUrl, userinfoUrl: idp.userinfoUrl }
+          }
+        }),
+        // The worker verifies the clusters' certificates with the node's authority (one build: the same node).
+        Pg.EndUserDirectoryPg.layer.pipe(Layer.provide(node))
+      )
+    ]
   })
   const { api, newOrg, newProject } = suite
   const admin = () => ({ token: suite.admin.token })

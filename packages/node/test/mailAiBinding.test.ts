@@ -31,14 +31,16 @@ describe("env.email and env.ai: through the node mail relay and the AI gateway (
     { timeoutMs: 20_000 },
     { ...polar.settings, mail: { mailDomain }, node: { token: nodeToken } },
     {
-      gateway: polar.gateway,
-      mailTransport: () => MailTransportOutboxDir.layer(outbox),
-      aiUpstream: () =>
-        AiUpstreamOpenAi.layer({
-          url: upstream.fake.url,
-          key: Redacted.make(upstream.fake.key),
-          timeout: "5 seconds"
-        })
+      providers: [
+        polar.gateway,
+        () => MailTransportOutboxDir.layer(outbox),
+        () =>
+          AiUpstreamOpenAi.layer({
+            url: upstream.fake.url,
+            key: Redacted.make(upstream.fake.key),
+            timeout: "5 seconds"
+          })
+      ]
     }
   )
   const admin = () => ({ token: suite.admin.token })

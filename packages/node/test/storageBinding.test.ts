@@ -69,7 +69,7 @@ export default {
 
 describe("env.storage: the R2 subset on the node's object store (real workerd, store on disk)", () => {
   const storeDir = Path.join(folder, "objects")
-  const suite = useRuntimeSuite({ timeoutMs: 20_000 }, {}, { objects: ObjectStoreDisk.layer(storeDir) })
+  const suite = useRuntimeSuite({ timeoutMs: 20_000 }, {}, { providers: [ObjectStoreDisk.layer(storeDir)] })
   const admin = () => ({ token: suite.admin.token })
 
   const granted = async () => {

@@ -9,26 +9,17 @@ import {
 } from "@hostplane/adapters-providers"
 import {
   type Access,
-  type Ai,
-  type Billing,
   type ConfigOverrides,
-  type Database,
   type Configs,
   configLayer,
   Deployments,
-  type Email,
-  type EndUser,
-  type Git,
   type Hostnames,
-  type Identity,
-  type Mail,
   Kernel,
   Orgs,
   type ProviderPorts,
   providersOff,
   type Secrets,
-  type services,
-  type Storage
+  type services
 } from "@hostplane/core"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { type EdgeServices, makeEdgeListener } from "@hostplane/node"
@@ -71,29 +62,18 @@ export interface TestServerOptions {
   readonly passwordHasher?: Layer.Layer<Access.PasswordHasher>
   /** The routes and services to serve instead of `app`: `appWith(...)` with fixture areas. */
   readonly served?: Parameters<typeof makeNodeListener>[1]
-  /** The payment provider (`PaymentGatewayPolar` against a `FakePolar`); billing is off without one. */
-  readonly gateway?: () => Layer.Layer<Billing.PaymentGateway>
-  /** The AI upstream (`AiUpstreamOpenAi` against a `FakeOpenAi`); without one AI calls answer 503 `ai_unavailable`. */
-  readonly aiUpstream?: () => Layer.Layer<Ai.AiUpstream>
-  /** The SNS adapter (`MailNotificationsSns` on a `FakeSns`'s folder); without one every notification is 403. */
-  readonly mailNotifications?: () => Layer.Layer<Email.MailNotifications>
-  /** The transport the node mail relay sends through; without one the relay answers 503 `mail_unavailable`. */
-  readonly mailTransport?: () => Layer.Layer<Mail.MailTransport, unknown>
-  /** Git storage instead of the real `git` in the server's own folder (a missing binary, unreachable storage). */
-  readonly gitStorage?: Layer.Layer<Git.GitStorage, unknown>
-  /** The database add-on's node admin and backup store; without them its routes answer 503 `no_node_admin`. */
-  readonly database?: Layer.Layer<Database.DatabaseNode | Database.BackupStore, unknown>
-  /** The edge's end-user sign-in (`SocialOAuthHttp` on a fake provider, `EndUserDirectoryPg`); off without it. */
-  readonly endUser?: Layer.Layer<EndUser.SocialOAuth | EndUser.EndUserDirectory, unknown>
-  /** The OAuth identity provider (`IdentityProviderOAuth` against a `FakeIdentityProvider`); none by default. */
-  readonly identityProvider?: Layer.Layer<Identity.IdentityProvider, unknown>
+  /**
+   * The provider adapters or fakes a suite gives, each replacing its port's off form (a later one wins): a payment
+   * gateway, an AI upstream, a mail transport, git storage, a database node... A function is called at the server's
+   * start, for a layer that reads what the suite's own set-up made (a fake's URL).
+   */
+  readonly providers?: ReadonlyArray<ProviderLayer | (() => ProviderLayer)>
   /** The host application's sign-in (`HostAuthenticator.fromFunction`); none by default. */
   readonly hostAuthenticator?: Layer.Layer<HostAuthenticator>
-  /** The storage add-on's object store; without one its routes answer 503 `no_core`. */
-  readonly objects?: Layer.Layer<Storage.ObjectStore, unknown>
-  /** Any other provider adapters or fakes, each replacing its off form (they may read the settings). */
-  readonly providers?: Layer.Layer<never, unknown, Configs>
 }
+
+/** One provider adapter: it may read the settings, and provides some of the provider ports. */
+export type ProviderLayer = Layer.Layer<never, unknown, Configs>
 
 /** What `run` may use: the ports and every service the server built. */
 export type Served = Ports | Providers | Layer.Success<typeof services>
@@ -123,7 +103,7 @@ export const startTestServer = async (
 ): Promise<TestServer> => {
   const artifactDir = options.artifactDir ?? (await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-artifacts-")))
   const gitDir = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-test-git-"))
-  const git = Layer.merge(options.gitStorage ?? GitStorageDisk.layer(gitDir), SshKeyParserSsh2.layer)
+  const git = Layer.merge(GitStorageDisk.layer(gitDir), SshKeyParserSsh2.layer)
   const limits = options.bundleLimits
   const bundles = BundleReader.layer(limits === undefined ? {} : { limits }).pipe(
     Layer.provideMerge(ArtifactStoreDisk.layer(artifactDir))
@@ -142,16 +122,10 @@ export const startTestServer = async (
         options.passwordHasher === undefined ? testCrypto : Layer.merge(testCrypto, options.passwordHasher),
         bundles,
         Kernel.Tokens.layer,
-        options.gateway?.() ?? Layer.empty,
-        options.aiUpstream?.() ?? Layer.empty,
-        options.mailNotifications?.() ?? Layer.empty,
-        options.mailTransport?.() ?? Layer.empty,
         git,
-        options.database ?? Layer.empty,
-        options.endUser ?? Layer.empty,
-        options.objects ?? Layer.empty,
-        options.identityProvider ?? Layer.empty,
-        (options.providers ?? Layer.empty).pipe(Layer.provide(config)),
+        ...(options.providers ?? []).map((provider) =>
+          (typeof provider === "function" ? provider() : provider).pipe(Layer.provide(config))
+        ),
         options.hostAuthenticator ?? HostAuthenticator.off
       )
     ),
