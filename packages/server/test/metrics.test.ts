@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process"
 import * as Dgram from "node:dgram"
+import * as Http from "node:http"
 import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -42,7 +43,9 @@ describe("metrics on SERVICE_METRICS_LISTEN (the server as npm start runs it)", 
       SERVICE_METRICS_LISTEN: `127.0.0.1:${metricsPort}`,
       SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}`,
       SERVICE_DNS_LISTEN: `127.0.0.1:${dnsPort}`,
-      SERVICE_WORKERS: "off"
+      SERVICE_WORKERS: "off",
+      // Not the default: the listeners' announced idle timeout shows the setting is read (operations.test.ts sees 65).
+      SERVICE_KEEPALIVE_TIMEOUT: "70 seconds"
     })
   }, 240_000)
   afterAll(async () => {
@@ -108,5 +111,19 @@ describe("metrics on SERVICE_METRICS_LISTEN (the server as npm start runs it)", 
 
   it("serves metrics only on its own listener, not on the API's", async () => {
     expect((await fetch(`${server.base}/metrics`)).status).toBe(404)
+  })
+
+  it("keeps idle connections for SERVICE_KEEPALIVE_TIMEOUT on the API and the edge, and says so", async () => {
+    const announced = (url: string) =>
+      new Promise<string | undefined>((resolve, reject) => {
+        const agent = new Http.Agent({ keepAlive: true })
+        const request = Http.get(url, { agent, headers: { host: "nobody.example.test" } }, (response) => {
+          response.resume()
+          response.on("end", () => (agent.destroy(), resolve(response.headers["keep-alive"])))
+        })
+        request.on("error", reject)
+      })
+    expect(await announced(`${server.base}/livez`)).toBe("timeout=70")
+    expect(await announced(`http://127.0.0.1:${edgePort}/`)).toBe("timeout=70")
   })
 })

@@ -97,19 +97,22 @@ describe("npm start: health, keep-alive, and a SIGTERM that drains and stops eve
     expect(body.checks.migrations.applied).toBe(body.checks.migrations.latest)
   })
 
-  it("keeps an idle connection open past Node's default 5 s, on the API and the edge", async () => {
+  it("keeps an idle connection open past Node's default 5 s, on the API and the edge, and announces 65 s", async () => {
     // Both listeners idle side by side: the check costs one wait, not one per listener.
     const idleThenReuse = async (url: string) => {
       const agent = new Http.Agent({ keepAlive: true, maxSockets: 1 })
       const get = () =>
-        new Promise<{ reused: boolean }>((resolve, reject) => {
+        new Promise<{ reused: boolean; keepAlive: string | undefined }>((resolve, reject) => {
           const request = Http.get(url, { agent, headers: { host: "nobody.example.test" } }, (response) => {
             response.resume()
-            response.on("end", () => resolve({ reused: request.reusedSocket }))
+            const keepAlive = response.headers["keep-alive"]
+            response.on("end", () => resolve({ reused: request.reusedSocket, keepAlive }))
           })
           request.on("error", reject)
         })
-      expect((await get()).reused).toBe(false)
+      // The server's idle timeout as it tells clients: the default SERVICE_KEEPALIVE_TIMEOUT, above the 60 s of
+      // common load balancers.
+      expect(await get(), url).toEqual({ reused: false, keepAlive: "timeout=65" })
       let closed = false
       for (const socket of Object.values(agent.freeSockets).flat()) socket?.once("close", () => (closed = true))
       await new Promise((resolve) => setTimeout(resolve, 6_500))

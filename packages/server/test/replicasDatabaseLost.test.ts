@@ -33,8 +33,11 @@ const clusterPids = (dataDir: string): Array<number> => {
 /**
  * A database whose home replica is gone for good (decisions.md part 4's `restore`, part 15; docs/operations.md): once
  * the home has been silent for `SERVICE_DB_HOME_LOST_AFTER`, a live replica takes the database and rebuilds it from its
- * newest generation in the bucket, and the old home, started again on its old data, retires its stale cluster. Two
- * servers as `npm start` runs them on one PostgreSQL, one s3rver bucket and one seal key.
+ * newest generation in the bucket, and the old home, started again on its old data, retires its stale cluster. The
+ * work pinned to the lost home ends too: a restore in flight there fails and lets its database be rebuilt, a database
+ * delete in flight is finished by the live replica, and a project delete's handed-over drain and removal are dropped
+ * (the returning home retires the clusters nobody owns). Two servers as `npm start` runs them on one PostgreSQL, one
+ * s3rver bucket and one seal key.
  */
 describe("a database whose home replica is lost", () => {
   let directory: string
@@ -96,7 +99,9 @@ describe("a database whose home replica is lost", () => {
       SERVICE_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
       SERVICE_DB_BACKUP_INTERVAL: "15 seconds",
       // A home's generations round renews its sign of life every few seconds; 20 s of silence leaves room for a load.
-      SERVICE_DB_HOME_LOST_AFTER: "20 seconds"
+      SERVICE_DB_HOME_LOST_AFTER: "20 seconds",
+      // A restore's or a delete's sealing phase held open: those operations are still in flight when their home dies.
+      SERVICE_DB_TEST_SEALING_DELAY: "30 minutes"
     }
     a = await startReplica("a")
     b = await startReplica("b")
@@ -111,7 +116,7 @@ describe("a database whose home replica is lost", () => {
     rmSync(directory, { recursive: true, force: true })
   }, 90_000)
 
-  it("is rebuilt on the live replica from its newest generation, and its old home retires the stale cluster", async () => {
+  it("is rebuilt on the live replica from its newest generation, the lost home's work ends, and the home retires its stale clusters", async () => {
     const onA = await signIn(a!.base, "db-lost-owner")
     const onB = await signIn(b!.base, "db-lost-owner")
     const slug = (await onA.call("GET", "/v1/me")).body.orgs[0].slug as string
@@ -125,29 +130,80 @@ describe("a database whose home replica is lost", () => {
     const onHome = await onA.call("POST", alpha)
     expect(onHome.status, JSON.stringify(onHome.body)).toBe(200)
     expect((await psql(onHome.body, "create table kept (n int); insert into kept values (7)")).ok).toBe(true)
+    // beta (a restore in flight at the kill), gamma (a database delete in flight) and delta (a project deleted while A
+    // is down), all on A.
+    // delta lives in a second org: a free org holds three projects.
+    expect((await onA.call("POST", "/v1/orgs", { name: "Lost other", slug: "lost-other" })).status).toBe(201)
+    const orgOf = (name: string) => (name === "delta" ? "lost-other" : slug)
+    const others: Record<string, { readonly id: string; readonly path: string }> = {}
+    for (const name of ["beta", "gamma", "delta"]) {
+      const project = await onA.call("POST", `/v1/orgs/${orgOf(name)}/projects`, { name })
+      expect(project.status, JSON.stringify(project.body)).toBe(201)
+      const path = `/v1/orgs/${orgOf(name)}/projects/${name}/database`
+      const made = await onA.call("POST", path)
+      expect(made.status, JSON.stringify(made.body)).toBe(200)
+      others[name] = { id: project.body.id as string, path }
+      if (name === "beta") {
+        expect((await psql(made.body, "create table kept (n int); insert into kept values (8)")).ok).toBe(true)
+      }
+    }
     const written = Date.now()
     const token = await onA.call("POST", `${alpha}/tokens`, {})
     expect(token.status, JSON.stringify(token.body)).toBe(201)
 
-    // A scheduled generation taken after the write: what the rebuild starts from.
-    const generations = async () =>
-      (await onB.call("GET", `${alpha}/generations`)).body.items as Array<{
+    // A scheduled generation taken after the writes: what the rebuilds start from.
+    const generationsOf = async (path: string) =>
+      (await onB.call("GET", `${path}/generations`)).body.items as Array<{
         epoch: number
         seq: number
         createdAt: string
       }>
-    await expect
-      .poll(async () => (await generations()).some((g) => Date.parse(g.createdAt) > written + 1_000), {
-        timeout: 120_000,
-        interval: 1_000
-      })
-      .toBe(true)
+    const generations = () => generationsOf(alpha)
+    for (const path of [alpha, others.beta!.path]) {
+      await expect
+        .poll(async () => (await generationsOf(path)).some((g) => Date.parse(g.createdAt) > written + 1_000), {
+          timeout: 120_000,
+          interval: 1_000
+        })
+        .toBe(true)
+    }
+
+    // beta's restore and gamma's delete, asked of B, run on A and stop in their sealing phase (held open).
+    const restore = await onB.call("POST", `${others.beta!.path}/restore`, { epoch: 1, seq: 1 })
+    expect(restore.status, JSON.stringify(restore.body)).toBe(202)
+    const dropped = await onB.call("POST", `${others.gamma!.path}/delete`, { confirm: "gamma" })
+    expect(dropped.status, JSON.stringify(dropped.body)).toBe(202)
+    const operationOf = async (name: string, opId: string) =>
+      (await onB.call("GET", `${others[name]!.path}/operations/${opId}`)).body
+    for (const [name, opId] of [
+      ["beta", restore.body.operationId],
+      ["gamma", dropped.body.operationId]
+    ] as const) {
+      await expect
+        .poll(async () => (await operationOf(name, opId)).phase, { timeout: 120_000, interval: 500 })
+        .toBe("sealing")
+    }
 
     // A's machine is gone: the server and its project clusters die at once.
     const lostHome = a!.home
     await stopServer(a!.server.child, "SIGKILL")
     for (const pid of clusterPids(a!.dataDir)) process.kill(pid, "SIGKILL")
     expect((await psql(onHome.body, "select 1")).ok).toBe(false)
+
+    // delta's project is deleted through B meanwhile: its drain and cluster removal are handed to A, which is gone.
+    const projectDelete = await onB.call("DELETE", "/v1/orgs/lost-other/projects/delta", { confirm: "delta" })
+    expect(projectDelete.status).toBe(202)
+    await expect
+      .poll(
+        async () => (await onB.call("GET", `/v1/orgs/lost-other/operations/${projectDelete.body.operationId}`)).body,
+        {
+          timeout: 120_000,
+          interval: 500
+        }
+      )
+      .toMatchObject({ terminalCode: "done" })
+    const handedOver = `FROM hostplane.jobs WHERE kind = 'database_node@${lostHome}' AND payload->>'projectId' = '${others.delta!.id}'`
+    expect(Number(await control(`SELECT count(*) ${handedOver}`))).toBeGreaterThan(0)
 
     // B takes alpha once A has been silent past SERVICE_DB_HOME_LOST_AFTER, and serves it from its own node.
     await expect
@@ -195,11 +251,83 @@ describe("a database whose home replica is lost", () => {
       )
     ).toBe("1")
 
-    // A comes back on its old data (same home): its stale copy of alpha goes to the tombstone, B's keeps serving.
+    // beta's restore, pinned to A, fails with the reason; its hold goes, and beta is rebuilt on B from its newest
+    // generation like alpha.
+    await expect
+      .poll(async () => (await operationOf("beta", restore.body.operationId)).terminalCode, {
+        timeout: 120_000,
+        interval: 500
+      })
+      .toBe("failed")
+    expect(await operationOf("beta", restore.body.operationId)).toMatchObject({
+      kind: "restore_generation",
+      phase: "sealing"
+    })
+    expect(await control(`SELECT last_error FROM hostplane.jobs WHERE id = '${restore.body.operationId}'`)).toContain(
+      `its replica ${lostHome} has not answered`
+    )
+    const betaRebuild = async () =>
+      await control(
+        `SELECT terminal_code FROM hostplane.jobs WHERE kind = 'restore@${b!.home}' AND payload->>'projectId' = '${others.beta!.id}'`
+      )
+    await expect.poll(betaRebuild, { timeout: 180_000, interval: 1_000 }).toBe("done")
+    expect(
+      await control(
+        `SELECT home || '|' || coalesce(operation_id, '') FROM hostplane.databases WHERE project_id = '${others.beta!.id}'`
+      )
+    ).toBe(`${b!.home}|`)
+    const betaMoved = await onB.call("GET", `${others.beta!.path}/connect`)
+    expect(betaMoved.status).toBe(200)
+    expect(await psql(betaMoved.body, "select n from kept")).toEqual({ ok: true, out: "8" })
+
+    // gamma's delete, pinned to A, is finished by B: the database is gone, its generations stay listed.
+    await expect
+      .poll(async () => (await operationOf("gamma", dropped.body.operationId)).terminalCode, {
+        timeout: 120_000,
+        interval: 500
+      })
+      .toBe("done")
+    expect((await onB.call("GET", others.gamma!.path)).body).toEqual({ db: false })
+    expect((await generationsOf(others.gamma!.path)).length).toBeGreaterThan(0)
+    expect(b!.server.output()).toContain("an operation pinned to a lost database home is ended here")
+
+    // delta's handed-over work is ended by B with the reason: nothing pinned to A stays unfinished.
+    await expect
+      .poll(async () => await control(`SELECT count(*) ${handedOver} AND terminal_code IS NULL`), {
+        timeout: 120_000,
+        interval: 1_000
+      })
+      .toBe("0")
+    expect(await control(`SELECT DISTINCT terminal_code || ': ' || left(last_error, 8) ${handedOver}`)).toBe(
+      "failed: not run:"
+    )
+    expect(b!.server.output()).toContain("database work handed to a lost home is dropped")
+    expect(
+      await control(
+        `SELECT count(*) FROM hostplane.jobs WHERE starts_with(kind, 'database_node@${lostHome}') AND terminal_code IS NULL`
+      )
+    ).toBe("0")
+    // The admins are told what became of each operation, once.
+    expect(
+      await control(
+        `SELECT count(*) FROM hostplane.notifications WHERE message LIKE '%restore of the database of project beta could not finish: the replica running it stopped answering%'`
+      )
+    ).toBe("1")
+    expect(
+      await control(
+        `SELECT count(*) FROM hostplane.notifications WHERE message LIKE '%database of project gamma was deleted. The replica holding it stopped answering%'`
+      )
+    ).toBe("1")
+
+    // A comes back on its old data (same home): its stale copies of alpha and beta go to the tombstone, and so do
+    // gamma's and delta's clusters, which no record owns any more; B keeps serving.
     a = await startReplica("a")
     expect(a.home).toBe(lostHome)
-    await expect.poll(() => clusterOn(a!, alphaId), { timeout: 90_000, interval: 500 }).toBe(false)
+    for (const projectId of [alphaId, others.beta!.id, others.gamma!.id, others.delta!.id]) {
+      await expect.poll(() => clusterOn(a!, projectId), { timeout: 90_000, interval: 500 }).toBe(false)
+    }
     expect(a.server.output()).toContain("a database moved to another replica while this one was away")
+    expect(a.server.output()).toContain("a database cluster here has no record any more")
     expect(await psql(moved.body, "select n from kept")).toEqual({ ok: true, out: "7" })
     expect(await control(`SELECT home FROM hostplane.databases WHERE project_id = '${alphaId}'`)).toBe(b!.home)
   }, 900_000)

@@ -614,10 +614,15 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
     )
   )
 
+  // A cluster's folder is named by its project; the dot-named entries are the node's own (home, TLS, tombstone).
+  const held = Effect.map(
+    io("cannot list the clusters", () => Fs.readdir(root)),
+    (names) => names.filter((name) => !name.startsWith(".")).map((name) => name as ProjectId)
+  )
+
   // Restarted with the server: every cluster the folder holds.
   yield* io("cannot prepare the node folder", () => Fs.mkdir(root, { recursive: true, mode: 0o700 }))
-  const held = (yield* io("cannot list the clusters", () => Fs.readdir(root))).filter((name) => !name.startsWith("."))
-  yield* Effect.forEach(held, (name) => running(name as ProjectId), { concurrency: 4, discard: true })
+  yield* Effect.forEach(yield* held, running, { concurrency: 4, discard: true })
 
   /**
    * A cluster that runs for months outlives its certificate: each round issues again every running cluster's
@@ -662,7 +667,8 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
     resume,
     backup,
     restore,
-    remove
+    remove,
+    held
   })
 })
 

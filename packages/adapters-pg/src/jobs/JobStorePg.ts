@@ -60,6 +60,13 @@ export const layer = Layer.effect(
       execute: ({ kind, key }) =>
         sql`SELECT ${columns} FROM jobs WHERE kind = ${kind} AND key = ${key} AND terminal_code IS NULL`
     })
+    const unfinishedPinned = SqlSchema.findAll({
+      Request: Schema.Struct({ kind: Schema.String, limit: Schema.Number }),
+      Result: JobRowSchema,
+      execute: ({ kind, limit }) =>
+        sql`SELECT ${columns} FROM jobs WHERE starts_with(kind, ${kind}) AND terminal_code IS NULL
+          ORDER BY created_at, id LIMIT ${limit}`
+    })
     const claim = SqlSchema.findAll({
       Request: Schema.Struct({
         owner: Schema.String,
@@ -144,6 +151,8 @@ export const layer = Layer.effect(
           ON CONFLICT DO NOTHING RETURNING id`.pipe(Effect.map(changed), Effect.orDie),
       get: (id) => get(id).pipe(Effect.orDie),
       findUnfinished: (kind, key) => findUnfinished({ kind, key }).pipe(Effect.orDie),
+      unfinishedPinned: (kind, limit) =>
+        limit <= 0 ? Effect.succeed([]) : unfinishedPinned({ kind: `${kind}@`, limit }).pipe(Effect.orDie),
       register,
       claim: (owner, kinds, now, leaseUntil, limit) =>
         kinds.length === 0 || limit <= 0

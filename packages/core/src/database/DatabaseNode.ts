@@ -91,6 +91,8 @@ export class DatabaseNode extends Context.Service<
     ) => Effect.Effect<void, E | DatabaseNodeError>
     /** Stops the cluster and moves its data directory to the tombstone; the node no longer holds it. */
     readonly remove: (projectId: ProjectId) => Effect.Effect<void, DatabaseNodeError>
+    /** The projects whose clusters the node holds (those `remove` would act on). */
+    readonly held: Effect.Effect<ReadonlyArray<ProjectId>, DatabaseNodeError>
   }
 >()("@hostplane/core/database/DatabaseNode") {
   /** No node admin: the database add-on's routes answer 503 `no_node_admin`, and its teardown has nothing to remove. */
@@ -112,7 +114,8 @@ export class DatabaseNode extends Context.Service<
       resume: refuse,
       backup: refuse,
       restore: refuse,
-      remove: refuse
+      remove: refuse,
+      held: Effect.succeed([])
     })
   })
 }

@@ -1,4 +1,4 @@
-import { Context, DateTime, Duration, Effect, Layer, Option, Redacted, Semaphore } from "effect"
+import { Context, DateTime, Duration, Effect, Layer, Option, Redacted, Schema, Semaphore } from "effect"
 import {
   ConfirmMismatch,
   ExportFailed,
@@ -11,10 +11,10 @@ import {
   OperationInProgress,
   Suspended
 } from "../errors/Errors.ts"
-import { baseKind, type JobDefinition, handler, type JobHandler, JobFailure, pinned } from "../jobs/Job.ts"
+import { baseKind, type JobDefinition, handler, type JobHandler, JobFailure, type JobRow, pinned } from "../jobs/Job.ts"
 import { Jobs } from "../jobs/Jobs.ts"
 import type { Actor } from "../kernel/Actor.ts"
-import { makeId, type OperationId, type ProjectId } from "../kernel/Ids.ts"
+import { makeId, type OperationId, ProjectId } from "../kernel/Ids.ts"
 import { audited, Mutation, unaudited } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
 import { nowIso } from "../kernel/Time.ts"
@@ -712,6 +712,30 @@ export class Databases extends Context.Service<
         yield* node.remove(row.projectId).pipe(Effect.orDie)
       })
 
+      /**
+       * Clusters on this node whose database has no record any more: deleted on another replica while this one was
+       * away (a project delete, or a database delete finished elsewhere once this home counted as lost), or left by a
+       * crash between a delete's two steps. They go to the tombstone, as the delete would have sent them, instead of
+       * serving a database nobody owns. (A record is always written before its cluster is made.)
+       */
+      const retireOrphans = Effect.gen(function* () {
+        if (here === undefined || Option.isNone(maybeNode)) return
+        const node = maybeNode.value
+        const held = yield* node.held.pipe(Effect.catch(() => Effect.succeed([] as ReadonlyArray<ProjectId>)))
+        for (const projectId of held) {
+          if (Option.isSome(yield* store.find(projectId))) continue
+          yield* Effect.logWarning(
+            "a database cluster here has no record any more (deleted elsewhere): it is retired",
+            {
+              projectId
+            }
+          )
+          yield* node
+            .remove(projectId)
+            .pipe(Effect.catch((error) => Effect.logWarning("cannot retire a database cluster", { projectId, error })))
+        }
+      }).pipe(Effect.withSpan("Databases.retireOrphans"))
+
       // The grid boundary whose generation failed and was notified, per project: one notice per boundary, not per round.
       const failedBoundary = new Map<ProjectId, string>()
       const backupDue = Effect.gen(function* () {
@@ -764,40 +788,142 @@ export class Databases extends Context.Service<
       // Homes already warned about, per process: the warning is said once per silence.
       const silentHomes = new Set<string>()
 
+      const ProjectOf = Schema.Struct({ projectId: ProjectId })
+
+      /**
+       * Ends an unfinished job pinned to the lost home `from`: it would wait there forever. Handed-over node work is
+       * dropped (a call its request still waits for is left to that request's deadline); an operation holding the
+       * database lets go of it, so the database is rebuilt here like any other of that home. A database delete is
+       * finished here instead (its data is out of reach anyway, and no final safety generation can be sealed), unless
+       * its abort was asked for. The admins are told what became of the operation.
+       */
+      const endLostWork = Effect.fnUntraced(function* (job: JobRow, from: string, reason: string, now: number) {
+        const kind = baseKind(job.kind)
+        if (kind === databaseNodeCall.kind) {
+          const call = Schema.decodeUnknownOption(databaseNodeCall.payload)(job.payload)
+          if (Option.isSome(call) && call.value.notAfter !== null && now <= Date.parse(call.value.notAfter)) return
+          const ended = yield* jobs.takeOver(job.id, () =>
+            Effect.succeed({ code: "failed" as const, error: `not run: ${reason}` })
+          )
+          if (Option.isSome(ended)) {
+            yield* Effect.logWarning("database work handed to a lost home is dropped", {
+              jobId: job.id,
+              home: from,
+              projectId: Option.map(call, (c) => c.projectId).pipe(Option.getOrUndefined),
+              action: Option.map(call, (c) => c.action).pipe(Option.getOrUndefined)
+            })
+          }
+          return
+        }
+        const payload = Schema.decodeUnknownOption(ProjectOf)(job.payload)
+        if (Option.isNone(payload)) return
+        const { projectId } = payload.value
+        const row = yield* store.find(projectId)
+        const holding = Option.isSome(row) && row.value.operationId === job.id
+        const ended = yield* jobs.takeOver(job.id, (claimed) =>
+          Effect.gen(function* () {
+            if (kind === deleteDatabase.kind && !claimed.abortRequested && (holding || Option.isNone(row))) {
+              // The node state's `db` binding goes at the node's next convergence.
+              if (holding) {
+                yield* transactor.withTransaction(Effect.andThen(store.remove(projectId), revisions.raise(projectId)))
+              }
+              return { code: "done" as const, error: `finished on replica ${here}: ${reason}` }
+            }
+            if (holding) yield* store.holdFor(projectId, null)
+            return claimed.abortRequested
+              ? { code: "aborted" as const, error: reason }
+              : { code: "failed" as const, error: reason }
+          })
+        )
+        if (Option.isNone(ended)) return
+        yield* Effect.logWarning("an operation pinned to a lost database home is ended here", {
+          operationId: job.id,
+          kind,
+          home: from,
+          projectId,
+          terminalCode: ended.value
+        })
+        const what = kind === deleteDatabase.kind ? "delete" : kind === rebuildDatabase.kind ? "rebuild" : "restore"
+        const notice = (subject: (name: string) => string, message: (name: string) => string) =>
+          notifyAbout(
+            projectId,
+            `operation:${job.id}`,
+            kind === deleteDatabase.kind ? "backup" : "restore",
+            subject,
+            message
+          )
+        if (ended.value === "done") {
+          const [last] = yield* store.generations(projectId)
+          yield* notice(
+            (name) => `The database of ${name} was deleted`,
+            (name) =>
+              `The database of project ${name} was deleted. The replica holding it stopped answering, so the delete was finished on another replica without a final safety generation` +
+              (last === undefined ? "" : `; generation ${last.epoch}/${last.seq} of ${last.createdAt} stays listed`) +
+              "."
+          )
+        } else {
+          const rebuilt = holding ? " The database is rebuilt on another replica from its newest generation." : ""
+          yield* notice(
+            (name) =>
+              ended.value === "aborted"
+                ? `The ${what} of ${name}'s database was aborted`
+                : `The ${what} of ${name}'s database could not finish`,
+            (name) =>
+              `The ${what} of the database of project ${name} ${ended.value === "aborted" ? "was aborted" : "could not finish"}: the replica running it stopped answering.` +
+              rebuilt
+          )
+        }
+      })
+
       /**
        * Databases whose home has been silent past `homeLostAfter` move here and are rebuilt from their newest sound
-       * generation (a `restore` operation pinned here); a silent home is warned about first. A database held by an
-       * operation stays where it is, and so does one whose project is being deleted.
+       * generation (a `restore` operation pinned here); a silent home is warned about first. The work pinned to a lost
+       * home is ended first (`endLostWork`), so a database held by one of its operations moves too. One whose project
+       * is being deleted stays: the delete takes it.
        */
       const adoptLost = Effect.gen(function* () {
         const lostAfter = config.homeLostAfter
         if (here === undefined || lostAfter === null || Option.isNone(maybeBackups)) return
         const now = DateTime.toEpochMillis(yield* DateTime.now)
         const verdicts = new Map<string, boolean>()
+        const isLost = Effect.fnUntraced(function* (from: string) {
+          const known = verdicts.get(from)
+          if (known !== undefined) return known
+          const seen = yield* lastSeen(from)
+          const silence = seen === undefined ? 0 : now - seen
+          const lost = silence > Duration.toMillis(lostAfter)
+          verdicts.set(from, lost)
+          if (silence > Duration.toMillis(Duration.minutes(1)) && !lost && !silentHomes.has(from)) {
+            silentHomes.add(from)
+            yield* Effect.logWarning("a database home is silent: its databases are rebuilt elsewhere if it stays so", {
+              home: from,
+              lastSeen: new Date(seen!).toISOString(),
+              lostAfter: Duration.format(lostAfter)
+            })
+          }
+          if (silence <= Duration.toMillis(Duration.minutes(1))) silentHomes.delete(from)
+          return lost
+        })
+
+        const reason = (from: string) =>
+          `its replica ${from} has not answered for more than ${Duration.format(lostAfter)}`
+        const pending = [
+          ...(yield* jobs.unfinishedPinned(restoreGeneration, 100)),
+          ...(yield* jobs.unfinishedPinned(deleteDatabase, 100)),
+          ...(yield* jobs.unfinishedPinned(rebuildDatabase, 100)),
+          ...(yield* jobs.unfinishedPinned(databaseNodeCall, 100))
+        ]
+        for (const job of pending) {
+          const from = job.kind.slice(job.kind.indexOf("@") + 1)
+          if (from === here || !(yield* isLost(from))) continue
+          yield* endLostWork(job, from, reason(from), now)
+        }
+
         for (const projectId of yield* store.projects) {
           const row = yield* store.find(projectId)
           if (Option.isNone(row) || row.value.home === null || row.value.home === here) continue
           const from = row.value.home
-          let lost = verdicts.get(from)
-          if (lost === undefined) {
-            const seen = yield* lastSeen(from)
-            const silence = seen === undefined ? 0 : now - seen
-            lost = silence > Duration.toMillis(lostAfter)
-            verdicts.set(from, lost)
-            if (silence > Duration.toMillis(Duration.minutes(1)) && !lost && !silentHomes.has(from)) {
-              silentHomes.add(from)
-              yield* Effect.logWarning(
-                "a database home is silent: its databases are rebuilt elsewhere if it stays so",
-                {
-                  home: from,
-                  lastSeen: new Date(seen!).toISOString(),
-                  lostAfter: Duration.format(lostAfter)
-                }
-              )
-            }
-            if (silence <= Duration.toMillis(Duration.minutes(1))) silentHomes.delete(from)
-          }
-          if (!lost || row.value.operationId !== null) continue
+          if (!(yield* isLost(from)) || row.value.operationId !== null) continue
           const project = yield* projects.findById(projectId)
           if (Option.isNone(project) || project.value.deletingSince !== null) continue
           const listed = yield* store.generations(projectId)
@@ -1156,7 +1282,7 @@ export class Databases extends Context.Service<
           : [
               { ...restoreHandler, definition: pinned(restoreGeneration, here) },
               { ...deleteHandler, definition: pinned(deleteDatabase, here) },
-              handler(pinned(databaseGenerations, here), { run: () => backupDue }),
+              handler(pinned(databaseGenerations, here), { run: () => Effect.andThen(backupDue, retireOrphans) }),
               handler(pinned(databaseNodeCall, here), { run: (_phase, job) => nodeCall(job.payload) }),
               { ...rebuildHandler, definition: pinned(rebuildDatabase, here) }
             ]

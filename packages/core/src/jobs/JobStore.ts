@@ -41,6 +41,11 @@ export class JobStore extends Context.Service<
     readonly get: (id: string) => Effect.Effect<Option.Option<JobRow>>
     /** The unfinished job of `kind` with `key`, if any. */
     readonly findUnfinished: (kind: string, key: string) => Effect.Effect<Option.Option<JobRow>>
+    /**
+     * At most `limit` unfinished jobs of `kind`'s pinned kinds (`<kind>@<place>`), the oldest first: the work waiting
+     * for a place that may be gone for good.
+     */
+    readonly unfinishedPinned: (kind: string, limit: number) => Effect.Effect<ReadonlyArray<JobRow>>
     /** A new runner identity; closing the scope gives up its claims at once. */
     readonly register: Effect.Effect<RunnerRegistration, never, Scope.Scope>
     /**

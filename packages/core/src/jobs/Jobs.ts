@@ -1,7 +1,7 @@
 import { Context, Duration, Effect, Layer, Option, Schema } from "effect"
 import { nowIso } from "../kernel/Time.ts"
 import { Tokens } from "../kernel/Tokens.ts"
-import { abortablePhases, type JobDefinition, type JobHandler, type JobRow } from "./Job.ts"
+import { abortablePhases, type JobDefinition, type JobHandler, type JobRow, type TerminalCode } from "./Job.ts"
 import { defaultJobRunnerOptions, iso, jobDriver } from "./JobDriver.ts"
 import { JobStore } from "./JobStore.ts"
 
@@ -36,6 +36,17 @@ export class Jobs extends Context.Service<
      * job's outcome (a domain purchase) drives it this way, and a runner takes it over if this process dies.
      */
     readonly runNow: <P>(handler: JobHandler<P>, id: string) => Effect.Effect<Option.Option<JobRow>>
+    /** At most `limit` unfinished jobs of `definition`'s pinned kinds (`<kind>@<place>`), the oldest first. */
+    readonly unfinishedPinned: <P>(definition: JobDefinition<P>, limit: number) => Effect.Effect<ReadonlyArray<JobRow>>
+    /**
+     * Ends the unfinished job `id` from outside its handler, for a job whose place is gone for good (a lost replica's
+     * pinned work): claims it as `runNow` would, runs `end` on the row while holding it, and ends the job with the code
+     * and error `end` answers. None when a live runner holds it or it has finished; a failure of `end` gives it back.
+     */
+    readonly takeOver: <E, R>(
+      id: string,
+      end: (row: JobRow) => Effect.Effect<{ readonly code: TerminalCode; readonly error: string | null }, E, R>
+    ) => Effect.Effect<Option.Option<TerminalCode>, E, R>
     /** Removes the jobs of `definition` (and of its pinned kinds) that ended more than `age` ago; answers how many. */
     readonly purgeFinished: <P>(definition: JobDefinition<P>, age: Duration.Duration) => Effect.Effect<number>
   }
@@ -85,6 +96,23 @@ export class Jobs extends Context.Service<
             })
           )
         }),
+        unfinishedPinned: (definition, limit) => store.unfinishedPinned(definition.kind, limit),
+        takeOver: <E, R>(
+          id: string,
+          end: (row: JobRow) => Effect.Effect<{ readonly code: TerminalCode; readonly error: string | null }, E, R>
+        ) =>
+          Effect.scoped(
+            Effect.gen(function* () {
+              const { owner } = yield* store.register
+              const claimedAt = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+              const lease = Duration.toMillis(defaultJobRunnerOptions.lease)
+              const row = yield* store.claimJob(owner, id, iso(claimedAt), iso(claimedAt + lease))
+              if (Option.isNone(row)) return Option.none<TerminalCode>()
+              const { code, error } = yield* end(row.value)
+              const ended = yield* store.finish(id, owner, code, error, yield* nowIso)
+              return ended ? Option.some(code) : Option.none<TerminalCode>()
+            })
+          ).pipe(Effect.withSpan("Jobs.takeOver", { attributes: { id } })),
         purgeFinished: (definition, age) =>
           Effect.flatMap(
             Effect.clockWith((clock) => clock.currentTimeMillis),

@@ -83,7 +83,8 @@ export const make = Effect.sync(() => {
         cluster.tokens = new Map(state.tokens)
         cluster.timeline = epoch
       }),
-    remove: (projectId) => Effect.sync(() => void clusters.delete(projectId))
+    remove: (projectId) => Effect.sync(() => void clusters.delete(projectId)),
+    held: Effect.sync(() => [...clusters.keys()])
   })
 })
 

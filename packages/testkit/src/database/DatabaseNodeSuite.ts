@@ -87,8 +87,10 @@ export const databaseNodeSuite = <E>(
         Effect.gen(function* () {
           const { node, store, project } = yield* ensuredDatabase
           yield* node.backup(project, (image) => store.put(`${project}/1-1.tar.gz`, image))
+          assert.include(yield* node.held, project)
           yield* node.remove(project)
           yield* node.remove(project)
+          assert.notInclude(yield* node.held, project)
           assert.isUndefined(yield* node.endpoint(project))
           const exit = yield* Effect.exit(node.tokens(project))
           assert.isTrue(Exit.isFailure(exit))

@@ -68,6 +68,15 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
           [...tables(jobRows).values()].find((row) => row.kind === kind && row.key === key && unfinished(row))
         )
       ),
+    unfinishedPinned: (kind, limit) =>
+      read(store, (tables) =>
+        [...tables(jobRows).values()]
+          .filter((row) => row.kind.startsWith(`${kind}@`) && unfinished(row))
+          .sort((a, b) =>
+            a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+          )
+          .slice(0, Math.max(limit, 0))
+      ),
     register: Effect.acquireRelease(
       Effect.sync(() => {
         const owner = `runner_${crypto.randomUUID()}`

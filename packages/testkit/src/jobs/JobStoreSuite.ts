@@ -336,6 +336,39 @@ export const jobStoreSuite = <E>(name: string, store: Layer.Layer<Jobs.JobStore,
       )
     )
 
+    it.effect(
+      "unfinishedPinned lists the unfinished jobs of the kind's pinned kinds, oldest first, up to a limit",
+      () =>
+        inWindow((w) =>
+          Effect.gen(function* () {
+            const jobs = yield* Jobs.JobStore
+            const owner = yield* w.runner
+            const base = yield* w.insert(0)
+            const pinnedAt = (offsetMs: number, place: string): Jobs.NewJob => ({
+              ...base,
+              id: `job_${randomSuffix()}`,
+              kind: `${w.kind}@${place}`,
+              runAt: w.t(offsetMs),
+              createdAt: w.t(offsetMs)
+            })
+            const later = pinnedAt(3_000, "node_2")
+            const first = pinnedAt(1_000, "node_1")
+            const ended = pinnedAt(2_000, "node_1")
+            const otherKind: Jobs.NewJob = { ...pinnedAt(500, "node_1"), kind: `${w.kind}x@node_1` }
+            for (const job of [later, first, ended, otherKind]) assert.isTrue(yield* jobs.insert(job))
+            yield* jobs.claim(owner, [ended.kind], w.t(2_000), w.t(minute), 10)
+            assert.isTrue(yield* jobs.finish(ended.id, owner, "failed", "gone", w.t(2_500)))
+            assert.deepStrictEqual(
+              ids(yield* jobs.unfinishedPinned(w.kind, 10)),
+              [first.id, later.id],
+              "neither the kind unpinned, nor another kind sharing its prefix, nor a finished job"
+            )
+            assert.deepStrictEqual(ids(yield* jobs.unfinishedPinned(w.kind, 1)), [first.id])
+            assert.deepStrictEqual(yield* jobs.unfinishedPinned(w.kind, 0), [])
+          })
+        )
+    )
+
     it.effect("purgeFinished removes the kind's and its pinned kinds' jobs finished before the cutoff, no others", () =>
       inWindow((w) =>
         Effect.gen(function* () {
