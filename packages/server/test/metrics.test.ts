@@ -119,7 +119,7 @@ describe("metrics on SERVICE_METRICS_LISTEN (the server as npm start runs it)", 
         const agent = new Http.Agent({ keepAlive: true })
         const request = Http.get(url, { agent, headers: { host: "nobody.example.test" } }, (response) => {
           response.resume()
-          response.on("end", () => (agent.destroy(), resolve(response.headers["keep-alive"])))
+          response.on("end", () => (agent.destroy(), resolve(response.headers["keep-alive"]?.toString())))
         })
         request.on("error", reject)
       })

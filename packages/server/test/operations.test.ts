@@ -105,7 +105,7 @@ describe("npm start: health, keep-alive, and a SIGTERM that drains and stops eve
         new Promise<{ reused: boolean; keepAlive: string | undefined }>((resolve, reject) => {
           const request = Http.get(url, { agent, headers: { host: "nobody.example.test" } }, (response) => {
             response.resume()
-            const keepAlive = response.headers["keep-alive"]
+            const keepAlive = response.headers["keep-alive"]?.toString()
             response.on("end", () => resolve({ reused: request.reusedSocket, keepAlive }))
           })
           request.on("error", reject)
