@@ -53,6 +53,14 @@ const worker = (version: string) => `export default {
       await env.storage.put("notes/first.txt", "hello")
       return new Response(await (await env.storage.get("notes/first.txt")).text())
     }
+    if (url.pathname === "/forge") {
+      try {
+        await env.email.send("From: someone@elsewhere.test\\r\\nTo: zoe@example.com\\r\\nSubject: forged\\r\\n\\r\\nHi.\\r\\n")
+        return new Response("sent")
+      } catch (error) {
+        return new Response(error.message, { status: 403 })
+      }
+    }
     if (url.pathname === "/mail") {
       const sent = await env.email.send({ to: "zoe@example.com", subject: "from the node", text: "Hello." })
       return Response.json(sent)
@@ -163,6 +171,11 @@ describe("a remote node process serves workers from the node API alone", () => {
     expect(log.body.items).toContainEqual(
       expect.objectContaining({ id: sent.id, direction: "out", to: "zoe@example.com" })
     )
+
+    // The relay's refusals reach the worker with their codes: another From is not the project's to send.
+    const forged = await edgeGet(edgePort, host, "/forge")
+    expect(forged.status).toBe(403)
+    expect(forged.text).toMatch(/^from_not_allowed/)
 
     // env.storage: written to the bucket under the project's prefix, its usage reported to the control plane.
     expect(await edgeGet(edgePort, host, "/put")).toEqual({ status: 200, text: "hello" })
