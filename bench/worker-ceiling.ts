@@ -14,10 +14,13 @@
 //   shard           (C) the shipped shard (router.js, the worker loader, entry.js, the tail) with a stand-in node
 //                   answering /code and /tails, no node in the request's path
 //   proxy+shard     C behind the proxy: the edge's least cost in front of the shipped shard
+// With `--ab <git ref>`, also `shard@ref` and `proxy+shard@ref`: the shard with that commit's router.js and entry.js,
+// an A/B of a change to the shard in the same run.
 // The ratio of each is its median requests/s over the bare workerd's; CPU per request counts every process of the
 // peer (workerd, the proxy, the stand-in node) and is the steadier figure on a shared machine.
 // Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
 import autocannon from "autocannon"
+import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -42,12 +45,14 @@ const usage = `usage: npm run bench:worker-ceiling -- [options]
   --seconds <s>   seconds of load per peer and round (default 6)
   --runs <n>      rounds over every peer, the order rotating (default 3)
   --warmup <s>    unmeasured load on each peer first (default 4)
+  --ab <ref>       also the shard with the router.js and entry.js of this git commit (an A/B in one run)
   --timeout <s>   abort everything after this many seconds (default 600)`
 
 const { values: parsed, fail } = parseOptions(usage, {
   seconds: { type: "string" },
   runs: { type: "string" },
   warmup: { type: "string" },
+  ab: { type: "string" },
   timeout: { type: "string" }
 })
 const seconds = Number(parsed.seconds ?? "6")
@@ -121,7 +126,7 @@ export default {
 }
 `
 
-const invokeHeader = JSON.stringify({ key: "bench:0000000000000000:v1", url: "http://hello.example/" })
+const invokeHeader = JSON.stringify({ key: "bench:0000000000000000:v1", url: "http://hello.example/", id: "bench.1" })
 
 await runBench(async () => {
   const dir = await makeTempDir("hostplane-bench-worker-ceiling-")
@@ -133,14 +138,16 @@ await runBench(async () => {
     shard: await freePort(),
     proxyBare: await freePort(),
     proxyTail: await freePort(),
-    proxyShard: await freePort()
+    proxyShard: await freePort(),
+    shardAb: await freePort(),
+    proxyShardAb: await freePort()
   }
   const capnp = (text: string) => JSON.stringify(text)
   file("hello.js", hello)
   file("static-router.js", staticRouter)
   file("tail.js", tailWorker)
   const workerSource = (name: string) => Path.join(repoRoot, "packages/node/worker", name)
-  Fs.copyFileSync(workerSource("router.js"), Path.join(dir, "router.js"))
+  Fs.copyFileSync(workerSource("router.js"), Path.join(dir, "shard-router.js"))
   // The same bare config as bench/worker.ts, plus a unix socket for the proxy.
   file(
     "bare.capnp",
@@ -176,22 +183,23 @@ const config :Workerd.Config = (
 `
   )
   // C: the shard's config as WorkerRuntime writes it, on a TCP socket for the load and a unix one for the proxy.
-  file(
-    "shard.capnp",
-    `using Workerd = import "/workerd/workerd.capnp";
+  const shardConfig = (name: string, tcp: number) =>
+    file(
+      `${name}.capnp`,
+      `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
     (name = "router", worker = .router),
-    (name = "node", external = (address = ${capnp(`unix:${sock("node-shard")}`)}, http = ())),
+    (name = "node", external = (address = ${capnp(`unix:${sock(`node-${name}`)}`)}, http = ())),
     (name = "internet", network = (allow = ["public"], deny = ["local", "private", "unix", "unix-abstract"])),
   ],
   sockets = [
-    (name = "http", address = "127.0.0.1:${ports.shard}", http = (), service = "router"),
-    (name = "unix", address = ${capnp(`unix:${sock("shard")}`)}, http = (), service = "router"),
+    (name = "http", address = "127.0.0.1:${tcp}", http = (), service = "router"),
+    (name = "unix", address = ${capnp(`unix:${sock(name)}`)}, http = (), service = "router"),
   ],
 );
 const router :Workerd.Worker = (
-  modules = [ (name = "router.js", esModule = embed "router.js") ],
+  modules = [ (name = "router.js", esModule = embed "${name}-router.js") ],
   compatibilityDate = "2026-11-01",
   compatibilityFlags = ["experimental"],
   bindings = [
@@ -202,7 +210,16 @@ const router :Workerd.Worker = (
   globalOutbound = "internet",
 );
 `
-  )
+    )
+  shardConfig("shard", ports.shard)
+  const ab = parsed.ab
+  if (ab !== undefined) {
+    const atRef = (name: string) =>
+      execFileSync("git", ["show", `${ab}:packages/node/worker/${name}`], { cwd: repoRoot, encoding: "utf8" })
+    file("shard-ab-router.js", atRef("router.js"))
+    file("entry-ab.js", atRef("entry.js"))
+    shardConfig("shard-ab", ports.shardAb)
+  }
   const peer = Path.join(benchDir, "support/worker-peer.ts")
   const logOf = (name: string) => Path.join(dir, `${name}.log`)
   const nodeArgs = ["--conditions=@hostplane/source", peer]
@@ -224,6 +241,17 @@ const router :Workerd.Worker = (
   const bare = workerd("bare", [])
   const statics = workerd("static", [])
   const shard = workerd("shard", ["--experimental"])
+  const nodeAb =
+    ab === undefined
+      ? undefined
+      : startChild(
+          "stand-in node (shard@ref)",
+          [...nodeArgs, "node", sock("node-shard-ab"), Path.join(dir, "entry-ab.js")],
+          process.env,
+          logOf("node-shard-ab")
+        )
+  if (nodeAb !== undefined) await sleep(500)
+  const shardAb = ab === undefined ? undefined : workerd("shard-ab", ["--experimental"])
   await sleep(500)
   const proxyBare = startChild(
     "proxy (bare)",
@@ -261,17 +289,35 @@ const router :Workerd.Worker = (
       headers: direct,
       pids: { proxy: proxyShard.pid, workerd: shard.pid, node: nodeShard.pid }
     }
-  } satisfies Record<string, { port: number; headers: Record<string, string>; pids: Record<string, number> }>
-  type Name = keyof typeof peers
-  const names = Object.keys(peers) as Array<Name>
+  } as Record<string, { port: number; headers: Record<string, string>; pids: Record<string, number> }>
+  if (ab !== undefined && shardAb !== undefined && nodeAb !== undefined) {
+    await sleep(500)
+    const proxyShardAb = startChild(
+      "proxy (shard@ref)",
+      [...nodeArgs, "proxy", sock("shard-ab"), String(ports.proxyShardAb)],
+      process.env,
+      logOf("proxy-shard-ab")
+    )
+    peers[`shard@${ab}`] = { port: ports.shardAb, headers: invoked, pids: { workerd: shardAb.pid, node: nodeAb.pid } }
+    peers[`proxy+shard@${ab}`] = {
+      port: ports.proxyShardAb,
+      headers: direct,
+      pids: { proxy: proxyShardAb.pid, workerd: shardAb.pid, node: nodeAb.pid }
+    }
+  }
+  type Name = string
+  const names = Object.keys(peers)
 
   // Every peer answers the hello worker before any load.
   for (const name of names) {
-    const url = `http://127.0.0.1:${peers[name].port}/`
+    const url = `http://127.0.0.1:${peers[name]!.port}/`
     let body = ""
     for (let i = 0; i < 150 && body !== "hello v0"; i++) {
-      body = await request("GET", url, peers[name].headers).then(
-        (reply) => (reply.status === 200 ? reply.body.toString("utf8") : `status ${reply.status}`),
+      body = await request("GET", url, peers[name]!.headers).then(
+        (reply) =>
+          reply.status === 200
+            ? reply.body.toString("utf8")
+            : `status ${reply.status}: ${reply.body.toString("utf8").slice(0, 300)}`,
         (error: unknown) => String(error)
       )
       if (body !== "hello v0") await sleep(100)
@@ -280,7 +326,7 @@ const router :Workerd.Worker = (
   }
 
   const measure = async (name: Name, durationS: number) => {
-    const peer = peers[name]
+    const peer = peers[name]!
     const pids = Object.entries(peer.pids)
     const before = pids.map(([, pid]) => cpuSeconds(pid) ?? 0)
     const result = await cannon(`http://127.0.0.1:${peer.port}/`, peer.headers, durationS)
@@ -305,7 +351,7 @@ const router :Workerd.Worker = (
     const order = names.map((_, i) => names[(i + run) % names.length]!)
     for (const name of order) {
       const figures = await measure(name, seconds)
-      results[name].push(figures)
+      results[name]!.push(figures)
       const parts = Object.entries(figures.parts)
         .map(([part, us]) => `${part} ${round(us, 0)}`)
         .join(", ")
@@ -313,17 +359,17 @@ const router :Workerd.Worker = (
         `round ${run + 1} ${name}: ${round(figures.perSecond, 0)} req/s, ${round(figures.cpuUs, 0)} µs CPU per request (${parts}), failed ${figures.failed} (load ${loadNow()})`
       )
     }
-    for (const name of names) ratios[name].push(results[name][run]!.perSecond / results.bare[run]!.perSecond)
+    for (const name of names) ratios[name]!.push(results[name]![run]!.perSecond / results.bare![run]!.perSecond)
   }
-  const bareCpu = median(results.bare.map((one) => one.cpuUs))
-  console.log(`\npeer           req/s   ratio (min-max)     CPU/request  CPU ratio  parts (µs)`)
+  const bareCpu = median(results.bare!.map((one) => one.cpuUs))
+  console.log(`\npeer                    req/s   ratio (min-max)     CPU/request  CPU ratio  parts (µs)`)
   for (const name of names) {
     const cpu = median(results[name].map((one) => one.cpuUs))
     const partNames = Object.keys(results[name][0]!.parts)
     const parts = partNames.map((part) => `${part} ${round(median(results[name].map((one) => one.parts[part]!)), 0)}`)
     const failed = results[name].reduce((sum, one) => sum + one.failed, 0)
     console.log(
-      `${name.padEnd(13)} ${String(round(median(results[name].map((one) => one.perSecond)), 0)).padStart(6)}   ` +
+      `${name.padEnd(22)} ${String(round(median(results[name].map((one) => one.perSecond)), 0)).padStart(6)}   ` +
         `${round(median(ratios[name]), 2)}x (${round(Math.min(...ratios[name]), 2)}-${round(Math.max(...ratios[name]), 2)})`.padEnd(
           20
         ) +
@@ -335,7 +381,8 @@ const router :Workerd.Worker = (
     `load average ${loadNow()} on ${Os.cpus().length} CPUs; goal of bench:worker: the edge at >= 0.6x of bare`
   )
   // The tails reached the node (a tail worker that fails does so silently, and would make its peer look cheap).
-  for (const child of [nodeStatic, nodeShard]) child.process.kill("SIGUSR2")
+  const nodes = nodeAb === undefined ? [nodeStatic, nodeShard] : [nodeStatic, nodeShard, nodeAb]
+  for (const child of nodes) child.process.kill("SIGUSR2")
   await sleep(300)
-  for (const child of [nodeStatic, nodeShard]) log(`${child.name}: ${Fs.readFileSync(child.logFile, "utf8").trim()}`)
+  for (const child of nodes) log(`${child.name}: ${Fs.readFileSync(child.logFile, "utf8").trim()}`)
 }, timeoutS)

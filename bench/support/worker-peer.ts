@@ -30,6 +30,7 @@ const connectionHeaders = new Set(["connection", "keep-alive", "transfer-encodin
 const helloModule = `export default { fetch() { return new Response("hello v0") } }`
 
 if (mode === "proxy") {
+  let invocations = 0
   const pool = new Pool("http://shard", { socketPath: socket, headersTimeout: 0, bodyTimeout: 0 })
   Http.createServer((incoming, response) => {
     const headers: Record<string, string | Array<string>> = {}
@@ -41,7 +42,8 @@ if (mode === "proxy") {
     headers["x-forwarded-proto"] = "http"
     headers["x-hostplane-invoke"] = JSON.stringify({
       key: "bench:0000000000000000:v1",
-      url: `http://${incoming.headers.host ?? "localhost"}${incoming.url ?? "/"}`
+      url: `http://${incoming.headers.host ?? "localhost"}${incoming.url ?? "/"}`,
+      id: `bench.${(++invocations).toString(36)}`
     })
     pool.dispatch(
       { method: incoming.method ?? "GET", path: incoming.url ?? "/", headers },

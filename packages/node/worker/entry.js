@@ -3,6 +3,76 @@
 import * as tenant from "__TENANT_ENTRY__"
 // Each binding's module by its name in `env`, listed by the node (`src/areas.ts`).
 import modules from "./__hostplane_bindings.js"
+import { AsyncLocalStorage } from "node:async_hooks"
+
+// Runtime logs: each invocation's console lines and exceptions, kept apart by AsyncLocalStorage and reported to the
+// node (through the router's Bindings, so under this worker's own project) by the id the node gave the invocation.
+// The node joins them with its own end of the invocation (outcome, status, duration) into one event.
+const invocations = new AsyncLocalStorage()
+/** workerd's own bound on one invocation's console output; past it, one line says the rest was dropped. */
+const maxLogBytes = 256 * 1024
+/** decisions.md part 13's 256 lines, the last one kept for that line. */
+const maxLogLines = 255
+const jsonOf = (value) => {
+  try {
+    return JSON.stringify(value) ?? "null"
+  } catch {
+    return JSON.stringify(String(value))
+  }
+}
+const noteLine = (invocation, level, args) => {
+  if (invocation.full) return
+  const line = `{"level":"${level}","message":[${args.map(jsonOf).join(",")}],"timestamp":${Date.now()}}`
+  invocation.bytes += line.length
+  if (invocation.bytes > maxLogBytes || invocation.lines.length >= maxLogLines) {
+    invocation.full = true
+    const why = "Log size limit exceeded: more than 256 KiB or 255 lines of console output in one invocation"
+    invocation.lines.push(`{"level":"warn","message":[${JSON.stringify(why)}],"timestamp":${Date.now()}}`)
+  } else invocation.lines.push(line)
+  report(invocation)
+}
+for (const level of ["debug", "info", "log", "warn", "error"]) {
+  const original = console[level]
+  console[level] = (...args) => {
+    const invocation = invocations.getStore()
+    if (invocation === undefined) return original.apply(console, args)
+    noteLine(invocation, level, args)
+  }
+}
+/** Invocations with lines or exceptions not reported yet; one report call per 25 ms. */
+const unreported = new Set()
+let reporting = false
+const report = (invocation) => {
+  unreported.add(invocation)
+  if (reporting) return
+  reporting = true
+  const sending = (async () => {
+    try {
+      await scheduler.wait(25)
+      while (unreported.size > 0) {
+        const reports = []
+        for (const one of unreported) {
+          reports.push(
+            `{"id":${JSON.stringify(one.id)},"done":${one.done},"truncated":${one.full},` +
+              `"logs":[${one.lines.slice(one.sentLines).join(",")}],` +
+              `"exceptions":${JSON.stringify(one.exceptions.slice(one.sentExceptions))}}`
+          )
+          one.sentLines = one.lines.length
+          one.sentExceptions = one.exceptions.length
+        }
+        unreported.clear()
+        await bindingsStub.logs(`[${reports.join(",")}]`)
+      }
+    } finally {
+      reporting = false
+    }
+  })()
+  try {
+    invocation.ctx.waitUntil(sending)
+  } catch {
+    // The invocation is over: the report goes on under no request's lifetime.
+  }
+}
 
 const main = tenant.default
 if (main === null || typeof main !== "object" || typeof main.fetch !== "function") {
@@ -63,13 +133,41 @@ export default {
     }
     // The end user's session handle is the node's: the worker's code never sees it among the headers.
     const handle = request.headers.get("x-hostplane-user")
+    const id = request.headers.get("x-hostplane-invocation")
     let received = request
-    if (handle !== null) {
+    if (handle !== null || id !== null) {
       const headers = new Headers(request.headers)
       headers.delete("x-hostplane-user")
+      headers.delete("x-hostplane-invocation")
       received = new Request(request, { headers })
     }
     Object.assign(tenantEnv, bindingsOf(env.__hostplaneBindings ?? {}, received, handle))
-    return main.fetch(received, tenantEnv, ctx)
+    if (id === null) return main.fetch(received, tenantEnv, ctx)
+    const invocation = {
+      id,
+      ctx,
+      lines: [],
+      bytes: 0,
+      full: false,
+      exceptions: [],
+      done: false,
+      sentLines: 0,
+      sentExceptions: 0
+    }
+    return invocations.run(invocation, async () => {
+      try {
+        return await main.fetch(received, tenantEnv, ctx)
+      } catch (error) {
+        invocation.exceptions.push({
+          name: String(error?.name ?? "Error"),
+          message: String(error?.message ?? error),
+          stack: String(error?.stack ?? "")
+        })
+        throw error
+      } finally {
+        invocation.done = true
+        if (invocation.lines.length > 0 || invocation.exceptions.length > 0) report(invocation)
+      }
+    })
   }
 }

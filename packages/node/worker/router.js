@@ -57,46 +57,13 @@ export class Bindings extends WorkerEntrypoint {
       body: request.body
     })
   }
-}
-
-/** Tail batches not sent to the node yet, each one project's invocation events as JSON. */
-let unsent = []
-let sending = false
-
-/** How long the first tail of a batch waits for others before sending: one call to the node per batch, not per event. */
-const tailBatchMs = 25
-
-/**
- * Per-invocation events (logs, exceptions, outcome) of one project's worker, handed to the node's collector. The
- * first tail to find no send under way sends, after a short wait, everything queued by then and until the queue is
- * empty; the others only queue theirs. The project is the one the router loaded the worker for.
- */
-export class Tail extends WorkerEntrypoint {
-  async tail(events) {
-    const { projectId, deploymentId } = this.ctx.props
-    unsent.push(JSON.stringify({ projectId, deploymentId, events }))
-    if (sending) return
-    sending = true
-    try {
-      await scheduler.wait(tailBatchMs)
-      while (unsent.length > 0) {
-        // At most about 8 MiB a call (an event holds up to 4 MiB of log lines), and always one event.
-        let size = 0
-        let count = 0
-        while (count < unsent.length && (count === 0 || size + unsent[count].length < 8 * 1024 * 1024)) {
-          size += unsent[count].length
-          count += 1
-        }
-        const batch = unsent.splice(0, count)
-        await this.env.NODE.fetch("http://node/tails", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: `[${batch.join(",")}]`
-        })
-      }
-    } finally {
-      sending = false
-    }
+  /** The entry module's reports (console lines and exceptions by invocation id), as JSON text. */
+  async logs(text) {
+    await this.env.NODE.fetch("http://node/logs", {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-hostplane-project": this.ctx.props.projectId },
+      body: text
+    })
   }
 }
 
@@ -116,7 +83,12 @@ const codeOf = async (env, ctx, meta) => {
   const props = { projectId: code.projectId, deploymentId: code.deploymentId, digest: code.digest }
   return {
     compatibilityDate: code.compatibilityDate,
-    compatibilityFlags: code.compatibilityFlags,
+    // The entry module keeps each invocation's console lines apart with AsyncLocalStorage.
+    compatibilityFlags: code.compatibilityFlags.some((flag) =>
+      ["nodejs_als", "nodejs_compat", "nodejs_compat_v2"].includes(flag)
+    )
+      ? code.compatibilityFlags
+      : [...code.compatibilityFlags, "nodejs_als"],
     mainModule: code.mainModule,
     modules: loaderModules(code.modules),
     env: {
@@ -125,8 +97,7 @@ const codeOf = async (env, ctx, meta) => {
       __hostplane: ctx.exports.Bindings({ props }),
       __hostplaneBindings: code.bindings
     },
-    globalOutbound: code.outbound === "public" ? env.INTERNET : null,
-    tails: [ctx.exports.Tail({ props })]
+    globalOutbound: code.outbound === "public" ? env.INTERNET : null
   }
 }
 
@@ -150,6 +121,9 @@ export default {
     // The end user's session handle comes from the node's invocation only, never from the client's headers.
     headers.delete("x-hostplane-user")
     if (typeof meta.user === "string") headers.set("x-hostplane-user", meta.user)
+    // The id the node joins the entry module's log reports to: from the node's invocation only.
+    headers.delete("x-hostplane-invocation")
+    if (typeof meta.id === "string") headers.set("x-hostplane-invocation", meta.id)
     const hasBody = request.method !== "GET" && request.method !== "HEAD"
     const forwarded = new Request(meta.url, {
       method: request.method,

@@ -375,7 +375,18 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
     if (rest === undefined) delete headers["cookie"]
     else headers["cookie"] = rest
     const user = devUserOfCookie(session) === undefined ? undefined : session
-    headers["x-hostplane-invoke"] = JSON.stringify({ key, url, ...(user === undefined ? {} : { user }) })
+    const invocation = runtime.collector.begin({
+      projectId: devProject,
+      deploymentId: `dev-${generation}`,
+      method: incoming.method ?? "GET",
+      url
+    })
+    headers["x-hostplane-invoke"] = JSON.stringify({
+      key,
+      url,
+      id: invocation.id,
+      ...(user === undefined ? {} : { user })
+    })
     const upstream = Http.request({
       socketPath: runtime.socketOf(0),
       method: incoming.method,
@@ -385,8 +396,11 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
     upstream.on("response", (answer) => {
       if (answer.headers["x-hostplane-outcome"] === "exception") {
         answer.resume()
+        invocation.end({ outcome: "exception", status: null })
         return envelope(response, 500, "worker_exception", "the worker threw an exception")
       }
+      const status = answer.statusCode ?? 502
+      answer.once("end", () => invocation.end({ outcome: "ok", status }))
       const out: Record<string, string | Array<string>> = {}
       for (const [name, value] of Object.entries(answer.headers)) {
         if (value !== undefined && !hopHeaders.has(name)) out[name] = value
@@ -394,12 +408,15 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
       response.writeHead(answer.statusCode ?? 502, out)
       answer.pipe(response)
       response.once("close", () => {
-        if (!answer.complete) upstream.destroy()
+        if (answer.complete) return
+        invocation.end({ outcome: "canceled", status })
+        upstream.destroy()
       })
     })
-    upstream.on("error", (error) =>
+    upstream.on("error", (error) => {
+      invocation.end(null)
       envelope(response, 503, "worker_unavailable", `the worker runtime did not answer: ${error.message}`)
-    )
+    })
     incoming.pipe(upstream)
   }
 

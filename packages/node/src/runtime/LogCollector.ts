@@ -1,4 +1,5 @@
 import { Context, Effect, Metric } from "effect"
+import { randomBytes } from "node:crypto"
 
 /** One invocation as the node reports it (decisions.md part 13's event, before the service assigns its id). */
 export interface InvocationEvent {
@@ -16,57 +17,75 @@ export interface InvocationEvent {
     readonly timestamp: number
   }>
   readonly exceptions: ReadonlyArray<{ readonly name: string; readonly message: string; readonly stack: string }>
-  /** workerd already dropped part of the invocation's output (its own limit on a trace's logs). */
+  /** Part of the invocation's output was dropped (past the entry module's bound on one invocation's lines). */
   readonly truncated?: boolean
+}
+
+/** How an invocation ended, as the edge saw it; `null` when it never reached a worker (the shard did not answer). */
+export type InvocationEnd = {
+  readonly outcome: InvocationEvent["outcome"]
+  /** The worker's status, when it answered. */
+  readonly status: number | null
+} | null
+
+/** One invocation the edge forwards: its id goes to the worker in the invoke header; `end` counts once. */
+export interface Invocation {
+  readonly id: string
+  readonly end: (end: InvocationEnd) => void
 }
 
 export interface LogCollector {
   readonly record: (event: InvocationEvent) => void
-  /** A shard router's tail batch for one project (workerd's tail items). */
-  readonly fromTail: (projectId: string, deploymentId: string, items: ReadonlyArray<unknown>) => void
+  /**
+   * An invocation the edge starts. Its event is the edge's end (outcome, status, duration) joined with what the
+   * worker's entry module reports under its id (console lines, exceptions).
+   */
+  readonly begin: (request: {
+    readonly projectId: string
+    readonly deploymentId: string
+    readonly method: string
+    readonly url: string
+  }) => Invocation
+  /** A batch of an entry module's reports, from the project the router loaded the worker for. */
+  readonly fromEntry: (projectId: string, reports: ReadonlyArray<unknown>) => void
   /** The newest events this node saw, oldest first (at most 1,000): what a node without a log store keeps. */
   readonly recent: () => ReadonlyArray<InvocationEvent>
   /** Where events go besides `recent` (the logs area's store once the host has one). */
   readonly setSink: (sink: (events: ReadonlyArray<InvocationEvent>) => void) => void
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type TailItem = any
+/** decisions.md part 13's bound on an event's lines; the store cuts each line to 16 KiB. */
+const maxLines = 256
 
 /**
- * workerd reports a streamed answer whose client left mid-body as `ok` without a response (its status is recorded
- * only when the body ends): that client went away, so the invocation was canceled.
+ * How long an ended invocation waits for its entry module's report: the module ships its reports every 25 ms and
+ * sends none for an invocation that printed nothing and threw nothing, so such an invocation waits this long.
  */
-const outcomeOf = (outcome: unknown, answered: boolean): InvocationEvent["outcome"] =>
-  outcome === "ok" ? (answered ? "ok" : "canceled") : outcome === "canceled" ? "canceled" : "exception"
+const reportWaitMs = 1_000
+/** How long an ended invocation whose handler's report came waits for lines printed at its very end. */
+const settleMs = 50
+/** Reports of an invocation whose end has not come (a response still streaming) are kept this long after the last. */
+const orphanMs = 10 * 60_000
+/** At most this many invocations wait at once; past it the oldest ended ones are written as they are. */
+const maxPending = 20_000
 
-/** A tail item (workerd's trace of one fetch invocation) as an invocation event. */
-export const eventOfTail = (projectId: string, deploymentId: string, item: TailItem): InvocationEvent => {
-  const request = item?.event?.request ?? {}
-  const status = item?.event?.response?.status
-  return {
-    projectId,
-    deploymentId,
-    timestamp: Number(item?.eventTimestamp ?? Date.now()),
-    outcome: outcomeOf(item?.outcome, typeof status === "number"),
-    request: { method: String(request.method ?? "GET"), url: String(request.url ?? "") },
-    response: typeof status === "number" ? { status } : null,
-    durationMs: Math.max(0, Math.round(Number(item?.wallTime ?? 0))),
-    logs: (Array.isArray(item?.logs) ? item.logs : []).map((line: TailItem) => ({
-      level: String(line?.level ?? "log"),
-      message: Array.isArray(line?.message) ? line.message : [line?.message],
-      timestamp: Number(line?.timestamp ?? Date.now())
-    })),
-    exceptions: (Array.isArray(item?.exceptions) ? item.exceptions : []).map((exception: TailItem) => ({
-      name: String(exception?.name ?? "Error"),
-      message: String(exception?.message ?? ""),
-      stack: String(exception?.stack ?? "")
-    })),
-    ...(item?.truncated === true ? { truncated: true } : {})
-  }
+interface Pending {
+  readonly projectId: string
+  request?: { readonly projectId: string; readonly deploymentId: string; readonly method: string; readonly url: string }
+  started: number
+  ended?: { readonly outcome: InvocationEvent["outcome"]; readonly status: number | null; readonly at: number }
+  /** The handler returned or threw: its lines are in (a stream's may still come). */
+  done: boolean
+  touched: number
+  logs: Array<InvocationEvent["logs"][number]>
+  exceptions: Array<InvocationEvent["exceptions"][number]>
+  truncated: boolean
 }
 
-/** Counted where every invocation passes (the edge's and the tail's): bounded labels, no project in them. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Report = any
+
+/** Counted where every invocation passes: bounded labels, no project in them. */
 const invocations = Metric.counter("hostplane_worker_invocations_total", {
   description: "Worker invocations this node ran, by outcome (ok, exception, timeout, canceled)",
   incremental: true
@@ -92,17 +111,143 @@ export const makeCollector = Effect.sync((): LogCollector => {
       // A failing sink never turns into a worker's failure.
     }
   }
+
+  const pending = new Map<string, Pending>()
+  const prefix = randomBytes(6).toString("base64url")
+  let counter = 0
+  let timer: ReturnType<typeof setInterval> | undefined
+
+  const eventOf = (one: Pending): InvocationEvent | undefined => {
+    const { request, ended } = one
+    if (request === undefined || ended === undefined) return undefined
+    return {
+      projectId: request.projectId,
+      deploymentId: request.deploymentId,
+      timestamp: one.started,
+      outcome: ended.outcome,
+      request: { method: request.method, url: request.url },
+      response: ended.status === null ? null : { status: ended.status },
+      durationMs: Math.max(0, ended.at - one.started),
+      logs: one.logs,
+      exceptions: one.exceptions,
+      ...(one.truncated ? { truncated: true } : {})
+    }
+  }
+
+  /** Writes the invocations whose reports are in (or overdue); drops reports whose invocation never ended. */
+  const sweep = () => {
+    const now = Date.now()
+    const out: Array<InvocationEvent> = []
+    let over = pending.size - maxPending
+    for (const [key, one] of pending) {
+      const ended = one.ended
+      if (ended === undefined) {
+        if (over > 0 || now - one.touched > orphanMs) {
+          over--
+          pending.delete(key)
+        }
+        continue
+      }
+      if (over <= 0 && now - ended.at < (one.done ? settleMs : reportWaitMs)) continue
+      over--
+      pending.delete(key)
+      const event = eventOf(one)
+      if (event !== undefined) out.push(event)
+    }
+    if (out.length > 0) push(out)
+    if (pending.size === 0 && timer !== undefined) {
+      clearInterval(timer)
+      timer = undefined
+    }
+  }
+
+  /**
+   * An invocation's entry, by project and id: a worker can learn its own invocations' ids (it runs in the isolate that
+   * reads them), so a report under another project's id must neither join nor shadow that project's invocation.
+   */
+  const pendingOf = (id: string, projectId: string): Pending => {
+    const key = `${projectId} ${id}`
+    const known = pending.get(key)
+    if (known !== undefined) return known
+    const now = Date.now()
+    const fresh: Pending = {
+      projectId,
+      started: now,
+      done: false,
+      touched: now,
+      logs: [],
+      exceptions: [],
+      truncated: false
+    }
+    pending.set(key, fresh)
+    if (timer === undefined) {
+      timer = setInterval(sweep, settleMs)
+      timer.unref()
+    }
+    return fresh
+  }
+
+  const fromEntry = (projectId: string, reports: ReadonlyArray<unknown>) => {
+    for (const report of reports as ReadonlyArray<Report>) {
+      if (typeof report?.id !== "string") continue
+      const one = pendingOf(report.id, projectId)
+      one.touched = Date.now()
+      if (report.done === true) one.done = true
+      if (report.truncated === true) one.truncated = true
+      for (const line of Array.isArray(report.logs) ? report.logs : []) {
+        if (one.logs.length >= maxLines) {
+          one.truncated = true
+          break
+        }
+        one.logs.push({
+          level: String(line?.level ?? "log"),
+          message: Array.isArray(line?.message) ? line.message : [line?.message],
+          timestamp: Number(line?.timestamp ?? Date.now())
+        })
+      }
+      for (const exception of Array.isArray(report.exceptions) ? report.exceptions : []) {
+        if (one.exceptions.length >= 16) break
+        one.exceptions.push({
+          name: String(exception?.name ?? "Error"),
+          message: String(exception?.message ?? ""),
+          stack: String(exception?.stack ?? "")
+        })
+      }
+    }
+  }
+
+  const begin: LogCollector["begin"] = (request) => {
+    const id = `${prefix}.${(++counter).toString(36)}`
+    const started = Date.now()
+    let ended = false
+    return {
+      id,
+      end: (end) => {
+        if (ended) return
+        ended = true
+        // A request that never reached a worker, or a deploy check's load (under a project id of its own): no one's
+        // invocation.
+        if (end === null || request.projectId.startsWith("__")) {
+          pending.delete(`${request.projectId} ${id}`)
+          return
+        }
+        const one = pendingOf(id, request.projectId)
+        one.request = request
+        one.started = started
+        one.ended = { outcome: end.outcome, status: end.status, at: Date.now() }
+        // The edge's deadline passed: what the worker printed until then is in, and its event is due now.
+        if (end.outcome === "timeout") {
+          pending.delete(`${request.projectId} ${id}`)
+          push([eventOf(one)!])
+        }
+      }
+    }
+  }
+
   return {
     record: (event) => push([event]),
-    fromTail: (projectId, deploymentId, items) =>
-      // Deploy checks load code under a project id of their own: they are no one's invocations.
-      projectId.startsWith("__")
-        ? undefined
-        : push(
-            items
-              .filter((item: TailItem) => item?.event?.request !== undefined)
-              .map((item) => eventOfTail(projectId, deploymentId, item))
-          ),
+    begin,
+    fromEntry,
     recent: () => [...recent],
     setSink: (next) => (sink = next)
   }

@@ -9,6 +9,7 @@ import * as Http from "node:http"
 import type { TLSSocket } from "node:tls"
 import { type Dispatcher, Pool } from "undici"
 import { askedBy, makeBindings } from "../bindings/Bindings.ts"
+import type { Invocation } from "./LogCollector.ts"
 import { WorkerRuntime } from "./WorkerRuntime.ts"
 
 /** decisions.md part 13: request bodies up to 100 MiB reach a worker; larger ones are 413. */
@@ -256,14 +257,14 @@ export const WorkerInvokerOn = Layer.effect(
       }
       const env = currentEnv(target.projectId, target.manifest) ?? (yield* envOf(target.projectId, target.manifest))
       const key = keyOf(target, env)
-      const started = Date.now()
       const scheme = (incoming.socket as TLSSocket).encrypted === true ? "https" : "http"
       const url = `${scheme}://${authorityOf(incoming) ?? "localhost"}${incoming.url ?? "/"}`
       // Read before the cookie is stripped: the worker gets a handle for the session, never the cookie.
       const user = bindings.userHandle(target.projectId, request.cookies[authSessionCookie])
+      const invocation = beginOf(target, incoming.method ?? "GET", url)
       const outcome = yield* Effect.callback<Forwarded>((resume) => {
         const controller = new AbortController()
-        forward({ runtime, target, key, url, scheme, incoming, user, signal: controller.signal }).then(
+        forward({ runtime, target, key, url, scheme, incoming, user, invocation, signal: controller.signal }).then(
           (forwarded) => resume(Effect.succeed(forwarded)),
           (error: unknown) => resume(Effect.succeed({ _tag: "Unavailable", message: String(error) } as const))
         )
@@ -278,6 +279,7 @@ export const WorkerInvokerOn = Layer.effect(
             headers[name] = Array.isArray(value) ? value.join(", ") : value
           }
           const setCookies = upstream.headers["set-cookie"] ?? []
+          endWith(invocation, upstream)
           return HttpServerResponse.raw(upstream, {
             status: upstream.statusCode ?? 502,
             headers,
@@ -285,43 +287,37 @@ export const WorkerInvokerOn = Layer.effect(
           })
         }
         default: {
-          const refused = refusalOf(target, outcome, started, incoming.method ?? "GET", url)
+          const refused = refusalOf(outcome, invocation)
           return envelope(refused.status, refused.code, refused.message)
         }
       }
     })
 
-    /** The edge's answer when the worker's is not forwarded; a timeout is the invocation's event too. */
+    /** An invocation of the worker: its event is this end joined with what the worker's entry module reports. */
+    const beginOf = (target: Edge.WorkerTarget, method: string, url: string) =>
+      collector.begin({ projectId: target.projectId, deploymentId: target.deploymentId, method, url })
+
+    /** The edge's answer when the worker's is not forwarded, and the invocation's end. */
     const refusalOf = (
-      target: Edge.WorkerTarget,
       outcome: Exclude<Forwarded, { readonly _tag: "Response" }>,
-      started: number,
-      method: string,
-      url: string
+      invocation: Invocation
     ): { readonly status: number; readonly code: string; readonly message: string } => {
       switch (outcome._tag) {
         case "Exception":
+          invocation.end({ outcome: "exception", status: null })
           return { status: 500, code: "worker_exception", message: "the worker threw an exception" }
         case "Timeout":
-          collector.record({
-            projectId: target.projectId,
-            deploymentId: target.deploymentId,
-            timestamp: started,
-            outcome: "timeout",
-            request: { method, url },
-            response: null,
-            durationMs: Date.now() - started,
-            logs: [],
-            exceptions: []
-          })
+          invocation.end({ outcome: "timeout", status: null })
           return {
             status: 504,
             code: "worker_timeout",
             message: `the worker did not answer within ${settings.timeoutMs} ms`
           }
         case "TooLarge":
+          invocation.end(null)
           return tooLarge
         case "Unavailable":
+          invocation.end(null)
           return { status: 503, code: "worker_unavailable", message: "the worker runtime is not answering; try again" }
       }
     }
@@ -350,16 +346,30 @@ export const WorkerInvokerOn = Layer.effect(
       const env =
         currentEnv(target.projectId, target.manifest) ?? (await runEnv(envOf(target.projectId, target.manifest)))
       const key = keyOf(target, env)
-      const started = Date.now()
       const scheme = (incoming.socket as TLSSocket).encrypted === true ? "https" : "http"
       const url = `${scheme}://${authorityOf(incoming) ?? "localhost"}${incoming.url ?? "/"}`
       // Read before the cookie is stripped: the worker gets a handle for the session, never the cookie.
       const user = bindings.userHandle(target.projectId, cookieOf(incoming.headers.cookie, authSessionCookie))
+      const invocation = beginOf(target, incoming.method ?? "GET", url)
       if (isBodiless(incoming)) {
-        const direct = await forwardInto({ runtime, pools, target, key, url, scheme, incoming, user, response })
+        const direct = await forwardInto({
+          runtime,
+          pools,
+          target,
+          key,
+          url,
+          scheme,
+          incoming,
+          user,
+          invocation,
+          response
+        })
         if (direct._tag === "Started") return direct.status
-        if (direct._tag === "Gone") return 499
-        return refuse(refusalOf(target, direct, started, incoming.method ?? "GET", url))
+        if (direct._tag === "Gone") {
+          invocation.end({ outcome: "canceled", status: null })
+          return 499
+        }
+        return refuse(refusalOf(direct, invocation))
       }
       const controller = new AbortController()
       // The client went away before the worker answered: its request is canceled too.
@@ -367,11 +377,24 @@ export const WorkerInvokerOn = Layer.effect(
         if (!response.writableFinished) controller.abort()
       }
       response.once("close", gone)
-      const outcome = await forward({ runtime, target, key, url, scheme, incoming, user, signal: controller.signal })
+      const outcome = await forward({
+        runtime,
+        target,
+        key,
+        url,
+        scheme,
+        incoming,
+        user,
+        invocation,
+        signal: controller.signal
+      })
       if (outcome._tag !== "Response") {
         response.off("close", gone)
-        if (controller.signal.aborted) return 499
-        return refuse(refusalOf(target, outcome, started, incoming.method ?? "GET", url))
+        if (controller.signal.aborted) {
+          invocation.end({ outcome: "canceled", status: null })
+          return 499
+        }
+        return refuse(refusalOf(outcome, invocation))
       }
       const upstream = outcome.response
       const headers: Record<string, string | Array<string>> = {}
@@ -381,6 +404,7 @@ export const WorkerInvokerOn = Layer.effect(
       }
       const status = upstream.statusCode ?? 502
       response.writeHead(status, headers)
+      endWith(invocation, upstream)
       upstream.on("error", () => response.destroy())
       upstream.pipe(response)
       return status
@@ -419,6 +443,7 @@ const forward = async (options: {
   readonly incoming: Http.IncomingMessage
   /** The handle of the end user's session, for `env.auth` (the router hands it to the worker, no client can). */
   readonly user: string | undefined
+  readonly invocation: Invocation
   readonly signal: AbortSignal
 }): Promise<Forwarded> => {
   const { runtime, incoming } = options
@@ -508,6 +533,7 @@ const upstreamHeaders = (options: {
   readonly scheme: string
   readonly incoming: Http.IncomingMessage
   readonly user: string | undefined
+  readonly invocation: Invocation
 }): Record<string, string | Array<string>> => {
   const { incoming } = options
   const headers: Record<string, string | Array<string>> = {}
@@ -530,6 +556,7 @@ const upstreamHeaders = (options: {
   headers["x-hostplane-invoke"] = JSON.stringify({
     key: options.key,
     url: options.url,
+    id: options.invocation.id,
     ...(options.user === undefined ? {} : { user: options.user })
   })
   return headers
@@ -594,6 +621,7 @@ const forwardInto = async (options: {
   readonly scheme: string
   readonly incoming: Http.IncomingMessage
   readonly user: string | undefined
+  readonly invocation: Invocation
   readonly response: Http.ServerResponse
 }): Promise<Direct> => {
   const { runtime, response } = options
@@ -605,9 +633,11 @@ const forwardInto = async (options: {
     const socketPath = runtime.socketOf(shard)
     // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
     const done = runtime.track(socketPath)
+    const { invocation } = options
     let controller: Dispatcher.DispatchController | undefined
     let stopped = false
     let started = false
+    let answered = 0
     let settled = false
     const settle = (value: Direct) => {
       if (settled) return
@@ -628,6 +658,7 @@ const forwardInto = async (options: {
     // The client went away: the worker's request is canceled too.
     response.once("close", () => {
       if (response.writableFinished) return
+      if (started) invocation.end({ outcome: "canceled", status: answered })
       settle({ _tag: "Gone" })
       stop()
       done()
@@ -654,17 +685,23 @@ const forwardInto = async (options: {
           response.writeHead(status, written)
           response.on("drain", () => at.resume())
           started = true
+          answered = status
           settle({ _tag: "Started", status })
         },
         onResponseData: (at, chunk) => {
           if (started && !stopped && !response.write(chunk)) at.pause()
         },
         onResponseEnd: () => {
-          if (started && !stopped) response.end()
+          if (started && !stopped) {
+            response.end()
+            invocation.end({ outcome: "ok", status: answered })
+          }
           done()
         },
         onResponseError: (_at, error) => {
           done()
+          // The shard went away in the middle of the worker's answer.
+          if (started) invocation.end({ outcome: "canceled", status: answered })
           if (started && !stopped) response.destroy()
           settle({ _tag: "Unavailable", message: String(error) })
         }
@@ -675,3 +712,12 @@ const forwardInto = async (options: {
 
 /** The invoker in the control plane's process: its events go to the logs area (`Logs.RuntimeLogs`). */
 export const WorkerInvokerLive = WorkerInvokerOn.pipe(Layer.provide(InvocationEvents.layer))
+
+/** A forwarded answer's end is its invocation's: whole, or cut off (the client or the shard went away). */
+const endWith = (invocation: Invocation, upstream: Http.IncomingMessage) => {
+  const status = upstream.statusCode ?? 502
+  upstream.once("end", () => invocation.end({ outcome: "ok", status }))
+  upstream.once("close", () => {
+    if (!upstream.complete) invocation.end({ outcome: "canceled", status })
+  })
+}

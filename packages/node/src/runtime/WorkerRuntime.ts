@@ -99,9 +99,6 @@ export type RawBindingHandler = (
   response: Http.ServerResponse
 ) => Promise<void>
 
-/** One invocation's tail events, with the project the router attributed them to. */
-export type TailHandler = (projectId: string, deploymentId: string, events: ReadonlyArray<unknown>) => void
-
 /**
  * One of the package's `worker/` sources, which workerd loads as they are: two folders up from this module
  * (`src/runtime/`, `dist/runtime/`), or one up from a bundle that inlined it (the CLI's `dist/hostplane.cjs`, which
@@ -261,7 +258,7 @@ export class WorkerRuntime extends Context.Service<
     readonly restarts: () => ReadonlyArray<number>
     readonly setBindings: (handler: BindingHandler) => void
     readonly setRawBindings: (handler: RawBindingHandler) => void
-    /** Every invocation's event: from the routers' tails, and the edge's own timeouts. */
+    /** Every invocation's event: the edge's end of it joined with what its worker's entry module reported. */
     readonly collector: LogCollector
   }
 >()("@hostplane/node/runtime/WorkerRuntime") {
@@ -354,7 +351,6 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     response.end(JSON.stringify({ error: { message: "bindings_unavailable" } }))
   }
   const collector = Effect.runSync(makeCollector)
-  const tail: TailHandler = collector.fromTail
 
   const control = Http.createServer((request, response) => {
     const url = new URL(request.url ?? "/", "http://node")
@@ -403,22 +399,16 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
         }
         return fail(404, "not found")
       }
-      if (url.pathname === "/tails") {
-        // The routers' batches: each entry one invocation's events, with the project the router loaded it for.
-        const batch = (await readJson(request, 64 * 1024 * 1024)) as Array<{
-          projectId?: unknown
-          deploymentId?: unknown
-          events?: unknown
-        }>
-        for (const entry of Array.isArray(batch) ? batch : []) {
-          if (typeof entry?.projectId !== "string" || typeof entry.deploymentId !== "string") continue
-          tail(entry.projectId, entry.deploymentId, Array.isArray(entry.events) ? entry.events : [])
-        }
+      const projectId = request.headers["x-hostplane-project"]
+      if (typeof projectId !== "string") return fail(400, "no project")
+      if (url.pathname === "/logs") {
+        // The entry modules' reports (console lines, exceptions by invocation id), from the project the router loaded
+        // the worker for.
+        const reports = await readJson(request, 64 * 1024 * 1024)
+        collector.fromEntry(projectId, Array.isArray(reports) ? reports : [])
         response.writeHead(204)
         return response.end()
       }
-      const projectId = request.headers["x-hostplane-project"]
-      if (typeof projectId !== "string") return fail(400, "no project")
       const raw = /^\/raw\/([a-z]+)\/([a-zA-Z]+)$/.exec(url.pathname)
       if (raw !== null) return rawBindings(projectId, raw[1]!, raw[2]!, url.searchParams, request, response)
       const call = /^\/binding\/([a-z]+)\/([a-zA-Z]+)$/.exec(url.pathname)

@@ -1,0 +1,92 @@
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import { type InvocationEvent, makeCollector } from "../src/runtime/LogCollector.ts"
+
+const request = { projectId: "p1", deploymentId: "d1", method: "GET", url: "http://app.example/" }
+
+const collected = () => {
+  const collector = Effect.runSync(makeCollector)
+  const events: Array<InvocationEvent> = []
+  collector.setSink((batch) => events.push(...batch))
+  return { collector, events }
+}
+
+const until = async (check: () => boolean, ms = 5_000) => {
+  const deadline = Date.now() + ms
+  while (!check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+  return check()
+}
+
+const line = (message: string) => ({ level: "log", message: [message], timestamp: Date.now() })
+
+describe("the log collector joins the edge's end of an invocation with its entry module's reports", () => {
+  it("one event per invocation: the edge's outcome and status, the module's lines and exceptions in order", async () => {
+    const { collector, events } = collected()
+    const invocation = collector.begin(request)
+    collector.fromEntry("p1", [{ id: invocation.id, done: false, logs: [line("one")], exceptions: [] }])
+    invocation.end({ outcome: "exception", status: null })
+    collector.fromEntry("p1", [
+      {
+        id: invocation.id,
+        done: true,
+        logs: [line("two")],
+        exceptions: [{ name: "TypeError", message: "boom", stack: "TypeError: boom\n at index.js:1" }]
+      }
+    ])
+    invocation.end({ outcome: "ok", status: 200 })
+    expect(await until(() => events.length > 0)).toBe(true)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(events).toHaveLength(1)
+    expect(events[0]).toMatchObject({
+      projectId: "p1",
+      deploymentId: "d1",
+      outcome: "exception",
+      response: null,
+      request: { method: "GET", url: "http://app.example/" },
+      logs: [{ message: ["one"] }, { message: ["two"] }],
+      exceptions: [{ name: "TypeError", message: "boom" }]
+    })
+    expect(events[0]!.truncated).toBeUndefined()
+  })
+
+  it("an invocation the module reports nothing for is written after the wait, with no lines", async () => {
+    const { collector, events } = collected()
+    collector.begin(request).end({ outcome: "ok", status: 204 })
+    expect(events).toHaveLength(0)
+    expect(await until(() => events.length === 1)).toBe(true)
+    expect(events[0]).toMatchObject({ outcome: "ok", response: { status: 204 }, logs: [], exceptions: [] })
+  })
+
+  it("a report under another project's invocation id joins nothing", async () => {
+    const { collector, events } = collected()
+    const invocation = collector.begin(request)
+    collector.fromEntry("p2", [{ id: invocation.id, done: true, logs: [line("forged")], exceptions: [] }])
+    invocation.end({ outcome: "ok", status: 200 })
+    expect(await until(() => events.length === 1)).toBe(true)
+    expect(events[0]!.logs).toEqual([])
+  })
+
+  it("a timeout is written at once with the lines reported so far; a request that never reached a worker is none", async () => {
+    const { collector, events } = collected()
+    const invocation = collector.begin(request)
+    collector.fromEntry("p1", [{ id: invocation.id, done: false, logs: [line("waiting")], exceptions: [] }])
+    invocation.end({ outcome: "timeout", status: null })
+    expect(events).toHaveLength(1)
+    expect(events[0]).toMatchObject({ outcome: "timeout", response: null, logs: [{ message: ["waiting"] }] })
+    collector.begin(request).end(null)
+    await new Promise((resolve) => setTimeout(resolve, 1_300))
+    expect(events).toHaveLength(1)
+  })
+
+  it("lines past 256 per invocation are dropped and the event says truncated", async () => {
+    const { collector, events } = collected()
+    const invocation = collector.begin(request)
+    const logs = Array.from({ length: 300 }, (_, i) => line(`line ${i}`))
+    collector.fromEntry("p1", [{ id: invocation.id, done: true, logs, exceptions: [] }])
+    invocation.end({ outcome: "ok", status: 200 })
+    expect(await until(() => events.length === 1)).toBe(true)
+    expect(events[0]!.logs).toHaveLength(256)
+    expect(events[0]!.logs[255]!.message).toEqual(["line 255"])
+    expect(events[0]!.truncated).toBe(true)
+  })
+})
