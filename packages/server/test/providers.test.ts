@@ -138,6 +138,23 @@ describe("the server built from settings uses every configured provider", () => 
     expect(sns.confirmations).toContain(`${url.pathname}${url.search}`)
   })
 
+  it("SNS (SERVICE_MAIL_TOPIC_ARN, SERVICE_MAIL_SNS_*): a signed notification whose Signature was removed is 403, like a wrong one", async () => {
+    const signed = sns.notification({ notificationType: "Delivery", mail: { messageId: "missing-signature" } })
+    const post = (message: object) =>
+      fetch(`${base}/v1/hooks/mailer`, {
+        method: "POST",
+        headers: { "content-type": "text/plain; charset=UTF-8", "x-amz-sns-message-type": "Notification" },
+        body: JSON.stringify(message)
+      }).then(async (reply) => ({ status: reply.status, code: ((await reply.json()) as { code?: string }).code }))
+    const { Signature: _removed, ...unsigned } = signed
+    expect(await post(unsigned)).toEqual({ status: 403, code: "forbidden" })
+    const wrong = `${signed.Signature!.startsWith("A") ? "B" : "A"}${signed.Signature!.slice(1)}`
+    expect(await post({ ...signed, Signature: wrong })).toEqual({
+      status: 403,
+      code: "forbidden"
+    })
+  })
+
   it("AI upstream (SERVICE_AI_UPSTREAM_*): a gateway call reaches the upstream with the operator's key", async () => {
     const paid = await polar.deliver(`${base}/v1/hooks/billing`, {
       type: "order.paid",
