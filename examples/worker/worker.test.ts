@@ -81,13 +81,14 @@ describe("examples/worker: env.db, env.storage and env.ASSETS on npm start", { t
   it("hostplane deploy grants the database and storage; notes, files and pages work through the edge", async () => {
     const { token, call } = await signIn(base, "example-owner")
     const org = (await call("GET", "/v1/me")).body.orgs[0].slug as string
-    const deployed = await hostplane(["deploy", folder, "--org", org, "--json"], {
+    const cli = {
       env: {
         HOSTPLANE_URL: base,
         HOSTPLANE_TOKEN: token,
         HOSTPLANE_CONFIG_DIR: Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-example-cli-"))
       }
-    })
+    }
+    const deployed = await hostplane(["deploy", folder, "--org", org, "--json"], cli)
     expect(deployed.code, deployed.stderr).toBe(0)
     const result = JSON.parse(deployed.stdout)
     expect(result.grants.map((grant: { addon: string; ok: boolean }) => [grant.addon, grant.ok])).toEqual([
@@ -127,5 +128,32 @@ describe("examples/worker: env.db, env.storage and env.ASSETS on npm start", { t
     })
     expect((await edge(edgePort, host, "/api/files/hello.txt", { method: "DELETE" })).status).toBe(204)
     expect((await edge(edgePort, host, "/api/files/hello.txt")).status).toBe(404)
+
+    // Each of those requests is an invocation `hostplane logs` shows, with the status the worker answered.
+    const logged = async () => {
+      const run = await hostplane(["logs", "--org", org, "--project", "notes", "--json"], cli)
+      expect(run.code, run.stderr).toBe(0)
+      return (
+        JSON.parse(run.stdout) as {
+          items: Array<{ request: { method: string; url: string }; response: { status: number } | null }>
+        }
+      ).items
+    }
+    expect(
+      await until(
+        async () =>
+          (await logged()).some(
+            (event) =>
+              event.request.method === "DELETE" &&
+              event.request.url.endsWith("/api/files/hello.txt") &&
+              event.response?.status === 204
+          ),
+        30_000
+      )
+    ).toBe(true)
+    const posted = (await logged()).filter(
+      (event) => event.request.method === "POST" && event.request.url.endsWith("/api/notes")
+    )
+    expect(posted.map((event) => event.response?.status).sort()).toEqual([201, 201, 400])
   })
 })

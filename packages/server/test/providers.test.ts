@@ -1,13 +1,16 @@
 import { mkdtempSync, rmSync } from "node:fs"
+import * as Http from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import {
+  bundleOf,
   FakeIdentityProvider,
   type FakeNameCom,
   type FakeOpenAi,
   type FakePolar,
   FakeSmtpServer,
   type FakeSns,
+  manifestEntry,
   startFakeNameCom,
   startFakeOpenAi,
   startFakePolar,
@@ -36,6 +39,7 @@ describe("the server built from settings uses every configured provider", () => 
   let upstream: FakeOpenAi
   let server: ServerProcess
   let base: string
+  let edgePort: number
   let dataDir: string
   let session: Awaited<ReturnType<typeof signIn>>
   let slug: string
@@ -54,7 +58,7 @@ describe("the server built from settings uses every configured provider", () => 
     server = await startServer(base, {
       SERVICE_DATA_DIR: dataDir,
       SERVICE_LISTEN: `127.0.0.1:${port}`,
-      SERVICE_EDGE_LISTEN: `127.0.0.1:${await freePort()}`,
+      SERVICE_EDGE_LISTEN: `127.0.0.1:${(edgePort = await freePort())}`,
       SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
       SERVICE_PUBLIC_URL: base,
       DATABASE_URL: "",
@@ -173,6 +177,58 @@ describe("the server built from settings uses every configured provider", () => 
       body: JSON.stringify({ model: "gpt-4.1", messages: [{ role: "user", content: "hello" }] })
     })
     expect(reply.status).toBe(200)
+    expect(upstream.requests.at(-1)).toMatchObject({ token: upstream.key })
+  })
+  it("AI upstream and sign-in through a worker: env.ai.chat reaches the upstream, env.auth is present with the grant", async () => {
+    const upstreamCalls = upstream.requests.length
+    const created = await session.call("POST", `/v1/orgs/${slug}/projects`, { name: "aiworker" })
+    expect(created.status).toBe(201)
+    const project = `/v1/orgs/${slug}/projects/aiworker`
+    expect((await session.call("POST", `${project}/ai`)).status).toBe(200)
+    // End-user sign-in keeps its users in the project's database: granted first.
+    expect((await session.call("POST", `${project}/database`)).status).toBe(200)
+    expect((await session.call("POST", `${project}/auth`)).status).toBe(200)
+    const deployed = await fetch(`${base}${project}/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${session.token}`, "content-type": "application/gzip" },
+      body: await Effect.runPromise(
+        bundleOf([
+          manifestEntry({ name: "aiworker", ai: true, auth: true }),
+          {
+            name: "worker/index.js",
+            content: `export default { async fetch(request, env) {
+              if (env.ai === undefined || env.auth === undefined) return new Response("not yet", { status: 503 })
+              const answer = await env.ai.chat({ model: "gpt-4.1", messages: [{ role: "user", content: "hello" }] })
+              return Response.json({ content: answer.choices[0].message.content, user: await env.auth.user(request) })
+            } }`
+          }
+        ])
+      )
+    })
+    expect(deployed.status).toBe(201)
+    const host = created.body.hostname as string
+    const get = () =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const request = Http.request(
+          { host: "127.0.0.1", port: edgePort, path: "/chat", headers: { host } },
+          (response) => {
+            let text = ""
+            response.on("data", (chunk) => (text += chunk))
+            response.on("end", () => resolve({ status: response.statusCode!, text }))
+          }
+        )
+        request.on("error", reject)
+        request.end()
+      })
+    // The grants reach the running worker at the node's next convergence: until then env.ai is absent.
+    let reply = await get()
+    for (let tries = 0; reply.status !== 200 && tries < 60; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      reply = await get()
+    }
+    expect(reply.status, reply.text).toBe(200)
+    expect(JSON.parse(reply.text)).toEqual({ content: expect.any(String), user: null })
+    expect(upstream.requests.length).toBe(upstreamCalls + 1)
     expect(upstream.requests.at(-1)).toMatchObject({ token: upstream.key })
   })
 })
