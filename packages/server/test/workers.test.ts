@@ -78,7 +78,14 @@ describe("the server binary runs worker code in workerd", () => {
         {
           name: "worker/index.js",
           content: `export default { async fetch(request, env) {
-            if (new URL(request.url).pathname === "/boom") throw new Error("boom")
+            const path = new URL(request.url).pathname
+            if (path === "/boom") throw new Error("boom")
+            if (path === "/loop") for (;;) {}
+            if (path === "/loopback")
+              return fetch(${JSON.stringify(base + "/livez")}).then(
+                (reply) => new Response("reached " + reply.status),
+                () => new Response("rejected")
+              )
             return new Response(env.GREETING + " " + request.headers.get("x-forwarded-proto"))
           } }`
         },
@@ -96,7 +103,10 @@ describe("the server binary runs worker code in workerd", () => {
     expect(await edgeGet(edgePort, host, "/")).toEqual({ status: 200, text: "home" })
     const boom = await edgeGet(edgePort, host, "/boom")
     expect(boom.status).toBe(500)
-    expect(JSON.parse(boom.text).code).toBe("worker_exception")
+    expect(JSON.parse(boom.text)).toEqual({ code: "worker_exception", message: expect.any(String) })
+    expect(boom.text).not.toMatch(/boom|index\.js|\bat /)
+    // The API listens on loopback beside the node: a worker's fetch to it is refused inside the worker.
+    expect(await edgeGet(edgePort, host, "/loopback")).toEqual({ status: 200, text: "rejected" })
     const invalid = await fetch(`${base}/v1/orgs/${slug}/projects/hello/deployments`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
@@ -106,7 +116,16 @@ describe("the server binary runs worker code in workerd", () => {
     })
     expect(invalid.status).toBe(400)
     expect(((await invalid.json()) as any).details.reason).toBe("worker_invalid")
-  })
+    // A busy loop is cut at SERVICE_WORKER_TIMEOUT; its shard is restarted and the project answers again.
+    const loop = await edgeGet(edgePort, host, "/loop")
+    expect({ status: loop.status, code: JSON.parse(loop.text).code }).toEqual({ status: 504, code: "worker_timeout" })
+    let again = await edgeGet(edgePort, host, "/api/hello")
+    for (let tries = 0; again.status !== 200 && tries < 60; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      again = await edgeGet(edgePort, host, "/api/hello")
+    }
+    expect(again).toEqual({ status: 200, text: "from npm start http" })
+  }, 120_000)
   it("a push to a repo with deployOnPush deploys its worker: the push says so and the edge runs the new code; the repo clones whole over HTTP", async () => {
     const { call } = await signIn(base, "pusher")
     const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
