@@ -116,6 +116,32 @@ describe("the server binary runs worker code in workerd", () => {
     })
     expect(invalid.status).toBe(400)
     expect(((await invalid.json()) as any).details.reason).toBe("worker_invalid")
+    // A body declared above 100 MiB is refused before any of it is read.
+    const tooLarge = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const request = Http.request(
+        {
+          host: "127.0.0.1",
+          port: edgePort,
+          path: "/upload",
+          method: "POST",
+          headers: { host, "content-length": String(101 * 1024 * 1024) }
+        },
+        (response) => {
+          let text = ""
+          response.on("data", (chunk) => (text += chunk))
+          response.on("end", () => {
+            request.destroy()
+            resolve({ status: response.statusCode!, text })
+          })
+        }
+      )
+      request.on("error", reject)
+      request.flushHeaders()
+    })
+    expect({ status: tooLarge.status, code: JSON.parse(tooLarge.text).code }).toEqual({
+      status: 413,
+      code: "payload_too_large"
+    })
     // A busy loop is cut at SERVICE_WORKER_TIMEOUT; its shard is restarted and the project answers again.
     const loop = await edgeGet(edgePort, host, "/loop")
     expect({ status: loop.status, code: JSON.parse(loop.text).code }).toEqual({ status: 504, code: "worker_timeout" })
