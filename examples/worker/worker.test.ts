@@ -1,9 +1,10 @@
+import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { buildBundle, hostplane } from "../../packages/cli/test/support/Cli.ts"
+import { bin, buildBundle, hostplane } from "../../packages/cli/test/support/Cli.ts"
 import {
   freePort,
   type ServerProcess,
@@ -155,5 +156,23 @@ describe("examples/worker: env.db, env.storage and env.ASSETS on npm start", { t
       (event) => event.request.method === "POST" && event.request.url.endsWith("/api/notes")
     )
     expect(posted.map((event) => event.response?.status).sort()).toEqual([201, 201, 400])
+
+    // `hostplane logs --follow` prints new invocations as they happen.
+    const follow = spawn(process.execPath, [bin, "logs", "--org", org, "--project", "notes", "--follow", "--json"], {
+      env: { PATH: process.env["PATH"] ?? "", HOME: Os.tmpdir(), ...cli.env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let followed = ""
+    follow.stdout.on("data", (chunk) => (followed += chunk))
+    try {
+      // Requested until one is printed: the stream may still be opening when the first is recorded.
+      const seen = await until(async () => {
+        await edge(edgePort, host, "/api/notes?followed")
+        return followed.includes("/api/notes?followed")
+      }, 60_000)
+      expect(seen, followed).toBe(true)
+    } finally {
+      follow.kill("SIGKILL")
+    }
   })
 })
