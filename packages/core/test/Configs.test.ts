@@ -32,7 +32,24 @@ describe("per-area config", () => {
         publicUrl: "http://localhost:8080",
         appDomain: "apps.localhost",
         serviceDomains: ["apps.localhost"],
-        siteUrl: "https://{host}/"
+        siteUrl: "https://{host}/",
+        // decisions.md part 3, written out here rather than read from the module under test.
+        planLimits: {
+          free: {
+            projectLimit: 3,
+            storageQuotaBytes: 1024 ** 3,
+            mailHourlyCap: 50,
+            mailKeepDays: 30,
+            ai: { maxOutputTokens: 4096, maxInputTokens: 32768, requestsPerMinute: 20, dailySpendMicroCents: 100000000 }
+          },
+          pro: {
+            projectLimit: 50,
+            storageQuotaBytes: 100 * 1024 ** 3,
+            mailHourlyCap: 1000,
+            mailKeepDays: 365,
+            ai: { maxOutputTokens: 0, maxInputTokens: 0, requestsPerMinute: 600, dailySpendMicroCents: 10000000000 }
+          }
+        }
       })
       assert.deepStrictEqual(all.identity.oauthRedirects, ["http://localhost:8080"])
       assert.isTrue(all.identity.devAuth)
@@ -141,5 +158,36 @@ describe("per-area config", () => {
       assert.strictEqual(all.hostnames.fallbackOrigin, "edge.test")
       assert.isFalse(all.identity.devAuth)
     })
+  )
+
+  it.effect(
+    "SERVICE_PLAN_LIMITS overrides part 3's numbers field by field; a misspelt plan or field, a fraction or a negative stops the start naming the setting",
+    () =>
+      Effect.gen(function* () {
+        const { planLimits } = (yield* fromEnv({
+          SERVICE_PLAN_LIMITS: '{"free":{"storageQuotaBytes":1048576,"mailHourlyCap":5,"ai":{"requestsPerMinute":2}}}'
+        })).settings
+        assert.strictEqual(planLimits.free.storageQuotaBytes, 1048576)
+        assert.strictEqual(planLimits.free.mailHourlyCap, 5)
+        assert.strictEqual(planLimits.free.ai.requestsPerMinute, 2)
+        // What the override leaves out keeps part 3's number.
+        assert.strictEqual(planLimits.free.projectLimit, 3)
+        assert.strictEqual(planLimits.free.ai.maxOutputTokens, 4096)
+        assert.strictEqual(planLimits.pro.mailHourlyCap, 1000)
+        for (const bad of [
+          '{"free":{"storageQuota":1}}',
+          '{"team":{"projectLimit":1}}',
+          '{"free":{"ai":{"tokens":1}}}',
+          '{"free":{"projectLimit":-1}}',
+          '{"free":{"projectLimit":1.5}}',
+          '{"free":{"projectLimit":"3"}}',
+          "[]",
+          "{free:"
+        ]) {
+          const exit = yield* Effect.exit(fromEnv({ SERVICE_PLAN_LIMITS: bad }))
+          assert.isTrue(exit._tag === "Failure", bad)
+          assert.include(String(exit._tag === "Failure" ? exit.cause : ""), "SERVICE_PLAN_LIMITS", bad)
+        }
+      })
   )
 })

@@ -28,7 +28,7 @@ const topicArn = "arn:aws:sns:us-east-1:123456789012:hostplane-providers"
  * The server built from settings with every provider group set, as an operator configures them: each one is proven
  * used through HTTP. A provider wired beside the services instead of under them (how OAuth sign-in broke) fails here.
  */
-describe("the server built from settings uses every configured provider", () => {
+describe("the server built from settings uses every configured provider and the plan numbers it is given", () => {
   let idp: ManagedRuntime.ManagedRuntime<FakeIdentityProvider, never>
   let fakeIdp: FakeIdentityProvider["Service"]
   const smtpScope = Effect.runSync(Scope.make())
@@ -81,7 +81,11 @@ describe("the server built from settings uses every configured provider", () => 
       SERVICE_MAIL_SNS_CERTS: sns.certsDir,
       SERVICE_MAIL_SNS_CONFIRM_VIA: sns.confirmVia,
       SERVICE_AI_UPSTREAM_URL: upstream.url,
-      SERVICE_AI_UPSTREAM_KEY: upstream.key
+      SERVICE_AI_UPSTREAM_KEY: upstream.key,
+      SERVICE_PLAN_LIMITS: JSON.stringify({
+        free: { projectLimit: 4, storageQuotaBytes: 1048576, mailHourlyCap: 5, ai: { requestsPerMinute: 7 } },
+        pro: { mailKeepDays: 400 }
+      })
     })
     session = await signIn(base, "provider-user")
     slug = (await session.call("GET", "/v1/me")).body.orgs[0].slug
@@ -230,5 +234,35 @@ describe("the server built from settings uses every configured provider", () => 
     expect(JSON.parse(reply.text)).toEqual({ content: expect.any(String), user: null })
     expect(upstream.requests.length).toBe(upstreamCalls + 1)
     expect(upstream.requests.at(-1)).toMatchObject({ token: upstream.key })
+  })
+
+  it("plan numbers (SERVICE_PLAN_LIMITS): the org's limits, quota, mail cap and AI limits are the overridden ones", async () => {
+    const team = await session.call("POST", "/v1/orgs", { name: "Plan Numbers" })
+    expect(team.status).toBe(201)
+    const org = team.body.slug as string
+    const billing = await session.call("GET", `/v1/orgs/${org}/billing`)
+    expect(billing.status).toBe(200)
+    expect(billing.body.limits.free).toEqual({
+      projectLimit: 4,
+      storageQuotaBytes: 1048576,
+      mailHourlyCap: 5,
+      mailKeepDays: 30,
+      ai: { maxOutputTokens: 4096, maxInputTokens: 32768, requestsPerMinute: 7, dailySpendMicroCents: 100000000 }
+    })
+    expect(billing.body.limits.pro).toMatchObject({ projectLimit: 50, mailHourlyCap: 1000, mailKeepDays: 400 })
+    const me = await session.call("GET", "/v1/me")
+    expect(me.body.orgs.find((membership: any) => membership.slug === org).projectLimit).toBe(4)
+    for (const name of ["first", "second", "third", "fourth"]) {
+      expect((await session.call("POST", `/v1/orgs/${org}/projects`, { name })).status).toBe(201)
+    }
+    const fifth = await session.call("POST", `/v1/orgs/${org}/projects`, { name: "fifth" })
+    expect(fifth.status).toBe(409)
+    expect(fifth.body).toMatchObject({ code: "project_limit", details: { limit: 4, count: 4, plan: "free" } })
+    const storage = await session.call("GET", `/v1/orgs/${org}/projects/first/storage`)
+    expect(storage.body.quotaBytes).toBe(1048576)
+    const email = await session.call("GET", `/v1/orgs/${org}/projects/first/email`)
+    expect(email.body.hourlyCap).toBe(5)
+    const ai = await session.call("GET", `/v1/orgs/${org}/projects/first/ai`)
+    expect(ai.body.limits.requestsPerMinute).toBe(7)
   })
 })

@@ -1,6 +1,7 @@
 import { Clock, Effect, Option, Schema } from "effect"
 import { addonProvider, defineAddon } from "../addons/Addon.ts"
-import { AiLimits, limitsOf } from "../billing/Billing.ts"
+import { AiLimits } from "../billing/Billing.ts"
+import { Settings } from "../kernel/Settings.ts"
 import type { ProjectId } from "../kernel/Ids.ts"
 import type { ProjectAccess } from "../kernel/Policy.ts"
 import { Tokens } from "../kernel/Tokens.ts"
@@ -34,6 +35,7 @@ const dayMs = 24 * 60 * 60 * 1000
  */
 export const aiAddonProvider = Effect.gen(function* () {
   const keys = yield* AiKeyStore
+  const { planLimits } = yield* Settings
   const credit = yield* CreditStore
   const tokens = yield* Tokens
   const sealer = yield* Sealer
@@ -42,7 +44,7 @@ export const aiAddonProvider = Effect.gen(function* () {
     const since = new Date((yield* Clock.currentTimeMillis) - dayMs).toISOString()
     return {
       granted: Option.isSome(yield* keys.find(access.project.id)),
-      limits: limitsOf(access.org.plan).ai,
+      limits: planLimits[access.org.plan].ai,
       balanceMicroCents: (yield* credit.find(access.org.id)).balanceMicroCents,
       spentMicroCents24h: yield* credit.spentSince(access.org.id, since)
     } satisfies AIStatus

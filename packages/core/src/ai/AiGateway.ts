@@ -13,7 +13,7 @@ import {
   Semaphore,
   Stream
 } from "effect"
-import { limitsOf } from "../billing/Billing.ts"
+import { Settings } from "../kernel/Settings.ts"
 import {
   AiUnavailable,
   AiUpstreamError,
@@ -135,6 +135,7 @@ export class AiGateway extends Context.Service<
     AiGateway,
     Effect.gen(function* () {
       const keys = yield* AiKeyStore
+      const { planLimits } = yield* Settings
       const calls = yield* AiCallStore
       const credit = yield* CreditStore
       const projects = yield* ProjectStore
@@ -302,7 +303,7 @@ export class AiGateway extends Context.Service<
             details: { model: request.model }
           })
         }
-        const limits = limitsOf(org.plan).ai
+        const limits = planLimits[org.plan].ai
         if (limits.maxOutputTokens > 0 && (request.maxOutputTokens ?? 0) > limits.maxOutputTokens) {
           return yield* new BadRequest({
             message: `the plan allows at most ${limits.maxOutputTokens} output tokens per call`,

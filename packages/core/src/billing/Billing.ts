@@ -1,44 +1,9 @@
 import { Schema } from "effect"
 import { OrgId } from "../kernel/Ids.ts"
-import { Plan, projectLimitOf } from "../orgs/Org.ts"
+import { Plan } from "../orgs/Org.ts"
+import { PlanLimits } from "../kernel/PlanLimits.ts"
 
-/** The AI limits of a plan (decisions.md part 3); 0 means the model decides. */
-export const AiLimits = Schema.Struct({
-  maxOutputTokens: Schema.Number,
-  maxInputTokens: Schema.Number,
-  requestsPerMinute: Schema.Number,
-  dailySpendMicroCents: Schema.Number
-})
-export type AiLimits = typeof AiLimits.Type
-
-export const PlanLimits = Schema.Struct({
-  projectLimit: Schema.Number,
-  storageQuotaBytes: Schema.Number,
-  mailHourlyCap: Schema.Number,
-  mailKeepDays: Schema.Number,
-  ai: AiLimits
-})
-export type PlanLimits = typeof PlanLimits.Type
-
-const GiB = 1024 * 1024 * 1024
-
-/** Every per-plan number of decisions.md part 3, read live from the org's plan so a plan change applies at once. */
-export const limitsOf = (plan: Plan): PlanLimits =>
-  plan === "pro"
-    ? {
-        projectLimit: projectLimitOf("pro"),
-        storageQuotaBytes: 100 * GiB,
-        mailHourlyCap: 1000,
-        mailKeepDays: 365,
-        ai: { maxOutputTokens: 0, maxInputTokens: 0, requestsPerMinute: 600, dailySpendMicroCents: 10_000_000_000 }
-      }
-    : {
-        projectLimit: projectLimitOf("free"),
-        storageQuotaBytes: 1 * GiB,
-        mailHourlyCap: 50,
-        mailKeepDays: 30,
-        ai: { maxOutputTokens: 4096, maxInputTokens: 32768, requestsPerMinute: 20, dailySpendMicroCents: 100_000_000 }
-      }
+export { AiLimits, PlanLimits } from "../kernel/PlanLimits.ts"
 
 /** A subscription status as BillingStatus shows it. */
 export const SubscriptionStatus = Schema.Literals(["active", "past_due", "canceled"])

@@ -25,7 +25,6 @@ import {
   type BillingStatus,
   type CancelAnswer,
   isLive,
-  limitsOf,
   shownStatus,
   type SubscriptionRow,
   WebhookBody
@@ -171,7 +170,7 @@ export class Billings extends Context.Service<
           cancelAtPeriodEnd: row?.cancelAtPeriodEnd ?? false,
           enabled: gateway.status.plans,
           sandbox: gateway.status.sandbox,
-          limits: { free: limitsOf("free"), pro: limitsOf("pro") }
+          limits: settings.planLimits
         } satisfies BillingStatus
       })
 

@@ -1,6 +1,6 @@
 import { Clock, Effect, Option } from "effect"
 import { addonProvider, defineAddon } from "../addons/Addon.ts"
-import { limitsOf } from "../billing/Billing.ts"
+import { Settings } from "../kernel/Settings.ts"
 import { EmailAddressTaken, EmailUnavailable } from "../errors/Errors.ts"
 import type { ProjectAccess } from "../kernel/Policy.ts"
 import { MailConfig } from "../mail/MailConfig.ts"
@@ -22,6 +22,7 @@ export const addressFor = (mailDomain: string, access: ProjectAccess): string =>
 export const emailProvider = Effect.gen(function* () {
   const store = yield* EmailStore
   const config = yield* MailConfig
+  const { planLimits } = yield* Settings
 
   const statusOf = Effect.fnUntraced(function* (access: ProjectAccess) {
     const row = yield* store.addressOf(access.project.id)
@@ -35,7 +36,7 @@ export const emailProvider = Effect.gen(function* () {
       granted: Option.isSome(row) && row.value.granted,
       address,
       from: address,
-      hourlyCap: limitsOf(access.org.plan).mailHourlyCap,
+      hourlyCap: planLimits[access.org.plan].mailHourlyCap,
       sent24h: counts.sent,
       received24h: counts.received
     } satisfies EmailStatus

@@ -1,5 +1,5 @@
 import { Clock, Duration, Effect, Schema } from "effect"
-import { limitsOf } from "../billing/Billing.ts"
+import { Settings } from "../kernel/Settings.ts"
 import { define, handler, type JobHandler } from "../jobs/Job.ts"
 import { EmailStore } from "./EmailStore.ts"
 
@@ -18,16 +18,16 @@ export const mailPurge = define({
 
 const cutoff = (now: number, days: number) => new Date(now - days * 86_400_000).toISOString()
 
-export const mailPurgeHandler: Effect.Effect<JobHandler, never, EmailStore> = Effect.map(
-  Effect.service(EmailStore),
-  (store) =>
+export const mailPurgeHandler: Effect.Effect<JobHandler, never, EmailStore | Settings> = Effect.map(
+  Effect.all([Effect.service(EmailStore), Effect.service(Settings)]),
+  ([store, { planLimits }]) =>
     handler(mailPurge, {
       run: () =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           const purged = yield* store.purgeLog({
-            free: cutoff(now, limitsOf("free").mailKeepDays),
-            pro: cutoff(now, limitsOf("pro").mailKeepDays)
+            free: cutoff(now, planLimits.free.mailKeepDays),
+            pro: cutoff(now, planLimits.pro.mailKeepDays)
           })
           if (purged > 0) yield* Effect.logInfo("mail log purged", { rows: purged })
           const released = yield* store.releaseExpired(new Date(now).toISOString())

@@ -1,5 +1,5 @@
 import { Clock, Context, Duration, Effect, Layer, Option, Result, Schema, Stream } from "effect"
-import { limitsOf } from "../billing/Billing.ts"
+import { Settings } from "../kernel/Settings.ts"
 import {
   BadRequest,
   Forbidden,
@@ -60,6 +60,7 @@ export class MailRelay extends Context.Service<
       const store = yield* EmailStore
       const projects = yield* ProjectStore
       const orgs = yield* OrgStore
+      const { planLimits } = yield* Settings
       const tokens = yield* Tokens
       // A host may give the services `MailTransport.off` (it sends only from a runner): the relay then answers 503.
       const transport = portOn(yield* MailTransport)
@@ -98,7 +99,7 @@ export class MailRelay extends Context.Service<
 
       const capOf = Effect.fnUntraced(function* (orgId: Parameters<OrgStore["Service"]["findById"]>[0]) {
         const org = yield* orgs.findById(orgId)
-        return limitsOf(Option.isSome(org) ? org.value.plan : "free").mailHourlyCap
+        return planLimits[Option.isSome(org) ? org.value.plan : "free"].mailHourlyCap
       })
 
       const send = Effect.fn("MailRelay.send")(function* (

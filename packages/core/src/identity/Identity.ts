@@ -237,7 +237,7 @@ export class Identity extends Context.Service<
           email: actor.email,
           name: actor.name
         },
-        orgs: memberships.map((m) => toMembership(m.org, m.role))
+        orgs: memberships.map((m) => toMembership(m.org, m.role, settings.planLimits))
       })
 
       const me = (actor: Actor): Effect.Effect<Me> =>

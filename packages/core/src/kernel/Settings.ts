@@ -1,8 +1,9 @@
-import { Config, Context, Effect, Layer } from "effect"
+import { Config, ConfigProvider, Context, Effect, Layer, Schema } from "effect"
+import { defaultPlanTable, type PlanTable, PlanTableOverride, planTableWith } from "./PlanLimits.ts"
 
 /**
- * The settings of decisions.md part 2 that several areas share: the product's name, its public URL and its own
- * domains. Every other setting belongs to the one area that reads it (`IdentityConfig`, `HostnamesConfig`,
+ * The settings of decisions.md part 2 that several areas share: the product's name, its public URL, its own
+ * domains and the per-plan numbers (part 15's `SERVICE_PLAN_LIMITS`). Every other setting belongs to the one area that reads it (`IdentityConfig`, `HostnamesConfig`,
  * `MailConfig`, `InvitesConfig`), so a new area adds its own config instead of joining this one.
  */
 export interface SettingsShape {
@@ -13,6 +14,8 @@ export interface SettingsShape {
   readonly serviceDomains: ReadonlyArray<string>
   /** Where a browser opens a project's hostname: a URL in which `{host}` stands for the hostname. */
   readonly siteUrl: string
+  /** The numbers of decisions.md part 3 in force, by plan. */
+  readonly planLimits: PlanTable
 }
 
 /** Splits a comma list setting, dropping empty items. */
@@ -34,9 +37,24 @@ export const makeSettings = (overrides: Partial<SettingsShape> = {}): SettingsSh
     appDomain,
     // The app domain is always one of the service's own domains, whatever the setting lists.
     serviceDomains: [...new Set([appDomain, ...(overrides.serviceDomains ?? [])])],
-    siteUrl: overrides.siteUrl ?? "https://{host}/"
+    siteUrl: overrides.siteUrl ?? "https://{host}/",
+    planLimits: overrides.planLimits ?? defaultPlanTable
   }
 }
+
+/** `SERVICE_PLAN_LIMITS` decoded: a misspelt plan or field stops the start with the setting's name. */
+const planLimitsSetting = (text: string) =>
+  Schema.decodeUnknownEffect(Schema.fromJsonString(PlanTableOverride))(text, { onExcessProperty: "error" }).pipe(
+    Effect.map(planTableWith),
+    Effect.mapError(
+      (error) =>
+        new Config.ConfigError(
+          new ConfigProvider.SourceError({
+            message: `SERVICE_PLAN_LIMITS must be a JSON object of plans (free, pro) with PlanLimits' field names and whole numbers from 0: ${error.message}`
+          })
+        )
+    )
+  )
 
 /** Settings shared by every area of the running deployment. */
 export class Settings extends Context.Service<Settings, SettingsShape>()("@hostplane/core/kernel/Settings") {
@@ -44,7 +62,7 @@ export class Settings extends Context.Service<Settings, SettingsShape>()("@hostp
 
   /**
    * `SERVICE_PRODUCT_NAME`, `SERVICE_PUBLIC_URL`, `SERVICE_APP_DOMAIN`, `SERVICE_DOMAINS`, `SERVICE_SITE_URL` (else
-   * `siteUrlDefault`: the standalone server names its own edge).
+   * `siteUrlDefault`: the standalone server names its own edge), `SERVICE_PLAN_LIMITS`.
    */
   static readonly layerConfigWith = (options: { readonly siteUrlDefault?: string | undefined } = {}) =>
     Layer.effect(
@@ -55,7 +73,8 @@ export class Settings extends Context.Service<Settings, SettingsShape>()("@hostp
           publicUrl: optionalSetting("SERVICE_PUBLIC_URL"),
           appDomain: optionalSetting("SERVICE_APP_DOMAIN"),
           serviceDomains: optionalSetting("SERVICE_DOMAINS"),
-          siteUrl: optionalSetting("SERVICE_SITE_URL")
+          siteUrl: optionalSetting("SERVICE_SITE_URL"),
+          planLimits: optionalSetting("SERVICE_PLAN_LIMITS")
         })
         const overrides: { -readonly [K in keyof SettingsShape]?: SettingsShape[K] } = {}
         if (env.productName._tag === "Some") overrides.productName = env.productName.value
@@ -66,6 +85,7 @@ export class Settings extends Context.Service<Settings, SettingsShape>()("@hostp
         }
         const siteUrl = env.siteUrl._tag === "Some" ? env.siteUrl.value : options.siteUrlDefault
         if (siteUrl !== undefined) overrides.siteUrl = siteUrl
+        if (env.planLimits._tag === "Some") overrides.planLimits = yield* planLimitsSetting(env.planLimits.value)
         return makeSettings(overrides)
       })
     )

@@ -241,7 +241,7 @@ export class Invites extends Context.Service<
             yield* store.setInviteState(invite.id, "accepted")
             const role = Option.getOrElse(yield* store.findMembership(org.id, actor.userId), () => invite.role)
             return audited(
-              { org: toMembership(org, role), alreadyMember: !added },
+              { org: toMembership(org, role, settings.planLimits), alreadyMember: !added },
               { action: "member.accept", target: invite.id, data: { role, alreadyMember: !added } }
             )
           })

@@ -1,16 +1,13 @@
 import { Schema } from "effect"
 import { Role } from "../kernel/Role.ts"
 import { InviteId, OrgId, UserId } from "../kernel/Ids.ts"
+import { Plan, type PlanTable } from "../kernel/PlanLimits.ts"
 
 /** Org slugs and project names (decisions.md part 1). */
 export const slugPattern = /^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$/u
 export const Slug = Schema.String.check(Schema.isPattern(slugPattern))
 
-export const Plan = Schema.Literals(["free", "pro"])
-export type Plan = typeof Plan.Type
-
-/** Projects per org for each plan (decisions.md part 3). */
-export const projectLimitOf = (plan: Plan): number => (plan === "pro" ? 50 : 3)
+export { Plan } from "../kernel/PlanLimits.ts"
 
 /** The stored org; `id` never leaves the service. */
 export const OrgRow = Schema.Struct({
@@ -43,10 +40,11 @@ export const toOrg = (row: OrgRow): Org => ({
   createdAt: row.createdAt
 })
 
-export const toMembership = (row: OrgRow, role: Role): OrgMembership => ({
+/** An org as its member sees it, with the project limit of its plan in the numbers in force. */
+export const toMembership = (row: OrgRow, role: Role, limits: PlanTable): OrgMembership => ({
   ...toOrg(row),
   role,
-  projectLimit: projectLimitOf(row.plan)
+  projectLimit: limits[row.plan].projectLimit
 })
 
 /** C0 and C1 controls (a newline or an escape would break every list and log that shows the name) and bidi overrides. */

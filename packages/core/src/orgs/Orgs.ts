@@ -1,3 +1,4 @@
+import { Settings } from "../kernel/Settings.ts"
 import { Context, Effect, Layer, Option } from "effect"
 import { orgRules } from "./OrgRules.ts"
 import {
@@ -70,10 +71,11 @@ export class Orgs extends Context.Service<
       const counters = yield* OrgHoldings
       const hasSubscription = yield* OrgSubscriptionCheck
       const cache = yield* AuthCache
+      const { planLimits } = yield* Settings
 
       const list = Effect.fn("Orgs.list")(function* (actor: Actor) {
         const rows = yield* cachedMemberships(cache, actor.userId, store.membershipsOf(actor.userId))
-        return rows.map((row) => toMembership(row.org, row.role))
+        return rows.map((row) => toMembership(row.org, row.role, planLimits))
       })
 
       /** Inserts an org with `creatorId` as admin; a derived slug gets a random suffix until it is free. */
@@ -138,7 +140,11 @@ export class Orgs extends Context.Service<
         const grant = yield* mutation.authorizeOrg(actor, slug, orgRules.rename)
         const renamed = yield* mutation.org(grant, ({ org, role }) =>
           Effect.map(store.rename(org.id, name.trim()), (row) =>
-            audited(toMembership(row, role), { action: "org.rename", target: row.slug, data: { name: row.name } })
+            audited(toMembership(row, role, planLimits), {
+              action: "org.rename",
+              target: row.slug,
+              data: { name: row.name }
+            })
           )
         )
         yield* cache.changed(AuthChange.org(grant.org.id))

@@ -18,7 +18,6 @@ import { Tokens } from "../kernel/Tokens.ts"
 import { define, handler, type JobHandler } from "../jobs/Job.ts"
 import { Jobs } from "../jobs/Jobs.ts"
 import { type Operation, operationOf, OperationPayload } from "../operations/Operation.ts"
-import { projectLimitOf } from "../orgs/Org.ts"
 import type { HoldingCounter } from "../orgs/OrgHooks.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import { toDeployment } from "../deployments/Deployment.ts"
@@ -99,7 +98,7 @@ export class Projects extends Context.Service<
             if (Option.isSome(yield* store.findByName(org.id, name))) {
               return yield* new ProjectNameTaken({ message: "a project with this name already exists" })
             }
-            const limit = projectLimitOf(org.plan)
+            const limit = settings.planLimits[org.plan].projectLimit
             const count = yield* store.count(org.id)
             if (count >= limit) {
               return yield* new ProjectLimitReached({

@@ -1,6 +1,6 @@
 import { Effect, Option } from "effect"
 import { addonProvider, defineAddon } from "../addons/Addon.ts"
-import { limitsOf } from "../billing/Billing.ts"
+import { Settings } from "../kernel/Settings.ts"
 import type { ProjectId } from "../kernel/Ids.ts"
 import type { ProjectAccess } from "../kernel/Policy.ts"
 import { ObjectStore } from "./ObjectStore.ts"
@@ -26,13 +26,14 @@ export const prefixFor = (projectId: ProjectId): string => `${projectId}/`
 export const storageAddonProvider = Effect.gen(function* () {
   const store = yield* StorageStore
   const objects = portOn(yield* ObjectStore)
+  const { planLimits } = yield* Settings
 
   const status = Effect.fnUntraced(function* (access: ProjectAccess) {
     const row = yield* store.find(access.project.id)
     return {
       enabled: Option.isSome(row) && row.value.granted,
       prefix: Option.isSome(row) ? row.value.prefix : prefixFor(access.project.id),
-      quotaBytes: limitsOf(access.org.plan).storageQuotaBytes,
+      quotaBytes: planLimits[access.org.plan].storageQuotaBytes,
       usedBytes: Option.isSome(row) ? row.value.usedBytes : 0
     } satisfies StorageStatus
   })

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { limitsOf } from "../billing/Billing.ts"
+import { Settings } from "../kernel/Settings.ts"
 import type { ProjectId } from "../kernel/Ids.ts"
 import { OrgStore } from "../orgs/OrgStore.ts"
 import { ProjectStore } from "../projects/ProjectStore.ts"
@@ -30,6 +30,7 @@ export class StorageNode extends Context.Service<
     StorageNode,
     Effect.gen(function* () {
       const store = yield* StorageStore
+      const { planLimits } = yield* Settings
       const projects = yield* ProjectStore
       const orgs = yield* OrgStore
       const objects = portOn(yield* ObjectStore)
@@ -40,7 +41,7 @@ export class StorageNode extends Context.Service<
         const project = yield* projects.findById(projectId)
         const org = Option.isSome(project) ? yield* orgs.findById(project.value.orgId) : Option.none()
         if (Option.isNone(org)) return null
-        return { prefix: row.value.prefix, quotaBytes: limitsOf(org.value.plan).storageQuotaBytes }
+        return { prefix: row.value.prefix, quotaBytes: planLimits[org.value.plan].storageQuotaBytes }
       })
 
       const recordUsage = Effect.fn("StorageNode.recordUsage")(function* (lines: ReadonlyArray<UsageLine>) {
