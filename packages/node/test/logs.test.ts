@@ -5,8 +5,16 @@ import { edgeCall, eventually, useRuntimeSuite } from "./support/RuntimeServer.t
 
 /** Prints, throws or floods its console by path: what decisions.md part 13's runtime logs must carry and bound. */
 const worker = `export default {
-  async fetch(request) {
+  async fetch(request, env, ctx) {
     const url = new URL(request.url)
+    if (url.pathname === "/later") {
+      ctx.waitUntil((async () => {
+        await scheduler.wait(50)
+        console.log("after the response")
+        throw new TypeError("late failure")
+      })())
+      return new Response("soon")
+    }
     if (url.pathname === "/throw") { console.warn("about to throw", { n: 1 }); throw new RangeError("out of range") }
     if (url.pathname === "/flood") {
       const line = "x".repeat(4096)
@@ -22,7 +30,7 @@ const worker = `export default {
 describe("runtime logs of a real worker (workerd behind the edge)", () => {
   const suite = useRuntimeSuite({ timeoutMs: 3_000 })
 
-  it("console lines and a thrown exception reach GET .../logs and a stream; a megabyte of printing is truncated", async () => {
+  it("console lines and a thrown exception reach GET .../logs and a stream, work left to waitUntil included; a megabyte of printing is truncated", async () => {
     const project = await suite.newProject()
     const deployed = await suite.deploy(project.slug, project.name, [
       manifestEntry({ name: "app" }),
@@ -37,8 +45,9 @@ describe("runtime logs of a real worker (workerd behind the edge)", () => {
     expect((await edgeCall(suite.edgeUrl, project.hostname, "/hello")).status).toBe(200)
     expect((await edgeCall(suite.edgeUrl, project.hostname, "/throw")).status).toBe(500)
     expect((await edgeCall(suite.edgeUrl, project.hostname, "/flood")).text).toBe("flooded")
+    expect((await edgeCall(suite.edgeUrl, project.hostname, "/later")).text).toBe("soon")
 
-    await stream.until((frames) => frames.filter((frame) => frame.data !== undefined).length >= 3, 30_000)
+    await stream.until((frames) => frames.filter((frame) => frame.data !== undefined).length >= 4, 30_000)
     const streamed = stream.events()
     stream.close()
     const byPath = (events: ReadonlyArray<any>, pathname: string) =>
@@ -56,6 +65,13 @@ describe("runtime logs of a real worker (workerd behind the edge)", () => {
       exceptions: [{ name: "RangeError", message: "out of range" }]
     })
     expect(thrown.exceptions[0].stack).toContain("index.js")
+    // What ctx.waitUntil runs after the response is the invocation's: its line and its rejection are in its event.
+    expect(byPath(streamed, "/later")).toMatchObject({
+      outcome: "ok",
+      response: { status: 200 },
+      logs: [{ level: "log", message: ["after the response"] }],
+      exceptions: [{ name: "TypeError", message: "late failure" }]
+    })
     const flood = byPath(streamed, "/flood")
     // workerd keeps about 256 KiB of a trace's logs and flags the rest as dropped; the event says so.
     expect(flood.truncated).toBe(true)
@@ -70,7 +86,7 @@ describe("runtime logs of a real worker (workerd behind the edge)", () => {
 
     // The list holds the same events as the stream sent, newest first.
     const listed = async () => (await suite.api.get(path, { token: suite.admin.token })).body.items ?? []
-    expect(await eventually(async () => (await listed()).length === 3, 10_000)).toBe(true)
+    expect(await eventually(async () => (await listed()).length === 4, 10_000)).toBe(true)
     const items = await listed()
     expect([...items].sort((a: any, b: any) => a.id.localeCompare(b.id))).toEqual(
       [...streamed].sort((a: any, b: any) => a.id.localeCompare(b.id))

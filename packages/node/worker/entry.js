@@ -39,6 +39,13 @@ for (const level of ["debug", "info", "log", "warn", "error"]) {
     noteLine(invocation, level, args)
   }
 }
+const noteException = (invocation, error) => {
+  invocation.exceptions.push({
+    name: String(error?.name ?? "Error"),
+    message: String(error?.message ?? error),
+    stack: String(error?.stack ?? "")
+  })
+}
 /** Invocations with lines or exceptions not reported yet; one report call per 25 ms. */
 const unreported = new Set()
 let reporting = false
@@ -154,19 +161,42 @@ export default {
       sentLines: 0,
       sentExceptions: 0
     }
+    // Work the tenant hands to `ctx.waitUntil` belongs to the invocation as it did under workerd's tail: its lines
+    // (the store follows the promise) and its rejection are the invocation's, and the event closes when it settles.
+    let handlerOver = false
+    let waiting = 0
+    const settle = () => {
+      if (!handlerOver || waiting > 0) return
+      invocation.done = true
+      if (invocation.lines.length > 0 || invocation.exceptions.length > 0) report(invocation)
+    }
+    const waitUntil = (promise) => {
+      waiting++
+      ctx.waitUntil(
+        Promise.resolve(promise)
+          .then(undefined, (error) => void noteException(invocation, error))
+          .finally(() => {
+            waiting--
+            settle()
+          })
+      )
+    }
+    const tenantCtx = new Proxy(ctx, {
+      get: (target, key) => {
+        if (key === "waitUntil") return waitUntil
+        const value = Reflect.get(target, key)
+        return typeof value === "function" ? value.bind(target) : value
+      }
+    })
     return invocations.run(invocation, async () => {
       try {
-        return await main.fetch(received, tenantEnv, ctx)
+        return await main.fetch(received, tenantEnv, tenantCtx)
       } catch (error) {
-        invocation.exceptions.push({
-          name: String(error?.name ?? "Error"),
-          message: String(error?.message ?? error),
-          stack: String(error?.stack ?? "")
-        })
+        noteException(invocation, error)
         throw error
       } finally {
-        invocation.done = true
-        if (invocation.lines.length > 0 || invocation.exceptions.length > 0) report(invocation)
+        handlerOver = true
+        settle()
       }
     })
   }
