@@ -81,6 +81,7 @@ describe("the server binary runs worker code in workerd", () => {
             const path = new URL(request.url).pathname
             if (path === "/boom") throw new Error("boom")
             if (path === "/loop") for (;;) {}
+            if (path === "/wait") return new Promise((resolve) => setTimeout(() => resolve(new Response("waited")), 300))
             if (path === "/loopback")
               return fetch(${JSON.stringify(base + "/livez")}).then(
                 (reply) => new Response("reached " + reply.status),
@@ -142,6 +143,15 @@ describe("the server binary runs worker code in workerd", () => {
       status: 413,
       code: "payload_too_large"
     })
+    // An invocation's durationMs is its wall time: a worker that waits 300 ms took at least 250.
+    expect(await edgeGet(edgePort, host, "/wait")).toEqual({ status: 200, text: "waited" })
+    let waited: { durationMs: number } | undefined
+    for (let tries = 0; waited === undefined && tries < 60; tries++) {
+      const page = await call("GET", `/v1/orgs/${slug}/projects/hello/logs?limit=100`, undefined, token)
+      waited = page.body.items?.find((event: any) => event.request.url.endsWith("/wait"))
+      if (waited === undefined) await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+    expect(waited?.durationMs).toBeGreaterThanOrEqual(250)
     // A busy loop is cut at SERVICE_WORKER_TIMEOUT; its shard is restarted and the project answers again.
     const loop = await edgeGet(edgePort, host, "/loop")
     expect({ status: loop.status, code: JSON.parse(loop.text).code }).toEqual({ status: 504, code: "worker_timeout" })
