@@ -59,7 +59,9 @@ describe("the CLI as a user installs it", { timeout: 300_000 }, () => {
         "dist/hostplane.cjs",
         "package.json",
         "worker/entry.js",
-        "worker/router.js"
+        "worker/router.js",
+        // Each add-on's worker-side module, as the node package lists them.
+        ...Fs.readdirSync(Path.join(packageDir, "../node/worker/bindings")).map((name) => `worker/bindings/${name}`)
       ].sort()
     )
     const tarball = Path.join(work, packed.filename)
