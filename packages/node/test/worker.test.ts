@@ -13,6 +13,7 @@ const echoWorker = `export default {
     if (url.pathname === "/api/asset") return env.ASSETS.fetch(new URL("/data.json", request.url))
     if (url.pathname === "/api/throw") { console.error("about to throw"); throw new TypeError("boom at " + url.pathname) }
     if (url.pathname === "/api/hang") { await new Promise((resolve) => setTimeout(resolve, 60000)); return new Response("late") }
+    if (url.pathname === "/api/never") return new Promise(() => {})
     if (url.pathname === "/api/stream") {
       const { readable, writable } = new TransformStream()
       const writer = writable.getWriter()
@@ -259,6 +260,16 @@ describe("worker code behind the edge (real workerd)", () => {
     expect(reply.status).toBe(504)
     expect(reply.json().code).toBe("worker_timeout")
     expect(suite.runtime.collector.recent().some((e) => e.projectId === id && e.outcome === "timeout")).toBe(true)
+  })
+
+  it("a handler whose promise waits on nothing (workerd cancels it as hung) never answers either: 504 worker_timeout, not an exception", async () => {
+    const { hostname, id } = await deployed()
+    const before = suite.runtime.collector.recent().filter((e) => e.projectId === id && e.outcome === "timeout").length
+    const reply = await edge(hostname, "/api/never")
+    expect(reply.status).toBe(504)
+    expect(reply.json().code).toBe("worker_timeout")
+    const timedOut = () => suite.runtime.collector.recent().filter((e) => e.projectId === id && e.outcome === "timeout")
+    expect(await eventually(async () => timedOut().length > before, 5_000)).toBe(true)
   })
 
   it("a worker's fetch to loopback, private or link-local addresses is rejected inside the worker", async () => {

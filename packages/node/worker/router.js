@@ -135,9 +135,12 @@ export default {
       const worker = await load(env, ctx, meta)
       return await worker.getEntrypoint().fetch(forwarded)
     } catch (error) {
+      // workerd cancels a handler that waits on nothing that could ever settle: that worker never answers (a 504),
+      // it did not throw.
+      const hung = /had hung and would never generate a response/.test(String(error?.message ?? ""))
       return new Response(JSON.stringify(describe(error)), {
         status: 500,
-        headers: { "content-type": "application/json", "x-hostplane-outcome": "exception" }
+        headers: { "content-type": "application/json", "x-hostplane-outcome": hung ? "hung" : "exception" }
       })
     }
   }

@@ -399,6 +399,12 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
         invocation.end({ outcome: "exception", status: null })
         return envelope(response, 500, "worker_exception", "the worker threw an exception")
       }
+      // workerd canceled a handler that waits on nothing: it would never answer, as the node's edge says too.
+      if (answer.headers["x-hostplane-outcome"] === "hung") {
+        answer.resume()
+        invocation.end({ outcome: "timeout", status: null })
+        return envelope(response, 504, "worker_timeout", "the worker waits on nothing and can never answer")
+      }
       const status = answer.statusCode ?? 502
       answer.once("end", () => invocation.end({ outcome: "ok", status }))
       const out: Record<string, string | Array<string>> = {}

@@ -313,6 +313,11 @@ export const WorkerInvokerOn = Layer.effect(
             code: "worker_timeout",
             message: `the worker did not answer within ${settings.timeoutMs} ms`
           }
+        // workerd saw the handler wait on nothing that could ever settle: it would never answer, so the 504 it
+        // would get at the deadline is given now.
+        case "Hung":
+          invocation.end({ outcome: "timeout", status: null })
+          return { status: 504, code: "worker_timeout", message: "the worker waits on nothing and can never answer" }
         case "TooLarge":
           invocation.end(null)
           return tooLarge
@@ -414,9 +419,14 @@ export const WorkerInvokerOn = Layer.effect(
   })
 )
 
+/** The router's word that the worker did not answer (`x-hostplane-outcome`), or undefined for the worker's response. */
+const outcomeOf = (header: unknown): { readonly _tag: "Exception" } | { readonly _tag: "Hung" } | undefined =>
+  header === "exception" ? { _tag: "Exception" } : header === "hung" ? { _tag: "Hung" } : undefined
+
 type Forwarded =
   | { readonly _tag: "Response"; readonly response: Http.IncomingMessage }
   | { readonly _tag: "Exception" }
+  | { readonly _tag: "Hung" }
   | { readonly _tag: "Timeout" }
   | { readonly _tag: "TooLarge" }
   | { readonly _tag: "Unavailable"; readonly message: string }
@@ -482,9 +492,10 @@ const forward = async (options: {
       settle({ _tag: "Unavailable", message: "canceled" })
     })
     upstream.on("response", (response) => {
-      if (response.headers["x-hostplane-outcome"] === "exception") {
+      const failed = outcomeOf(response.headers["x-hostplane-outcome"])
+      if (failed !== undefined) {
         response.resume()
-        return settle({ _tag: "Exception" })
+        return settle(failed)
       }
       response.once("close", done)
       response.once("error", done)
@@ -603,6 +614,7 @@ type Direct =
   | { readonly _tag: "Started"; readonly status: number }
   | { readonly _tag: "Gone" }
   | { readonly _tag: "Exception" }
+  | { readonly _tag: "Hung" }
   | { readonly _tag: "Timeout" }
   | { readonly _tag: "Unavailable"; readonly message: string }
 
@@ -672,9 +684,10 @@ const forwardInto = async (options: {
         },
         onResponseStart: (at, status, upstream) => {
           if (stopped || settled) return at.abort(new Error("canceled"))
-          if (upstream["x-hostplane-outcome"] === "exception") {
+          const failed = outcomeOf(upstream["x-hostplane-outcome"])
+          if (failed !== undefined) {
             stopped = true
-            return settle({ _tag: "Exception" })
+            return settle(failed)
           }
           const written: Record<string, string | Array<string>> = {}
           for (const name in upstream) {
