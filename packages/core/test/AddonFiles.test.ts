@@ -14,6 +14,7 @@ const nodeShared = [
   "packages/node/src/bindings/Bindings.ts",
   "packages/node/src/bindings/WorkerBinding.ts",
   "packages/node/src/bindings/Failure.ts",
+  "packages/node/src/dev/DevBindings.ts",
   "packages/node/src/runtime/WorkerRuntime.ts",
   "packages/node/src/runtime/WorkerInvokerLive.ts",
   "packages/node/worker/entry.js",

@@ -48,5 +48,12 @@ export const aiBinding = workerBinding({
           value: await chat(gateway, call.granted().key, args[0])
         })
       }
-    }))
+    })),
+  dev: {
+    declared: (manifest) => manifest.ai === true,
+    unavailable:
+      "runs only in a deployed project: the AI gateway takes the project's key, which only the node holds (test AI code with hostplane deploy and hostplane logs --follow)",
+    methods: { calls: ["chat"] },
+    make: () => undefined
+  }
 })

@@ -2,6 +2,7 @@ import { EndUser, Kernel, type Node } from "@hostplane/core"
 import { Cause, Effect, Exit, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { BindingFailure } from "./Failure.ts"
+import { devUserOfCookie } from "../dev/DevSignIn.ts"
 import { workerBinding } from "./WorkerBinding.ts"
 
 interface Pending {
@@ -91,5 +92,18 @@ export const authBinding = workerBinding({
       calls: { user: async (call, args) => ({ value: await auth.user(call.projectId, call.project, args[0]) }) },
       userHandle: (projectId, project, session) =>
         project.bindings.auth === null ? undefined : auth.handleFor(projectId, session)
-    }))
+    })),
+  // Under dev the handle is the dev sign-in's own cookie value (`/__service/auth/login/<provider>` of the dev server).
+  dev: {
+    declared: (manifest) => manifest.auth === true,
+    unavailable: "",
+    methods: { calls: ["user"] },
+    make: () => ({
+      calls: {
+        user: async (_call, args) => ({
+          value: devUserOfCookie(typeof args[0] === "string" ? args[0] : undefined) ?? null
+        })
+      }
+    })
+  }
 })

@@ -180,5 +180,17 @@ export const dbBinding = workerBinding({
         converge: db.converge,
         close: db.close
       }
-    })
+    }),
+  dev: {
+    declared: (manifest) => manifest.database === true,
+    entry: (local) => ({ connectionString: local.database?.url ?? "" }),
+    unavailable: "needs the linked project's database: run hostplane dev --linked (the database granted)",
+    methods: { calls: ["query"] },
+    make: (local) => {
+      const database = local.database
+      if (database === undefined) return undefined
+      const db = makeDbBinding({ authority: undefined, queryTimeoutMs: 30_000 })
+      return { calls: { query: (call, args) => db.query(call.projectId, database, args) }, close: db.close }
+    }
+  }
 })

@@ -1,6 +1,8 @@
 import { Email } from "@hostplane/core"
-import { Effect, Stream } from "effect"
+import { Effect, Result, Stream } from "effect"
 import { randomBytes } from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import { BindingFailure, runRefusable } from "./Failure.ts"
 import { type BindingCall, workerBinding } from "./WorkerBinding.ts"
 
@@ -122,5 +124,50 @@ export const emailBinding = workerBinding({
           value: await sendMail(relay, call.projectId, call.granted(), args[0])
         })
       }
-    }))
+    })),
+  dev: {
+    declared: (manifest) => manifest.email === true,
+    unavailable: "has no local outbox in this dev server",
+    methods: { calls: ["send"] },
+    make: (local) => {
+      const outbox = local.outbox
+      if (outbox === undefined) return undefined
+      const from = local.mailFrom ?? defaultDevFrom
+      return { calls: { send: async (_call, args) => ({ value: sendToOutbox(outbox, from, local.print, args[0]) }) } }
+    }
+  }
 })
+
+/** The From of mail sent under dev when no linked project gives its own address. */
+export const defaultDevFrom = "dev@localhost"
+
+const safeName = /[^A-Za-z0-9._-]/g
+
+/**
+ * `hostplane dev`'s relay: the relay's checks (size, headers, From), then the message as a file in the outbox instead
+ * of a transport, and one line of the dev server's output for it.
+ */
+const sendToOutbox = (folder: string, from: string, print: (line: string) => void, message: unknown) => {
+  const bytes = rawMessageOf(message, from)
+  if (bytes.byteLength > Email.maxRelayBytes) {
+    throw new BindingFailure("payload_too_large", `a relayed message is at most ${Email.maxRelayBytes} bytes`)
+  }
+  const read = Email.Rfc822.readRelayed(bytes)
+  if (Result.isFailure(read)) {
+    throw new BindingFailure("bad_request", `not a message the relay can send: ${read.failure}`)
+  }
+  const headers = read.success
+  if (headers.fromAddress !== from.toLowerCase()) {
+    throw new BindingFailure("from_not_allowed", `From must be the project's address ${from}`)
+  }
+  const id = `mail_dev_${randomBytes(6).toString("hex")}`
+  const name = `${new Date().toISOString().replace(/[:.]/g, "-")}-${id}.eml`.replace(safeName, "_")
+  Fs.mkdirSync(folder, { recursive: true, mode: 0o700 })
+  const file = Path.join(folder, name)
+  Fs.writeFileSync(`${file}.tmp`, bytes, { mode: 0o600 })
+  Fs.renameSync(`${file}.tmp`, file)
+  print(
+    `✉ mail  ${headers.fromAddress} → ${headers.recipients.join(", ")}  ${JSON.stringify(headers.subject)}  ${file}`
+  )
+  return { id, messageId: headers.messageId ?? `${id}@${from.slice(from.indexOf("@") + 1)}` }
+}

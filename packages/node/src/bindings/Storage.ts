@@ -438,5 +438,21 @@ export const storageBinding = workerBinding({
         reportEveryMs: options.usageEveryMs ?? 5_000
       })
       return servedStorage(storage, (call) => call.granted())
-    })
+    }),
+  // Under dev the folder's objects live in the dev server's local store, under one prefix, with the linked project's
+  // quota or the free plan's.
+  dev: {
+    declared: (manifest) => manifest.storage === true,
+    unavailable: "has no local store in this dev server",
+    methods: { calls: ["head", "delete", "list"], raw: ["put", "get"] },
+    make: (local) => {
+      if (local.objects === undefined) return undefined
+      const storage = makeStorageBinding({ objects: local.objects, report: async () => {}, reportEveryMs: 60_000 })
+      const value = { prefix: "dev/", quotaBytes: local.storageQuotaBytes ?? defaultDevQuotaBytes }
+      return servedStorage(storage, () => value)
+    }
+  }
 })
+
+/** The free plan's storage quota (decisions.md part 3): what dev enforces when no linked project gives its own. */
+export const defaultDevQuotaBytes = 1024 * 1024 * 1024

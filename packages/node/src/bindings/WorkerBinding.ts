@@ -1,4 +1,5 @@
 import type { Deployments, Node } from "@hostplane/core"
+import type { DevLocal } from "../dev/DevLocal.ts"
 import type { Effect, Scope } from "effect"
 import type * as Http from "node:http"
 import type { BindingAnswer } from "./Failure.ts"
@@ -53,6 +54,25 @@ export interface ServedBinding<K extends BindingName> {
   ) => string | undefined
 }
 
+/**
+ * A binding under `hostplane dev`: one local project, no grant and no node state. When the folder's `service.json`
+ * declares the add-on, `env.<name>` is present; its calls are served on the dev server's local means, or, without
+ * them, each rejects with `not_available_in_dev` saying why.
+ */
+export type { DevLocal }
+
+export interface DevForm {
+  readonly declared: (manifest: Deployments.Manifest) => boolean
+  /** What the worker-side module is given (`true` when absent). */
+  readonly entry?: (local: DevLocal) => unknown
+  /** The calls served locally; undefined when this dev server lacks the means. */
+  readonly make: (local: DevLocal) => ServedBinding<any> | undefined
+  /** Why every call rejects when `make` serves none. */
+  readonly unavailable: string
+  /** The binding's methods, so a refused call names itself. */
+  readonly methods: { readonly calls: ReadonlyArray<string>; readonly raw?: ReadonlyArray<string> }
+}
+
 /** What every binding may read when the node builds it. */
 export interface BindingOptions {
   /** A statement or call that has not answered by then rejects. */
@@ -74,6 +94,8 @@ export interface WorkerBinding<K extends BindingName, R> {
   /** Whether a deployment's manifest asks for the binding on top of the grant; absent, the grant is enough. */
   readonly wanted?: (manifest: Deployments.Manifest) => boolean
   readonly make: (options: BindingOptions) => Effect.Effect<ServedBinding<K> | undefined, never, R | Scope.Scope>
+  /** The binding under `hostplane dev`; absent, it is absent from `env` there. */
+  readonly dev?: DevForm
 }
 
 /** Any add-on's node binding. */

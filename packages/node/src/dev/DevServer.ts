@@ -150,14 +150,15 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
   const runtime = Context.get(context, WorkerRuntime)
   const database = options.database
   // The linked database's pool and the storage binding's state live as long as the server.
-  const addons = makeDevBindings({
+  const local = {
     objects: options.objects,
     storageQuotaBytes: options.storageQuotaBytes,
     outbox: options.outbox,
     mailFrom: options.mailFrom,
     database,
-    print: (line) => options.print(line)
-  })
+    print: (line: string) => options.print(line)
+  }
+  const addons = makeDevBindings(local)
   runtime.setBindings(addons.handler)
   runtime.setRawBindings(addons.rawHandler)
   runtime.collector.setSink((events) => {
@@ -179,7 +180,7 @@ export const startDevServer = async (options: DevOptions): Promise<DevServer> =>
           manifest: snapshot.manifest,
           entry: snapshot.entry,
           secrets: snapshot.secrets,
-          bindings: devFlags(snapshot.manifest, database)
+          bindings: devFlags(snapshot.manifest, local)
         })
 
   /** The runtime's message when the key's worker does not load, `undefined` when it does. */
