@@ -24,16 +24,29 @@ const bindable = (port: number) =>
     probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)))
   })
 
+/** Ports this process handed out: a server binds them seconds later, so a later pick must not take one again. */
+const handedOut = new Set<number>()
+
 /**
  * A port free on 127.0.0.1, picked below the ephemeral range: a port from `listen(0)` goes back to that range once the
  * probe closes, and any outgoing connection may take it before the server binds it (EADDRINUSE). Below the range only
- * another explicit bind competes.
+ * another explicit bind competes: each vitest worker picks from its own slice of it (`VITEST_POOL_ID`), and never
+ * hands out one port twice, so two servers starting at once in the run cannot be given the same port.
  */
 export const freePort = async (): Promise<number> => {
   const low = Math.max(1024, ephemeralLow - 16384)
+  const slices = 8
+  const size = Math.floor((ephemeralLow - low) / slices)
+  const slot = (Math.max(1, Number(process.env["VITEST_POOL_ID"] ?? "1") || 1) - 1) % slices
+  const start = low + slot * size
+  if (handedOut.size > size / 2) handedOut.clear()
   for (;;) {
-    const port = low + Math.floor(Math.random() * (ephemeralLow - low))
-    if (await bindable(port)) return port
+    const port = start + Math.floor(Math.random() * size)
+    if (handedOut.has(port)) continue
+    if (await bindable(port)) {
+      handedOut.add(port)
+      return port
+    }
   }
 }
 
