@@ -131,16 +131,7 @@ export class AiGatewayApi extends HttpApiGroup.make("aiGateway")
       success: Schema.Record(Schema.String, Schema.Unknown).annotate({
         description: "The upstream's chat completion (or, for `stream: true`, `text/event-stream` chunks)."
       }),
-      error: apiErrors(
-        Errors.Unauthorized,
-        Errors.BadRequest,
-        Errors.UnknownModel,
-        Errors.RateLimited,
-        Errors.DailyLimit,
-        Errors.InsufficientBalance,
-        Errors.AiUnavailable,
-        Errors.AiUpstreamError
-      )
+      error: apiErrors(...Ai.gatewayErrors)
     })
       .annotate(OpenApi.Summary, "Call an AI model (OpenAI chat completions)")
       .annotateMerge(

@@ -47,15 +47,19 @@ export type GatewayAnswer =
   | { readonly _tag: "json"; readonly body: string }
   | { readonly _tag: "stream"; readonly body: Stream.Stream<Uint8Array> }
 
-export type GatewayError =
-  | Unauthorized
-  | BadRequest
-  | UnknownModel
-  | RateLimited
-  | DailyLimit
-  | InsufficientBalance
-  | AiUnavailable
-  | AiUpstreamError
+/** The gateway's refusals (decisions.md part 6), in the order its route lists them. */
+export const gatewayErrors = [
+  Unauthorized,
+  BadRequest,
+  UnknownModel,
+  RateLimited,
+  DailyLimit,
+  InsufficientBalance,
+  AiUnavailable,
+  AiUpstreamError
+] as const
+
+export type GatewayError = InstanceType<(typeof gatewayErrors)[number]>
 
 /** An upstream JSON answer (or error body) larger than this is no answer. */
 const maxAnswerBytes = 16 * 1024 * 1024

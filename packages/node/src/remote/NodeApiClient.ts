@@ -38,18 +38,6 @@ const relayRefusals = [
   Errors.MailSendFailed
 ] as const
 
-/** The gateway's refusals. */
-const gatewayRefusals = [
-  Errors.BadRequest,
-  Errors.Unauthorized,
-  Errors.UnknownModel,
-  Errors.RateLimited,
-  Errors.DailyLimit,
-  Errors.InsufficientBalance,
-  Errors.AiUnavailable,
-  Errors.AiUpstreamError
-] as const
-
 interface RefusalClass<E> {
   readonly code: string
   new (fields: { readonly message: string; readonly details?: { readonly [x: string]: unknown } }): E
@@ -205,7 +193,7 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
     })
     if (!response.ok) {
       const envelope = yield* envelopeOf(response)
-      const refusal = envelope === undefined ? undefined : refusalOf<Ai.GatewayError>(gatewayRefusals, envelope)
+      const refusal = envelope === undefined ? undefined : refusalOf<Ai.GatewayError>(Ai.gatewayErrors, envelope)
       if (refusal !== undefined) return yield* Effect.fail(refusal)
       return yield* new Errors.AiUpstreamError({ message: `${what}: the control plane answered ${response.status}` })
     }
