@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
@@ -27,6 +28,57 @@ describe("ArtifactStoreDisk", () => {
       assert.deepStrictEqual(yield* filesUnder(dir), [Path.join("sha256", hex.slice(0, 2), hex)])
       assert.isTrue(yield* store.has(stored.digest))
       assert.strictEqual(yield* collect(store.open(stored.digest)), "hello artifacts\n".repeat(10_000))
+    })
+  )
+
+  it.effect("a put many early flushes long is stored byte for byte under its digest", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir("artifacts")
+      const store = yield* ArtifactStoreDisk.make(dir)
+      // 20 MiB in 64 KiB reads: several flushes run while later batches are written.
+      const bytes = new Uint8Array(randomBytes(20 * 1024 * 1024))
+      const stored = yield* store.put(streamOfBytes(bytes, 64 * 1024))
+      assert.deepStrictEqual(stored, { digest: sha256(bytes), bytes: bytes.byteLength })
+      const read = yield* Stream.mkUint8Array(store.open(stored.digest))
+      assert.isTrue(Buffer.from(read).equals(Buffer.from(bytes)))
+      assert.deepStrictEqual(
+        (yield* filesUnder(dir)).filter((file) => file.startsWith("tmp")),
+        [],
+        "no temporary file is left"
+      )
+    })
+  )
+
+  it.effect("an early flush that fails fails the writer's end, even when the disk recovers before it", () =>
+    Effect.gen(function* () {
+      // Linux reports a write-back error to a file once: the final fsync would not see it again.
+      const written: Array<number> = []
+      let flushes = 0
+      const file: ArtifactStoreDisk.WritableFile = {
+        writev: (async (chunks: ReadonlyArray<Uint8Array>) => {
+          const bytes = chunks.reduce((sum, chunk) => sum + chunk.byteLength, 0)
+          written.push(bytes)
+          return { bytesWritten: bytes, buffers: chunks }
+        }) as ArtifactStoreDisk.WritableFile["writev"],
+        write: (async () => {
+          throw new Error("short writes are not expected here")
+        }) as ArtifactStoreDisk.WritableFile["write"],
+        datasync: async () => {
+          flushes += 1
+          if (flushes === 1) throw new Error("EIO: write-back failed")
+        }
+      }
+      const writer = ArtifactStoreDisk.batchedWriter(file)
+      const chunk = new Uint8Array(1024 * 1024)
+      for (let index = 0; index < 20; index++) yield* writer.add([chunk])
+      const exit = yield* Effect.exit(writer.end)
+      assert.isTrue(Exit.isFailure(exit))
+      assert.strictEqual(
+        written.reduce((sum, bytes) => sum + bytes, 0),
+        20 * 1024 * 1024,
+        "every byte was still written"
+      )
+      assert.strictEqual(flushes, 2, "the second flush succeeded")
     })
   )
 
