@@ -92,6 +92,31 @@ layer(TestDatabase.layer, { excludeTestServices: true })(
       )
     )
 
+    it.effect("a holder interrupted at any point of taking the lock leaves it held by nobody", () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* replica()
+          const sql = yield* SqlClient.SqlClient
+          // Each holder is interrupted after a different number of turns of the event loop, so the interruptions land
+          // before, while and after its lock statement runs; one landing while it ran used to leave the lock granted
+          // on a pooled connection, and the project held until the pool closed that connection a minute later.
+          const held: Array<number> = []
+          for (let turns = 0; turns < 40; turns++) {
+            const project = projectId()
+            const fiber = yield* Effect.forkChild(store.exclusive(project, Effect.never))
+            for (let turn = 0; turn < turns % 20; turn++) {
+              yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+            }
+            yield* Fiber.interrupt(fiber)
+            const locks = yield* sql`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = ${0x6867656e}
+              AND objid = hashtext(${project})::oid AND granted`
+            if (locks.length > 0) held.push(turns)
+          }
+          assert.deepStrictEqual(held, [])
+        })
+      )
+    )
+
     it.effect("holders of one project on two replicas never overlap", () =>
       Effect.scoped(
         Effect.gen(function* () {

@@ -51,7 +51,8 @@ const generationLockSpace = 0x6867656e
  * `DatabaseStore` on PostgreSQL (migration `database/0001_create_databases`). `exclusive` holds a session advisory lock on an
  * unshared connection for as long as its effect runs: several replicas take one generation of a project at a time,
  * and a process that dies ends its session and so gives the project back. The lock is tried, not waited for in the
- * server, so a holder interrupted while waiting leaves no lock request behind on a connection going back to its pool.
+ * server, so a holder interrupted while waiting leaves no lock request behind on a connection going back to its pool,
+ * and a granted lock's unlock is registered in the same uninterruptible step as the try that got it.
  */
 export const layer = Layer.effect(
   Database.DatabaseStore,
@@ -85,15 +86,21 @@ export const layer = Layer.effect(
       Effect.gen(function* () {
         const connection = yield* sessions.reserve
         const args = [generationLockSpace, projectId]
-        for (;;) {
-          const [row] = yield* connection.executeValues("SELECT pg_try_advisory_lock($1, hashtext($2))", args)
-          if (row?.[0] === true) break
-          yield* Effect.sleep(Duration.millis(100))
-        }
-        // Before the connection goes back to the pool (finalizers run last added first).
-        yield* Effect.addFinalizer(() =>
-          connection.executeRaw("SELECT pg_advisory_unlock($1, hashtext($2))", args).pipe(Effect.ignore)
+        // One try and the unlock that goes with its success are one uninterruptible step: a holder interrupted while
+        // the statement ran would otherwise leave the lock granted on a connection going back to its pool, and every
+        // other session would wait for the project until the pool closed that connection (a minute idle). The unlock
+        // runs before the connection goes back to the pool (finalizers run last added first).
+        const attempt = Effect.uninterruptible(
+          Effect.gen(function* () {
+            const [row] = yield* connection.executeValues("SELECT pg_try_advisory_lock($1, hashtext($2))", args)
+            if (row?.[0] !== true) return false
+            yield* Effect.addFinalizer(() =>
+              connection.executeRaw("SELECT pg_advisory_unlock($1, hashtext($2))", args).pipe(Effect.ignore)
+            )
+            return true
+          })
         )
+        while (!(yield* attempt)) yield* Effect.sleep(Duration.millis(100))
       }).pipe(Effect.orDie)
     const exclusive = <A, E, R>(projectId: string, effect: Effect.Effect<A, E, R>) =>
       Effect.acquireUseRelease(

@@ -118,21 +118,26 @@ export const layer = Layer.effect(
 
     const register = Effect.gen(function* () {
       const connection = yield* sessions.reserve
-      const key = yield* Effect.gen(function* () {
-        for (;;) {
-          const candidate = 1 + Math.floor(Math.random() * 0x7ffffffe)
-          const [row] = yield* connection.executeValues("SELECT pg_try_advisory_lock($1, $2)", [lockSpace, candidate])
-          if (row?.[0] === true) return candidate
-        }
-      })
-      const owner = `${key}.${crypto.randomUUID()}`
-      // Closing gives the claims back at once and ends the lock before the connection returns to the pool.
-      yield* Effect.addFinalizer(() =>
-        sql`UPDATE jobs SET lease_owner = NULL, lease_until = NULL
-          WHERE lease_owner = ${owner} AND terminal_code IS NULL`.pipe(
-          Effect.andThen(connection.executeRaw("SELECT pg_advisory_unlock($1, $2)", [lockSpace, key])),
-          Effect.ignore
-        )
+      // The lock and its release are taken in one uninterruptible step: a registration interrupted while its lock
+      // statement ran would otherwise leave the lock on a connection going back to its pool.
+      const owner = yield* Effect.uninterruptible(
+        Effect.gen(function* () {
+          for (;;) {
+            const key = 1 + Math.floor(Math.random() * 0x7ffffffe)
+            const [row] = yield* connection.executeValues("SELECT pg_try_advisory_lock($1, $2)", [lockSpace, key])
+            if (row?.[0] !== true) continue
+            const owner = `${key}.${crypto.randomUUID()}`
+            // Closing gives the claims back at once and ends the lock before the connection returns to the pool.
+            yield* Effect.addFinalizer(() =>
+              sql`UPDATE jobs SET lease_owner = NULL, lease_until = NULL
+                WHERE lease_owner = ${owner} AND terminal_code IS NULL`.pipe(
+                Effect.andThen(connection.executeRaw("SELECT pg_advisory_unlock($1, $2)", [lockSpace, key])),
+                Effect.ignore
+              )
+            )
+            return owner
+          }
+        })
       )
       return {
         owner,
