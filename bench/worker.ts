@@ -182,10 +182,18 @@ const config :Workerd.Config = (
     }
     // The CPU of each side per answered request: the edge's is the server process and its workerd processes, the
     // bare side's its one workerd (a busy machine moves CPU per request less than it moves the rates).
-    const workerdCpu = () =>
+    const workerdCpu = (only: (pid: number) => boolean = () => true) =>
       treeOf(server.child.pid)
-        .filter((pid) => commOf(pid) === "workerd")
+        .filter((pid) => commOf(pid) === "workerd" && only(pid))
         .reduce((sum, pid) => sum + (cpuSeconds(pid) ?? 0), 0)
+    // The hot shard's process (its config is named hot-<generation>.capnp): the project is served there once hot.
+    const isHot = (pid: number) => {
+      try {
+        return /hot-\d+\.capnp/.test(Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8"))
+      } catch {
+        return false
+      }
+    }
     const edgeCpu = () => (cpuSeconds(server.child.pid) ?? 0) + workerdCpu()
     const bareCpu = () => cpuSeconds(bare.pid ?? 0) ?? 0
     const targets = {
@@ -196,6 +204,7 @@ const config :Workerd.Config = (
       const target = targets[name]
       const before = target.cpu()
       const workerdBefore = workerdCpu()
+      const hotBefore = workerdCpu(isHot)
       const result = await cannon(target.url, target.host, 50, durationS)
       const perRequest = (seconds: number) =>
         result.requests.total === 0 ? NaN : (seconds * 1e6) / result.requests.total
@@ -204,6 +213,8 @@ const config :Workerd.Config = (
         cpuUs: perRequest(target.cpu() - before),
         // The edge's workerd processes: the rest of the edge's CPU is its server process.
         workerdUs: name === "edge" ? perRequest(workerdCpu() - workerdBefore) : NaN,
+        // Of which the hot shard's (a hot process replaced within the run counts from zero: a lower bound then).
+        hotUs: name === "edge" ? perRequest(Math.max(0, workerdCpu(isHot) - hotBefore)) : NaN,
         failed: result.non2xx + result.errors + result.timeouts
       }
     }
@@ -221,7 +232,9 @@ const config :Workerd.Config = (
         results[name].push(figures)
         log(
           `run ${run + 1} ${name}: ${round(figures.perSecond, 0)} req/s, ${round(figures.cpuUs, 0)} µs CPU per request` +
-            (name === "edge" ? ` (workerd ${round(figures.workerdUs, 0)} µs)` : "") +
+            (name === "edge"
+              ? ` (workerd ${round(figures.workerdUs, 0)} µs, of which the hot shard ${round(figures.hotUs, 0)} µs)`
+              : "") +
             `, failed ${figures.failed} (load ${loadNow()})`
         )
       }

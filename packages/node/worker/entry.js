@@ -130,6 +130,31 @@ const bindingsOf = (flags, request, handle) => {
   return env
 }
 
+/**
+ * The granted bindings' settings: an object on the loader shard; on the hot shard, JSON text from the process's
+ * environment (it may hold a database password, which is never written into a config file), parsed once.
+ */
+let flagsText
+let flagsParsed
+const flagsOf = (value) => {
+  if (typeof value !== "string") return value ?? {}
+  if (value !== flagsText) {
+    flagsParsed = JSON.parse(value)
+    flagsText = value
+  }
+  return flagsParsed
+}
+
+/** What the edge says the request is: on the hot shard its invoke header comes straight to this module. */
+const invokeOf = (header) => {
+  try {
+    const meta = JSON.parse(header)
+    return { id: typeof meta.id === "string" ? meta.id : null, user: typeof meta.user === "string" ? meta.user : null }
+  } catch {
+    return { id: null, user: null }
+  }
+}
+
 export default {
   async fetch(request, env, ctx) {
     if (request.headers.get("x-hostplane-check") === "1") return new Response(null, { status: 204 })
@@ -138,17 +163,23 @@ export default {
     for (const [name, value] of Object.entries(env)) {
       if (name !== "__hostplane" && name !== "__hostplaneBindings") tenantEnv[name] = value
     }
-    // The end user's session handle is the node's: the worker's code never sees it among the headers.
-    const handle = request.headers.get("x-hostplane-user")
-    const id = request.headers.get("x-hostplane-invocation")
+    // On the loader shard the router turned the edge's invoke header into these two; on the hot shard there is no
+    // router, and the header comes here. The edge drops every x-hostplane-* header a client sends, so both are the
+    // node's. The end user's session handle is the node's: the worker's code never sees it among the headers.
+    const invoke = request.headers.get("x-hostplane-invoke")
+    const direct = invoke !== null
+    const meta = direct ? invokeOf(invoke) : undefined
+    const handle = direct ? meta.user : request.headers.get("x-hostplane-user")
+    const id = direct ? meta.id : request.headers.get("x-hostplane-invocation")
     let received = request
-    if (handle !== null || id !== null) {
+    if (handle !== null || id !== null || direct) {
       const headers = new Headers(request.headers)
       headers.delete("x-hostplane-user")
       headers.delete("x-hostplane-invocation")
+      headers.delete("x-hostplane-invoke")
       received = new Request(request, { headers })
     }
-    Object.assign(tenantEnv, bindingsOf(env.__hostplaneBindings ?? {}, received, handle))
+    Object.assign(tenantEnv, bindingsOf(flagsOf(env.__hostplaneBindings), received, handle))
     if (id === null) return main.fetch(received, tenantEnv, ctx)
     const invocation = {
       id,
@@ -193,6 +224,9 @@ export default {
         return await main.fetch(received, tenantEnv, tenantCtx)
       } catch (error) {
         noteException(invocation, error)
+        // On the hot shard no router turns the exception into the edge's outcome header: the edge answers 500
+        // worker_exception from this, with nothing of the worker's error in it.
+        if (direct) return new Response(null, { status: 500, headers: { "x-hostplane-outcome": "exception" } })
         throw error
       } finally {
         handlerOver = true

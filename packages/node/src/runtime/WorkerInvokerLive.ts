@@ -431,13 +431,36 @@ type Forwarded =
   | { readonly _tag: "TooLarge" }
   | { readonly _tag: "Unavailable"; readonly message: string }
 
-/** The shard serving a project once it is up; `undefined` when it did not come up within the worker timeout. */
-const readyShard = async (runtime: WorkerRuntime["Service"], projectId: string): Promise<number | undefined> => {
+/**
+ * workerd's own answer when a worker on the hot shard gave none (it hung, or its isolate failed): a 500 with no
+ * content type that closes the connection. The entry module turns every exception of the worker into the outcome
+ * header there, and a worker's own 500 always has a content type.
+ */
+const hotFailureOf = (
+  hot: boolean,
+  status: number,
+  headers: Readonly<Record<string, string | Array<string> | undefined>>
+): { readonly _tag: "Hung" } | undefined =>
+  hot && status === 500 && headers["content-type"] === undefined && headers.connection === "close"
+    ? { _tag: "Hung" }
+    : undefined
+
+/**
+ * Where a request goes: the hot shard's socket when it runs this key of the project, else the project's loader shard
+ * once it is up; `undefined` when that did not come up within the worker timeout.
+ */
+const targetOf = async (
+  runtime: WorkerRuntime["Service"],
+  projectId: string,
+  key: string
+): Promise<{ readonly socket: string; readonly hot: boolean } | undefined> => {
+  const hot = runtime.hotSocketOf(projectId, key)
+  if (hot !== undefined) return { socket: hot, hot: true }
   const shard = runtime.shardOf(projectId)
-  if (runtime.isUp(shard)) return shard
+  if (runtime.isUp(shard)) return { socket: runtime.socketOf(shard), hot: false }
   try {
     await runtime.ready(shard, runtime.settings.timeoutMs)
-    return shard
+    return { socket: runtime.socketOf(shard), hot: false }
   } catch {
     return undefined
   }
@@ -458,11 +481,11 @@ const forward = async (options: {
 }): Promise<Forwarded> => {
   const { runtime, incoming } = options
   const timeoutMs = runtime.settings.timeoutMs
-  const shard = await readyShard(runtime, options.target.projectId)
-  if (shard === undefined) return { _tag: "Timeout" }
+  const target = await targetOf(runtime, options.target.projectId, options.key)
+  if (target === undefined) return { _tag: "Timeout" }
   const headers = upstreamHeaders(options)
   return new Promise<Forwarded>((resolve) => {
-    const socketPath = runtime.socketOf(shard)
+    const socketPath = target.socket
     // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
     const done = runtime.track(socketPath)
     let settled = false
@@ -492,7 +515,9 @@ const forward = async (options: {
       settle({ _tag: "Unavailable", message: "canceled" })
     })
     upstream.on("response", (response) => {
-      const failed = outcomeOf(response.headers["x-hostplane-outcome"])
+      const failed =
+        outcomeOf(response.headers["x-hostplane-outcome"]) ??
+        hotFailureOf(target.hot, response.statusCode ?? 500, response.headers)
       if (failed !== undefined) {
         response.resume()
         return settle(failed)
@@ -591,7 +616,7 @@ const makePools = (runtime: WorkerRuntime["Service"]) => {
     of: (socketPath: string): Pool => {
       let pool = pools.get(socketPath)
       if (pool === undefined) {
-        const current = new Set(runtime.pids().map((_, index) => runtime.socketOf(index)))
+        const current = new Set(runtime.sockets())
         for (const [path, old] of pools) {
           if (current.has(path)) continue
           pools.delete(path)
@@ -638,11 +663,11 @@ const forwardInto = async (options: {
 }): Promise<Direct> => {
   const { runtime, response } = options
   const timeoutMs = runtime.settings.timeoutMs
-  const shard = await readyShard(runtime, options.target.projectId)
-  if (shard === undefined) return { _tag: "Timeout" }
+  const target = await targetOf(runtime, options.target.projectId, options.key)
+  if (target === undefined) return { _tag: "Timeout" }
   const headers = upstreamHeaders(options)
   return new Promise<Direct>((resolve) => {
-    const socketPath = runtime.socketOf(shard)
+    const socketPath = target.socket
     // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
     const done = runtime.track(socketPath)
     const { invocation } = options
@@ -684,7 +709,7 @@ const forwardInto = async (options: {
         },
         onResponseStart: (at, status, upstream) => {
           if (stopped || settled) return at.abort(new Error("canceled"))
-          const failed = outcomeOf(upstream["x-hostplane-outcome"])
+          const failed = outcomeOf(upstream["x-hostplane-outcome"]) ?? hotFailureOf(target.hot, status, upstream)
           if (failed !== undefined) {
             stopped = true
             return settle(failed)

@@ -10,6 +10,7 @@ import * as Path from "node:path"
 import { Readable } from "node:stream"
 import { fileURLToPath } from "node:url"
 import { bindingModules } from "../bindings/Bindings.ts"
+import { type HotSettings, type HotWorker, makeHot } from "./HotShard.ts"
 import { type LogCollector, makeCollector } from "./LogCollector.ts"
 import { workerdBinary } from "./WorkerdBinary.ts"
 
@@ -34,6 +35,8 @@ export interface RuntimeSettings {
    * each). Default 16.
    */
   readonly rotateAfterStale?: number
+  /** Projects served by the hot shard (a static config, one invocation per request); off when absent. */
+  readonly hot?: HotSettings
 }
 
 export const defaultRuntimeSettings: RuntimeSettings = {
@@ -62,7 +65,11 @@ export const runtimeSettingsConfig = Config.all({
   sandbox: Config.String("SERVICE_WORKER_SANDBOX").pipe(
     Config.withDefault("auto"),
     Config.map((value): "auto" | "off" => (value.trim().toLowerCase() === "off" ? "off" : "auto"))
-  )
+  ),
+  hot: Config.all({
+    max: Config.Int("SERVICE_WORKER_HOT").pipe(Config.withDefault(8)),
+    promoteRate: Config.Int("SERVICE_WORKER_HOT_RATE").pipe(Config.withDefault(50))
+  })
 })
 
 /** Everything the router needs to load one project's worker: what the loader key stands for. */
@@ -250,6 +257,19 @@ export class WorkerRuntime extends Context.Service<
     /** Whether the shard answers now (then `ready` would resolve at once). */
     readonly isUp: (shard: number) => boolean
     readonly socketOf: (shard: number) => string
+    /**
+     * The hot shard's socket for this key of the project, or `undefined` when the loader shard serves it (not hot, or
+     * the hot process runs another key). Called once per request: it counts the request toward promotion.
+     */
+    readonly hotSocketOf: (projectId: string, key: string) => string | undefined
+    /** Every socket a request may be sent to now: the loader shards' and the hot process's. */
+    readonly sockets: () => ReadonlyArray<string>
+    /** The hot process: its pid, the projects it serves, how many were built. */
+    readonly hot: () => {
+      readonly pid: number | undefined
+      readonly projects: ReadonlyArray<string>
+      readonly builds: number
+    }
     /** Counts a request on a shard's socket until `done` is called: a replaced process is stopped once it has none. */
     readonly track: (socket: string) => () => void
     /** Shard generations started to shed stale isolates, by shard. */
@@ -352,6 +372,14 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   }
   const collector = Effect.runSync(makeCollector)
 
+  /** A worker's modules as both shapes load them: the tenant's `worker/` files, the binding modules, the entry module. */
+  const workerModules = async (spec: WorkerSpec) => {
+    const modules: Record<string, Record<string, unknown>> = {}
+    modules[entryModule] = { js: entry.replace("__TENANT_ENTRY__", `./${spec.entry.slice("worker/".length)}`) }
+    Object.assign(modules, await modulesOf(artifacts, spec.digest), bindingSources)
+    return modules
+  }
+
   const control = Http.createServer((request, response) => {
     const url = new URL(request.url ?? "/", "http://node")
     const fail = (status: number, message: string) => {
@@ -364,10 +392,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
         const spec = specs.get(key)
         if (spec === undefined) return fail(404, "unknown key")
         noteLoaded(key, spec)
-        const modules = await modulesOf(artifacts, spec.digest)
-        const relative = spec.entry.slice("worker/".length)
-        Object.assign(modules, bindingSources)
-        modules[entryModule] = { js: entry.replace("__TENANT_ENTRY__", `./${relative}`) }
+        const modules = await workerModules(spec)
         const body = JSON.stringify({
           projectId: spec.projectId,
           deploymentId: spec.deploymentId,
@@ -429,6 +454,37 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
 
   const shards: Array<Shard> = []
   let stopping = false
+  const hotSettings = settings.hot ?? { max: 0, promoteRate: 1 }
+  const hot = makeHot({
+    settings: hotSettings,
+    timeoutMs: settings.timeoutMs,
+    outbound: settings.outbound,
+    dir,
+    nodeSocket,
+    routerSource: routerSource(),
+    spawn: (label, config, env) => spawnWorkerd(label, config, env),
+    own: (path) => {
+      if (root) Fs.chownSync(path, nobody.uid, nobody.gid)
+    },
+    workerOf: async (key): Promise<HotWorker | undefined> => {
+      const spec = specs.get(key)
+      if (spec === undefined) return undefined
+      const modules = await workerModules(spec)
+      return {
+        projectId: spec.projectId,
+        key,
+        deploymentId: spec.deploymentId,
+        digest: spec.digest,
+        compatibilityDate: spec.manifest.compatibilityDate ?? Deployments.defaultCompatibilityDate,
+        compatibilityFlags: spec.manifest.compatibilityFlags ?? [],
+        modules: Object.entries(modules),
+        secrets: spec.secrets,
+        bindings: spec.bindings
+      }
+    },
+    inflight: (socket) => inflight.get(socket) ?? 0,
+    forget: (socket) => inflight.delete(socket)
+  })
 
   /** Generation `generation` of shard `index`: its socket and its config (which names the socket). */
   const prepare = (index: number, generation: number) => {
@@ -440,7 +496,8 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     return { socket, config }
   }
 
-  const spawnShard = (shard: Shard, config: string) => {
+  /** workerd on a config, sandboxed (bubblewrap, or as `nobody` when root), dying with the node. */
+  const spawnWorkerd = (label: string, config: string, env?: Readonly<Record<string, string>>) => {
     const command = [binary, "serve", "--experimental", config]
     // Without bubblewrap's --die-with-parent, setpriv ties workerd's life to the node's all the same.
     const [file, ...args] = bwrap
@@ -451,6 +508,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     const child = spawn(file!, args, {
       cwd: dir,
       stdio: ["ignore", "ignore", "pipe"],
+      ...(env === undefined ? {} : { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env } }),
       ...(root ? nobody : {})
     })
     child.stderr?.on("data", (chunk: Buffer) => {
@@ -459,8 +517,13 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
       // A rejected egress or a tenant's fault is logged by workerd as an internal error: it belongs to the
       // tenant's events, not the node's log.
       if (text === "" || /became the default|jsgInternalError|^stack:|internal error; reference/.test(text)) return
-      process.stderr.write(`workerd[${shard.index}] ${text}\n`)
+      process.stderr.write(`workerd[${label}] ${text}\n`)
     })
+    return child
+  }
+
+  const spawnShard = (shard: Shard, config: string) => {
+    const child = spawnWorkerd(String(shard.index), config)
     child.on("exit", () => {
       if (shard.process !== child) return
       shard.process = undefined
@@ -684,6 +747,9 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     ready,
     isUp: (index) => shards[index]!.up,
     socketOf: (index) => shards[index]!.socket,
+    hotSocketOf: hot.socketOf,
+    sockets: () => [...shards.map((shard) => shard.socket), ...hot.sockets()],
+    hot: hot.state,
     track,
     rotations: () => shards.map((shard) => shard.rotations),
     pids: () => shards.map((shard) => shard.process?.pid),
@@ -696,6 +762,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   const stop = async () => {
     stopping = true
     clearInterval(healthTimer)
+    await hot.stop()
     for (const child of draining) child.kill("SIGKILL")
     await Promise.all(
       shards.map(
