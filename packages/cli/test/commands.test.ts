@@ -213,6 +213,8 @@ describe("CLI commands of decisions part 17", { timeout: 180_000 }, () => {
     expect(on.stdout).toBe("updated site (private, default branch main, deploy on push on)\n")
     const repo = `/v1/orgs/${org}/projects/${project}/repos`
     expect((await api.get(`${repo}/site`, { token })).body).toMatchObject({ deployOnPush: true })
+    const shown = await run(["repos", "show", "site", ...where])
+    expect(shown.stdout.split("\n")[0]).toBe("site (private, default branch main, deploy on push on)")
     const renamed = await run([
       "repos",
       "update",
@@ -230,6 +232,23 @@ describe("CLI commands of decisions part 17", { timeout: 180_000 }, () => {
     expect(bad.code).toBe(2)
     expect(bad.stderr.trim().split("\n")).toHaveLength(1)
     expect((await api.get(`${repo}/web`, { token })).body).toMatchObject({ deployOnPush: false })
+  })
+
+  it("--help describes every command, and each command's --help every subcommand", async () => {
+    const described = (help: string) =>
+      help
+        .slice(help.indexOf("SUBCOMMANDS") + "SUBCOMMANDS".length)
+        .split("\n")
+        .filter((line) => line.trim() !== "")
+        .map((line) => line.trim().split(/ {2,}/u))
+    const top = described((await run(["--help"])).stdout)
+    expect(top.map(([name]) => name)).toEqual(expect.arrayContaining(["dev", "logs", "open", "tokens", "keys"]))
+    for (const [name, description] of top) {
+      expect(description, `hostplane ${name}`).toMatch(/\w/u)
+      const help = (await run([name!, "--help"])).stdout
+      if (!help.includes("SUBCOMMANDS")) continue
+      for (const [sub, text] of described(help)) expect(text, `hostplane ${name} ${sub}`).toMatch(/\w/u)
+    }
   })
 
   it("an unknown command, a bad flag and a server that does not answer are one line each, never a stack", async () => {

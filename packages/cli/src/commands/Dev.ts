@@ -99,4 +99,8 @@ export const dev = Command.make(
     yield* note("reloads when the folder changes; Ctrl-C stops")
     return yield* Effect.never
   }, Effect.scoped)
+).pipe(
+  Command.withDescription(
+    "Serve a folder locally under the node's runtime: assets, worker, .dev.vars secrets; reloads when it changes"
+  )
 )

@@ -53,7 +53,7 @@ const get = Command.make(
     const repo = yield* api.repos.get({ params: { ...params, repoName: name } })
     const refs = yield* api.repos.refs({ params: { ...params, repoName: name } })
     yield* show(flags.json, { ...repo, refs }, () => [
-      `${repo.name} (${repo.visibility}, default branch ${repo.defaultBranch})`,
+      `${repo.name} (${repo.visibility}, default branch ${repo.defaultBranch}, deploy on push ${repo.deployOnPush ? "on" : "off"})`,
       `clone: ${repo.cloneUrl}  or  ${repo.sshUrl}`,
       ...refs.branches.map((b) => `  branch ${b.name}  ${b.commit.slice(0, 12)}`),
       ...refs.tags.map((t) => `  tag ${t.name}  ${t.commit.slice(0, 12)}`)
@@ -85,8 +85,14 @@ const update = Command.make(
   {
     name: repoName,
     rename: Flag.String("name").pipe(Flag.withDescription("A new name for the repository"), Flag.optional),
-    visibility: Flag.Literals("visibility", ["private", "public"]).pipe(Flag.optional),
-    branch: Flag.String("default-branch").pipe(Flag.optional),
+    visibility: Flag.Literals("visibility", ["private", "public"]).pipe(
+      Flag.withDescription("public: anyone may clone it; private: the org's members only"),
+      Flag.optional
+    ),
+    branch: Flag.String("default-branch").pipe(
+      Flag.withDescription("The branch a clone checks out and deploy on push follows"),
+      Flag.optional
+    ),
     deployOnPush: Flag.Literals("deploy-on-push", ["on", "off"]).pipe(
       Flag.withDescription("on: every push that moves the default branch deploys its tree"),
       Flag.optional

@@ -340,7 +340,13 @@ export const WorkerInvokerOn = Layer.effect(
     ): Promise<number> => {
       const refuse = (refused: { readonly status: number; readonly code: string; readonly message: string }) => {
         incoming.resume()
-        if (!response.headersSent) response.writeHead(refused.status, envelopeHeaders)
+        // A body refused as too large is not read to its end (a client may stop sending it): the connection closes
+        // after the answer, so no client sends its next request behind the rest of that body.
+        if (!response.headersSent)
+          response.writeHead(
+            refused.status,
+            refused === tooLarge ? { ...envelopeHeaders, connection: "close" } : envelopeHeaders
+          )
         response.end(JSON.stringify({ code: refused.code, message: refused.message }))
         return refused.status
       }
@@ -542,9 +548,11 @@ const forward = async (options: {
     }
     let received = 0
     incoming.on("data", (chunk: Buffer) => {
+      // Past the limit the rest is read and dropped: pausing the request for good would leave its connection stuck
+      // in the middle of a body, where no next request can be read.
+      if (received > maxRequestBodyBytes) return
       received += chunk.length
       if (received > maxRequestBodyBytes) {
-        incoming.pause()
         upstream.destroy()
         settle({ _tag: "TooLarge" })
         return
