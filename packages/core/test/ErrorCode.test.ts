@@ -70,6 +70,9 @@ const decidedCodes: Record<string, number> = {
   worker_exception: 500,
   worker_unavailable: 503,
   worker_timeout: 504,
+  // Our own: the node API's end-user session lookup (`POST /v1/node/auth/user`) when the project's database did not
+  // answer; the edge's sign-in answers the same code.
+  auth_unavailable: 503,
   // Our own (decisions.md part 15): the S3 bucket behind the artifact store did not answer or lost an object.
   artifact_store_unavailable: 503,
   internal: 500

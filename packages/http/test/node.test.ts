@@ -175,6 +175,120 @@ describe.each(backends)("decisions.md part 6 node API (%s)", (_name, stores) => 
   })
 })
 
+describe.each(backends)("node API access passes for a node on another machine (%s)", (_name, stores) => {
+  const { lines: logs, layer: captureLogs } = logCapture()
+  const suite = useSuite(stores, { node: { token: nodeToken } }, captureLogs)
+  const { api, newOrg, newProject } = suite
+  const asNode = { token: nodeToken }
+  const admin = () => ({ token: suite.admin.token })
+  const protectedProject = async (password: string) => {
+    const slug = await newOrg()
+    const project = await newProject(slug)
+    const base = `/v1/orgs/${slug}/projects/${project.name}`
+    expect((await api.put(`${base}/access`, { mode: "password", password }, admin())).status).toBe(200)
+    return { slug, project, base }
+  }
+  const check = async (body: Record<string, unknown>) => {
+    const reply = await api.post("/v1/node/access/check", body, asNode)
+    expect(reply.status).toBe(200)
+    return reply.body.admitted as boolean
+  }
+
+  it("a missing or wrong node token is 401 on every access route; a session is not a node token", async () => {
+    for (const [path, body] of [
+      ["/v1/node/access/check", { projectId: "prj_x", host: "a.example" }],
+      ["/v1/node/access/code", { host: "a.example", code: "x" }],
+      ["/v1/node/access/password", { projectId: "prj_x", host: "a.example", password: "x" }]
+    ] as const) {
+      for (const options of [{}, { token: "wrong" }, admin()]) {
+        const reply = await api.post(path, body, options)
+        expect({ path, status: reply.status, code: reply.body.code }).toEqual({
+          path,
+          status: 401,
+          code: "unauthorized"
+        })
+      }
+    }
+  })
+
+  it("the shared password is exchanged for a pass that admits at its host only, until the password changes; a wrong one gives no pass", async () => {
+    const password = "node-pass-word-41b"
+    const { project, base } = await protectedProject(password)
+    const host = project.hostname
+    expect(await check({ projectId: project.id, host })).toBe(false)
+    const wrong = await api.post("/v1/node/access/password", { projectId: project.id, host, password: "nope" }, asNode)
+    expect({ status: wrong.status, body: wrong.body }).toEqual({ status: 200, body: { pass: null, maxAge: 0 } })
+    const right = await api.post("/v1/node/access/password", { projectId: project.id, host, password }, asNode)
+    expect(right.status).toBe(200)
+    expect(right.headers.get("cache-control")).toBe("no-store")
+    expect(right.body).toEqual({ pass: expect.stringMatching(/^\S{32,}$/), maxAge: 43_200 })
+    const pass = right.body.pass as string
+    expect(await check({ projectId: project.id, host, pass })).toBe(true)
+    expect(await check({ projectId: project.id, host: `other.${host}`, pass })).toBe(false)
+    expect(await check({ projectId: project.id, host, pass: `${pass}x` })).toBe(false)
+    // The policy is read as it is now: made public, every visitor is admitted.
+    expect((await api.put(`${base}/access`, { mode: "public" }, admin())).status).toBe(200)
+    expect(await check({ projectId: project.id, host })).toBe(true)
+    expect((await api.put(`${base}/access`, { mode: "password", password: `${password}-2` }, admin())).status).toBe(200)
+    expect(await check({ projectId: project.id, host, pass })).toBe(false)
+    for (const line of logs) for (const value of [password, pass]) expect(line).not.toContain(value)
+  })
+
+  it("the bypass secret admits in any mode; an authorize code is a member's pass once, at its own host", async () => {
+    const { project, base } = await protectedProject("node-pass-word-52c")
+    const host = project.hostname
+    const bypass = (await api.post(`${base}/access/bypass`, undefined, admin())).body.secret as string
+    expect(await check({ projectId: project.id, host, bypass })).toBe(true)
+    expect(await check({ projectId: project.id, host, bypass: `${bypass}x` })).toBe(false)
+    expect((await api.put(`${base}/access`, { mode: "org" }, admin())).status).toBe(200)
+    expect(await check({ projectId: project.id, host, bypass })).toBe(true)
+
+    const code = async () => {
+      const reply = await api.post("/v1/access/authorize", { to: host, next: "/" }, admin())
+      expect(reply.status).toBe(200)
+      return new URL(reply.body.url as string).searchParams.get("code")!
+    }
+    const first = await code()
+    // At another host the code is refused and kept for its own.
+    const elsewhere = await api.post("/v1/node/access/code", { host: `other.${host}`, code: first }, asNode)
+    expect({ status: elsewhere.status, code: elsewhere.body.code }).toEqual({ status: 403, code: "forbidden" })
+    const exchanged = await api.post("/v1/node/access/code", { host, code: first }, asNode)
+    expect(exchanged.status).toBe(200)
+    expect(exchanged.headers.get("cache-control")).toBe("no-store")
+    const pass = exchanged.body.pass as string
+    expect(await check({ projectId: project.id, host, pass })).toBe(true)
+    const again = await api.post("/v1/node/access/code", { host, code: first }, asNode)
+    expect({ status: again.status, code: again.body.code }).toEqual({ status: 403, code: "forbidden" })
+    // A member's pass is not a password pass.
+    expect(
+      (await api.put(`${base}/access`, { mode: "password", password: "node-pass-word-63d" }, admin())).status
+    ).toBe(200)
+    expect(await check({ projectId: project.id, host, pass })).toBe(false)
+    for (const line of logs) for (const value of [bypass, first, pass]) expect(line).not.toContain(value)
+  })
+
+  it("an unknown or deleted project is 404; oversized or malformed bodies are 400", async () => {
+    for (const [path, body] of [
+      ["/v1/node/access/check", { projectId: "prj_unknown", host: "a.example" }],
+      ["/v1/node/access/password", { projectId: "prj_unknown", host: "a.example", password: "x" }]
+    ] as const) {
+      const reply = await api.post(path, body, asNode)
+      expect({ path, status: reply.status, code: reply.body.code }).toEqual({ path, status: 404, code: "not_found" })
+    }
+    for (const body of [
+      { projectId: "prj_x", host: "a.example", pass: "p".repeat(257) },
+      { projectId: "prj_x", host: "" },
+      { projectId: "prj_x" },
+      { projectId: 7, host: "a.example" }
+    ]) {
+      const reply = await api.post("/v1/node/access/check", body, asNode)
+      expect({ status: reply.status, code: reply.body.code }).toEqual({ status: 400, code: "bad_request" })
+    }
+    const code = await api.post("/v1/node/access/code", { host: "a.example" }, asNode)
+    expect(code.status).toBe(400)
+  })
+})
+
 describe("decisions.md part 6 node API without SERVICE_NODE_TOKEN", () => {
   const suite = useSuite(backends[1]![1])
   it("every /v1/node route answers 501 node_api_off", async () => {
@@ -184,6 +298,14 @@ describe("decisions.md part 6 node API without SERVICE_NODE_TOKEN", () => {
       `/v1/node/artifacts/sha256:${"0".repeat(64)}`
     ]) {
       const reply = await suite.api.get(path, { token: "anything" })
+      expect({ path, status: reply.status, code: reply.body.code }).toEqual({ path, status: 501, code: "node_api_off" })
+    }
+    for (const [path, body] of [
+      ["/v1/node/access/check", { projectId: "prj_x", host: "a.example" }],
+      ["/v1/node/access/code", { host: "a.example", code: "x" }],
+      ["/v1/node/access/password", { projectId: "prj_x", host: "a.example", password: "x" }]
+    ] as const) {
+      const reply = await suite.api.post(path, body, { token: "anything" })
       expect({ path, status: reply.status, code: reply.body.code }).toEqual({ path, status: 501, code: "node_api_off" })
     }
   })

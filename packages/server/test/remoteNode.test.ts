@@ -1,5 +1,5 @@
-import { bundleOf, manifestEntry, startS3rver } from "@hostplane/testkit"
-import { Effect } from "effect"
+import { bundleOf, FakeIdentityProvider, manifestEntry, startS3rver } from "@hostplane/testkit"
+import { Effect, ManagedRuntime } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import * as Http from "node:http"
@@ -24,6 +24,65 @@ const startNode = (env: Record<string, string>) => {
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
   return { child, output: () => output, exited }
 }
+
+interface EdgeReply {
+  readonly status: number
+  readonly text: string
+  readonly location: string | undefined
+  /** The Set-Cookie lines with each cookie's value replaced by `<value>`, to compare two edges' answers. */
+  readonly cookies: Array<string>
+  /** The `name=value` pairs the answer sets. */
+  readonly set: Record<string, string>
+}
+
+/** One request to an edge, as a browser or a client sends it; the answer with its cookies apart. */
+const edgeCall = (
+  port: number,
+  host: string,
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; form?: Record<string, string> } = {}
+) =>
+  new Promise<EdgeReply>((resolve, reject) => {
+    const body = options.form === undefined ? undefined : new URLSearchParams(options.form).toString()
+    const request = Http.request(
+      {
+        host: "127.0.0.1",
+        port,
+        path,
+        method: options.method ?? (body === undefined ? "GET" : "POST"),
+        headers: {
+          host,
+          ...(body === undefined ? {} : { "content-type": "application/x-www-form-urlencoded" }),
+          ...options.headers
+        }
+      },
+      (response) => {
+        let text = ""
+        response.on("data", (chunk) => (text += chunk))
+        response.on("end", () => {
+          const lines = response.headers["set-cookie"] ?? []
+          resolve({
+            status: response.statusCode!,
+            text,
+            location: response.headers.location,
+            cookies: lines.map((line) => line.replace(/^([^=]+)=[^;]*/, "$1=<value>")),
+            set: Object.fromEntries(lines.map((line) => /^([^=]+)=([^;]*)/.exec(line)!.slice(1, 3)))
+          })
+        })
+      }
+    )
+    request.on("error", reject)
+    request.end(body)
+  })
+
+/** The parts of an answer that must be the same on the control plane's own edge and on a remote node's. */
+const shape = (reply: EdgeReply) => ({
+  status: reply.status,
+  location: reply.location,
+  cookies: reply.cookies,
+  code: reply.text.startsWith("{") ? JSON.parse(reply.text).code : undefined,
+  page: reply.text.startsWith("<!doctype html>") ? reply.text : undefined
+})
 
 const edgeGet = (port: number, host: string, path: string) =>
   new Promise<{ status: number; text: string }>((resolve, reject) => {
@@ -79,6 +138,20 @@ describe("a remote node process serves workers from the node API alone", () => {
   let control: { base: string; child: ChildProcess; output: () => string } | undefined
   let node: ReturnType<typeof startNode> | undefined
   let edgePort: number
+  /** The control plane's own edge, to compare its answers with the node's. */
+  let controlEdgePort: number
+  /** The public project of the first test, and the protected one of the access test with a member's pass. */
+  let farHost: string
+  let guarded: { host: string; member: string } | undefined
+  /** The project of the sign-in test and its end user's session. */
+  let signedIn: { host: string; session: string } | undefined
+  // The providers' side of end-user sign-in: the control plane's github endpoints point here.
+  const idp = ManagedRuntime.make(
+    FakeIdentityProvider.layer({
+      userinfoStyle: "github",
+      user: { subject: "5151", login: "far-user", email: "far@example.test", name: "Far User" }
+    })
+  )
   let s3: Awaited<ReturnType<typeof startS3rver>> | undefined
   const dirs: Array<string> = []
   const tempDir = (name: string) => {
@@ -95,7 +168,13 @@ describe("a remote node process serves workers from the node API alone", () => {
       SERVICE_S3_ACCESS_KEY_ID: s3.accessKeyId,
       SERVICE_S3_SECRET_ACCESS_KEY: s3.secretAccessKey
     }
+    controlEdgePort = await freePort()
+    const provider = await idp.runPromise(Effect.service(FakeIdentityProvider))
     control = await startOnData(tempDir("hostplane-control-"), {
+      SERVICE_AUTH_GITHUB_AUTHORIZE_URL: provider.authorizeUrl,
+      SERVICE_AUTH_GITHUB_TOKEN_URL: provider.tokenUrl,
+      SERVICE_AUTH_GITHUB_USERINFO_URL: provider.userinfoUrl,
+      SERVICE_EDGE_LISTEN: `127.0.0.1:${controlEdgePort}`,
       SERVICE_NODE_TOKEN: nodeToken,
       SERVICE_MAIL_DOMAIN: mailDomain,
       SERVICE_DNS_LISTEN: "off",
@@ -122,6 +201,7 @@ describe("a remote node process serves workers from the node API alone", () => {
     await stopServer(node?.child, "SIGTERM")
     await stopServer(control?.child, "SIGTERM")
     await s3?.close()
+    await idp.dispose()
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
   }, 60_000)
 
@@ -131,6 +211,7 @@ describe("a remote node process serves workers from the node API alone", () => {
     const created = await call("POST", `/v1/orgs/${slug}/projects`, { name: "far" })
     expect(created.status).toBe(201)
     const host = created.body.hostname as string
+    farHost = host
     const project = `/v1/orgs/${slug}/projects/far`
     expect((await call("PUT", `${project}/secrets/GREETING`, { value: "one" })).status).toBe(200)
     const grant = await call("POST", `${project}/email`)
@@ -202,14 +283,235 @@ describe("a remote node process serves workers from the node API alone", () => {
     )
     expect(event).toMatchObject({ outcome: "ok", response: { status: 200 }, request: { method: "GET" } })
     expect(event.request.url).toBe(`http://${host}/hello`)
+  }, 180_000)
 
-    // A protected deployment is not served by a node that cannot check passes: a clear 503, never the content.
-    expect((await call("PUT", `${project}/access`, { mode: "password", password: "far away pass" })).status).toBe(200)
-    const refused = await eventually(
+  it("access modes on a remote node: the password form, org passes from authorize codes and the bypass header answer exactly as on the control plane's own edge, with passes the control plane keeps", async () => {
+    const { call, token } = await signIn(control!.base, "remote-node-owner")
+    const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
+    const created = await call("POST", `/v1/orgs/${slug}/projects`, { name: "guarded" })
+    expect(created.status).toBe(201)
+    const host = created.body.hostname as string
+    const project = `/v1/orgs/${slug}/projects/guarded`
+    expect((await call("PUT", `${project}/secrets/GREETING`, { value: "inside" })).status).toBe(200)
+    const deployed = await fetch(`${control!.base}${project}/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+      body: await Effect.runPromise(
+        bundleOf([manifestEntry({ name: "guarded" }), { name: "worker/index.js", content: worker("g1") }])
+      )
+    })
+    expect(deployed.status).toBe(201)
+    const content = "g1 inside undefined undefined"
+    await eventually(
       () => edgeGet(edgePort, host, "/hello"),
-      (reply) => reply.status === 503
+      (reply) => reply.text === content
     )
-    expect(JSON.parse(refused.text).code).toBe("access_unavailable")
+
+    const password = "guarded remote pass 7c1e"
+    expect((await call("PUT", `${project}/access`, { mode: "password", password })).status).toBe(200)
+    await eventually(
+      () => edgeGet(edgePort, host, "/hello"),
+      (reply) => reply.status === 401
+    )
+    const edges = { control: controlEdgePort, node: edgePort }
+    /** The same request to both edges: the answers' shapes must be equal; each edge's own answer is returned. */
+    const both = async (path: string, options: Parameters<typeof edgeCall>[3] = {}) => {
+      const onControl = await edgeCall(edges.control, host, path, options)
+      const onNode = await edgeCall(edges.node, host, path, options)
+      expect(shape(onNode)).toEqual(shape(onControl))
+      return { onControl, onNode }
+    }
+    const json = { accept: "application/json" }
+    const html = { accept: "text/html" }
+
+    // Without a pass: the JSON 401 and the password page; a wrong password is the page again, 401.
+    expect(shape((await both("/hello", { headers: json })).onNode)).toMatchObject({ status: 401, code: "unauthorized" })
+    expect((await both("/hello", { headers: html })).onNode.status).toBe(401)
+    const wrong = await both("/__service/access/password", {
+      headers: html,
+      form: { password: "not it", next: "/hello" }
+    })
+    expect(wrong.onNode.status).toBe(401)
+
+    // The right password: a redirect to `next` setting the pass; the pass opens the deployment on either edge.
+    const right = await both("/__service/access/password", { form: { password, next: "/hello" } })
+    expect(shape(right.onNode)).toMatchObject({ status: 303, location: "/hello" })
+    expect(right.onNode.cookies).toEqual([
+      "__Host-service_access=<value>; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=43200"
+    ])
+    const pass = right.onNode.set["__Host-service_access"]!
+    for (const port of [edges.node, edges.control]) {
+      const opened = await edgeCall(port, host, "/hello", { headers: { cookie: `__Host-service_access=${pass}` } })
+      expect({ status: opened.status, text: opened.text }).toEqual({ status: 200, text: content })
+    }
+    const forged = await both("/hello", { headers: { ...json, cookie: "__Host-service_access=forged" } })
+    expect(forged.onNode.status).toBe(401)
+
+    // The bypass header admits in any mode; a revoked one no longer does.
+    const bypass = await call("POST", `${project}/access/bypass`)
+    expect(bypass.status).toBe(200)
+    const secret = bypass.body.secret as string
+    expect((await edgeCall(edgePort, host, "/hello", { headers: { "service-access-bypass": secret } })).text).toBe(
+      content
+    )
+    expect((await call("DELETE", `${project}/access/bypass`)).status).toBe(204)
+    expect(
+      shape(await edgeCall(edgePort, host, "/hello", { headers: { ...json, "service-access-bypass": secret } }))
+    ).toMatchObject({ status: 401, code: "unauthorized" })
+
+    // A new password ends the passes of the old one, on the node as on the control plane.
+    expect((await call("PUT", `${project}/access`, { mode: "password", password: `${password} 2` })).status).toBe(200)
+    expect(
+      shape((await both("/hello", { headers: { ...json, cookie: `__Host-service_access=${pass}` } })).onNode)
+    ).toMatchObject({ status: 401, code: "unauthorized" })
+
+    // Org mode: an authorize code brought to the node's callback is a member's pass; a used code is 403.
+    expect((await call("PUT", `${project}/access`, { mode: "org" })).status).toBe(200)
+    await eventually(
+      () => edgeCall(edgePort, host, "/hello", { headers: { ...json, cookie: `__Host-service_access=${pass}` } }),
+      (reply) => reply.text.includes("organization")
+    )
+    const authorize = async () => {
+      const reply = await call("POST", "/v1/access/authorize", { to: host, next: "/hello" })
+      expect(reply.status).toBe(200)
+      const url = new URL(reply.body.url as string)
+      return `${url.pathname}${url.search}`
+    }
+    const onControl = await edgeCall(edges.control, host, await authorize())
+    const callback = await authorize()
+    const onNode = await edgeCall(edges.node, host, callback)
+    expect(shape(onNode)).toEqual(shape(onControl))
+    expect(shape(onNode)).toMatchObject({ status: 303, location: "/hello" })
+    const member = onNode.set["__Host-service_access"]!
+    expect(
+      (await edgeCall(edgePort, host, "/hello", { headers: { cookie: `__Host-service_access=${member}` } })).text
+    ).toBe(content)
+    const reused = await edgeCall(edgePort, host, callback)
+    expect(shape(reused)).toMatchObject({ status: 403, code: "forbidden" })
+    expect(shape(await edgeCall(edgePort, host, "/__service/access/callback?code=made-up&next=/"))).toEqual(
+      shape(await edgeCall(edges.control, host, "/__service/access/callback?code=made-up&next=/"))
+    )
+    // A password pass is no member's pass.
+    expect(
+      shape(await edgeCall(edgePort, host, "/hello", { headers: { ...json, cookie: `__Host-service_access=${pass}` } }))
+    ).toMatchObject({ status: 401 })
+
+    // Neither the password, the passes, the codes nor the bypass secret is in a log line of either process.
+    const callbackCode = new URLSearchParams(callback.split("?")[1]).get("code")!
+    for (const output of [node!.output(), control!.output()]) {
+      for (const secretValue of [password, pass, member, secret, callbackCode])
+        expect(output).not.toContain(secretValue)
+    }
+    guarded = { host, member }
+  }, 180_000)
+
+  it("end-user sign-in on a remote node: login, the provider, the callback, me, env.auth.user and logout run the control plane's flow, with the same answers as its own edge", async () => {
+    const { call, token } = await signIn(control!.base, "remote-node-owner")
+    const provider = await idp.runPromise(Effect.service(FakeIdentityProvider))
+    const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
+    const created = await call("POST", `/v1/orgs/${slug}/projects`, { name: "members" })
+    expect(created.status).toBe(201)
+    const host = created.body.hostname as string
+    const project = `/v1/orgs/${slug}/projects/members`
+    const whoami = `export default {
+      async fetch(request, env) {
+        try {
+          return Response.json({ user: await env.auth.user(request), auth: typeof env.auth })
+        } catch (error) {
+          return new Response(error.message, { status: 503 })
+        }
+      }
+    }`
+    const deployed = await fetch(`${control!.base}${project}/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+      body: await Effect.runPromise(
+        bundleOf([
+          { name: "service.json", content: JSON.stringify({ name: "members", auth: true }) },
+          { name: "worker/index.js", content: whoami }
+        ])
+      )
+    })
+    expect(deployed.status).toBe(201)
+    expect((await call("POST", `${project}/database`)).status).toBe(200)
+    expect((await call("POST", `${project}/auth`)).status).toBe(200)
+    const registered = await call("PUT", `${project}/auth/providers/github`, {
+      clientId: provider.clientId,
+      clientSecret: provider.clientSecret
+    })
+    expect(registered.status).toBe(200)
+    // The grant reaches the node with the state: env.auth is there, nobody signed in.
+    const anonymous = await eventually(
+      () => edgeGet(edgePort, host, "/whoami"),
+      (reply) => reply.text === JSON.stringify({ user: null, auth: "object" })
+    )
+    expect(anonymous).toEqual({ status: 200, text: JSON.stringify({ user: null, auth: "object" }) })
+
+    /** Login on one edge, the provider's page, back to that edge's callback: the callback's answer and the cookies. */
+    const flowOn = async (port: number) => {
+      const start = await edgeCall(port, host, "/__service/auth/login/github?next=/whoami")
+      const authorizeAt = new URL(start.location!)
+      const back = await fetch(start.location!, { redirect: "manual" })
+      expect(back.status).toBe(302)
+      const callback = new URL(back.headers.get("location")!)
+      expect(`${callback.origin}${callback.pathname}`).toBe(`https://${host}/__service/auth/callback/github`)
+      const flow = start.set["__Host-service_auth_flow"]!
+      const done = await edgeCall(port, host, `${callback.pathname}${callback.search}`, {
+        headers: { cookie: `__Host-service_auth_flow=${flow}` }
+      })
+      return { start, authorizeAt, done, callback: `${callback.pathname}${callback.search}` }
+    }
+    const onControl = await flowOn(controlEdgePort)
+    const onNode = await flowOn(edgePort)
+    expect(`${onNode.authorizeAt.origin}${onNode.authorizeAt.pathname}`).toBe(provider.authorizeUrl)
+    expect(onNode.authorizeAt.searchParams.get("redirect_uri")).toBe(`https://${host}/__service/auth/callback/github`)
+    expect({ ...shape(onNode.start), location: undefined }).toEqual({ ...shape(onControl.start), location: undefined })
+    expect(shape(onNode.start)).toMatchObject({ status: 303 })
+    expect(shape(onNode.done)).toEqual(shape(onControl.done))
+    expect(shape(onNode.done)).toMatchObject({ status: 303, location: "/whoami" })
+    const session = onNode.done.set["__Host-service_auth"]!
+    expect(session.length).toBeGreaterThan(40)
+    const cookie = { cookie: `__Host-service_auth=${session}` }
+
+    // The session is the control plane's: `me` answers the same on both edges, and the worker's env.auth sees it.
+    const me = await edgeCall(edgePort, host, "/__service/auth/me", { headers: cookie })
+    expect(me.status).toBe(200)
+    expect(JSON.parse(me.text)).toMatchObject({ provider: "github", subject: "5151", email: "far@example.test" })
+    expect(me.text).toBe((await edgeCall(controlEdgePort, host, "/__service/auth/me", { headers: cookie })).text)
+    const seen = await edgeCall(edgePort, host, "/whoami", { headers: cookie })
+    expect(JSON.parse(seen.text)).toEqual({
+      user: { id: JSON.parse(me.text).id, email: "far@example.test", name: "Far User", provider: "github" },
+      auth: "object"
+    })
+
+    // A callback replayed without its browser's flow cookie is refused alike; so is an unknown provider.
+    expect(shape(await edgeCall(edgePort, host, onNode.callback))).toEqual(
+      shape(await edgeCall(controlEdgePort, host, onControl.callback))
+    )
+    expect(shape(await edgeCall(edgePort, host, onNode.callback))).toMatchObject({
+      status: 400,
+      code: "state_mismatch"
+    })
+    expect(shape(await edgeCall(edgePort, host, "/__service/auth/login/google"))).toEqual(
+      shape(await edgeCall(controlEdgePort, host, "/__service/auth/login/google"))
+    )
+
+    // Logout ends the session for every edge; the worker then sees nobody.
+    const out = await edgeCall(edgePort, host, "/__service/auth/logout?next=/bye", { method: "POST", headers: cookie })
+    expect(shape(out)).toMatchObject({ status: 303, location: "/bye" })
+    expect(out.cookies).toHaveLength(1)
+    expect(out.cookies[0]).toMatch(/^__Host-service_auth=<value>;.*Max-Age=0/)
+    expect((await edgeCall(controlEdgePort, host, "/__service/auth/me", { headers: cookie })).status).toBe(401)
+    expect(JSON.parse((await edgeCall(edgePort, host, "/whoami", { headers: cookie })).text).user).toBeNull()
+
+    // A second sign-in for the control-plane-down test; no session, code or client secret is in a log line.
+    const again = await flowOn(edgePort)
+    signedIn = { host, session: again.done.set["__Host-service_auth"]! }
+    for (const output of [node!.output(), control!.output()]) {
+      for (const value of [session, signedIn.session, provider.clientSecret ?? "client-secret"]) {
+        expect(output).not.toContain(value)
+      }
+    }
   }, 180_000)
 
   it("a node with a wrong token is refused: it says so and stops", async () => {
@@ -224,4 +526,26 @@ describe("a remote node process serves workers from the node API alone", () => {
     expect(wrong.output()).toContain("401")
     expect(wrong.output()).not.toContain("not-the-node-token")
   }, 120_000)
+
+  it("a control plane that is down: the node goes on serving public deployments from what it holds, and answers a protected one 503 access_unavailable at once", async () => {
+    expect(guarded).toBeDefined()
+    await stopServer(control?.child, "SIGTERM")
+    const open = await edgeGet(edgePort, farHost, "/hello")
+    expect(open).toEqual({ status: 200, text: "v2 two object object" })
+    const refused = await edgeCall(edgePort, guarded!.host, "/hello", {
+      headers: { accept: "application/json", cookie: `__Host-service_access=${guarded!.member}` }
+    })
+    expect(shape(refused)).toMatchObject({ status: 503, code: "access_unavailable" })
+    expect(node!.output()).not.toContain(guarded!.member)
+    // Sign-in and env.auth need the control plane: a clear 503 and a rejected call, never a hang.
+    const headers = { cookie: `__Host-service_auth=${signedIn!.session}` }
+    expect(shape(await edgeCall(edgePort, signedIn!.host, "/__service/auth/me", { headers }))).toMatchObject({
+      status: 503,
+      code: "auth_unavailable"
+    })
+    const worker = await edgeCall(edgePort, signedIn!.host, "/whoami", { headers })
+    expect(worker.status).toBe(503)
+    expect(worker.text).toMatch(/^auth_unavailable/)
+    expect(node!.output()).not.toContain(signedIn!.session)
+  }, 60_000)
 })

@@ -1,4 +1,4 @@
-import { Errors, Node } from "@hostplane/core"
+import { Edge, EndUser, Errors, Node } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { apiErrors } from "../errors/ApiError.ts"
@@ -78,6 +78,107 @@ export class NodeApi extends HttpApiGroup.make("node")
             "(unknown, deleted, never granted) are ignored, not refused, so one stale id never loses a whole report:",
             "answers `{ recorded, ignored }` with their ids in `ignored`. A revoked project keeps its objects, so its",
             "usage is still recorded."
+          ].join(" ")
+        )
+      ),
+    HttpApiEndpoint.post("accessCheck", "/node/access/check", {
+      headers: authorization,
+      payload: Edge.NodeAccessCheck,
+      success: Edge.NodeAccessChecked,
+      error: apiErrors(Errors.BadRequest, Errors.NotFound, Errors.Unauthorized, Errors.NodeApiOff)
+    })
+      .annotate(OpenApi.Summary, "Check a visitor's access pass")
+      .annotateMerge(
+        describe(
+          [
+            "Node token as for the state. Body `{ projectId, host, bypass?, pass? }`: the `Service-Access-Bypass`",
+            "header and the `__Host-service_access` cookie a visitor sent to `host` (each at most 256 characters).",
+            "Answers `{ admitted }` under the project's access policy as it is now: `public` admits everyone; `org` a",
+            "pass issued at this host to a user who is a member (or higher) of the owning org today; `password` a",
+            "pass earned with the current password; the bypass secret admits in every mode. Unknown or deleted project:",
+            "404. Nothing presented is logged."
+          ].join(" ")
+        )
+      ),
+    HttpApiEndpoint.post("accessCode", "/node/access/code", {
+      headers: authorization,
+      payload: Edge.NodeAccessCode,
+      success: secretSuccess(Edge.NodePass),
+      error: apiErrors(Errors.BadRequest, Errors.Forbidden, Errors.Unauthorized, Errors.NodeApiOff)
+    })
+      .annotate(OpenApi.Summary, "Exchange an authorize code for a pass")
+      .annotateMerge(
+        describe(
+          [
+            "Node token as for the state. Body `{ host, code }`: the one-time code of `POST /v1/access/authorize`",
+            "that a visitor brought to `/__service/access/callback` on `host`. Answers `{ pass, maxAge }`, a new pass",
+            "(the cookie's value, kept only as its SHA-256; `maxAge` in seconds) for that host and the code's user;",
+            "403 `forbidden` when the code is unknown, used, expired, issued for another host, or its user is no",
+            "longer a member. Every attempt at the code's own host uses it up. `Cache-Control: no-store`; never logged."
+          ].join(" ")
+        )
+      ),
+    HttpApiEndpoint.post("accessPassword", "/node/access/password", {
+      headers: authorization,
+      payload: Edge.NodeAccessPassword,
+      success: secretSuccess(Edge.NodePass),
+      error: apiErrors(Errors.BadRequest, Errors.NotFound, Errors.Unauthorized, Errors.NodeApiOff)
+    })
+      .annotate(OpenApi.Summary, "Exchange the shared password for a pass")
+      .annotateMerge(
+        describe(
+          [
+            "Node token as for the state. Body `{ projectId, host, password }`: the password a visitor posted to",
+            "`/__service/access/password` on `host`. Answers `{ pass, maxAge }`: a new pass for that host when the",
+            "project's mode is `password` and the password is right (a new password ends it), else `pass: null`.",
+            "Unknown or deleted project: 404. The node limits attempts per client and host itself.",
+            "`Cache-Control: no-store`; neither the password nor the pass is logged."
+          ].join(" ")
+        )
+      ),
+    HttpApiEndpoint.post("signIn", "/node/auth/signin", {
+      headers: authorization,
+      payload: EndUser.NodeSignIn,
+      success: secretSuccess(EndUser.NodeSignedIn),
+      error: apiErrors(Errors.BadRequest, Errors.NotFound, Errors.Unauthorized, Errors.NodeApiOff)
+    })
+      .annotate(OpenApi.Summary, "Run an end-user sign-in request")
+      .annotateMerge(
+        describe(
+          [
+            "Node token as for the state. Body `{ projectId, host, method, url, flow?, session? }`: a request a visitor",
+            "sent to `/__service/auth/*` on `host` (`url` its path and query), with the values of the",
+            "`__Host-service_auth_flow` and `__Host-service_auth` cookies it carried. The control plane runs the",
+            "sign-in flow of spec 4.9 on it, with the providers' client secrets and the project database it holds, and",
+            'answers `{ answer }` for the node to send as it is: `{ _tag: "Redirect", location, cookies }` or',
+            '`{ _tag: "Json", status, body, cookies? }`, each cookie `{ name, value, maxAge }` (host-only, Secure,',
+            "HttpOnly, SameSite=Lax; `maxAge` 0 removes it); `answer: null` when sign-in is not granted (the path is",
+            "then the deployment's). Unknown or deleted project: 404. `Cache-Control: no-store`; no cookie value, code",
+            "or client secret is logged."
+          ].join(" ")
+        )
+      ),
+    HttpApiEndpoint.post("endUser", "/node/auth/user", {
+      headers: authorization,
+      payload: EndUser.NodeEndUserQuery,
+      success: secretSuccess(EndUser.NodeEndUser),
+      error: apiErrors(
+        Errors.BadRequest,
+        Errors.NotFound,
+        Errors.Unauthorized,
+        Errors.NodeApiOff,
+        Errors.AuthUnavailable
+      )
+    })
+      .annotate(OpenApi.Summary, "The end user of a session")
+      .annotateMerge(
+        describe(
+          [
+            "Node token as for the state. Body `{ projectId, session }`: the `__Host-service_auth` cookie a worker's",
+            "request carried (what `env.auth.user(request)` resolves). Answers `{ user: { id, email, name, provider } }`",
+            "for an unexpired session in the project's database, `{ user: null }` otherwise or when sign-in is not",
+            "granted. Unknown or deleted project: 404; the project's database not answering: 503 `auth_unavailable`.",
+            "`Cache-Control: no-store`; the session is never logged."
           ].join(" ")
         )
       )

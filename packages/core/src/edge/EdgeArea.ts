@@ -1,9 +1,10 @@
-import { Layer } from "effect"
 import { area } from "../Area.ts"
+import { EdgePasses } from "./EdgePasses.ts"
 import { EdgeSessionStore } from "./EdgeSessionStore.ts"
 
 /**
- * The edge's access passes: the store the node's edge writes and a project delete clears. The edge itself (its rules,
- * cache and listeners) is the data plane's, `@hostplane/node`.
+ * The edge's access passes: the store a project delete clears, and the passes every edge checks and issues (in process,
+ * or over the node API for a node on another machine). The edge itself (its rules, cache and listeners) is the data
+ * plane's, `@hostplane/node`.
  */
-export const EdgeArea = area({ name: "edge", stores: [EdgeSessionStore], services: Layer.empty })
+export const EdgeArea = area({ name: "edge", stores: [EdgeSessionStore], services: EdgePasses.layer })

@@ -1,2 +1,3 @@
 export * from "./EdgeSessionStore.ts"
 export * from "./EdgeArea.ts"
+export * from "./EdgePasses.ts"

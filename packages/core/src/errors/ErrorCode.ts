@@ -77,6 +77,7 @@ export const ErrorCode = {
   git_unavailable: { status: 503 },
   git_unreachable: { status: 503 },
   worker_unavailable: { status: 503 },
+  auth_unavailable: { status: 503 },
   worker_timeout: { status: 504 },
   artifact_store_unavailable: { status: 503 }
 } as const satisfies Record<string, { readonly status: number }>

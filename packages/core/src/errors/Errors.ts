@@ -404,6 +404,11 @@ export class WorkerUnavailable extends Schema.TaggedError<WorkerUnavailable>()("
   static readonly code = "worker_unavailable" satisfies ErrorCode
 }
 
+/** End-user sign-in cannot be served now: the project's database (its users and sessions) did not answer. */
+export class AuthUnavailable extends Schema.TaggedError<AuthUnavailable>()("AuthUnavailable", fields) {
+  static readonly code = "auth_unavailable" satisfies ErrorCode
+}
+
 /** `worker_timeout`: the worker's response had not started within `SERVICE_WORKER_TIMEOUT`. */
 export class WorkerTimeout extends Schema.TaggedError<WorkerTimeout>()("WorkerTimeout", fields) {
   static readonly code = "worker_timeout" satisfies ErrorCode
@@ -488,7 +493,8 @@ export const all = [
   AiUpstreamError,
   WorkerException,
   WorkerUnavailable,
-  WorkerTimeout
+  WorkerTimeout,
+  AuthUnavailable
 ] as const
 
 export type ApiFailure = InstanceType<(typeof all)[number]>

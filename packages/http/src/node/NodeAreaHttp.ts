@@ -10,6 +10,11 @@ export const NodeAreaHttp = areaHttp({
     "GET /v1/node/state",
     "GET /v1/node/projects/{projectId}/secrets",
     "POST /v1/node/usage",
-    "GET /v1/node/artifacts/{digest}"
+    "GET /v1/node/artifacts/{digest}",
+    "POST /v1/node/access/check",
+    "POST /v1/node/access/code",
+    "POST /v1/node/access/password",
+    "POST /v1/node/auth/signin",
+    "POST /v1/node/auth/user"
   ]
 })

@@ -1,4 +1,4 @@
-import { Deployments, Errors, Node } from "@hostplane/core"
+import { Deployments, Edge, EndUser, Errors, Node } from "@hostplane/core"
 import { Effect, Option } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -20,6 +20,9 @@ export const NodeHandlers = HttpApiBuilder.group(
   Effect.fn(function* (handlers) {
     const nodes = yield* Node.Nodes
     const artifacts = yield* Deployments.ArtifactStore
+    const passes = yield* Edge.EdgePasses
+    const signIns = yield* EndUser.SignInFlow
+    const passOf = (pass: Edge.EdgePass | undefined) => ({ pass: pass?.value ?? null, maxAge: pass?.maxAge ?? 0 })
     /**
      * An accepted bundle's bytes as uploaded. Only digests with a bundle index are served: that is every deployment's
      * bundle, and never the inflated tars stored beside them.
@@ -43,7 +46,35 @@ export const NodeHandlers = HttpApiBuilder.group(
       artifact: ({ headers, params }) =>
         Effect.andThen(nodes.authorize(bearer(headers.authorization)), artifact(params.digest)),
       usage: ({ headers, payload }) =>
-        Effect.andThen(nodes.authorize(bearer(headers.authorization)), nodes.usage(payload))
+        Effect.andThen(nodes.authorize(bearer(headers.authorization)), nodes.usage(payload)),
+      accessCheck: ({ headers, payload }) =>
+        Effect.andThen(nodes.authorize(bearer(headers.authorization)), passes.check(payload)).pipe(
+          Effect.map((admitted) => ({ admitted }))
+        ),
+      accessCode: ({ headers, payload }) =>
+        Effect.andThen(
+          nodes.authorize(bearer(headers.authorization)),
+          passes.exchange(payload.host, payload.code)
+        ).pipe(Effect.map((pass) => noStore(passOf(pass)))),
+      accessPassword: ({ headers, payload }) =>
+        Effect.andThen(nodes.authorize(bearer(headers.authorization)), passes.passwordOf(payload)).pipe(
+          Effect.map((pass) => noStore(passOf(Option.getOrUndefined(pass))))
+        ),
+      signIn: ({ headers, payload }) =>
+        Effect.andThen(nodes.authorize(bearer(headers.authorization)), signIns.handleFor(payload)).pipe(
+          Effect.map((answer) => noStore({ answer: Option.getOrNull(answer) }))
+        ),
+      endUser: ({ headers, payload }) =>
+        Effect.andThen(nodes.authorize(bearer(headers.authorization)), signIns.userFor(payload)).pipe(
+          Effect.map((user) =>
+            noStore({
+              user: Option.match(user, {
+                onNone: () => null,
+                onSome: ({ id, email, name, provider }) => ({ id, email, name, provider })
+              })
+            })
+          )
+        )
     })
   })
 )

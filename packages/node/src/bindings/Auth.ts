@@ -1,5 +1,5 @@
 import { EndUser, Kernel, type Node } from "@hostplane/core"
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Context, Effect, Exit, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { BindingFailure } from "./Failure.ts"
 import { devUserOfCookie } from "../dev/DevSignIn.ts"
@@ -21,6 +21,15 @@ export interface WorkerUser {
 }
 
 /**
+ * How `env.auth.user` resolves a session on a node that does not hold the project databases' sessions: a node on
+ * another machine asks the control plane. Unset (the default): the node reads the session in the project's database
+ * through `EndUserDirectory`. Fails with a message when the session cannot be looked up now.
+ */
+export const EndUserLookup = Context.Reference<
+  ((projectId: string, session: string) => Effect.Effect<WorkerUser | null, { readonly message: string }>) | undefined
+>("@hostplane/node/bindings/EndUserLookup", { defaultValue: () => undefined })
+
+/**
  * `env.auth` (decisions.md part 13): the edge keeps the end user's session cookie of a request (before it strips it)
  * under a random handle that only this request's worker receives, through the router rather than a header a client
  * could set; `user(request)` sends the handle back, and the node resolves the session in the project's database. A
@@ -29,6 +38,7 @@ export interface WorkerUser {
 export const makeAuthBinding = Effect.fnUntraced(function* (options: { readonly lifetimeMs: number }) {
   // `EndUserDirectory.off` is no directory: no session is resolved then.
   const directory = Kernel.portOn(yield* EndUser.EndUserDirectory)
+  const lookup = yield* EndUserLookup
   const tokens = yield* Kernel.Tokens
   const pending = new Map<string, Pending>()
 
@@ -42,7 +52,7 @@ export const makeAuthBinding = Effect.fnUntraced(function* (options: { readonly 
 
   /** A handle for this request's session, or undefined when it carries none. */
   const handleFor = (projectId: string, session: string | undefined): string | undefined => {
-    if (session === undefined || session === "" || Option.isNone(directory)) return undefined
+    if (session === undefined || session === "" || (Option.isNone(directory) && lookup === undefined)) return undefined
     const handle = randomBytes(24).toString("base64url")
     pending.set(handle, { projectId, session, expires: Date.now() + options.lifetimeMs })
     return handle
@@ -59,6 +69,15 @@ export const makeAuthBinding = Effect.fnUntraced(function* (options: { readonly 
     if (typeof handle !== "string") return null
     const entry = pending.get(handle)
     if (entry === undefined || entry.projectId !== projectId || entry.expires < Date.now()) return null
+    if (lookup !== undefined) {
+      const found = await Effect.runPromiseExit(lookup(projectId, entry.session))
+      if (Exit.isSuccess(found)) return found.value
+      const error = Cause.squash(found.cause)
+      throw new BindingFailure(
+        "auth_unavailable",
+        `the sign-in sessions cannot be read: ${error instanceof Error ? error.message : String((error as { message?: unknown }).message ?? error)}`
+      )
+    }
     const db = project.bindings.db
     if (db === null || Option.isNone(directory)) return null
     const exit = await Effect.runPromiseExit(

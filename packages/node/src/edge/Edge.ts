@@ -1,15 +1,10 @@
-import { Clock, Context, Duration, Effect, Layer, Option } from "effect"
-import { AccessPolicies } from "@hostplane/core/access/AccessPolicies"
-import { admitsRole } from "@hostplane/core/access/AccessPolicy"
+import { Clock, Context, Data, Duration, Effect, Layer, Option } from "effect"
+import { type EdgePass, EdgePasses } from "@hostplane/core/edge/EdgePasses"
 import type { StoredFile } from "@hostplane/core/deployments/ArtifactStore"
 import { Settings } from "@hostplane/core/kernel/Settings"
-import { isoAfter, nowIso } from "@hostplane/core/kernel/Time"
-import { Tokens } from "@hostplane/core/kernel/Tokens"
-import { OrgStore } from "@hostplane/core/orgs/OrgStore"
 import { safeNextPath } from "@hostplane/core/access/AccessRules"
 import { assetCandidates, contentTypeOf } from "./AssetPath.ts"
-import { EdgeSessionStore } from "@hostplane/core/edge/EdgeSessionStore"
-import type { DeploymentId, OrgId, ProjectId, UserId } from "@hostplane/core/kernel/Ids"
+import type { DeploymentId, OrgId, ProjectId } from "@hostplane/core/kernel/Ids"
 import type { ArtifactStoreUnavailable } from "@hostplane/core/errors/Errors"
 import type { Manifest } from "@hostplane/core/deployments/Manifest"
 import { EdgeView, type LiveDeployment } from "./EdgeCache.ts"
@@ -20,9 +15,6 @@ import { Result } from "effect"
  * only when Secure, for `Path=/` and without `Domain`, so a sibling host under the app domain cannot plant one.
  */
 export const accessCookie = "__Host-service_access"
-
-/** How long a pass from an authorize code or the shared password lasts. */
-export const edgeSessionTtl = Duration.hours(12)
 
 /** What the edge was asked, reduced to what its rules look at. */
 export interface EdgeRequest {
@@ -165,122 +157,65 @@ const attemptLimiter = () => {
   }
 }
 
+/** The control plane that checks and issues passes cannot be reached: the visitor gets a 503 it may retry. */
+export class AccessUnavailable extends Data.TaggedError("AccessUnavailable")<{ readonly message: string }> {}
+
+/** The answer that hands a visitor a pass: the cookie, then on to `next`. */
+export const passAnswer = (pass: EdgePass, next: string): EdgeAnswer => ({
+  _tag: "Redirect",
+  location: next,
+  setSession: { value: pass.value, maxAge: pass.maxAge }
+})
+
+const accessUnavailable = (error: AccessUnavailable): EdgeAnswer => problem(503, "access_unavailable", error.message)
+
 /**
  * Who a protected deployment admits, and the passes that admit them (spec 4.11): the bypass header, a pass from a
- * one-time authorize code (org members), or one from the shared password. `available` false: this edge cannot check
- * any of them (a node without the control plane's stores), so it serves public deployments only.
+ * one-time authorize code (org members), or one from the shared password. The passes are the control plane's
+ * (`EdgePasses`): in process on its own edge, over the node API on a node on another machine, which fails with
+ * `AccessUnavailable` while the control plane does not answer.
  */
 export class EdgeAccess extends Context.Service<
   EdgeAccess,
   {
-    readonly available: boolean
     /** Whether the bypass header or the visitor's pass admits them under `mode` today. */
-    readonly admits: (request: EdgeRequest, projectId: ProjectId, orgId: OrgId, mode: string) => Effect.Effect<boolean>
+    readonly admits: (
+      request: EdgeRequest,
+      projectId: ProjectId,
+      orgId: OrgId,
+      mode: string
+    ) => Effect.Effect<boolean, AccessUnavailable>
     /** `/__service/access/callback`: an authorize code exchanged for a pass, then on to `next`. */
-    readonly callback: (host: string, code: string, next: string) => Effect.Effect<EdgeAnswer>
+    readonly callback: (host: string, code: string, next: string) => Effect.Effect<EdgeAnswer, AccessUnavailable>
     /** `/__service/access/password`: a pass when the password is right (none when it is not). */
     readonly password: (
       host: string,
       projectId: ProjectId,
       password: string,
       next: string
-    ) => Effect.Effect<Option.Option<EdgeAnswer>>
+    ) => Effect.Effect<Option.Option<EdgeAnswer>, AccessUnavailable>
   }
 >()("@hostplane/node/edge/EdgeAccess") {
-  /** On the control plane's stores: access policies, edge sessions, org memberships. */
+  /** On the control plane's own passes, in this process. */
   static readonly layer = Layer.effect(
     EdgeAccess,
-    Effect.gen(function* () {
-      const access = yield* AccessPolicies
-      const sessions = yield* EdgeSessionStore
-      const orgs = yield* OrgStore
-      const tokens = yield* Tokens
-
-      const issuePass = Effect.fnUntraced(function* (
-        host: string,
-        projectId: ProjectId,
-        holder: { readonly userId: UserId } | { readonly passwordGeneration: number },
-        next: string
-      ) {
-        const value = yield* tokens.secret(32)
-        yield* sessions.insert({
-          tokenHash: yield* tokens.hash(value),
-          host,
-          projectId,
-          userId: "userId" in holder ? holder.userId : null,
-          passwordGeneration: "passwordGeneration" in holder ? holder.passwordGeneration : null,
-          expiresAt: yield* isoAfter(edgeSessionTtl),
-          createdAt: yield* nowIso
-        })
-        return {
-          _tag: "Redirect",
-          location: next,
-          setSession: { value, maxAge: Math.floor(Duration.toSeconds(edgeSessionTtl)) }
-        } satisfies EdgeAnswer
-      })
-
-      /** Whether the visitor's pass still admits them: an org pass needs the member role today, not only when issued. */
-      const passAdmits = Effect.fnUntraced(function* (
-        request: EdgeRequest,
-        projectId: ProjectId,
-        orgId: OrgId,
-        mode: string
-      ) {
-        if (request.session === undefined || request.session === "") return false
-        const pass = yield* sessions.find(yield* tokens.hash(request.session), request.host, yield* nowIso)
-        if (Option.isNone(pass) || pass.value.projectId !== projectId) return false
-        // A new password ends the passes earned with the old one.
-        if (mode === "password") {
-          return (
-            pass.value.userId === null &&
-            pass.value.passwordGeneration === (yield* access.passwordGeneration(projectId))
-          )
-        }
-        if (pass.value.userId === null) return false
-        const role = yield* orgs.findMembership(orgId, pass.value.userId)
-        return Option.isSome(role) && admitsRole("org", role.value)
-      })
-
-      return EdgeAccess.of({
-        available: true,
+    Effect.map(Effect.service(EdgePasses), (passes) =>
+      EdgeAccess.of({
         admits: (request, projectId, orgId, mode) =>
-          Effect.gen(function* () {
-            if (request.bypass !== undefined && (yield* access.checkBypass(projectId, request.bypass))) return true
-            return yield* passAdmits(request, projectId, orgId, mode)
-          }),
-        callback: Effect.fnUntraced(function* (host, code, next) {
-          const grant = yield* access.exchangeCode(host, code)
-          if (Option.isNone(grant)) return problem(403, "forbidden", "this sign-in link is unknown, used or expired")
-          if (!admitsRole("org", grant.value.role)) {
-            return problem(403, "forbidden", "this deployment is open to members of its organization")
-          }
-          return yield* issuePass(host, grant.value.projectId, { userId: grant.value.userId }, next)
-        }),
-        password: Effect.fnUntraced(function* (host, projectId, password, next) {
-          const generation = yield* access.passwordPass(projectId, password)
-          if (Option.isNone(generation)) return Option.none()
-          return Option.some<EdgeAnswer>(
-            yield* issuePass(host, projectId, { passwordGeneration: generation.value }, next)
+          passes.admits({ host: request.host, bypass: request.bypass, pass: request.session }, projectId, orgId, mode),
+        callback: (host, code, next) =>
+          passes.exchange(host, code).pipe(
+            Effect.map((pass) => passAnswer(pass, next)),
+            Effect.catchTag("Forbidden", (error) => Effect.succeed(problem(403, "forbidden", error.message)))
+          ),
+        password: (host, projectId, password, next) =>
+          Effect.map(
+            passes.password(host, projectId, password),
+            Option.map((pass) => passAnswer(pass, next))
           )
-        })
       })
-    })
+    )
   )
-
-  /** No passes can be checked here: protected deployments answer 503 `access_unavailable`. */
-  static readonly none: Layer.Layer<EdgeAccess> = Layer.succeed(EdgeAccess)({
-    available: false,
-    admits: () => Effect.succeed(false),
-    callback: () => Effect.succeed(unavailableAccess),
-    password: () => Effect.succeed(Option.some(unavailableAccess))
-  })
-}
-
-const unavailableAccess: EdgeAnswer = {
-  _tag: "Problem",
-  status: 503,
-  code: "access_unavailable",
-  message: "this node cannot check access passes: this deployment is served by the control plane's own edge"
 }
 
 /**
@@ -316,7 +251,9 @@ export class Edge extends Context.Service<
         const safeNext = safeNextPath(next) ? next : "/"
         if (path === "/__service/health") return problem(200, "ok", "ok")
         if (path === "/__service/access/callback" && request.method === "GET") {
-          return yield* access.callback(request.host, query.get("code") ?? "", safeNext)
+          return yield* access
+            .callback(request.host, query.get("code") ?? "", safeNext)
+            .pipe(Effect.catchTag("AccessUnavailable", (error) => Effect.succeed(accessUnavailable(error))))
         }
         if (path === "/__service/access/password" && request.method === "POST") {
           const route = yield* cache.route(request.host)
@@ -332,14 +269,12 @@ export class Edge extends Context.Service<
                 } satisfies EdgeAnswer)
               : { ...problem(429, "rate_limited", "too many password attempts: try again later"), retryAfter: wait }
           }
-          const pass = yield* access.password(
-            request.host,
-            route.value.projectId,
-            request.form?.["password"] ?? "",
-            safeNext
+          const pass = yield* Effect.result(
+            access.password(request.host, route.value.projectId, request.form?.["password"] ?? "", safeNext)
           )
-          return Option.isSome(pass)
-            ? pass.value
+          if (Result.isFailure(pass)) return accessUnavailable(pass.failure)
+          return Option.isSome(pass.success)
+            ? pass.success.value
             : ({ _tag: "Page", status: 401, html: passwordPage(safeNext, true) } satisfies EdgeAnswer)
         }
         return problem(404, "not_found", `no system route ${path}`)
@@ -438,14 +373,12 @@ export class Edge extends Context.Service<
         if ((live === undefined || live.entry === null) && request.method !== "GET" && request.method !== "HEAD") {
           return problem(405, "method_not_allowed", "this deployment serves static assets: GET and HEAD only")
         }
-        if (policy.mode !== "public" && !access.available) {
-          return problem(
-            503,
-            "access_unavailable",
-            "this node cannot check access passes: this deployment is served by the control plane's own edge"
-          )
-        }
-        const admitted = policy.mode === "public" || (yield* access.admits(request, projectId, orgId, policy.mode))
+        const checked =
+          policy.mode === "public"
+            ? Result.succeed(true)
+            : yield* Effect.result(access.admits(request, projectId, orgId, policy.mode))
+        if (Result.isFailure(checked)) return accessUnavailable(checked.failure)
+        const admitted = checked.success
         if (!admitted) {
           const next = `${url.pathname}${url.search}`
           if (policy.mode === "password") {

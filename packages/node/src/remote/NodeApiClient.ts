@@ -1,4 +1,4 @@
-import { Ai, Email, Errors, type Logs, Node } from "@hostplane/core"
+import { Ai, Edge, Email, EndUser, Errors, type Logs, Node } from "@hostplane/core"
 import { Data, Effect, Redacted, Schema, Stream } from "effect"
 import type { NodeApiOptions } from "./ArtifactStoreNodeApi.ts"
 
@@ -25,6 +25,16 @@ const decodeState = Schema.decodeUnknownEffect(Node.NodeState)
 const decodeSecrets = Schema.decodeUnknownEffect(Node.OpenedSecrets)
 const decodeUsage = Schema.decodeUnknownEffect(Node.UsageRecorded)
 const decodeSent = Schema.decodeUnknownEffect(Email.MailSent)
+const decodeChecked = Schema.decodeUnknownEffect(Edge.NodeAccessChecked)
+const decodePass = Schema.decodeUnknownEffect(Edge.NodePass)
+const decodeSignedIn = Schema.decodeUnknownEffect(EndUser.NodeSignedIn)
+const decodeEndUser = Schema.decodeUnknownEffect(EndUser.NodeEndUser)
+
+/**
+ * How long a call a visitor waits on may take (an access check, a pass): past it the visitor gets a 503 to retry
+ * rather than a request that hangs with the control plane.
+ */
+export const visitorCallTimeout = 10_000
 
 /** The relay's refusals, as the core errors the bindings turn into the worker's codes. */
 const relayRefusals = [
@@ -63,9 +73,13 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
   const base = options.url.replace(/\/+$/, "")
   const nodeAuth = () => `Bearer ${Redacted.value(options.token)}`
 
-  const request = (path: string, init: RequestInit & { readonly what: string }) =>
+  const request = (path: string, init: RequestInit & { readonly what: string; readonly timeoutMs?: number }) =>
     Effect.tryPromise({
-      try: (signal) => fetch(`${base}${path}`, { ...init, signal }),
+      try: (signal) =>
+        fetch(`${base}${path}`, {
+          ...init,
+          signal: init.timeoutMs === undefined ? signal : AbortSignal.any([signal, AbortSignal.timeout(init.timeoutMs)])
+        }),
       catch: (error) =>
         new NodeApiError({ message: `${init.what}: the control plane at ${base} did not answer (${String(error)})` })
     })
@@ -158,6 +172,67 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
     return kept
   })
 
+  /** A node route a visitor waits on: JSON in, and the answer's status with its JSON (or envelope) out. */
+  const visitorCall = (path: string, what: string, body: unknown) =>
+    request(path, {
+      what,
+      method: "POST",
+      timeoutMs: visitorCallTimeout,
+      headers: { authorization: nodeAuth(), "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
+
+  /**
+   * `POST /v1/node/access/check`: whether the bypass header or the pass cookie admits a visitor under the project's
+   * policy now; false for a project the control plane no longer has.
+   */
+  const accessCheck = Effect.fnUntraced(function* (input: Edge.NodeAccessCheck) {
+    const what = "access check"
+    const response = yield* visitorCall("/v1/node/access/check", what, input)
+    if (response.status === 404) return false
+    if (!response.ok) return yield* refused(response, what)
+    return (yield* Effect.mapError(decodeChecked(yield* jsonOf(response, what)), invalid(what))).admitted
+  })
+
+  /** `POST /v1/node/access/code`: an authorize code for a pass; `Forbidden` with the control plane's reason. */
+  const accessCode = Effect.fnUntraced(function* (input: Edge.NodeAccessCode) {
+    const what = "access code"
+    const response = yield* visitorCall("/v1/node/access/code", what, input)
+    if (response.status === 403) {
+      const envelope = yield* envelopeOf(response)
+      return yield* new Errors.Forbidden({ message: envelope?.message ?? "this sign-in link cannot be used" })
+    }
+    if (!response.ok) return yield* refused(response, what)
+    return yield* Effect.mapError(decodePass(yield* jsonOf(response, what)), invalid(what))
+  })
+
+  /** `POST /v1/node/access/password`: a pass when the password is right (`pass` null when not, or no such project). */
+  const accessPassword = Effect.fnUntraced(function* (input: Edge.NodeAccessPassword) {
+    const what = "access password"
+    const response = yield* visitorCall("/v1/node/access/password", what, input)
+    if (response.status === 404) return { pass: null, maxAge: 0 } satisfies Edge.NodePass
+    if (!response.ok) return yield* refused(response, what)
+    return yield* Effect.mapError(decodePass(yield* jsonOf(response, what)), invalid(what))
+  })
+
+  /** `POST /v1/node/auth/signin`: the sign-in flow's answer to a visitor's request (null: not granted, or no project). */
+  const signIn = Effect.fnUntraced(function* (input: EndUser.NodeSignIn) {
+    const what = "end-user sign-in"
+    const response = yield* visitorCall("/v1/node/auth/signin", what, input)
+    if (response.status === 404) return { answer: null } satisfies EndUser.NodeSignedIn
+    if (!response.ok) return yield* refused(response, what)
+    return yield* Effect.mapError(decodeSignedIn(yield* jsonOf(response, what)), invalid(what))
+  })
+
+  /** `POST /v1/node/auth/user`: the end user of a session cookie (null: none, or no such project). */
+  const endUser = Effect.fnUntraced(function* (input: EndUser.NodeEndUserQuery) {
+    const what = "end-user session"
+    const response = yield* visitorCall("/v1/node/auth/user", what, input)
+    if (response.status === 404) return { user: null } satisfies EndUser.NodeEndUser
+    if (!response.ok) return yield* refused(response, what)
+    return yield* Effect.mapError(decodeEndUser(yield* jsonOf(response, what)), invalid(what))
+  })
+
   /** `POST /v1/node/mail/send`: the relay checks the grant, the From and the hourly cap, sends and logs the row. */
   const sendMail = Effect.fnUntraced(function* (projectId: string, message: Uint8Array) {
     const what = "mail relay"
@@ -211,7 +286,20 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
     return { _tag: "json", body: text } satisfies Ai.GatewayAnswer
   })
 
-  return { base, state, secrets, usage, logs, sendMail, chat }
+  return {
+    base,
+    state,
+    secrets,
+    usage,
+    logs,
+    sendMail,
+    chat,
+    accessCheck,
+    accessCode,
+    accessPassword,
+    signIn,
+    endUser
+  }
 }
 
 export type NodeApiClient = ReturnType<typeof makeNodeApiClient>

@@ -2,7 +2,9 @@ import { Ai, Deployments, Email, Errors, Kernel, Node } from "@hostplane/core"
 import type { HostnameRoute } from "@hostplane/core/hostnames/Hostname"
 import type { OrgId, ProjectId } from "@hostplane/core/kernel/Ids"
 import { Context, Effect, Layer, Option, Redacted, Result, Schedule, Semaphore, Stream } from "effect"
-import { type EdgeAnswer, EdgeSignIn } from "../edge/Edge.ts"
+import { AccessUnavailable, EdgeAccess, type EdgeAnswer, EdgeSignIn, passAnswer } from "../edge/Edge.ts"
+import { authFlowCookie, authSessionCookie } from "../enduser/AuthWorker.ts"
+import { EndUserLookup } from "../bindings/Auth.ts"
 import { InvocationEvents } from "../runtime/WorkerInvokerLive.ts"
 import { EdgeView, type LiveDeployment, makeFileHold, type ProjectView } from "../edge/EdgeCache.ts"
 import type { NodeApiOptions } from "./ArtifactStoreNodeApi.ts"
@@ -274,8 +276,8 @@ export const remoteEdgeView: Layer.Layer<EdgeView, never, RemoteState | Deployme
       file,
       route: (host) => {
         const project = state.projectOfHost(host)
-        // The node state names a project's org by slug: the route's org is read only to check org passes, which a
-        // remote node does not (`EdgeAccess.none`).
+        // The node state names a project's org by slug: the route's org is read only to check org passes, which the
+        // control plane does on its own records for a remote node (`remoteAccess`).
         return Effect.succeed(
           project === undefined
             ? Option.none()
@@ -302,23 +304,117 @@ export const remoteEdgeView: Layer.Layer<EdgeView, never, RemoteState | Deployme
 )
 
 /**
- * `/__service/auth/*` on a remote node: end-user sign-in needs the providers' client secrets and the project
- * database's sessions, which the node API does not carry, so a project holding the auth grant answers 503
- * `auth_unavailable` there; elsewhere the path is the deployment's (decisions.md part 13).
+ * `/__service/auth/*` on a remote node: the sign-in flow is the control plane's (the providers' client secrets and the
+ * project database's sessions are there), run over `POST /v1/node/auth/signin` with the request's host, method, path
+ * and the sign-in's own two cookies; its answer (redirects, cookies, JSON) is sent as it is. A project without the
+ * grant in the node state is not asked about: the path is the deployment's. While the control plane does not answer,
+ * a granted project's sign-in answers 503 `auth_unavailable`.
  */
 export const remoteSignIn: Layer.Layer<EdgeSignIn, never, RemoteState> = Layer.effect(
   EdgeSignIn,
   Effect.gen(function* () {
     const state = yield* RemoteState
     const unavailable: EdgeAnswer = {
-      _tag: "Problem",
+      _tag: "Json",
       status: 503,
-      code: "auth_unavailable",
-      message: "end-user sign-in is served by the control plane's own edge, not by this node"
+      body: {
+        code: "auth_unavailable",
+        message: "the control plane, which runs this site's sign-in, cannot be reached: try again shortly"
+      }
     }
     return EdgeSignIn.of({
-      handle: (_request, projectId) =>
-        Effect.succeed(state.project(projectId)?.bindings.auth == null ? Option.none() : Option.some(unavailable))
+      handle: (request, projectId, url) => {
+        if (state.project(projectId)?.bindings.auth == null) return Effect.succeed(Option.none())
+        const flow = request.cookies?.[authFlowCookie]
+        const session = request.cookies?.[authSessionCookie]
+        return state.client
+          .signIn({
+            projectId,
+            host: request.host,
+            method: request.method,
+            url: `${url.pathname}${url.search}`,
+            ...(flow === undefined ? {} : { flow }),
+            ...(session === undefined ? {} : { session })
+          })
+          .pipe(
+            Effect.map(({ answer }) => (answer === null ? Option.none() : Option.some<EdgeAnswer>(answer))),
+            Effect.catchTag("NodeApiError", (error) =>
+              Effect.as(
+                Effect.logWarning("remote node: end-user sign-in cannot be run", { message: error.message }),
+                Option.some(unavailable)
+              )
+            )
+          )
+      }
+    })
+  })
+)
+
+/**
+ * `env.auth.user` on a remote node: the session is looked up by the control plane (`POST /v1/node/auth/user`), which
+ * holds the project databases' sessions. A failure rejects the worker's call with `auth_unavailable`.
+ */
+export const remoteEndUsers = Layer.effect(
+  EndUserLookup,
+  Effect.map(
+    Effect.service(RemoteState),
+    ({ client }) =>
+      (projectId: string, session: string) =>
+        Effect.map(client.endUser({ projectId, session }), ({ user }) => user)
+  )
+)
+
+/**
+ * The passes of protected deployments on a node on another machine: each check and each pass is the control plane's
+ * (`/v1/node/access/*`), so a visitor is admitted, refused and handed cookies exactly as on the control plane's own
+ * edge. While the control plane does not answer, a protected deployment answers 503 `access_unavailable` (public ones
+ * are served from what the node holds).
+ */
+export const remoteAccess: Layer.Layer<EdgeAccess, never, RemoteState> = Layer.effect(
+  EdgeAccess,
+  Effect.gen(function* () {
+    const { client } = yield* RemoteState
+    const unavailable = (error: NodeApiError) =>
+      Effect.andThen(
+        // The error names the route and the status, never what the visitor presented.
+        Effect.logWarning("remote node: an access pass cannot be checked", { message: error.message }),
+        Effect.fail(
+          new AccessUnavailable({
+            message: "the control plane, which checks this deployment's passes, cannot be reached: try again shortly"
+          })
+        )
+      )
+    return EdgeAccess.of({
+      admits: (request, projectId) =>
+        client
+          .accessCheck({
+            projectId,
+            host: request.host,
+            ...(request.bypass === undefined ? {} : { bypass: request.bypass }),
+            ...(request.session === undefined ? {} : { pass: request.session })
+          })
+          .pipe(Effect.catchTag("NodeApiError", unavailable)),
+      callback: (host, code, next) =>
+        client.accessCode({ host, code }).pipe(
+          Effect.map((pass): EdgeAnswer =>
+            pass.pass === null
+              ? { _tag: "Problem", status: 403, code: "forbidden", message: "this sign-in link cannot be used" }
+              : passAnswer({ value: pass.pass, maxAge: pass.maxAge }, next)
+          ),
+          Effect.catchTag("Forbidden", (error) =>
+            Effect.succeed<EdgeAnswer>({ _tag: "Problem", status: 403, code: "forbidden", message: error.message })
+          ),
+          Effect.catchTag("NodeApiError", unavailable)
+        ),
+      password: (host, projectId, password, next) =>
+        client.accessPassword({ projectId, host, password }).pipe(
+          Effect.map((pass) =>
+            pass.pass === null
+              ? Option.none<EdgeAnswer>()
+              : Option.some(passAnswer({ value: pass.pass, maxAge: pass.maxAge }, next))
+          ),
+          Effect.catchTag("NodeApiError", unavailable)
+        )
     })
   })
 )

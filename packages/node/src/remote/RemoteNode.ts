@@ -5,7 +5,7 @@ import { Config, ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
-import { Edge, EdgeAccess } from "../edge/Edge.ts"
+import { Edge } from "../edge/Edge.ts"
 import { edgeApp } from "../edge/EdgeApp.ts"
 import { installLane, makeEdgeLane } from "../edge/EdgeLane.ts"
 import { WorkerInvoker } from "../edge/WorkerInvoker.ts"
@@ -14,8 +14,10 @@ import { runtimeSettingsConfig, type RuntimeSettings, WorkerRuntime } from "../r
 import * as ArtifactStoreNodeApi from "./ArtifactStoreNodeApi.ts"
 import {
   RemoteState,
+  remoteAccess,
   remoteAiGateway,
   remoteEdgeView,
+  remoteEndUsers,
   remoteEvents,
   remoteMailRelay,
   remoteNodes,
@@ -97,7 +99,8 @@ export const remoteNodeLayer = (options: RemoteNodeOptions) => {
             EndUser.EndUserDirectory.off,
             TokensNode.layer,
             objects,
-            remoteEvents
+            remoteEvents,
+            remoteEndUsers
           )
         ),
         // The invoker's first convergence reads the state: the node waits for the control plane first.
@@ -108,7 +111,7 @@ export const remoteNodeLayer = (options: RemoteNodeOptions) => {
     Layer.provide(
       Layer.mergeAll(
         remoteEdgeView,
-        EdgeAccess.none,
+        remoteAccess,
         remoteSignIn,
         Kernel.Settings.make({ publicUrl: options.controlUrl })
       )
