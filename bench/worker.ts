@@ -113,6 +113,15 @@ const commOf = (pid: number) => {
   }
 }
 
+/** The hot shard's workerd (its config is named hot-<generation>.capnp): a hot project is served there. */
+const isHotProcess = (pid: number) => {
+  try {
+    return /hot-\d+\.capnp/.test(Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8"))
+  } catch {
+    return false
+  }
+}
+
 const percentile = (values: Array<number>, q: number) => {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!
@@ -186,14 +195,6 @@ const config :Workerd.Config = (
       treeOf(server.child.pid)
         .filter((pid) => commOf(pid) === "workerd" && only(pid))
         .reduce((sum, pid) => sum + (cpuSeconds(pid) ?? 0), 0)
-    // The hot shard's process (its config is named hot-<generation>.capnp): the project is served there once hot.
-    const isHot = (pid: number) => {
-      try {
-        return /hot-\d+\.capnp/.test(Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8"))
-      } catch {
-        return false
-      }
-    }
     const edgeCpu = () => (cpuSeconds(server.child.pid) ?? 0) + workerdCpu()
     const bareCpu = () => cpuSeconds(bare.pid ?? 0) ?? 0
     const targets = {
@@ -204,7 +205,7 @@ const config :Workerd.Config = (
       const target = targets[name]
       const before = target.cpu()
       const workerdBefore = workerdCpu()
-      const hotBefore = workerdCpu(isHot)
+      const hotBefore = workerdCpu(isHotProcess)
       const result = await cannon(target.url, target.host, 50, durationS)
       const perRequest = (seconds: number) =>
         result.requests.total === 0 ? NaN : (seconds * 1e6) / result.requests.total
@@ -214,7 +215,7 @@ const config :Workerd.Config = (
         // The edge's workerd processes: the rest of the edge's CPU is its server process.
         workerdUs: name === "edge" ? perRequest(workerdCpu() - workerdBefore) : NaN,
         // Of which the hot shard's (a hot process replaced within the run counts from zero: a lower bound then).
-        hotUs: name === "edge" ? perRequest(Math.max(0, workerdCpu(isHot) - hotBefore)) : NaN,
+        hotUs: name === "edge" ? perRequest(Math.max(0, workerdCpu(isHotProcess) - hotBefore)) : NaN,
         failed: result.non2xx + result.errors + result.timeouts
       }
     }
@@ -301,8 +302,9 @@ const config :Workerd.Config = (
   const kib = node.reduce((sum, pid) => sum + (rssKiB(pid) ?? 0), 0)
   const workerds = node.filter((pid) => commOf(pid) === "workerd")
   const workerdKib = workerds.reduce((sum, pid) => sum + (rssKiB(pid) ?? 0), 0)
+  const each = workerds.map((pid) => `${round((rssKiB(pid) ?? 0) / 1024, 0)}${isHotProcess(pid) ? " hot" : ""}`)
   log(
-    `memory with ${projectCount} projects, each requested once: node ${round(kib / 1024, 0)} MiB RSS (server process ${round((rssKiB(server.child.pid) ?? 0) / 1024, 0)} MiB with the API in it, ${workerds.length} workerd ${round(workerdKib / 1024, 0)} MiB; PostgreSQL excluded) (goal < 600 MiB; load ${loadNow()})`
+    `memory with ${projectCount} projects, each requested once: node ${round(kib / 1024, 0)} MiB RSS (server process ${round((rssKiB(server.child.pid) ?? 0) / 1024, 0)} MiB with the API in it, ${workerds.length} workerd ${round(workerdKib / 1024, 0)} MiB: ${each.join(", ")}; PostgreSQL excluded) (goal < 600 MiB; load ${loadNow()})`
   )
 }, timeoutS)
 

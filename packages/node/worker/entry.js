@@ -145,16 +145,6 @@ const flagsOf = (value) => {
   return flagsParsed
 }
 
-/** What the edge says the request is: on the hot shard its invoke header comes straight to this module. */
-const invokeOf = (header) => {
-  try {
-    const meta = JSON.parse(header)
-    return { id: typeof meta.id === "string" ? meta.id : null, user: typeof meta.user === "string" ? meta.user : null }
-  } catch {
-    return { id: null, user: null }
-  }
-}
-
 export default {
   async fetch(request, env, ctx) {
     if (request.headers.get("x-hostplane-check") === "1") return new Response(null, { status: 204 })
@@ -163,20 +153,22 @@ export default {
     for (const [name, value] of Object.entries(env)) {
       if (name !== "__hostplane" && name !== "__hostplaneBindings") tenantEnv[name] = value
     }
-    // On the loader shard the router turned the edge's invoke header into these two; on the hot shard there is no
-    // router, and the header comes here. The edge drops every x-hostplane-* header a client sends, so both are the
-    // node's. The end user's session handle is the node's: the worker's code never sees it among the headers.
-    const invoke = request.headers.get("x-hostplane-invoke")
-    const direct = invoke !== null
-    const meta = direct ? invokeOf(invoke) : undefined
-    const handle = direct ? meta.user : request.headers.get("x-hostplane-user")
-    const id = direct ? meta.id : request.headers.get("x-hostplane-invocation")
+    // On the loader shard the router turned the edge's invoke header into the two x-hostplane-* headers below. On the
+    // hot shard there is no router: workerd parses the edge's invoke header into `request.cf` (the socket's
+    // cfBlobHeader) and drops it, so no header needs removing and the request goes to the worker as it came. The edge
+    // drops every x-hostplane-* header a client sends, so either is the node's. The end user's session handle is the
+    // node's: the worker's code never sees it.
+    const cf = request.cf
+    const direct = cf !== undefined && cf !== null && typeof cf.id === "string"
+    const handle = direct ? (typeof cf.user === "string" ? cf.user : null) : request.headers.get("x-hostplane-user")
+    const id = direct ? cf.id : request.headers.get("x-hostplane-invocation")
     let received = request
-    if (handle !== null || id !== null || direct) {
+    if (direct) {
+      if (handle !== null) received = new Request(request, { cf: {} })
+    } else if (handle !== null || id !== null) {
       const headers = new Headers(request.headers)
       headers.delete("x-hostplane-user")
       headers.delete("x-hostplane-invocation")
-      headers.delete("x-hostplane-invoke")
       received = new Request(request, { headers })
     }
     Object.assign(tenantEnv, bindingsOf(flagsOf(env.__hostplaneBindings), received, handle))

@@ -22,7 +22,7 @@ export interface HotSettings {
   readonly max: number
   /**
    * `SERVICE_WORKER_HOT_RATE` (default 50): requests per second a project must reach in two consecutive seconds to
-   * become hot; one that stays under a tenth of it for a minute goes back to the loader shard.
+   * become hot; one that stays under a tenth of it for 30 s goes back to the loader shard.
    */
   readonly promoteRate: number
 }
@@ -149,9 +149,10 @@ export const hotConfig = (options: {
     ))`
     )
     // The edge names the scheme the client used in x-forwarded-proto, as the loader shard's router takes it from the
-    // invoke header: the worker's request.url is the client's.
+    // invoke header: the worker's request.url is the client's. workerd parses the invoke header into `request.cf`
+    // and drops it, so the entry module reads the invocation id and user handle without copying the request.
     sockets.push(
-      `(name = "w${index}", address = ${capnpText(`unix:${options.sockets[index]!}`)}, http = (forwardedProtoHeader = "x-forwarded-proto"), service = "w${index}")`
+      `(name = "w${index}", address = ${capnpText(`unix:${options.sockets[index]!}`)}, http = (forwardedProtoHeader = "x-forwarded-proto", cfBlobHeader = "x-hostplane-invoke"), service = "w${index}")`
     )
   })
   const config = `using Workerd = import "/workerd/workerd.capnp";
@@ -237,9 +238,11 @@ export const makeHot = (deps: HotDeps): Hot => {
   let scheduled: ReturnType<typeof setTimeout> | undefined
   let crashes = 0
 
-  const schedule = (delayMs = 300) => {
-    if (stopped || scheduled !== undefined) return
-    // Debounced: a burst of changes (a deploy then its secrets) builds one process.
+  const schedule = (delayMs = 1_000) => {
+    if (stopped) return
+    // Debounced: a burst of changes (deploys in a row, a deploy then its secrets) builds one process, a second after
+    // it ends; meanwhile the loader shard serves the project, and no build takes CPU from the deploys.
+    if (scheduled !== undefined) clearTimeout(scheduled)
     scheduled = setTimeout(() => {
       scheduled = undefined
       void build()
@@ -285,7 +288,7 @@ export const makeHot = (deps: HotDeps): Hot => {
       changed = true
     }
     for (const [projectId, busyAt] of hot) {
-      if (now - busyAt < 60_000) continue
+      if (now - busyAt < 30_000) continue
       hot.delete(projectId)
       changed = true
     }
