@@ -231,14 +231,18 @@ describe("the web console in Chromium, against the server as npm start runs it",
   }
 
   it("shows each hostname's HTTPS state beside the DNS records to create", async () => {
+    // The page's own clock, still running at its pace, which the test can move ahead (the context's pages share it).
+    await page.clock.install()
     await page.goto(`${base}/orgs/${org}/projects/${project}/hostnames`)
     await heading(page, "Hostnames").waitFor()
     const added = await admin.call("POST", `/v1/orgs/${org}/projects/${project}/hostnames`, {
       name: "www.console-e2e.test"
     })
     expect(added.status).toBe(200)
-    // The page polls (every 10 s while every name is active): the new name appears with its TXT record by itself.
+    // The page polls (every 10 s while every name is active): the new name appears with its TXT record by itself,
+    // at the next poll, which the page's clock reaches at once instead of in 10 s.
     const row = page.getByRole("row").filter({ hasText: "www.console-e2e.test" })
+    await page.clock.fastForward(10_000)
     await row.getByText("_service-verify.www.console-e2e.test TXT", { exact: false }).waitFor({ timeout: 30_000 })
     await page.getByRole("columnheader", { name: "HTTPS" }).waitFor()
     // This server has no TLS listener, so no name has a certificate: each says so, and none offers a retry.
