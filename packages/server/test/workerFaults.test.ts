@@ -185,7 +185,7 @@ describe("worker faults and route rules on the server binary", { timeout: 300_00
       SERVICE_DATA_DIR: dataDir,
       SERVICE_LISTEN: `127.0.0.1:${port}`,
       SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}`,
-      SERVICE_DNS_LISTEN: "off",
+      SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
       DATABASE_URL: "",
       SERVICE_WORKER_TIMEOUT: "10 seconds",
       SERVICE_MAIL_DOMAIN: "mail.faults.test",
@@ -260,6 +260,55 @@ describe("worker faults and route rules on the server binary", { timeout: 300_00
     expect(first.chunk).toBe("first\n")
     expect((await get("/release")).text).toBe("released")
     expect(await first.rest).toBe("second\n")
+  })
+
+  it("the access policy and a custom hostname hold in front of the worker as they do for assets", async () => {
+    expect((await call("PUT", `${project}/access`, { mode: "password", password: "open sesame 42" })).status).toBe(200)
+    const shut = await until("the policy at the edge", async () => {
+      const reply = await get("/api/private")
+      return reply.status === 401 ? reply : undefined
+    })
+    expect(JSON.parse(shut.text).code).toBe("unauthorized")
+    const pass = await new Promise<string>((resolve, reject) => {
+      const request = Http.request(
+        {
+          host: "127.0.0.1",
+          port: edgePort,
+          path: "/__service/access/password",
+          method: "POST",
+          agent: false,
+          headers: { host, "content-type": "application/x-www-form-urlencoded" }
+        },
+        (response) => {
+          response.resume()
+          resolve(String(response.headers["set-cookie"]?.[0] ?? "").split(";")[0]!)
+        }
+      )
+      request.on("error", reject)
+      request.end("password=open+sesame+42")
+    })
+    expect(pass).toMatch(/^__Host-service_access=/u)
+    const admitted = await get("/api/private", { headers: { cookie: `${pass}; app=1` } })
+    expect(admitted.status).toBe(200)
+    expect(JSON.parse(admitted.text).headers.cookie).toBe("app=1")
+    const bypass = (await call("POST", `${project}/access/bypass`)).body.secret as string
+    const ci = await get("/api/private", { headers: { "service-access-bypass": bypass } })
+    expect(ci.status).toBe(200)
+    expect(JSON.parse(ci.text).headers["service-access-bypass"]).toBeUndefined()
+    expect((await call("PUT", `${project}/access`, { mode: "public" })).status).toBe(200)
+    await until("the public policy at the edge", async () => ((await get("/api")).status === 200 ? true : undefined))
+
+    // A name in one of the org's own zones is proven at once.
+    const org = project.split("/")[3]!
+    expect((await call("POST", `/v1/orgs/${org}/dns/zones`, { name: "faults.test" })).status).toBe(200)
+    expect((await call("POST", `${project}/hostnames`, { name: "www.faults.test" })).status).toBe(200)
+    expect((await call("POST", `${project}/hostnames/www.faults.test/verify`)).body.status).toBe("active")
+    const custom = await until("the custom hostname at the edge", async () => {
+      const reply = await edge(edgePort, "www.faults.test", "/api/custom")
+      return reply.status === 200 ? reply : undefined
+    })
+    expect(JSON.parse(custom.text)).toMatchObject({ url: "http://www.faults.test/api/custom", version: "one" })
+    expect((await edge(edgePort, "www.faults.test", "/")).text).toBe("home page")
   })
 
   it("a worker's fetch to loopback, private or link-local addresses is rejected inside the worker", async () => {
