@@ -65,10 +65,23 @@ const joiner = () => {
   }
 }
 
+/**
+ * How far zlib may inflate ahead of the stages that take its output. With Node's default (64 KiB, less than one
+ * chunk) zlib stopped after every chunk until the reader pulled it, so inflating (on the thread pool) and checking,
+ * hashing and writing (on the main thread) took turns whenever the main thread was late: on a busy machine, where it
+ * waits for a core, the whole upload waited with it. Eight chunks let zlib keep a core busy meanwhile; the memory stays
+ * a constant few MiB whatever the bundle's size.
+ */
+const inflatedAheadBytes = 8 * inflatedChunkBytes
+
 // Passed on to the stream's constructor (Node's zlib options type leaves the stream options out).
-const gunzipOptions: Zlib.ZlibOptions & { readonly writableHighWaterMark: number } = {
+const gunzipOptions: Zlib.ZlibOptions & {
+  readonly writableHighWaterMark: number
+  readonly readableHighWaterMark: number
+} = {
   chunkSize: inflatedChunkBytes,
-  writableHighWaterMark: 0
+  writableHighWaterMark: 0,
+  readableHighWaterMark: inflatedAheadBytes
 }
 
 const gunzip = <E>(compressed: Stream.Stream<Uint8Array, E>) =>
