@@ -1,5 +1,10 @@
+import { MailTransportOutboxDir } from "@hostplane/adapters-providers"
 import { manifestEntry } from "@hostplane/testkit"
-import { describe, expect, it, vi } from "vitest"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { afterAll, describe, expect, it, vi } from "vitest"
+import { bindingsBundle, callBinding, envOf } from "./support/BindingsWorker.ts"
 import { edgeCall, eventually, useRuntimeSuite } from "./support/RuntimeServer.ts"
 
 /**
@@ -249,5 +254,46 @@ describe("hot projects: a static-config workerd serving the busiest projects' wo
     expect(timedOut.json().code).toBe("worker_timeout")
     await promote(project)
     expect(suite.runtime.hot().pid).not.toBe(pid)
+  })
+})
+
+describe("an add-on binding on the hot shard (env.email through the node's relay)", () => {
+  const mailDomain = "mail.example.test"
+  const outbox = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-hot-outbox-"))
+  afterAll(() => Fs.rmSync(outbox, { recursive: true, force: true }))
+  const suite = useRuntimeSuite(
+    { timeoutMs: 20_000, shards: 1, hot: { max: 2, promoteRate: 5 } },
+    { mail: { mailDomain }, node: { token: "node-token-hot-mail" } },
+    { providers: [() => MailTransportOutboxDir.layer(outbox)] }
+  )
+  vi.setConfig({ testTimeout: 120_000 })
+
+  it("a hot worker's env.email sends as its project's address; the grant's settings reach it through the environment", async () => {
+    const project = await suite.newProject()
+    expect((await suite.deploy(project.slug, project.name, bindingsBundle())).status).toBe(201)
+    const base = `/v1/orgs/${project.slug}/projects/${project.name}/email`
+    const grant = await suite.api.post(base, undefined, { token: suite.admin.token })
+    expect(grant.status).toBe(200)
+    expect(
+      await eventually(async () => (await envOf(suite.edgeUrl, project.hostname)).keys.includes("email"), 5_000)
+    ).toBe(true)
+    let running = true
+    const load = Array.from({ length: 4 }, async () => {
+      while (running) await edgeCall(suite.edgeUrl, project.hostname, "/env").catch(() => undefined)
+    })
+    const promoted = await eventually(async () => suite.runtime.hot().projects.includes(project.id), 30_000)
+    running = false
+    await Promise.all(load)
+    expect(promoted).toBe(true)
+
+    expect((await envOf(suite.edgeUrl, project.hostname)).keys).toContain("email")
+    const sent = await callBinding(suite.edgeUrl, project.hostname, "email", "send", [
+      { to: "zoe@example.com", subject: "hot", text: "Hello from the hot shard." }
+    ])
+    expect(sent.value).toEqual({ id: expect.stringMatching(/^mail_/), messageId: expect.any(String) })
+    const log = await suite.api.get(`${base}/log`, { token: suite.admin.token })
+    expect(log.body.items[0]).toMatchObject({ id: sent.value.id, direction: "out", to: "zoe@example.com" })
+    // Still the hot process: the call did not change the project's key.
+    expect(suite.runtime.hot().projects).toContain(project.id)
   })
 })
