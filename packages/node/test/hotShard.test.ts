@@ -18,6 +18,7 @@ export default {
     isolate ??= crypto.randomUUID()
     const url = new URL(request.url)
     if (url.pathname === "/loop") { for (;;) {} }
+    if (url.pathname === "/hang") return new Promise(() => {})
     if (url.pathname === "/throw") { console.warn("about to throw"); throw new RangeError("out of range") }
     if (url.pathname === "/asset") return env.ASSETS.fetch(new URL("/hello.txt", request.url))
     if (url.pathname === "/egress") {
@@ -116,7 +117,7 @@ describe("hot projects: a static-config workerd serving the busiest projects' wo
     expect((await call(project.hostname)).json().isolate).toBe(hot.isolate)
   })
 
-  it("logs from the hot process: one event per invocation with its lines; an exception is 500 worker_exception", async () => {
+  it("logs from the hot process: one event per invocation with its lines; an exception is 500 worker_exception, a hung handler 504", async () => {
     const project = await suite.newProject()
     expect((await suite.deploy(project.slug, project.name, bundle("v1"))).status).toBe(201)
     await promote(project)
@@ -125,6 +126,11 @@ describe("hot projects: a static-config workerd serving the busiest projects' wo
     const thrown = await call(project.hostname, "/throw")
     expect(thrown.status).toBe(500)
     expect(thrown.json()).toEqual({ code: "worker_exception", message: "the worker threw an exception" })
+    // A handler that waits on nothing is cancelled by workerd, whose own 500 the edge answers as the loader shard's
+    // hung outcome.
+    const hung = await call(project.hostname, "/hang")
+    expect(hung.status).toBe(504)
+    expect(hung.json().code).toBe("worker_timeout")
     expect(suite.runtime.hot().projects).toContain(project.id)
 
     const path = `/v1/orgs/${project.slug}/projects/${project.name}/logs`

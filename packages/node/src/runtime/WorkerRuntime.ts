@@ -514,9 +514,14 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     child.stderr?.on("data", (chunk: Buffer) => {
       // workerd's own diagnostics (tenants' console output goes to the tail, not here).
       const text = chunk.toString("utf8").trim()
-      // A rejected egress or a tenant's fault is logged by workerd as an internal error: it belongs to the
-      // tenant's events, not the node's log.
-      if (text === "" || /became the default|jsgInternalError|^stack:|internal error; reference/.test(text)) return
+      // A rejected egress or a tenant's fault is logged by workerd as an internal error, and on the hot shard (no
+      // router catching it) a hung handler as an uncaught exception: they belong to the tenant's events, not the
+      // node's log.
+      if (
+        text === "" ||
+        /became the default|jsgInternalError|^stack:|internal error; reference|: Uncaught exception: /.test(text)
+      )
+        return
       process.stderr.write(`workerd[${label}] ${text}\n`)
     })
     return child
