@@ -94,6 +94,12 @@ describe("spec 4.6 database on real PostgreSQL clusters, through HTTP and psql",
     expect(connect.status).toBe(200)
     return { slug, project, base, db: connect.body as Connect & { url: string } }
   }
+  /**
+   * One database for the tests that neither restore nor delete it, made by the first of them: a cluster and its
+   * baseline generation are most of such a test's time. Each test's tables and tokens are its own.
+   */
+  let kept: ReturnType<typeof created> | undefined
+  const shared = () => (kept ??= created())
 
   it(
     "a token connects with psql and runs as the project role; deleted, it is refused; a restore brings back exactly the generation's rows",
@@ -143,7 +149,7 @@ describe("spec 4.6 database on real PostgreSQL clusters, through HTTP and psql",
   it(
     "connections are TLS: the url's sslmode=require works with psql as it is, verify-full with the node's authority checks the certificate",
     async () => {
-      const { base, db } = await created()
+      const { base, db } = await shared()
       expect(db.url).toMatch(/\?sslmode=require$/)
       expect((await api.get(`${base}/endpoint`, admin())).body.sslmode).toBe("require")
       const tls = "select ssl from pg_stat_ssl where pid = pg_backend_pid()"
@@ -165,7 +171,7 @@ describe("spec 4.6 database on real PostgreSQL clusters, through HTTP and psql",
   it(
     "the connect url works with a Node driver: the owner and a token write, each reads the other's rows",
     async () => {
-      const { base, db } = await created()
+      const { base, db } = await shared()
       const owned = await driver(db.url, (sql) =>
         Effect.gen(function* () {
           yield* sql`create table visits (who text)`
@@ -191,7 +197,7 @@ describe("spec 4.6 database on real PostgreSQL clusters, through HTTP and psql",
   it(
     "a restore aborted before committing changes nothing and the database keeps taking writes",
     async () => {
-      const { base, db } = await created()
+      const { base, db } = await shared()
       expect((await psql(db, "create table kept (n int); insert into kept values (1)")).ok).toBe(true)
       const started = await api.post(`${base}/restore`, { epoch: 1, seq: 1 }, admin())
       const aborted = await api.post(`${base}/operations/${started.body.operationId}/abort`, undefined, admin())

@@ -47,11 +47,19 @@ describe("env.db: the project's database from worker code (real workerd, real Po
     expect(await eventually(async () => (await envOf(suite.edgeUrl, project.hostname)).db !== null, 5_000)).toBe(true)
     return { ...project, base, connect: connect.body as { url: string; user: string; password: string } }
   }
+  /**
+   * Two granted projects the tests share, each made (and its grant checked) by the first test that needs it: a
+   * project, its deploy and its cluster are most of a test's time. Each test's tables have names of their own.
+   */
+  let one: ReturnType<typeof granted> | undefined
+  let two: ReturnType<typeof granted> | undefined
+  const first = () => (one ??= granted())
+  const second = () => (two ??= granted())
 
   it(
     "a grant appears as env.db without a redeploy; connectionString is the connect URL; queries run as the project role with part 13's types",
     async () => {
-      const project = await granted()
+      const project = await first()
       const env = await envOf(suite.edgeUrl, project.hostname)
       expect(env.db).toEqual({ connectionString: project.connect.url, query: "function" })
       const who = await call(project.hostname, "query", ["select current_user as role, current_database() as db"])
@@ -109,7 +117,7 @@ describe("env.db: the project's database from worker code (real workerd, real Po
   it(
     "a PostgreSQL error rejects with its SQLSTATE; wrong argument types reject with a message; one statement per call",
     async () => {
-      const project = await granted()
+      const project = await first()
       expect(await call(project.hostname, "query", ["select * from missing_table"])).toEqual({
         error: { message: 'relation "missing_table" does not exist', code: "42P01" }
       })
@@ -134,13 +142,12 @@ describe("env.db: the project's database from worker code (real workerd, real Po
   it(
     "another project's tables are out of reach: each worker connects as its own role to its own database",
     async () => {
-      const one = await granted()
-      const two = await granted()
-      await call(one.hostname, "query", ["create table secrets_of_one (v text)"])
-      await call(one.hostname, "query", ["insert into secrets_of_one values ('mine')"])
-      const fromTwo = await call(two.hostname, "query", ["select * from secrets_of_one"])
+      const [mine, other] = [await first(), await second()]
+      await call(mine.hostname, "query", ["create table secrets_of_one (v text)"])
+      await call(mine.hostname, "query", ["insert into secrets_of_one values ('mine')"])
+      const fromTwo = await call(other.hostname, "query", ["select * from secrets_of_one"])
       expect(fromTwo.error?.code).toBe("42P01")
-      expect(one.connect.user).not.toBe(two.connect.user)
+      expect(mine.connect.user).not.toBe(other.connect.user)
     },
     slow
   )
@@ -148,7 +155,8 @@ describe("env.db: the project's database from worker code (real workerd, real Po
   it(
     "a database delete takes env.db away at the next convergence, without a redeploy",
     async () => {
-      const project = await granted()
+      // The last test: the second project's database goes.
+      const project = await second()
       expect((await call(project.hostname, "query", ["select 1 as n"])).value.rowCount).toBe(1)
       const started = await suite.api.post(`${project.base}/delete`, { confirm: project.name }, admin())
       expect(started.status).toBe(202)
