@@ -140,11 +140,18 @@ describe("the web console in Chromium, against the server as npm start runs it",
     await page.getByRole("button", { name: "Create org" }).click()
     await expect.poll(() => page.url()).toBe(`${base}/orgs/${org}`)
     await page.getByText("No project yet").waitFor()
+    // The CLI is not on the public registry: `npx hostplane` would run whatever package holds that name there.
+    expect(await page.locator("pre", { hasText: "deploy" }).innerText()).toBe(
+      `hostplane deploy ./site --org ${org} --project my-site`
+    )
     await page.getByLabel("Name").fill(project)
     await page.getByRole("button", { name: "Create project" }).click()
     await expect.poll(() => page.url()).toBe(`${base}/orgs/${org}/projects/${project}`)
     await heading(page, project).waitFor()
     await page.getByText("Nothing is live yet").waitFor()
+    expect(await page.locator("pre", { hasText: "deploy" }).innerText()).toBe(
+      `hostplane deploy ./site --org ${org} --project ${project}`
+    )
   })
 
   it("shows a deployment made through the API, live by itself, and rolls back through the dialog naming the version", async () => {

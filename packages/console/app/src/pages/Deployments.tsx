@@ -27,7 +27,7 @@ export default function Deployments({ params }: { readonly params: Record<string
             <Empty>
               <p>No deployment yet. Deploy a folder with the CLI:</p>
               <pre>
-                npx hostplane deploy ./site --org {org} --project {project}
+                hostplane deploy ./site --org {org} --project {project}
               </pre>
             </Empty>
           ) : (

@@ -20,7 +20,7 @@ export default function Org({ params }: { readonly params: Record<string, string
           list.items.length === 0 ? (
             <Empty>
               <p>No project yet. Create one below, or deploy a folder with the CLI, which creates it:</p>
-              <pre>npx hostplane deploy ./site --org {org} --project my-site</pre>
+              <pre>hostplane deploy ./site --org {org} --project my-site</pre>
             </Empty>
           ) : (
             <table>

@@ -43,7 +43,7 @@ export default function Project({ params }: { readonly params: Record<string, st
                 <Empty>
                   <p>Nothing is live yet. Deploy a folder with the CLI:</p>
                   <pre>
-                    npx hostplane deploy ./site --org {org} --project {project}
+                    hostplane deploy ./site --org {org} --project {project}
                   </pre>
                 </Empty>
               ) : (
