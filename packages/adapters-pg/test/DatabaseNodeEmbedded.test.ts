@@ -2,7 +2,7 @@ import { assert, layer } from "@effect/vitest"
 import { BackupStoreDisk } from "@hostplane/adapters-providers"
 import { Database, Kernel } from "@hostplane/core"
 import { databaseNodeSuite } from "@hostplane/testkit"
-import { Context, Effect, Fiber, Layer, Redacted } from "effect"
+import { ConfigProvider, Context, Effect, Fiber, Layer, Redacted } from "effect"
 import { execFile } from "node:child_process"
 import { randomBytes, X509Certificate } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -153,6 +153,33 @@ layer(nodeIn("psql"), { timeout: 120_000 })("embedded PostgreSQL node with psql"
       yield* node.resume(project)
       assert.deepStrictEqual(yield* psql(endpoint, owner, password, "select 1"), { ok: true, out: "1" })
     })
+  )
+})
+
+layer(BackupStoreDisk.layerTemp)("embedded PostgreSQL node from the settings", (it) => {
+  it.effect(
+    "its clusters flush to disk unless SERVICE_PG_EMBEDDED_DURABLE is false, as the server's own embedded PostgreSQL",
+    () =>
+      Effect.gen(function* () {
+        /** The command line a new project's cluster runs under: PostgreSQL writes it to postmaster.opts. */
+        const commandLine = Effect.fnUntraced(function* (name: string, settings: Record<string, string>) {
+          const dataDir = Path.join(folder, name)
+          const env = ConfigProvider.fromEnvRecord({ SERVICE_DATA_DIR: dataDir, ...settings })
+          const project = newProject()
+          yield* Effect.gen(function* () {
+            const node = yield* Database.DatabaseNode
+            yield* node.ensure(project, yield* node.verifier(Redacted.make(secret())))
+          }).pipe(Effect.provide(DatabaseNodeEmbedded.layerConfig.pipe(Layer.provide(ConfigProvider.layer(env)))))
+          const opts = Path.join(dataDir, "node", "db", project, "data", "postmaster.opts")
+          return yield* Effect.promise(() => Fs.readFile(opts, "utf8"))
+        })
+        const throwaway = yield* commandLine("settings-throwaway", { SERVICE_PG_EMBEDDED_DURABLE: "false" })
+        assert.include(throwaway, "fsync=off")
+        const durable = yield* commandLine("settings-default", {})
+        assert.include(durable, "listen_addresses=127.0.0.1")
+        assert.notInclude(durable, "fsync=off")
+      }),
+    180_000
   )
 })
 

@@ -674,11 +674,16 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
 
 export const layer = (options: DatabaseNodeEmbeddedOptions) => Layer.effect(Database.DatabaseNode, make(options))
 
-/** `<SERVICE_DATA_DIR or .hostplane>/node/db`, clients told `SERVICE_NODE_DB_HOST` (default 127.0.0.1). */
+/**
+ * `<SERVICE_DATA_DIR or .hostplane>/node/db`, clients told `SERVICE_NODE_DB_HOST` (default 127.0.0.1). The clusters
+ * flush to disk as the server's own embedded PostgreSQL does (`SERVICE_PG_EMBEDDED_DURABLE`, false only for a
+ * throwaway test server).
+ */
 export const layerConfig = Layer.unwrap(
   Effect.gen(function* () {
     const dataDir = yield* Config.String("SERVICE_DATA_DIR").pipe(Config.withDefault(".hostplane"))
     const host = yield* Config.String("SERVICE_NODE_DB_HOST").pipe(Config.withDefault("127.0.0.1"))
-    return layer({ directory: Path.join(dataDir.trim() === "" ? ".hostplane" : dataDir, "node", "db"), host })
+    const durable = yield* Config.Boolean("SERVICE_PG_EMBEDDED_DURABLE").pipe(Config.withDefault(true))
+    return layer({ directory: Path.join(dataDir.trim() === "" ? ".hostplane" : dataDir, "node", "db"), host, durable })
   })
 )

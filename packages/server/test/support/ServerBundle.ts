@@ -16,6 +16,8 @@ const bundled = /^(@hostplane\/|effect($|\/)|@effect\/)/
 /**
  * Sources find files beside themselves through `import.meta` (the runtime's worker sources, the console's built app,
  * `createRequire` of a package): in a bundle that would be the bundle's own URL, so each module gets its source file's.
+ * Effect's modules are left to esbuild (much less work than passing each through here): the only one reading
+ * `import.meta.url` requires Node's own modules with it, which resolve from anywhere.
  */
 const sourceFileUrls = {
   name: "source-file-urls",
@@ -23,7 +25,7 @@ const sourceFileUrls = {
     builder.onResolve({ filter: /^[^./]/ }, (args) =>
       bundled.test(args.path) ? undefined : { path: args.path, external: true }
     )
-    builder.onLoad({ filter: /\.[cm]?[jt]s$/ }, async (args) => {
+    builder.onLoad({ filter: /\.[cm]?ts$/ }, async (args) => {
       const text = await Fs.readFile(args.path, "utf8")
       const contents = text.includes("import.meta")
         ? text
@@ -31,7 +33,7 @@ const sourceFileUrls = {
             .replaceAll("import.meta.dirname", JSON.stringify(Path.dirname(args.path)))
             .replaceAll("import.meta.filename", JSON.stringify(args.path))
         : text
-      return { contents, loader: /\.[cm]?ts$/.test(args.path) ? ("ts" as const) : ("js" as const) }
+      return { contents, loader: "ts" as const }
     })
   }
 }
@@ -66,8 +68,6 @@ export const buildServerBundle = async (root: string, directory: string): Promis
     // What Node's type stripping keeps: class fields with define semantics, imports as written.
     tsconfigRaw: { compilerOptions: { useDefineForClassFields: true, verbatimModuleSyntax: true } },
     plugins: [sourceFileUrls],
-    // Node reads it with --enable-source-maps (NODE_OPTIONS), when a server's stack traces are to name the sources.
-    sourcemap: "linked",
     metafile: true,
     logLevel: "warning"
   })
