@@ -100,6 +100,16 @@ describe.each(backends)("decisions.md part 6 node API (%s)", (_name, stores) => 
     }
   })
 
+  it("database/authority answers the clusters' certificate authority (null without one); node token only", async () => {
+    const reply = await api.get("/v1/node/database/authority", asNode)
+    // The memory clusters have no authority: a node then connects encrypted, unverified, as the control plane does.
+    expect({ status: reply.status, body: reply.body }).toEqual({ status: 200, body: { authority: null } })
+    for (const options of [{}, { token: "wrong" }, { token: suite.admin.token }]) {
+      const refused = await api.get("/v1/node/database/authority", options)
+      expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 401, code: "unauthorized" })
+    }
+  })
+
   it("secrets answers the opened values, never cached and never logged; an unknown project is 404", async () => {
     const slug = await newOrg()
     const project = await newProject(slug)
@@ -295,7 +305,8 @@ describe("decisions.md part 6 node API without SERVICE_NODE_TOKEN", () => {
     for (const path of [
       "/v1/node/state",
       "/v1/node/projects/prj_x/secrets",
-      `/v1/node/artifacts/sha256:${"0".repeat(64)}`
+      `/v1/node/artifacts/sha256:${"0".repeat(64)}`,
+      "/v1/node/database/authority"
     ]) {
       const reply = await suite.api.get(path, { token: "anything" })
       expect({ path, status: reply.status, code: reply.body.code }).toEqual({ path, status: 501, code: "node_api_off" })

@@ -1,8 +1,9 @@
-import { bundleOf, FakeIdentityProvider, manifestEntry, startS3rver } from "@hostplane/testkit"
+import { bundleOf, FakeIdentityProvider, manifestEntry, startS3rver, testAuthority } from "@hostplane/testkit"
 import { Effect, ManagedRuntime } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -120,6 +121,13 @@ const worker = (version: string) => `export default {
         return new Response(error.message, { status: 403 })
       }
     }
+    if (url.pathname === "/db") {
+      try {
+        return Response.json((await env.db.query("select 41 + 1 as answer")).rows)
+      } catch (error) {
+        return new Response(error.message, { status: 502 })
+      }
+    }
     if (url.pathname === "/mail") {
       const sent = await env.email.send({ to: "zoe@example.com", subject: "from the node", text: "Hello." })
       return Response.json(sent)
@@ -235,6 +243,15 @@ describe("a remote node process serves workers from the node API alone", () => {
         (reply) => reply.text === text
       )
     expect(await served("v1 one object object")).toEqual({ status: 200, text: "v1 one object object" })
+
+    // env.db: the project database the control plane runs, its certificate verified with the cluster authority the
+    // node read from the control plane.
+    expect((await call("POST", `${project}/database`)).status).toBe(200)
+    const queried = await eventually(
+      () => edgeGet(edgePort, host, "/db"),
+      (reply) => reply.status === 200
+    )
+    expect(queried).toEqual({ status: 200, text: JSON.stringify([{ answer: 42 }]) })
 
     // A secret change reaches the running worker without a redeploy; a redeploy serves the new code.
     expect((await call("PUT", `${project}/secrets/GREETING`, { value: "two" })).status).toBe(200)
@@ -511,6 +528,63 @@ describe("a remote node process serves workers from the node API alone", () => {
       for (const value of [session, signedIn.session, provider.clientSecret ?? "client-secret"]) {
         expect(output).not.toContain(value)
       }
+    }
+  }, 180_000)
+
+  it("a node given another authority for the database clusters refuses the project database's certificate", async () => {
+    // The node API as a node would see it from a control plane whose cluster authority is not the clusters' own:
+    // every route passed through, the authority replaced by a throwaway CA's.
+    const own = await fetch(`${control!.base}/v1/node/database/authority`, {
+      headers: { authorization: `Bearer ${nodeToken}` }
+    })
+    // The server's embedded clusters have an authority: the first node verifies with it.
+    expect(((await own.json()) as { authority: string }).authority).toMatch(/^-----BEGIN CERTIFICATE-----/)
+    const wrongAuthority = testAuthority().root
+    const target = new URL(control!.base)
+    const proxy = Http.createServer((request, response) => {
+      if (request.url === "/v1/node/database/authority") {
+        response.writeHead(200, { "content-type": "application/json" })
+        response.end(JSON.stringify({ authority: wrongAuthority }))
+        return
+      }
+      const upstream = Http.request(
+        {
+          host: target.hostname,
+          port: target.port,
+          path: request.url,
+          method: request.method,
+          headers: request.headers
+        },
+        (answer) => {
+          response.writeHead(answer.statusCode!, answer.headers)
+          answer.pipe(response)
+        }
+      )
+      upstream.on("error", () => response.destroy())
+      request.pipe(upstream)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
+    const port = await freePort()
+    const other = startNode({
+      SERVICE_CONTROL_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+      SERVICE_NODE_TOKEN: nodeToken,
+      SERVICE_DATA_DIR: tempDir("hostplane-other-node-"),
+      SERVICE_EDGE_LISTEN: `127.0.0.1:${port}`,
+      SERVICE_WORKER_SHARDS: "1"
+    })
+    try {
+      const refused = await eventually(
+        () => edgeGet(port, farHost, "/db"),
+        (reply) => reply.status === 502,
+        120_000
+      )
+      expect(refused.status).toBe(502)
+      expect(refused.text).toMatch(/certificate/i)
+      // The node with the control plane's own authority still reaches the same database.
+      expect(await edgeGet(edgePort, farHost, "/db")).toEqual({ status: 200, text: JSON.stringify([{ answer: 42 }]) })
+    } finally {
+      await stopServer(other.child, "SIGTERM")
+      await new Promise((resolve) => proxy.close(resolve))
     }
   }, 180_000)
 

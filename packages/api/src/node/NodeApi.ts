@@ -1,4 +1,4 @@
-import { Edge, EndUser, Errors, Node } from "@hostplane/core"
+import { Database, Edge, EndUser, Errors, Node } from "@hostplane/core"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { apiErrors } from "../errors/ApiError.ts"
@@ -179,6 +179,23 @@ export class NodeApi extends HttpApiGroup.make("node")
             "for an unexpired session in the project's database, `{ user: null }` otherwise or when sign-in is not",
             "granted. Unknown or deleted project: 404; the project's database not answering: 503 `auth_unavailable`.",
             "`Cache-Control: no-store`; the session is never logged."
+          ].join(" ")
+        )
+      ),
+    HttpApiEndpoint.get("databaseAuthority", "/node/database/authority", {
+      headers: authorization,
+      success: Database.NodeDatabaseAuthority,
+      error: apiErrors(Errors.Unauthorized, Errors.NodeApiOff)
+    })
+      .annotate(OpenApi.Summary, "The database clusters' certificate authority")
+      .annotateMerge(
+        describe(
+          [
+            "Node token as for the state. `{ authority }`: the PEM certificate of the authority that signs the",
+            "database clusters' server certificates (their names are the `host` of each DatabaseConnect), what a node",
+            "verifies a project database's certificate with when it connects `env.db` with `sslmode` `require`;",
+            "`null` when the clusters have none (TLS is then encrypted, not verified, on every node). A public",
+            "certificate, nothing secret."
           ].join(" ")
         )
       )

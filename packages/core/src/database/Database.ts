@@ -15,6 +15,14 @@ export const DatabaseConnect = Schema.Struct({
 })
 export type DatabaseConnect = typeof DatabaseConnect.Type
 
+/**
+ * `GET /v1/node/database/authority`: the PEM certificate of the authority that signs the database clusters' server
+ * certificates, what a node on another machine verifies them with; null when the clusters have none (TLS is then
+ * encrypted, not verified, on every node).
+ */
+export const NodeDatabaseAuthority = Schema.Struct({ authority: Schema.NullOr(Schema.String) })
+export type NodeDatabaseAuthority = typeof NodeDatabaseAuthority.Type
+
 /** `GET /database/endpoint`: where the database is, nothing secret. */
 export const DatabaseEndpoint = Schema.Struct({
   host: Schema.String,

@@ -96,11 +96,17 @@ export class DatabaseNode extends Context.Service<
   }
 >()("@hostplane/core/database/DatabaseNode") {
   /** No node admin: the database add-on's routes answer 503 `no_node_admin`, and its teardown has nothing to remove. */
-  static readonly off: Layer.Layer<DatabaseNode> = Layer.sync(DatabaseNode, () => {
+  static readonly off: Layer.Layer<DatabaseNode> = Layer.sync(DatabaseNode, () => DatabaseNode.offVerifying(undefined))
+
+  /**
+   * No node admin, but the clusters' certificates verified by `authority`: a node on another machine, which connects
+   * workers to the databases the control plane runs and reads their authority from it.
+   */
+  static readonly offVerifying = (authority: string | undefined): DatabaseNode["Service"] => {
     const refuse = () =>
       Effect.fail(new DatabaseNodeError({ reason: "unavailable", message: "no database node admin" }))
     return portOff({
-      authority: undefined,
+      authority,
       home: undefined,
       ownerOf: () => "",
       verifier: () => Effect.die(new Error("no database node admin")),
@@ -117,5 +123,5 @@ export class DatabaseNode extends Context.Service<
       remove: refuse,
       held: Effect.succeed([])
     })
-  })
+  }
 }

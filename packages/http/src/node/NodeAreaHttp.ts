@@ -15,6 +15,7 @@ export const NodeAreaHttp = areaHttp({
     "POST /v1/node/access/code",
     "POST /v1/node/access/password",
     "POST /v1/node/auth/signin",
-    "POST /v1/node/auth/user"
+    "POST /v1/node/auth/user",
+    "GET /v1/node/database/authority"
   ]
 })

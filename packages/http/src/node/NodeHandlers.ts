@@ -1,4 +1,4 @@
-import { Deployments, Edge, EndUser, Errors, Node } from "@hostplane/core"
+import { Database, Deployments, Edge, EndUser, Errors, Node } from "@hostplane/core"
 import { Effect, Option } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -22,6 +22,7 @@ export const NodeHandlers = HttpApiBuilder.group(
     const artifacts = yield* Deployments.ArtifactStore
     const passes = yield* Edge.EdgePasses
     const signIns = yield* EndUser.SignInFlow
+    const databaseNode = yield* Database.DatabaseNode
     const passOf = (pass: Edge.EdgePass | undefined) => ({ pass: pass?.value ?? null, maxAge: pass?.maxAge ?? 0 })
     /**
      * An accepted bundle's bytes as uploaded. Only digests with a bundle index are served: that is every deployment's
@@ -60,6 +61,8 @@ export const NodeHandlers = HttpApiBuilder.group(
         Effect.andThen(nodes.authorize(bearer(headers.authorization)), passes.passwordOf(payload)).pipe(
           Effect.map((pass) => noStore(passOf(Option.getOrUndefined(pass))))
         ),
+      databaseAuthority: ({ headers }) =>
+        Effect.as(nodes.authorize(bearer(headers.authorization)), { authority: databaseNode.authority ?? null }),
       signIn: ({ headers, payload }) =>
         Effect.andThen(nodes.authorize(bearer(headers.authorization)), signIns.handleFor(payload)).pipe(
           Effect.map((answer) => noStore({ answer: Option.getOrNull(answer) }))

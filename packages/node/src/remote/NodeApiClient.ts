@@ -1,4 +1,4 @@
-import { Ai, Edge, Email, EndUser, Errors, type Logs, Node } from "@hostplane/core"
+import { Ai, Database, Edge, Email, EndUser, Errors, type Logs, Node } from "@hostplane/core"
 import { Data, Effect, Redacted, Schema, Stream } from "effect"
 import type { NodeApiOptions } from "./ArtifactStoreNodeApi.ts"
 
@@ -27,6 +27,7 @@ const decodeUsage = Schema.decodeUnknownEffect(Node.UsageRecorded)
 const decodeSent = Schema.decodeUnknownEffect(Email.MailSent)
 const decodeChecked = Schema.decodeUnknownEffect(Edge.NodeAccessChecked)
 const decodePass = Schema.decodeUnknownEffect(Edge.NodePass)
+const decodeAuthority = Schema.decodeUnknownEffect(Database.NodeDatabaseAuthority)
 const decodeSignedIn = Schema.decodeUnknownEffect(EndUser.NodeSignedIn)
 const decodeEndUser = Schema.decodeUnknownEffect(EndUser.NodeEndUser)
 
@@ -128,6 +129,11 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
     Effect.flatMap(nodeJson(`/v1/node/state?after=${after}`, "node state"), (body) =>
       Effect.mapError(decodeState(body), invalid("node state"))
     )
+
+  /** `GET /v1/node/database/authority`: the PEM the database clusters' certificates are verified with, or null. */
+  const databaseAuthority = Effect.flatMap(nodeJson("/v1/node/database/authority", "database authority"), (body) =>
+    Effect.mapError(decodeAuthority(body), invalid("database authority"))
+  )
 
   /** `GET /v1/node/projects/{id}/secrets`: the project's secrets, opened; `NotFound` when the project is gone. */
   const secrets = Effect.fnUntraced(function* (projectId: string) {
@@ -289,6 +295,7 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
   return {
     base,
     state,
+    databaseAuthority,
     secrets,
     usage,
     logs,

@@ -1,4 +1,4 @@
-import { Ai, Deployments, Email, Errors, Kernel, Node } from "@hostplane/core"
+import { Ai, Database, Deployments, Email, Errors, Kernel, Node } from "@hostplane/core"
 import type { HostnameRoute } from "@hostplane/core/hostnames/Hostname"
 import type { OrgId, ProjectId } from "@hostplane/core/kernel/Ids"
 import { Context, Effect, Layer, Option, Redacted, Result, Schedule, Semaphore, Stream } from "effect"
@@ -119,17 +119,39 @@ export class RemoteState extends Context.Service<
    */
   static readonly ready = Effect.gen(function* () {
     const state = yield* RemoteState
-    const refused = (error: NodeApiError) => error.status === 401 || error.status === 501
     yield* state.refresh.pipe(
       Effect.tapError((error) =>
-        refused(error)
+        refusedForGood(error)
           ? Effect.logError("remote node: the control plane refuses this node", { message: error.message })
           : Effect.logWarning("remote node: waiting for the control plane", { message: error.message })
       ),
-      Effect.retry({ schedule: Schedule.spaced("1 second"), while: (error) => !refused(error) })
+      Effect.retry({ schedule: Schedule.spaced("1 second"), while: (error) => !refusedForGood(error) })
     )
   })
 }
+
+/** Whether the control plane refuses this node for good (a wrong token, the node API off): no retry helps. */
+const refusedForGood = (error: NodeApiError) => error.status === 401 || error.status === 501
+
+/**
+ * The database clusters as a node on another machine reaches them: no node admin here, and each project database's
+ * certificate verified with the control plane's cluster authority (`GET /v1/node/database/authority`), read once at
+ * start, retrying every second while the control plane does not answer. A certificate another authority signed is
+ * refused, as on the control plane's own node.
+ */
+export const remoteDatabaseNode: Layer.Layer<Database.DatabaseNode, NodeApiError, RemoteState> = Layer.effect(
+  Database.DatabaseNode,
+  Effect.gen(function* () {
+    const { client } = yield* RemoteState
+    const { authority } = yield* client.databaseAuthority.pipe(
+      Effect.tapError((error) =>
+        Effect.logWarning("remote node: waiting for the database authority", { message: error.message })
+      ),
+      Effect.retry({ schedule: Schedule.spaced("1 second"), while: (error) => !refusedForGood(error) })
+    )
+    return Database.DatabaseNode.offVerifying(authority ?? undefined)
+  })
+)
 
 const die = (error: NodeApiError) => Effect.die(error)
 

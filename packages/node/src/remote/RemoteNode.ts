@@ -1,6 +1,6 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { ArtifactStoreDisk, BundleReader, ObjectStoreS3, S3Bucket, TokensNode } from "@hostplane/adapters-providers"
-import { Database, EndUser, Kernel, Storage, Tls } from "@hostplane/core"
+import { EndUser, Kernel, Storage, Tls } from "@hostplane/core"
 import { Config, ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -16,6 +16,7 @@ import {
   RemoteState,
   remoteAccess,
   remoteAiGateway,
+  remoteDatabaseNode,
   remoteEdgeView,
   remoteEndUsers,
   remoteEvents,
@@ -95,7 +96,7 @@ export const remoteNodeLayer = (options: RemoteNodeOptions) => {
         Layer.provide(
           Layer.mergeAll(
             WorkerRuntime.layer(options.workers),
-            Database.DatabaseNode.off,
+            remoteDatabaseNode,
             EndUser.EndUserDirectory.off,
             TokensNode.layer,
             objects,
