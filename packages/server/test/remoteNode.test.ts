@@ -541,7 +541,11 @@ describe("a remote node process serves workers from the node API alone", () => {
     expect(((await own.json()) as { authority: string }).authority).toMatch(/^-----BEGIN CERTIFICATE-----/)
     const wrongAuthority = testAuthority().root
     const target = new URL(control!.base)
+    // The `after` of each state read the node makes: one reader follows the revision, never starting over.
+    const stateReads: Array<number> = []
     const proxy = Http.createServer((request, response) => {
+      const path = new URL(request.url!, "http://proxy.invalid")
+      if (path.pathname === "/v1/node/state") stateReads.push(Number(path.searchParams.get("after") ?? "0"))
       if (request.url === "/v1/node/database/authority") {
         response.writeHead(200, { "content-type": "application/json" })
         response.end(JSON.stringify({ authority: wrongAuthority }))
@@ -582,6 +586,10 @@ describe("a remote node process serves workers from the node API alone", () => {
       expect(refused.text).toMatch(/certificate/i)
       // The node with the control plane's own authority still reaches the same database.
       expect(await edgeGet(edgePort, farHost, "/db")).toEqual({ status: 200, text: JSON.stringify([{ answer: 42 }]) })
+      // The edge and the worker runtime share one reader of the state: the whole state is read once (after=0), and
+      // every later read goes on from the revision the one before answered.
+      expect(stateReads.filter((after) => after === 0)).toHaveLength(1)
+      expect(stateReads).toEqual([...stateReads].sort((a, b) => a - b))
     } finally {
       await stopServer(other.child, "SIGTERM")
       await new Promise((resolve) => proxy.close(resolve))

@@ -32,6 +32,12 @@ export class RemoteState extends Context.Service<
     readonly generation: () => number | undefined
     /** Reads the changes since the last read now (and waits for a read already running). */
     readonly refresh: Effect.Effect<void, NodeApiError>
+    /**
+     * The node state's answer (decisions.md part 6) from what this reader holds: every project read at a revision
+     * after `after`, removed ones included, and the revision read last. The worker runtime converges on this instead
+     * of reading the control plane itself, so the node has one reader of the state.
+     */
+    readonly changesAfter: (after: number) => Node.NodeState
   }
 >()("@hostplane/node/remote/RemoteState") {
   static readonly layer = (options: NodeApiOptions & { readonly pollMs?: number }) =>
@@ -40,6 +46,9 @@ export class RemoteState extends Context.Service<
       Effect.gen(function* () {
         const client = makeNodeApiClient(options)
         const projects = new Map<string, Node.NodeProject>()
+        // Each project as last read, removed ones too, with the revision of the page it came in: a page's revision is
+        // at or after each of its projects' own, so an `after` below it never misses one.
+        const read = new Map<string, { readonly project: Node.NodeProject; readonly at: number }>()
         const hosts = new Map<string, string>()
         let revision = 0
         let generation: number | undefined
@@ -62,7 +71,10 @@ export class RemoteState extends Context.Service<
           Effect.gen(function* () {
             for (;;) {
               const page = yield* client.state(revision)
-              for (const project of page.projects) apply(project)
+              for (const project of page.projects) {
+                apply(project)
+                read.set(project.projectId, { project, at: page.revision })
+              }
               if (page.projects.length > 0 || generation === undefined) generation = (generation ?? 0) + 1
               const moved = page.revision !== revision
               revision = page.revision
@@ -108,7 +120,11 @@ export class RemoteState extends Context.Service<
             return projectId === undefined ? undefined : projects.get(projectId)
           },
           generation: () => generation,
-          refresh
+          refresh,
+          changesAfter: (after) => ({
+            revision,
+            projects: [...read.values()].filter((entry) => entry.at > after).map((entry) => entry.project)
+          })
         })
       })
     )
@@ -156,20 +172,21 @@ export const remoteDatabaseNode: Layer.Layer<Database.DatabaseNode, NodeApiError
 const die = (error: NodeApiError) => Effect.die(error)
 
 /**
- * `Node.Nodes` on a node on another machine: the state, secrets and usage report go over the node API. `authorize`
- * checks a bearer against this node's own token (nothing on a node serves the node API, but the check is the same).
- * A control plane that does not answer is a defect of the call: the worker's env is not made from a guess.
+ * `Node.Nodes` on a node on another machine: the state is `RemoteState`'s (one reader of the control plane's state for
+ * the edge and the runtime alike); secrets and usage reports go over the node API. `authorize` checks a bearer against
+ * this node's own token (nothing on a node serves the node API, but the check is the same). A control plane that does
+ * not answer is a defect of the call: the worker's env is not made from a guess.
  */
 export const remoteNodes: Layer.Layer<Node.Nodes, never, RemoteState> = Layer.effect(
   Node.Nodes,
   Effect.gen(function* () {
-    const { client, token } = yield* RemoteState
+    const { client, token, changesAfter } = yield* RemoteState
     return Node.Nodes.of({
       authorize: (bearer) =>
         bearer === `Bearer ${Redacted.value(token)}`
           ? Effect.void
           : Effect.fail(new Errors.Unauthorized({ message: "the node token is missing or wrong" })),
-      state: (after) => Effect.catch(client.state(after), die),
+      state: (after) => Effect.sync(() => changesAfter(after)),
       secrets: (projectId) => Effect.catchTag(client.secrets(projectId), "NodeApiError", die),
       usage: (report) => Effect.catch(client.usage(report), die)
     })
