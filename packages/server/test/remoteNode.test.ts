@@ -596,6 +596,36 @@ describe("a remote node process serves workers from the node API alone", () => {
     }
   }, 180_000)
 
+  it("the node routes of access and sign-in: a wrong node token is 401, an unknown project 404", async () => {
+    const post = (path: string, body: unknown, token: string) =>
+      fetch(`${control!.base}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body)
+      }).then(async (reply) => ({ status: reply.status, code: ((await reply.json()) as { code: string }).code }))
+    const unknown: Array<[string, unknown]> = [
+      ["/v1/node/access/check", { projectId: "prj_unknown", host: "a.example" }],
+      ["/v1/node/access/password", { projectId: "prj_unknown", host: "a.example", password: "x" }],
+      [
+        "/v1/node/auth/signin",
+        { projectId: "prj_unknown", host: "a.example", method: "GET", url: "/__service/auth/me" }
+      ],
+      ["/v1/node/auth/user", { projectId: "prj_unknown", session: "x" }]
+    ]
+    for (const [path, body] of unknown) {
+      expect({ path, ...(await post(path, body, "not-the-node-token")) }).toEqual({
+        path,
+        status: 401,
+        code: "unauthorized"
+      })
+      expect({ path, ...(await post(path, body, nodeToken)) }).toEqual({ path, status: 404, code: "not_found" })
+    }
+    expect(await post("/v1/node/access/code", { host: "a.example", code: "x" }, "not-the-node-token")).toEqual({
+      status: 401,
+      code: "unauthorized"
+    })
+  }, 60_000)
+
   it("a node with a wrong token is refused: it says so and stops", async () => {
     const wrong = startNode({
       SERVICE_CONTROL_URL: control!.base,

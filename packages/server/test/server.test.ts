@@ -181,6 +181,27 @@ describe("the server binary on its embedded defaults", () => {
     }
   })
 
+  it("without SERVICE_NODE_TOKEN every /v1/node route answers 501 node_api_off, a node's token or not", async () => {
+    const routes: Array<[string, string, unknown?]> = [
+      ["GET", "/v1/node/state"],
+      ["GET", "/v1/node/database/authority"],
+      ["POST", "/v1/node/access/check", { projectId: "prj_x", host: "a.example" }],
+      ["POST", "/v1/node/access/code", { host: "a.example", code: "x" }],
+      ["POST", "/v1/node/access/password", { projectId: "prj_x", host: "a.example", password: "x" }],
+      ["POST", "/v1/node/auth/signin", { projectId: "prj_x", host: "a.example", method: "GET", url: "/" }],
+      ["POST", "/v1/node/auth/user", { projectId: "prj_x", session: "x" }]
+    ]
+    for (const [method, path, body] of routes) {
+      const reply = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: "Bearer anything", "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) })
+      })
+      const code = ((await reply.json()) as { code: string }).code
+      expect({ path, status: reply.status, code }).toEqual({ path, status: 501, code: "node_api_off" })
+    }
+  })
+
   it("runs the edge on SERVICE_EDGE_LISTEN: an unknown Host is 404 unknown_hostname", async () => {
     const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const request = Http.request(
