@@ -1,11 +1,15 @@
-// `npm run bench:worker -- [--seconds <s>] [--runs <n>] [--projects <n>] [--throughput-only] [--timeout <s>]`
+// `npm run bench:worker -- [--seconds <s>] [--runs <n>] [--projects <n>] [--throughput-only] [--baseline <checkout>]
+//   [--timeout <s>]`
 //
 // Worker code through the real server (npm start's binary), in one run: requests/s of a hello-world worker through the
 // edge beside the same worker served by a bare workerd with a static config (50 connections each, `runs` paired runs
 // in alternating order after an unmeasured warm-up; the medians, the ratio and CPU per request of each side printed);
 // deploy-to-serving latency over 20 deploys (p50, p95); failed requests during 10 deploys and rollbacks under load;
 // the RSS of the node (the server process plus its workerd processes) with many projects, each with a hello-world
-// worker requested once. Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
+// worker requested once. With `--baseline`, a second server from another checkout serves the same worker beside it and
+// takes its turn in every run: the server's own CPU per request of the two trees, side by side in one run (the figure a
+// change to the edge's path is judged by on a shared machine). Runs directly on Node 22 type stripping: erasable
+// TypeScript syntax only.
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
@@ -35,6 +39,7 @@ const usage = `usage: npm run bench:worker -- [options]
                       cold code, and its first run came out lowest with 3)
   --projects <n>      projects for the memory figure (default 100)
   --throughput-only   measure the throughput only (no deploy latency, deploys under load or memory)
+  --baseline <dir>    also the server of this checkout (git worktree add, its node_modules), in every run: an A/B
   --timeout <s>       abort everything after this many seconds (default 900)`
 
 const { values: parsed, fail } = parseOptions(usage, {
@@ -43,6 +48,7 @@ const { values: parsed, fail } = parseOptions(usage, {
   warmup: { type: "string" },
   projects: { type: "string" },
   "throughput-only": { type: "boolean" },
+  baseline: { type: "string" },
   timeout: { type: "string" }
 })
 const seconds = Number(parsed.seconds ?? "10")
@@ -51,6 +57,9 @@ const warmup = Number(parsed.warmup ?? "10")
 const projectCount = Number(parsed.projects ?? "100")
 const timeoutS = Number(parsed.timeout ?? "900")
 if (![seconds, runs, warmup, projectCount, timeoutS].every((n) => Number.isFinite(n) && n > 0)) fail("invalid option")
+const baselineEntry =
+  parsed.baseline === undefined ? undefined : Path.resolve(parsed.baseline, "packages/server/src/bin/server.ts")
+if (baselineEntry !== undefined && !Fs.existsSync(baselineEntry)) fail(`no server at ${baselineEntry}`)
 
 /** The machine's load average now: a figure taken at a load of 10 on 2 cores is not one taken at 1. */
 const loadNow = () =>
@@ -129,37 +138,46 @@ const percentile = (values: Array<number>, q: number) => {
 
 await runBench(async () => {
   const dir = await makeTempDir("hostplane-bench-worker-")
-  const edgePort = await freePort()
-  const server = await startHostplane(dir, { SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}` })
-  const edge = `http://127.0.0.1:${edgePort}`
-  const auth = { authorization: `Bearer ${server.token}` }
-  const json = { ...auth, "content-type": "application/json" }
-  let orgIndex = 0
-  const newOrg = async () => {
-    const slug = `bench-${++orgIndex}-${Date.now().toString(36)}`
-    const reply = await request("POST", `${server.base}/v1/orgs`, json, JSON.stringify({ name: slug, slug }))
-    if (reply.status !== 201) throw new Error(`org create answered ${reply.status}`)
-    return slug
+  /** A server of one checkout, with the calls the bench makes on it. */
+  const serve = async (subdir: string, entry?: string) => {
+    const at = Path.join(dir, subdir)
+    Fs.mkdirSync(at, { recursive: true })
+    const edgePort = await freePort()
+    const server = await startHostplane(at, { SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}` }, entry)
+    const edge = `http://127.0.0.1:${edgePort}`
+    const auth = { authorization: `Bearer ${server.token}` }
+    const json = { ...auth, "content-type": "application/json" }
+    let orgIndex = 0
+    const newOrg = async () => {
+      const slug = `bench-${++orgIndex}-${Date.now().toString(36)}`
+      const reply = await request("POST", `${server.base}/v1/orgs`, json, JSON.stringify({ name: slug, slug }))
+      if (reply.status !== 201) throw new Error(`org create answered ${reply.status}`)
+      return slug
+    }
+    const newProject = async (slug: string, name: string) => {
+      const reply = await request("POST", `${server.base}/v1/orgs/${slug}/projects`, json, JSON.stringify({ name }))
+      if (reply.status !== 201) throw new Error(`project create answered ${reply.status}: ${reply.body}`)
+      return JSON.parse(reply.body.toString("utf8")) as { hostname: string }
+    }
+    const deploy = async (slug: string, name: string, tag: string) => {
+      const body = await bundle(tag)
+      const reply = await fetch(`${server.base}/v1/orgs/${slug}/projects/${name}/deployments`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/gzip" },
+        body
+      })
+      if (reply.status !== 201) throw new Error(`deploy answered ${reply.status}: ${await reply.text()}`)
+      return ((await reply.json()) as { id: string }).id
+    }
+    const edgeText = async (host: string) => {
+      const reply = await request("GET", `${edge}/`, { host })
+      return reply.status === 200 ? reply.body.toString("utf8") : `status ${reply.status}`
+    }
+    return { server, edge, json, newOrg, newProject, deploy, edgeText }
   }
-  const newProject = async (slug: string, name: string) => {
-    const reply = await request("POST", `${server.base}/v1/orgs/${slug}/projects`, json, JSON.stringify({ name }))
-    if (reply.status !== 201) throw new Error(`project create answered ${reply.status}: ${reply.body}`)
-    return JSON.parse(reply.body.toString("utf8")) as { hostname: string }
-  }
-  const deploy = async (slug: string, name: string, tag: string) => {
-    const body = await bundle(tag)
-    const reply = await fetch(`${server.base}/v1/orgs/${slug}/projects/${name}/deployments`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/gzip" },
-      body
-    })
-    if (reply.status !== 201) throw new Error(`deploy answered ${reply.status}: ${await reply.text()}`)
-    return ((await reply.json()) as { id: string }).id
-  }
-  const edgeText = async (host: string) => {
-    const reply = await request("GET", `${edge}/`, { host })
-    return reply.status === 200 ? reply.body.toString("utf8") : `status ${reply.status}`
-  }
+  const candidate = await serve(".")
+  const { server, edge, json, newOrg, newProject, deploy, edgeText } = candidate
+  const baseline = baselineEntry === undefined ? undefined : await serve("baseline", baselineEntry)
 
   // 1. Throughput: one hello-world worker through the edge, the same module in a bare workerd.
   const org = await newOrg()
@@ -191,21 +209,46 @@ const config :Workerd.Config = (
     }
     // The CPU of each side per answered request: the edge's is the server process and its workerd processes, the
     // bare side's its one workerd (a busy machine moves CPU per request less than it moves the rates).
-    const workerdCpu = (only: (pid: number) => boolean = () => true) =>
-      treeOf(server.child.pid)
-        .filter((pid) => commOf(pid) === "workerd" && only(pid))
-        .reduce((sum, pid) => sum + (cpuSeconds(pid) ?? 0), 0)
-    const edgeCpu = () => (cpuSeconds(server.child.pid) ?? 0) + workerdCpu()
-    const bareCpu = () => cpuSeconds(bare.pid ?? 0) ?? 0
-    const targets = {
-      edge: { url: `${edge}/`, host: hostname as string | undefined, cpu: edgeCpu },
-      bare: { url: `http://127.0.0.1:${barePort}/`, host: undefined, cpu: bareCpu }
+    const workerdCpuOf =
+      (pid: number) =>
+      (only: (pid: number) => boolean = () => true) =>
+        treeOf(pid)
+          .filter((one) => commOf(one) === "workerd" && only(one))
+          .reduce((sum, one) => sum + (cpuSeconds(one) ?? 0), 0)
+    const edgeTarget = (at: typeof candidate, host: string) => {
+      const workerd = workerdCpuOf(at.server.child.pid)
+      return { url: `${at.edge}/`, host, cpu: () => (cpuSeconds(at.server.child.pid) ?? 0) + workerd(), workerd }
     }
-    const measure = async (name: keyof typeof targets, durationS: number) => {
-      const target = targets[name]
+    const targets: Record<
+      string,
+      {
+        url: string
+        host: string | undefined
+        cpu: () => number
+        workerd: ((only?: (pid: number) => boolean) => number) | undefined
+      }
+    > = {
+      edge: edgeTarget(candidate, hostname),
+      bare: {
+        url: `http://127.0.0.1:${barePort}/`,
+        host: undefined,
+        cpu: () => cpuSeconds(bare.pid ?? 0) ?? 0,
+        workerd: undefined
+      }
+    }
+    if (baseline !== undefined) {
+      const baseOrg = await baseline.newOrg()
+      const baseHost = (await baseline.newProject(baseOrg, "hello")).hostname
+      await baseline.deploy(baseOrg, "hello", "v0")
+      if ((await baseline.edgeText(baseHost)) !== "hello v0") throw new Error("the baseline's worker does not answer")
+      targets.baseline = edgeTarget(baseline, baseHost)
+    }
+    const names = Object.keys(targets)
+    const measure = async (name: string, durationS: number) => {
+      const target = targets[name]!
       const before = target.cpu()
-      const workerdBefore = workerdCpu()
-      const hotBefore = workerdCpu(isHotProcess)
+      const workerdBefore = target.workerd?.() ?? 0
+      const hotBefore = target.workerd?.(isHotProcess) ?? 0
       const result = await cannon(target.url, target.host, 50, durationS)
       const perRequest = (seconds: number) =>
         result.requests.total === 0 ? NaN : (seconds * 1e6) / result.requests.total
@@ -213,43 +256,54 @@ const config :Workerd.Config = (
         perSecond: result.requests.average,
         cpuUs: perRequest(target.cpu() - before),
         // The edge's workerd processes: the rest of the edge's CPU is its server process.
-        workerdUs: name === "edge" ? perRequest(workerdCpu() - workerdBefore) : NaN,
+        workerdUs: target.workerd === undefined ? NaN : perRequest(target.workerd() - workerdBefore),
         // Of which the hot shard's (a hot process replaced within the run counts from zero: a lower bound then).
-        hotUs: name === "edge" ? perRequest(Math.max(0, workerdCpu(isHotProcess) - hotBefore)) : NaN,
+        hotUs: target.workerd === undefined ? NaN : perRequest(Math.max(0, target.workerd(isHotProcess) - hotBefore)),
         failed: result.non2xx + result.errors + result.timeouts
       }
     }
     // Warm-up: the JIT, the edge's memos, the shard's isolate, unmeasured.
-    await measure("edge", warmup)
-    await measure("bare", warmup)
-    log(`throughput: ${seconds} s at 50 connections each, ${runs} paired runs`)
+    for (const name of names) await measure(name, warmup)
+    log(`throughput: ${seconds} s at 50 connections each, ${runs} runs over ${names.join(", ")}`)
     type Figures = Awaited<ReturnType<typeof measure>>
-    const results = { edge: [] as Array<Figures>, bare: [] as Array<Figures> }
+    const results: Record<string, Array<Figures>> = Object.fromEntries(names.map((name) => [name, []]))
     const ratios: Array<number> = []
+    const serverRatios: Array<number> = []
+    const serverUs = (figures: Figures) => figures.cpuUs - figures.workerdUs
     for (let run = 0; run < runs; run++) {
-      const order = run % 2 === 0 ? (["edge", "bare"] as const) : (["bare", "edge"] as const)
+      const order = run % 2 === 0 ? names : [...names].reverse()
       for (const name of order) {
         const figures = await measure(name, seconds)
-        results[name].push(figures)
+        results[name]!.push(figures)
         log(
           `run ${run + 1} ${name}: ${round(figures.perSecond, 0)} req/s, ${round(figures.cpuUs, 0)} µs CPU per request` +
-            (name === "edge"
-              ? ` (workerd ${round(figures.workerdUs, 0)} µs, of which the hot shard ${round(figures.hotUs, 0)} µs)`
-              : "") +
+            (Number.isNaN(figures.workerdUs)
+              ? ""
+              : ` (workerd ${round(figures.workerdUs, 0)} µs, of which the hot shard ${round(figures.hotUs, 0)} µs; server ${round(serverUs(figures), 0)} µs)`) +
             `, failed ${figures.failed} (load ${loadNow()})`
         )
       }
-      ratios.push(results.edge[run]!.perSecond / results.bare[run]!.perSecond)
+      ratios.push(results.edge![run]!.perSecond / results.bare![run]!.perSecond)
+      if (baseline !== undefined) serverRatios.push(serverUs(results.edge![run]!) / serverUs(results.baseline![run]!))
     }
-    const rate = (name: keyof typeof results) => median(results[name].map((one) => one.perSecond))
-    const cpu = (name: keyof typeof results) => median(results[name].map((one) => one.cpuUs))
-    const failed = (name: keyof typeof results) => results[name].reduce((sum, one) => sum + one.failed, 0)
+    const rate = (name: string) => median(results[name]!.map((one) => one.perSecond))
+    const cpu = (name: string) => median(results[name]!.map((one) => one.cpuUs))
+    const failed = (name: string) => results[name]!.reduce((sum, one) => sum + one.failed, 0)
+    const serverOf = (name: string) => round(median(results[name]!.map(serverUs)), 0)
     console.log(
       `throughput: edge ${round(rate("edge"), 0)} req/s, bare workerd ${round(rate("bare"), 0)} req/s: ` +
         `${round(median(ratios), 2)}x (min ${round(Math.min(...ratios), 2)}x, max ${round(Math.max(...ratios), 2)}x over ${runs} paired runs; goal >= 0.6x); ` +
-        `CPU per request edge ${round(cpu("edge"), 0)} µs (server and workerd; workerd ${round(median(results.edge.map((one) => one.workerdUs)), 0)} µs), bare ${round(cpu("bare"), 0)} µs; ` +
+        `CPU per request edge ${round(cpu("edge"), 0)} µs (server and workerd; workerd ${round(median(results.edge!.map((one) => one.workerdUs)), 0)} µs), bare ${round(cpu("bare"), 0)} µs; ` +
         `failed: edge ${failed("edge")}, bare ${failed("bare")}; load average ${loadNow()} on ${Os.cpus().length} CPUs`
     )
+    if (baseline !== undefined) {
+      console.log(
+        `A/B: the server process's CPU per request, this tree ${serverOf("edge")} µs, baseline ${serverOf("baseline")} µs: ` +
+          `${round(median(serverRatios), 2)}x (min ${round(Math.min(...serverRatios), 2)}x, max ${round(Math.max(...serverRatios), 2)}x over ${runs} runs); ` +
+          `whole edge ${round(cpu("edge"), 0)} against ${round(cpu("baseline"), 0)} µs, ` +
+          `${round(rate("edge"), 0)} against ${round(rate("baseline"), 0)} req/s; load average ${loadNow()}`
+      )
+    }
   } finally {
     bare.kill("SIGKILL")
   }

@@ -78,6 +78,49 @@ describe("the log collector joins the edge's end of an invocation with its entry
     expect(events).toHaveLength(1)
   })
 
+  it("many invocations, reported or not, before or after their end: each is written once, with its own lines", async () => {
+    const { collector, events } = collected()
+    const count = 1_500
+    for (let i = 0; i < count; i++) {
+      const invocation = collector.begin({ ...request, url: `http://app.example/${i}` })
+      const report = { id: invocation.id, done: true, logs: [line(`line ${i}`)], exceptions: [] }
+      // A third report before the end, a third after it, a third not at all (written after the wait).
+      if (i % 3 === 0) collector.fromEntry("p1", [report])
+      invocation.end({ outcome: "ok", status: 200 })
+      if (i % 3 === 1) collector.fromEntry("p1", [report])
+    }
+    expect(await until(() => events.length >= count)).toBe(true)
+    expect(new Set(events.map((event) => event.request.url)).size).toBe(count)
+    for (const event of events) {
+      const i = Number(new URL(event.request.url).pathname.slice(1))
+      expect(event.logs.map((one) => one.message)).toEqual(i % 3 === 2 ? [] : [[`line ${i}`]])
+    }
+  })
+
+  it("a stopping node's drain writes every ended invocation at once and each once; a running one when it ends", () => {
+    const { collector, events } = collected()
+    const unreported = collector.begin({ ...request, url: "http://app.example/unreported" })
+    unreported.end({ outcome: "ok", status: 204 })
+    const reported = collector.begin({ ...request, url: "http://app.example/reported" })
+    collector.fromEntry("p1", [{ id: reported.id, done: true, logs: [line("in")], exceptions: [] }])
+    reported.end({ outcome: "ok", status: 200 })
+    const running = collector.begin({ ...request, url: "http://app.example/running" })
+    collector.fromEntry("p1", [{ id: running.id, done: false, logs: [line("streaming")], exceptions: [] }])
+    // Neither ended one is due yet: each waits for lines that may still come.
+    expect(events).toHaveLength(0)
+    collector.drain()
+    expect(events.map((event) => event.request.url).sort()).toEqual([
+      "http://app.example/reported",
+      "http://app.example/unreported"
+    ])
+    expect(events.find((event) => event.request.url.endsWith("/reported"))!.logs).toMatchObject([{ message: ["in"] }])
+    running.end({ outcome: "canceled", status: 200 })
+    collector.drain()
+    collector.drain()
+    expect(events).toHaveLength(3)
+    expect(events[2]).toMatchObject({ outcome: "canceled", logs: [{ message: ["streaming"] }] })
+  })
+
   it("lines past 256 per invocation are dropped and the event says truncated", async () => {
     const { collector, events } = collected()
     const invocation = collector.begin(request)

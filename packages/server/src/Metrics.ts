@@ -35,12 +35,12 @@ const outcomeOf = (status: number): string =>
 
 const edgeBy = new Map<string, Metric.Metric<number, unknown>>()
 
-/** Counts one edge response by its outcome, read from its status alone. */
-export const countEdge = (status: number) => {
+/** Counts `count` edge responses (one unless told) by their outcome, read from their status alone. */
+export const countEdge = (status: number, count = 1) => {
   const outcome = outcomeOf(status)
   let metric = edgeBy.get(outcome)
   if (metric === undefined) edgeBy.set(outcome, (metric = Metric.withAttributes(edgeRequests, { outcome })))
-  return Metric.update(metric, 1)
+  return Metric.update(metric, count)
 }
 
 /** Counts each edge response by its outcome: the edge's own code stays as it is. */

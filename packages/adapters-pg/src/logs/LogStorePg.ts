@@ -7,7 +7,7 @@ import { SqlSchema } from "effect/sql"
 import { transaction } from "../internal/Transaction.ts"
 import { unsharedClient } from "../UnsharedClient.ts"
 
-/** The channel every recorded event is announced on when its insert commits (payload `<project id> <event id>`). */
+/** The channel recorded events are announced on when their insert commits (payload: `notesOf`). */
 export const channel = "hostplane_worker_logs"
 
 /** Read as text: the driver would parse `json`, and the client's name transforms would rename a logged object's keys. */
@@ -20,17 +20,25 @@ interface Deleted {
 const eventsOf = (rows: ReadonlyArray<typeof EventRow.Type>): ReadonlyArray<LogEvent> =>
   rows.map((row) => JSON.parse(row.event) as LogEvent)
 
-const noteOf = (payload: string): Option.Option<LogNote> => {
-  const [projectId, id, ...rest] = payload.split(" ")
-  return projectId === undefined || id === undefined || rest.length > 0
-    ? Option.none()
-    : Option.some({ projectId: makeId("prj", projectId), id: makeId("log", id) })
+/**
+ * Events announced together: a project's id, then at most this many of its event ids, in recording order. A
+ * notification's payload must stay under PostgreSQL's 8000 bytes: 50 ids of up to 100 characters (the longest id the
+ * logs area takes back as a stream's `Last-Event-ID`; its own are about 35).
+ */
+const idsPerNote = 50
+
+/** The notes of one notification: `<project id> <event id> <event id>...`. */
+const notesOf = (payload: string): ReadonlyArray<LogNote> => {
+  const [projectId, ...ids] = payload.split(" ")
+  if (projectId === undefined || projectId === "") return []
+  const project = makeId("prj", projectId)
+  return ids.filter((id) => id !== "").map((id) => ({ projectId: project, id: makeId("log", id) }))
 }
 
 /**
- * `LogStore` on PostgreSQL. An insert is one statement that also notifies `channel`; each process listens once (an
- * unshared connection, opened at the first `watch`) and hands the notes to its subscribers, so an event recorded on
- * any replica reaches every follower. The purge looks only at projects that recorded since its last run.
+ * `LogStore` on PostgreSQL. An insert is one statement that also notifies `channel` (once per project and up to
+ * `idsPerNote` events); each process listens once (an unshared connection, opened at the first `watch`) and hands the
+ * notes to its subscribers, so an event recorded on any replica reaches every follower. The purge looks only at projects that recorded since its last run.
  */
 export const layer = Layer.effect(
   LogStore,
@@ -50,7 +58,7 @@ export const layer = Layer.effect(
           const batch = yield* Queue.takeAll(queue)
           yield* PubSub.publishAll(
             notes,
-            batch.flatMap((note) => Option.toArray(noteOf(note.payload)))
+            batch.flatMap((note) => notesOf(note.payload))
           )
         }
       })
@@ -72,7 +80,7 @@ export const layer = Layer.effect(
 
     return LogStore.of({
       insert: (rows) => {
-        if (rows.length === 0) return Effect.succeed([])
+        if (rows.length === 0) return Effect.succeed(0)
         const values = JSON.stringify(
           rows.map(({ projectId, event }) => ({
             id: event.id,
@@ -83,7 +91,9 @@ export const layer = Layer.effect(
             event
           }))
         )
-        const insert = sql<{ readonly id: string }>`
+        // One notification per project and `idsPerNote` events (not one per event): a busy node records hundreds of
+        // events a second, and every notification is a message to each listening server. Only the count comes back.
+        const insert = sql<{ readonly recorded: number }>`
           WITH input AS (
             SELECT value, ordinality FROM json_array_elements(${values}::json) WITH ORDINALITY
           ), inserted AS (
@@ -93,16 +103,22 @@ export const layer = Layer.effect(
             FROM input
             WHERE EXISTS (SELECT 1 FROM projects WHERE projects.id = input.value->>'projectId')
             ORDER BY ordinality
-            RETURNING id, project_id
+            RETURNING seq, id, project_id
+          ), placed AS (
+            SELECT seq, id, project_id,
+              (row_number() OVER (PARTITION BY project_id ORDER BY seq) - 1) / ${sql.literal(String(idsPerNote))} AS note
+            FROM inserted
+          ), notes AS (
+            SELECT project_id || ' ' || string_agg(id, ' ' ORDER BY seq) AS payload, min(seq) AS first
+            FROM placed GROUP BY project_id, note
+          ), sent AS (
+            SELECT count(pg_notify(${channel}, payload)) AS notes FROM (SELECT payload FROM notes ORDER BY first) ordered
           )
-          SELECT id, pg_notify(${channel}, project_id || ' ' || id) FROM inserted`
+          SELECT (SELECT count(*) FROM inserted)::int AS recorded, (SELECT notes FROM sent) AS notes`
         // A project deleted between the check and the insert fails its foreign key: once more, without it.
         return insert.pipe(
           Effect.catchReason("SqlError", "ConstraintError", () => insert),
-          Effect.map((inserted) => {
-            const kept = new Set(inserted.map((row) => row.id))
-            return rows.filter((row) => kept.has(row.event.id))
-          }),
+          Effect.map((result) => result[0]?.recorded ?? 0),
           Effect.orDie
         )
       },

@@ -1,6 +1,6 @@
 import { Kernel, Tls } from "@hostplane/core"
 import * as Edge from "./Edge.ts"
-import { Effect, Option } from "effect"
+import { Cause, Clock, Context, Effect, Logger, LogLevel, Option, References } from "effect"
 import type { EventEmitter } from "node:events"
 import type * as Http from "node:http"
 import { fileHeaders, notModifiedHeaders } from "./EdgeHeaders.ts"
@@ -76,6 +76,45 @@ const bodiless = (request: Http.IncomingMessage) => {
   )
 }
 
+/** The annotations of the edge's line for one request. */
+interface EdgeLine {
+  readonly host: string
+  readonly method: string
+  readonly path: string
+  readonly status: number
+  readonly ms: number
+}
+
+/**
+ * `Effect.logInfo(message)` annotated with each line, for a whole batch in one step: the fiber's own loggers, minimum
+ * level, clock and annotations, as `logInfo` reads them, with each line's annotations in the fiber's context while its
+ * loggers run. The same lines as one `logInfo(...).pipe(annotateLogs(line))` each (a test pins them equal), without
+ * an effect per line, which cost more than the rest of the line on the lane's path.
+ */
+export const logEach = (message: string, batch: ReadonlyArray<EdgeLine>): Effect.Effect<void> =>
+  Effect.withFiber((fiber) => {
+    if (batch.length === 0 || LogLevel.isGreaterThan(fiber.getRef(References.MinimumLogLevel), "Info")) {
+      return Effect.void
+    }
+    const loggers = fiber.getRef(Logger.CurrentLoggers)
+    if (loggers.size === 0) return Effect.void
+    const clock = fiber.getRef(Clock.Clock)
+    const context = fiber.context
+    const annotations = fiber.getRef(References.CurrentLogAnnotations)
+    try {
+      for (const line of batch) {
+        fiber.setContext(Context.add(context, References.CurrentLogAnnotations, { ...annotations, ...line }))
+        const date = new Date(clock.currentTimeMillisUnsafe())
+        for (const logger of loggers) {
+          logger.log({ message: [message], logLevel: "Info", cause: Cause.empty, fiber, date })
+        }
+      }
+    } finally {
+      fiber.setContext(context)
+    }
+    return Effect.void
+  })
+
 /**
  * The edge's lane for worker requests and in-memory files: the same rules (`Edge.handle`) decide, and when they send
  * the request to a worker, it is forwarded on node's own request and response; when they answer with a bundle file
@@ -88,7 +127,7 @@ const bodiless = (request: Http.IncomingMessage) => {
  */
 export const makeEdgeLane = (
   scheme: "http" | "https",
-  counted: (status: number) => Effect.Effect<void>
+  counted: (status: number, count: number) => Effect.Effect<void>
 ): Effect.Effect<EdgeLane, never, Edge.Edge | WorkerInvoker | Tls.EdgeTls> =>
   Effect.gen(function* () {
     const edge = yield* Edge.Edge
@@ -98,17 +137,17 @@ export const makeEdgeLane = (
     const run = Effect.runPromiseWith(context)
     const fork = Effect.runForkWith(context)
     // The edge's line and count of each request the lane answered, written in batches: one fiber per batch, not per
-    // request, on the busiest path.
-    let lines: Array<{ host: string; method: string; path: string; status: number; ms: number }> = []
+    // request, on the busiest path; each status counted once per batch.
+    let lines: Array<EdgeLine> = []
     const writeLines = () => {
       const batch = lines
       lines = []
+      const statuses = new Map<number, number>()
+      for (const line of batch) statuses.set(line.status, (statuses.get(line.status) ?? 0) + 1)
       fork(
-        Effect.forEach(
-          batch,
-          (line) =>
-            Effect.andThen(Effect.logInfo("edge request").pipe(Effect.annotateLogs(line)), counted(line.status)),
-          { discard: true }
+        Effect.andThen(
+          logEach("edge request", batch),
+          Effect.forEach(statuses, ([status, count]) => counted(status, count), { discard: true })
         )
       )
     }

@@ -52,6 +52,11 @@ export interface LogCollector {
   readonly recent: () => ReadonlyArray<InvocationEvent>
   /** Where events go besides `recent` (the logs area's store once the host has one). */
   readonly setSink: (sink: (events: ReadonlyArray<InvocationEvent>) => void) => void
+  /**
+   * Writes every ended invocation now, without waiting for its module's report: the node is stopping, and an event
+   * held back for lines that may still come would be lost with the process.
+   */
+  readonly drain: () => void
 }
 
 /** decisions.md part 13's bound on an event's lines; the store cuts each line to 16 KiB. */
@@ -70,6 +75,7 @@ const orphanMs = 10 * 60_000
 const maxPending = 20_000
 
 interface Pending {
+  readonly key: string
   readonly projectId: string
   request?: { readonly projectId: string; readonly deploymentId: string; readonly method: string; readonly url: string }
   started: number
@@ -80,6 +86,38 @@ interface Pending {
   logs: Array<InvocationEvent["logs"][number]>
   exceptions: Array<InvocationEvent["exceptions"][number]>
   truncated: boolean
+  /** Its event was written, or its reports dropped: a queue's entry for it is stale. */
+  gone: boolean
+  /** It waits in `settling`: its end and its handler's done report are both in. */
+  settling: boolean
+}
+
+/**
+ * Entries in the order they joined, each due `delay` after it joined: a queue whose front is always the next due, so
+ * a sweep looks only at what is due (not at every invocation waiting). Stale entries are skipped at the front.
+ */
+const makeQueue = (delay: number) => {
+  const items: Array<{ readonly one: Pending; readonly due: number }> = []
+  let head = 0
+  return {
+    push: (one: Pending, now: number) => void items.push({ one, due: now + delay }),
+    /** The next entry due by `now`, if any. */
+    take: (now: number): Pending | undefined => {
+      while (head < items.length) {
+        const next = items[head]!
+        if (!next.one.gone && next.due > now) return undefined
+        head++
+        // Dropped from the front in chunks: shifting an array per item is linear in its length.
+        if (head >= 1024 && head * 2 >= items.length) {
+          items.splice(0, head)
+          head = 0
+        }
+        if (!next.one.gone) return next.one
+      }
+      return undefined
+    },
+    size: () => items.length - head
+  }
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -134,25 +172,48 @@ export const makeCollector = Effect.sync((): LogCollector => {
     }
   }
 
+  // Ended invocations whose handler's report came wait `settleMs`; those without it wait `reportWaitMs`; reports
+  // whose invocation has not ended are looked at again `orphanMs` after they came.
+  const settling = makeQueue(settleMs)
+  const waiting = makeQueue(reportWaitMs)
+  const orphans = makeQueue(orphanMs)
+
+  /** Ends an entry's wait: written when it ended (else its reports are dropped). */
+  const close = (one: Pending, out: Array<InvocationEvent>) => {
+    one.gone = true
+    pending.delete(one.key)
+    const event = eventOf(one)
+    if (event !== undefined) out.push(event)
+  }
+
+  /** An ended invocation whose handler's report is in: due after `settleMs` for lines printed at its very end. */
+  const settle = (one: Pending, now: number) => {
+    if (one.settling) return
+    one.settling = true
+    settling.push(one, now)
+  }
+
   /** Writes the invocations whose reports are in (or overdue); drops reports whose invocation never ended. */
   const sweep = () => {
     const now = Date.now()
     const out: Array<InvocationEvent> = []
-    let over = pending.size - maxPending
-    for (const [key, one] of pending) {
-      const ended = one.ended
-      if (ended === undefined) {
-        if (over > 0 || now - one.touched > orphanMs) {
-          over--
-          pending.delete(key)
-        }
-        continue
+    for (let one = settling.take(now); one !== undefined; one = settling.take(now)) close(one, out)
+    for (let one = waiting.take(now); one !== undefined; one = waiting.take(now)) {
+      if (!one.settling) close(one, out)
+    }
+    for (let one = orphans.take(now); one !== undefined; one = orphans.take(now)) {
+      if (one.ended !== undefined) continue
+      // Reported to lately: looked at again later.
+      if (now - one.touched < orphanMs) orphans.push(one, one.touched)
+      else close(one, out)
+    }
+    // Past the bound, the oldest go first, as they are: written when ended, else dropped.
+    if (pending.size > maxPending) {
+      let over = pending.size - maxPending
+      for (const one of pending.values()) {
+        if (over-- <= 0) break
+        close(one, out)
       }
-      if (over <= 0 && now - ended.at < (one.done ? settleMs : reportWaitMs)) continue
-      over--
-      pending.delete(key)
-      const event = eventOf(one)
-      if (event !== undefined) out.push(event)
     }
     if (out.length > 0) push(out)
     if (pending.size === 0 && timer !== undefined) {
@@ -161,25 +222,36 @@ export const makeCollector = Effect.sync((): LogCollector => {
     }
   }
 
+  const drain = () => {
+    const out: Array<InvocationEvent> = []
+    for (const one of pending.values()) if (one.ended !== undefined) close(one, out)
+    if (out.length > 0) push(out)
+  }
+
   /**
    * An invocation's entry, by project and id: a worker can learn its own invocations' ids (it runs in the isolate that
    * reads them), so a report under another project's id must neither join nor shadow that project's invocation.
    */
-  const pendingOf = (id: string, projectId: string): Pending => {
+  const pendingOf = (id: string, projectId: string, reported: boolean): Pending => {
     const key = `${projectId} ${id}`
     const known = pending.get(key)
     if (known !== undefined) return known
     const now = Date.now()
     const fresh: Pending = {
+      key,
       projectId,
       started: now,
       done: false,
       touched: now,
       logs: [],
       exceptions: [],
-      truncated: false
+      truncated: false,
+      gone: false,
+      settling: false
     }
     pending.set(key, fresh)
+    // Reports before the end: dropped unless the end comes (an invocation the edge never saw end).
+    if (reported) orphans.push(fresh, now)
     if (timer === undefined) {
       timer = setInterval(sweep, settleMs)
       timer.unref()
@@ -190,9 +262,13 @@ export const makeCollector = Effect.sync((): LogCollector => {
   const fromEntry = (projectId: string, reports: ReadonlyArray<unknown>) => {
     for (const report of reports as ReadonlyArray<Report>) {
       if (typeof report?.id !== "string") continue
-      const one = pendingOf(report.id, projectId)
-      one.touched = Date.now()
-      if (report.done === true) one.done = true
+      const one = pendingOf(report.id, projectId, true)
+      const now = Date.now()
+      one.touched = now
+      if (report.done === true) {
+        one.done = true
+        if (one.ended !== undefined) settle(one, now)
+      }
       if (report.truncated === true) one.truncated = true
       for (const line of Array.isArray(report.logs) ? report.logs : []) {
         if (one.logs.length >= maxLines) {
@@ -228,18 +304,22 @@ export const makeCollector = Effect.sync((): LogCollector => {
         // A request that never reached a worker, or a deploy check's load (under a project id of its own): no one's
         // invocation.
         if (end === null || request.projectId.startsWith("__")) {
-          pending.delete(`${request.projectId} ${id}`)
+          const reported = pending.get(`${request.projectId} ${id}`)
+          if (reported !== undefined) close(reported, [])
           return
         }
-        const one = pendingOf(id, request.projectId)
+        const one = pendingOf(id, request.projectId, false)
+        const now = Date.now()
         one.request = request
         one.started = started
-        one.ended = { outcome: end.outcome, status: end.status, at: Date.now() }
+        one.ended = { outcome: end.outcome, status: end.status, at: now }
         // The edge's deadline passed: what the worker printed until then is in, and its event is due now.
         if (end.outcome === "timeout") {
-          pending.delete(`${request.projectId} ${id}`)
-          push([eventOf(one)!])
-        }
+          const out: Array<InvocationEvent> = []
+          close(one, out)
+          push(out)
+        } else if (one.done) settle(one, now)
+        else waiting.push(one, now)
       }
     }
   }
@@ -249,6 +329,7 @@ export const makeCollector = Effect.sync((): LogCollector => {
     begin,
     fromEntry,
     recent: () => [...recent],
-    setSink: (next) => (sink = next)
+    setSink: (next) => (sink = next),
+    drain
   }
 })

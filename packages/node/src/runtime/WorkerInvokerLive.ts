@@ -3,7 +3,7 @@ import { type Deployments, Logs, Node } from "@hostplane/core"
 import * as Edge from "../edge/Edge.ts"
 import { cookieOf, WorkerInvoker } from "../edge/WorkerInvoker.ts"
 import { authFlowCookie, authSessionCookie } from "../enduser/AuthWorker.ts"
-import { Context, Effect, Layer, Semaphore } from "effect"
+import { Context, Effect, Fiber, Layer, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import type { TLSSocket } from "node:tls"
@@ -17,6 +17,9 @@ export const maxRequestBodyBytes = 100 * 1024 * 1024
 
 /** How often the node writes the invocation events it collected. */
 const flushEveryMs = 200
+
+/** How long a stopping node tries to write the invocation events it still holds. */
+const shutdownWriteMs = 5_000
 
 /** How often the node reads the control plane's changes (secrets, grants) when nothing asked for them sooner. */
 const convergeEveryMs = 1_000
@@ -115,25 +118,48 @@ export const WorkerInvokerOn = Layer.effect(
     const context = yield* Effect.context<never>()
     let pending: Array<Logs.LogEventInput> = []
     let flushing = false
+    /** The batch being written, while it is (a store may write one before `runForkWith` returns). */
+    let inFlight: Fiber.Fiber<unknown> | undefined
+    // Set once the node stops: what is left is the finalizer's to write, in order.
+    let stopping = false
     const flush = () => {
-      if (flushing || pending.length === 0) return
+      if (stopping || flushing || pending.length === 0) return
       const batch = pending.slice(0, 500)
       pending = pending.slice(batch.length)
       flushing = true
-      Effect.runForkWith(context)(
+      const fiber = Effect.runForkWith(context)(
         logs.recordAll(batch).pipe(
           Effect.ensuring(
             Effect.sync(() => {
               flushing = false
-              if (pending.length > 0) flush()
+              inFlight = undefined
+              flush()
             })
           )
         )
       )
+      if (flushing) inFlight = fiber
     }
     const timer = setInterval(flush, flushEveryMs)
     timer.unref()
-    yield* Effect.addFinalizer(() => Effect.sync(() => clearInterval(timer)))
+    // A stopping node writes what it holds: the invocations still waiting for their reports, and the batches not yet
+    // written. Bounded, so a control database that no longer answers does not hold the shutdown.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function* () {
+        clearInterval(timer)
+        stopping = true
+        collector.drain()
+        if (inFlight !== undefined) yield* Fiber.await(inFlight)
+        while (pending.length > 0) {
+          const batch = pending.slice(0, 500)
+          pending = pending.slice(batch.length)
+          yield* logs.recordAll(batch)
+        }
+      }).pipe(
+        Effect.timeout(shutdownWriteMs),
+        Effect.catchCause((cause) => Effect.logWarning("runtime log events lost at shutdown", cause))
+      )
+    )
     collector.setSink((events) => {
       pending.push(...events)
       // A node that falls far behind drops its oldest unwritten events rather than its memory.

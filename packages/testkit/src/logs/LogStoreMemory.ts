@@ -36,7 +36,8 @@ export const make = (store: MemoryStore, notes: PubSub.PubSub<Logs.LogNote>): Lo
             notes,
             kept.map((row) => ({ projectId: row.projectId, id: row.event.id }))
           )
-        )
+        ),
+        Effect.map((kept) => kept.length)
       ),
     list: (projectId, query) =>
       read(store, (tables) =>
