@@ -16,8 +16,12 @@ const worker = `export default {
       return new Response("soon")
     }
     if (url.pathname === "/throw") { console.warn("about to throw", { n: 1 }); throw new RangeError("out of range") }
+    if (url.pathname === "/exact") {
+      for (let i = 0; i < 256; i++) console.log(i)
+      return new Response("exactly")
+    }
     if (url.pathname === "/flood") {
-      const line = "x".repeat(4096)
+      const line = "x".repeat(20 * 1024)
       for (let i = 0; i < 300; i++) console.log(i, line)
       console.log("y".repeat(1024 * 1024))
       return new Response("flooded")
@@ -45,9 +49,10 @@ describe("runtime logs of a real worker (workerd behind the edge)", () => {
     expect((await edgeCall(suite.edgeUrl, project.hostname, "/hello")).status).toBe(200)
     expect((await edgeCall(suite.edgeUrl, project.hostname, "/throw")).status).toBe(500)
     expect((await edgeCall(suite.edgeUrl, project.hostname, "/flood")).text).toBe("flooded")
+    expect((await edgeCall(suite.edgeUrl, project.hostname, "/exact")).text).toBe("exactly")
     expect((await edgeCall(suite.edgeUrl, project.hostname, "/later")).text).toBe("soon")
 
-    await stream.until((frames) => frames.filter((frame) => frame.data !== undefined).length >= 4, 30_000)
+    await stream.until((frames) => frames.filter((frame) => frame.data !== undefined).length >= 5, 30_000)
     const streamed = stream.events()
     stream.close()
     const byPath = (events: ReadonlyArray<any>, pathname: string) =>
@@ -73,20 +78,21 @@ describe("runtime logs of a real worker (workerd behind the edge)", () => {
       exceptions: [{ name: "TypeError", message: "late failure" }]
     })
     const flood = byPath(streamed, "/flood")
-    // workerd keeps about 256 KiB of a trace's logs and flags the rest as dropped; the event says so.
+    // Part 13's bounds: the first 256 lines, each within 16 KiB, and the event says something was dropped.
     expect(flood.truncated).toBe(true)
-    expect(flood.logs.length).toBeGreaterThan(0)
-    expect(flood.logs.length).toBeLessThanOrEqual(256)
-    // Its lines come in order, and workerd's own last line says why the rest is missing.
-    const printed = flood.logs.slice(0, -1).map((line: any) => line.message[0])
-    expect(printed).toEqual(printed.map((_: unknown, i: number) => i))
-    expect(String(flood.logs.at(-1).message[0])).toContain("Log size limit exceeded")
-    for (const line of flood.logs)
+    expect(flood.logs.map((line: any) => line.message[0])).toEqual(Array.from({ length: 256 }, (_, i) => i))
+    for (const line of flood.logs) {
       expect(Buffer.byteLength(JSON.stringify(line.message))).toBeLessThanOrEqual(16 * 1024)
+      expect(line.message[1]).toMatch(/^x{16000,}$/u)
+    }
+    // Exactly 256 lines is within the bound: all kept, nothing dropped.
+    const exact = byPath(streamed, "/exact")
+    expect(exact.truncated).toBe(false)
+    expect(exact.logs.map((line: any) => line.message[0])).toEqual(Array.from({ length: 256 }, (_, i) => i))
 
     // The list holds the same events as the stream sent, newest first.
     const listed = async () => (await suite.api.get(path, { token: suite.admin.token })).body.items ?? []
-    expect(await eventually(async () => (await listed()).length === 4, 10_000)).toBe(true)
+    expect(await eventually(async () => (await listed()).length === 5, 10_000)).toBe(true)
     const items = await listed()
     expect([...items].sort((a: any, b: any) => a.id.localeCompare(b.id))).toEqual(
       [...streamed].sort((a: any, b: any) => a.id.localeCompare(b.id))

@@ -9,10 +9,9 @@ import { AsyncLocalStorage } from "node:async_hooks"
 // node (through the router's Bindings, so under this worker's own project) by the id the node gave the invocation.
 // The node joins them with its own end of the invocation (outcome, status, duration) into one event.
 const invocations = new AsyncLocalStorage()
-/** workerd's own bound on one invocation's console output; past it, one line says the rest was dropped. */
-const maxLogBytes = 256 * 1024
-/** decisions.md part 13's 256 lines, the last one kept for that line. */
-const maxLogLines = 255
+/** decisions.md part 13: at most 256 lines per event, each at most 16 KiB (the node makes the exact UTF-8 cut). */
+const maxLogLines = 256
+const maxLineChars = 16 * 1024
 const jsonOf = (value) => {
   try {
     return JSON.stringify(value) ?? "null"
@@ -20,15 +19,43 @@ const jsonOf = (value) => {
     return JSON.stringify(String(value))
   }
 }
+/**
+ * A line's arguments within `maxLineChars` of JSON: kept in order while they fit, the one crossing the bound cut (a
+ * string to its first characters, any other value to its JSON text), the rest dropped. Cut here so that a tenant
+ * printing megabytes never ships them to the node.
+ */
+const cutMessage = (texts, args) => {
+  const kept = []
+  let used = 2
+  for (let index = 0; index < texts.length; index++) {
+    const separator = kept.length > 0 ? 1 : 0
+    if (used + separator + texts[index].length <= maxLineChars) {
+      kept.push(texts[index])
+      used += separator + texts[index].length
+      continue
+    }
+    const room = maxLineChars - used - separator - 2
+    const text = typeof args[index] === "string" ? args[index] : texts[index]
+    if (room > 0) kept.push(JSON.stringify(text.slice(0, room)))
+    break
+  }
+  return `[${kept.join(",")}]`
+}
 const noteLine = (invocation, level, args) => {
-  if (invocation.full) return
-  const line = `{"level":"${level}","message":[${args.map(jsonOf).join(",")}],"timestamp":${Date.now()}}`
-  invocation.bytes += line.length
-  if (invocation.bytes > maxLogBytes || invocation.lines.length >= maxLogLines) {
-    invocation.full = true
-    const why = "Log size limit exceeded: more than 256 KiB or 255 lines of console output in one invocation"
-    invocation.lines.push(`{"level":"warn","message":[${JSON.stringify(why)}],"timestamp":${Date.now()}}`)
-  } else invocation.lines.push(line)
+  if (invocation.lines.length >= maxLogLines) {
+    if (!invocation.full) {
+      invocation.full = true
+      report(invocation)
+    }
+    return
+  }
+  const texts = args.map(jsonOf)
+  let message = `[${texts.join(",")}]`
+  if (message.length > maxLineChars) {
+    message = cutMessage(texts, args)
+    invocation.cut = true
+  }
+  invocation.lines.push(`{"level":"${level}","message":${message},"timestamp":${Date.now()}}`)
   report(invocation)
 }
 for (const level of ["debug", "info", "log", "warn", "error"]) {
@@ -60,7 +87,7 @@ const report = (invocation) => {
         const reports = []
         for (const one of unreported) {
           reports.push(
-            `{"id":${JSON.stringify(one.id)},"done":${one.done},"truncated":${one.full},` +
+            `{"id":${JSON.stringify(one.id)},"done":${one.done},"truncated":${one.full || one.cut},` +
               `"logs":[${one.lines.slice(one.sentLines).join(",")}],` +
               `"exceptions":${JSON.stringify(one.exceptions.slice(one.sentExceptions))}}`
           )
@@ -177,8 +204,8 @@ export default {
       id,
       ctx,
       lines: [],
-      bytes: 0,
       full: false,
+      cut: false,
       exceptions: [],
       done: false,
       sentLines: 0,
