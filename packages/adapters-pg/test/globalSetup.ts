@@ -93,7 +93,8 @@ export default async function setup() {
   const askBundle = () => {
     const next = bundleAsks.then(serverBundle)
     bundleAsks = next.catch(() => undefined)
-    return next.then(({ file }) => ({ file }))
+    // V8's compile cache of the bundle, shared by the servers that run it (Node checks each entry before using it).
+    return next.then(({ file }) => ({ file, compileCache: Path.join(Path.dirname(file), "compile-cache") }))
   }
   let started: ReturnType<typeof start> | undefined
   let cluster: ReturnType<typeof serverCluster> | undefined
