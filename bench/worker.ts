@@ -28,6 +28,7 @@ import {
   round,
   rssKiB,
   runBench,
+  statusKiB,
   sleep,
   startHostplane
 } from "./support/harness.ts"
@@ -357,8 +358,10 @@ const config :Workerd.Config = (
   const workerds = node.filter((pid) => commOf(pid) === "workerd")
   const workerdKib = workerds.reduce((sum, pid) => sum + (rssKiB(pid) ?? 0), 0)
   const each = workerds.map((pid) => `${round((rssKiB(pid) ?? 0) / 1024, 0)}${isHotProcess(pid) ? " hot" : ""}`)
+  // The server's RSS split: anonymous (V8's heap and node's own allocations) and file-backed (the binary's mapped code).
+  const serverPart = (field: string) => round((statusKiB(server.child.pid, field) ?? 0) / 1024, 0)
   log(
-    `memory with ${projectCount} projects, each requested once: node ${round(kib / 1024, 0)} MiB RSS (server process ${round((rssKiB(server.child.pid) ?? 0) / 1024, 0)} MiB with the API in it, ${workerds.length} workerd ${round(workerdKib / 1024, 0)} MiB: ${each.join(", ")}; PostgreSQL excluded) (goal < 600 MiB; load ${loadNow()})`
+    `memory with ${projectCount} projects, each requested once: node ${round(kib / 1024, 0)} MiB RSS (server process ${round((rssKiB(server.child.pid) ?? 0) / 1024, 0)} MiB with the API in it, of which anonymous ${serverPart("RssAnon")} and file ${serverPart("RssFile")}, ${workerds.length} workerd ${round(workerdKib / 1024, 0)} MiB: ${each.join(", ")}; PostgreSQL excluded) (goal < 600 MiB; load ${loadNow()})`
   )
 }, timeoutS)
 

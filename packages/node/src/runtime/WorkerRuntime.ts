@@ -20,7 +20,7 @@ export type Outbound = "public" | "none"
 export interface RuntimeSettings {
   /** `SERVICE_WORKERS` (default on): off answers every worker request 503 `worker_unavailable`. */
   readonly enabled: boolean
-  /** `SERVICE_WORKER_SHARDS` (default 2): workerd processes; projects are assigned by hash. */
+  /** `SERVICE_WORKER_SHARDS` (default `defaultShards()`): workerd processes; projects are assigned by hash. */
   readonly shards: number
   /** `SERVICE_WORKER_TIMEOUT` (default 30 seconds): no response started by then is 504; a shard silent that long restarts. */
   readonly timeoutMs: number
@@ -39,9 +39,18 @@ export interface RuntimeSettings {
   readonly hot?: HotSettings
 }
 
+/**
+ * Loader shards when `SERVICE_WORKER_SHARDS` is unset: 1 on a node with 2 CPUs or fewer, 2 on a larger one. Each shard
+ * costs about 50 MiB before its first isolate (an isolate is about 2-2.5 MiB wherever it runs), and workerd runs its
+ * isolates on one thread: on 2 CPUs the server process and the hot shard already take both, so a second loader shard
+ * buys little throughput there. What it does buy is a smaller fault domain (a tenant's busy loop stalls its shard's
+ * other projects until `SERVICE_WORKER_TIMEOUT` restarts it), which a larger node keeps.
+ */
+export const defaultShards = (): number => (Os.availableParallelism() <= 2 ? 1 : 2)
+
 export const defaultRuntimeSettings: RuntimeSettings = {
   enabled: true,
-  shards: 2,
+  shards: defaultShards(),
   timeoutMs: 30_000,
   outbound: "public",
   sandbox: "auto"
@@ -53,7 +62,7 @@ export const runtimeSettingsConfig = Config.all({
     Config.withDefault("on"),
     Config.map((value) => !["off", "false", "0", "no"].includes(value.trim().toLowerCase()))
   ),
-  shards: Config.Int("SERVICE_WORKER_SHARDS").pipe(Config.withDefault(2)),
+  shards: Config.Int("SERVICE_WORKER_SHARDS").pipe(Config.withDefault(defaultShards())),
   timeoutMs: Config.Duration("SERVICE_WORKER_TIMEOUT").pipe(
     Config.withDefault(Duration.seconds(30)),
     Config.map((duration) => Duration.toMillis(duration))
