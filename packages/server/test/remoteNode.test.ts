@@ -626,6 +626,65 @@ describe("a remote node process serves workers from the node API alone", () => {
     })
   }, 60_000)
 
+  it("a control plane that takes connections but never answers: a protected deployment is 503 access_unavailable, not a request that hangs", async () => {
+    expect(guarded).toBeDefined()
+    const target = new URL(control!.base)
+    let hung = false
+    const held: Array<Http.ServerResponse> = []
+    // The node API as a node sees it through a network that starts dropping every answer.
+    const proxy = Http.createServer((request, response) => {
+      if (hung) {
+        held.push(response)
+        return
+      }
+      const upstream = Http.request(
+        {
+          host: target.hostname,
+          port: target.port,
+          path: request.url,
+          method: request.method,
+          headers: request.headers
+        },
+        (answer) => {
+          response.writeHead(answer.statusCode!, answer.headers)
+          answer.pipe(response)
+        }
+      )
+      upstream.on("error", () => response.destroy())
+      request.pipe(upstream)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
+    const port = await freePort()
+    const other = startNode({
+      SERVICE_CONTROL_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+      SERVICE_NODE_TOKEN: nodeToken,
+      SERVICE_DATA_DIR: tempDir("hostplane-hung-node-"),
+      SERVICE_EDGE_LISTEN: `127.0.0.1:${port}`,
+      SERVICE_WORKER_SHARDS: "1"
+    })
+    const pass = { accept: "application/json", cookie: `__Host-service_access=${guarded!.member}` }
+    try {
+      const served = await eventually(
+        () => edgeCall(port, guarded!.host, "/hello", { headers: pass }),
+        (reply) => reply.status === 200,
+        120_000
+      )
+      expect(served.status).toBe(200)
+      // The public deployment served once, so the node holds its bundle and secrets.
+      expect((await edgeGet(port, farHost, "/hello")).status).toBe(200)
+      hung = true
+      const refused = await edgeCall(port, guarded!.host, "/hello", { headers: pass })
+      expect(shape(refused)).toMatchObject({ status: 503, code: "access_unavailable" })
+      // The public deployment is served from what the node holds meanwhile.
+      expect((await edgeGet(port, farHost, "/hello")).status).toBe(200)
+    } finally {
+      for (const response of held) response.destroy()
+      await stopServer(other.child, "SIGTERM")
+      proxy.closeAllConnections()
+      await new Promise((resolve) => proxy.close(resolve))
+    }
+  }, 180_000)
+
   it("a node with a wrong token is refused: it says so and stops", async () => {
     const wrong = startNode({
       SERVICE_CONTROL_URL: control!.base,

@@ -37,6 +37,9 @@ const decodeEndUser = Schema.decodeUnknownEffect(EndUser.NodeEndUser)
  */
 export const visitorCallTimeout = 10_000
 
+/** How long one read of the node state may take. */
+const stateReadTimeout = 30_000
+
 /** The relay's refusals, as the core errors the bindings turn into the worker's codes. */
 const relayRefusals = [
   Errors.BadRequest,
@@ -112,7 +115,11 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
       )
     )
 
-  const nodeJson = Effect.fnUntraced(function* (path: string, what: string, init: RequestInit = {}) {
+  const nodeJson = Effect.fnUntraced(function* (
+    path: string,
+    what: string,
+    init: RequestInit & { readonly timeoutMs?: number } = {}
+  ) {
     const response = yield* request(path, {
       ...init,
       what,
@@ -126,7 +133,8 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
 
   /** `GET /v1/node/state?after=`: the projects changed after `after`. */
   const state = (after: number) =>
-    Effect.flatMap(nodeJson(`/v1/node/state?after=${after}`, "node state"), (body) =>
+    // A read that never ends would stop the node following the state: it gives up and the next poll tries again.
+    Effect.flatMap(nodeJson(`/v1/node/state?after=${after}`, "node state", { timeoutMs: stateReadTimeout }), (body) =>
       Effect.mapError(decodeState(body), invalid("node state"))
     )
 
