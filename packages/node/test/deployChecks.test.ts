@@ -1,5 +1,6 @@
 import { manifestEntry } from "@hostplane/testkit"
 import { describe, expect, it } from "vitest"
+import { auditOf } from "../../http/test/support/TestServer.ts"
 import { useRuntimeSuite } from "./support/RuntimeServer.ts"
 
 describe("deploy checks of a bundle's worker (decisions.md part 13, real workerd)", () => {
@@ -49,6 +50,33 @@ describe("deploy checks of a bundle's worker (decisions.md part 13, real workerd
       }
     ])
     expect(missingImport.body).toMatchObject({ code: "invalid_bundle", details: { reason: "worker_invalid" } })
+  })
+
+  // The check runs beside the deployment's transaction, which has already written the row and switched the project
+  // to it when it waits for the check: a refusal must undo both, leaving the live deployment and its audit as they were.
+  it("a refused bundle on a project with a live deployment keeps nothing: same list, same live one, no audit row", async () => {
+    const { slug, name } = await suite.newProject()
+    const good = await suite.deploy(slug, name, [
+      manifestEntry({ name: "a" }),
+      { name: "worker/index.js", content: "export default { fetch() { return new Response('ok') } }" }
+    ])
+    expect(good.status).toBe(201)
+    const refusedReply = await suite.deploy(slug, name, [
+      manifestEntry({ name: "a" }),
+      { name: "worker/index.js", content: "export default { fetch() {" }
+    ])
+    expect(refusedReply.status).toBe(400)
+    expect(refusedReply.body).toMatchObject({ code: "invalid_bundle", details: { reason: "worker_invalid" } })
+    const list = await suite.api.get(`/v1/orgs/${slug}/projects/${name}/deployments`, { token: suite.admin.token })
+    expect(list.body.items).toMatchObject([{ id: good.body.id, live: true }])
+    const created = (await auditOf(suite.server, slug)).filter((event) => event.action === "deployment.create")
+    expect(created.map((event) => event.data.deploymentId)).toEqual([good.body.id])
+    const next = await suite.deploy(slug, name, [
+      manifestEntry({ name: "a" }),
+      { name: "worker/index.js", content: "export default { fetch() { return new Response('two') } }" }
+    ])
+    expect(next.status).toBe(201)
+    expect(next.body).toMatchObject({ version: good.body.version + 1, live: true })
   })
 
   it("a main relative to worker/, other modules, JSON and text imports load and deploy", async () => {
