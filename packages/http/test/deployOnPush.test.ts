@@ -125,7 +125,7 @@ describe.each(backends)("deploy on push (%s)", (_name, stores) => {
 
   it("over SSH the same push deploys; with deployOnPush off nothing deploys", async () => {
     const on = await setUp(true)
-    const key = generateKey("ed25519")
+    const key = await generateKey("ed25519")
     expect((await api.post("/v1/me/ssh-keys", { publicKey: key.publicKey }, { token: on.member.token })).status).toBe(
       201
     )

@@ -145,7 +145,7 @@ describe.each(backends)("spec 4.12 access tokens and SSH keys (%s)", (_name, sto
 
   it("a token name and a key title are names people read: control characters and bidi overrides are 400, as for an org's name; a key comment's become spaces in the default title", async () => {
     const user = await signIn()
-    const [key, commented] = [generateKey("ed25519"), generateKey("ed25519")]
+    const [key, commented] = await Promise.all([generateKey("ed25519"), generateKey("ed25519")])
     for (const name of ["ci\nprod", "a\u001b[31mred", "x\u202etxt.exe", "tab\there", "\u0085"]) {
       const token = await api.post("/v1/me/tokens", { name }, { token: user.token })
       expect([token.status, token.body.code], JSON.stringify(name)).toEqual([400, "bad_request"])
@@ -165,7 +165,7 @@ describe.each(backends)("spec 4.12 access tokens and SSH keys (%s)", (_name, sto
   })
 
   it("every /v1/me/tokens and /v1/me/ssh-keys route without a session is 401", async () => {
-    const key = generateKey("ed25519")
+    const key = await generateKey("ed25519")
     const replies = [
       await api.get("/v1/me/tokens"),
       await api.post("/v1/me/tokens", { name: "x" }),
@@ -185,12 +185,14 @@ describe.each(backends)("spec 4.12 access tokens and SSH keys (%s)", (_name, sto
       ["ecdsa", 521, "ecdsa-sha2-nistp521"],
       ["rsa", 2048, "rsa"]
     ] as const
-    // Keys first: generating them takes long enough for an idle keep-alive socket to be closed.
-    const keys = kinds.map(([type, bits, spelled]) => ({
-      spelled,
-      key: generateKey(type, { ...(bits === undefined ? {} : { bits }), comment: `${spelled}@laptop` })
-    }))
-    const extra = generateKey("ed25519")
+    // Keys first, made in parallel: ssh-keygen for five types takes seconds on a loaded machine.
+    const keys = await Promise.all(
+      kinds.map(async ([type, bits, spelled]) => ({
+        spelled,
+        key: await generateKey(type, { ...(bits === undefined ? {} : { bits }), comment: `${spelled}@laptop` })
+      }))
+    )
+    const extra = await generateKey("ed25519")
     const user = await signIn()
     const added = []
     for (const { spelled, key } of keys) {
@@ -212,8 +214,8 @@ describe.each(backends)("spec 4.12 access tokens and SSH keys (%s)", (_name, sto
   })
 
   it("DSA, RSA under 2048 bits, a line with options, a private key or garbage is 400", async () => {
-    const ed = generateKey("ed25519")
-    const [dsa, shortRsa] = [generateKey("dsa"), generateKey("rsa", { bits: 1024 })]
+    const ed = await generateKey("ed25519")
+    const [dsa, shortRsa] = await Promise.all([generateKey("dsa"), generateKey("rsa", { bits: 1024 })])
     const user = await signIn()
     const lines = [
       dsa.publicKey,
@@ -232,7 +234,7 @@ describe.each(backends)("spec 4.12 access tokens and SSH keys (%s)", (_name, sto
   })
 
   it("a fingerprint is globally unique: 409 ssh_key_exists for anyone; deletion is 204 at once and the key may be added again", async () => {
-    const key = generateKey("ed25519")
+    const key = await generateKey("ed25519")
     const [alice, bob] = [await signIn(), await signIn()]
     const first = await api.post("/v1/me/ssh-keys", { publicKey: key.publicKey }, { token: alice.token })
     for (const who of [alice, bob]) {

@@ -59,7 +59,7 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
   const sshUrl = (slug: string, project: string, repo: string) =>
     `ssh://git@127.0.0.1:${sshPort}/${slug}/${project}/${repo}.git`
   const registered = async (session: Session) => {
-    const key = generateKey("ed25519")
+    const key = await generateKey("ed25519")
     const reply = await api.post("/v1/me/ssh-keys", { publicKey: key.publicKey }, { token: session.token })
     expect(reply.status).toBe(201)
     return { ...key, id: reply.body.id as string }
@@ -733,7 +733,7 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     const pushed = await pushedRepo(slug)
     await api.patch(`${reposOf(slug, pushed.project.name)}/site`, { visibility: "public" }, admin())
     const url = sshUrl(slug, pushed.project.name, "site")
-    const stranger = generateKey("ed25519")
+    const stranger = await generateKey("ed25519")
     const refused = await git(pushed.dir, ["clone", url, "stranger"], sshEnv(stranger))
     expect(refused.code).not.toBe(0)
     expect(refused.stderr).toMatch(/Permission denied/)

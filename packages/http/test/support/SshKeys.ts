@@ -1,7 +1,10 @@
-import { execFileSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { promisify } from "node:util"
+
+const run = promisify(execFile)
 
 export interface GeneratedKey {
   /** The private key file, for `ssh -i`. */
@@ -11,16 +14,21 @@ export interface GeneratedKey {
   readonly fingerprint: string
 }
 
-/** A key made by the real `ssh-keygen` in a throwaway folder (removed at exit). */
-export const generateKey = (type: string, options: { bits?: number; comment?: string } = {}): GeneratedKey => {
+/**
+ * A key made by the real `ssh-keygen` in a throwaway folder (removed at exit). Asynchronous: a synchronous
+ * `ssh-keygen` stalls the event loop the in-process test server shares for seconds on a loaded machine, so the
+ * server's keep-alive timer and the client's next request fire together and that request meets a closed socket.
+ */
+export const generateKey = async (
+  type: string,
+  options: { bits?: number; comment?: string } = {}
+): Promise<GeneratedKey> => {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-ssh-key-"))
   const file = Path.join(dir, "id")
   const args = ["-q", "-t", type, "-N", "", "-C", options.comment ?? "test@example.test", "-f", file]
   if (options.bits !== undefined) args.push("-b", String(options.bits))
-  execFileSync("ssh-keygen", args)
-  const fingerprint = execFileSync("ssh-keygen", ["-l", "-E", "sha256", "-f", `${file}.pub`])
-    .toString()
-    .split(" ")[1]!
+  await run("ssh-keygen", args)
+  const fingerprint = (await run("ssh-keygen", ["-l", "-E", "sha256", "-f", `${file}.pub`])).stdout.split(" ")[1]!
   process.once("exit", () => Fs.rmSync(dir, { recursive: true, force: true }))
   return { file, publicKey: Fs.readFileSync(`${file}.pub`, "utf8").trim(), fingerprint }
 }
