@@ -389,18 +389,12 @@ export const WorkerInvokerOn = Layer.effect(
       const user = bindings.userHandle(target.projectId, cookieOf(incoming.headers.cookie, authSessionCookie))
       const invocation = beginOf(target, incoming.method ?? "GET", url)
       if (isBodiless(incoming)) {
-        const direct = await forwardInto({
-          runtime,
-          pools,
-          target,
-          key,
-          url,
-          scheme,
-          incoming,
-          user,
-          invocation,
-          response
-        })
+        const forwarding = { runtime, pools, target, key, url, scheme, incoming, user, invocation, response }
+        let direct = await forwardInto(forwarding)
+        // The hot process died under the request (killed, or its socket gone before the runtime saw it exit): a read
+        // is asked again of the loader shard, which runs the same key, instead of failing the client.
+        if (direct._tag === "Unavailable" && direct.hot && retryable.has(incoming.method ?? "GET"))
+          direct = await forwardInto({ ...forwarding, loaderOnly: true })
         if (direct._tag === "Started") return direct.status
         if (direct._tag === "Gone") {
           invocation.end({ outcome: "canceled", status: null })
@@ -484,9 +478,10 @@ const hotFailureOf = (
 const targetOf = async (
   runtime: WorkerRuntime["Service"],
   projectId: string,
-  key: string
+  key: string,
+  loaderOnly = false
 ): Promise<{ readonly socket: string; readonly hot: boolean } | undefined> => {
-  const hot = runtime.hotSocketOf(projectId, key)
+  const hot = loaderOnly ? undefined : runtime.hotSocketOf(projectId, key)
   if (hot !== undefined) return { socket: hot, hot: true }
   const shard = runtime.shardOf(projectId)
   if (runtime.isUp(shard)) return { socket: runtime.socketOf(shard), hot: false }
@@ -675,7 +670,10 @@ type Direct =
   | { readonly _tag: "Exception" }
   | { readonly _tag: "Hung" }
   | { readonly _tag: "Timeout" }
-  | { readonly _tag: "Unavailable"; readonly message: string }
+  | { readonly _tag: "Unavailable"; readonly message: string; readonly hot: boolean }
+
+/** Methods a client expects to be safe to ask twice: only these are asked again after a hot process died. */
+const retryable: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"])
 
 /**
  * A bodiless request to the shard's router whose answer is written straight into the edge's response: undici's
@@ -694,10 +692,12 @@ const forwardInto = async (options: {
   readonly user: string | undefined
   readonly invocation: Invocation
   readonly response: Http.ServerResponse
+  /** Skip the hot shard: the request is asked again after the hot process died under it. */
+  readonly loaderOnly?: boolean
 }): Promise<Direct> => {
   const { runtime, response } = options
   const timeoutMs = runtime.settings.timeoutMs
-  const target = await targetOf(runtime, options.target.projectId, options.key)
+  const target = await targetOf(runtime, options.target.projectId, options.key, options.loaderOnly === true)
   if (target === undefined) return { _tag: "Timeout" }
   const headers = upstreamHeaders(options)
   return new Promise<Direct>((resolve) => {
@@ -775,7 +775,7 @@ const forwardInto = async (options: {
           // The shard went away in the middle of the worker's answer.
           if (started) invocation.end({ outcome: "canceled", status: answered })
           if (started && !stopped) response.destroy()
-          settle({ _tag: "Unavailable", message: String(error) })
+          settle({ _tag: "Unavailable", message: String(error), hot: target.hot })
         }
       }
     )
