@@ -4,7 +4,6 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import type { ServerBundle } from "../../server/test/support/ServerBundle.ts"
 
 /** `TestDatabase.setupVariable`, spelled out: importing it would load the PostgreSQL code this file defers. */
 const setupVariable = "HOSTPLANE_TEST_PG_SETUP"
@@ -14,12 +13,6 @@ const initdbCacheVariable = "HOSTPLANE_TEST_PG_INITDB_CACHE"
 
 /** Where the setup answers with `serverCluster`'s folder instead of the shared server (`ServerProcess.ts` asks). */
 const serverClusterPath = "/server-cluster"
-
-/** Where it answers with the standalone binary bundled (`ServerBundle.ts`; `ServerProcess.ts` asks). */
-const serverBundlePath = "/server-bundle"
-
-/** The repository root: the bundle is written under its `node_modules`, whence Node resolves its external imports. */
-const root = Path.join(import.meta.dirname, "../../..")
 
 /**
  * Serves the run's test PostgreSQL to the test workers, started on the first ask: one throwaway embedded server under
@@ -33,9 +26,6 @@ const root = Path.join(import.meta.dirname, "../../..")
  * start on a copy of it (`ServerProcess.startServer`) instead of running initdb and every migration each. And every
  * throwaway cluster of the run (the workers' and their servers', `durable: false`) copies the run's first initdb
  * instead of running its own, through `initdbCacheVariable`.
- *
- * And on `serverBundlePath` it serves the standalone binary built into one module, built on the first ask and again
- * when a source changed since: test servers that do not test `npm start` itself run it instead of the sources.
  */
 export default async function setup() {
   const scope = Scope.makeUnsafe()
@@ -75,36 +65,11 @@ export default async function setup() {
     )
     return { directory: pg }
   }
-  let bundleDirectory: string | undefined
-  let bundle: ServerBundle | undefined
-  const serverBundle = async () => {
-    const { buildServerBundle, isStale } = await import("../../server/test/support/ServerBundle.ts")
-    if (bundle !== undefined && !(await isStale(bundle))) return bundle
-    if (bundleDirectory === undefined) {
-      const cache = Path.join(root, "node_modules", ".cache")
-      await Fs.mkdir(cache, { recursive: true })
-      bundleDirectory = await Fs.mkdtemp(Path.join(cache, "hostplane-test-server-"))
-    }
-    bundle = await buildServerBundle(root, bundleDirectory)
-    return bundle
-  }
-  // One ask at a time: one that comes during a build waits for it instead of building again.
-  let bundleAsks: Promise<unknown> = Promise.resolve()
-  const askBundle = () => {
-    const next = bundleAsks.then(serverBundle)
-    bundleAsks = next.catch(() => undefined)
-    // V8's compile cache of the bundle, shared by the servers that run it (Node checks each entry before using it).
-    return next.then(({ file }) => ({ file, compileCache: Path.join(Path.dirname(file), "compile-cache") }))
-  }
   let started: ReturnType<typeof start> | undefined
   let cluster: ReturnType<typeof serverCluster> | undefined
   const asks = Http.createServer((request, response) => {
     const answer: Promise<unknown> =
-      request.url === serverClusterPath
-        ? (cluster ??= serverCluster())
-        : request.url === serverBundlePath
-          ? askBundle()
-          : (started ??= start())
+      request.url === serverClusterPath ? (cluster ??= serverCluster()) : (started ??= start())
     answer.then(
       (server) => response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(server)),
       (error: unknown) =>
@@ -123,11 +88,9 @@ export default async function setup() {
     await new Promise((resolve) => asks.close(resolve))
     await started?.catch(() => undefined)
     await cluster?.catch(() => undefined)
-    await bundleAsks
     await Effect.runPromise(Scope.close(scope, Exit.void))
     if (directory !== undefined) await Fs.rm(directory, { recursive: true, force: true })
     if (clusterDirectory !== undefined) await Fs.rm(clusterDirectory, { recursive: true, force: true })
-    if (bundleDirectory !== undefined) await Fs.rm(bundleDirectory, { recursive: true, force: true })
     await Fs.rm(initdbCache, { recursive: true, force: true })
   }
 }

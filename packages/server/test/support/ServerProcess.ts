@@ -85,22 +85,6 @@ const seedEmbeddedCluster = async (env: Record<string, string | undefined>) => {
 /** How `npm start` runs the standalone binary: from its TypeScript sources. */
 const fromSource = ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"]
 
-/**
- * What a test server runs: the run's bundle of the binary (`ServerBundle.ts`, served by the global setup), which
- * starts on about 2 CPU-s less than the sources, with V8's compile cache of it shared by the run's servers (about
- * 0.2 CPU-s less again); the sources when no setup serves one (a script outside vitest).
- */
-const serverEntry = async (
-  env: Record<string, string | undefined>
-): Promise<{ readonly args: ReadonlyArray<string>; readonly env: Record<string, string> }> => {
-  const setup = env[setupVariable] ?? ""
-  if (setup === "") return { args: fromSource, env: {} }
-  const reply = await fetch(new URL("server-bundle", setup), { method: "POST" })
-  if (!reply.ok) throw new Error(`the server bundle was not built: ${await reply.text()}`)
-  const { file, compileCache } = (await reply.json()) as { readonly file: string; readonly compileCache: string }
-  return { args: [file], env: { NODE_COMPILE_CACHE: compileCache } }
-}
-
 export interface ServerProcess {
   readonly child: ChildProcess
   /** Everything it wrote to stdout and stderr so far. */
@@ -108,8 +92,7 @@ export interface ServerProcess {
 }
 
 /**
- * The standalone binary built from the sources `npm start` runs, with `env` (`serverEntry`: `server.test.ts` and
- * `operations.test.ts` spawn `npm start`'s own command); answers once `GET <base>/v1/config` does. Git over SSH gets
+ * The standalone binary as `npm start` runs it, with `env`; answers once `GET <base>/v1/config` does. Git over SSH gets
  * a free port unless `env` names one, so servers of parallel tests never race for the default 2222. An embedded
  * PostgreSQL skips fsync unless `env` says otherwise: the test throws its cluster away, and a crash test kills only the
  * node process, so the operating system still holds every write (`server.test.ts` starts on the true defaults).
@@ -120,10 +103,9 @@ export const startServer = async (base: string, env: Record<string, string>, tri
   const sshListen = `127.0.0.1:${await freePort()}`
   const childEnv = { ...process.env, SERVICE_GIT_SSH_LISTEN: sshListen, SERVICE_PG_EMBEDDED_DURABLE: "false", ...env }
   await seedEmbeddedCluster(childEnv)
-  const entry = await serverEntry(childEnv)
-  const child = spawn(process.execPath, entry.args, {
+  const child = spawn(process.execPath, fromSource, {
     cwd: root,
-    env: { ...entry.env, ...childEnv },
+    env: childEnv,
     stdio: ["ignore", "pipe", "pipe"]
   })
   child.stdout!.on("data", (chunk) => (output += chunk))
