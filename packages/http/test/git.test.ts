@@ -661,7 +661,7 @@ describe.each(backends)("spec 4.12 repositories (%s)", (name, stores) => {
       const body = method === "PATCH" ? {} : undefined
       check(`${method} ${path}`, await api.call(method, path, { token, body }), 400, "bad_request")
     }
-    const key = (await import("./support/SshKeys.ts")).generateKey("ed25519")
+    const key = await (await import("./support/SshKeys.ts")).generateKey("ed25519")
     for (const [path, raw] of [
       [repos, '{"name":"a\\u0000b"}'],
       [`${repos}/site`, '{"name":"x","visibility":"public\\u0000"}'],
