@@ -23,7 +23,7 @@ describe("ArtifactStoreDisk", () => {
       const store = yield* ArtifactStoreDisk.make(dir)
       const bytes = text("hello artifacts\n".repeat(10_000))
       const stored = yield* store.put(streamOfBytes(bytes, 4096))
-      assert.deepStrictEqual(stored, { digest: sha256(bytes), bytes: bytes.byteLength })
+      assert.deepStrictEqual(stored, { digest: sha256(bytes), bytes: bytes.byteLength, created: true })
       const hex = stored.digest.slice("sha256:".length)
       assert.deepStrictEqual(yield* filesUnder(dir), [Path.join("sha256", hex.slice(0, 2), hex)])
       assert.isTrue(yield* store.has(stored.digest))
@@ -38,7 +38,7 @@ describe("ArtifactStoreDisk", () => {
       // 20 MiB in 64 KiB reads: several flushes run while later batches are written.
       const bytes = new Uint8Array(randomBytes(20 * 1024 * 1024))
       const stored = yield* store.put(streamOfBytes(bytes, 64 * 1024))
-      assert.deepStrictEqual(stored, { digest: sha256(bytes), bytes: bytes.byteLength })
+      assert.deepStrictEqual(stored, { digest: sha256(bytes), bytes: bytes.byteLength, created: true })
       const read = yield* Stream.mkUint8Array(store.open(stored.digest))
       assert.isTrue(Buffer.from(read).equals(Buffer.from(bytes)))
       assert.deepStrictEqual(
@@ -88,7 +88,8 @@ describe("ArtifactStoreDisk", () => {
       const store = yield* ArtifactStoreDisk.make(dir)
       const first = yield* store.put(streamOfBytes(text("same"), 1))
       const second = yield* store.put(streamOfBytes(text("same"), 3))
-      assert.deepStrictEqual(first, second)
+      assert.deepStrictEqual(first, { ...second, created: true })
+      assert.isFalse(second.created)
       assert.strictEqual((yield* filesUnder(dir)).length, 1)
     })
   )

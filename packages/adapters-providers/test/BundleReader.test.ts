@@ -50,12 +50,16 @@ describe("BundleReader", () => {
       const { store, reader } = yield* setup()
       const bytes = yield* bundleOf(sampleEntries)
       const read = yield* reader.read(streamOfBytes(bytes, 100))
+      const index = yield* store.index(read.digest)
+      assert.isTrue(Option.isSome(index))
       assert.deepStrictEqual(read, {
         digest: sha256(bytes),
         bytes: bytes.byteLength,
         files: 4,
         uncompressedBytes: gunzipSync(bytes).byteLength,
-        manifest: { name: "site", main: "worker/index.js", database: true, ai: false }
+        manifest: { name: "site", main: "worker/index.js", database: true, ai: false },
+        // Both new in this store: the bundle and its inflated tar.
+        created: [read.digest, Option.getOrThrow(index).tar]
       })
       assert.isTrue(yield* store.has(read.digest))
       assert.deepStrictEqual(Buffer.from(yield* Stream.mkUint8Array(store.open(read.digest))), Buffer.from(bytes))
@@ -110,7 +114,9 @@ describe("BundleReader", () => {
       const first = yield* reader.read(streamOfBytes(bytes, 1000))
       const stored = yield* filesUnder(dir)
       const second = yield* reader.read(streamOfBytes(bytes, 7))
-      assert.deepStrictEqual(second, first)
+      // The second read created nothing: a refusal of it would discard nothing the first one stored.
+      assert.deepStrictEqual(second, { ...first, created: [] })
+      assert.strictEqual(first.created.length, 2)
       assert.deepStrictEqual(yield* filesUnder(dir), stored)
     })
   )

@@ -1,4 +1,6 @@
+import { Deployments } from "@hostplane/core"
 import { manifestEntry } from "@hostplane/testkit"
+import { Effect, Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { auditOf } from "../../http/test/support/TestServer.ts"
 import { useRuntimeSuite } from "./support/RuntimeServer.ts"
@@ -6,11 +8,22 @@ import { useRuntimeSuite } from "./support/RuntimeServer.ts"
 describe("deploy checks of a bundle's worker (decisions.md part 13, real workerd)", () => {
   const suite = useRuntimeSuite()
 
+  /** Whether the artifact store still holds the bundle, or an index of it. */
+  const stored = (digest: string) =>
+    suite.server.run(
+      Effect.gen(function* () {
+        const artifacts = yield* Deployments.ArtifactStore
+        return (yield* artifacts.has(digest)) || Option.isSome(yield* artifacts.index(digest))
+      })
+    )
+
   const refused = async (entries: Parameters<typeof suite.deploy>[2]) => {
     const { slug, name } = await suite.newProject()
     const reply = await suite.deploy(slug, name, entries)
     const list = await suite.api.get(`/v1/orgs/${slug}/projects/${name}/deployments`, { token: suite.admin.token })
     expect(list.body.items).toEqual([])
+    // Nothing is kept: not the bundle's bytes either.
+    expect(await stored(reply.digest)).toBe(false)
     return reply
   }
 
@@ -67,6 +80,8 @@ describe("deploy checks of a bundle's worker (decisions.md part 13, real workerd
     ])
     expect(refusedReply.status).toBe(400)
     expect(refusedReply.body).toMatchObject({ code: "invalid_bundle", details: { reason: "worker_invalid" } })
+    expect(await stored(refusedReply.digest)).toBe(false)
+    expect(await stored(good.digest)).toBe(true)
     const list = await suite.api.get(`/v1/orgs/${slug}/projects/${name}/deployments`, { token: suite.admin.token })
     expect(list.body.items).toMatchObject([{ id: good.body.id, live: true }])
     const created = (await auditOf(suite.server, slug)).filter((event) => event.action === "deployment.create")

@@ -195,7 +195,7 @@ export const make = Effect.fn("ArtifactStoreDisk.make")(function* (dir: string) 
     yield* io(() => file.sync())
     const digest = `sha256:${hash.digest("hex")}`
     moved = yield* commit(temp, blobPath(digest))
-    return { digest, bytes: size }
+    return { digest, bytes: size, created: moved }
   }, Effect.scoped)
 
   const has = Effect.fn("ArtifactStoreDisk.has")(function* (digest: Deployments.Digest) {
@@ -266,7 +266,15 @@ export const make = Effect.fn("ArtifactStoreDisk.make")(function* (dir: string) 
     )
   })
 
-  return Deployments.ArtifactStore.of({ put, has, open, putIndex, index, file })
+  const discard = Effect.fn("ArtifactStoreDisk.discard")(function* (digests: ReadonlyArray<Deployments.Digest>) {
+    for (const digest of digests.filter(isDigest)) {
+      yield* Cache.invalidate(indexes, digest)
+      yield* removeQuietly(indexPath(digest))
+      yield* removeQuietly(blobPath(digest))
+    }
+  })
+
+  return Deployments.ArtifactStore.of({ put, has, open, putIndex, index, file, discard })
 })
 
 /** `make` as a layer, for a host that picks the folder itself. */

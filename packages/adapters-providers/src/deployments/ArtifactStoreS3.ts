@@ -51,6 +51,8 @@ export const make = Effect.fn("ArtifactStoreS3.make")(function* (bucket: S3Bucke
   const cached = new Map<string, number>()
   let cachedBytes = 0
   const filling = new Set<string>()
+  /** Blobs discarded since their last put: a background fill that ends after the discard does not cache them again. */
+  const discarded = new Set<string>()
   const cachePath = (hex: string) => Path.join(cacheDir, hex)
 
   const evict = Effect.promise(async () => {
@@ -88,9 +90,17 @@ export const make = Effect.fn("ArtifactStoreS3.make")(function* (bucket: S3Bucke
       return bucket.download(blobKey(hex), temp).pipe(
         Effect.andThen(Effect.promise(() => Fs.stat(temp))),
         Effect.flatMap((stat) =>
-          stat.size > cache.maxBytes
+          stat.size > cache.maxBytes || discarded.has(hex)
             ? Effect.void
-            : Effect.promise(() => Fs.rename(temp, cachePath(hex))).pipe(Effect.andThen(remember(hex, stat.size)))
+            : Effect.promise(() => Fs.rename(temp, cachePath(hex))).pipe(
+                Effect.andThen(
+                  Effect.suspend(() =>
+                    discarded.has(hex)
+                      ? Effect.promise(() => Fs.rm(cachePath(hex), { force: true }))
+                      : remember(hex, stat.size)
+                  )
+                )
+              )
         ),
         Effect.catchTag("S3Failure", (failure) => Effect.logWarning("artifact cache fill failed", failure.message)),
         Effect.ensuring(
@@ -152,15 +162,18 @@ export const make = Effect.fn("ArtifactStoreS3.make")(function* (bucket: S3Bucke
       .upload(temp, bytes)
       .pipe(Effect.catchIf(S3Bucket.isS3Failure, (failure) => Effect.fail(unavailable(failure))))
     const digest: Deployments.Digest = `sha256:${written.sha256}`
-    yield* Effect.gen(function* () {
+    const created = yield* Effect.gen(function* () {
       // The same bytes twice are stored once: a blob already there is the same content.
-      if (Option.isNone(yield* bucket.head(blobKey(written.sha256)))) yield* bucket.copy(temp, blobKey(written.sha256))
+      if (Option.isSome(yield* bucket.head(blobKey(written.sha256)))) return false
+      yield* bucket.copy(temp, blobKey(written.sha256))
+      return true
     }).pipe(
       Effect.mapError(unavailable),
       // A leftover temporary object is swept at the next start; it is never listed as an artifact.
       Effect.ensuring(Effect.ignore(bucket.remove(temp)))
     )
-    return { digest, bytes: written.bytes }
+    if (created) discarded.delete(written.sha256)
+    return { digest, bytes: written.bytes, created }
   })
 
   const has = Effect.fn("ArtifactStoreS3.has")(function* (digest: Deployments.Digest) {
@@ -257,7 +270,21 @@ export const make = Effect.fn("ArtifactStoreS3.make")(function* (bucket: S3Bucke
     Effect.forkIn(scope)
   )
 
-  return Deployments.ArtifactStore.of({ put, has, open, putIndex, index, file })
+  const discard = Effect.fn("ArtifactStoreS3.discard")(function* (digests: ReadonlyArray<Deployments.Digest>) {
+    for (const digest of digests.filter(isDigest)) {
+      const hex = hexOf(digest)
+      discarded.add(hex)
+      yield* Cache.invalidate(indexes, digest)
+      yield* Effect.mapError(bucket.removeMany([indexKey(hex), blobKey(hex)]), unavailable)
+      if (cached.has(hex)) {
+        cachedBytes -= cached.get(hex)!
+        cached.delete(hex)
+        yield* Effect.promise(() => Fs.rm(cachePath(hex), { force: true }))
+      }
+    }
+  })
+
+  return Deployments.ArtifactStore.of({ put, has, open, putIndex, index, file, discard })
 })
 
 export const layer = (bucket: S3Bucket.S3Bucket, cache: CacheOptions): Layer.Layer<Deployments.ArtifactStore> =>

@@ -284,11 +284,14 @@ export const make = (
       bytes: stored.bytes,
       files: inspected.files.length,
       uncompressedBytes: inspected.uncompressedBytes,
-      manifest: inspected.manifest
+      manifest: inspected.manifest,
+      created: [stored, storedTar].filter((artifact) => artifact.created).map((artifact) => artifact.digest)
     }
   }, Effect.scoped)
 
-  return Deployments.BundleReader.of({ limits, read })
+  const discard = (bundle: Deployments.ReadBundle) => store.discard(bundle.created)
+
+  return Deployments.BundleReader.of({ limits, read, discard })
 }
 
 /** The reader over the host's ArtifactStore. */

@@ -31,7 +31,7 @@ export interface StoredFile {
 }
 
 /**
- * Content-addressed bundle artifacts, never deleted.
+ * Content-addressed bundle artifacts, never deleted once a deployment names them.
  *
  * Layout choice: the uploaded gzipped tar is kept as is (what `open(digest)` streams back), and once accepted, its
  * inflated tar is stored too, with an index path -> byte range. gzip has no random access, so serving a file from the
@@ -49,7 +49,7 @@ export class ArtifactStore extends Context.Service<
      */
     readonly put: <E>(
       bytes: Stream.Stream<Uint8Array, E>
-    ) => Effect.Effect<StoredArtifact, E | ArtifactStoreUnavailable>
+    ) => Effect.Effect<StoredArtifact & { readonly created: boolean }, E | ArtifactStoreUnavailable>
     readonly has: (digest: Digest) => Effect.Effect<boolean, ArtifactStoreUnavailable>
     /**
      * The stored bytes, or a range of them. A local store dies when the digest is absent (a digest is recorded only
@@ -65,5 +65,11 @@ export class ArtifactStore extends Context.Service<
      * store checks here that the bytes are still there, so a lost object is an answer, not a broken response body.
      */
     readonly file: (bundle: Digest, path: string) => Effect.Effect<Option.Option<StoredFile>, ArtifactStoreUnavailable>
+    /**
+     * Removes artifacts (and a bundle's index) that an upload committed and its deploy then refused: a refused bundle
+     * keeps nothing (decisions.md part 13). Only for digests that upload's own `put` created (`created: true`), never
+     * one a deployment names: the same bytes uploaded again meanwhile are refused by the same check.
+     */
+    readonly discard: (digests: ReadonlyArray<Digest>) => Effect.Effect<void, ArtifactStoreUnavailable>
   }
 >()("@hostplane/core/deployments/ArtifactStore") {}

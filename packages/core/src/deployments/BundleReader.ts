@@ -12,6 +12,8 @@ export interface ReadBundle {
   readonly files: number
   readonly uncompressedBytes: number
   readonly manifest: Manifest
+  /** The artifacts this read stored that were not there before (the bundle, its inflated tar): what `discard` removes. */
+  readonly created: ReadonlyArray<Digest>
 }
 
 /**
@@ -26,5 +28,7 @@ export class BundleReader extends Context.Service<
     readonly read: <E>(
       body: Stream.Stream<Uint8Array, E>
     ) => Effect.Effect<ReadBundle, InvalidBundle | PayloadTooLarge | ArtifactStoreUnavailable | E>
+    /** Removes what `read` stored for a bundle its deploy then refused (the worker check, the project's own rules). */
+    readonly discard: (bundle: ReadBundle) => Effect.Effect<void, ArtifactStoreUnavailable>
   }
 >()("@hostplane/core/deployments/BundleReader") {}

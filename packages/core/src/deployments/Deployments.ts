@@ -169,7 +169,11 @@ export class Deployments extends Context.Service<
         )
         // A refused bundle answers its check's refusal as when the check ran first, not a refusal of the transaction
         // (a project being deleted, say) that happened to come first.
-        return yield* created.pipe(Effect.catch((error) => Effect.andThen(Fiber.join(checking), Effect.fail(error))))
+        return yield* created.pipe(
+          Effect.catch((error) => Effect.andThen(Fiber.join(checking), Effect.fail(error))),
+          // A refused bundle keeps nothing: no deployment, and none of the artifacts this upload stored.
+          Effect.tapError(() => Effect.ignore(reader.discard(bundle)))
+        )
       })
 
       const rollback = Effect.fn("Deployments.rollback")(function* (

@@ -133,6 +133,7 @@ export const snapshotStore = (snapshots: ReadonlyMap<string, Snapshot>): Deploym
   return {
     put: unsupported,
     putIndex: unsupported,
+    discard: unsupported,
     has: (digest) => Effect.succeed(snapshots.has(digest)),
     open: () => Stream.die(new Error("hostplane dev serves a folder; it has no tar")),
     index: (digest) =>

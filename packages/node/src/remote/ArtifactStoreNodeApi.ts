@@ -81,6 +81,7 @@ export const make = Effect.fn("ArtifactStoreNodeApi.make")(function* (
     // A node stores only what it fetched: a bundle is put by the control plane's upload, never here.
     put: local.put,
     putIndex: local.putIndex,
+    discard: local.discard,
     has: (digest) => Effect.flatMap(local.has(digest), (held) => (held ? Effect.succeed(true) : ensure(digest))),
     open: (digest, range) =>
       Stream.unwrap(

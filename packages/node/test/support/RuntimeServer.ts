@@ -2,6 +2,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { type ConfigOverrides, Tls } from "@hostplane/core"
 import { bundleOf, type BundleEntry, layerMemory } from "@hostplane/testkit"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { createHash } from "node:crypto"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll } from "vitest"
@@ -46,7 +47,7 @@ export interface RuntimeSuite {
     slug: string,
     project: string,
     entries: ReadonlyArray<BundleEntry>
-  ) => Promise<{ status: number; body: any }>
+  ) => Promise<{ status: number; body: any; digest: string }>
 }
 
 /**
@@ -83,7 +84,8 @@ export const useRuntimeSuite = (
       headers: { authorization: `Bearer ${suite.admin.token}`, "content-type": "application/gzip" },
       body: bytes
     })
-    return { status: reply.status, body: await reply.json() }
+    const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`
+    return { status: reply.status, body: await reply.json(), digest }
   }
   beforeAll(async () => {
     suite.server = await startTestServer(

@@ -19,8 +19,9 @@ export const make = Effect.sync(() => {
     put: (bytes) =>
       Effect.map(Stream.mkUint8Array(bytes), (all) => {
         const digest = `sha256:${createHash("sha256").update(all).digest("hex")}`
-        if (!blobs.has(digest)) blobs.set(digest, all)
-        return { digest, bytes: all.byteLength }
+        const created = !blobs.has(digest)
+        if (created) blobs.set(digest, all)
+        return { digest, bytes: all.byteLength, created }
       }),
     has: (digest) => Effect.sync(() => isDigest(digest) && blobs.has(digest)),
     open,
@@ -29,6 +30,13 @@ export const make = Effect.sync(() => {
         if (!indexes.has(bundle)) indexes.set(bundle, index)
       }),
     index: (bundle) => Effect.sync(() => Option.fromUndefinedOr(indexes.get(bundle))),
+    discard: (digests) =>
+      Effect.sync(() => {
+        for (const digest of digests) {
+          blobs.delete(digest)
+          indexes.delete(digest)
+        }
+      }),
     file: (bundle, path) =>
       Effect.sync(() =>
         Option.flatMap(Option.fromUndefinedOr(indexes.get(bundle)), (index) =>
