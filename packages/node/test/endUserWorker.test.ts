@@ -238,6 +238,10 @@ describe("spec 4.9 the edge's auth worker, end to end over HTTP with cookies aga
       // Nothing reached the project's database: not even the schema was made.
       expect(await psql(db, "select to_regclass('service_auth.sessions') is null")).toBe("t")
       expect((await edge(host, "/__service/auth/login/google")).status).toBe(404)
+      // No provider named: the answer says what the path needs, not an empty name.
+      const unnamed = await edge(host, "/__service/auth/login")
+      expect([unnamed.status, unnamed.json().code]).toEqual([404, "not_found"])
+      expect(unnamed.json().message).toBe("name a provider: /__service/auth/login/<provider>")
     },
     slow
   )

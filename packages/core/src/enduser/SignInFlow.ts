@@ -309,7 +309,13 @@ export class SignInFlow extends Context.Service<
           if ((action === "login" || action === "callback") && rest.length === 0 && request.method === "GET") {
             const registered = config.value.providers.find((entry) => entry.provider === provider)
             if (registered === undefined)
-              return problem(404, "not_found", `sign-in with ${provider} is not set up here`)
+              return problem(
+                404,
+                "not_found",
+                provider === ""
+                  ? `name a provider: /__service/auth/${action}/<provider>`
+                  : `sign-in with ${provider} is not set up here`
+              )
             const step = action === "login" ? login : callback
             return yield* step(request, config.value, registered, url.searchParams)
           }
