@@ -62,7 +62,11 @@ export const runtimeSettingsConfig = Config.all({
     Config.withDefault("on"),
     Config.map((value) => !["off", "false", "0", "no"].includes(value.trim().toLowerCase()))
   ),
-  shards: Config.Int("SERVICE_WORKER_SHARDS").pipe(Config.withDefault(defaultShards())),
+  // Unset is the machine's default, not a number: docs/settings.md says how it is chosen.
+  shards: Config.Int("SERVICE_WORKER_SHARDS").pipe(
+    Config.option,
+    Config.map((shards) => Option.getOrElse(shards, defaultShards))
+  ),
   timeoutMs: Config.Duration("SERVICE_WORKER_TIMEOUT").pipe(
     Config.withDefault(Duration.seconds(30)),
     Config.map((duration) => Duration.toMillis(duration))
