@@ -2,6 +2,7 @@ import type { ChildProcess } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
+import { internetService } from "./Egress.ts"
 
 /**
  * The hot shard: one workerd process whose static config names each hot project's worker, each on a unix socket of
@@ -160,7 +161,7 @@ const config :Workerd.Config = (
   services = [
     (name = "router", worker = .router),
     (name = "node", external = (address = ${capnpText(`unix:${options.nodeSocket}`)}, http = ())),
-    (name = "internet", network = (allow = ["public"], deny = ["local", "private", "unix", "unix-abstract"])),
+    ${internetService},
     (name = "nowhere", network = (allow = [])),
     ${services.join(",\n    ")}
   ],

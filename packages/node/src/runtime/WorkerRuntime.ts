@@ -13,6 +13,7 @@ import { bindingModules } from "../bindings/Bindings.ts"
 import { type HotSettings, type HotWorker, makeHot } from "./HotShard.ts"
 import { type LogCollector, makeCollector } from "./LogCollector.ts"
 import { workerdBinary } from "./WorkerdBinary.ts"
+import { internetService } from "./Egress.ts"
 
 /** `SERVICE_WORKER_OUTBOUND`: what a worker's own `fetch()`/`connect()` may reach. */
 export type Outbound = "public" | "none"
@@ -144,7 +145,7 @@ const config :Workerd.Config = (
   services = [
     (name = "router", worker = .router),
     (name = "node", external = (address = ${capnpString(`unix:${options.nodeSocket}`)}, http = ())),
-    (name = "internet", network = (allow = ["public"], deny = ["local", "private", "unix", "unix-abstract"])),
+    ${internetService},
   ],
   sockets = [ (name = "http", address = ${capnpString(`unix:${options.socket}`)}, http = (), service = "router") ],
 );
