@@ -1,8 +1,8 @@
 import type { ChildProcess } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Http from "node:http"
 import * as Path from "node:path"
 import { internetService } from "./Egress.ts"
+import { probeSocket } from "./SocketProbe.ts"
 
 /**
  * The hot shard: one workerd process whose static config names each hot project's worker, each on a unix socket of
@@ -182,21 +182,7 @@ const router :Workerd.Worker = (
 
 /** Whether the worker on a hot socket answers: the entry module answers a check without calling the tenant. */
 const probeWorker = (socket: string, timeoutMs: number) =>
-  new Promise<boolean>((resolve) => {
-    const request = Http.request(
-      { socketPath: socket, path: "/", method: "GET", headers: { "x-hostplane-check": "1" }, timeout: timeoutMs },
-      (response) => {
-        response.resume()
-        resolve(response.statusCode === 204)
-      }
-    )
-    request.on("timeout", () => {
-      request.destroy()
-      resolve(false)
-    })
-    request.on("error", () => resolve(false))
-    request.end()
-  })
+  probeSocket(socket, { path: "/", headers: { "x-hostplane-check": "1" }, status: 204 }, timeoutMs)
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 

@@ -14,6 +14,7 @@ import { type HotSettings, type HotWorker, makeHot } from "./HotShard.ts"
 import { type LogCollector, makeCollector } from "./LogCollector.ts"
 import { workerdBinary } from "./WorkerdBinary.ts"
 import { internetService } from "./Egress.ts"
+import { probeSocket } from "./SocketProbe.ts"
 
 /** `SERVICE_WORKER_OUTBOUND`: what a worker's own `fetch()`/`connect()` may reach. */
 export type Outbound = "public" | "none"
@@ -234,21 +235,7 @@ interface Shard {
 }
 
 const probe = (socket: string, timeoutMs: number) =>
-  new Promise<boolean>((resolve) => {
-    const request = Http.request(
-      { socketPath: socket, path: "/__hostplane/health", method: "GET", timeout: timeoutMs },
-      (response) => {
-        response.resume()
-        resolve(response.statusCode === 200)
-      }
-    )
-    request.on("timeout", () => {
-      request.destroy()
-      resolve(false)
-    })
-    request.on("error", () => resolve(false))
-    request.end()
-  })
+  probeSocket(socket, { path: "/__hostplane/health", status: 200 }, timeoutMs)
 
 /**
  * The worker runtime of a node: `shards` workerd processes, each running the router worker on a unix socket in a
