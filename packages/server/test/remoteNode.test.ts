@@ -9,6 +9,19 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, root, signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
 
+/** Passes a request on to the control plane at `target` and its answer back: a proxy between a node and the node API. */
+const relay = (target: URL, request: Http.IncomingMessage, response: Http.ServerResponse) => {
+  const upstream = Http.request(
+    { host: target.hostname, port: target.port, path: request.url, method: request.method, headers: request.headers },
+    (answer) => {
+      response.writeHead(answer.statusCode!, answer.headers)
+      answer.pipe(response)
+    }
+  )
+  upstream.on("error", () => response.destroy())
+  request.pipe(upstream)
+}
+
 const nodeToken = "node-token-remote-process-5d2a"
 const mailDomain = "mail.remote.test"
 
@@ -551,21 +564,7 @@ describe("a remote node process serves workers from the node API alone", () => {
         response.end(JSON.stringify({ authority: wrongAuthority }))
         return
       }
-      const upstream = Http.request(
-        {
-          host: target.hostname,
-          port: target.port,
-          path: request.url,
-          method: request.method,
-          headers: request.headers
-        },
-        (answer) => {
-          response.writeHead(answer.statusCode!, answer.headers)
-          answer.pipe(response)
-        }
-      )
-      upstream.on("error", () => response.destroy())
-      request.pipe(upstream)
+      relay(target, request, response)
     })
     await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
     const port = await freePort()
@@ -637,21 +636,7 @@ describe("a remote node process serves workers from the node API alone", () => {
         held.push(response)
         return
       }
-      const upstream = Http.request(
-        {
-          host: target.hostname,
-          port: target.port,
-          path: request.url,
-          method: request.method,
-          headers: request.headers
-        },
-        (answer) => {
-          response.writeHead(answer.statusCode!, answer.headers)
-          answer.pipe(response)
-        }
-      )
-      upstream.on("error", () => response.destroy())
-      request.pipe(upstream)
+      relay(target, request, response)
     })
     await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve))
     const port = await freePort()
