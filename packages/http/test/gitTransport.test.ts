@@ -263,6 +263,19 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     expect(advertised.headers.get("content-type")).toBe("application/x-git-upload-pack-advertisement")
     const capabilities = await advertised.text()
     expect(capabilities.startsWith(pkt("version 2\n"))).toBe(true)
+    // git's own advertisement under the repository's configuration (uploadpack.allowFilter), answered from memory the
+    // second time: the same bytes.
+    const version = (await gitOk(pushed.dir, ["--version"])).trim().replace(/^git version /u, "")
+    expect(capabilities).toContain(pkt(`agent=git/${version}\n`))
+    expect(capabilities).toContain(pkt("fetch=shallow wait-for-done filter\n"))
+    const again = await fetch(`${url}/info/refs?service=git-upload-pack`, {
+      headers: { authorization: auth, "git-protocol": "version=2" }
+    })
+    expect([again.status, await again.text()]).toEqual([200, capabilities])
+    const anonymous = await fetch(`${url}/info/refs?service=git-upload-pack`, {
+      headers: { "git-protocol": "version=2" }
+    })
+    expect(anonymous.status).toBe(401)
     const body = gzipSync(Buffer.from(`${pkt("command=ls-refs\n")}0001${pkt("peel\n")}0000`))
     const listed = await fetch(`${url}/git-upload-pack`, {
       method: "POST",

@@ -127,10 +127,11 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
         })
       )
 
-      const git = (args: ReadonlyArray<string>, cwd?: string) =>
+      const git = (args: ReadonlyArray<string>, cwd?: string, env: Record<string, string> = {}) =>
         Effect.flatMap(prepared, () =>
           Effect.callback<Ran, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
-            const child = execFile(gitBinary, [...args], execOptions(cwd, baseEnv), (error, stdout, stderr) => {
+            const options = execOptions(cwd, { ...baseEnv, ...env })
+            const child = execFile(gitBinary, [...args], options, (error, stdout, stderr) => {
               const code = (error as NodeJS.ErrnoException | null)?.code
               if (code === "ENOENT" && cwd !== undefined) {
                 // Either the binary or the folder is missing; the folder is checked first by every caller.
@@ -279,6 +280,40 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           )
         )
 
+      /**
+       * Protocol v2 capability advertisements by repository and protocol request. In v2 the advertisement names no ref
+       * (`ls-refs` does): it is the git binary's capabilities under the repository's configuration, which only this
+       * storage writes (at creation), so it is the same on every request. Each smart HTTP clone or fetch starts with
+       * it, and answering it from memory spares a git process per clone: on a busy machine a process start is tens of
+       * milliseconds before the pack's first byte (bench/README.md, bench:git).
+       */
+      const advertisements = new Map<string, Uint8Array>()
+      const advertisementsKept = 1024
+
+      const advertiseV2 = (repoId: Kernel.RepoId, protocol: string) =>
+        Effect.gen(function* () {
+          const key = `${repoId}\0${protocol}`
+          let bytes = advertisements.get(key)
+          if (bytes === undefined) {
+            const args = [...transportConfig, "upload-pack", "--stateless-rpc", "--advertise-refs", dirOf(repoId)]
+            const ran = yield* git(args, undefined, { GIT_PROTOCOL: protocol })
+            if (ran.code !== 0 || ran.stdout.length === 0) {
+              return yield* new Git.GitRefused({
+                message: ran.stderr.replace(/^fatal: /mu, "").trim() || "git refused the request"
+              })
+            }
+            bytes = new Uint8Array(ran.stdout)
+            if (advertisements.size >= advertisementsKept) advertisements.delete(advertisements.keys().next().value!)
+            advertisements.set(key, bytes)
+          }
+          const answer: Git.GitProcess = {
+            output: Stream.make(bytes),
+            exitCode: Effect.succeed(0),
+            messages: Effect.succeed("")
+          }
+          return answer
+        })
+
       const run = (
         repoId: Kernel.RepoId,
         defaultBranch: string,
@@ -288,6 +323,14 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
       ) =>
         Effect.gen(function* () {
           yield* ensure(repoId, defaultBranch)
+          if (
+            request.mode === "advertise" &&
+            request.service === "upload-pack" &&
+            request.protocol !== null &&
+            request.protocol.split(":").includes("version=2")
+          ) {
+            return yield* advertiseV2(repoId, request.protocol)
+          }
           const modeArgs =
             request.mode === "advertise"
               ? ["--stateless-rpc", "--advertise-refs"]
@@ -539,6 +582,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           const running = repacking.get(repoId)?.fiber
           if (running !== undefined) yield* Fiber.interrupt(running)
           repacking.delete(repoId)
+          for (const key of advertisements.keys()) if (key.startsWith(`${repoId}\0`)) advertisements.delete(key)
           yield* prepared
           yield* Effect.tryPromise({
             try: () => Fs.rm(dirOf(repoId), { recursive: true, force: true }),
