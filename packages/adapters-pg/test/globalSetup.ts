@@ -4,6 +4,7 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { pathToFileURL } from "node:url"
 
 /** `TestDatabase.setupVariable`, spelled out: importing it would load the PostgreSQL code this file defers. */
 const setupVariable = "HOSTPLANE_TEST_PG_SETUP"
@@ -28,6 +29,12 @@ const serverClusterPath = "/server-cluster"
  * instead of running its own, through `initdbCacheVariable`.
  */
 export default async function setup() {
+  // The binaries' bundles that `npm start` and `npm run start:node` run (`packages/server/scripts/bundle.mjs`), built
+  // here once when a source is newer than them, so the test servers starting at once do not each build them again.
+  const bundles = Path.join(import.meta.dirname, "../../server/scripts/bundle.mjs")
+  const { fresh } = (await import(pathToFileURL(bundles).href)) as { fresh: (name: string) => Promise<string> }
+  await fresh("server")
+  await fresh("node")
   const scope = Scope.makeUnsafe()
   let directory: string | undefined
   let clusterDirectory: string | undefined

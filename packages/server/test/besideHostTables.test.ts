@@ -1,12 +1,11 @@
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { Effect, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, root, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
+import { freePort, type ServerProcess, signIn, spawnScript, startServer, stopServer } from "./support/ServerProcess.ts"
 
 /** What every backend's database already holds: its own users, sessions, jobs, projects and orgs, with rows. */
 const backendTables = [
@@ -84,8 +83,7 @@ describe("the server binary on a database holding a backend's own tables", () =>
   })
 
   it("a schema name that is not an identifier fails the start with a message naming SERVICE_PG_SCHEMA", async () => {
-    const child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"], {
-      cwd: root,
+    const child = spawnScript("start", {
       env: {
         ...process.env,
         DATABASE_URL: Redacted.value((await database.runPromise(Effect.service(TestDatabase))).url),

@@ -4,7 +4,7 @@ import * as Http from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, root } from "./support/ServerProcess.ts"
+import { freePort, root, spawnScript } from "./support/ServerProcess.ts"
 
 const alive = (pid: number) => {
   try {
@@ -126,8 +126,7 @@ describe("npm start: health, keep-alive, and a SIGTERM that drains and stops eve
   it("refuses to start a second server on a port in use, naming the listener, its address and its setting", async () => {
     let second = ""
     const otherData = mkdtempSync(join(tmpdir(), "hostplane-ops-second-"))
-    const child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"], {
-      cwd: root,
+    const child = spawnScript("start", {
       env: {
         ...process.env,
         SERVICE_DATA_DIR: otherData,

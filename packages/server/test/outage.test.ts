@@ -4,9 +4,8 @@ import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
-import { spawn } from "node:child_process"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, root, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
+import { freePort, type ServerProcess, signIn, spawnScript, startServer, stopServer } from "./support/ServerProcess.ts"
 
 /** A real PostgreSQL the test starts, stops and starts again on the same cluster and port. */
 const startPostgres = async (directory: string, port: number) => {
@@ -93,8 +92,7 @@ describe("the control database stops and comes back", () => {
     )
     await client.end()
     let output = ""
-    const child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"], {
-      cwd: root,
+    const child = spawnScript("start", {
       env: {
         ...process.env,
         DATABASE_URL: postgres.url,

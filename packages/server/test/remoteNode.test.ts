@@ -1,13 +1,13 @@
 import { bundleOf, FakeIdentityProvider, manifestEntry, startS3rver, testAuthority } from "@hostplane/testkit"
 import { Effect, ManagedRuntime } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, root, signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
+import { freePort, signIn, spawnScript, startOnData, stopServer } from "./support/ServerProcess.ts"
 
 /** Passes a request on to the control plane at `target` and its answer back: a proxy between a node and the node API. */
 const relay = (target: URL, request: Http.IncomingMessage, response: Http.ServerResponse) => {
@@ -28,8 +28,7 @@ const mailDomain = "mail.remote.test"
 /** The `hostplane-node` binary with nothing but `env` (no setting of the control plane's reaches it). */
 const startNode = (env: Record<string, string>) => {
   let output = ""
-  const child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/node/src/bin/node.ts"], {
-    cwd: root,
+  const child = spawnScript("start:node", {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })

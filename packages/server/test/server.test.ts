@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import * as Http from "node:http"
 import { connect } from "node:net"
@@ -6,7 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type FakeNameCom, startFakeNameCom } from "@hostplane/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, root } from "./support/ServerProcess.ts"
+import { freePort, spawnScript } from "./support/ServerProcess.ts"
 
 /** The standalone binary, exactly as `npm start` runs it, on a fresh data directory. */
 describe("the server binary on its embedded defaults", () => {
@@ -27,8 +27,7 @@ describe("the server binary on its embedded defaults", () => {
     dnsPort = await freePort()
     sshPort = await freePort()
     base = `http://127.0.0.1:${port}`
-    child = spawn(process.execPath, ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"], {
-      cwd: root,
+    child = spawnScript("start", {
       env: {
         ...process.env,
         SERVICE_DATA_DIR: dataDir,

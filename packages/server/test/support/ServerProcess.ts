@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { type ChildProcess, execFile, spawn, type StdioOptions } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import { mkdir } from "node:fs/promises"
 import { createServer } from "node:net"
@@ -82,8 +82,25 @@ const seedEmbeddedCluster = async (env: Record<string, string | undefined>) => {
   await promisify(execFile)("cp", ["-a", from, target])
 }
 
-/** How `npm start` runs the standalone binary: from its TypeScript sources. */
-const fromSource = ["--conditions=@hostplane/source", "packages/server/src/bin/server.ts"]
+/**
+ * Runs a script of the root `package.json` (`start`, the standalone binary; `start:node`, the remote node's) exactly
+ * as `npm run` does: its line through `sh -c` in the repository root with `node_modules/.bin` first on the `PATH`, so
+ * every test of a binary runs the command its users run, flags included. The line `exec`s node, so the child is the
+ * binary's own process: its signals and exit code.
+ */
+export const spawnScript = (
+  script: "start" | "start:node",
+  options: { readonly env: Record<string, string | undefined>; readonly stdio?: StdioOptions }
+): ChildProcess => {
+  const scripts = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: Record<string, string> })
+    .scripts
+  const path = options.env["PATH"] ?? process.env["PATH"] ?? "/usr/bin:/bin"
+  return spawn("/bin/sh", ["-c", scripts[script]!], {
+    cwd: root,
+    env: { ...options.env, PATH: `${join(root, "node_modules", ".bin")}:${path}` },
+    stdio: options.stdio ?? ["ignore", "pipe", "pipe"]
+  })
+}
 
 export interface ServerProcess {
   readonly child: ChildProcess
@@ -103,11 +120,7 @@ export const startServer = async (base: string, env: Record<string, string>, tri
   const sshListen = `127.0.0.1:${await freePort()}`
   const childEnv = { ...process.env, SERVICE_GIT_SSH_LISTEN: sshListen, SERVICE_PG_EMBEDDED_DURABLE: "false", ...env }
   await seedEmbeddedCluster(childEnv)
-  const child = spawn(process.execPath, fromSource, {
-    cwd: root,
-    env: childEnv,
-    stdio: ["ignore", "pipe", "pipe"]
-  })
+  const child = spawnScript("start", { env: childEnv })
   child.stdout!.on("data", (chunk) => (output += chunk))
   child.stderr!.on("data", (chunk) => (output += chunk))
   // Settles once the process exited and its output was read to the end.

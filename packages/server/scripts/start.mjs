@@ -1,0 +1,19 @@
+// What `npm start` runs (`npm run start:node` with the argument `node`): the binary's bundle (`bundle.mjs`), built
+// again first when one of its sources is newer than it, so an edited source runs at the next start; then the bundle
+// itself, in this process, so signals and the exit code are the binary's own. V8's compile cache of the bundle sits
+// beside it: a later start skips compiling what an earlier one compiled (Node checks each entry against the source).
+import * as Module from "node:module"
+import * as Path from "node:path"
+import { pathToFileURL } from "node:url"
+import { binaries, fresh } from "./bundle.mjs"
+
+const name = process.argv[2] ?? "server"
+if (!Object.hasOwn(binaries, name)) {
+  console.error(`start.mjs runs one of ${Object.keys(binaries).join(", ")}, not ${name}`)
+  process.exit(2)
+}
+const file = await fresh(name)
+// NODE_COMPILE_CACHE, when set, already chose a folder.
+if (process.env.NODE_COMPILE_CACHE === undefined)
+  Module.enableCompileCache?.(Path.join(Path.dirname(file), "compile-cache"))
+await import(pathToFileURL(file).href)
