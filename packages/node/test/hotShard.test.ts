@@ -39,7 +39,9 @@ export default {
       isolate,
       secret: env.GREETING ?? null,
       url: request.url,
-      headers: Object.fromEntries(request.headers)
+      headers: Object.fromEntries(request.headers),
+      cf: request.cf === undefined ? "none" : request.cf,
+      cfOfCopy: new Request(request).cf ?? "none"
     })
   }
 }`
@@ -95,7 +97,7 @@ describe("hot projects: a static-config workerd serving the busiest projects' wo
   const secretPath = (project: { readonly slug: string; readonly name: string }) =>
     `/v1/orgs/${project.slug}/projects/${project.name}/secrets/GREETING`
 
-  it("a project with sustained traffic is promoted: its worker runs in the hot process with the same env, url and headers", async () => {
+  it("a project with sustained traffic is promoted: its worker runs in the hot process with the same env, url, headers and no request.cf", async () => {
     const project = await suite.newProject()
     expect((await suite.deploy(project.slug, project.name, bundle("v1"))).status).toBe(201)
     expect((await suite.api.put(secretPath(project), { value: "hi" }, { token: suite.admin.token })).status).toBe(200)
@@ -112,6 +114,12 @@ describe("hot projects: a static-config workerd serving the busiest projects' wo
     expect(hot.headers["x-forwarded-for"]).toBe("127.0.0.1")
     // The node's own headers reach the entry module only: the worker never sees them.
     expect(Object.keys(hot.headers).filter((name) => name.startsWith("x-hostplane-"))).toEqual([])
+    // Nor the node's invocation fields, which reach the entry module in request.cf on either shard: the worker sees no
+    // request.cf, and a copy of its request carries nothing but the invocation's id.
+    expect(cold.cf).toBe("none")
+    expect(hot.cf).toBe("none")
+    expect(Object.keys(cold.cfOfCopy === "none" ? {} : cold.cfOfCopy)).toEqual(["id"])
+    expect(Object.keys(hot.cfOfCopy === "none" ? {} : hot.cfOfCopy)).toEqual(["id"])
     expect((await call(project.hostname, "/asset")).text).toBe("hello asset")
     // The same isolate answers again: the project stays hot.
     expect((await call(project.hostname)).json().isolate).toBe(hot.isolate)

@@ -102,7 +102,7 @@ const report = (invocation) => {
     }
   })()
   try {
-    invocation.ctx.waitUntil(sending)
+    invocation.waitUntil.call(invocation.ctx, sending)
   } catch {
     // The invocation is over: the report goes on under no request's lifetime.
   }
@@ -172,85 +172,112 @@ const flagsOf = (value) => {
   return flagsParsed
 }
 
+/**
+ * The env the tenant sees: the worker's own env without the two capabilities that are the entry module's, and with the
+ * granted bindings. workerd gives a worker the same `env` object on every request, so the tenant's part is made once
+ * per env object and shared, as workerd shares its own; only a project with bindings makes one per request (a binding
+ * may read the request it serves: `env.auth.user(request)`).
+ */
+let lastEnv
+let lastTenantEnv
+const tenantEnvOf = (env, received, handle) => {
+  if (env !== lastEnv) {
+    const own = {}
+    for (const name of Object.keys(env)) {
+      if (name !== "__hostplane" && name !== "__hostplaneBindings") own[name] = env[name]
+    }
+    lastEnv = env
+    lastTenantEnv = own
+  }
+  const flags = flagsOf(env.__hostplaneBindings)
+  for (const _ in flags) return Object.assign({}, lastTenantEnv, bindingsOf(flags, received, handle))
+  return lastTenantEnv
+}
+
+/** Ends the tenant's handler: its event closes once the work it handed to `ctx.waitUntil` settles too. */
+const handlerOver = (invocation) => {
+  invocation.handlerOver = true
+  settle(invocation)
+}
+const settle = (invocation) => {
+  if (!invocation.handlerOver || invocation.waiting > 0) return
+  invocation.done = true
+  if (invocation.lines.length > 0 || invocation.exceptions.length > 0) report(invocation)
+}
+/** A handler that threw: kept with its stack; the edge answers 500 worker_exception, nothing of the error in it. */
+const threw = (invocation, error) => {
+  noteException(invocation, error)
+  handlerOver(invocation)
+  return new Response(null, { status: 500, headers: { "x-hostplane-outcome": "exception" } })
+}
+
 export default {
-  async fetch(request, env, ctx) {
-    if (request.headers.get("x-hostplane-check") === "1") return new Response(null, { status: 204 })
-    bindingsStub = env.__hostplane
-    const tenantEnv = {}
-    for (const [name, value] of Object.entries(env)) {
-      if (name !== "__hostplane" && name !== "__hostplaneBindings") tenantEnv[name] = value
-    }
-    // On the loader shard the router turned the edge's invoke header into the two x-hostplane-* headers below. On the
-    // hot shard there is no router: workerd parses the edge's invoke header into `request.cf` (the socket's
-    // cfBlobHeader) and drops it, so no header needs removing and the request goes to the worker as it came. The edge
-    // drops every x-hostplane-* header a client sends, so either is the node's. The end user's session handle is the
-    // node's: the worker's code never sees it.
+  fetch(request, env, ctx) {
+    // The node's part of the request is in `request.cf`: on the hot shard workerd parses the edge's invoke header
+    // into it (the socket's cfBlobHeader) and drops the header; on the loader shard the router puts it there. The edge
+    // drops every x-hostplane-* header a client sends, so either is the node's.
     const cf = request.cf
-    const direct = cf !== undefined && cf !== null && typeof cf.id === "string"
-    const handle = direct ? (typeof cf.user === "string" ? cf.user : null) : request.headers.get("x-hostplane-user")
-    const id = direct ? cf.id : request.headers.get("x-hostplane-invocation")
-    let received = request
-    if (direct) {
-      if (handle !== null) received = new Request(request, { cf: {} })
-    } else if (handle !== null || id !== null) {
-      const headers = new Headers(request.headers)
-      headers.delete("x-hostplane-user")
-      headers.delete("x-hostplane-invocation")
-      received = new Request(request, { headers })
+    bindingsStub = env.__hostplane
+    if (cf === undefined || cf === null) {
+      // The hot shard's check that the worker loaded: answered without calling the tenant.
+      if (request.headers.get("x-hostplane-check") === "1") return new Response(null, { status: 204 })
+      return main.fetch(request, tenantEnvOf(env, request, null), ctx)
     }
-    Object.assign(tenantEnv, bindingsOf(flagsOf(env.__hostplaneBindings), received, handle))
-    if (id === null) return main.fetch(received, tenantEnv, ctx)
+    if (cf.check === true) return new Response(null, { status: 204 })
+    // The end user's session handle is the node's: the tenant's code never sees it, not even in a copy of the
+    // request, so a request that carries one is copied without it (rare: only with a signed-in end user).
+    const handle = typeof cf.user === "string" ? cf.user : null
+    const received = handle === null ? request : new Request(request, { cf: {} })
+    // The tenant sees no `request.cf`, as on a request the router built: the invocation's fields are the node's.
+    Object.defineProperty(received, "cf", { value: undefined })
+    const tenantEnv = tenantEnvOf(env, received, handle)
+    if (typeof cf.id !== "string") return main.fetch(received, tenantEnv, ctx)
     const invocation = {
-      id,
+      id: cf.id,
       ctx,
+      waitUntil: ctx.waitUntil,
       lines: [],
       full: false,
       cut: false,
       exceptions: [],
       done: false,
+      handlerOver: false,
+      waiting: 0,
       sentLines: 0,
       sentExceptions: 0
     }
     // Work the tenant hands to `ctx.waitUntil` belongs to the invocation as it did under workerd's tail: its lines
     // (the store follows the promise) and its rejection are the invocation's, and the event closes when it settles.
-    let handlerOver = false
-    let waiting = 0
-    const settle = () => {
-      if (!handlerOver || waiting > 0) return
-      invocation.done = true
-      if (invocation.lines.length > 0 || invocation.exceptions.length > 0) report(invocation)
-    }
-    const waitUntil = (promise) => {
-      waiting++
-      ctx.waitUntil(
+    // Set on the context itself, so everything else of it stays workerd's own.
+    ctx.waitUntil = (promise) => {
+      invocation.waiting++
+      invocation.waitUntil.call(
+        ctx,
         Promise.resolve(promise)
           .then(undefined, (error) => void noteException(invocation, error))
           .finally(() => {
-            waiting--
-            settle()
+            invocation.waiting--
+            settle(invocation)
           })
       )
     }
-    const tenantCtx = new Proxy(ctx, {
-      get: (target, key) => {
-        if (key === "waitUntil") return waitUntil
-        const value = Reflect.get(target, key)
-        return typeof value === "function" ? value.bind(target) : value
-      }
-    })
-    return invocations.run(invocation, async () => {
-      try {
-        return await main.fetch(received, tenantEnv, tenantCtx)
-      } catch (error) {
-        noteException(invocation, error)
-        // On the hot shard no router turns the exception into the edge's outcome header: the edge answers 500
-        // worker_exception from this, with nothing of the worker's error in it.
-        if (direct) return new Response(null, { status: 500, headers: { "x-hostplane-outcome": "exception" } })
-        throw error
-      } finally {
-        handlerOver = true
-        settle()
-      }
-    })
+    let result
+    try {
+      result = invocations.run(invocation, () => main.fetch(received, tenantEnv, ctx))
+    } catch (error) {
+      return threw(invocation, error)
+    }
+    // A handler that answers at once is answered at once: no promise of ours in between.
+    if (result === null || typeof result !== "object" || typeof result.then !== "function") {
+      handlerOver(invocation)
+      return result
+    }
+    return Promise.resolve(result).then(
+      (response) => {
+        handlerOver(invocation)
+        return response
+      },
+      (error) => threw(invocation, error)
+    )
   }
 }

@@ -116,20 +116,19 @@ export default {
     const meta = JSON.parse(header)
     const headers = new Headers(request.headers)
     headers.delete(invokeHeader)
-    if (meta.check !== true) headers.delete("x-hostplane-check")
-    else headers.set("x-hostplane-check", "1")
-    // The end user's session handle comes from the node's invocation only, never from the client's headers.
-    headers.delete("x-hostplane-user")
-    if (typeof meta.user === "string") headers.set("x-hostplane-user", meta.user)
-    // The id the node joins the entry module's log reports to: from the node's invocation only.
-    headers.delete("x-hostplane-invocation")
-    if (typeof meta.id === "string") headers.set("x-hostplane-invocation", meta.id)
     const hasBody = request.method !== "GET" && request.method !== "HEAD"
+    // The invocation's part for the entry module goes in `cf`, which only the node's invoke header fills: the id the
+    // node joins the entry module's log reports to, the end user's session handle, whether this is a load check.
     const forwarded = new Request(meta.url, {
       method: request.method,
       headers,
       body: hasBody ? request.body : null,
-      redirect: "manual"
+      redirect: "manual",
+      cf: {
+        ...(typeof meta.id === "string" ? { id: meta.id } : {}),
+        ...(typeof meta.user === "string" ? { user: meta.user } : {}),
+        ...(meta.check === true ? { check: true } : {})
+      }
     })
     try {
       const worker = await load(env, ctx, meta)

@@ -510,7 +510,7 @@ const forward = async (options: {
   const timeoutMs = runtime.settings.timeoutMs
   const target = await targetOf(runtime, options.target.projectId, options.key)
   if (target === undefined) return { _tag: "Timeout" }
-  const headers = upstreamHeaders(options)
+  const headers = upstreamHeaders({ ...options, hot: target.hot })
   return new Promise<Forwarded>((resolve) => {
     const socketPath = target.socket
     // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
@@ -599,6 +599,8 @@ const upstreamHeaders = (options: {
   readonly incoming: Http.IncomingMessage
   readonly user: string | undefined
   readonly invocation: Invocation
+  /** The request goes to the hot shard's socket of the worker. */
+  readonly hot: boolean
 }): Record<string, string | Array<string>> => {
   const { incoming } = options
   const headers: Record<string, string | Array<string>> = {}
@@ -618,12 +620,12 @@ const upstreamHeaders = (options: {
   if (headers.host === undefined && authority !== undefined) headers.host = authority
   headers["x-forwarded-for"] = incoming.socket.remoteAddress ?? ""
   headers["x-forwarded-proto"] = options.scheme
-  headers["x-hostplane-invoke"] = JSON.stringify({
-    key: options.key,
-    url: options.url,
-    id: options.invocation.id,
-    ...(options.user === undefined ? {} : { user: options.user })
-  })
+  // The hot shard's socket serves one worker and takes the URL from the request: its entry module needs the
+  // invocation's id and the end user's handle only. The loader shard's router also needs the key and the URL.
+  const user = options.user === undefined ? "" : `,"user":${JSON.stringify(options.user)}`
+  headers["x-hostplane-invoke"] = options.hot
+    ? `{"id":${JSON.stringify(options.invocation.id)}${user}}`
+    : `{"key":${JSON.stringify(options.key)},"url":${JSON.stringify(options.url)},"id":${JSON.stringify(options.invocation.id)}${user}}`
   return headers
 }
 
@@ -699,7 +701,7 @@ const forwardInto = async (options: {
   const timeoutMs = runtime.settings.timeoutMs
   const target = await targetOf(runtime, options.target.projectId, options.key, options.loaderOnly === true)
   if (target === undefined) return { _tag: "Timeout" }
-  const headers = upstreamHeaders(options)
+  const headers = upstreamHeaders({ ...options, hot: target.hot })
   return new Promise<Direct>((resolve) => {
     const socketPath = target.socket
     // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
