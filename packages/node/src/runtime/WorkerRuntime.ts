@@ -32,11 +32,17 @@ export interface RuntimeSettings {
   /** The workerd binary to run; the pinned npm package's by default (`hostplane dev` may find one elsewhere). */
   readonly binary?: string
   /**
-   * A shard holding this many isolates of code no longer current (a replaced deployment, an env changed since) is
-   * replaced by a fresh process, without dropping a request: workerd never unloads a loader's isolate (about 2 MB
-   * each). Default 16.
+   * A shard holding this many isolates that serve nothing (code no longer current, or idle for `idleMs`) is replaced
+   * by a fresh process, without dropping a request: workerd never unloads a loader's isolate (about 2.5 MiB each).
+   * Default 16. A shard whose wasted isolates outnumber those in use is replaced from a quarter of this on, since the
+   * fresh process reloads only the isolates in use.
    */
   readonly rotateAfterStale?: number
+  /**
+   * `SERVICE_WORKER_IDLE` (default 10 minutes): an isolate whose project had no request for this long counts as wasted
+   * toward `rotateAfterStale`; its project pays one cold load (about 30 ms) at its next request.
+   */
+  readonly idleMs?: number
   /** Projects served by the hot shard (a static config, one invocation per request); off when absent. */
   readonly hot?: HotSettings
 }
@@ -80,6 +86,10 @@ export const runtimeSettingsConfig = Config.all({
   sandbox: Config.String("SERVICE_WORKER_SANDBOX").pipe(
     Config.withDefault("auto"),
     Config.map((value): "auto" | "off" => (value.trim().toLowerCase() === "off" ? "off" : "auto"))
+  ),
+  idleMs: Config.Duration("SERVICE_WORKER_IDLE").pipe(
+    Config.withDefault(Duration.minutes(10)),
+    Config.map((duration) => Duration.toMillis(duration))
   ),
   hot: Config.all({
     max: Config.Int("SERVICE_WORKER_HOT").pipe(Config.withDefault(8)),
@@ -626,19 +636,50 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   // The key each project's requests use now: any other key a shard loaded for it is stale.
   const latest = new Map<string, string>()
   const rotateAfterStale = Math.max(1, settings.rotateAfterStale ?? 16)
+  const idleMs = settings.idleMs ?? 10 * 60_000
+  // When each key was last asked for (a coarse clock, moved by the health timer: no clock read per request).
+  let clock = Date.now()
+  const lastUsed = new Map<string, number>()
+  /**
+   * Replaces the shard when enough of its isolates serve nothing: stale ones (a replaced deployment, an env changed
+   * since) and idle ones. The fresh process reloads only the isolates asked for again, each once (about 30 ms), so a
+   * shard whose wasted isolates outnumber those in use is replaced sooner.
+   */
+  const consider = (shard: Shard) => {
+    let wasted = 0
+    for (const loaded of shard.loaded) {
+      const owner = specs.get(loaded)?.projectId
+      if (owner === undefined || latest.get(owner) !== loaded || clock - (lastUsed.get(loaded) ?? 0) >= idleMs) {
+        wasted += 1
+      }
+    }
+    const inUse = shard.loaded.size - wasted
+    if (wasted >= rotateAfterStale || (wasted >= Math.ceil(rotateAfterStale / 4) && wasted >= inUse)) void rotate(shard)
+  }
   const noteLoaded = (key: string, spec: WorkerSpec) => {
     // Load checks use a worker of their own that the router does not keep.
     if (spec.projectId.startsWith("__")) return
     const shard = shards[shardOf(spec.projectId)]
     if (shard === undefined) return
     shard.loaded.add(key)
-    let stale = 0
-    for (const loaded of shard.loaded) {
-      const owner = specs.get(loaded)?.projectId
-      if (owner === undefined || latest.get(owner) !== loaded) stale += 1
-    }
-    if (stale >= rotateAfterStale) void rotate(shard)
+    lastUsed.set(key, clock)
+    consider(shard)
   }
+  /** Counts a request of the key: an isolate asked for within `idleMs` is in use. */
+  const touch = (key: string) => {
+    lastUsed.set(key, clock)
+  }
+  // Isolates become idle with no event to notice it: look now and then, and forget the keys no shard holds.
+  const idleTimer = setInterval(
+    () => {
+      for (const key of lastUsed.keys()) {
+        if (clock - lastUsed.get(key)! >= idleMs && !shards.some((shard) => shard.loaded.has(key))) lastUsed.delete(key)
+      }
+      for (const shard of shards) consider(shard)
+    },
+    Math.max(250, Math.min(30_000, idleMs / 4))
+  )
+  idleTimer.unref()
 
   const relaunch = (shard: Shard) => {
     if (stopping) return
@@ -677,6 +718,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   // Health: a probe a second; an answer marks the shard ready, silence for the timeout restarts it.
   let probing = false
   const healthTimer = setInterval(() => {
+    clock = Date.now()
     if (probing) return
     probing = true
     void Promise.all(
@@ -753,7 +795,10 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     ready,
     isUp: (index) => shards[index]!.up,
     socketOf: (index) => shards[index]!.socket,
-    hotSocketOf: hot.socketOf,
+    hotSocketOf: (projectId, key) => {
+      touch(key)
+      return hot.socketOf(projectId, key)
+    },
     sockets: () => [...shards.map((shard) => shard.socket), ...hot.sockets()],
     hot: hot.state,
     track,
@@ -768,6 +813,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   const stop = async () => {
     stopping = true
     clearInterval(healthTimer)
+    clearInterval(idleTimer)
     await hot.stop()
     for (const child of draining) child.kill("SIGKILL")
     await Promise.all(
