@@ -2,7 +2,7 @@ import { type Deployments, Identity, Kernel, type Ports as CorePorts, services }
 import { Effect, Layer } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { HttpMiddleware, HttpRouter } from "effect/http"
-import { type HttpApi, HttpApiBuilder, type HttpApiEndpoint, type HttpApiGroup, HttpApiScalar } from "effect/http-api"
+import { type HttpApi, HttpApiBuilder, type HttpApiEndpoint, type HttpApiGroup } from "effect/http-api"
 import { apiOf } from "./Api.ts"
 import { type AnyAreaHttp, apiPrefix, type HandlersOf } from "./Area.ts"
 import { areas } from "./areas.ts"
@@ -13,6 +13,7 @@ import { consolePages } from "./console/ConsolePages.ts"
 import { cachedMe, cachedMePath } from "./identity/CachedMe.ts"
 import { DevAuthApi } from "@hostplane/api/identity/IdentityApi"
 import { invitePage, invitePagePath } from "./orgs/InvitePage.ts"
+import { apiDocs } from "./server/ApiDocs.ts"
 import { apiIndex } from "./server/ApiIndex.ts"
 import { documentAnnotations } from "@hostplane/api/server/OpenApiDocument"
 import { type KnownRoute, requestPipeline, routePattern } from "./server/RequestPipeline.ts"
@@ -82,7 +83,7 @@ export const routesOf = <const As extends NonEmptyReadonlyArray<AnyAreaHttp>>(
       const documented = api.annotateMerge(documentAnnotations(settings.publicUrl))
       return Layer.mergeAll(
         HttpApiBuilder.layer(documented, { openapiPath: "/v1/openapi.json" }),
-        HttpApiScalar.layer(documented, { path: "/v1/docs" }),
+        apiDocs(documented, "/v1/docs"),
         apiIndex,
         invitePage,
         consolePages,

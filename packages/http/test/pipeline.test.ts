@@ -82,6 +82,9 @@ describe.each(backends)("wire conventions (%s)", (_name, stores) => {
     const docs = await api.get("/v1/docs")
     expect(docs.status).toBe(200)
     expect(docs.headers.get("content-type")).toContain("text/html")
+    // Scalar's script itself, read from Effect's package for the page, and the document it renders.
+    expect(docs.body as string).toContain("@scalar/api-reference")
+    expect(docs.body as string).toContain('"openapi":"3.1')
   })
 
   it("every project-scoped route declares the same orgSlug and projectName parameters, with the name pattern", async () => {
