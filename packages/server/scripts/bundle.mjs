@@ -97,18 +97,11 @@ export const bundle = async (name) => {
 }
 
 /**
- * Whether `name`'s bundle is missing or older than one of its inputs: a source edited (or checked out, which git
- * stamps with the time of the checkout), removed, or the packages installed again since it was built.
+ * Whether a bundle built as `manifest` says (`{ builtAt, sources }`, paths relative to `root`) is older than one of its
+ * inputs: a source edited (or checked out, which git stamps with the time of the checkout) or removed, or the packages
+ * installed again since it was built.
  */
-export const isStale = (name) => {
-  const file = Path.join(root, binaries[name].bundle)
-  let manifest
-  try {
-    manifest = JSON.parse(Fs.readFileSync(manifestOf(file), "utf8"))
-    if (!Fs.existsSync(file)) return true
-  } catch {
-    return true
-  }
+export const outdated = (manifest) => {
   for (const source of manifest.sources) {
     const stat = Fs.statSync(Path.join(root, source), { throwIfNoEntry: false })
     if (stat === undefined) {
@@ -117,6 +110,16 @@ export const isStale = (name) => {
     } else if (stat.mtimeMs >= manifest.builtAt) return true
   }
   return false
+}
+
+/** Whether `name`'s bundle is missing or `outdated`. */
+export const isStale = (name) => {
+  const file = Path.join(root, binaries[name].bundle)
+  try {
+    return !Fs.existsSync(file) || outdated(JSON.parse(Fs.readFileSync(manifestOf(file), "utf8")))
+  } catch {
+    return true
+  }
 }
 
 /** `name`'s bundle, built first when it is stale. */

@@ -5,14 +5,18 @@
 import * as Module from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
-import { binaries, fresh } from "./bundle.mjs"
+import { binaries, bundle, isStale, root } from "./bundle.mjs"
 
 const name = process.argv[2] ?? "server"
 if (!Object.hasOwn(binaries, name)) {
   console.error(`start.mjs runs one of ${Object.keys(binaries).join(", ")}, not ${name}`)
   process.exit(2)
 }
-const file = await fresh(name)
+let file = Path.join(root, binaries[name].bundle)
+if (isStale(name)) {
+  console.error(`${binaries[name].bundle} is older than its sources: bundling them first`)
+  file = await bundle(name)
+}
 // NODE_COMPILE_CACHE, when set, already chose a folder.
 if (process.env.NODE_COMPILE_CACHE === undefined)
   Module.enableCompileCache?.(Path.join(Path.dirname(file), "compile-cache"))

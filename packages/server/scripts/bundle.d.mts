@@ -1,0 +1,13 @@
+/** The repository root. */
+export declare const root: string
+/** Each binary `start.mjs` runs: its entry and its bundle, relative to `root`. */
+export declare const binaries: Record<"server" | "node", { readonly entry: string; readonly bundle: string }>
+/** What a bundle was built from: its sources (relative to `root`) and when the build started (epoch ms). */
+export interface Manifest {
+  readonly builtAt: number
+  readonly sources: ReadonlyArray<string>
+}
+export declare const bundle: (name: "server" | "node") => Promise<string>
+export declare const outdated: (manifest: Manifest) => boolean
+export declare const isStale: (name: "server" | "node") => boolean
+export declare const fresh: (name: "server" | "node") => Promise<string>

@@ -1,0 +1,43 @@
+import { readFileSync, statSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { binaries, type Manifest, outdated, root } from "../scripts/bundle.mjs"
+
+/** `npm start` runs the binary's bundle (`scripts/start.mjs`), built again first when it is older than its inputs. */
+describe("the bundle npm start runs", () => {
+  const source = binaries.server.entry
+  const modified = statSync(join(root, source)).mtimeMs
+
+  it("is current when built after every source it was built from", () => {
+    expect(outdated({ builtAt: modified + 1, sources: [source] })).toBe(false)
+  })
+
+  it("is rebuilt when a source it was built from changed since the build started", () => {
+    expect(outdated({ builtAt: modified - 1, sources: [source] })).toBe(true)
+    expect(outdated({ builtAt: modified, sources: [source] })).toBe(true)
+  })
+
+  it("is rebuilt when a source it was built from is gone", () => {
+    expect(outdated({ builtAt: modified + 1, sources: [source, "packages/server/src/NoSuchModule.ts"] })).toBe(true)
+  })
+
+  it("is rebuilt when the packages were installed again or the build changed", () => {
+    for (const input of ["node_modules/.package-lock.json", "packages/server/scripts/bundle.mjs"]) {
+      const changed = statSync(join(root, input)).mtimeMs
+      expect(outdated({ builtAt: changed - 1, sources: [source, input] }), input).toBe(true)
+      expect(outdated({ builtAt: changed + 1, sources: [input] }), input).toBe(false)
+    }
+  })
+
+  it("lists what it was built from: hostplane's sources, the installed packages and the build itself", () => {
+    for (const name of ["server", "node"] as const) {
+      const manifest = JSON.parse(readFileSync(join(root, `${binaries[name].bundle}.json`), "utf8")) as Manifest
+      expect(manifest.sources).toContain(binaries[name].entry)
+      expect(manifest.sources).toContain("node_modules/.package-lock.json")
+      expect(manifest.sources).toContain("packages/server/scripts/bundle.mjs")
+      expect(manifest.sources.some((path) => path.includes("node_modules/effect"))).toBe(false)
+    }
+    const server = JSON.parse(readFileSync(join(root, `${binaries.server.bundle}.json`), "utf8")) as Manifest
+    expect(server.sources).toContain("packages/core/src/kernel/Policy.ts")
+  })
+})
