@@ -27,18 +27,53 @@ const eventsOf = (rows: ReadonlyArray<typeof EventRow.Type>): ReadonlyArray<LogE
  */
 const idsPerNote = 50
 
-/** The notes of one notification: `<project id> <event id> <event id>...`. */
-const notesOf = (payload: string): ReadonlyArray<LogNote> => {
-  const [projectId, ...ids] = payload.split(" ")
-  if (projectId === undefined || projectId === "") return []
-  const project = makeId("prj", projectId)
-  return ids.filter((id) => id !== "").map((id) => ({ projectId: project, id: makeId("log", id) }))
+/** A note as the listener heard it, with the transaction that recorded its event (none from an older server). */
+interface Heard extends LogNote {
+  readonly xact: bigint | undefined
 }
 
 /**
+ * The notes of one notification: `<project id> <event id> <event id>... ~<recording transaction>`. The transaction
+ * comes last, marked, so a server that reads only ids takes it for an id no event has.
+ */
+const notesOf = (payload: string): ReadonlyArray<Heard> => {
+  const [projectId, ...words] = payload.split(" ")
+  if (projectId === undefined || projectId === "") return []
+  const project = makeId("prj", projectId)
+  const mark = words.at(-1)
+  const xact = mark !== undefined && /^~[0-9]+$/.test(mark) ? BigInt(mark.slice(1)) : undefined
+  return words
+    .filter((id) => id !== "" && !id.startsWith("~"))
+    .map((id) => ({ projectId: project, id: makeId("log", id), xact }))
+}
+
+/** A PostgreSQL snapshot (`pg_current_snapshot()`): which transactions had committed when it was taken. */
+interface Snapshot {
+  readonly xmin: bigint
+  readonly xmax: bigint
+  readonly running: ReadonlySet<bigint>
+}
+
+const snapshotOf = (text: string): Snapshot => {
+  const [xmin = "0", xmax = "0", running = ""] = text.split(":")
+  return {
+    xmin: BigInt(xmin),
+    xmax: BigInt(xmax),
+    running: new Set(running === "" ? [] : running.split(",").map((xact) => BigInt(xact)))
+  }
+}
+
+/** Whether a transaction's work is in the snapshot (`pg_visible_in_snapshot`): it committed before it was taken. */
+const committedBefore = (xact: bigint, snapshot: Snapshot): boolean =>
+  xact < snapshot.xmin || (xact < snapshot.xmax && !snapshot.running.has(xact))
+
+/**
  * `LogStore` on PostgreSQL. An insert is one statement that also notifies `channel` (once per project and up to
- * `idsPerNote` events); each process listens once (an unshared connection, opened at the first `watch`) and hands the
- * notes to its subscribers, so an event recorded on any replica reaches every follower. The purge looks only at projects that recorded since its last run.
+ * `idsPerNote` events, naming the recording transaction); each process listens once (an unshared connection, opened
+ * at the first `watch`) and hands the notes to its subscribers, so an event recorded on any replica reaches every
+ * follower. A notification reaches the listener some time after its commit, so a subscriber keeps the snapshot taken
+ * once it listens and drops the notes of transactions that had committed by then: sequence numbers would not do, as
+ * an insert may take a lower one and commit later. The purge looks only at projects that recorded since its last run.
  */
 export const layer = Layer.effect(
   LogStore,
@@ -47,7 +82,7 @@ export const layer = Layer.effect(
     const scope = yield* Effect.scope
     // LISTEN holds its connection for life: an unshared one (see `unsharedClient`).
     const feeds = yield* unsharedClient(1)
-    const notes = yield* PubSub.unbounded<LogNote>()
+    const notes = yield* PubSub.unbounded<Heard>()
     const listening = yield* Deferred.make<void>()
 
     const follow = Effect.scoped(
@@ -109,7 +144,8 @@ export const layer = Layer.effect(
               (row_number() OVER (PARTITION BY project_id ORDER BY seq) - 1) / ${sql.literal(String(idsPerNote))} AS note
             FROM inserted
           ), notes AS (
-            SELECT project_id || ' ' || string_agg(id, ' ' ORDER BY seq) AS payload, min(seq) AS first
+            SELECT project_id || ' ' || string_agg(id, ' ' ORDER BY seq) || ' ~' || pg_current_xact_id()::text AS payload,
+              min(seq) AS first
             FROM placed GROUP BY project_id, note
           ), sent AS (
             SELECT count(pg_notify(${channel}, payload)) AS notes FROM (SELECT payload FROM notes ORDER BY first) ordered
@@ -177,7 +213,18 @@ export const layer = Layer.effect(
       watch: Effect.gen(function* () {
         yield* started
         const subscription = yield* PubSub.subscribe(notes)
-        return { next: PubSub.takeAll(subscription) }
+        // Taken once subscribed: a transaction it does not show commits later, and its notification comes after.
+        const [taken] = yield* sql<{ readonly snapshot: string }>`SELECT pg_current_snapshot()::text AS snapshot`.pipe(
+          Effect.orDie
+        )
+        const snapshot = snapshotOf(taken?.snapshot ?? "0:0:")
+        const next: Effect.Effect<ReadonlyArray<LogNote>> = Effect.flatMap(PubSub.takeAll(subscription), (heard) => {
+          const fresh = heard
+            .filter((note) => note.xact === undefined || !committedBefore(note.xact, snapshot))
+            .map(({ projectId, id }) => ({ projectId, id }))
+          return fresh.length === 0 ? next : Effect.succeed(fresh)
+        })
+        return { next }
       })
     })
   })

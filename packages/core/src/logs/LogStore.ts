@@ -63,6 +63,11 @@ export class LogStore extends Context.Service<
     readonly purge: (retention: LogRetention) => Effect.Effect<number>
     /** Deletes every event of a project (its delete). */
     readonly removeProject: (projectId: ProjectId) => Effect.Effect<void>
+    /**
+     * A feed of the events recorded (committed) from the moment it opens: never one recorded before, even when that
+     * one's announcement reaches this process after the feed opened, so a stream opened without `Last-Event-ID`
+     * starts strictly after the newest event of that moment.
+     */
     readonly watch: Effect.Effect<LogFeed, never, Scope.Scope>
   }
 >()("@hostplane/core/logs/LogStore") {}

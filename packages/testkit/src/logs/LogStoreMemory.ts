@@ -20,24 +20,28 @@ const rowsOf = (tables: Tables, projectId: string): ReadonlyArray<Row> =>
 const newestFirst = (a: Logs.LogEvent, b: Logs.LogEvent): number =>
   a.timestamp !== b.timestamp ? (a.timestamp < b.timestamp ? 1 : -1) : a.id < b.id ? 1 : a.id > b.id ? -1 : 0
 
-/** `LogStore` on the shared memory state; the feed is this process's, as every memory store is. */
-export const make = (store: MemoryStore, notes: PubSub.PubSub<Logs.LogNote>): Logs.LogStore["Service"] =>
+/** A note as the feed hands it on, with its event's place in recording order. */
+export interface MemoryLogNote extends Logs.LogNote {
+  readonly seq: number
+}
+
+/**
+ * `LogStore` on the shared memory state; the feed is this process's, as every memory store is. A note is published
+ * after its write, so a subscriber keeps the recording position it opened at and drops notes at or before it.
+ */
+export const make = (store: MemoryStore, notes: PubSub.PubSub<MemoryLogNote>): Logs.LogStore["Service"] =>
   Logs.LogStore.of({
     insert: (rows) =>
       write(store, (tables) => {
         const kept = rows.filter((row) => tables(projectRows).has(row.projectId))
+        const recorded = kept.map((row) => ({ projectId: row.projectId, id: row.event.id, seq: nextSeq(store) }))
         tables(eventRows).push(
-          ...kept.map((row) => ({ seq: nextSeq(store), projectId: row.projectId, event: row.event }))
+          ...kept.map((row, index) => ({ seq: recorded[index]!.seq, projectId: row.projectId, event: row.event }))
         )
-        return kept
+        return recorded
       }).pipe(
-        Effect.tap((kept) =>
-          PubSub.publishAll(
-            notes,
-            kept.map((row) => ({ projectId: row.projectId, id: row.event.id }))
-          )
-        ),
-        Effect.map((kept) => kept.length)
+        Effect.tap((recorded) => PubSub.publishAll(notes, recorded)),
+        Effect.map((recorded) => recorded.length)
       ),
     list: (projectId, query) =>
       read(store, (tables) =>
@@ -89,14 +93,21 @@ export const make = (store: MemoryStore, notes: PubSub.PubSub<Logs.LogNote>): Lo
         const kept = rows.filter((row) => row.projectId !== projectId)
         rows.splice(0, rows.length, ...kept)
       }),
-    watch: Effect.map(PubSub.subscribe(notes), (subscription) => ({ next: PubSub.takeAll(subscription) }))
+    watch: Effect.map(PubSub.subscribe(notes), (subscription) => {
+      const opened = store.seq
+      const next: Effect.Effect<ReadonlyArray<Logs.LogNote>> = Effect.flatMap(PubSub.takeAll(subscription), (heard) => {
+        const fresh = heard.filter((note) => note.seq > opened).map(({ projectId, id }) => ({ projectId, id }))
+        return fresh.length === 0 ? next : Effect.succeed(fresh)
+      })
+      return { next }
+    })
   })
 
 export const layer: Layer.Layer<Logs.LogStore, never, MemoryState> = Layer.effect(
   Logs.LogStore,
   Effect.gen(function* () {
     const state = yield* MemoryState
-    const notes = yield* PubSub.unbounded<Logs.LogNote>()
+    const notes = yield* PubSub.unbounded<MemoryLogNote>()
     return make(state, notes)
   })
 )
