@@ -64,11 +64,17 @@ const ssh2Binding = (createRequire(import.meta.url)("ssh2/lib/protocol/crypto.js
 
 const median = (values: ReadonlyArray<number>) => spread(values).median
 
-const medianOf = (values: Array<number | null>) =>
-  values.every((value) => value !== null) ? round(median(values as Array<number>), 2) : null
+const medianOf = (values: Array<number | null>, digits = 2) =>
+  values.every((value) => value !== null) ? round(median(values as Array<number>), digits) : null
 
 interface Measured {
   readonly seconds: number
+  /**
+   * When the pack began to arrive: `index-pack`'s start, from `git clone`'s own start (its trace2 events). Before it
+   * are the transport's set-up and every request up to the pack's first bytes, which the wall time mixes with the
+   * transfer itself.
+   */
+  readonly packStartSeconds: number | null
   readonly peakRssMiB: number
   /** The server's user + system CPU time during the clone (Linux only; less skewed by other load than wall time). */
   readonly serverCpuSeconds: number | null
@@ -76,6 +82,22 @@ interface Measured {
   readonly serverGitCpuSeconds: number | null
   /** The cloning side: git clone and all it ran (index-pack, ssh, git-remote-http; upload-pack too for file://). */
   readonly clientCpuSeconds: number | null
+}
+
+/** `index-pack`'s start in a `GIT_TRACE2_EVENT` file, in seconds from the first event of the traced command. */
+const packStart = (traceFile: string): number | null => {
+  const events = Fs.existsSync(traceFile)
+    ? Fs.readFileSync(traceFile, "utf8")
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as { event?: string; time?: string; argv?: Array<string> })
+    : []
+  const first = events.find((event) => event.time !== undefined)
+  const indexPack = events.find(
+    (event) => event.event === "child_start" && (event.argv ?? []).some((arg) => arg.includes("index-pack"))
+  )
+  if (first?.time === undefined || indexPack?.time === undefined) return null
+  return round((Date.parse(indexPack.time) - Date.parse(first.time)) / 1000, 3)
 }
 
 const cpuDelta = (before: number | undefined, after: number | undefined) =>
@@ -136,19 +158,30 @@ const main = async () => {
       // The clone is this process's only child that ends meanwhile (the server runs on), so the change of this
       // process's children's CPU is the clone's.
       const clientBefore = processCpu("self")
+      const traceFile = Path.join(tempDir, `trace-${name}-${run}.json`)
       const started = performance.now()
-      await git(tempDir, ["clone", "-q", "--bare", "--no-local", url, target], env)
+      await git(tempDir, ["clone", "-q", "--bare", "--no-local", url, target], { ...env, GIT_TRACE2_EVENT: traceFile })
       const seconds = (performance.now() - started) / 1000
+      const packStartSeconds = packStart(traceFile)
+      Fs.rmSync(traceFile, { force: true })
       const cpuAfter = serverPid === undefined ? undefined : processCpu(serverPid)
       const clientAfter = processCpu("self")
       const serverCpuSeconds = cpuDelta(cpuBefore?.own, cpuAfter?.own)
       const serverGitCpuSeconds = cpuDelta(cpuBefore?.children, cpuAfter?.children)
       const clientCpuSeconds = cpuDelta(clientBefore?.children, clientAfter?.children)
       const peakRssMiB = round((sampler.stop().peak ?? 0) / 1024, 1)
-      results[name]!.push({ seconds, peakRssMiB, serverCpuSeconds, serverGitCpuSeconds, clientCpuSeconds })
+      results[name]!.push({
+        seconds,
+        packStartSeconds,
+        peakRssMiB,
+        serverCpuSeconds,
+        serverGitCpuSeconds,
+        clientCpuSeconds
+      })
       log(
-        `${name} clone ${run + 1}/${runs}: ${round(seconds, 2)} s, CPU s: server ${serverCpuSeconds ?? "?"}, ` +
-          `server's git ${serverGitCpuSeconds ?? "?"}, client ${clientCpuSeconds ?? "?"}; server peak RSS ${peakRssMiB} MiB`
+        `${name} clone ${run + 1}/${runs}: ${round(seconds, 2)} s (pack from ${packStartSeconds ?? "?"} s), CPU s: ` +
+          `server ${serverCpuSeconds ?? "?"}, server's git ${serverGitCpuSeconds ?? "?"}, client ` +
+          `${clientCpuSeconds ?? "?"}; server peak RSS ${peakRssMiB} MiB; ${loadLine()}`
       )
       Fs.rmSync(target, { recursive: true, force: true })
     }
@@ -162,6 +195,10 @@ const main = async () => {
         name,
         {
           seconds: round(median(measured.map((m) => m.seconds)), 3),
+          packStartSeconds: medianOf(
+            measured.map((m) => m.packStartSeconds),
+            3
+          ),
           ratio: round(median(ratios), 2),
           ratioMin: round(Math.min(...ratios), 2),
           ratioMax: round(Math.max(...ratios), 2),
@@ -184,6 +221,7 @@ const main = async () => {
     [
       "transport",
       "median s",
+      "pack from s",
       "ratio to file:// (min median max)",
       "CPU s: server + its git + client = total (medians)",
       "server peak RSS MiB"
@@ -191,6 +229,7 @@ const main = async () => {
     ...Object.entries(summary).map(([name, row]) => [
       name === "file" ? "file:// --no-local (baseline)" : name === "openssh" ? "OpenSSH sshd + git-shell" : name,
       String(row.seconds),
+      String(row.packStartSeconds ?? "?"),
       name === "file" ? "1.00" : `${row.ratioMin.toFixed(2)} ${row.ratio.toFixed(2)} ${row.ratioMax.toFixed(2)}`,
       name === "file"
         ? `- + - + ${row.clientCpuSeconds ?? "?"} = ${row.clientCpuSeconds ?? "?"}`
@@ -224,7 +263,7 @@ const main = async () => {
         `${versusOpenSsh.ratio.toFixed(2)} ${versusOpenSsh.ratioMax.toFixed(2)} (target 1.1 or less); server CPU s ` +
         `per clone, all its processes: hostplane ${versusOpenSsh.hostplaneServerCpuSeconds ?? "?"}, OpenSSH ` +
         `${versusOpenSsh.opensshServerCpuSeconds ?? "?"} (target: no higher); ciphers ${ciphers.ssh} / ` +
-        `${ciphers.openssh}; the server's idle CPU ${idleCpuPerSecond ?? "?"} s per s`
+        `${ciphers.openssh}; the server's idle CPU ${idleCpuPerSecond ?? "?"} s per s; ${loadLine()}`
     )
   }
   console.log(
