@@ -160,13 +160,14 @@ export const startProcess = (
   file: string,
   args: Array<string>,
   env: NodeJS.ProcessEnv,
-  logFile: string
+  logFile: string,
+  cwd: string = repoRoot
 ): Child => {
   const fd = Fs.openSync(logFile, "a")
   let proc: ChildProcess
   try {
     // Output goes to a file, not a pipe: nothing in this process has to drain it while it generates load.
-    proc = spawn(file, args, { cwd: repoRoot, env, stdio: ["ignore", fd, fd], detached: true })
+    proc = spawn(file, args, { cwd, env, stdio: ["ignore", fd, fd], detached: true })
   } finally {
     Fs.closeSync(fd)
   }
@@ -273,7 +274,7 @@ export interface Hostplane {
 export const startHostplane = async (
   dir: string,
   extraEnv: NodeJS.ProcessEnv = {},
-  // Another checkout's server (with its own node_modules), for an A/B run against a baseline tree.
+  // Another checkout's server (with its own node_modules), for an A/B run against a baseline tree: its npm start runs.
   entry: string = serverEntry
 ): Promise<Hostplane> => {
   const dataDir = Path.join(dir, "hostplane")
@@ -292,17 +293,21 @@ export const startHostplane = async (
   delete env.DATABASE_URL // always the embedded PostgreSQL (and so the dev login)
   const base = `http://127.0.0.1:${port}`
   log(`hostplane: starting on ${base} with embedded PostgreSQL under ${dataDir}`)
-  const child = startChild(
+  // The checkout's own `npm start` line (its flags, its bundle or its sources), run as npm runs it: through `sh -c` in
+  // the checkout's root with its node_modules/.bin first on the PATH. The line `exec`s node, so the child's pid is the
+  // server's. BENCH_SERVER_NODE_ARGS: extra node flags for the server only (`--cpu-prof --cpu-prof-dir=/tmp/prof`,
+  // which NODE_OPTIONS refuses); the profile is written when the server exits on the cleanup's SIGTERM.
+  const root = Path.resolve(Path.dirname(entry), "../../../..")
+  const { scripts } = JSON.parse(Fs.readFileSync(Path.join(root, "package.json"), "utf8")) as {
+    scripts: { start: string }
+  }
+  const child = startProcess(
     "hostplane",
-    // BENCH_SERVER_NODE_ARGS: extra node flags for the server only (`--cpu-prof --cpu-prof-dir=/tmp/prof`, which
-    // NODE_OPTIONS refuses); the profile is written when the server exits on the cleanup's SIGTERM.
-    [
-      ...(process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== ""),
-      "--conditions=@hostplane/source",
-      entry
-    ],
-    env,
-    Path.join(dir, "hostplane.log")
+    "/bin/sh",
+    ["-c", scripts.start.replace(/\bnode /, `node ${process.env.BENCH_SERVER_NODE_ARGS ?? ""} `)],
+    { ...env, PATH: `${Path.join(root, "node_modules", ".bin")}:${env.PATH ?? "/usr/bin:/bin"}` },
+    Path.join(dir, "hostplane.log"),
+    root
   )
   const login = JSON.stringify({ subject: "bench", name: "Bench" })
   // 180 s: at a load average of 10-13 on 2 cores the embedded PostgreSQL's first start (initdb, migrations) took over
