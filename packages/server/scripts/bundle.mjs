@@ -3,7 +3,7 @@
 // The root `prepare` runs it, so `npm ci` leaves both in a checkout; `start.mjs` builds again when a source is newer.
 // Node loads one module instead of stripping the types of some 500 source files and linking about 1,000 modules: a
 // start costs about 2 CPU-s less. Plain JavaScript: it runs under whichever Node npm finds first.
-import { build } from "esbuild"
+import { build, stop } from "esbuild"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -122,8 +122,12 @@ export const isStale = (name) => {
   }
 }
 
-/** `name`'s bundle, built first when it is stale. */
-export const fresh = async (name) => (isStale(name) ? bundle(name) : Path.join(root, binaries[name].bundle))
+/**
+ * `name`'s bundle, built first when it is stale. esbuild's service process is stopped after the build: it would
+ * otherwise live as long as the binary it built, holding about 230 MiB.
+ */
+export const fresh = async (name) =>
+  isStale(name) ? bundle(name).finally(() => stop()) : Path.join(root, binaries[name].bundle)
 
 // Run as a script (the root `prepare`): build every binary.
 if (process.argv[1] !== undefined && Path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
