@@ -41,6 +41,9 @@ const usage = `usage: npm run bench:worker -- [options]
   --projects <n>      projects for the memory figure (default 100)
   --throughput-only   measure the throughput only (no deploy latency, deploys under load or memory)
   --baseline <dir>    also the server of this checkout (git worktree add, its node_modules), in every run: an A/B
+  --rate <n>          throughput runs at this many requests/s (all connections together) instead of as fast as each
+                      target goes: every target then does the same work per second, so its fixed costs per second
+                      weigh the same in its CPU per request (the steadier figure for an A/B of two trees)
   --timeout <s>       abort everything after this many seconds (default 900)`
 
 const { values: parsed, fail } = parseOptions(usage, {
@@ -50,6 +53,7 @@ const { values: parsed, fail } = parseOptions(usage, {
   projects: { type: "string" },
   "throughput-only": { type: "boolean" },
   baseline: { type: "string" },
+  rate: { type: "string" },
   timeout: { type: "string" }
 })
 const seconds = Number(parsed.seconds ?? "10")
@@ -57,6 +61,8 @@ const runs = Number(parsed.runs ?? "3")
 const warmup = Number(parsed.warmup ?? "10")
 const projectCount = Number(parsed.projects ?? "100")
 const timeoutS = Number(parsed.timeout ?? "900")
+const fixedRate = parsed.rate === undefined ? undefined : Number(parsed.rate)
+if (fixedRate !== undefined && !(Number.isFinite(fixedRate) && fixedRate > 0)) fail("invalid --rate")
 if (![seconds, runs, warmup, projectCount, timeoutS].every((n) => Number.isFinite(n) && n > 0)) fail("invalid option")
 const baselineEntry =
   parsed.baseline === undefined ? undefined : Path.resolve(parsed.baseline, "packages/server/src/bin/server.ts")
@@ -86,10 +92,16 @@ interface CannonResult {
   readonly timeouts: number
 }
 
-const cannon = (url: string, host: string | undefined, connections: number, durationS: number) =>
+const cannon = (url: string, host: string | undefined, connections: number, durationS: number, rate?: number) =>
   new Promise<CannonResult>((resolve, reject) => {
     ;(autocannon as unknown as (o: object, done: (e: Error | null, r: CannonResult) => void) => unknown)(
-      { url, connections, duration: durationS, headers: host === undefined ? {} : { host } },
+      {
+        url,
+        connections,
+        duration: durationS,
+        headers: host === undefined ? {} : { host },
+        ...(rate === undefined ? {} : { overallRate: rate })
+      },
       (error, result) => (error ? reject(error) : resolve(result))
     )
   })
@@ -250,7 +262,7 @@ const config :Workerd.Config = (
       const before = target.cpu()
       const workerdBefore = target.workerd?.() ?? 0
       const hotBefore = target.workerd?.(isHotProcess) ?? 0
-      const result = await cannon(target.url, target.host, 50, durationS)
+      const result = await cannon(target.url, target.host, 50, durationS, fixedRate)
       const perRequest = (seconds: number) =>
         result.requests.total === 0 ? NaN : (seconds * 1e6) / result.requests.total
       return {

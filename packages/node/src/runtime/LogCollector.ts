@@ -123,6 +123,33 @@ const makeQueue = (delay: number) => {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Report = any
 
+type InvocationRequest = Parameters<LogCollector["begin"]>[0]
+
+/** An invocation the edge began: a class, so the busiest path makes no closure per request for its `end`. */
+class EdgeInvocation implements Invocation {
+  private over = false
+  readonly id: string
+  readonly request: InvocationRequest
+  readonly started: number
+  private readonly ended: (invocation: EdgeInvocation, end: InvocationEnd) => void
+  constructor(
+    id: string,
+    request: InvocationRequest,
+    started: number,
+    ended: (invocation: EdgeInvocation, end: InvocationEnd) => void
+  ) {
+    this.id = id
+    this.request = request
+    this.started = started
+    this.ended = ended
+  }
+  end(end: InvocationEnd) {
+    if (this.over) return
+    this.over = true
+    this.ended(this, end)
+  }
+}
+
 /** Counted where every invocation passes: bounded labels, no project in them. */
 const invocations = Metric.counter("hostplane_worker_invocations_total", {
   description: "Worker invocations this node ran, by outcome (ok, exception, timeout, canceled)",
@@ -292,37 +319,32 @@ export const makeCollector = Effect.sync((): LogCollector => {
     }
   }
 
-  const begin: LogCollector["begin"] = (request) => {
-    const id = `${prefix}.${(++counter).toString(36)}`
-    const started = Date.now()
-    let ended = false
-    return {
-      id,
-      end: (end) => {
-        if (ended) return
-        ended = true
-        // A request that never reached a worker, or a deploy check's load (under a project id of its own): no one's
-        // invocation.
-        if (end === null || request.projectId.startsWith("__")) {
-          const reported = pending.get(`${request.projectId} ${id}`)
-          if (reported !== undefined) close(reported, [])
-          return
-        }
-        const one = pendingOf(id, request.projectId, false)
-        const now = Date.now()
-        one.request = request
-        one.started = started
-        one.ended = { outcome: end.outcome, status: end.status, at: now }
-        // The edge's deadline passed: what the worker printed until then is in, and its event is due now.
-        if (end.outcome === "timeout") {
-          const out: Array<InvocationEvent> = []
-          close(one, out)
-          push(out)
-        } else if (one.done) settle(one, now)
-        else waiting.push(one, now)
-      }
+  /** The edge's end of an invocation, once. */
+  const ended = (invocation: EdgeInvocation, end: InvocationEnd) => {
+    const { request, id } = invocation
+    // A request that never reached a worker, or a deploy check's load (under a project id of its own): no one's
+    // invocation.
+    if (end === null || request.projectId.startsWith("__")) {
+      const reported = pending.get(`${request.projectId} ${id}`)
+      if (reported !== undefined) close(reported, [])
+      return
     }
+    const one = pendingOf(id, request.projectId, false)
+    const now = Date.now()
+    one.request = request
+    one.started = invocation.started
+    one.ended = { outcome: end.outcome, status: end.status, at: now }
+    // The edge's deadline passed: what the worker printed until then is in, and its event is due now.
+    if (end.outcome === "timeout") {
+      const out: Array<InvocationEvent> = []
+      close(one, out)
+      push(out)
+    } else if (one.done) settle(one, now)
+    else waiting.push(one, now)
   }
+
+  const begin: LogCollector["begin"] = (request) =>
+    new EdgeInvocation(`${prefix}.${(++counter).toString(36)}`, request, Date.now(), ended)
 
   return {
     record: (event) => push([event]),

@@ -270,6 +270,8 @@ export const WorkerInvokerOn = Layer.effect(
       )
     )
 
+    const deadlines = makeDeadlines(settings.timeoutMs)
+
     const invoke = Effect.fn("WorkerInvoker.invoke")(function* (
       target: Edge.WorkerTarget,
       request: HttpServerRequest.HttpServerRequest
@@ -290,7 +292,18 @@ export const WorkerInvokerOn = Layer.effect(
       const invocation = beginOf(target, incoming.method ?? "GET", url)
       const outcome = yield* Effect.callback<Forwarded>((resume) => {
         const controller = new AbortController()
-        forward({ runtime, target, key, url, scheme, incoming, user, invocation, signal: controller.signal }).then(
+        forward({
+          runtime,
+          deadlines,
+          target,
+          key,
+          url,
+          scheme,
+          incoming,
+          user,
+          invocation,
+          signal: controller.signal
+        }).then(
           (forwarded) => resume(Effect.succeed(forwarded)),
           (error: unknown) => resume(Effect.succeed({ _tag: "Unavailable", message: String(error) } as const))
         )
@@ -389,12 +402,24 @@ export const WorkerInvokerOn = Layer.effect(
       const user = bindings.userHandle(target.projectId, cookieOf(incoming.headers.cookie, authSessionCookie))
       const invocation = beginOf(target, incoming.method ?? "GET", url)
       if (isBodiless(incoming)) {
-        const forwarding = { runtime, pools, target, key, url, scheme, incoming, user, invocation, response }
+        const forwarding: Forwarding = {
+          runtime,
+          pools,
+          deadlines,
+          target,
+          key,
+          url,
+          scheme,
+          incoming,
+          user,
+          invocation,
+          response
+        }
         let direct = await forwardInto(forwarding)
         // The hot process died under the request (killed, or its socket gone before the runtime saw it exit): a read
         // is asked again of the loader shard, which runs the same key, instead of failing the client.
         if (direct._tag === "Unavailable" && direct.hot && retryable.has(incoming.method ?? "GET"))
-          direct = await forwardInto({ ...forwarding, loaderOnly: true })
+          direct = await forwardInto(forwarding, true)
         if (direct._tag === "Started") return direct.status
         if (direct._tag === "Gone") {
           invocation.end({ outcome: "canceled", status: null })
@@ -410,6 +435,7 @@ export const WorkerInvokerOn = Layer.effect(
       response.once("close", gone)
       const outcome = await forward({
         runtime,
+        deadlines,
         target,
         key,
         url,
@@ -471,31 +497,94 @@ const hotFailureOf = (
     ? { _tag: "Hung" }
     : undefined
 
+interface Target {
+  readonly socket: string
+  readonly hot: boolean
+}
+
 /**
  * Where a request goes: the hot shard's socket when it runs this key of the project, else the project's loader shard
- * once it is up; `undefined` when that did not come up within the worker timeout.
+ * once it is up; a promise only when that shard is not up yet (`undefined` when it did not come up within the worker
+ * timeout), so the usual request takes no asynchronous step to find its target.
  */
-const targetOf = async (
+const targetOf = (
   runtime: WorkerRuntime["Service"],
   projectId: string,
   key: string,
   loaderOnly = false
-): Promise<{ readonly socket: string; readonly hot: boolean } | undefined> => {
+): Target | Promise<Target | undefined> => {
   const hot = loaderOnly ? undefined : runtime.hotSocketOf(projectId, key)
   if (hot !== undefined) return { socket: hot, hot: true }
   const shard = runtime.shardOf(projectId)
   if (runtime.isUp(shard)) return { socket: runtime.socketOf(shard), hot: false }
-  try {
-    await runtime.ready(shard, runtime.settings.timeoutMs)
-    return { socket: runtime.socketOf(shard), hot: false }
-  } catch {
-    return undefined
+  return runtime.ready(shard, runtime.settings.timeoutMs).then(
+    () => ({ socket: runtime.socketOf(shard), hot: false }),
+    () => undefined
+  )
+}
+
+/**
+ * The worker deadlines of requests in flight: every request waits the same time, so the deadlines come due in the
+ * order they were set, and one timer for the earliest serves them all (a timer per request cost more than the rest of
+ * its bookkeeping). A request's entry is cleared when its response starts; cleared entries leave the queue's front as
+ * new ones come.
+ */
+const makeDeadlines = (timeoutMs: number) => {
+  interface Deadline {
+    readonly at: number
+    fire: (() => void) | undefined
+  }
+  let queue: Array<Deadline> = []
+  let head = 0
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const dropCleared = () => {
+    while (head < queue.length && queue[head]!.fire === undefined) head++
+    if (head === queue.length) {
+      queue = []
+      head = 0
+    } else if (head >= 1024 && head * 2 >= queue.length) {
+      queue = queue.slice(head)
+      head = 0
+    }
+  }
+  const due = () => {
+    timer = undefined
+    const now = Date.now()
+    while (head < queue.length) {
+      const next = queue[head]!
+      if (next.fire !== undefined && next.at > now) break
+      head++
+      const fire = next.fire
+      next.fire = undefined
+      fire?.()
+    }
+    dropCleared()
+    if (head < queue.length) arm(queue[head]!.at - now)
+  }
+  const arm = (ms: number) => {
+    timer = setTimeout(due, Math.max(1, ms))
+    timer.unref()
+  }
+  return {
+    /** Calls `fire` once the worker timeout has passed, unless the answer's `clear` comes first. */
+    set: (fire: () => void): Deadline => {
+      dropCleared()
+      const deadline: Deadline = { at: Date.now() + timeoutMs, fire }
+      queue.push(deadline)
+      if (timer === undefined) arm(timeoutMs)
+      return deadline
+    },
+    clear: (deadline: Deadline | undefined) => {
+      if (deadline !== undefined) deadline.fire = undefined
+    }
   }
 }
+type Deadlines = ReturnType<typeof makeDeadlines>
 
 /** One request to the shard's router, the body streamed and counted, under the response-start deadline. */
 const forward = async (options: {
   readonly runtime: WorkerRuntime["Service"]
+  readonly deadlines: Deadlines
   readonly target: Edge.WorkerTarget
   readonly key: string
   readonly url: string
@@ -507,10 +596,9 @@ const forward = async (options: {
   readonly signal: AbortSignal
 }): Promise<Forwarded> => {
   const { runtime, incoming } = options
-  const timeoutMs = runtime.settings.timeoutMs
   const target = await targetOf(runtime, options.target.projectId, options.key)
   if (target === undefined) return { _tag: "Timeout" }
-  const headers = upstreamHeaders({ ...options, hot: target.hot })
+  const headers = upstreamHeaders(options, target.hot)
   return new Promise<Forwarded>((resolve) => {
     const socketPath = target.socket
     // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
@@ -519,7 +607,7 @@ const forward = async (options: {
     const settle = (value: Forwarded) => {
       if (settled) return
       settled = true
-      clearTimeout(timer)
+      options.deadlines.clear(deadline)
       if (value._tag !== "Response") done()
       resolve(value)
     }
@@ -530,12 +618,12 @@ const forward = async (options: {
       headers
     })
     // The worker's time starts once it has the whole request: a slow upload is not the worker's delay.
-    let timer: ReturnType<typeof setTimeout> | undefined
+    let deadline: ReturnType<Deadlines["set"]> | undefined
     const startClock = () => {
-      timer = setTimeout(() => {
+      deadline = options.deadlines.set(() => {
         settle({ _tag: "Timeout" })
         upstream.destroy()
-      }, timeoutMs)
+      })
     }
     options.signal.addEventListener("abort", () => {
       upstream.destroy()
@@ -592,19 +680,23 @@ const forward = async (options: {
 }
 
 /** The headers of the request to the shard: the client's, minus the dropped ones, plus the edge's own. */
-const upstreamHeaders = (options: {
-  readonly key: string
-  readonly url: string
-  readonly scheme: string
-  readonly incoming: Http.IncomingMessage
-  readonly user: string | undefined
-  readonly invocation: Invocation
+const upstreamHeaders = (
+  options: {
+    readonly key: string
+    readonly url: string
+    readonly scheme: string
+    readonly incoming: Http.IncomingMessage
+    readonly user: string | undefined
+    readonly invocation: Invocation
+  },
   /** The request goes to the hot shard's socket of the worker. */
-  readonly hot: boolean
-}): Record<string, string | Array<string>> => {
+  hot: boolean
+): Record<string, string | Array<string>> => {
   const { incoming } = options
   const headers: Record<string, string | Array<string>> = {}
-  for (const [name, value] of Object.entries(incoming.headers)) {
+  const given = incoming.headers
+  for (const name in given) {
+    const value = given[name]
     // HTTP/2's pseudo-headers (`:authority`, `:path`...) are no header of the HTTP/1.1 request to the shard.
     if (value === undefined || droppedHeaders.has(name) || name.startsWith("x-hostplane-") || name.startsWith(":"))
       continue
@@ -623,7 +715,7 @@ const upstreamHeaders = (options: {
   // The hot shard's socket serves one worker and takes the URL from the request: its entry module needs the
   // invocation's id and the end user's handle only. The loader shard's router also needs the key and the URL.
   const user = options.user === undefined ? "" : `,"user":${JSON.stringify(options.user)}`
-  headers["x-hostplane-invoke"] = options.hot
+  headers["x-hostplane-invoke"] = hot
     ? `{"id":${JSON.stringify(options.invocation.id)}${user}}`
     : `{"key":${JSON.stringify(options.key)},"url":${JSON.stringify(options.url)},"id":${JSON.stringify(options.invocation.id)}${user}}`
   return headers
@@ -677,15 +769,10 @@ type Direct =
 /** Methods a client expects to be safe to ask twice: only these are asked again after a hot process died. */
 const retryable: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"])
 
-/**
- * A bodiless request to the shard's router whose answer is written straight into the edge's response: undici's
- * dispatch, no stream objects in between (the busiest path: most worker requests are GETs). Resolves once the
- * worker's response has started (its status), or with why it did not: the worker threw, missed the response-start
- * deadline, the shard did not answer, or the client went away first.
- */
-const forwardInto = async (options: {
+interface Forwarding {
   readonly runtime: WorkerRuntime["Service"]
   readonly pools: ReturnType<typeof makePools>
+  readonly deadlines: Deadlines
   readonly target: Edge.WorkerTarget
   readonly key: string
   readonly url: string
@@ -694,19 +781,30 @@ const forwardInto = async (options: {
   readonly user: string | undefined
   readonly invocation: Invocation
   readonly response: Http.ServerResponse
-  /** Skip the hot shard: the request is asked again after the hot process died under it. */
-  readonly loaderOnly?: boolean
-}): Promise<Direct> => {
-  const { runtime, response } = options
-  const timeoutMs = runtime.settings.timeoutMs
-  const target = await targetOf(runtime, options.target.projectId, options.key, options.loaderOnly === true)
-  if (target === undefined) return { _tag: "Timeout" }
-  const headers = upstreamHeaders({ ...options, hot: target.hot })
-  return new Promise<Direct>((resolve) => {
+}
+
+/**
+ * A bodiless request to the shard's router whose answer is written straight into the edge's response: undici's
+ * dispatch, no stream objects in between (the busiest path: most worker requests are GETs). Resolves once the
+ * worker's response has started (its status), or with why it did not: the worker threw, missed the response-start
+ * deadline, the shard did not answer, or the client went away first. `loaderOnly` skips the hot shard: the request is
+ * asked again after the hot process died under it.
+ */
+const forwardInto = (options: Forwarding, loaderOnly = false): Promise<Direct> => {
+  const target = targetOf(options.runtime, options.target.projectId, options.key, loaderOnly)
+  if (!(target instanceof Promise)) return dispatchTo(options, target)
+  return target.then((ready): Direct | Promise<Direct> =>
+    ready === undefined ? { _tag: "Timeout" } : dispatchTo(options, ready)
+  )
+}
+
+const dispatchTo = (options: Forwarding, target: Target): Promise<Direct> =>
+  new Promise<Direct>((resolve) => {
+    const { runtime, response, invocation } = options
+    const headers = upstreamHeaders(options, target.hot)
     const socketPath = target.socket
     // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
     const done = runtime.track(socketPath)
-    const { invocation } = options
     let controller: Dispatcher.DispatchController | undefined
     let stopped = false
     let started = false
@@ -715,7 +813,7 @@ const forwardInto = async (options: {
     const settle = (value: Direct) => {
       if (settled) return
       settled = true
-      clearTimeout(timer)
+      options.deadlines.clear(deadline)
       if (value._tag !== "Started") done()
       resolve(value)
     }
@@ -724,12 +822,12 @@ const forwardInto = async (options: {
       controller?.abort(new Error("canceled"))
     }
     // The request is whole once sent: the worker's time starts now.
-    const timer = setTimeout(() => {
+    const deadline = options.deadlines.set(() => {
       settle({ _tag: "Timeout" })
       stop()
-    }, timeoutMs)
+    })
     // The client went away: the worker's request is canceled too.
-    response.once("close", () => {
+    response.on("close", () => {
       if (response.writableFinished) return
       if (started) invocation.end({ outcome: "canceled", status: answered })
       settle({ _tag: "Gone" })
@@ -757,13 +855,16 @@ const forwardInto = async (options: {
             written[name] = value
           }
           response.writeHead(status, written)
-          response.on("drain", () => at.resume())
           started = true
           answered = status
           settle({ _tag: "Started", status })
         },
         onResponseData: (at, chunk) => {
-          if (started && !stopped && !response.write(chunk)) at.pause()
+          // Backpressure from the client: the worker's body waits until the client's socket drains.
+          if (started && !stopped && !response.write(chunk)) {
+            at.pause()
+            response.once("drain", () => at.resume())
+          }
         },
         onResponseEnd: () => {
           if (started && !stopped) {
@@ -782,7 +883,6 @@ const forwardInto = async (options: {
       }
     )
   })
-}
 
 /** The invoker in the control plane's process: its events go to the logs area (`Logs.RuntimeLogs`). */
 export const WorkerInvokerLive = WorkerInvokerOn.pipe(Layer.provide(InvocationEvents.layer))
