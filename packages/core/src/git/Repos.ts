@@ -12,6 +12,8 @@ import {
   Unauthorized
 } from "../errors/Errors.ts"
 import type { Actor } from "../kernel/Actor.ts"
+import { EnvelopeStore } from "../kernel/EnvelopeStore.ts"
+import type { Role } from "../kernel/Role.ts"
 import { newId, type UserId } from "../kernel/Ids.ts"
 import { audited, Mutation } from "../kernel/Mutation.ts"
 import { Policy } from "../kernel/Policy.ts"
@@ -134,6 +136,7 @@ export class Repos extends Context.Service<
       const settings = yield* Settings
       const config = yield* GitConfig
       const users = yield* UserStore
+      const envelopes = yield* EnvelopeStore
       // The deployments area comes before this one in the registry, so its service is always here.
       const deployments = yield* Deployments
 
@@ -344,16 +347,26 @@ export class Repos extends Context.Service<
       ) {
         const hidden = () =>
           userId === null ? new Unauthorized({ message: "sign in with an access token" }) : repoNotFound(path.repoName)
-        const org = yield* orgs.findBySlug(path.orgSlug)
-        if (Option.isNone(org)) return yield* hidden()
-        const project = yield* projects.findByName(org.value.id, path.projectName)
-        if (Option.isNone(project)) return yield* hidden()
-        const repo = yield* store.findByName(project.value.id, path.repoName)
+        // A signed-in request reads the org, its project and the user's role in one round trip (every request of a
+        // clone is one of these, three or four per clone): the repo is the only other lookup.
+        const read =
+          userId === null
+            ? yield* Effect.flatMap(orgs.findBySlug(path.orgSlug), (org) =>
+                Effect.map(
+                  Option.isSome(org)
+                    ? projects.findByName(org.value.id, path.projectName)
+                    : Effect.succeed(Option.none()),
+                  (project) => ({ org, project, role: Option.none<Role>() })
+                )
+              )
+            : yield* envelopes.access(path.orgSlug, userId, path.projectName)
+        if (Option.isNone(read.org) || Option.isNone(read.project)) return yield* hidden()
+        const repo = yield* store.findByName(read.project.value.id, path.repoName)
         if (Option.isNone(repo)) return yield* hidden()
         const publicRead = repo.value.visibility === "public" && access === "read"
         if (publicRead) return { repo: repo.value, userId, path }
         if (userId === null) return yield* hidden()
-        const role = yield* orgs.findMembership(org.value.id, userId)
+        const role = read.role
         if (Option.isNone(role)) {
           if (repo.value.visibility === "public") return yield* new Forbidden({ message: "only members may push" })
           return yield* hidden()
