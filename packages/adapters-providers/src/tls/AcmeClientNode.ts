@@ -1,5 +1,5 @@
 import { Tls } from "@hostplane/core"
-import * as acme from "acme-client"
+import type * as acme from "acme-client"
 import { Config, Effect, Layer, Option } from "effect"
 import { X509Certificate } from "node:crypto"
 import { readFileSync } from "node:fs"
@@ -51,20 +51,28 @@ const challengeProblem = (client: acme.Client, order: acme.Order, url: string, f
  * job's backoff decides when to try again.
  */
 export const make = (options: AcmeOptions): Tls.AcmeClient["Service"] => {
-  // `acmeSettings` is the library's own field on its axios instance, not in axios's types.
-  const defaults = acme.axios.defaults as typeof acme.axios.defaults & { acmeSettings: Record<string, number> }
-  defaults.acmeSettings = { ...defaults.acmeSettings, retryMaxAttempts: 1, retryDefaultDelay: 1 }
-  acme.axios.defaults.timeout = 30_000
-  if (options.caPem !== undefined) {
-    acme.axios.defaults.httpsAgent = new Agent({ ca: [...rootCertificates, options.caPem] })
-  }
-  const newKey = Effect.promise(() => acme.crypto.createPrivateEcdsaKey("P-256")).pipe(
+  // Loaded at the first call, not with the server: a server without ACME never needs the library, and it takes about
+  // 9 MiB of heap with what it imports (axios, X.509 and ASN.1 parsers).
+  let loaded: Promise<typeof acme> | undefined
+  const library = () =>
+    (loaded ??= import("acme-client").then((lib) => {
+      // `acmeSettings` is the library's own field on its axios instance, not in axios's types.
+      const defaults = lib.axios.defaults as typeof lib.axios.defaults & { acmeSettings: Record<string, number> }
+      defaults.acmeSettings = { ...defaults.acmeSettings, retryMaxAttempts: 1, retryDefaultDelay: 1 }
+      lib.axios.defaults.timeout = 30_000
+      if (options.caPem !== undefined) {
+        lib.axios.defaults.httpsAgent = new Agent({ ca: [...rootCertificates, options.caPem] })
+      }
+      return lib
+    }))
+  const newKey = Effect.promise(() => library().then((lib) => lib.crypto.createPrivateEcdsaKey("P-256"))).pipe(
     Effect.map((key) => key.toString())
   )
   const order = (input: Tls.AcmeOrderInput) =>
     Effect.gen(function* () {
       const run = <A>(f: () => Promise<A>) => Effect.tryPromise({ try: f, catch: failureOf })
-      const client = new acme.Client({
+      const lib = yield* Effect.promise(library)
+      const client = new lib.Client({
         directoryUrl: options.directoryUrl,
         accountKey: input.account.key,
         ...(input.account.url === null ? {} : { accountUrl: input.account.url }),
@@ -117,7 +125,7 @@ export const make = (options: AcmeOptions): Tls.AcmeClient["Service"] => {
       }
       if (placed.status === "ready") {
         const [, csr] = yield* run(() =>
-          acme.crypto.createCsr({ commonName: input.name, altNames: [input.name] }, input.key)
+          lib.crypto.createCsr({ commonName: input.name, altNames: [input.name] }, input.key)
         )
         placed = yield* run(() => client.finalizeOrder(placed, csr))
       }
