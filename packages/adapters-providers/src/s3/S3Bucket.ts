@@ -1,22 +1,9 @@
 import { createHash } from "node:crypto"
 import { createWriteStream } from "node:fs"
 import type { Readable } from "node:stream"
+import { createRequire } from "node:module"
 import { pipeline } from "node:stream/promises"
-import {
-  AbortMultipartUploadCommand,
-  type CompletedPart,
-  CompleteMultipartUploadCommand,
-  CopyObjectCommand,
-  CreateMultipartUploadCommand,
-  DeleteObjectCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-  UploadPartCommand
-} from "@aws-sdk/client-s3"
+import type * as S3 from "@aws-sdk/client-s3"
 import { NodeStream } from "@effect/platform-node"
 import { Config, ConfigProvider, Data, Effect, Exit, Option, Redacted, Stream } from "effect"
 
@@ -157,9 +144,15 @@ export interface Listed {
 
 const unquoted = (etag: string | undefined) => (etag ?? "").replace(/^"|"$/g, "")
 
+/**
+ * The SDK, loaded when a bucket is made rather than with the server: a server without `SERVICE_S3_URL` never uses it,
+ * and it takes about 6 MiB of heap.
+ */
+const sdk = (): typeof S3 => createRequire(import.meta.url)("@aws-sdk/client-s3")
+
 /** The client of decisions.md part 15: path style, the settings' region and keys, compatible checksum defaults. */
-export const makeClient = (settings: S3Settings): S3Client =>
-  new S3Client({
+export const makeClient = (settings: S3Settings): S3.S3Client =>
+  new (sdk().S3Client)({
     endpoint: settings.endpoint,
     region: settings.region,
     forcePathStyle: true,
@@ -185,7 +178,20 @@ export const makeClient = (settings: S3Settings): S3Client =>
  * fiber is interrupted, so a key holds a whole object or what it held before), streamed and ranged reads, listings.
  * Keys given and answered are relative to the prefix.
  */
-export const make = (settings: S3Settings, client: S3Client = makeClient(settings)) => {
+export const make = (settings: S3Settings, client: S3.S3Client = makeClient(settings)) => {
+  const {
+    AbortMultipartUploadCommand,
+    CompleteMultipartUploadCommand,
+    CopyObjectCommand,
+    CreateMultipartUploadCommand,
+    DeleteObjectCommand,
+    DeleteObjectsCommand,
+    GetObjectCommand,
+    HeadObjectCommand,
+    ListObjectsV2Command,
+    PutObjectCommand,
+    UploadPartCommand
+  } = sdk()
   const Bucket = settings.bucket
   const full = (key: string) => `${settings.prefix}${key}`
   const send = <A>(operation: string, key: string, run: (signal: AbortSignal) => Promise<A>) =>
@@ -211,7 +217,7 @@ export const make = (settings: S3Settings, client: S3Client = makeClient(setting
       let part: Buffer | undefined
       let filled = 0
       let uploadId: string | undefined
-      const done: Array<CompletedPart> = []
+      const done: Array<S3.CompletedPart> = []
 
       const sendPart = (data: Uint8Array) =>
         Effect.gen(function* () {
