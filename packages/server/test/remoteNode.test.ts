@@ -1,4 +1,14 @@
-import { bundleOf, FakeIdentityProvider, manifestEntry, startS3rver, testAuthority } from "@hostplane/testkit"
+import {
+  bundleOf,
+  FakeIdentityProvider,
+  type FakeOpenAi,
+  type FakePolar,
+  manifestEntry,
+  startFakeOpenAi,
+  startFakePolar,
+  startS3rver,
+  testAuthority
+} from "@hostplane/testkit"
 import { Effect, ManagedRuntime } from "effect"
 import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, readdirSync, rmSync } from "node:fs"
@@ -173,6 +183,9 @@ describe("a remote node process serves workers from the node API alone", () => {
     })
   )
   let s3: Awaited<ReturnType<typeof startS3rver>> | undefined
+  // The AI gateway's upstream, and the payments provider whose order.paid gives an org AI credit.
+  let upstream: FakeOpenAi | undefined
+  let polar: FakePolar | undefined
   const dirs: Array<string> = []
   const tempDir = (name: string) => {
     const dir = mkdtempSync(join(tmpdir(), name))
@@ -188,6 +201,8 @@ describe("a remote node process serves workers from the node API alone", () => {
       SERVICE_S3_ACCESS_KEY_ID: s3.accessKeyId,
       SERVICE_S3_SECRET_ACCESS_KEY: s3.secretAccessKey
     }
+    upstream = await startFakeOpenAi()
+    polar = await startFakePolar()
     controlEdgePort = await freePort()
     const provider = await idp.runPromise(Effect.service(FakeIdentityProvider))
     control = await startOnData(tempDir("hostplane-control-"), {
@@ -198,6 +213,9 @@ describe("a remote node process serves workers from the node API alone", () => {
       SERVICE_NODE_TOKEN: nodeToken,
       SERVICE_MAIL_DOMAIN: mailDomain,
       SERVICE_DNS_LISTEN: "off",
+      SERVICE_AI_UPSTREAM_URL: upstream.url,
+      SERVICE_AI_UPSTREAM_KEY: upstream.key,
+      SERVICE_BILLING_WEBHOOK_SECRET: polar.webhookSecret,
       ...bucket
     })
     edgePort = await freePort()
@@ -221,6 +239,8 @@ describe("a remote node process serves workers from the node API alone", () => {
     await stopServer(node?.child, "SIGTERM")
     await stopServer(control?.child, "SIGTERM")
     await s3?.close()
+    await upstream?.close()
+    await polar?.close()
     await idp.dispose()
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
   }, 60_000)
@@ -543,6 +563,74 @@ describe("a remote node process serves workers from the node API alone", () => {
     }
   }, 180_000)
 
+  it("env.ai on a remote node: each call goes through the control plane's AI gateway, which writes one ledger call row per call; a refusal rejects with the gateway's code", async () => {
+    const { call, token } = await signIn(control!.base, "remote-node-ai")
+    const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
+    const paid = await polar!.deliver(`${control!.base}/v1/hooks/billing`, {
+      type: "order.paid",
+      data: { id: "ord_remote_ai", metadata: { kind: "ai_credit", microCents: "500000000", orgSlug: slug } }
+    })
+    expect(paid.body).toEqual({ applied: true })
+    const created = await call("POST", `/v1/orgs/${slug}/projects`, { name: "farai" })
+    expect(created.status).toBe(201)
+    const host = created.body.hostname as string
+    const project = `/v1/orgs/${slug}/projects/farai`
+    expect((await call("POST", `${project}/ai`)).status).toBe(200)
+    const deployed = await fetch(`${control!.base}${project}/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+      body: await Effect.runPromise(
+        bundleOf([
+          manifestEntry({ name: "farai", ai: true }),
+          {
+            name: "worker/index.js",
+            content: `export default { async fetch(request, env) {
+              if (env.ai === undefined) return new Response("not yet", { status: 503 })
+              const model = new URL(request.url).pathname === "/unknown" ? "no-such-model" : "gpt-4.1"
+              try {
+                const answer = await env.ai.chat({ model, messages: [{ role: "user", content: "hello from afar" }] })
+                return Response.json({ model: answer.model, content: answer.choices[0].message.content })
+              } catch (error) {
+                return new Response(error.message, { status: 502 })
+              }
+            } }`
+          }
+        ])
+      )
+    })
+    expect(deployed.status).toBe(201)
+    const calls = () =>
+      call("GET", `/v1/orgs/${slug}/ai/ledger?limit=100`).then(
+        (reply) => (reply.body.items as Array<{ kind: string }>).filter((row) => row.kind === "call").length
+      )
+    expect(await calls()).toBe(0)
+    const asked = upstream!.requests.length
+    // The grant reaches the node at its next read of the state: until then env.ai is absent.
+    const first = await eventually(
+      () => edgeGet(edgePort, host, "/chat"),
+      (reply) => reply.status !== 503
+    )
+    expect(first.status, first.text).toBe(200)
+    expect(JSON.parse(first.text)).toEqual({ model: "gpt-4.1", content: expect.any(String) })
+    expect((await edgeGet(edgePort, host, "/chat")).status).toBe(200)
+    // Each call reached the upstream once, with the operator's key, and is one `call` row of the org's ledger.
+    expect(upstream!.requests.length).toBe(asked + 2)
+    expect(upstream!.requests.at(-1)).toMatchObject({ token: upstream!.key })
+    expect(await calls()).toBe(2)
+    // A model outside the catalog: the gateway's 400 unknown_model reaches the worker as its code, and costs nothing.
+    const unknown = await edgeGet(edgePort, host, "/unknown")
+    expect(unknown.status).toBe(502)
+    expect(unknown.text).toMatch(/^unknown_model/)
+    expect(await calls()).toBe(2)
+    // The project's AI key is the node's to present, never a line of its output.
+    const state = await fetch(`${control!.base}/v1/node/state`, { headers: { authorization: `Bearer ${nodeToken}` } })
+    const key = ((await state.json()) as { projects: Array<any> }).projects.find(
+      (one) => one.name === "farai" && one.bindings.ai !== null
+    ).bindings.ai.key as string
+    expect(node!.output()).not.toContain(key)
+    expect(control!.output()).not.toContain(key)
+  }, 180_000)
+
   it("a node given another authority for the database clusters refuses the project database's certificate", async () => {
     // The node API as a node would see it from a control plane whose cluster authority is not the clusters' own:
     // every route passed through, the authority replaced by a throwaway CA's.
@@ -555,10 +643,14 @@ describe("a remote node process serves workers from the node API alone", () => {
     const target = new URL(control!.base)
     // The `after` of each state read the node makes: one reader follows the revision, never starting over.
     const stateReads: Array<number> = []
+    // Until `rotated`, the node is answered the other authority; then the clusters' own, as after a rotation.
+    let rotated = false
+    let authorityReads = 0
     const proxy = Http.createServer((request, response) => {
       const path = new URL(request.url!, "http://proxy.invalid")
       if (path.pathname === "/v1/node/state") stateReads.push(Number(path.searchParams.get("after") ?? "0"))
-      if (request.url === "/v1/node/database/authority") {
+      if (request.url === "/v1/node/database/authority") authorityReads += 1
+      if (request.url === "/v1/node/database/authority" && !rotated) {
         response.writeHead(200, { "content-type": "application/json" })
         response.end(JSON.stringify({ authority: wrongAuthority }))
         return
@@ -588,6 +680,22 @@ describe("a remote node process serves workers from the node API alone", () => {
       // every later read goes on from the revision the one before answered.
       expect(stateReads.filter((after) => after === 0)).toHaveLength(1)
       expect(stateReads).toEqual([...stateReads].sort((a, b) => a - b))
+      // The authority changes: the authority the node holds no longer signs the clusters' certificates. The node
+      // reads it again after a refused certificate (not at each query) and reaches the database without a restart.
+      const readsBefore = authorityReads
+      rotated = true
+      const reached = await eventually(
+        () => edgeGet(port, farHost, "/db"),
+        (reply) => reply.status === 200,
+        120_000
+      )
+      expect(reached).toEqual({ status: 200, text: JSON.stringify([{ answer: 42 }]) })
+      expect(authorityReads).toBeGreaterThan(readsBefore)
+      const readsAfter = authorityReads
+      for (let query = 0; query < 5; query++) {
+        expect(await edgeGet(port, farHost, "/db")).toEqual({ status: 200, text: JSON.stringify([{ answer: 42 }]) })
+      }
+      expect(authorityReads).toBe(readsAfter)
     } finally {
       await stopServer(other.child, "SIGTERM")
       await new Promise((resolve) => proxy.close(resolve))
@@ -624,14 +732,35 @@ describe("a remote node process serves workers from the node API alone", () => {
     })
   }, 60_000)
 
-  it("a control plane that takes connections but never answers: a protected deployment is 503 access_unavailable, not a request that hangs", async () => {
+  it("a control plane that takes connections but never answers: a protected deployment is 503 access_unavailable, a project the node never served 503 worker_unavailable or artifact_store_unavailable, not a request that hangs; all served again once it answers", async () => {
     expect(guarded).toBeDefined()
+    // Two projects the node below has never served, each with a secret.
+    const { call, token } = await signIn(control!.base, "remote-node-cold")
+    const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
+    const cold: Record<string, string> = {}
+    for (const name of ["cold-secrets", "cold-bundle"]) {
+      const created = await call("POST", `/v1/orgs/${slug}/projects`, { name })
+      expect(created.status).toBe(201)
+      cold[name] = created.body.hostname as string
+      expect((await call("PUT", `/v1/orgs/${slug}/projects/${name}/secrets/GREETING`, { value: name })).status).toBe(
+        200
+      )
+      const deployed = await fetch(`${control!.base}/v1/orgs/${slug}/projects/${name}/deployments`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+        body: await Effect.runPromise(
+          bundleOf([manifestEntry({ name }), { name: "worker/index.js", content: worker("v1") }])
+        )
+      })
+      expect(deployed.status).toBe(201)
+    }
     const target = new URL(control!.base)
-    let hung = false
+    /** The requests of the node the network drops from now on (their connection open, never answered). */
+    let hold: (path: string) => boolean = () => false
     const held: Array<Http.ServerResponse> = []
-    // The node API as a node sees it through a network that starts dropping every answer.
+    // The node API as a node sees it through a network that starts dropping answers.
     const proxy = Http.createServer((request, response) => {
-      if (hung) {
+      if (hold(request.url ?? "/")) {
         held.push(response)
         return
       }
@@ -656,11 +785,37 @@ describe("a remote node process serves workers from the node API alone", () => {
       expect(served.status).toBe(200)
       // The public deployment served once, so the node holds its bundle and secrets.
       expect((await edgeGet(port, farHost, "/hello")).status).toBe(200)
-      hung = true
+      // The state names both cold projects before anything is dropped.
+      for (const host of Object.values(cold)) {
+        await eventually(
+          () => edgeGet(port, host, "/__service/health"),
+          (reply) => reply.status !== 404
+        )
+      }
+      // Only the secrets reads go unanswered: the first request of a project whose secrets the node never read.
+      hold = (path) => /^\/v1\/node\/projects\/[^/]+\/secrets/.test(path)
+      const json = { accept: "application/json" }
+      const noSecrets = await edgeCall(port, cold["cold-secrets"]!, "/hello", { headers: json })
+      expect(shape(noSecrets)).toMatchObject({ status: 503, code: "worker_unavailable" })
+      // Nothing is answered any more.
+      hold = () => true
       const refused = await edgeCall(port, guarded!.host, "/hello", { headers: pass })
       expect(shape(refused)).toMatchObject({ status: 503, code: "access_unavailable" })
       // The public deployment is served from what the node holds meanwhile.
       expect((await edgeGet(port, farHost, "/hello")).status).toBe(200)
+      // A deployment whose bundle the node never fetched.
+      const noBundle = await edgeCall(port, cold["cold-bundle"]!, "/hello", { headers: json })
+      expect(shape(noBundle)).toMatchObject({ status: 503, code: "artifact_store_unavailable" })
+      // The control plane answers again: both are served, with their secrets, without a restart.
+      hold = () => false
+      for (const [name, host] of Object.entries(cold)) {
+        const served = await eventually(
+          () => edgeGet(port, host, "/hello"),
+          (reply) => reply.status === 200,
+          120_000
+        )
+        expect(served).toEqual({ status: 200, text: `v1 ${name} undefined undefined` })
+      }
     } finally {
       for (const response of held) response.destroy()
       await stopServer(other.child, "SIGTERM")

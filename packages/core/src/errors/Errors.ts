@@ -399,7 +399,10 @@ export class WorkerException extends Schema.TaggedError<WorkerException>()("Work
   static readonly code = "worker_exception" satisfies ErrorCode
 }
 
-/** `worker_unavailable`: the worker runtime is off (`SERVICE_WORKERS=off`) or not running. */
+/**
+ * `worker_unavailable`: the worker runtime is off (`SERVICE_WORKERS=off`) or not running, or a node cannot make the
+ * worker's env (its control plane does not answer).
+ */
 export class WorkerUnavailable extends Schema.TaggedError<WorkerUnavailable>()("WorkerUnavailable", fields) {
   static readonly code = "worker_unavailable" satisfies ErrorCode
 }

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AccessPolicies } from "../access/AccessPolicies.ts"
 import { Deployments } from "../deployments/Deployments.ts"
-import { NodeApiOff, NotFound, Unauthorized } from "../errors/Errors.ts"
+import { NodeApiOff, NotFound, Unauthorized, type WorkerUnavailable } from "../errors/Errors.ts"
 import { HostnameStore } from "../hostnames/HostnameStore.ts"
 import { makeId, type ProjectId } from "../kernel/Ids.ts"
 import { NodeRevisions } from "../kernel/NodeRevisions.ts"
@@ -27,8 +27,11 @@ export class Nodes extends Context.Service<
     readonly authorize: (bearer: string | undefined) => Effect.Effect<void, NodeApiOff | Unauthorized>
     /** The projects changed after `after` (exclusive), oldest change first, with what a node applies. */
     readonly state: (after: number) => Effect.Effect<NodeState>
-    /** A project's secrets, opened: the worker's environment. Never logged. */
-    readonly secrets: (projectId: string) => Effect.Effect<OpenedSecrets, NotFound>
+    /**
+     * A project's secrets, opened: the worker's environment. Never logged. `WorkerUnavailable` when they cannot be
+     * read now (a node whose control plane does not answer): a worker's env is never made without them.
+     */
+    readonly secrets: (projectId: string) => Effect.Effect<OpenedSecrets, NotFound | WorkerUnavailable>
     /** A usage report, recorded by each binding that reads one (storage: `usedBytes`); ids none recorded are listed. */
     readonly usage: (report: UsageReport) => Effect.Effect<UsageRecorded>
   }

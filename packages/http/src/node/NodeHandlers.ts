@@ -42,6 +42,8 @@ export const NodeHandlers = HttpApiBuilder.group(
         Effect.andThen(nodes.authorize(bearer(headers.authorization)), nodes.state(query.after ?? 0)),
       secrets: ({ headers, params }) =>
         Effect.andThen(nodes.authorize(bearer(headers.authorization)), nodes.secrets(params.projectId)).pipe(
+          // Only a node reading another control plane cannot read them; this one opens its own.
+          Effect.catchTag("WorkerUnavailable", Effect.die),
           Effect.map(noStore)
         ),
       artifact: ({ headers, params }) =>

@@ -1,5 +1,5 @@
 import { Database } from "@hostplane/core"
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import pg from "pg"
 import { BindingFailure, type BindingAnswer } from "./Failure.ts"
 import { workerBinding } from "./WorkerBinding.ts"
@@ -62,8 +62,33 @@ const sqlstate = (code: unknown): string | undefined =>
 
 interface Held {
   readonly url: string
+  /** The authority the pool verifies with. */
+  readonly authority: string | undefined
   readonly pool: pg.Pool
 }
+
+/**
+ * How a node reads the clusters' authority again after a rotation: it answers the authority as its source has it now
+ * (a node on another machine asks the control plane). Unset (the default): the node's own, which cannot change while it
+ * runs, so nothing is read again.
+ */
+export const DatabaseAuthorityReread = Context.Reference<(() => Promise<string | undefined>) | undefined>(
+  "@hostplane/node/bindings/DatabaseAuthorityReread",
+  { defaultValue: () => undefined }
+)
+
+/** The TLS errors of a certificate signed by an authority the node does not hold. */
+const unknownAuthority = new Set([
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "CERT_SIGNATURE_FAILURE"
+])
+
+/** The authority is read again at most this often, however many queries fail on it. */
+const rereadEveryMs = 5_000
 
 /**
  * `env.db`: one pool per project database, connected as the project's role with the binding's own credentials,
@@ -76,12 +101,39 @@ export const makeDbBinding = (options: {
   readonly queryTimeoutMs: number
   /** A connection not established by then rejects: 10 s unless given (a test of the deadline gives less). */
   readonly connectTimeoutMs?: number | undefined
+  /** Reads the authority again when a certificate is not signed by the one held (see `DatabaseAuthorityReread`). */
+  readonly reread?: (() => Promise<string | undefined>) | undefined
 }) => {
   const pools = new Map<string, Held>()
+  let authority = options.authority
+  let reading: Promise<boolean> | undefined
+  let readAt = 0
+
+  /**
+   * After a certificate another authority signed: reads the authority again (one read at a time, at most once per
+   * `rereadEveryMs`) and answers whether it changed, so the query is tried once more with it.
+   */
+  const rereadAuthority = (): Promise<boolean> => {
+    const reread = options.reread
+    if (reread === undefined) return Promise.resolve(false)
+    if (reading !== undefined) return reading
+    if (Date.now() - readAt < rereadEveryMs) return Promise.resolve(false)
+    readAt = Date.now()
+    const before = authority
+    reading = reread().then(
+      (fresh) => {
+        authority = fresh
+        return fresh !== before
+      },
+      () => false
+    )
+    void reading.finally(() => (reading = undefined))
+    return reading
+  }
 
   const poolOf = (projectId: string, db: Database.DatabaseConnect): pg.Pool => {
     const held = pools.get(projectId)
-    if (held !== undefined && held.url === db.url) return held.pool
+    if (held !== undefined && held.url === db.url && held.authority === authority) return held.pool
     if (held !== undefined) void held.pool.end().catch(() => undefined)
     const pool = new pg.Pool({
       host: db.host,
@@ -90,11 +142,7 @@ export const makeDbBinding = (options: {
       user: db.user,
       password: db.password,
       ssl:
-        db.sslmode === "disable"
-          ? false
-          : options.authority === undefined
-            ? { rejectUnauthorized: false }
-            : { ca: options.authority },
+        db.sslmode === "disable" ? false : authority === undefined ? { rejectUnauthorized: false } : { ca: authority },
       max: poolSize,
       idleTimeoutMillis: 30_000,
       connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
@@ -105,7 +153,7 @@ export const makeDbBinding = (options: {
     })
     // An idle connection the server ends (a restart, a revoked role) must not crash the node.
     pool.on("error", () => undefined)
-    pools.set(projectId, { url: db.url, pool })
+    pools.set(projectId, { url: db.url, authority, pool })
     return pool
   }
 
@@ -132,7 +180,16 @@ export const makeDbBinding = (options: {
       // The extended protocol always: one statement per call, even without parameters.
       // node-postgres's types do not list `queryMode`; its Query honors it.
       const config = { text, values: params as Array<string | null>, queryMode: "extended" } as pg.QueryConfig
-      result = await poolOf(projectId, db).query(config)
+      result = await poolOf(projectId, db)
+        .query(config)
+        .catch(async (error: unknown) => {
+          // The clusters' authority was rotated since it was read: once more with the one read now.
+          const code = (error as { code?: unknown }).code
+          if (typeof code === "string" && unknownAuthority.has(code) && (await rereadAuthority())) {
+            return poolOf(projectId, db).query(config)
+          }
+          throw error
+        })
     } catch (error) {
       const code = sqlstate((error as { code?: unknown }).code)
       const message = error instanceof Error ? error.message : String(error)
@@ -172,8 +229,13 @@ export const dbBinding = workerBinding({
   name: "db",
   worker: "db.js",
   make: (options) =>
-    Effect.map(Effect.service(Database.DatabaseNode), (node) => {
-      const db = makeDbBinding({ authority: node.authority, queryTimeoutMs: options.queryTimeoutMs })
+    Effect.gen(function* () {
+      const node = yield* Database.DatabaseNode
+      const db = makeDbBinding({
+        authority: node.authority,
+        queryTimeoutMs: options.queryTimeoutMs,
+        reread: yield* DatabaseAuthorityReread
+      })
       return {
         entry: (value) => ({ connectionString: value.url }),
         calls: { query: (call, args) => db.query(call.projectId, call.granted(), args) },

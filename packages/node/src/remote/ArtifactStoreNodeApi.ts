@@ -12,6 +12,13 @@ export interface NodeApiOptions {
 const unavailable = (message: string) => new Errors.ArtifactStoreUnavailable({ message })
 
 /**
+ * How long the node API may take to start answering a bundle, and to send its next bytes: a visitor waits on the first
+ * download of a deployment, so a control plane that takes the connection and never answers is a 503 to retry, not a
+ * request that hangs. A large bundle that keeps coming is never cut.
+ */
+export const downloadIdleTimeout = 10_000
+
+/**
  * A node's `ArtifactStore` when the control plane runs elsewhere (decisions.md part 13): a bundle the node has not
  * seen is fetched once with `GET /v1/node/artifacts/{digest}`, read through the node's own `BundleReader` into its
  * local store (the same layout the server keeps: the gzipped tar, the inflated tar, the index) and kept there by
@@ -25,6 +32,9 @@ export const make = Effect.fn("ArtifactStoreNodeApi.make")(function* (
   reader: Deployments.BundleReader["Service"]
 ) {
   const client = (yield* HttpClient.HttpClient).pipe(HttpClient.filterStatusOk)
+  // Downloads run in the store's scope, not the first visitor's: one who leaves does not cancel the download the
+  // others wait on, and the node's stop ends it.
+  const scope = yield* Effect.scope
   const base = options.url.replace(/\/+$/, "")
   // One fetch per digest at a time: concurrent first requests for a new deployment wait for the same download.
   const inFlight = new Map<Deployments.Digest, Deferred.Deferred<boolean, Errors.ArtifactStoreUnavailable>>()
@@ -35,6 +45,11 @@ export const make = Effect.fn("ArtifactStoreNodeApi.make")(function* (
       HttpClientRequest.bearerToken(Redacted.value(options.token))
     )
     const response = yield* client.execute(request).pipe(
+      Effect.timeoutOrElse({
+        duration: downloadIdleTimeout,
+        orElse: () =>
+          Effect.fail(unavailable(`the node API did not answer for bundle ${digest} within ${downloadIdleTimeout} ms`))
+      }),
       Effect.map(Option.some),
       Effect.catchTag("HttpClientError", (error) =>
         error.response?.status === 404
@@ -46,7 +61,12 @@ export const make = Effect.fn("ArtifactStoreNodeApi.make")(function* (
     const read = yield* reader
       .read(
         response.value.stream.pipe(
-          Stream.mapError((error) => unavailable(`bundle ${digest} broke off from the node API: ${error.message}`))
+          Stream.mapError((error) => unavailable(`bundle ${digest} broke off from the node API: ${error.message}`)),
+          Stream.timeoutOrElse({
+            duration: downloadIdleTimeout,
+            orElse: () =>
+              Stream.fail(unavailable(`bundle ${digest}: the node API sent nothing for ${downloadIdleTimeout} ms`))
+          })
         )
       )
       .pipe(
@@ -70,9 +90,14 @@ export const make = Effect.fn("ArtifactStoreNodeApi.make")(function* (
       return Effect.flatMap(Deferred.make<boolean, Errors.ArtifactStoreUnavailable>(), (done) => {
         inFlight.set(digest, done)
         return download(digest).pipe(
-          Effect.exit,
-          Effect.flatMap((exit) => Effect.andThen(Deferred.done(done, exit), exit)),
-          Effect.ensuring(Effect.sync(() => inFlight.delete(digest)))
+          Effect.onExit((exit) =>
+            Effect.andThen(
+              Effect.sync(() => inFlight.delete(digest)),
+              Deferred.done(done, exit)
+            )
+          ),
+          Effect.forkIn(scope),
+          Effect.andThen(Deferred.await(done))
         )
       })
     })

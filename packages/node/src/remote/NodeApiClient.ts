@@ -40,6 +40,18 @@ export const visitorCallTimeout = 10_000
 /** How long one read of the node state may take. */
 const stateReadTimeout = 30_000
 
+/**
+ * How long any other call of the node API may take (a report, the mail relay): no call waits for good on a control
+ * plane that takes the connection and never answers.
+ */
+export const callTimeout = 30_000
+
+/**
+ * How long the AI gateway may take to start its answer (and to finish one that is not streamed): a model's answer may
+ * take minutes; a stream that started is not cut.
+ */
+export const aiCallTimeout = 300_000
+
 /** The relay's refusals, as the core errors the bindings turn into the worker's codes. */
 const relayRefusals = [
   Errors.BadRequest,
@@ -77,16 +89,33 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
   const base = options.url.replace(/\/+$/, "")
   const nodeAuth = () => `Bearer ${Redacted.value(options.token)}`
 
-  const request = (path: string, init: RequestInit & { readonly what: string; readonly timeoutMs?: number }) =>
-    Effect.tryPromise({
-      try: (signal) =>
-        fetch(`${base}${path}`, {
-          ...init,
-          signal: init.timeoutMs === undefined ? signal : AbortSignal.any([signal, AbortSignal.timeout(init.timeoutMs)])
-        }),
-      catch: (error) =>
-        new NodeApiError({ message: `${init.what}: the control plane at ${base} did not answer (${String(error)})` })
+  /**
+   * One call, abandoned (its connection closed) when the fiber is interrupted or after `timeoutMs` (`callTimeout`
+   * unless given), reading its answer included; with `untilAnswer`, only until the answer starts.
+   */
+  const request = (
+    path: string,
+    init: RequestInit & { readonly what: string; readonly timeoutMs?: number; readonly untilAnswer?: boolean }
+  ) => {
+    const { what, timeoutMs = callTimeout, untilAnswer = false, ...rest } = init
+    return Effect.tryPromise({
+      try: async (signal) => {
+        const deadline = new AbortController()
+        const timer = setTimeout(() => deadline.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+        // A deadline that outlives its call must not keep a stopping node's event loop alive.
+        timer.unref()
+        try {
+          return await fetch(`${base}${path}`, { ...rest, signal: AbortSignal.any([signal, deadline.signal]) })
+        } finally {
+          if (untilAnswer) clearTimeout(timer)
+        }
+      },
+      catch: (error) => {
+        const reason = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)
+        return new NodeApiError({ message: `${what}: the control plane at ${base} did not answer (${reason})` })
+      }
     })
+  }
 
   const jsonOf = (response: Response, what: string) =>
     Effect.tryPromise({
@@ -139,15 +168,18 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
     )
 
   /** `GET /v1/node/database/authority`: the PEM the database clusters' certificates are verified with, or null. */
-  const databaseAuthority = Effect.flatMap(nodeJson("/v1/node/database/authority", "database authority"), (body) =>
-    Effect.mapError(decodeAuthority(body), invalid("database authority"))
+  const databaseAuthority = Effect.flatMap(
+    nodeJson("/v1/node/database/authority", "database authority", { timeoutMs: visitorCallTimeout }),
+    (body) => Effect.mapError(decodeAuthority(body), invalid("database authority"))
   )
 
   /** `GET /v1/node/projects/{id}/secrets`: the project's secrets, opened; `NotFound` when the project is gone. */
   const secrets = Effect.fnUntraced(function* (projectId: string) {
     const what = "project secrets"
+    // A visitor's first request of the project waits on this read.
     const response = yield* request(`/v1/node/projects/${encodeURIComponent(projectId)}/secrets`, {
       what,
+      timeoutMs: visitorCallTimeout,
       headers: { authorization: nodeAuth() }
     })
     if (response.status === 404) {
@@ -273,6 +305,8 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
     const what = "AI gateway"
     const response = yield* request("/v1/ai/chat/completions", {
       what,
+      timeoutMs: aiCallTimeout,
+      untilAnswer: true,
       method: "POST",
       headers: {
         "content-type": "application/json",

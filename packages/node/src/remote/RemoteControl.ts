@@ -5,6 +5,7 @@ import { Context, Effect, Layer, Option, Redacted, Result, Schedule, Semaphore, 
 import { AccessUnavailable, EdgeAccess, type EdgeAnswer, EdgeSignIn, passAnswer } from "../edge/Edge.ts"
 import { authFlowCookie, authSessionCookie } from "../enduser/AuthWorker.ts"
 import { EndUserLookup } from "../bindings/Auth.ts"
+import { DatabaseAuthorityReread } from "../bindings/Db.ts"
 import { InvocationEvents } from "../runtime/WorkerInvokerLive.ts"
 import { EdgeView, type LiveDeployment, makeFileHold, type ProjectView } from "../edge/EdgeCache.ts"
 import type { NodeApiOptions } from "./ArtifactStoreNodeApi.ts"
@@ -169,13 +170,33 @@ export const remoteDatabaseNode: Layer.Layer<Database.DatabaseNode, NodeApiError
   })
 )
 
+/**
+ * After the clusters' authority is rotated, `env.db` meets certificates the authority read at start does not verify:
+ * the binding reads it again from the control plane (at most every few seconds) and connects with the new one.
+ */
+export const remoteDatabaseAuthority = Layer.effect(
+  DatabaseAuthorityReread,
+  Effect.gen(function* () {
+    const { client } = yield* RemoteState
+    const run = Effect.runPromiseWith(yield* Effect.context<never>())
+    return () =>
+      run(
+        client.databaseAuthority.pipe(
+          Effect.tap(() => Effect.logInfo("remote node: the database authority was read again")),
+          Effect.map(({ authority }) => authority ?? undefined)
+        )
+      )
+  })
+)
+
 const die = (error: NodeApiError) => Effect.die(error)
 
 /**
  * `Node.Nodes` on a node on another machine: the state is `RemoteState`'s (one reader of the control plane's state for
  * the edge and the runtime alike); secrets and usage reports go over the node API. `authorize` checks a bearer against
- * this node's own token (nothing on a node serves the node API, but the check is the same). A control plane that does
- * not answer is a defect of the call: the worker's env is not made from a guess.
+ * this node's own token (nothing on a node serves the node API, but the check is the same). Secrets the control plane
+ * does not give (no answer within the deadline) are `WorkerUnavailable`: the worker's env is not made from a guess. A
+ * usage report that fails is a defect of the reporter's call.
  */
 export const remoteNodes: Layer.Layer<Node.Nodes, never, RemoteState> = Layer.effect(
   Node.Nodes,
@@ -187,7 +208,17 @@ export const remoteNodes: Layer.Layer<Node.Nodes, never, RemoteState> = Layer.ef
           ? Effect.void
           : Effect.fail(new Errors.Unauthorized({ message: "the node token is missing or wrong" })),
       state: (after) => Effect.sync(() => changesAfter(after)),
-      secrets: (projectId) => Effect.catchTag(client.secrets(projectId), "NodeApiError", die),
+      secrets: (projectId) =>
+        Effect.catchTag(client.secrets(projectId), "NodeApiError", (error) =>
+          Effect.andThen(
+            Effect.logWarning("remote node: a project's secrets cannot be read", { message: error.message }),
+            Effect.fail(
+              new Errors.WorkerUnavailable({
+                message: "the control plane, which holds this project's settings, cannot be reached: try again shortly"
+              })
+            )
+          )
+        ),
       usage: (report) => Effect.catch(client.usage(report), die)
     })
   })

@@ -16,6 +16,7 @@ import {
   RemoteState,
   remoteAccess,
   remoteAiGateway,
+  remoteDatabaseAuthority,
   remoteDatabaseNode,
   remoteEdgeView,
   remoteEndUsers,
@@ -101,7 +102,8 @@ export const remoteNodeLayer = (options: RemoteNodeOptions) => {
             TokensNode.layer,
             objects,
             remoteEvents,
-            remoteEndUsers
+            remoteEndUsers,
+            remoteDatabaseAuthority
           )
         ),
         // The invoker's first convergence reads the state: the node waits for the control plane first.

@@ -1,5 +1,5 @@
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { type Deployments, Logs, Node } from "@hostplane/core"
+import { type Deployments, Errors, Logs, Node } from "@hostplane/core"
 import * as Edge from "../edge/Edge.ts"
 import { cookieOf, WorkerInvoker } from "../edge/WorkerInvoker.ts"
 import { authFlowCookie, authSessionCookie } from "../enduser/AuthWorker.ts"
@@ -223,7 +223,8 @@ export const WorkerInvokerOn = Layer.effect(
         envs.set(projectId, { ...known, project, asked })
         return known.env
       }
-      const opened = yield* Effect.orElseSucceed(nodes.secrets(projectId), () => ({ items: [] }))
+      // A project gone has no secrets; secrets that cannot be read now fail the request, never make an env without them.
+      const opened = yield* Effect.catchTag(nodes.secrets(projectId), "NotFound", () => Effect.succeed({ items: [] }))
       const env: ProjectEnv = {
         secrets: Object.fromEntries(opened.items.map((item) => [item.name, item.value])),
         bindings: bindings.flagsOf(project, manifest)
@@ -231,6 +232,10 @@ export const WorkerInvokerOn = Layer.effect(
       envs.set(projectId, { signature, env, project, asked })
       return env
     })
+
+    /** The env of a request's project, or why it cannot be made now (answered 503 `worker_unavailable`). */
+    const envFor = (target: Edge.WorkerTarget) =>
+      Effect.catchTag(envOf(target.projectId, target.manifest), "WorkerUnavailable", (error) => Effect.succeed(error))
 
     /** The env made from the project's current state, when there is one: a request's usual case, with no Effect. */
     const currentEnv = (projectId: string, manifest: Deployments.Manifest): ProjectEnv | undefined => {
@@ -283,7 +288,8 @@ export const WorkerInvokerOn = Layer.effect(
         incoming.resume()
         return envelope(413, "payload_too_large", `request bodies are limited to ${maxRequestBodyBytes} bytes`)
       }
-      const env = currentEnv(target.projectId, target.manifest) ?? (yield* envOf(target.projectId, target.manifest))
+      const env = currentEnv(target.projectId, target.manifest) ?? (yield* envFor(target))
+      if (env instanceof Errors.WorkerUnavailable) return envelope(503, "worker_unavailable", env.message)
       const key = keyOf(target, env)
       const scheme = (incoming.socket as TLSSocket).encrypted === true ? "https" : "http"
       const url = `${scheme}://${authorityOf(incoming) ?? "localhost"}${incoming.url ?? "/"}`
@@ -393,8 +399,9 @@ export const WorkerInvokerOn = Layer.effect(
         return refuse({ status: 503, code: "worker_unavailable", message: "worker code is off on this node" })
       const declared = Number(incoming.headers["content-length"] ?? "0")
       if (Number.isFinite(declared) && declared > maxRequestBodyBytes) return refuse(tooLarge)
-      const env =
-        currentEnv(target.projectId, target.manifest) ?? (await runEnv(envOf(target.projectId, target.manifest)))
+      const env = currentEnv(target.projectId, target.manifest) ?? (await runEnv(envFor(target)))
+      if (env instanceof Errors.WorkerUnavailable)
+        return refuse({ status: 503, code: "worker_unavailable", message: env.message })
       const key = keyOf(target, env)
       const scheme = (incoming.socket as TLSSocket).encrypted === true ? "https" : "http"
       const url = `${scheme}://${authorityOf(incoming) ?? "localhost"}${incoming.url ?? "/"}`
