@@ -605,10 +605,11 @@ describe("a remote node process serves workers from the node API alone", () => {
       )
     expect(await calls()).toBe(0)
     const asked = upstream!.requests.length
-    // The grant reaches the node at its next read of the state: until then env.ai is absent.
+    // The deployment and the grant reach the node at its next read of the state: until then the host has nothing
+    // deployed (404) or env.ai is absent (503).
     const first = await eventually(
       () => edgeGet(edgePort, host, "/chat"),
-      (reply) => reply.status !== 503
+      (reply) => reply.status !== 503 && reply.status !== 404
     )
     expect(first.status, first.text).toBe(200)
     expect(JSON.parse(first.text)).toEqual({ model: "gpt-4.1", content: expect.any(String) })

