@@ -6,6 +6,7 @@ export { type AnyAreaHttp, apiId, apiPrefix, areaApi, type AreaHttp, areaHttp } 
 export { areas } from "./areas.ts"
 export { apiError, apiErrors, Envelope } from "@hostplane/api/errors/ApiError"
 export { CoreWatch, RequestMetrics } from "./server/RequestPipeline.ts"
+export { Draining } from "./server/Draining.ts"
 export { makeMeLane, type MeLane } from "./identity/MeLane.ts"
 export { makeNodeListener, type NodeListener } from "./server/NodeListener.ts"
 export { Console, type ConsoleFile, type ConsoleFiles, consoleSecurityHeaders } from "./console/ConsolePages.ts"

@@ -97,8 +97,32 @@ export const namedBind = <A, E, R>(
   }) as unknown as Layer.Layer<A, E | ListenError, R>
 
 /**
+ * Calls `begin` when `server`'s graceful stop begins: Effect's node server stops by calling `close`, and Node says
+ * nothing of it until every connection has ended.
+ */
+export const onStopBegin = (server: ReturnType<typeof createServer>, begin: () => void) => {
+  const close = server.close.bind(server)
+  server.close = ((callback?: (error?: Error) => void) => {
+    begin()
+    return close(callback)
+  }) as typeof server.close
+}
+
+/**
+ * Once `server`'s stop begins, a connection closes as soon as its last response ends: Node's `close` closes only the
+ * connections idle at that moment, so one whose request was in flight would idle out its keep-alive while the stop
+ * waits for it.
+ */
+const closeWhenIdleOnStop = (server: ReturnType<typeof createServer>) =>
+  onStopBegin(server, () => {
+    const sweep = setInterval(() => server.closeIdleConnections(), 100)
+    sweep.unref()
+    server.once("close", () => clearInterval(sweep))
+  })
+
+/**
  * A `node:http` listener on `address` with part 15's keep-alive and a graceful stop: on shutdown it stops accepting,
- * closes idle connections and waits up to `shutdown` for requests in flight.
+ * closes idle connections and waits up to `shutdown` for requests in flight, closing each connection as it falls idle.
  */
 export const httpListener = (
   listener: { readonly name: string; readonly address: Address; readonly setting: string },
@@ -110,6 +134,7 @@ export const httpListener = (
     NodeHttpServer.layer(
       () => {
         const server = createServer()
+        closeWhenIdleOnStop(server)
         prepare(server)
         server.keepAliveTimeout = Duration.toMillis(settings.keepAlive)
         // Node drops a kept-alive connection whose next request's headers take longer than this: keep it above the

@@ -16,7 +16,7 @@ import { configLayerFromEnv, Deployments, Dns, Hostnames, jobHandlers, Jobs, ser
 import { Config, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import * as Path from "node:path"
-import { app, Console, HostAuthenticator, makeMeLane, routerConfig, spanNames } from "@hostplane/http"
+import { app, Console, Draining, HostAuthenticator, makeMeLane, routerConfig, spanNames } from "@hostplane/http"
 import { loadConsole } from "@hostplane/console"
 import { edgeListeners, tlsPorts } from "./EdgeListeners.ts"
 import { healthRoutes } from "./Health.ts"
@@ -30,7 +30,7 @@ import {
   WorkerRuntime
 } from "@hostplane/node"
 import { parseListen } from "./Listen.ts"
-import { connectionSettings, httpListener, namedBind } from "./Listeners.ts"
+import { connectionSettings, httpListener, namedBind, onStopBegin } from "./Listeners.ts"
 import { coreWatchLayer } from "./CoreWatch.ts"
 import { metricsLayer, requestMetrics } from "./Metrics.ts"
 import { logStartup } from "./StartupLog.ts"
@@ -113,6 +113,12 @@ export const ServerLive = Layer.unwrap(
     )
     // Keep-alive above load balancers' idle timeout; a stop drains requests in flight (Listeners.ts).
     const connections = yield* connectionSettings
+    // The API's log streams end once its listener's graceful stop begins, instead of holding it to the timeout.
+    let beginDraining = () => {}
+    const drainingBegun = new Promise<void>((resolve) => {
+      beginDraining = resolve
+    })
+    const draining = Layer.succeed(Draining)({ started: Effect.promise(() => drainingBegun) })
     // The web console at `/`, as `npm ci` built it (absent when it was never built: then only the API).
     const withConsole = app.pipe(Layer.provide(Layer.succeed(Console)(loadConsole())))
     const api = HttpRouter.serve(Layer.merge(withConsole, healthRoutes), { disableLogger: true, routerConfig }).pipe(
@@ -120,14 +126,15 @@ export const ServerLive = Layer.unwrap(
       Layer.provide(
         Layer.unwrap(
           Effect.map(makeMeLane, (lane) =>
-            httpListener({ name: "API", address: listen, setting: "SERVICE_LISTEN" }, connections, (server) =>
-              lane === undefined ? undefined : installLane(server, lane)
-            )
+            httpListener({ name: "API", address: listen, setting: "SERVICE_LISTEN" }, connections, (server) => {
+              onStopBegin(server, beginDraining)
+              if (lane !== undefined) installLane(server, lane)
+            })
           )
         ).pipe(Layer.provide(services))
       ),
       // Spans named by route; requests counted by route while SERVICE_METRICS_LISTEN serves metrics (Metrics.ts).
-      Layer.provide(Layer.merge(spanNames, requestMetrics)),
+      Layer.provide(Layer.mergeAll(spanNames, requestMetrics, draining)),
       // A frozen PostgreSQL answers 503 no_core in bounded time, never a hang (CoreWatch.ts).
       Layer.provide(coreWatchLayer)
     )

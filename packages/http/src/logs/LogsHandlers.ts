@@ -5,6 +5,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { areaApi } from "../Area.ts"
 import { LogsApi, NodeLogsApi } from "@hostplane/api/logs/LogsApi"
 import { bearer } from "../node/NodeHandlers.ts"
+import { Draining } from "../server/Draining.ts"
 
 const api = areaApi(LogsApi, NodeLogsApi)
 
@@ -27,7 +28,8 @@ export const LogsHandlers = HttpApiBuilder.group(
         Effect.flatMap(actor, (a) =>
           logs.follow(a, params.orgSlug, params.projectName, { ...query, lastEventId: headers["last-event-id"] })
         ).pipe(
-          Effect.map((batches) => {
+          Effect.zip(Draining),
+          Effect.map(([batches, draining]) => {
             // The first comment goes out once the stream is live, so a client that has read it misses nothing
             // recorded after; later ones keep an idle connection open.
             let live = false
@@ -40,7 +42,11 @@ export const LogsHandlers = HttpApiBuilder.group(
               Stream.merge(
                 text,
                 Stream.map(Stream.drop(Stream.tick(heartbeat), 1), () => ": keep-alive\n\n")
-              ).pipe(Stream.encodeText),
+              ).pipe(
+                // A stop ends the stream: the client reconnects elsewhere with Last-Event-ID and misses nothing.
+                Stream.interruptWhen(draining.started),
+                Stream.encodeText
+              ),
               {
                 contentType: "text/event-stream; charset=utf-8",
                 headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
