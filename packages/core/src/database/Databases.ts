@@ -702,6 +702,10 @@ export class Databases extends Context.Service<
         const node = maybeNode.value
         const at = yield* node.endpoint(row.projectId).pipe(Effect.catch(() => Effect.succeed(undefined)))
         if (at === undefined) return
+        // The node answers once its work on that cluster is done (a rebuild here, say), by which time the record may
+        // name this replica: it is read again, and only a copy another replica still owns is retired.
+        const current = yield* store.find(row.projectId)
+        if (Option.isNone(current) || current.value.home === here || current.value.operationId !== null) return
         yield* Effect.logWarning(
           "a database moved to another replica while this one was away: its cluster here is retired",
           {
@@ -738,6 +742,8 @@ export class Databases extends Context.Service<
 
       // The grid boundary whose generation failed and was notified, per project: one notice per boundary, not per round.
       const failedBoundary = new Map<ProjectId, string>()
+      // Databases whose moved cluster is being looked at beside the round (retireMoved).
+      const retiring = new Set<ProjectId>()
       const backupDue = Effect.gen(function* () {
         if (Option.isNone(maybeNode) || Option.isNone(maybeBackups)) return
         const interval = Duration.toMillis(config.backupInterval)
@@ -750,7 +756,19 @@ export class Databases extends Context.Service<
           // Another replica's database is backed up by that replica's own round: its cluster is not here, unless
           // the database was rebuilt elsewhere while this replica was away.
           if (!(yield* homedHere(row.value))) {
-            yield* retireMoved(row.value)
+            // Beside the round, one at a time per database: the node may be busy with that cluster for minutes (a
+            // rebuild here), and the generations of this replica's own databases must not wait for it.
+            if (!retiring.has(projectId)) {
+              retiring.add(projectId)
+              yield* Effect.forkDetach(
+                retireMoved(row.value).pipe(
+                  Effect.catchCause((cause) =>
+                    Effect.logWarning("cannot retire a moved database's cluster", { cause })
+                  ),
+                  Effect.ensuring(Effect.sync(() => retiring.delete(projectId)))
+                )
+              )
+            }
             continue
           }
           // A database created within this grid cell gets its baseline from the create itself: the scheduler taking
