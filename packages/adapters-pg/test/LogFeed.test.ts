@@ -4,23 +4,14 @@ import { layer as pgStores } from "@hostplane/adapters-pg"
 import { channel } from "@hostplane/adapters-pg/logs/LogStorePg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { Kernel, Logs } from "@hostplane/core"
-import { givenProject, uniqueId } from "@hostplane/testkit/contract/Fixtures"
+import { givenProject } from "@hostplane/testkit/contract/Fixtures"
 import { Deferred, Effect, Fiber, Layer, Queue } from "effect"
+import { makeEvent } from "@hostplane/testkit/logs/LogStoreSuite"
 
+/** An event of `projectId` recorded now. */
 const row = (projectId: Kernel.ProjectId): Logs.LogEventRow => ({
   projectId,
-  event: {
-    id: Kernel.makeId("log", uniqueId("log")),
-    deploymentId: "dep_a",
-    timestamp: new Date().toISOString(),
-    outcome: "ok",
-    request: { method: "GET", url: "https://example.test/" },
-    response: { status: 200 },
-    durationMs: 3,
-    logs: [],
-    exceptions: [],
-    truncated: false
-  }
+  event: makeEvent({ timestamp: new Date().toISOString() })
 })
 
 /** Every note a feed gives until `last` is among them, of `projectId` only. */

@@ -1,26 +1,17 @@
 import { assert, layer } from "@effect/vitest"
 import { Kernel, Logs } from "@hostplane/core"
 import { Effect, Layer, PubSub } from "effect"
-import { givenProject, uniqueId } from "../src/contract/Fixtures.ts"
+import { givenProject } from "../src/contract/Fixtures.ts"
 import * as LogStoreMemory from "../src/logs/LogStoreMemory.ts"
 import { MemoryState } from "../src/memory/MemoryState.ts"
 import * as OrgStoreMemory from "../src/orgs/OrgStoreMemory.ts"
 import * as ProjectStoreMemory from "../src/projects/ProjectStoreMemory.ts"
+import { makeEvent } from "../src/logs/LogStoreSuite.ts"
 
+/** An event of `projectId` recorded now. */
 const row = (projectId: Kernel.ProjectId): Logs.LogEventRow => ({
   projectId,
-  event: {
-    id: Kernel.makeId("log", uniqueId("log")),
-    deploymentId: "dep_a",
-    timestamp: new Date().toISOString(),
-    outcome: "ok",
-    request: { method: "GET", url: "https://example.test/" },
-    response: { status: 200 },
-    durationMs: 3,
-    logs: [],
-    exceptions: [],
-    truncated: false
-  }
+  event: makeEvent({ timestamp: new Date().toISOString() })
 })
 
 const stores = Layer.mergeAll(OrgStoreMemory.layer, ProjectStoreMemory.layer).pipe(

@@ -6,7 +6,10 @@ import { at, givenProject, minute, uniqueId } from "../contract/Fixtures.ts"
 /** What the runtime log contract needs: events belong to projects. */
 export type LogStoreSuiteServices = Logs.LogStore | Orgs.OrgStore | Projects.ProjectStore
 
-const makeEvent = (overrides: Partial<Logs.LogEvent> = {}): Logs.LogEvent & { readonly id: Kernel.LogEventId } => ({
+/** An event of the contract's shape, with a fresh id; `overrides` replace its fields. */
+export const makeEvent = (
+  overrides: Partial<Logs.LogEvent> = {}
+): Logs.LogEvent & { readonly id: Kernel.LogEventId } => ({
   deploymentId: "dep_a",
   timestamp: at(0),
   outcome: "ok",
