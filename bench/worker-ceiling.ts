@@ -9,6 +9,8 @@
 //                   header rules) in front of that workerd: a static config per worker, the node's side at its least
 //   proxy+tail      A with a tail on the worker (a tail worker batching to a stand-in node, as the shipped router's
 //                   Tail does): a static config whose logs come from workerd's tails
+//   splice+bare     a connection-level edge (reads the first request head, then copies bytes) in front of that
+//                   workerd: what a hop that parses no later request costs
 //   router          (B) one workerd, a router worker forwarding to the hello worker through a static service binding
 //                   (the shipped router's header work, no loader, no tail), no node in the path
 //   shard           (C) the shipped shard (router.js, the worker loader, entry.js, the tail) with a stand-in node
@@ -46,6 +48,7 @@ const usage = `usage: npm run bench:worker-ceiling -- [options]
   --runs <n>      rounds over every peer, the order rotating (default 3)
   --warmup <s>    unmeasured load on each peer first (default 4)
   --ab <ref>       also the shard with the router.js and entry.js of this git commit (an A/B in one run)
+  --only <peers>  only these peers (comma-separated) beside bare
   --timeout <s>   abort everything after this many seconds (default 600)`
 
 const { values: parsed, fail } = parseOptions(usage, {
@@ -53,6 +56,7 @@ const { values: parsed, fail } = parseOptions(usage, {
   runs: { type: "string" },
   warmup: { type: "string" },
   ab: { type: "string" },
+  only: { type: "string" },
   timeout: { type: "string" }
 })
 const seconds = Number(parsed.seconds ?? "6")
@@ -138,6 +142,7 @@ await runBench(async () => {
     shard: await freePort(),
     proxyBare: await freePort(),
     proxyTail: await freePort(),
+    spliceBare: await freePort(),
     proxyShard: await freePort(),
     shardAb: await freePort(),
     proxyShardAb: await freePort()
@@ -259,6 +264,12 @@ const router :Workerd.Worker = (
     process.env,
     logOf("proxy-bare")
   )
+  const spliceBare = startChild(
+    "splice (bare)",
+    [...nodeArgs, "splice", sock("bare"), String(ports.spliceBare)],
+    process.env,
+    logOf("splice-bare")
+  )
   const proxyTail = startChild(
     "proxy (tailed)",
     [...nodeArgs, "proxy", sock("tailed"), String(ports.proxyTail)],
@@ -277,6 +288,7 @@ const router :Workerd.Worker = (
   const peers = {
     bare: { port: ports.bare, headers: direct, pids: { workerd: bare.pid } },
     "proxy+bare": { port: ports.proxyBare, headers: direct, pids: { proxy: proxyBare.pid, workerd: bare.pid } },
+    "splice+bare": { port: ports.spliceBare, headers: direct, pids: { splice: spliceBare.pid, workerd: bare.pid } },
     "proxy+tail": {
       port: ports.proxyTail,
       headers: direct,
@@ -306,7 +318,8 @@ const router :Workerd.Worker = (
     }
   }
   type Name = string
-  const names = Object.keys(peers)
+  const only = parsed.only?.split(",")
+  const names = Object.keys(peers).filter((name) => name === "bare" || only === undefined || only.includes(name))
 
   // Every peer answers the hello worker before any load.
   for (const name of names) {

@@ -2,11 +2,15 @@
 // generator's:
 //   proxy <upstream unix socket> <port>     the edge's hop to a shard and nothing else: node's HTTP server in front,
 //                                           undici's `dispatch` to the socket, the edge's header rules and invoke header
+//   splice <upstream unix socket> <port>    a connection-level edge: reads a connection's first request head (where a
+//                                           real one would pick the project by its Host), then only copies bytes both
+//                                           ways; every later request on the connection costs the hop no parsing
 //   node <unix socket> <entry.js>           a stand-in for the node's side of a shard: `/code` answers a hello-world
 //                                           worker behind the shipped entry module, `/tails` takes the batches
 // Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
 import * as Fs from "node:fs"
 import * as Http from "node:http"
+import * as Net from "node:net"
 import { Pool } from "undici"
 
 const [mode, socket, arg] = process.argv.slice(2)
@@ -66,6 +70,27 @@ if (mode === "proxy") {
         onResponseError: () => response.destroy()
       }
     )
+  }).listen(Number(arg), "127.0.0.1")
+} else if (mode === "splice") {
+  const headEnd = Buffer.from("\r\n\r\n")
+  Net.createServer((client) => {
+    let head = Buffer.alloc(0)
+    const onData = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk])
+      if (head.indexOf(headEnd) === -1) return
+      client.off("data", onData)
+      client.pause()
+      const upstream = Net.connect(socket, () => {
+        upstream.write(head)
+        client.pipe(upstream)
+        upstream.pipe(client)
+        client.resume()
+      })
+      upstream.on("error", () => client.destroy())
+      client.on("error", () => upstream.destroy())
+      client.on("close", () => upstream.destroy())
+    }
+    client.on("data", onData)
   }).listen(Number(arg), "127.0.0.1")
 } else if (mode === "node") {
   const entry = Fs.readFileSync(arg, "utf8")
