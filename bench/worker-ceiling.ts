@@ -11,6 +11,9 @@
 //                   Tail does): a static config whose logs come from workerd's tails
 //   splice+bare     a connection-level edge (reads the first request head, then copies bytes) in front of that
 //                   workerd: what a hop that parses no later request costs
+//   hot             the shipped hot shard's config for the hello worker (hotConfig: entry.js in front, the invoke
+//                   header parsed into request.cf), with a stand-in node, no node in the request's path
+//   splice+hot      that hot shard behind the connection-level hop: a hot project's least cost with such an edge
 //   router          (B) one workerd, a router worker forwarding to the hello worker through a static service binding
 //                   (the shipped router's header work, no loader, no tail), no node in the path
 //   shard           (C) the shipped shard (router.js, the worker loader, entry.js, the tail) with a stand-in node
@@ -27,6 +30,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { workerdBinary } from "@hostplane/node"
+import { hotConfig } from "../packages/node/src/runtime/HotShard.ts"
 import {
   benchDir,
   cpuSeconds,
@@ -143,6 +147,8 @@ await runBench(async () => {
     proxyBare: await freePort(),
     proxyTail: await freePort(),
     spliceBare: await freePort(),
+    hot: await freePort(),
+    spliceHot: await freePort(),
     proxyShard: await freePort(),
     shardAb: await freePort(),
     proxyShardAb: await freePort()
@@ -217,6 +223,38 @@ const router :Workerd.Worker = (
 `
     )
   shardConfig("shard", ports.shard)
+  // The hot shard as HotShard.ts writes it for one project, plus a TCP socket for the direct load.
+  const entrySource = Fs.readFileSync(workerSource("entry.js"), "utf8").replace("__TENANT_ENTRY__", "./index.js")
+  const hot = hotConfig({
+    workers: [
+      {
+        projectId: "bench",
+        key: "bench:0000000000000000:v1",
+        deploymentId: "bench",
+        digest: "sha256:0000",
+        compatibilityDate: "2026-11-01",
+        compatibilityFlags: [],
+        modules: [
+          ["__hostplane_entry.js", { js: entrySource }],
+          ["index.js", { js: hello }],
+          ["__hostplane_bindings.js", { js: "export default {}" }]
+        ],
+        secrets: {},
+        bindings: {}
+      }
+    ],
+    sockets: [sock("hot")],
+    nodeSocket: sock("node-hot"),
+    routerSource: Fs.readFileSync(workerSource("router.js"), "utf8"),
+    outbound: "public"
+  })
+  file(
+    "hot.capnp",
+    hot.config.replace(
+      /sockets = \[\n/,
+      `sockets = [\n    (name = "tcp", address = "127.0.0.1:${ports.hot}", http = (forwardedProtoHeader = "x-forwarded-proto", cfBlobHeader = "x-hostplane-invoke"), service = "w0"),\n`
+    )
+  )
   const ab = parsed.ab
   if (ab !== undefined) {
     const atRef = (name: string) =>
@@ -240,10 +278,23 @@ const router :Workerd.Worker = (
     process.env,
     logOf("node-shard")
   )
+  const nodeHot = startChild(
+    "stand-in node (hot)",
+    [...nodeArgs, "node", sock("node-hot"), workerSource("entry.js")],
+    process.env,
+    logOf("node-hot")
+  )
   await sleep(500)
-  const workerd = (name: string, args: Array<string>) =>
-    startProcess(name, workerdBinary(), ["serve", ...args, Path.join(dir, `${name}.capnp`)], process.env, logOf(name))
+  const workerd = (name: string, args: Array<string>, env: Record<string, string> = {}) =>
+    startProcess(
+      name,
+      workerdBinary(),
+      ["serve", ...args, Path.join(dir, `${name}.capnp`)],
+      { ...process.env, ...env },
+      logOf(name)
+    )
   const bare = workerd("bare", [])
+  const hotShard = workerd("hot", ["--experimental"], hot.env)
   const statics = workerd("static", [])
   const shard = workerd("shard", ["--experimental"])
   const nodeAb =
@@ -270,6 +321,12 @@ const router :Workerd.Worker = (
     process.env,
     logOf("splice-bare")
   )
+  const spliceHot = startChild(
+    "splice (hot)",
+    [...nodeArgs, "splice", sock("hot"), String(ports.spliceHot)],
+    process.env,
+    logOf("splice-hot")
+  )
   const proxyTail = startChild(
     "proxy (tailed)",
     [...nodeArgs, "proxy", sock("tailed"), String(ports.proxyTail)],
@@ -285,6 +342,9 @@ const router :Workerd.Worker = (
 
   const direct = { host: "hello.example" }
   const invoked = { ...direct, "x-hostplane-invoke": invokeHeader }
+  // What the edge sends a hot socket: the invocation's id (one for every request here, which the entry module does
+  // not mind: its invocation record is per request).
+  const hotInvoked = { ...direct, "x-hostplane-invoke": JSON.stringify({ id: "bench.1" }) }
   const peers = {
     bare: { port: ports.bare, headers: direct, pids: { workerd: bare.pid } },
     "proxy+bare": { port: ports.proxyBare, headers: direct, pids: { proxy: proxyBare.pid, workerd: bare.pid } },
@@ -293,6 +353,12 @@ const router :Workerd.Worker = (
       port: ports.proxyTail,
       headers: direct,
       pids: { proxy: proxyTail.pid, workerd: statics.pid, node: nodeStatic.pid }
+    },
+    hot: { port: ports.hot, headers: hotInvoked, pids: { workerd: hotShard.pid } },
+    "splice+hot": {
+      port: ports.spliceHot,
+      headers: hotInvoked,
+      pids: { splice: spliceHot.pid, workerd: hotShard.pid }
     },
     router: { port: ports.router, headers: invoked, pids: { workerd: statics.pid } },
     shard: { port: ports.shard, headers: invoked, pids: { workerd: shard.pid, node: nodeShard.pid } },
@@ -394,7 +460,7 @@ const router :Workerd.Worker = (
     `load average ${loadNow()} on ${Os.cpus().length} CPUs; goal of bench:worker: the edge at >= 0.6x of bare`
   )
   // The tails reached the node (a tail worker that fails does so silently, and would make its peer look cheap).
-  const nodes = nodeAb === undefined ? [nodeStatic, nodeShard] : [nodeStatic, nodeShard, nodeAb]
+  const nodes = nodeAb === undefined ? [nodeStatic, nodeShard, nodeHot] : [nodeStatic, nodeShard, nodeHot, nodeAb]
   for (const child of nodes) child.process.kill("SIGUSR2")
   await sleep(300)
   for (const child of nodes) log(`${child.name}: ${Fs.readFileSync(child.logFile, "utf8").trim()}`)
