@@ -108,6 +108,30 @@ const report = (invocation) => {
   }
 }
 
+/**
+ * `request.cf` of a request the tenant received is shadowed with `undefined` (its own property, set per request, no
+ * copy), but workerd copies the fields underneath into a copy (`new Request(request)`, `clone()`), which would show the
+ * invocation's id. So a copy of a received request, or of a copy of one, is shadowed the same way, as a request the
+ * tenant builds itself has no `cf`; a copy given a `cf` of its own keeps it. This costs only the copies a tenant makes.
+ */
+const NodeRequest = Request
+const shadowCf = (request) => Object.defineProperty(request, "cf", { value: undefined })
+const shadowed = (value) => value instanceof NodeRequest && Object.hasOwn(value, "cf")
+const TenantRequest = new Proxy(NodeRequest, {
+  construct(target, args, newTarget) {
+    const made = Reflect.construct(target, args, newTarget)
+    const [input, init] = args
+    return shadowed(init) || (shadowed(input) && init?.cf === undefined) ? shadowCf(made) : made
+  }
+})
+const cloneRequest = NodeRequest.prototype.clone
+NodeRequest.prototype.clone = function clone() {
+  const copy = cloneRequest.call(this)
+  return shadowed(this) ? shadowCf(copy) : copy
+}
+NodeRequest.prototype.constructor = TenantRequest
+globalThis.Request = TenantRequest
+
 const main = tenant.default
 if (main === null || typeof main !== "object" || typeof main.fetch !== "function") {
   throw new Error("the worker's entry has no default export with a fetch method")
@@ -227,9 +251,9 @@ export default {
     // The end user's session handle is the node's: the tenant's code never sees it, not even in a copy of the
     // request, so a request that carries one is copied without it (rare: only with a signed-in end user).
     const handle = typeof cf.user === "string" ? cf.user : null
-    const received = handle === null ? request : new Request(request, { cf: {} })
+    const received = handle === null ? request : new NodeRequest(request, { cf: {} })
     // The tenant sees no `request.cf`, as on a request the router built: the invocation's fields are the node's.
-    Object.defineProperty(received, "cf", { value: undefined })
+    shadowCf(received)
     const tenantEnv = tenantEnvOf(env, received, handle)
     if (typeof cf.id !== "string") return main.fetch(received, tenantEnv, ctx)
     const invocation = {
