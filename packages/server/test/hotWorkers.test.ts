@@ -6,6 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { descendantsNamed } from "../../node/test/support/Processes.ts"
+import { connectRaw, rawGet } from "../../node/test/support/RawHttp.ts"
 import { freePort, signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
 
 const edgeGet = (edge: string, host: string, path = "/") =>
@@ -154,4 +155,68 @@ describe("the server binary serves a busy project from its hot shard", () => {
     for (const failure of failures) expect(failure).toMatch(/^503 .*worker_unavailable/)
     expect(served).toBeGreaterThan(0)
   }, 240_000)
+
+  it("the edge's byte lane: pipelined worker requests on one kept-alive connection are answered in order with their events, a file hands the connection to node's server, a smuggling head is node's to refuse", async () => {
+    const { call, token } = await signIn(server!.base, "lane-owner")
+    const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
+    const project = await call("POST", `/v1/orgs/${slug}/projects`, { name: "lane" })
+    expect(project.status).toBe(201)
+    const hostname = project.body.hostname as string
+    const bytes = await Effect.runPromise(
+      bundleOf([
+        manifestEntry({ name: "lane" }),
+        {
+          name: "worker/index.js",
+          content: `export default { fetch(request) { const url = new URL(request.url); console.log("lane", url.pathname); return Response.json({ path: url.pathname, forwardedFor: request.headers.get("x-forwarded-for") }) } }`
+        },
+        { name: "assets/hello.txt", content: "hello asset" }
+      ])
+    )
+    const deployed = await fetch(`${server!.base}/v1/orgs/${slug}/projects/lane/deployments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/gzip" },
+      body: bytes
+    })
+    expect(deployed.status).toBe(201)
+
+    const connection = await connectRaw(edge)
+    connection.write(
+      rawGet("/a", hostname, "X-Forwarded-For: 10.0.0.9\r\n") +
+        rawGet("/b", hostname) +
+        `HEAD /c HTTP/1.1\r\nHost: ${hostname}\r\n\r\n` +
+        rawGet("/hello.txt", hostname) +
+        rawGet("/d", hostname)
+    )
+    const a = await connection.read()
+    const b = await connection.read()
+    const c = await connection.read("HEAD")
+    const file = await connection.read()
+    const d = await connection.read()
+    connection.close()
+    expect([a, b, c, file, d].map((reply) => reply?.status)).toEqual([200, 200, 200, 200, 200])
+    expect(JSON.parse(a!.body)).toEqual({ path: "/a", forwardedFor: "127.0.0.1" })
+    expect(JSON.parse(b!.body).path).toBe("/b")
+    expect(c!.body).toBe("")
+    expect(file!.body).toBe("hello asset")
+    expect(JSON.parse(d!.body).path).toBe("/d")
+
+    // A head that declares both a length and chunked coding, hiding a second request: node's server refuses it.
+    const smuggler = await connectRaw(edge)
+    smuggler.write(
+      `GET /e HTTP/1.1\r\nHost: ${hostname}\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n` +
+        rawGet("/smuggled", hostname)
+    )
+    expect((await smuggler.read())?.status).toBe(400)
+    smuggler.close()
+
+    const logs = `/v1/orgs/${slug}/projects/lane/logs`
+    const paths = async () =>
+      ((await call("GET", logs)).body.items ?? []).map((event: any) => new URL(event.request.url).pathname).sort()
+    const deadline = Date.now() + 15_000
+    while (Date.now() < deadline && (await paths()).length < 4) await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(await paths()).toEqual(["/a", "/b", "/c", "/d"])
+    for (const event of (await call("GET", logs)).body.items) {
+      expect(event).toMatchObject({ outcome: "ok", response: { status: 200 } })
+    }
+  }, 120_000)
 })

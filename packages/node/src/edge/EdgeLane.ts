@@ -3,6 +3,9 @@ import * as Edge from "./Edge.ts"
 import { Cause, Clock, Context, Effect, Logger, LogLevel, Option, References } from "effect"
 import type { EventEmitter } from "node:events"
 import type * as Http from "node:http"
+import type * as Net from "node:net"
+import { type SplicedConnection, spliceConnection } from "./ByteLane.ts"
+import type { RequestHead } from "./HttpHead.ts"
 import { fileHeaders, notModifiedHeaders } from "./EdgeHeaders.ts"
 import { cookieOf, WorkerInvoker } from "./WorkerInvoker.ts"
 
@@ -41,8 +44,18 @@ const plainPath = /^\/(?!\/)[A-Za-z0-9\-._~\/%!$&'()*+,;=:@]*$/
  */
 export const laneAnswers = new WeakMap<Http.IncomingMessage, Edge.EdgeAnswer>()
 
-/** The lane in front of one listener's edge app: call `next` to pass the request on to the app. */
-export type EdgeLane = (request: Http.IncomingMessage, response: Http.ServerResponse, next: () => void) => void
+/**
+ * The lane in front of one listener's edge app: call `next` to pass the request on to the app. A plain-HTTP
+ * listener's lane also has a byte lane for its connections (`ByteLane.ts`): `next` hands one to node's HTTP server.
+ */
+export type EdgeLane = ((request: Http.IncomingMessage, response: Http.ServerResponse, next: () => void) => void) & {
+  readonly connection?: (
+    socket: Net.Socket,
+    keepAliveMs: () => number,
+    next: () => void,
+    closed: () => void
+  ) => SplicedConnection
+}
 
 type FileAnswer = Extract<Edge.EdgeAnswer, { readonly _tag: "File" }>
 
@@ -195,20 +208,18 @@ export const makeEdgeLane = (
       else response.end(answer.body)
       return answer.status
     }
-    return (request, response, next) => {
+    // The service's own paths read forms and set cookies: the app's. So are the TLS listener's redirects. The path
+    // is read as the edge's rules read it (`//x/__service/...` is one too).
+    const appsOnly = (host: string, path: string) =>
+      !plainPath.test(path) ||
+      path.includes("/__service/") ||
+      (scheme === "http" && Option.isSome(tls) && (path.startsWith(Tls.challengePrefix) || tls.value.covers(host)))
+    const lane = (request: Http.IncomingMessage, response: Http.ServerResponse, next: () => void) => {
       const url = request.url ?? "/"
       const query = url.indexOf("?")
       const path = query < 0 ? url : url.slice(0, query)
       const host = hostOfSeen(authorityOf(request))
-      // The service's own paths read forms and set cookies: the app's. So are the TLS listener's redirects. The path
-      // is read as the edge's rules read it (`//x/__service/...` is one too).
-      if (
-        !plainPath.test(path) ||
-        path.includes("/__service/") ||
-        (scheme === "http" && Option.isSome(tls) && (path.startsWith(Tls.challengePrefix) || tls.value.covers(host)))
-      ) {
-        return next()
-      }
+      if (appsOnly(host, path)) return next()
       const started = Date.now()
       const method = request.method ?? "GET"
       const forward = (target: Edge.WorkerTarget) =>
@@ -268,6 +279,45 @@ export const makeEdgeLane = (
         () => next()
       )
     }
+    const splice = invoker.splice
+    if (scheme === "https" || splice === undefined) return lane
+    /** The worker of a request head by the same rules and remembered answers; a promise when they must run. */
+    const workerOf = (head: RequestHead, client: string | undefined) => {
+      const host = hostOfSeen(head.headers.host)
+      if (appsOnly(host, head.path)) return undefined
+      const key = `${head.method} ${host} ${head.path}`
+      const generation = edge.generation()
+      const known = remembered.get(key)
+      if (known !== undefined && known.generation === generation) {
+        return known._tag === "Worker" ? known.target : undefined
+      }
+      const headers = head.headers
+      return run(
+        edge.handle({
+          host,
+          method: head.method,
+          url: head.target,
+          bypass: headers["service-access-bypass"],
+          session: cookieOf(headers.cookie, Edge.accessCookie),
+          ifNoneMatch: headers["if-none-match"],
+          wantsHtml: (headers.accept ?? "").includes("text/html"),
+          client
+        })
+      ).then((answer) => {
+        remember(key, generation, answer)
+        return answer._tag === "Worker" ? answer : undefined
+      })
+    }
+    const deps = {
+      workerOf,
+      splice,
+      answered: (head: RequestHead, status: number, started: number) =>
+        answered(hostOfSeen(head.headers.host), head.method, head.path, status, started)
+    }
+    return Object.assign(lane, {
+      connection: (socket: Net.Socket, keepAliveMs: () => number, next: () => void, closed: () => void) =>
+        spliceConnection(socket, { ...deps, keepAliveMs }, next, closed)
+    })
   })
 
 /**
@@ -276,10 +326,41 @@ export const makeEdgeLane = (
  */
 export const installLane = <S extends EventEmitter>(server: S, lane: EdgeLane): S => {
   const emit = server.emit.bind(server) as (event: string | symbol, ...args: Array<any>) => boolean
+  const connection = lane.connection
+  const http = server as unknown as Http.Server
+  const spliced = new Set<SplicedConnection>()
   ;(server as EventEmitter).emit = (event: string | symbol, ...args: Array<any>) => {
+    if (event === "connection" && connection !== undefined) {
+      const one = connection(
+        args[0],
+        () => http.keepAliveTimeout,
+        () => emit(event, ...args),
+        () => spliced.delete(one)
+      )
+      spliced.add(one)
+      return true
+    }
     if (event !== "request") return emit(event, ...args)
     lane(args[0], args[1], () => emit(event, ...args))
     return true
+  }
+  if (connection === undefined) return server
+  // The byte lane's connections are not node's server's until handed over: its stop and its sweeps reach them here.
+  // A stop closes each as soon as its response in flight ends, as node's server closes its own.
+  const close = http.close.bind(http)
+  http.close = ((callback?: (error?: Error) => void) => {
+    for (const one of spliced) one.closeWhenIdle()
+    return close(callback)
+  }) as typeof http.close
+  const closeIdle = http.closeIdleConnections.bind(http)
+  http.closeIdleConnections = () => {
+    for (const one of spliced) one.closeIfIdle()
+    closeIdle()
+  }
+  const closeAll = http.closeAllConnections.bind(http)
+  http.closeAllConnections = () => {
+    for (const one of spliced) one.destroy()
+    closeAll()
   }
   return server
 }

@@ -1,7 +1,14 @@
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { type Deployments, Errors, Logs, Node } from "@hostplane/core"
 import * as Edge from "../edge/Edge.ts"
-import { cookieOf, WorkerInvoker } from "../edge/WorkerInvoker.ts"
+import {
+  cookieOf,
+  type SpliceCall,
+  type SpliceInvocation,
+  type SpliceRequest,
+  WorkerInvoker,
+  type WorkerSplice
+} from "../edge/WorkerInvoker.ts"
 import { authFlowCookie, authSessionCookie } from "../enduser/AuthWorker.ts"
 import { Context, Effect, Fiber, Layer, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -53,6 +60,13 @@ const envelopeHeaders = {
   "cache-control": "no-store"
 }
 
+/** An error envelope as the byte lane writes it: the same headers and body as `serveNode`'s. */
+const envelopeOf = (refused: { readonly status: number; readonly code: string; readonly message: string }) => ({
+  status: refused.status,
+  headers: envelopeHeaders,
+  body: JSON.stringify({ code: refused.code, message: refused.message })
+})
+
 const envelope = (status: number, code: string, message: string) =>
   HttpServerResponse.jsonUnsafe(
     { code, message },
@@ -66,8 +80,10 @@ const tooLarge = {
 }
 
 /** The host the client asked for, port included: `Host` over HTTP/1.1, `:authority` over HTTP/2. */
-const authorityOf = (incoming: Http.IncomingMessage): string | undefined => {
-  const authority = incoming.headers.host ?? incoming.headers[":authority"]
+const authorityOf = (incoming: Http.IncomingMessage): string | undefined => authorityIn(incoming.headers)
+
+const authorityIn = (headers: Http.IncomingHttpHeaders): string | undefined => {
+  const authority = headers.host ?? headers[":authority"]
   return typeof authority === "string" && authority !== "" ? authority : undefined
 }
 
@@ -474,7 +490,78 @@ export const WorkerInvokerOn = Layer.effect(
       return status
     }
 
-    return WorkerInvoker.of({ invoke, serveNode })
+    const spliceCall = (
+      target: Edge.WorkerTarget,
+      request: SpliceRequest,
+      env: ProjectEnv,
+      again: { readonly invocation: SpliceInvocation; readonly loaderOnly: boolean } | undefined
+    ): SpliceCall | Promise<SpliceCall | undefined> | undefined => {
+      const key = keyOf(target, env)
+      const where = targetOf(runtime, target.projectId, key, again?.loaderOnly ?? false)
+      if (where instanceof Promise) {
+        return where.then((ready) =>
+          ready === undefined ? undefined : spliceCallTo(target, request, key, ready, again)
+        )
+      }
+      return spliceCallTo(target, request, key, where, again)
+    }
+    const spliceCallTo = (
+      target: Edge.WorkerTarget,
+      request: SpliceRequest,
+      key: string,
+      where: Target,
+      again: { readonly invocation: SpliceInvocation; readonly loaderOnly: boolean } | undefined
+    ): SpliceCall => {
+      const url = `http://${request.headers.host}${request.target}`
+      const user = bindings.userHandle(target.projectId, cookieOf(request.headers.cookie, authSessionCookie))
+      const invocation = again?.invocation ?? beginOf(target, request.method, url)
+      const headers = upstreamHeaders(
+        { key, url, scheme: "http", given: request.headers, client: request.client, user, invocation },
+        where.hot
+      )
+      let head = `${request.method} ${request.target} HTTP/1.1\r\n`
+      for (const name in headers) {
+        const value = headers[name]!
+        if (typeof value === "string") head += `${name}: ${value}\r\n`
+        else for (const one of value) head += `${name}: ${one}\r\n`
+      }
+      return {
+        socket: where.socket,
+        hot: where.hot,
+        head: `${head}\r\n`,
+        invocation,
+        done: runtime.track(where.socket)
+      }
+    }
+    const splice: WorkerSplice = {
+      call: (target, request, again) => {
+        if (!settings.enabled) return undefined
+        const env = currentEnv(target.projectId, target.manifest)
+        if (env !== undefined) return spliceCall(target, request, env, again)
+        // A project's env not made yet (its first request, a secret or grant changed): made as serveNode makes it;
+        // when it cannot be, serveNode answers.
+        return runEnv(envFor(target)).then((made) =>
+          made instanceof Errors.WorkerUnavailable ? undefined : spliceCall(target, request, made, again)
+        )
+      },
+      answerOf: (call, status, headers) => {
+        const failed = outcomeOf(headers["x-hostplane-outcome"]) ?? hotFailureOf(call.hot, status, headers)
+        return failed === undefined ? undefined : envelopeOf(refusalOf(failed, call.invocation))
+      },
+      refuse: (call, why) =>
+        envelopeOf(
+          refusalOf(
+            why === "timeout" ? { _tag: "Timeout" } : { _tag: "Unavailable", message: "the socket failed" },
+            call.invocation
+          )
+        ),
+      deadline: (fire) => {
+        const deadline = deadlines.set(fire)
+        return () => deadlines.clear(deadline)
+      }
+    }
+
+    return WorkerInvoker.of({ invoke, serveNode, splice })
   })
 )
 
@@ -605,7 +692,10 @@ const forward = async (options: {
   const { runtime, incoming } = options
   const target = await targetOf(runtime, options.target.projectId, options.key)
   if (target === undefined) return { _tag: "Timeout" }
-  const headers = upstreamHeaders(options, target.hot)
+  const headers = upstreamHeaders(
+    { ...options, given: incoming.headers, client: incoming.socket.remoteAddress },
+    target.hot
+  )
   return new Promise<Forwarded>((resolve) => {
     const socketPath = target.socket
     // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
@@ -692,16 +782,17 @@ const upstreamHeaders = (
     readonly key: string
     readonly url: string
     readonly scheme: string
-    readonly incoming: Http.IncomingMessage
+    /** The client's headers, as node parses them (or as the byte lane scanned them: each once, names lowercased). */
+    readonly given: Http.IncomingHttpHeaders
+    readonly client: string | undefined
     readonly user: string | undefined
     readonly invocation: Invocation
   },
   /** The request goes to the hot shard's socket of the worker. */
   hot: boolean
 ): Record<string, string | Array<string>> => {
-  const { incoming } = options
+  const { given } = options
   const headers: Record<string, string | Array<string>> = {}
-  const given = incoming.headers
   for (const name in given) {
     const value = given[name]
     // HTTP/2's pseudo-headers (`:authority`, `:path`...) are no header of the HTTP/1.1 request to the shard.
@@ -715,9 +806,9 @@ const upstreamHeaders = (
     headers[name] = value
   }
   // An HTTP/2 client names the host in `:authority` and usually sends no Host: the worker sees it as Host.
-  const authority = authorityOf(incoming)
+  const authority = authorityIn(given)
   if (headers.host === undefined && authority !== undefined) headers.host = authority
-  headers["x-forwarded-for"] = incoming.socket.remoteAddress ?? ""
+  headers["x-forwarded-for"] = options.client ?? ""
   headers["x-forwarded-proto"] = options.scheme
   // The hot shard's socket serves one worker and takes the URL from the request: its entry module needs the
   // invocation's id and the end user's handle only. The loader shard's router also needs the key and the URL.
@@ -808,7 +899,10 @@ const forwardInto = (options: Forwarding, loaderOnly = false): Promise<Direct> =
 const dispatchTo = (options: Forwarding, target: Target): Promise<Direct> =>
   new Promise<Direct>((resolve) => {
     const { runtime, response, invocation } = options
-    const headers = upstreamHeaders(options, target.hot)
+    const headers = upstreamHeaders(
+      { ...options, given: options.incoming.headers, client: options.incoming.socket.remoteAddress },
+      target.hot
+    )
     const socketPath = target.socket
     // Counted until the worker's response ends: a shard's replaced process serves what it has before it stops.
     const done = runtime.track(socketPath)

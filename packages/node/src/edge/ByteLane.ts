@@ -1,0 +1,463 @@
+import type * as Edge from "./Edge.ts"
+import { STATUS_CODES } from "node:http"
+import * as Net from "node:net"
+import { ChunkedEnd, type Framing, type RequestHead, scanRequestHead, scanResponseHead } from "./HttpHead.ts"
+import type { SpliceCall, SpliceRefusal, SpliceRequest, WorkerSplice } from "./WorkerInvoker.ts"
+
+/** What the byte lane asks of the edge's lane for each request head (`EdgeLane.ts`). */
+export interface ByteLaneDeps {
+  /**
+   * The worker a request goes to, by the edge's rules and the lane's remembered answers; `undefined` when it is not a
+   * worker's (a file, a refusal, the service's own paths): node's HTTP server then serves the connection.
+   */
+  readonly workerOf: (
+    head: RequestHead,
+    client: string | undefined
+  ) => Edge.WorkerTarget | undefined | Promise<Edge.WorkerTarget | undefined>
+  readonly splice: WorkerSplice
+  /** The edge's line and count of a request the lane answered. */
+  readonly answered: (head: RequestHead, status: number, started: number) => void
+  /** Idle time of a kept-alive connection, as node's server keeps it (`keepAliveTimeout`). */
+  readonly keepAliveMs: () => number
+}
+
+/** What the byte lane did in this process: requests it forwarded, connections it handed to node's HTTP server. */
+export const byteLaneCounts = { requests: 0, handedOver: 0 }
+
+/** How long a request head may stay incomplete before the connection is node's (whose header timeout then runs). */
+const partialHeadMs = 1_000
+
+/** Client bytes held while a response is in flight before the lane stops reading the connection. */
+const maxBuffered = 64 * 1024
+
+/** `Date` of a response, made once per second as node's server makes it. */
+let dateText = ""
+let dateSecond = -1
+const dateNow = () => {
+  const now = Date.now()
+  const second = Math.floor(now / 1000)
+  if (second !== dateSecond) {
+    dateSecond = second
+    dateText = new Date(second * 1000).toUTCString()
+  }
+  return dateText
+}
+
+/** Response headers of one connection: the lane writes the client's own. */
+const connectionHeaders = new Set(["connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"])
+
+const ignore = () => {}
+
+/** One connection the byte lane serves until it hands it to node's HTTP server or it closes. */
+export interface SplicedConnection {
+  /** Closes the connection now when no request is in flight, else once its response ends. */
+  readonly closeWhenIdle: () => void
+  /** Closes the connection when no request is in flight. */
+  readonly closeIfIdle: () => void
+  readonly destroy: () => void
+}
+
+/**
+ * Serves a plain-HTTP connection's bodiless worker requests by copying bytes (see docs/node.md, "The byte lane"):
+ * each request head is scanned strictly; one the lane takes is rewritten as the edge rewrites every worker request
+ * and written to one upstream connection to the worker's socket, and the response is copied back once its head is
+ * scanned and rewritten, until its framing says it ended. The first request the lane does not take, with nothing in
+ * flight, hands the connection to node's HTTP server (`next`) with every byte not yet consumed put back: it never
+ * comes back.
+ */
+export const spliceConnection = (
+  socket: Net.Socket,
+  deps: ByteLaneDeps,
+  next: () => void,
+  closed: () => void
+): SplicedConnection => {
+  let buffer: Buffer = Buffer.alloc(0)
+  /** A request is being decided or forwarded: later bytes wait in `buffer`. */
+  let busy = false
+  let gone = false
+  let closing = false
+  let clientEnded = false
+  let partialTimer: ReturnType<typeof setTimeout> | undefined
+  let upstream: Net.Socket | undefined
+  let upstreamPath: string | undefined
+  /** The request in flight: its per-request state, and how it ends when the client goes. */
+  let inFlight: { readonly cancel: () => void } | undefined
+
+  const finish = () => {
+    if (gone) return
+    gone = true
+    if (partialTimer !== undefined) clearTimeout(partialTimer)
+    socket.off("data", onData)
+    socket.off("end", onEnd)
+    socket.off("close", onClose)
+    socket.off("error", onClose)
+    socket.off("timeout", onIdle)
+    socket.setTimeout(0)
+    closed()
+  }
+
+  const dropUpstream = () => {
+    upstream?.destroy()
+    upstream = undefined
+    upstreamPath = undefined
+  }
+
+  /** Closes the connection at once; a request in flight is canceled. */
+  const destroy = () => {
+    inFlight?.cancel()
+    dropUpstream()
+    finish()
+    socket.on("error", ignore)
+    socket.destroy()
+  }
+
+  /** Closes the connection once what was written to it is sent. */
+  const close = () => {
+    inFlight?.cancel()
+    dropUpstream()
+    finish()
+    socket.on("error", ignore)
+    socket.destroySoon()
+  }
+
+  /** The connection is node's from here: every byte not consumed is put back in front of what comes next. */
+  const handOver = () => {
+    if (gone) return
+    // A client that ended its side sends nothing more: node's server could not be given its bytes back.
+    if (clientEnded) return close()
+    dropUpstream()
+    socket.pause()
+    finish()
+    byteLaneCounts.handedOver++
+    if (buffer.length > 0) socket.unshift(buffer)
+    buffer = Buffer.alloc(0)
+    next()
+    socket.resume()
+  }
+
+  const onData = (chunk: Buffer) => {
+    buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk])
+    if (busy) {
+      if (buffer.length > maxBuffered) socket.pause()
+      return
+    }
+    process()
+  }
+  const onEnd = () => {
+    clientEnded = true
+    if (!busy) close()
+  }
+  const onClose = () => destroy()
+  const onIdle = () => {
+    if (!busy) destroy()
+  }
+
+  /** Takes the next request head in `buffer`, when nothing is in flight. */
+  const process = () => {
+    if (gone || busy) return
+    if (partialTimer !== undefined) {
+      clearTimeout(partialTimer)
+      partialTimer = undefined
+    }
+    if (closing || (clientEnded && buffer.length === 0)) return close()
+    if (buffer.length === 0) {
+      socket.setTimeout(deps.keepAliveMs())
+      return
+    }
+    socket.setTimeout(0)
+    const head = scanRequestHead(buffer)
+    if (head === null) return handOver()
+    if (head === undefined) {
+      partialTimer = setTimeout(handOver, partialHeadMs)
+      return
+    }
+    const started = Date.now()
+    const client = socket.remoteAddress
+    const decided = deps.workerOf(head, client)
+    if (decided instanceof Promise) {
+      busy = true
+      socket.pause()
+      decided.then(
+        (target) => {
+          busy = false
+          if (gone) return
+          socket.resume()
+          if (target === undefined) return handOver()
+          begin(head, target, client, started)
+        },
+        () => {
+          busy = false
+          if (gone) return
+          socket.resume()
+          handOver()
+        }
+      )
+      return
+    }
+    if (decided === undefined) return handOver()
+    begin(head, decided, client, started)
+  }
+
+  const begin = (head: RequestHead, target: Edge.WorkerTarget, client: string | undefined, started: number) => {
+    const request: SpliceRequest = { method: head.method, target: head.target, headers: head.headers, client }
+    const call = deps.splice.call(target, request)
+    if (!(call instanceof Promise)) return commit(head, target, request, call, started)
+    busy = true
+    socket.pause()
+    call.then(
+      (ready) => {
+        busy = false
+        if (gone) {
+          if (ready !== undefined) {
+            ready.invocation.end({ outcome: "canceled", status: null })
+            ready.done()
+          }
+          return
+        }
+        socket.resume()
+        commit(head, target, request, ready, started)
+      },
+      () => {
+        busy = false
+        if (gone) return
+        socket.resume()
+        handOver()
+      }
+    )
+  }
+
+  const commit = (
+    head: RequestHead,
+    target: Edge.WorkerTarget,
+    request: SpliceRequest,
+    call: SpliceCall | undefined,
+    started: number
+  ) => {
+    if (call === undefined) return handOver()
+    buffer = buffer.subarray(head.length)
+    busy = true
+    byteLaneCounts.requests++
+    forward(head, target, request, call, started, false)
+  }
+
+  /** Ends the request in flight; the next one in `buffer` is taken. */
+  const settled = () => {
+    inFlight = undefined
+    busy = false
+    if (gone) return
+    if (socket.isPaused()) socket.resume()
+    process()
+  }
+
+  const writeRefusal = (refused: SpliceRefusal) => {
+    let text = `HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status] ?? "unknown"}\r\n`
+    for (const name in refused.headers) text += `${name}: ${refused.headers[name]}\r\n`
+    text += `content-length: ${Buffer.byteLength(refused.body)}\r\ndate: ${dateNow()}\r\n${keepAlive()}\r\n`
+    socket.write(text + refused.body)
+  }
+
+  const keepAlive = () => `connection: keep-alive\r\nkeep-alive: timeout=${Math.floor(deps.keepAliveMs() / 1000)}\r\n`
+
+  const forward = (
+    head: RequestHead,
+    target: Edge.WorkerTarget,
+    request: SpliceRequest,
+    call: SpliceCall,
+    started: number,
+    retried: boolean
+  ) => {
+    let reused = true
+    if (upstream === undefined || upstreamPath !== call.socket || upstream.destroyed) {
+      dropUpstream()
+      upstream = Net.connect(call.socket)
+      // Errors are seen by the request in flight; one on an idle connection only means it is not reused.
+      upstream.on("error", ignore)
+      upstreamPath = call.socket
+      reused = false
+    }
+    const to = upstream
+    if (to.isPaused()) to.resume()
+    let response: Buffer = Buffer.alloc(0)
+    /** The response's status once its head was written to the client. */
+    let status: number | undefined
+    let framing: Framing | undefined
+    let remaining = 0
+    let chunked: ChunkedEnd | undefined
+    let over = false
+    let closeAfter = false
+
+    const detach = () => {
+      clearDeadline()
+      to.off("data", onUpstreamData)
+      to.off("end", onUpstreamEnd)
+      to.off("close", onUpstreamEnd)
+      to.off("error", onUpstreamEnd)
+      socket.off("drain", onClientDrain)
+    }
+    const end = (keepUpstream: boolean) => {
+      if (over) return
+      over = true
+      detach()
+      call.done()
+      if (!keepUpstream && upstream === to) dropUpstream()
+      else if (!keepUpstream) to.destroy()
+    }
+    const refuse = (refused: SpliceRefusal) => {
+      end(false)
+      writeRefusal(refused)
+      deps.answered(head, refused.status, started)
+      settled()
+    }
+    // The worker's time starts once it has the whole request: a bodiless request is whole once written.
+    const clearDeadline = deps.splice.deadline(() => refuse(deps.splice.refuse(call, "timeout")))
+    const failed = () => {
+      if (over) return
+      if (status !== undefined) {
+        // The socket went away in the middle of the worker's answer: the client's response is cut too.
+        call.invocation.end({ outcome: "canceled", status })
+        end(false)
+        destroy()
+        return
+      }
+      if (!retried && response.length === 0 && (reused || call.hot)) {
+        // A kept-alive connection the worker's process closed as the request went out, or a hot process that died
+        // under it: a read is asked once more (of the loader shard, after the hot process), as serveNode does.
+        end(false)
+        const again = deps.splice.call(target, request, { invocation: call.invocation, loaderOnly: call.hot })
+        if (again === undefined) return refuse(deps.splice.refuse(call, "unavailable"))
+        if (!(again instanceof Promise)) return forward(head, target, request, again, started, true)
+        // Its shard is not up either (the runtime is stopping, or restarting it): answered now, not after a wait.
+        void again.then((ready) => ready?.done(), ignore)
+        return refuse(deps.splice.refuse(call, "unavailable"))
+      }
+      refuse(deps.splice.refuse(call, "unavailable"))
+    }
+    const onUpstreamEnd = () => {
+      if (over) return
+      if (status !== undefined && framing?._tag === "Close") {
+        call.invocation.end({ outcome: "ok", status })
+        end(false)
+        closing = true
+        settled()
+        return
+      }
+      failed()
+    }
+    const onClientDrain = () => to.resume()
+    /** Copies body bytes to the client; answers whether the body ended (the rest of `chunk` is not the response's). */
+    const body = (chunk: Buffer, prefix: string | undefined): boolean => {
+      let ended = false
+      let part = chunk
+      if (framing!._tag === "None") {
+        ended = true
+        part = chunk.subarray(0, 0)
+      } else if (framing!._tag === "Length") {
+        if (part.length >= remaining) {
+          part = part.subarray(0, remaining)
+          ended = true
+        }
+        remaining -= part.length
+      } else if (framing!._tag === "Chunked") {
+        const at = chunked!.feed(part)
+        if (at === -2) {
+          if (prefix !== undefined) socket.write(prefix, "latin1")
+          call.invocation.end({ outcome: "canceled", status: status! })
+          end(false)
+          destroy()
+          return true
+        }
+        if (at >= 0) {
+          part = part.subarray(0, at)
+          ended = true
+        }
+      }
+      const flushed =
+        prefix === undefined
+          ? part.length === 0 || socket.write(part)
+          : socket.write(
+              part.length === 0 ? Buffer.from(prefix, "latin1") : Buffer.concat([Buffer.from(prefix, "latin1"), part])
+            )
+      if (ended) {
+        if (part.length < chunk.length) closeAfter = true
+        call.invocation.end({ outcome: "ok", status: status! })
+        end(!closeAfter)
+        settled()
+        return true
+      }
+      if (!flushed) {
+        // Backpressure from the client: the worker's body waits until the client's socket drains.
+        to.pause()
+        socket.once("drain", onClientDrain)
+      }
+      return false
+    }
+    const onUpstreamData = (chunk: Buffer) => {
+      if (over) return
+      if (status !== undefined) {
+        body(chunk, undefined)
+        return
+      }
+      response = response.length === 0 ? chunk : Buffer.concat([response, chunk])
+      const scanned = scanResponseHead(response, head.method)
+      if (scanned === undefined) return
+      if (scanned === null) return refuse(deps.splice.refuse(call, "unavailable"))
+      clearDeadline()
+      const refused = deps.splice.answerOf(call, scanned.status, scanned.headers)
+      if (refused !== undefined) return refuse(refused)
+      status = scanned.status
+      framing = scanned.framing
+      const upstreamCloses = /(^|,)\s*close\s*(,|$)/i.test(String(scanned.headers.connection ?? ""))
+      closeAfter = upstreamCloses
+      let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "unknown"}\r\n`
+      for (const [name, value] of scanned.lines) {
+        if (connectionHeaders.has(name.toLowerCase())) continue
+        text += `${name}: ${value}\r\n`
+      }
+      if (scanned.headers.date === undefined) text += `date: ${dateNow()}\r\n`
+      if (framing._tag === "Chunked") {
+        chunked = new ChunkedEnd()
+        text += "transfer-encoding: chunked\r\n"
+      } else if (framing._tag === "Length") remaining = framing.length
+      if (framing._tag === "Close" || closing) {
+        closing = true
+        text += "connection: close\r\n\r\n"
+      } else text += `${keepAlive()}\r\n`
+      deps.answered(head, status, started)
+      body(response.subarray(scanned.length), text)
+    }
+    to.on("data", onUpstreamData)
+    to.once("end", onUpstreamEnd)
+    to.once("close", onUpstreamEnd)
+    to.once("error", onUpstreamEnd)
+    inFlight = {
+      cancel: () => {
+        if (over) return
+        // The client went away: the worker's request is canceled too.
+        if (status !== undefined) call.invocation.end({ outcome: "canceled", status })
+        else {
+          call.invocation.end({ outcome: "canceled", status: null })
+          deps.answered(head, 499, started)
+        }
+        end(false)
+      }
+    }
+    to.write(call.head, "latin1")
+  }
+
+  socket.on("data", onData)
+  socket.on("end", onEnd)
+  socket.on("close", onClose)
+  socket.on("error", onClose)
+  socket.on("timeout", onIdle)
+
+  return {
+    closeWhenIdle: () => {
+      closing = true
+      if (!busy) close()
+    },
+    closeIfIdle: () => {
+      if (!busy) close()
+    },
+    destroy
+  }
+}

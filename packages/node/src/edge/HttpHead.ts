@@ -1,0 +1,234 @@
+/**
+ * The byte lane's HTTP/1.1 heads (`ByteLane.ts`): a strict scanner of the request heads it may forward as they are,
+ * and the response heads and bodies it copies back. Anything a scanner does not recognize is `null`: the lane then
+ * leaves the connection to node's HTTP server, which decides, or (for an upstream response) fails the request.
+ */
+
+/** The most bytes of a request head the lane reads; a longer head is node's (its limit is 16 KiB). */
+export const maxHeadBytes = 8 * 1024
+
+/** A bodiless request head the lane takes: every header once, names lowercased, values trimmed. */
+export interface RequestHead {
+  readonly method: "GET" | "HEAD"
+  /** The origin-form target as sent: path and query. */
+  readonly target: string
+  readonly path: string
+  readonly headers: Readonly<Record<string, string>>
+  /** Bytes of the head, its last empty line included. */
+  readonly length: number
+}
+
+const requestLine = /^(GET|HEAD) (\/[A-Za-z0-9\-._~!$&'()*+,;=:@/%?]*) HTTP\/1\.1$/
+const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+/** Visible ASCII, space and tab: no control character, no byte above 0x7e. */
+const requestValue = /^[\x20-\x7e\t]*$/
+const hostValue = /^(?:[A-Za-z0-9\-.]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/
+const headEnd = Buffer.from("\r\n\r\n")
+
+/** Whether the bytes so far can still become a head the lane takes: no NUL and no LF without its CR. */
+const partialIsPlain = (buffer: Buffer): boolean => {
+  if (buffer.indexOf(0) >= 0) return false
+  for (let at = buffer.indexOf(10); at >= 0; at = buffer.indexOf(10, at + 1)) {
+    if (at === 0 || buffer[at - 1] !== 13) return false
+  }
+  return true
+}
+
+/**
+ * The first request head in `buffer`: `undefined` while it is incomplete and may still be one the lane takes, `null`
+ * when it is not one: anything but `GET|HEAD SP origin-form SP HTTP/1.1`, header lines other than `token: value` of
+ * visible ASCII (obs-fold, a bare CR or LF, NUL, bytes above 0x7e), a head above `maxHeadBytes`, a header sent twice,
+ * a body or the promise of one (`Content-Length` other than 0, `Transfer-Encoding`, `Expect`), `Upgrade`, a
+ * `Connection` other than keep-alive, no `Host` or one that is not a plain host and port.
+ */
+export const scanRequestHead = (buffer: Buffer): RequestHead | null | undefined => {
+  const end = buffer.indexOf(headEnd)
+  if (end < 0) return buffer.length >= maxHeadBytes || !partialIsPlain(buffer) ? null : undefined
+  if (end + 4 > maxHeadBytes) return null
+  const lines = buffer.toString("latin1", 0, end).split("\r\n")
+  const first = requestLine.exec(lines[0]!)
+  if (first === null) return null
+  const headers: Record<string, string> = Object.create(null)
+  for (let index = 1; index < lines.length; index++) {
+    const line = lines[index]!
+    const colon = line.indexOf(":")
+    if (colon <= 0) return null
+    const name = line.slice(0, colon)
+    const raw = line.slice(colon + 1)
+    if (!token.test(name) || !requestValue.test(raw)) return null
+    const lower = name.toLowerCase()
+    if (lower in headers) return null
+    headers[lower] = raw.replace(/^[ \t]+|[ \t]+$/g, "")
+  }
+  const length = headers["content-length"]
+  const connection = headers.connection
+  if (
+    (length !== undefined && length !== "0") ||
+    headers["transfer-encoding"] !== undefined ||
+    headers.expect !== undefined ||
+    headers.upgrade !== undefined ||
+    (connection !== undefined && connection.toLowerCase() !== "keep-alive") ||
+    headers.host === undefined ||
+    !hostValue.test(headers.host)
+  ) {
+    return null
+  }
+  const target = first[2]!
+  const query = target.indexOf("?")
+  return {
+    method: first[1] as "GET" | "HEAD",
+    target,
+    path: query < 0 ? target : target.slice(0, query),
+    headers,
+    length: end + 4
+  }
+}
+
+/** How a response's body ends. */
+export type Framing =
+  | { readonly _tag: "None" }
+  | { readonly _tag: "Length"; readonly length: number }
+  | { readonly _tag: "Chunked" }
+  | { readonly _tag: "Close" }
+
+/** An upstream response head: its header lines as sent (name, value), by lowercased name too. */
+export interface ResponseHead {
+  readonly status: number
+  readonly lines: ReadonlyArray<readonly [string, string]>
+  readonly headers: Readonly<Record<string, string | Array<string>>>
+  readonly framing: Framing
+  readonly length: number
+}
+
+const statusLine = /^HTTP\/1\.[01] ([0-9]{3})(?: [^\r\n]*)?$/
+const responseValue = /^[^\0\r\n]*$/
+
+/**
+ * The response head at the start of `buffer` (the answer to a request of `method`): `undefined` while incomplete,
+ * `null` when it is not a final HTTP/1.x response head with one clear framing (an informational status, a
+ * `Transfer-Encoding` other than chunked, a `Content-Length` that is not one number).
+ */
+export const scanResponseHead = (buffer: Buffer, method: string): ResponseHead | null | undefined => {
+  const end = buffer.indexOf(headEnd)
+  if (end < 0) return buffer.length > 64 * 1024 ? null : undefined
+  const lines = buffer.toString("latin1", 0, end).split("\r\n")
+  const first = statusLine.exec(lines[0]!)
+  if (first === null) return null
+  const status = Number(first[1])
+  if (status < 200) return null
+  const kept: Array<readonly [string, string]> = []
+  const headers: Record<string, string | Array<string>> = Object.create(null)
+  for (let index = 1; index < lines.length; index++) {
+    const line = lines[index]!
+    const colon = line.indexOf(":")
+    if (colon <= 0) return null
+    const name = line.slice(0, colon)
+    const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, "")
+    if (!token.test(name) || !responseValue.test(value)) return null
+    kept.push([name, value])
+    const lower = name.toLowerCase()
+    const before = headers[lower]
+    headers[lower] = before === undefined ? value : Array.isArray(before) ? [...before, value] : [before, value]
+  }
+  const coding = headers["transfer-encoding"]
+  const length = headers["content-length"]
+  let framing: Framing
+  if (method === "HEAD" || status === 204 || status === 304) framing = { _tag: "None" }
+  else if (coding !== undefined) {
+    if (typeof coding !== "string" || coding.toLowerCase() !== "chunked") return null
+    framing = { _tag: "Chunked" }
+  } else if (length !== undefined) {
+    if (typeof length !== "string" || !/^[0-9]{1,15}$/.test(length)) return null
+    framing = { _tag: "Length", length: Number(length) }
+  } else framing = { _tag: "Close" }
+  return { status, lines: kept, headers, framing, length: end + 4 }
+}
+
+const hexValue = (byte: number): number =>
+  byte >= 48 && byte <= 57
+    ? byte - 48
+    : byte >= 97 && byte <= 102
+      ? byte - 87
+      : byte >= 65 && byte <= 70
+        ? byte - 55
+        : -1
+
+/**
+ * Finds where a chunked body ends, fed its bytes as they come (the bytes themselves pass on unchanged): `feed`
+ * answers the offset just past the body's end within the chunk, -1 while it goes on, -2 when it is not chunked coding.
+ */
+export class ChunkedEnd {
+  private state = 0
+  private size = 0
+  private digits = 0
+  private remaining = 0
+
+  feed(chunk: Uint8Array): number {
+    for (let at = 0; at < chunk.length; at++) {
+      const byte = chunk[at]!
+      switch (this.state) {
+        case 0: {
+          // chunk size: hex digits, then an extension or CRLF
+          const value = hexValue(byte)
+          if (value >= 0) {
+            if (++this.digits > 12) return -2
+            this.size = this.size * 16 + value
+          } else if (this.digits === 0) return -2
+          else if (byte === 59) this.state = 1
+          else if (byte === 13) this.state = 2
+          else return -2
+          break
+        }
+        case 1:
+          if (byte === 13) this.state = 2
+          else if (byte === 10) return -2
+          break
+        case 2:
+          if (byte !== 10) return -2
+          if (this.size === 0) this.state = 6
+          else {
+            this.remaining = this.size
+            this.state = 3
+          }
+          break
+        case 3: {
+          const taken = Math.min(this.remaining, chunk.length - at)
+          this.remaining -= taken
+          at += taken - 1
+          if (this.remaining === 0) this.state = 4
+          break
+        }
+        case 4:
+          if (byte !== 13) return -2
+          this.state = 5
+          break
+        case 5:
+          if (byte !== 10) return -2
+          this.size = 0
+          this.digits = 0
+          this.state = 0
+          break
+        case 6:
+          // after the last chunk: a trailer line, or the final CRLF
+          this.state = byte === 13 ? 9 : byte === 10 ? -1 : 7
+          if (this.state === -1) return -2
+          break
+        case 7:
+          if (byte === 13) this.state = 8
+          else if (byte === 10) return -2
+          break
+        case 8:
+          if (byte !== 10) return -2
+          this.state = 6
+          break
+        case 9:
+          if (byte !== 10) return -2
+          this.state = 10
+          return at + 1
+        default:
+          return -2
+      }
+    }
+    return -1
+  }
+}
