@@ -55,10 +55,19 @@ const created = Effect.fnUntraced(function* () {
   return { node, project, password, endpoint, owner: node.ownerOf(project) }
 })
 
+/**
+ * One cluster for the psql tests that neither restore nor remove it, made by the first of them: a cluster's start is
+ * most of such a test's time. Each test's tables and tokens are its own.
+ */
+let kept: Effect.Success<ReturnType<typeof created>> | undefined
+const shared = Effect.suspend(() =>
+  kept === undefined ? Effect.tap(created(), (made) => Effect.sync(() => (kept = made))) : Effect.succeed(kept)
+)
+
 layer(nodeIn("psql"), { timeout: 120_000 })("embedded PostgreSQL node with psql", (it) => {
   it.effect("the project role owns app; a token connects with psql and its session runs as the project role", () =>
     Effect.gen(function* () {
-      const { node, project, password, endpoint, owner } = yield* created()
+      const { node, project, password, endpoint, owner } = yield* shared
       assert.deepStrictEqual(yield* psql(endpoint, owner, password, "create table notes (body text)"), {
         ok: true,
         out: ""
@@ -90,7 +99,7 @@ layer(nodeIn("psql"), { timeout: 120_000 })("embedded PostgreSQL node with psql"
 
   it.effect("a deleted token's open session ends and new connections are refused", () =>
     Effect.gen(function* () {
-      const { node, project, endpoint } = yield* created()
+      const { node, project, endpoint } = yield* shared
       const tokenPassword = secret()
       yield* node.createToken(project, {
         user: "tok_gone",
@@ -147,7 +156,7 @@ layer(nodeIn("psql"), { timeout: 120_000 })("embedded PostgreSQL node with psql"
 
   it.effect("draining refuses connections to app until resumed", () =>
     Effect.gen(function* () {
-      const { node, project, password, endpoint, owner } = yield* created()
+      const { node, project, password, endpoint, owner } = yield* shared
       yield* node.drain(project)
       assert.isFalse((yield* psql(endpoint, owner, password, "select 1")).ok)
       yield* node.resume(project)
@@ -341,8 +350,9 @@ layer(Layer.empty, { excludeTestServices: true })("embedded PostgreSQL node rene
               DatabaseNodeEmbedded.layer({
                 directory,
                 durable: false,
-                // Short-lived: 8 seconds after it is issued the certificate is within 30 days of its end.
-                certificateLifetime: 30 * 86_400_000 + 8_000,
+                // Short-lived: 3 seconds after it is issued the certificate is within 30 days of its end (and each
+                // one issued again after it, so the test sees a renewal even if the first came before it looked).
+                certificateLifetime: 30 * 86_400_000 + 3_000,
                 renewBefore: "30 days",
                 renewalRound: "1 second"
               })

@@ -112,6 +112,10 @@ export const useRuntimeSuite = (
     // The edge as the server runs it: worker requests through the lane, everything else through the app.
     const lane = await Effect.runPromise(makeEdgeLane("http", () => Effect.void).pipe(Effect.provideContext(merged)))
     const listening = installLane(Http.createServer(handler), lane)
+    // The server's keep-alive (decisions.md part 15's 65 s), not node's 5 s: the client shares this event loop, so on a
+    // loaded machine its next request on an idle connection could meet the edge closing it at 5 s (read ECONNRESET).
+    listening.keepAliveTimeout = 65_000
+    listening.headersTimeout = 66_000
     edge = listening
     await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", resolve))
     suite.edgeUrl = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`
