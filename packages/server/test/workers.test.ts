@@ -162,6 +162,7 @@ describe("the server binary runs worker code in workerd", () => {
     }
     expect(again).toEqual({ status: 200, text: "from npm start http" })
   }, 120_000)
+  // Three pushes, two deploys and a clone against the binary: longer than the run's 30 s default on a loaded machine.
   it("a push to a repo with deployOnPush deploys its worker: the push says so and the edge runs the new code; the repo clones whole over HTTP", async () => {
     const { call } = await signIn(base, "pusher")
     const slug = (await call("GET", "/v1/me")).body.orgs[0].slug as string
@@ -203,5 +204,5 @@ describe("the server binary runs worker code in workerd", () => {
     } finally {
       await cleanup()
     }
-  })
+  }, 120_000)
 })
