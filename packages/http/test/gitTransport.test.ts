@@ -88,6 +88,32 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     }
     return [...commands].filter(([pid, command]) => serving.test(command) && descends(pid))
   }
+  const repoIdOf = (projectId: string) =>
+    suite.server.run(
+      Effect.map(
+        Effect.flatMap(Git.RepoStore, (store) => store.findByName(projectId as Kernel.ProjectId, "site")),
+        (row) => Option.getOrThrow(row).id
+      )
+    )
+  /** The fetch answers the storage keeps for a repository, and the drafts of those being recorded. */
+  const keptAnswers = async (repoId: string) => {
+    const names = await Fs.readdir(Path.join(suite.server.gitDir, ".fetch-cache")).catch(() => [] as Array<string>)
+    const mine = names.filter((name) => name.startsWith(`${repoId}.`))
+    return {
+      kept: mine.filter((name) => !name.includes(".tmp-")),
+      drafts: mine.filter((name) => name.includes(".tmp-"))
+    }
+  }
+  /** Polls `check` every 100 ms for up to 10 s; its last answer. */
+  const eventually = async <A>(check: () => Promise<A>, done: (a: A) => boolean) => {
+    const deadline = Date.now() + 10_000
+    let last = await check()
+    while (!done(last) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      last = await check()
+    }
+    return last
+  }
   /** Waits up to 10 s for every git process under this one to end; what is left. */
   const gitLeft = async () => {
     const deadline = Date.now() + 10_000
@@ -446,6 +472,17 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
       expect(await gitDescendants()).not.toEqual([])
       abort.abort()
       expect(await gitLeft()).toEqual([])
+      // What was recorded of git's answer for the fetch cache is dropped, never kept.
+      const id = await repoIdOf(pushed.project.id)
+      expect(
+        await eventually(
+          () => keptAnswers(id),
+          (answers) => answers.drafts.length === 0
+        )
+      ).toEqual({
+        kept: [],
+        drafts: []
+      })
     },
     bigPackDeadline
   )
@@ -487,6 +524,141 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
       expect(await gitDescendants()).not.toEqual([])
       ssh.kill("SIGKILL")
       expect(await gitLeft()).toEqual([])
+    },
+    bigPackDeadline
+  )
+
+  transportIt(
+    "a fresh fetch's answer is kept and sent again by a copy, not git, while the refs stay the same; abandoned while it is sent, it leaves no process behind",
+    async () => {
+      const { slug, pushed, head } = await bigClone()
+      const id = await repoIdOf(pushed.project.id)
+      const post = () =>
+        fetch(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`, {
+          method: "POST",
+          headers: {
+            authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
+            "git-protocol": "version=2",
+            "content-type": "application/x-git-upload-pack-request"
+          },
+          body: `${pkt("command=fetch\n")}0001${pkt("no-progress\n")}${pkt(`want ${head}\n`)}${pkt("done\n")}0000`
+        })
+      const whole = Buffer.from(await (await post()).arrayBuffer())
+      expect(whole.toString("latin1")).toContain(pkt("packfile\n"))
+      const { kept } = await eventually(
+        () => keptAnswers(id),
+        (answers) => answers.kept.length === 1
+      )
+      expect(kept).toHaveLength(1)
+      // The kept answer is what git sent, byte for byte, and the next request gets it again.
+      const file = Path.join(suite.server.gitDir, ".fetch-cache", kept[0]!)
+      expect((await Fs.readFile(file)).equals(whole)).toBe(true)
+      await Fs.utimes(file, new Date(Date.now() - 600_000), new Date(Date.now() - 600_000))
+      const again = Buffer.from(await (await post()).arrayBuffer())
+      expect(again.equals(whole)).toBe(true)
+      expect((await Fs.stat(file)).mtimeMs).toBeGreaterThan(Date.now() - 60_000)
+      const abort = new AbortController()
+      const reply = await fetch(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`, {
+        method: "POST",
+        headers: {
+          authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
+          "git-protocol": "version=2",
+          "content-type": "application/x-git-upload-pack-request"
+        },
+        body: `${pkt("command=fetch\n")}0001${pkt("no-progress\n")}${pkt(`want ${head}\n`)}${pkt("done\n")}0000`,
+        signal: abort.signal
+      })
+      expect((await reply.body!.getReader().read()).done).toBe(false)
+      // The client reads no further: the copy is held back by the unread answer, and no git runs for it.
+      const copying = /^cat $|upload-pack|pack-objects .*--stdout/
+      expect((await gitDescendants(copying)).map(([, command]) => command)).toEqual(["cat "])
+      abort.abort()
+      expect(
+        await eventually(
+          () => gitDescendants(copying),
+          (left) => left.length === 0
+        )
+      ).toEqual([])
+    },
+    bigPackDeadline
+  )
+
+  transportIt(
+    "clones and fetches over HTTP and SSH see every push while fresh fetches are answered from the fetch cache: a new commit, a tag, a force push",
+    async () => {
+      const slug = await newOrg()
+      const pushed = await pushedRepo(slug)
+      // Large enough for its answer to be kept (the storage keeps answers of 1 MiB or more).
+      await pushed.commitFiles({ "data.bin": randomBytes(2 * 1024 * 1024) }, "data")
+      await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
+      const id = await repoIdOf(pushed.project.id)
+      const key = await registered(suite.admin)
+      const ssh = sshUrl(slug, pushed.project.name, "site")
+      const { dir, cleanup } = await scratch()
+      /** A fresh clone over each transport (protocol v2 over HTTP, twice); each one's HEAD, checked by fsck. */
+      const clones = async (name: string) => {
+        const heads: Array<string> = []
+        for (const [url, env, target] of [
+          [pushed.url, {}, `${name}-http`],
+          [pushed.url, {}, `${name}-http-again`],
+          [ssh, sshEnv(key), `${name}-ssh`]
+        ] as const) {
+          await gitOk(dir, ["-c", "protocol.version=2", "clone", "-q", "--mirror", url, target], env)
+          await gitOk(Path.join(dir, target), ["fsck", "--no-progress", "--strict"])
+          heads.push(await gitOk(Path.join(dir, target), ["rev-parse", "main"]))
+          // The first clone's answer is being kept: the second one is sent from it.
+          await eventually(
+            () => keptAnswers(id),
+            (answers) => answers.kept.length > 0 && answers.drafts.length === 0
+          )
+        }
+        return heads
+      }
+      const first = await gitOk(pushed.work, ["rev-parse", "HEAD"])
+      expect(await clones("one")).toEqual([first, first, first])
+      const keptFirst = (await keptAnswers(id)).kept
+      expect(keptFirst).toHaveLength(1)
+      await gitOk(dir, ["clone", "-q", pushed.url, "work"])
+      const lsRemote = async () => await gitOk(dir, ["-c", "protocol.version=2", "ls-remote", pushed.url])
+      expect(await lsRemote()).toBe(`${first}\tHEAD\n${first}\trefs/heads/main`)
+      expect(await lsRemote()).toBe(`${first}\tHEAD\n${first}\trefs/heads/main`)
+
+      // A new commit: the next clone is git's answer on the new refs, kept in place of the old one.
+      await pushed.commitFiles({ "more.txt": "more\n" }, "more")
+      await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
+      const second = await gitOk(pushed.work, ["rev-parse", "HEAD"])
+      expect(await lsRemote()).toBe(`${second}\tHEAD\n${second}\trefs/heads/main`)
+      expect(await clones("two")).toEqual([second, second, second])
+      const keptSecond = (
+        await eventually(
+          () => keptAnswers(id),
+          (answers) => !answers.kept.includes(keptFirst[0]!)
+        )
+      ).kept
+      expect(keptSecond).toHaveLength(1)
+      expect(keptSecond).not.toEqual(keptFirst)
+      // A fetch that has the old commit gets only what is new.
+      await gitOk(Path.join(dir, "work"), ["fetch", "-q", "origin"])
+      expect(await gitOk(Path.join(dir, "work"), ["rev-parse", "origin/main"])).toBe(second)
+
+      // An annotated tag on the same commit: same objects wanted by a fetch of main, yet the refs changed.
+      await gitOk(pushed.work, ["tag", "-a", "-m", "v1", "v1"])
+      await gitOk(pushed.work, ["push", "-q", pushed.url, "v1"])
+      const tag = await gitOk(pushed.work, ["rev-parse", "v1"])
+      expect(await lsRemote()).toBe(
+        `${second}\tHEAD\n${second}\trefs/heads/main\n${tag}\trefs/tags/v1\n${second}\trefs/tags/v1^{}`
+      )
+      await gitOk(dir, ["-c", "protocol.version=2", "clone", "-q", pushed.url, "tagged"])
+      expect(await gitOk(Path.join(dir, "tagged"), ["rev-parse", "v1"])).toBe(tag)
+      await gitOk(Path.join(dir, "work"), ["fetch", "-q", "origin"])
+      expect(await gitOk(Path.join(dir, "work"), ["rev-parse", "v1"])).toBe(tag)
+
+      // A force push back to the first commit: the clones get it again.
+      await gitOk(pushed.work, ["push", "-q", "--force", pushed.url, `${first}:refs/heads/main`])
+      const heads = await clones("three")
+      expect(heads).toEqual([first, first, first])
+      await cleanup()
+      await pushed.cleanup()
     },
     bigPackDeadline
   )

@@ -1,16 +1,22 @@
 import { NodeStream } from "@effect/platform-node"
 import { Errors, Git, Kernel } from "@hostplane/core"
-import { Config, Deferred, Effect, Fiber, Layer, Option, Stream } from "effect"
+import { Clock, Config, Deferred, Effect, Fiber, Layer, Option, Stream } from "effect"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Net from "node:net"
 import * as Path from "node:path"
+import type { Writable } from "node:stream"
 import { inDataDir } from "../DataDir.ts"
+import { type FetchCacheOptions, isFreshFetch, makeFetchCache, pktLines, refsDigest } from "./FetchCache.ts"
 
-/** Options of the disk storage; `gitBinary` is the `git` to run (tests point it at a missing one). */
+/**
+ * Options of the disk storage; `gitBinary` is the `git` to run (tests point it at a missing one), `fetchCache` the
+ * limits of the answers kept for fresh fetches.
+ */
 export interface GitStorageDiskOptions {
   readonly gitBinary?: string
+  readonly fetchCache?: FetchCacheOptions
 }
 
 const zeroId = /^0+$/u
@@ -115,19 +121,21 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
       const scratch = Path.join(root, ".tmp")
       const baseEnv = { PATH: path, GIT_CONFIG_NOSYSTEM: "1", GIT_TERMINAL_PROMPT: "0" }
       const dirOf = (id: string) => Path.join(root, `${id}.git`)
+      const fetchCacheDir = Path.join(root, ".fetch-cache")
 
       const prepared = yield* Effect.cached(
         Effect.tryPromise({
           try: async () => {
             await Fs.mkdir(hooks, { recursive: true })
             await Fs.mkdir(scratch, { recursive: true })
+            await Fs.mkdir(fetchCacheDir, { recursive: true })
             await Fs.writeFile(Path.join(hooks, "post-receive"), postReceive, { mode: 0o755 })
           },
           catch: unreachable
         })
       )
 
-      const git = (args: ReadonlyArray<string>, cwd?: string, env: Record<string, string> = {}) =>
+      const git = (args: ReadonlyArray<string>, cwd?: string, env: Record<string, string> = {}, input?: Uint8Array) =>
         Effect.flatMap(prepared, () =>
           Effect.callback<Ran, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
             const options = execOptions(cwd, { ...baseEnv, ...env })
@@ -143,6 +151,8 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
                 resume(Effect.succeed({ code: typeof exit === "number" ? exit : 0, stdout, stderr: stderr.toString() }))
               }
             })
+            child.stdin?.on("error", () => {})
+            child.stdin?.end(input)
             return stopGroup(child)
           })
         )
@@ -198,7 +208,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
         args: ReadonlyArray<string>,
         env: Record<string, string>,
         channel = false,
-        stdout: Net.Socket | undefined = undefined
+        stdout: Net.Socket | Writable | undefined = undefined
       ) =>
         Effect.flatMap(prepared, () =>
           Effect.callback<ChildProcess, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
@@ -314,6 +324,171 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           return answer
         })
 
+      const fetchCache = makeFetchCache(fetchCacheDir, options.fetchCache)
+      const gitVersion = yield* Effect.cached(Effect.map(git(["--version"]), (ran) => ran.stdout.toString().trim()))
+
+      /** A helper program (`cat`, `tee`) on the given stdio, stopped with the scope if still running. */
+      const spawnTool = (
+        command: string,
+        args: ReadonlyArray<string>,
+        stdio: [number | "pipe", Net.Socket, "ignore"]
+      ) =>
+        Effect.acquireRelease(
+          Effect.callback<
+            { readonly child: ChildProcess; readonly closed: Deferred.Deferred<number> },
+            Errors.GitUnreachable
+          >((resume) => {
+            const child = spawn(command, [...args], { env: baseEnv, stdio })
+            const closed = Deferred.makeUnsafe<number>()
+            child.once("close", (code) => Deferred.doneUnsafe(closed, Effect.succeed(code ?? 128)))
+            child.once("error", (cause) => resume(Effect.fail(unreachable(cause))))
+            child.once("spawn", () => resume(Effect.succeed({ child, closed })))
+          }),
+          ({ child }) =>
+            Effect.sync(() => {
+              if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+            })
+        )
+
+      /**
+       * A fresh fetch on the direct path (git's output goes into the client's connection) answered from the fetch
+       * cache: the kept answer copied into the connection by `cat` when there is one; otherwise git's output passes
+       * through `tee`, which writes it into the connection and into a draft that is kept once both ended well on
+       * unchanged refs. Undefined when the request is not one whose answer is kept (then git answers as usual).
+       */
+      const cachedFetch = (
+        repoId: Kernel.RepoId,
+        args: ReadonlyArray<string>,
+        env: Record<string, string>,
+        request: Uint8Array,
+        socket: Net.Socket,
+        input: Stream.Stream<Uint8Array, unknown>
+      ) =>
+        Effect.gen(function* () {
+          const lines = pktLines(request)
+          if (lines === undefined || !isFreshFetch(lines)) return undefined
+          const refs = yield* Effect.promise(() => refsDigest(dirOf(repoId)))
+          if (refs === undefined) return undefined
+          // The same git under the same configuration (given on its command line) answers the same request alike.
+          const digest = fetchCache.requestDigest(`${yield* gitVersion}\0${args.join("\0")}`, request)
+          const now = yield* Clock.currentTimeMillis
+          const kept = yield* Effect.promise(() => fetchCache.open(repoId, refs, digest, now))
+          if (kept !== undefined) {
+            // The input's first step writes the response head; git would read the request, which is already known.
+            const cat = yield* Stream.runDrain(input).pipe(
+              Effect.orDie,
+              Effect.andThen(spawnTool("cat", [], [kept.fd.fd, socket, "ignore"])),
+              Effect.ensuring(Effect.promise(() => kept.fd.close().catch(() => {})))
+            )
+            const answer: Git.GitProcess = {
+              output: Stream.drain(Stream.fromEffect(Deferred.await(cat.closed))),
+              wroteToSocket: true,
+              exitCode: Deferred.await(cat.closed),
+              messages: Effect.succeed("")
+            }
+            return answer
+          }
+          if (!(yield* Effect.promise(() => fetchCache.worthKeeping(dirOf(repoId))))) return undefined
+          const draft = fetchCache.draft(repoId, refs, digest)
+          const tee = yield* spawnTool("tee", [draft], ["pipe", socket, "ignore"])
+          const child = yield* Effect.acquireRelease(spawnGit(args, env, false, tee.child.stdin!), (child) =>
+            Effect.sync(() => {
+              if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+            })
+          )
+          // git holds the pipe's writing end now: tee sees its end when git exits.
+          tee.child.stdin!.destroy()
+          const exited = yield* Deferred.make<number>()
+          let stderr = ""
+          child.stderr!.on("data", (chunk: Buffer) => {
+            if (stderr.length < 65536) stderr += chunk.toString()
+          })
+          child.once("close", (code) => Deferred.doneUnsafe(exited, Effect.succeed(code ?? 128)))
+          child.stdin!.on("error", () => {})
+          yield* Stream.runForEach(input, (chunk) =>
+            Effect.callback<void>((resume) => {
+              if (child.stdin!.destroyed || child.stdin!.writableEnded) return resume(Effect.void)
+              if (child.stdin!.write(chunk)) resume(Effect.void)
+              else child.stdin!.once("drain", () => resume(Effect.void))
+            })
+          ).pipe(
+            Effect.matchEffect({
+              onSuccess: () => Effect.sync(() => child.stdin!.end()),
+              onFailure: () => Effect.sync(() => child.kill("SIGKILL"))
+            }),
+            Effect.forkScoped
+          )
+          const ended = Effect.zipWith(Deferred.await(exited), Deferred.await(tee.closed), (git, copy) =>
+            git === 0 ? copy : git
+          )
+          // Kept only when git answered, tee copied all of it, and no push moved a ref meanwhile.
+          yield* Effect.all([ended, Clock.currentTimeMillis]).pipe(
+            Effect.flatMap(([code, now]) =>
+              Effect.promise(() =>
+                (async () => {
+                  if (code === 0 && (await refsDigest(dirOf(repoId))) === refs) {
+                    await fetchCache.keep(repoId, refs, digest, draft, now)
+                  } else await fetchCache.unlink(draft)
+                })().catch(() => fetchCache.unlink(draft))
+              )
+            ),
+            Effect.forkIn(layerScope)
+          )
+          const answer: Git.GitProcess = {
+            output: Stream.drain(Stream.fromEffect(ended)),
+            wroteToSocket: true,
+            exitCode: ended,
+            messages: Effect.sync(() => stderr)
+          }
+          return answer
+        })
+
+      /**
+       * Protocol v2 `ls-refs` answers by repository, refs and request: the answer is a function of the refs and the
+       * request alone (names, ids, symbolic targets, peeled tags), so it is kept for the refs it was read on. Every
+       * smart HTTP clone and fetch asks it before its pack, and answering it from memory spares a git process there.
+       */
+      const refLists = new Map<string, Uint8Array>()
+      const refListsKept = 256
+      const refListKeptBytes = 64 * 1024
+
+      const listRefs = (
+        repoId: Kernel.RepoId,
+        args: ReadonlyArray<string>,
+        env: Record<string, string>,
+        request: Uint8Array
+      ) =>
+        Effect.gen(function* () {
+          const refs = yield* Effect.promise(() => refsDigest(dirOf(repoId)))
+          const digest = fetchCache.requestDigest(`${yield* gitVersion}\0${args.join("\0")}`, request)
+          const key = refs === undefined ? undefined : `${repoId}\0${refs}\0${digest}`
+          let bytes = key === undefined ? undefined : refLists.get(key)
+          if (bytes === undefined) {
+            const ran = yield* git(args, undefined, env, request)
+            if (ran.code !== 0 || ran.stdout.length === 0) {
+              return yield* new Git.GitRefused({
+                message: ran.stderr.replace(/^fatal: /mu, "").trim() || "git refused the request"
+              })
+            }
+            bytes = new Uint8Array(ran.stdout)
+            // Kept only when no push moved a ref while git read them.
+            if (
+              key !== undefined &&
+              bytes.length <= refListKeptBytes &&
+              (yield* Effect.promise(() => refsDigest(dirOf(repoId)))) === refs
+            ) {
+              if (refLists.size >= refListsKept) refLists.delete(refLists.keys().next().value!)
+              refLists.set(key, bytes)
+            }
+          }
+          const answer: Git.GitProcess = {
+            output: Stream.make(bytes),
+            exitCode: Effect.succeed(0),
+            messages: Effect.succeed("")
+          }
+          return answer
+        })
+
       const run = (
         repoId: Kernel.RepoId,
         defaultBranch: string,
@@ -348,17 +523,30 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           const env: Record<string, string> = {}
           if (request.protocol !== null) env.GIT_PROTOCOL = request.protocol
           if (pushing) env.HOSTPLANE_PUSH_CHANNEL = "1"
-          const child = yield* Effect.acquireRelease(
-            spawnGit(
-              [...transportConfig, "-c", `core.hooksPath=${hooks}`, request.service, ...modeArgs, dirOf(repoId)],
-              env,
-              pushing,
-              socket
-            ),
-            (child) =>
-              Effect.sync(() => {
-                if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-              })
+          const args = [
+            ...transportConfig,
+            "-c",
+            `core.hooksPath=${hooks}`,
+            request.service,
+            ...modeArgs,
+            dirOf(repoId)
+          ]
+          if (socket !== undefined && request.request !== undefined) {
+            const cached = yield* cachedFetch(repoId, args, env, request.request, socket, input)
+            if (cached !== undefined) return cached
+          }
+          if (
+            request.service === "upload-pack" &&
+            request.mode === "stateless" &&
+            request.request !== undefined &&
+            pktLines(request.request)?.[0] === "command=ls-refs"
+          ) {
+            return yield* listRefs(repoId, args, env, request.request)
+          }
+          const child = yield* Effect.acquireRelease(spawnGit(args, env, pushing, socket), (child) =>
+            Effect.sync(() => {
+              if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+            })
           )
           const exited = yield* Deferred.make<number>()
           let stderr = ""
@@ -583,6 +771,8 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           if (running !== undefined) yield* Fiber.interrupt(running)
           repacking.delete(repoId)
           for (const key of advertisements.keys()) if (key.startsWith(`${repoId}\0`)) advertisements.delete(key)
+          for (const key of refLists.keys()) if (key.startsWith(`${repoId}\0`)) refLists.delete(key)
+          yield* Effect.promise(() => fetchCache.forget(repoId))
           yield* prepared
           yield* Effect.tryPromise({
             try: () => Fs.rm(dirOf(repoId), { recursive: true, force: true }),

@@ -21,6 +21,12 @@ export interface GitRun {
    * A storage that cannot honour it leaves `wroteToSocket` unset and streams the output as usual.
    */
   readonly outputSocket?: unknown
+  /**
+   * The whole request (what the input stream carries after its first step), when the edge read it before starting
+   * git: a protocol v2 request of known length. A storage may answer it as git answered the same request on the same
+   * refs before, without running git.
+   */
+  readonly request?: Uint8Array
 }
 
 /** A running git service: its output streams as git writes it; `exitCode` waits for the end. */

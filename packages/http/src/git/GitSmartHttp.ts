@@ -72,10 +72,11 @@ const directFetch = (
   protocol: string | null,
   gzipped: boolean
 ): Effect.Effect<
-  | { readonly body: Stream.Stream<Uint8Array, unknown>; readonly socket?: undefined }
+  | { readonly body: Stream.Stream<Uint8Array, unknown>; readonly request?: Uint8Array; readonly socket?: undefined }
   | {
       readonly body: Stream.Stream<Uint8Array, unknown>
       readonly input: Stream.Stream<Uint8Array, unknown>
+      readonly request: Uint8Array
       readonly socket: Net.Socket
       readonly response: Http.ServerResponse
     }
@@ -99,7 +100,7 @@ const directFetch = (
     } catch {
       return { body }
     }
-    if (!isFetchRequest(plain)) return { body }
+    if (!isFetchRequest(plain)) return { body, request: plain }
     const head = Effect.callback<void>((resume) => {
       // Without chunked encoding and a length Node closes the connection after the response: the body's end.
       response.useChunkedEncodingByDefault = false
@@ -111,7 +112,13 @@ const directFetch = (
       response.flushHeaders()
       socket.write(new Uint8Array(0), () => resume(Effect.void))
     })
-    return { body, input: Stream.concat(Stream.drain(Stream.fromEffect(head)), Stream.make(plain)), socket, response }
+    return {
+      body,
+      input: Stream.concat(Stream.drain(Stream.fromEffect(head)), Stream.make(plain)),
+      request: plain,
+      socket,
+      response
+    }
   })
 
 const decode = (segment: string): string | undefined => {
@@ -226,6 +233,7 @@ export const gitSmartHttp = HttpRouter.use((router) =>
                 service: service === "git-receive-pack" ? "receive-pack" : "upload-pack",
                 mode,
                 protocol,
+                ...(direct?.request === undefined ? {} : { request: direct.request }),
                 ...(direct?.socket === undefined ? {} : { outputSocket: direct.socket })
               },
               input
