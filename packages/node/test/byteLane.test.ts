@@ -227,6 +227,34 @@ describe("the byte lane: bodiless worker requests on plain HTTP forwarded as byt
     connection.close()
   })
 
+  it("a protected deployment: a request the bypass admits is the lane's (the worker never sees the header), one without a pass is node's to refuse", async () => {
+    const project = await deployed()
+    const access = `/v1/orgs/${project.slug}/projects/${project.name}/access`
+    expect((await suite.api.put(access, { mode: "org" }, { token: suite.admin.token })).status).toBe(200)
+    const bypass = await suite.api.post(`${access}/bypass`, undefined, { token: suite.admin.token })
+    const secret = bypass.body.secret as string
+    expect(
+      await eventually(async () => (await edgeCall(suite.edgeUrl, project.hostname, "/")).status === 401, 10_000)
+    ).toBe(true)
+    const before = { ...byteLaneCounts }
+    const connection = await connect(suite.edgeUrl)
+    connection.write(
+      get("/pass", project.hostname, `Service-Access-Bypass: ${secret}\r\n`) +
+        get("/pass-again", project.hostname, `Service-Access-Bypass: ${secret}\r\n`) +
+        get("/nopass", project.hostname)
+    )
+    const admitted = await connection.read()
+    const again = await connection.read()
+    const refused = await connection.read()
+    connection.close()
+    expect([admitted?.status, again?.status, refused?.status]).toEqual([200, 200, 401])
+    expect(JSON.parse(admitted!.body).headers["service-access-bypass"]).toBeUndefined()
+    expect(JSON.parse(again!.body).url).toBe(`http://${project.hostname}/pass-again`)
+    expect(byteLaneCounts.requests - before.requests).toBe(2)
+    expect(byteLaneCounts.handedOver - before.handedOver).toBe(1)
+    expect(await eventsOf(project, ["/nopass"])).toEqual([])
+  })
+
   // Each is followed by a request head on the same connection: where the hostile head declares a body, those bytes
   // are that body (or the connection is refused) and must never run as a request.
   it.each([
