@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config"
+import { SlowFilesFirst } from "./test/support/SlowFilesFirst.ts"
 
 export default defineConfig({
   resolve: { conditions: ["@hostplane/source"] },
@@ -12,6 +13,9 @@ export default defineConfig({
     // Two files at once on the 2-core machine CI runs on (vitest's default there is one: cores - 1). Most files wait
     // on child processes (servers, PostgreSQL, git, Chromium) part of the time, so a second file fills the idle core.
     maxWorkers: 2,
+    // The slowest files first (test/durations.json): a fresh clone has no times of a last run, and vitest's fallback
+    // order (larger files first) started slow files late, running alone at the end while the other worker idled.
+    sequence: { sequencer: SlowFilesFirst },
     // Console output (request logs and other server logs) is buffered per test and shown only when it fails.
     silent: "passed-only",
     // The report lists every file with its time; single tests only when really slow (vitest's default is 300 ms).
