@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto"
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { EmbeddedPostgres } from "@hostplane/adapters-pg"
@@ -327,11 +327,24 @@ describe("a database whose home replica is lost", () => {
     ).toBe("1")
 
     // A comes back on its old data (same home): its stale copies of alpha and beta go to the tombstone, and so do
-    // gamma's and delta's clusters, which no record owns any more; B keeps serving.
+    // gamma's and delta's clusters, which no record owns any more; B keeps serving. None of them is started again on
+    // the way: a client still holding A's old endpoint is refused from A's first moment, never served old data.
+    const restartedAt = Date.now()
     a = await startReplica("a")
     expect(a.home).toBe(lostHome)
-    for (const projectId of [alphaId, others.beta!.id, others.gamma!.id, others.delta!.id]) {
+    expect((await psql(onHome.body, "select 1")).ok).toBe(false)
+    const retired = [alphaId, others.beta!.id, others.gamma!.id, others.delta!.id]
+    for (const projectId of retired) {
       await expect.poll(() => clusterOn(a!, projectId), { timeout: 90_000, interval: 500 }).toBe(false)
+    }
+    // PostgreSQL writes postmaster.opts at each start of a cluster: the tombstone's copies were last started before.
+    const tombstone = join(a.dataDir, "node", "db", ".tombstone")
+    for (const projectId of retired) {
+      const copies = readdirSync(tombstone).filter((name) => name.startsWith(`${projectId}-`))
+      expect(copies.length, projectId).toBeGreaterThan(0)
+      for (const copy of copies) {
+        expect(statSync(join(tombstone, copy, "data", "postmaster.opts")).mtimeMs, projectId).toBeLessThan(restartedAt)
+      }
     }
     expect(a.server.output()).toContain("a database moved to another replica while this one was away")
     expect(a.server.output()).toContain("a database cluster here has no record any more")

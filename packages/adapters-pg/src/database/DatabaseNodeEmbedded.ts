@@ -112,7 +112,7 @@ const replace = async (file: string, contents: string) => {
 /**
  * The reference node admin (decisions.md part 8): each project database is its own PostgreSQL cluster from the
  * embedded binaries, under `<directory>/<project id>/` (`data/`, the superuser `password`, its `port`), started again
- * with the layer. Images are base backups taken through `pg_backup_start`/`pg_backup_stop`, a temporary physical
+ * on its first use after the node starts. Images are base backups taken through `pg_backup_start`/`pg_backup_stop`, a temporary physical
  * replication slot holding the WAL they need until it is copied.
  */
 export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: DatabaseNodeEmbeddedOptions) {
@@ -620,9 +620,10 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
     (names) => names.filter((name) => !name.startsWith(".")).map((name) => name as ProjectId)
   )
 
-  // Restarted with the server: every cluster the folder holds.
+  // No cluster is started here, only on its first use (`running`): a copy whose database moved to another replica,
+  // or lost its record, while this one was away would serve its old data until it is retired. `Databases` starts
+  // this replica's own at its first generations round and retires the others without starting them.
   yield* io("cannot prepare the node folder", () => Fs.mkdir(root, { recursive: true, mode: 0o700 }))
-  yield* Effect.forEach(yield* held, running, { concurrency: 4, discard: true })
 
   /**
    * A cluster that runs for months outlives its certificate: each round issues again every running cluster's

@@ -700,10 +700,11 @@ export class Databases extends Context.Service<
       const retireMoved = Effect.fnUntraced(function* (row: DatabaseRow) {
         if (here === undefined || row.home === null || row.home === here || Option.isNone(maybeNode)) return
         const node = maybeNode.value
-        const at = yield* node.endpoint(row.projectId).pipe(Effect.catch(() => Effect.succeed(undefined)))
-        if (at === undefined) return
-        // The node answers once its work on that cluster is done (a rebuild here, say), by which time the record may
-        // name this replica: it is read again, and only a copy another replica still owns is retired.
+        // Looked for among the node's folders: asking its endpoint would start the stale copy.
+        const held = yield* node.held.pipe(Effect.catch(() => Effect.succeed([] as ReadonlyArray<ProjectId>)))
+        if (!held.includes(row.projectId)) return
+        // The record may name this replica by now (a rebuild here): it is read again, and only a copy another replica
+        // still owns is retired.
         const current = yield* store.find(row.projectId)
         if (Option.isNone(current) || current.value.home === here || current.value.operationId !== null) return
         yield* Effect.logWarning(
@@ -771,6 +772,8 @@ export class Databases extends Context.Service<
             }
             continue
           }
+          // This replica's own cluster serves again after a restart: the node starts a cluster on its first use only.
+          yield* maybeNode.value.endpoint(projectId).pipe(Effect.ignore)
           // A database created within this grid cell gets its baseline from the create itself: the scheduler taking
           // one too, between the record's insert and the baseline, would list two generations for one moment.
           const latest = (yield* lastBackupAt(projectId))?.at ?? DateTime.makeUnsafe(row.value.createdAt)
