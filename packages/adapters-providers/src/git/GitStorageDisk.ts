@@ -89,6 +89,17 @@ const unreachable = (cause: unknown) =>
 
 const unavailable = () => new Errors.GitUnavailable({ message: "the git binary is not available" })
 
+/** git's refusal of a request, in its own words without the `fatal: ` prefix. */
+const refusedBy = (stderr: string) =>
+  new Git.GitRefused({ message: stderr.replace(/^fatal: /mu, "").trim() || "git refused the request" })
+
+/** An answer already whole in memory (a kept advertisement or ref list), as a finished git process. */
+const answered = (bytes: Uint8Array): Git.GitProcess => ({
+  output: Stream.make(bytes),
+  exitCode: Effect.succeed(0),
+  messages: Effect.succeed("")
+})
+
 const isMissing = (cause: unknown) => (cause as NodeJS.ErrnoException)?.code === "ENOENT"
 
 /**
@@ -308,20 +319,13 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
             const args = [...transportConfig, "upload-pack", "--stateless-rpc", "--advertise-refs", dirOf(repoId)]
             const ran = yield* git(args, undefined, { GIT_PROTOCOL: protocol })
             if (ran.code !== 0 || ran.stdout.length === 0) {
-              return yield* new Git.GitRefused({
-                message: ran.stderr.replace(/^fatal: /mu, "").trim() || "git refused the request"
-              })
+              return yield* refusedBy(ran.stderr)
             }
             bytes = new Uint8Array(ran.stdout)
             if (advertisements.size >= advertisementsKept) advertisements.delete(advertisements.keys().next().value!)
             advertisements.set(key, bytes)
           }
-          const answer: Git.GitProcess = {
-            output: Stream.make(bytes),
-            exitCode: Effect.succeed(0),
-            messages: Effect.succeed("")
-          }
-          return answer
+          return answered(bytes)
         })
 
       const fetchCache = makeFetchCache(fetchCacheDir, options.fetchCache)
@@ -466,9 +470,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           if (bytes === undefined) {
             const ran = yield* git(args, undefined, env, request)
             if (ran.code !== 0 || ran.stdout.length === 0) {
-              return yield* new Git.GitRefused({
-                message: ran.stderr.replace(/^fatal: /mu, "").trim() || "git refused the request"
-              })
+              return yield* refusedBy(ran.stderr)
             }
             bytes = new Uint8Array(ran.stdout)
             // Kept only when no push moved a ref while git read them.
@@ -481,12 +483,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
               refLists.set(key, bytes)
             }
           }
-          const answer: Git.GitProcess = {
-            output: Stream.make(bytes),
-            exitCode: Effect.succeed(0),
-            messages: Effect.succeed("")
-          }
-          return answer
+          return answered(bytes)
         })
 
       const run = (
@@ -602,9 +599,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
             Effect.as(Deferred.await(exited), "ended" as const)
           )
           if (first === "ended" && stdout.readableLength === 0 && (yield* Deferred.await(exited)) !== 0) {
-            return yield* new Git.GitRefused({
-              message: stderr.replace(/^fatal: /mu, "").trim() || "git refused the request"
-            })
+            return yield* refusedBy(stderr)
           }
           // The hook's report, answered while git waits for it (the pusher sees the answer); a push that changed no
           // ref runs no hook, and git's exit ends the wait.
