@@ -126,6 +126,14 @@ describe("npm start: health, keep-alive, and a SIGTERM that drains and stops eve
   it("refuses to start a second server on a port in use, naming the listener, its address and its setting", async () => {
     let second = ""
     const otherData = mkdtempSync(join(tmpdir(), "hostplane-ops-second-"))
+    // On the first server's database, as a second `npm start` of the same deployment: the listeners bind once the
+    // database answers, and this one's is up with its migrations applied, so no cluster is made for a server that
+    // cannot start.
+    const cluster = join(dataDir, "pg")
+    const password = readFileSync(join(cluster, "password"), "utf8").trim()
+    const pgPort = readFileSync(join(cluster, "data", "postmaster.pid"), "utf8")
+      .split("\n")[3]!
+      .trim()
     const child = spawnScript("start", {
       env: {
         ...process.env,
@@ -134,7 +142,7 @@ describe("npm start: health, keep-alive, and a SIGTERM that drains and stops eve
         SERVICE_EDGE_LISTEN: `127.0.0.1:${edgePort}`,
         SERVICE_DNS_LISTEN: "off",
         SERVICE_GIT_SSH_LISTEN: "off",
-        DATABASE_URL: ""
+        DATABASE_URL: `postgres://postgres:${password}@127.0.0.1:${pgPort}/postgres`
       },
       stdio: ["ignore", "pipe", "pipe"]
     })
