@@ -774,7 +774,9 @@ describe("a remote node process serves workers from the node API alone", () => {
       SERVICE_NODE_TOKEN: nodeToken,
       SERVICE_DATA_DIR: tempDir("hostplane-hung-node-"),
       SERVICE_EDGE_LISTEN: `127.0.0.1:${port}`,
-      SERVICE_WORKER_SHARDS: "1"
+      SERVICE_WORKER_SHARDS: "1",
+      // Each refusal below is the node giving up on a call a visitor waits on: 3 s each instead of the default 10.
+      SERVICE_NODE_VISITOR_TIMEOUT: "3 seconds"
     })
     const pass = { accept: "application/json", cookie: `__Host-service_access=${guarded!.member}` }
     try {
@@ -807,6 +809,8 @@ describe("a remote node process serves workers from the node API alone", () => {
       // A deployment whose bundle the node never fetched.
       const noBundle = await edgeCall(port, cold["cold-bundle"]!, "/hello", { headers: json })
       expect(shape(noBundle)).toMatchObject({ status: 503, code: "artifact_store_unavailable" })
+      // The node gave up after SERVICE_NODE_VISITOR_TIMEOUT, as its line for the operator says.
+      await expect.poll(() => other.output()).toContain("within 3000 ms")
       // The control plane answers again: both are served, with their secrets, without a restart.
       hold = () => false
       for (const [name, host] of Object.entries(cold)) {

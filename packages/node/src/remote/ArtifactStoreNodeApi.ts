@@ -7,6 +7,8 @@ export interface NodeApiOptions {
   /** The server's API origin (`https://api.example.com`), without `/v1`. */
   readonly url: string
   readonly token: Redacted.Redacted<string>
+  /** How long a call a visitor waits on may take, in ms (`SERVICE_NODE_VISITOR_TIMEOUT`; 10 s unless given). */
+  readonly visitorTimeoutMs?: number
 }
 
 const unavailable = (message: string) => new Errors.ArtifactStoreUnavailable({ message })
@@ -36,6 +38,7 @@ export const make = Effect.fn("ArtifactStoreNodeApi.make")(function* (
   // others wait on, and the node's stop ends it.
   const scope = yield* Effect.scope
   const base = options.url.replace(/\/+$/, "")
+  const idleTimeout = options.visitorTimeoutMs ?? downloadIdleTimeout
   // One fetch per digest at a time: concurrent first requests for a new deployment wait for the same download.
   const inFlight = new Map<Deployments.Digest, Deferred.Deferred<boolean, Errors.ArtifactStoreUnavailable>>()
 
@@ -46,9 +49,9 @@ export const make = Effect.fn("ArtifactStoreNodeApi.make")(function* (
     )
     const response = yield* client.execute(request).pipe(
       Effect.timeoutOrElse({
-        duration: downloadIdleTimeout,
+        duration: idleTimeout,
         orElse: () =>
-          Effect.fail(unavailable(`the node API did not answer for bundle ${digest} within ${downloadIdleTimeout} ms`))
+          Effect.fail(unavailable(`the node API did not answer for bundle ${digest} within ${idleTimeout} ms`))
       }),
       Effect.map(Option.some),
       Effect.catchTag("HttpClientError", (error) =>
@@ -63,9 +66,8 @@ export const make = Effect.fn("ArtifactStoreNodeApi.make")(function* (
         response.value.stream.pipe(
           Stream.mapError((error) => unavailable(`bundle ${digest} broke off from the node API: ${error.message}`)),
           Stream.timeoutOrElse({
-            duration: downloadIdleTimeout,
-            orElse: () =>
-              Stream.fail(unavailable(`bundle ${digest}: the node API sent nothing for ${downloadIdleTimeout} ms`))
+            duration: idleTimeout,
+            orElse: () => Stream.fail(unavailable(`bundle ${digest}: the node API sent nothing for ${idleTimeout} ms`))
           })
         )
       )

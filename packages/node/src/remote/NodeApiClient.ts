@@ -88,6 +88,7 @@ const refusalOf = <E>(classes: ReadonlyArray<RefusalClass<E>>, envelope: Envelop
 export const makeNodeApiClient = (options: NodeApiOptions) => {
   const base = options.url.replace(/\/+$/, "")
   const nodeAuth = () => `Bearer ${Redacted.value(options.token)}`
+  const visitorTimeout = options.visitorTimeoutMs ?? visitorCallTimeout
 
   /**
    * One call, abandoned (its connection closed) when the fiber is interrupted or after `timeoutMs` (`callTimeout`
@@ -169,7 +170,7 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
 
   /** `GET /v1/node/database/authority`: the PEM the database clusters' certificates are verified with, or null. */
   const databaseAuthority = Effect.flatMap(
-    nodeJson("/v1/node/database/authority", "database authority", { timeoutMs: visitorCallTimeout }),
+    nodeJson("/v1/node/database/authority", "database authority", { timeoutMs: visitorTimeout }),
     (body) => Effect.mapError(decodeAuthority(body), invalid("database authority"))
   )
 
@@ -179,7 +180,7 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
     // A visitor's first request of the project waits on this read.
     const response = yield* request(`/v1/node/projects/${encodeURIComponent(projectId)}/secrets`, {
       what,
-      timeoutMs: visitorCallTimeout,
+      timeoutMs: visitorTimeout,
       headers: { authorization: nodeAuth() }
     })
     if (response.status === 404) {
@@ -223,7 +224,7 @@ export const makeNodeApiClient = (options: NodeApiOptions) => {
     request(path, {
       what,
       method: "POST",
-      timeoutMs: visitorCallTimeout,
+      timeoutMs: visitorTimeout,
       headers: { authorization: nodeAuth(), "content-type": "application/json" },
       body: JSON.stringify(body)
     })

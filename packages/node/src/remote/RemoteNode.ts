@@ -1,7 +1,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { ArtifactStoreDisk, BundleReader, ObjectStoreS3, S3Bucket, TokensNode } from "@hostplane/adapters-providers"
 import { EndUser, Kernel, Storage, Tls } from "@hostplane/core"
-import { Config, ConfigProvider, Effect, Layer, Option, Redacted } from "effect"
+import { Config, ConfigProvider, Duration, Effect, Layer, Option, Redacted } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
@@ -41,6 +41,11 @@ export interface RemoteNodeOptions {
   readonly bucket: Option.Option<S3Bucket.S3Settings>
   /** How often the node state is read (ms). */
   readonly pollMs?: number
+  /**
+   * How long the node waits on the control plane for a call a visitor waits on (an access check, a pass, a project's
+   * secrets, a bundle's next bytes), in ms: past it the visitor is answered 503 (`SERVICE_NODE_VISITOR_TIMEOUT`).
+   */
+  readonly visitorTimeoutMs: number
 }
 
 /** The listen setting as `host:port` (`:8081` and `8081` listen on 127.0.0.1). */
@@ -67,7 +72,11 @@ export const remoteNodeConfig: Config.Config<RemoteNodeOptions> = Config.all({
   dataDir: Config.String("SERVICE_DATA_DIR").pipe(Config.withDefault(".hostplane")),
   listen: Config.String("SERVICE_EDGE_LISTEN").pipe(Config.withDefault("127.0.0.1:8081"), Config.map(parseListen)),
   workers: runtimeSettingsConfig,
-  bucket: S3Bucket.settingsConfig
+  bucket: S3Bucket.settingsConfig,
+  visitorTimeoutMs: Config.Duration("SERVICE_NODE_VISITOR_TIMEOUT").pipe(
+    Config.withDefault(Duration.seconds(10)),
+    Config.map((duration) => Duration.toMillis(duration))
+  )
 })
 
 /**
@@ -78,7 +87,7 @@ export const remoteNodeConfig: Config.Config<RemoteNodeOptions> = Config.all({
  * answer 503 here: their passes and sessions are the control plane's.
  */
 export const remoteNodeLayer = (options: RemoteNodeOptions) => {
-  const api = { url: options.controlUrl, token: options.token }
+  const api = { url: options.controlUrl, token: options.token, visitorTimeoutMs: options.visitorTimeoutMs }
   const state = RemoteState.layer({ ...api, ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }) })
   const artifacts = ArtifactStoreNodeApi.layer(api).pipe(
     Layer.provide(
