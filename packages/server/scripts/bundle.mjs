@@ -3,7 +3,6 @@
 // The root `prepare` runs it, so `npm ci` leaves both in a checkout; `start.mjs` builds again when a source is newer.
 // Node loads one module instead of stripping the types of some 500 source files and linking about 1,000 modules: a
 // start costs about 2 CPU-s less. Plain JavaScript: it runs under whichever Node npm finds first.
-import { build, stop } from "esbuild"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -51,6 +50,31 @@ const sourceFileUrls = {
 }
 
 /**
+ * Node's builtins and the packages left outside the bundle are loaded with `require` (one `createRequire` of the
+ * bundle's own URL, the banner's), not imported: an ES import of a builtin builds its ES facade, which reads every
+ * export once, getters included (`node:http`'s `WebSocket` compiles Node's internal undici, `node:tls`'s
+ * `rootCertificates` parses the CA list: about 0.15 CPU-s of a start), and an ES import of a CommonJS package parses
+ * its source for export names first. esbuild's interop reads an export only when the code uses it. `node:module` stays
+ * an import: the banner needs it first.
+ */
+const requiredModules = {
+  name: "required-modules",
+  setup(builder) {
+    builder.onResolve({ filter: /^[^./]/ }, (args) =>
+      bundled.test(args.path) || args.path === "node:module" || args.kind !== "import-statement"
+        ? undefined
+        : { path: args.path, namespace: "required" }
+    )
+    builder.onLoad({ filter: /.*/, namespace: "required" }, (args) => ({
+      contents: `module.exports = __hostplaneRequire(${JSON.stringify(args.path)})`,
+      loader: "js"
+    }))
+  }
+}
+const banner = `import { createRequire as __hostplaneCreateRequire } from "node:module";
+const __hostplaneRequire = __hostplaneCreateRequire(import.meta.url);`
+
+/**
  * Besides the sources a bundle was built from: what else makes it stale. The installed packages (npm rewrites its
  * hidden lockfile on every install; Effect is inside the bundle) and this build itself.
  */
@@ -65,6 +89,8 @@ const manifestOf = (bundle) => `${bundle}.json`
  * that reads a new bundle with the old manifest only builds once more.
  */
 export const bundle = async (name) => {
+  // Imported here: a start whose bundle is fresh never loads esbuild.
+  const { build } = await import("esbuild")
   const { entry, bundle: output } = binaries[name]
   const builtAt = Date.now()
   const file = Path.join(root, output)
@@ -81,13 +107,14 @@ export const bundle = async (name) => {
     conditions: ["@hostplane/source"],
     // What Node's type stripping keeps: class fields with define semantics, imports as written.
     tsconfigRaw: { compilerOptions: { useDefineForClassFields: true, verbatimModuleSyntax: true } },
-    plugins: [sourceFileUrls],
+    plugins: [requiredModules, sourceFileUrls],
+    banner: { js: banner },
     metafile: true,
     legalComments: "none",
     logLevel: "warning"
   })
   const sources = Object.keys(result.metafile.inputs)
-    .filter((input) => !input.includes("node_modules/"))
+    .filter((input) => !input.includes("node_modules/") && !input.startsWith("required:"))
     .concat(alsoInputs)
   Fs.renameSync(temporary, file)
   const manifest = { builtAt, sources }
@@ -127,7 +154,9 @@ export const isStale = (name) => {
  * otherwise live as long as the binary it built, holding about 230 MiB.
  */
 export const fresh = async (name) =>
-  isStale(name) ? bundle(name).finally(() => stop()) : Path.join(root, binaries[name].bundle)
+  isStale(name)
+    ? bundle(name).finally(async () => (await import("esbuild")).stop())
+    : Path.join(root, binaries[name].bundle)
 
 // Run as a script (the root `prepare`): build every binary.
 if (process.argv[1] !== undefined && Path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from "node:fs"
+import { existsSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { binaries, type Manifest, outdated, root } from "../scripts/bundle.mjs"
@@ -39,5 +39,22 @@ describe("the bundle npm start runs", () => {
     }
     const server = JSON.parse(readFileSync(join(root, `${binaries.server.bundle}.json`), "utf8")) as Manifest
     expect(server.sources).toContain("packages/core/src/kernel/Policy.ts")
+  })
+
+  it("lists only files, so a bundle built after its sources is current", () => {
+    for (const name of ["server", "node"] as const) {
+      const manifest = JSON.parse(readFileSync(join(root, `${binaries[name].bundle}.json`), "utf8")) as Manifest
+      const missing = manifest.sources.filter((path) => !existsSync(join(root, path)))
+      expect(missing).toEqual([])
+    }
+  })
+
+  it("requires Node's builtins and the packages outside it instead of importing them (no ES facades at start)", () => {
+    for (const name of ["server", "node"] as const) {
+      const text = readFileSync(join(root, binaries[name].bundle), "utf8")
+      const imported = [...text.matchAll(/^import\s[^;]*?from\s*"([^"]+)"/gmu)].map((match) => match[1])
+      expect(new Set(imported)).toEqual(new Set(["node:module"]))
+      expect(text).toContain('__hostplaneRequire("node:http")')
+    }
   })
 })

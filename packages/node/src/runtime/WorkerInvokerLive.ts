@@ -12,12 +12,16 @@ import {
 import { authFlowCookie, authSessionCookie } from "../enduser/AuthWorker.ts"
 import { Context, Effect, Fiber, Layer, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { createRequire } from "node:module"
 import * as Http from "node:http"
 import type { TLSSocket } from "node:tls"
-import { type Dispatcher, Pool } from "undici"
+import type { Dispatcher, Pool } from "undici"
 import { askedBy, makeBindings } from "../bindings/Bindings.ts"
 import type { Invocation } from "./LogCollector.ts"
 import { WorkerRuntime } from "./WorkerRuntime.ts"
+
+/** undici's pool alone: the package's index also loads its fetch, WebSocket, cache and mock modules at start. */
+const UndiciPool = createRequire(import.meta.url)("undici/lib/dispatcher/pool.js") as typeof Pool
 
 /** decisions.md part 13: request bodies up to 100 MiB reach a worker; larger ones are 413. */
 export const maxRequestBodyBytes = 100 * 1024 * 1024
@@ -843,7 +847,7 @@ const makePools = (runtime: WorkerRuntime["Service"]) => {
           pools.delete(path)
           old.close().catch(() => {})
         }
-        pool = new Pool("http://shard", { socketPath, headersTimeout: 0, bodyTimeout: 0 })
+        pool = new UndiciPool("http://shard", { socketPath, headersTimeout: 0, bodyTimeout: 0 })
         pools.set(socketPath, pool)
       }
       return pool
