@@ -99,15 +99,25 @@ layer(nodeIn("psql"), { timeout: 120_000 })("embedded PostgreSQL node with psql"
 
   it.effect("a deleted token's open session ends and new connections are refused", () =>
     Effect.gen(function* () {
-      const { node, project, endpoint } = yield* shared
+      const { node, project, password, endpoint, owner } = yield* shared
       const tokenPassword = secret()
       yield* node.createToken(project, {
         user: "tok_gone",
         verifier: yield* node.verifier(Redacted.make(tokenPassword))
       })
       const open = yield* Effect.forkChild(psql(endpoint, "tok_gone", tokenPassword, "select pg_sleep(30)"))
-      // Wall time (the suite runs on the test clock): psql needs a moment to open its session.
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1500)))
+      // The token's session is open (its row, visible to every role, is in pg_stat_activity) before it is deleted.
+      const sessions = psql(
+        endpoint,
+        owner,
+        password,
+        "select count(*) from pg_stat_activity where usename = 'tok_gone'"
+      )
+      for (let tries = 0; (yield* sessions).out !== "1"; tries++) {
+        assert.isBelow(tries, 300, "the token's session opened")
+        // Wall time: the suite runs on the test clock.
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
+      }
       yield* node.deleteToken(project, "tok_gone")
       const ended = yield* Fiber.join(open)
       assert.isFalse(ended.ok)
