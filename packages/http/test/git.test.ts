@@ -425,84 +425,94 @@ describe.each(backends)("spec 4.12 repositories (%s)", (name, stores) => {
     }
   )
 
-  it("limits at their edges: commits default and maximum 200, the latest 200 ref updates, a tree of exactly 1000 entries, git's binary rule at byte 8,000, a large binary, a submodule", async () => {
+  gitContentIt(
+    "limits at their edges: commits default and maximum 200, a tree of exactly 1000 entries, git's binary rule at byte 8,000, a large binary, a submodule",
+    async () => {
+      const slug = await newOrg()
+      const pushed = await pushedRepo(slug)
+      const repo = `${reposOf(slug, pushed.project.name)}/site`
+      const gitlink = "1234567890abcdef1234567890abcdef12345678"
+      const nulAt = (at: number) => Buffer.concat([Buffer.alloc(at, "a"), Buffer.from([0]), Buffer.from("tail\n")])
+      const files: Array<readonly [string, Uint8Array | string]> = [
+        ["nul7999.bin", nulAt(7999)],
+        ["nul8000.bin", nulAt(8000)],
+        ["large.bin", Buffer.concat([Buffer.from([0]), Buffer.alloc(1024 * 1024, 1)])],
+        ...Array.from({ length: 1000 }, (_, i) => [`exact/f${String(i).padStart(4, "0")}`, `${i}\n`] as const)
+      ]
+      // 205 commits on top of the pushed one: the first adds the files and a gitlink, the rest change nothing.
+      const stream = [
+        Buffer.from(`commit refs/heads/main\ncommitter A <a@example.test> 1700000000 +0000\n`),
+        importData("files"),
+        Buffer.from(`from ${pushed.commit}\nM 160000 ${gitlink} sub\n`),
+        ...files.flatMap(([path, content]) => [Buffer.from(`M 100644 inline ${path}\n`), importData(content)]),
+        ...Array.from({ length: 204 }, (_, i) =>
+          Buffer.concat([
+            Buffer.from(`commit refs/heads/main\ncommitter A <a@example.test> ${1700000001 + i} +0000\n`),
+            importData(`c${i}`)
+          ])
+        )
+      ]
+      await fastImport(pushed.work, Buffer.concat(stream))
+      await gitOk(pushed.work, ["push", "-q", pushed.url, "main"])
+      const log = (await gitOk(pushed.work, ["log", "--format=%H"])).split("\n")
+      expect(log).toHaveLength(206)
+      for (const query of ["", "?limit=200", "?limit=201", "?limit=5000"]) {
+        const commits = await api.get(`${repo}/commits${query}`, admin())
+        expect(
+          commits.body.items.map((commit: { sha: string }) => commit.sha),
+          query
+        ).toEqual(log.slice(0, 200))
+      }
+      expect((await api.get(`${repo}/commits?limit=199`, admin())).body.items).toHaveLength(199)
+      const exact = await api.get(`${repo}/tree?path=exact`, admin())
+      expect([exact.body.entries.length, exact.body.truncated]).toEqual([1000, false])
+      const root = await api.get(`${repo}/tree`, admin())
+      expect(root.body.entries.find((entry: { name: string }) => entry.name === "sub")).toEqual({
+        name: "sub",
+        path: "sub",
+        type: "commit",
+        mode: "160000",
+        size: null
+      })
+      expect(root.body.entries.find((entry: { name: string }) => entry.name === "exact")).toMatchObject({
+        type: "tree",
+        mode: "040000",
+        size: null
+      })
+      const submodule = await api.get(`${repo}/blob?path=sub`, admin())
+      expect([submodule.status, submodule.body.code]).toEqual([404, "no_path"])
+      expect((await api.get(`${repo}/blob?path=nul7999.bin`, admin())).body).toMatchObject({
+        size: 8005,
+        binary: true,
+        tooLarge: false,
+        content: null
+      })
+      expect((await api.get(`${repo}/blob?path=nul8000.bin`, admin())).body).toMatchObject({
+        size: 8006,
+        binary: false,
+        tooLarge: false,
+        content: `${"a".repeat(8000)}\u0000tail\n`
+      })
+      expect((await api.get(`${repo}/blob?path=large.bin`, admin())).body).toEqual({
+        ref: "main",
+        path: "large.bin",
+        size: 1024 * 1024 + 1,
+        binary: false,
+        tooLarge: true,
+        content: null
+      })
+      await pushed.cleanup()
+    }
+  )
+
+  it("the latest 200 ref updates are listed: a push of 201 new branches after the first push of main", async () => {
     const slug = await newOrg()
     const pushed = await pushedRepo(slug)
     const repo = `${reposOf(slug, pushed.project.name)}/site`
-    const gitlink = "1234567890abcdef1234567890abcdef12345678"
-    const nulAt = (at: number) => Buffer.concat([Buffer.alloc(at, "a"), Buffer.from([0]), Buffer.from("tail\n")])
-    const files: Array<readonly [string, Uint8Array | string]> = [
-      ["nul7999.bin", nulAt(7999)],
-      ["nul8000.bin", nulAt(8000)],
-      ["large.bin", Buffer.concat([Buffer.from([0]), Buffer.alloc(1024 * 1024, 1)])],
-      ...Array.from({ length: 1000 }, (_, i) => [`exact/f${String(i).padStart(4, "0")}`, `${i}\n`] as const)
-    ]
-    // 205 commits on top of the pushed one: the first adds the files and a gitlink, the rest change nothing.
-    const stream = [
-      Buffer.from(`commit refs/heads/main\ncommitter A <a@example.test> 1700000000 +0000\n`),
-      importData("files"),
-      Buffer.from(`from ${pushed.commit}\nM 160000 ${gitlink} sub\n`),
-      ...files.flatMap(([path, content]) => [Buffer.from(`M 100644 inline ${path}\n`), importData(content)]),
-      ...Array.from({ length: 204 }, (_, i) =>
-        Buffer.concat([
-          Buffer.from(`commit refs/heads/main\ncommitter A <a@example.test> ${1700000001 + i} +0000\n`),
-          importData(`c${i}`)
-        ])
-      )
-    ]
-    await fastImport(pushed.work, Buffer.concat(stream))
-    await gitOk(pushed.work, ["push", "-q", pushed.url, "main"])
-    const log = (await gitOk(pushed.work, ["log", "--format=%H"])).split("\n")
-    expect(log).toHaveLength(206)
-    for (const query of ["", "?limit=200", "?limit=201", "?limit=5000"]) {
-      const commits = await api.get(`${repo}/commits${query}`, admin())
-      expect(
-        commits.body.items.map((commit: { sha: string }) => commit.sha),
-        query
-      ).toEqual(log.slice(0, 200))
-    }
-    expect((await api.get(`${repo}/commits?limit=199`, admin())).body.items).toHaveLength(199)
-    const exact = await api.get(`${repo}/tree?path=exact`, admin())
-    expect([exact.body.entries.length, exact.body.truncated]).toEqual([1000, false])
-    const root = await api.get(`${repo}/tree`, admin())
-    expect(root.body.entries.find((entry: { name: string }) => entry.name === "sub")).toEqual({
-      name: "sub",
-      path: "sub",
-      type: "commit",
-      mode: "160000",
-      size: null
-    })
-    expect(root.body.entries.find((entry: { name: string }) => entry.name === "exact")).toMatchObject({
-      type: "tree",
-      mode: "040000",
-      size: null
-    })
-    const submodule = await api.get(`${repo}/blob?path=sub`, admin())
-    expect([submodule.status, submodule.body.code]).toEqual([404, "no_path"])
-    expect((await api.get(`${repo}/blob?path=nul7999.bin`, admin())).body).toMatchObject({
-      size: 8005,
-      binary: true,
-      tooLarge: false,
-      content: null
-    })
-    expect((await api.get(`${repo}/blob?path=nul8000.bin`, admin())).body).toMatchObject({
-      size: 8006,
-      binary: false,
-      tooLarge: false,
-      content: `${"a".repeat(8000)}\u0000tail\n`
-    })
-    expect((await api.get(`${repo}/blob?path=large.bin`, admin())).body).toEqual({
-      ref: "main",
-      path: "large.bin",
-      size: 1024 * 1024 + 1,
-      binary: false,
-      tooLarge: true,
-      content: null
-    })
     // Ref updates: one push of 201 new branches after the first push of main; the latest 200 are returned.
     const branches = Array.from({ length: 201 }, (_, i) => `b${String(i).padStart(3, "0")}`)
     for (const branch of branches)
-      await Fs.writeFile(Path.join(pushed.work, ".git", "refs", "heads", branch), `${log[0]}\n`)
+      await Fs.writeFile(Path.join(pushed.work, ".git", "refs", "heads", branch), `${pushed.commit}\n`)
     await gitOk(pushed.work, ["push", "-q", pushed.url, "refs/heads/b*:refs/heads/b*"])
     const updates = (await api.get(`${repo}/ref-updates`, admin())).body.items as Array<{
       ref: string
