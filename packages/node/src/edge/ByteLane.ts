@@ -48,6 +48,14 @@ const connectionHeaders = new Set(["connection", "keep-alive", "transfer-encodin
 
 const ignore = () => {}
 
+/** A response head (latin1 text) and the first bytes of its body in one buffer: one write, one copy of each. */
+const withHead = (head: string, body: Buffer): Buffer => {
+  const out = Buffer.allocUnsafe(head.length + body.length)
+  out.write(head, 0, "latin1")
+  body.copy(out, head.length)
+  return out
+}
+
 /** One connection the byte lane serves until it hands it to node's HTTP server or it closes. */
 export interface SplicedConnection {
   /** Closes the connection now when no request is in flight, else once its response ends. */
@@ -148,8 +156,17 @@ export const spliceConnection = (
     if (!busy) close()
   }
   const onClose = () => destroy()
+  // The idle timer stays armed while the lane serves: each read and write restarts it, so it fires only after
+  // `keepAliveMs` without either; a request in flight or a head still coming (its own timer) ignores it.
   const onIdle = () => {
-    if (!busy) destroy()
+    if (!busy && buffer.length === 0) destroy()
+  }
+  let idleMs = -1
+  const armIdle = () => {
+    const ms = deps.keepAliveMs()
+    if (ms === idleMs) return
+    idleMs = ms
+    socket.setTimeout(ms)
   }
 
   /** Takes the next request head in `buffer`, when nothing is in flight. */
@@ -160,11 +177,7 @@ export const spliceConnection = (
       partialTimer = undefined
     }
     if (closing || (clientEnded && buffer.length === 0)) return close()
-    if (buffer.length === 0) {
-      socket.setTimeout(deps.keepAliveMs())
-      return
-    }
-    socket.setTimeout(0)
+    if (buffer.length === 0) return armIdle()
     const head = scanRequestHead(buffer)
     if (head === null) return handOver()
     if (head === undefined) {
@@ -372,11 +385,7 @@ export const spliceConnection = (
         }
       }
       const flushed =
-        prefix === undefined
-          ? part.length === 0 || socket.write(part)
-          : socket.write(
-              part.length === 0 ? Buffer.from(prefix, "latin1") : Buffer.concat([Buffer.from(prefix, "latin1"), part])
-            )
+        prefix === undefined ? part.length === 0 || socket.write(part) : socket.write(withHead(prefix, part))
       if (ended) {
         if (part.length < chunk.length) closeAfter = true
         call.invocation.end({ outcome: "ok", status: status! })
@@ -449,6 +458,8 @@ export const spliceConnection = (
   socket.on("close", onClose)
   socket.on("error", onClose)
   socket.on("timeout", onIdle)
+  // A connection that sends nothing at all is closed after the same time (node's server never sees it).
+  armIdle()
 
   return {
     closeWhenIdle: () => {

@@ -83,8 +83,9 @@ interface Pending {
   /** The handler returned or threw: its lines are in (a stream's may still come). */
   done: boolean
   touched: number
-  logs: Array<InvocationEvent["logs"][number]>
-  exceptions: Array<InvocationEvent["exceptions"][number]>
+  /** Made at its first line or exception: most invocations print nothing, and wait for their report a second. */
+  logs: Array<InvocationEvent["logs"][number]> | undefined
+  exceptions: Array<InvocationEvent["exceptions"][number]> | undefined
   truncated: boolean
   /** Its event was written, or its reports dropped: a queue's entry for it is stale. */
   gone: boolean
@@ -162,13 +163,20 @@ const invocationsBy = {
   canceled: Metric.withAttributes(invocations, { outcome: "canceled" })
 }
 const noServices = Context.empty()
+const none: ReadonlyArray<never> = Object.freeze([])
 
 export const makeCollector = Effect.sync((): LogCollector => {
   const recent: Array<InvocationEvent> = []
   let sink: (events: ReadonlyArray<InvocationEvent>) => void = () => {}
   const push = (events: ReadonlyArray<InvocationEvent>) => {
     recent.push(...events)
-    for (const event of events) invocationsBy[event.outcome].updateUnsafe(1, noServices)
+    // Counted once per outcome and batch, not once per event.
+    let ok = 0
+    for (const event of events) {
+      if (event.outcome === "ok") ok++
+      else invocationsBy[event.outcome].updateUnsafe(1, noServices)
+    }
+    if (ok > 0) invocationsBy.ok.updateUnsafe(ok, noServices)
     if (recent.length > 1_000) recent.splice(0, recent.length - 1_000)
     try {
       sink(events)
@@ -193,8 +201,8 @@ export const makeCollector = Effect.sync((): LogCollector => {
       request: { method: request.method, url: request.url },
       response: ended.status === null ? null : { status: ended.status },
       durationMs: Math.max(0, ended.at - one.started),
-      logs: one.logs,
-      exceptions: one.exceptions,
+      logs: one.logs ?? none,
+      exceptions: one.exceptions ?? none,
       ...(one.truncated ? { truncated: true } : {})
     }
   }
@@ -270,8 +278,8 @@ export const makeCollector = Effect.sync((): LogCollector => {
       started: now,
       done: false,
       touched: now,
-      logs: [],
-      exceptions: [],
+      logs: undefined,
+      exceptions: undefined,
       truncated: false,
       gone: false,
       settling: false
@@ -298,19 +306,21 @@ export const makeCollector = Effect.sync((): LogCollector => {
       }
       if (report.truncated === true) one.truncated = true
       for (const line of Array.isArray(report.logs) ? report.logs : []) {
-        if (one.logs.length >= maxLines) {
+        const logs = (one.logs ??= [])
+        if (logs.length >= maxLines) {
           one.truncated = true
           break
         }
-        one.logs.push({
+        logs.push({
           level: String(line?.level ?? "log"),
           message: Array.isArray(line?.message) ? line.message : [line?.message],
           timestamp: Number(line?.timestamp ?? Date.now())
         })
       }
       for (const exception of Array.isArray(report.exceptions) ? report.exceptions : []) {
-        if (one.exceptions.length >= 16) break
-        one.exceptions.push({
+        const exceptions = (one.exceptions ??= [])
+        if (exceptions.length >= 16) break
+        exceptions.push({
           name: String(exception?.name ?? "Error"),
           message: String(exception?.message ?? ""),
           stack: String(exception?.stack ?? "")

@@ -519,20 +519,14 @@ export const WorkerInvokerOn = Layer.effect(
       const url = `http://${request.headers.host}${request.target}`
       const user = bindings.userHandle(target.projectId, cookieOf(request.headers.cookie, authSessionCookie))
       const invocation = again?.invocation ?? beginOf(target, request.method, url)
-      const headers = upstreamHeaders(
-        { key, url, scheme: "http", given: request.headers, client: request.client, user, invocation },
-        where.hot
-      )
-      let head = `${request.method} ${request.target} HTTP/1.1\r\n`
-      for (const name in headers) {
-        const value = headers[name]!
-        if (typeof value === "string") head += `${name}: ${value}\r\n`
-        else for (const one of value) head += `${name}: ${one}\r\n`
-      }
       return {
         socket: where.socket,
         hot: where.hot,
-        head: `${head}\r\n`,
+        head: upstreamHead(
+          `${request.method} ${request.target} HTTP/1.1`,
+          { key, url, scheme: "http", given: request.headers, client: request.client, user, invocation },
+          where.hot
+        ),
         invocation,
         done: runtime.track(where.socket)
       }
@@ -780,23 +774,28 @@ const forward = async (options: {
   })
 }
 
-/** The headers of the request to the shard: the client's, minus the dropped ones, plus the edge's own. */
-const upstreamHeaders = (
-  options: {
-    readonly key: string
-    readonly url: string
-    readonly scheme: string
-    /** The client's headers, as node parses them (or as the byte lane scanned them: each once, names lowercased). */
-    readonly given: Http.IncomingHttpHeaders
-    readonly client: string | undefined
-    readonly user: string | undefined
-    readonly invocation: Invocation
-  },
+interface UpstreamOptions {
+  readonly key: string
+  readonly url: string
+  readonly scheme: string
+  /** The client's headers, as node parses them (or as the byte lane scanned them: each once, names lowercased). */
+  readonly given: Http.IncomingHttpHeaders
+  readonly client: string | undefined
+  readonly user: string | undefined
+  readonly invocation: Invocation
+}
+
+/**
+ * Each header of the request to the shard, in order: the client's, minus the dropped ones, plus the edge's own. Handed
+ * to `emit` one by one, so the byte lane writes its head text without a header record in between.
+ */
+const eachUpstreamHeader = (
+  options: UpstreamOptions,
   /** The request goes to the hot shard's socket of the worker. */
-  hot: boolean
-): Record<string, string | Array<string>> => {
+  hot: boolean,
+  emit: (name: string, value: string | ReadonlyArray<string>) => void
+): void => {
   const { given } = options
-  const headers: Record<string, string | Array<string>> = {}
   for (const name in given) {
     const value = given[name]
     // HTTP/2's pseudo-headers (`:authority`, `:path`...) are no header of the HTTP/1.1 request to the shard.
@@ -804,23 +803,46 @@ const upstreamHeaders = (
       continue
     if (name === "cookie") {
       const kept = withoutOwnCookies(Array.isArray(value) ? value.join("; ") : value)
-      if (kept !== undefined) headers.cookie = kept
+      if (kept !== undefined) emit("cookie", kept)
       continue
     }
-    headers[name] = value
+    emit(name, value)
   }
   // An HTTP/2 client names the host in `:authority` and usually sends no Host: the worker sees it as Host.
-  const authority = authorityIn(given)
-  if (headers.host === undefined && authority !== undefined) headers.host = authority
-  headers["x-forwarded-for"] = options.client ?? ""
-  headers["x-forwarded-proto"] = options.scheme
+  if (given.host === undefined) {
+    const authority = authorityIn(given)
+    if (authority !== undefined) emit("host", authority)
+  }
+  emit("x-forwarded-for", options.client ?? "")
+  emit("x-forwarded-proto", options.scheme)
   // The hot shard's socket serves one worker and takes the URL from the request: its entry module needs the
   // invocation's id and the end user's handle only. The loader shard's router also needs the key and the URL.
   const user = options.user === undefined ? "" : `,"user":${JSON.stringify(options.user)}`
-  headers["x-hostplane-invoke"] = hot
-    ? `{"id":${JSON.stringify(options.invocation.id)}${user}}`
-    : `{"key":${JSON.stringify(options.key)},"url":${JSON.stringify(options.url)},"id":${JSON.stringify(options.invocation.id)}${user}}`
+  emit(
+    "x-hostplane-invoke",
+    hot
+      ? `{"id":${JSON.stringify(options.invocation.id)}${user}}`
+      : `{"key":${JSON.stringify(options.key)},"url":${JSON.stringify(options.url)},"id":${JSON.stringify(options.invocation.id)}${user}}`
+  )
+}
+
+/** The headers of the request to the shard, as a record (node's `http.request` and undici take one). */
+const upstreamHeaders = (options: UpstreamOptions, hot: boolean): Record<string, string | Array<string>> => {
+  const headers: Record<string, string | Array<string>> = {}
+  eachUpstreamHeader(options, hot, (name, value) => {
+    headers[name] = value as string | Array<string>
+  })
   return headers
+}
+
+/** The request head for a shard's socket (latin1 text), for a request line and the headers `eachUpstreamHeader` gives. */
+const upstreamHead = (requestLine: string, options: UpstreamOptions, hot: boolean): string => {
+  let head = `${requestLine}\r\n`
+  eachUpstreamHeader(options, hot, (name, value) => {
+    if (typeof value === "string") head += `${name}: ${value}\r\n`
+    else for (const one of value) head += `${name}: ${one}\r\n`
+  })
+  return `${head}\r\n`
 }
 
 /** A request with nothing to stream to the worker: a GET or HEAD that declares no body and expects no 100. */
