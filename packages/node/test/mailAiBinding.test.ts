@@ -158,7 +158,11 @@ describe("env.email and env.ai: through the node mail relay and the AI gateway (
     expect(JSON.stringify(upstream.fake.requests.at(-1))).not.toContain("hp_ai_")
 
     const withoutFlag = await granted("ai")
-    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    // A grant made after the AI one reaching the worker shows the node has converged on a state holding both: env is
+    // made from one project state, so env.ai is absent there because the deployment does not ask for it.
+    const email = `/v1/orgs/${withoutFlag.slug}/projects/${withoutFlag.name}/email`
+    expect((await suite.api.post(email, undefined, admin())).status).toBe(200)
+    expect(await eventually(hasKey(withoutFlag.hostname, "email"), 5_000)).toBe(true)
     expect(await hasKey(withoutFlag.hostname, "ai")()).toBe(false)
   })
 
