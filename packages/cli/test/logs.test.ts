@@ -100,12 +100,14 @@ describe("hostplane logs", { timeout: 180_000 }, () => {
     }
     try {
       await until(() => lines().length >= 2)
-      // Recorded until one is printed: the stream may still be opening when the first is recorded.
-      for (let i = 0; i < 30 && !lines().some((line) => line.includes('"followed"')); i++) {
+      const followed = () => lines().some((line) => line.includes('"followed"'))
+      // Recorded until one is printed (a second for each to come): the stream may still be opening when the first
+      // is recorded.
+      for (let i = 0; i < 30 && !followed(); i++) {
         await record([{ logs: [{ level: "info", message: ["followed"], timestamp: Date.now() }] }])
-        await new Promise((resolve) => setTimeout(resolve, 1000))
+        for (let wait = 0; wait < 20 && !followed(); wait++) await new Promise((resolve) => setTimeout(resolve, 50))
       }
-      await until(() => lines().some((line) => line.includes('"followed"')))
+      await until(followed)
       const events = lines().map((line) => JSON.parse(line))
       expect(events[0].logs[0].message).toEqual(["hello", { n: 1 }])
       expect(events[1].outcome).toBe("exception")
