@@ -31,7 +31,7 @@ const logged = (output: string, message: string, hostname: string) =>
     })
     .map((line) => Date.parse(line.timestamp))
 
-const first = 5_000
+const first = 3_000
 
 /**
  * Pebble refusing, end to end: a name its policy blocks, and a name whose HTTP-01 validation cannot connect. The
