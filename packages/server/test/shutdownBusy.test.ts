@@ -44,7 +44,7 @@ const edgeRequest = (port: number, host: string, path: string) =>
 describe.each([
   {
     name: "the worker deadline comes first: the hung request is answered 504 worker_timeout, its event written",
-    workerTimeoutS: 8,
+    workerTimeoutS: 5,
     shutdownTimeoutS: 60,
     answer: { status: 504, code: "worker_timeout" },
     event: true
@@ -52,7 +52,7 @@ describe.each([
   {
     name: "the shutdown timeout comes first: the hung request is answered 503 worker_unavailable as the runtime stops",
     workerTimeoutS: 60,
-    shutdownTimeoutS: 5,
+    shutdownTimeoutS: 3,
     answer: { status: 503, code: "worker_unavailable" },
     event: false
   }
