@@ -230,10 +230,9 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     }
   })
 
-  it("force pushes, tags and branch deletions are recorded with old and new; a commit lost to a force push stays fetchable by id and browsable", async () => {
+  it("force pushes, tags and branch deletions are recorded with old and new", async () => {
     const slug = await newOrg()
     const pushed = await pushedRepo(slug)
-    const repo = `${reposOf(slug, pushed.project.name)}/site`
     const first = pushed.commit
     const second = await pushed.commitFiles({ "lost.txt": "only here\n" }, "to be lost")
     await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main", "HEAD:refs/heads/feature"])
@@ -263,6 +262,19 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     ])
     expect(updates.at(-1)).toMatchObject({ ref: "refs/heads/main", old: null, new: first })
     expect(updates.every((u: { at: string }) => new Date(u.at).toISOString() === u.at)).toBe(true)
+    await pushed.cleanup()
+  })
+
+  transportIt("a commit lost to a force push stays fetchable by id and browsable", async () => {
+    const slug = await newOrg()
+    const pushed = await pushedRepo(slug)
+    const repo = `${reposOf(slug, pushed.project.name)}/site`
+    const first = pushed.commit
+    const second = await pushed.commitFiles({ "lost.txt": "only here\n" }, "to be lost")
+    await gitOk(pushed.work, ["push", "-q", pushed.url, "HEAD:refs/heads/main"])
+    await gitOk(pushed.work, ["reset", "-q", "--hard", first])
+    await pushed.commitFiles({ "new.txt": "rewritten\n" }, "rewritten")
+    await gitOk(pushed.work, ["push", "-q", "--force", pushed.url, "HEAD:refs/heads/main"])
     // The lost commit: fetched by id into a fresh clone (protocol v2), and browsed by id.
     const { dir, cleanup } = await scratch()
     await gitOk(dir, ["clone", "-q", pushed.url, "fresh"])
