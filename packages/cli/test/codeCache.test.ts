@@ -36,7 +36,8 @@ const wellFormed = (file: string) => {
 const tempDir = (prefix: string) => Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
 
 // The bin compiles the bundle with V8's code cache under the user's cache dir; any cache trouble means a plain compile.
-describe("the bundle's code cache", { timeout: 120_000 }, () => {
+// Each test has its own cache dir (and bundle copy), so they run at once: one's process starts overlap another's.
+describe.concurrent("the bundle's code cache", { timeout: 120_000 }, () => {
   beforeAll(() => buildBundle(), 120_000)
 
   it("is written on the first run, then read and kept as it is", async () => {
