@@ -191,9 +191,16 @@ describe("the web console in Chromium, against the server as npm start runs it",
   })
 
   it("shows a deployment made through the API, live by itself, and rolls back through the dialog naming the version", async () => {
+    // The page's own clock, still running at its pace, which the test can move ahead (the context's pages share it);
+    // the page is loaded again so its poll runs on that clock.
+    await page.clock.install()
+    await page.reload()
+    await page.getByText("Nothing is live yet").waitFor()
     await deploy(admin.token, org, project, "one")
     await deploy(admin.token, org, project, "two")
-    // The project page polls: the deployments appear without a reload.
+    // The project page polls (every 5 s): the deployments appear without a reload, at the next poll, which the page's
+    // clock reaches at once.
+    await page.clock.fastForward(5_000)
     await page.getByText("v2", { exact: false }).first().waitFor({ timeout: 30_000 })
     await page.screenshot({ path: join(screenshots, "project.png"), fullPage: true })
     await page.getByRole("button", { name: "Rollback" }).first().click()
@@ -274,8 +281,7 @@ describe("the web console in Chromium, against the server as npm start runs it",
   }
 
   it("shows each hostname's HTTPS state beside the DNS records to create", async () => {
-    // The page's own clock, still running at its pace, which the test can move ahead (the context's pages share it).
-    await page.clock.install()
+    // The page's clock was installed for the deployments' poll above.
     await page.goto(`${base}/orgs/${org}/projects/${project}/hostnames`)
     await heading(page, "Hostnames").waitFor()
     const added = await admin.call("POST", `/v1/orgs/${org}/projects/${project}/hostnames`, {
