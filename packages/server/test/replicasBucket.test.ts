@@ -5,7 +5,7 @@ import * as Http from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
-import { EmbeddedPostgres } from "@hostplane/adapters-pg"
+import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import {
   bundleOf,
   FakeSmtpServer,
@@ -14,7 +14,7 @@ import {
   startFakeNameCom,
   startS3rver
 } from "@hostplane/testkit"
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
@@ -132,12 +132,12 @@ describe("two replicas on one PostgreSQL and one S3 bucket", () => {
     directory = mkdtempSync(join(tmpdir(), "hostplane-replicas-bucket-"))
     chmodSync(directory, 0o755)
     mkdirSync(join(directory, "git"))
-    const postgres = await Effect.runPromise(
-      EmbeddedPostgres.start({ directory: join(directory, "pg"), port: await freePort(), durable: false }).pipe(
-        Scope.provide(scope)
-      )
+    // A migrated database of the run's test server (a copy of its template), dropped when the scope closes: the
+    // replicas' PostgreSQL, with no cluster of its own to start and no migrations left for the first replica to run.
+    const database = await Effect.runPromise(
+      Effect.map(Layer.buildWithScope(TestDatabase.layer, scope), (context) => Context.get(context, TestDatabase))
     )
-    url = Redacted.value(postgres.url)
+    url = Redacted.value(database.url)
     s3 = await startS3rver()
     registrar = await startFakeNameCom()
     const shared = {

@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { EmbeddedPostgres } from "@hostplane/adapters-pg"
+import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { startS3rver } from "@hostplane/testkit"
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
 import { jobClaims, psql } from "./support/Probes.ts"
@@ -60,14 +60,14 @@ describe("the database add-on on two replicas", () => {
     directory = mkdtempSync(join(tmpdir(), "hostplane-replicas-db-"))
     chmodSync(directory, 0o755)
     mkdirSync(join(directory, "git"))
-    const postgres = await Effect.runPromise(
-      EmbeddedPostgres.start({ directory: join(directory, "pg"), port: await freePort(), durable: false }).pipe(
-        Scope.provide(scope)
-      )
+    // A migrated database of the run's test server (a copy of its template), dropped when the scope closes: the
+    // replicas' PostgreSQL, with no cluster of its own to start and no migrations left for the first replica to run.
+    const database = await Effect.runPromise(
+      Effect.map(Layer.buildWithScope(TestDatabase.layer, scope), (context) => Context.get(context, TestDatabase))
     )
     s3 = await startS3rver()
     const shared = {
-      DATABASE_URL: Redacted.value(postgres.url),
+      DATABASE_URL: Redacted.value(database.url),
       SERVICE_SEAL_KEY: randomBytes(32).toString("base64"),
       SERVICE_GIT_DIR: join(directory, "git"),
       SERVICE_ENABLE_DEV_AUTH: "true",
@@ -78,7 +78,7 @@ describe("the database add-on on two replicas", () => {
       // A grid boundary every 20 s: each database gets scheduled generations during the test.
       SERVICE_DB_BACKUP_INTERVAL: "20 seconds"
     }
-    // One after the other: two first starts at once migrate once anyway, but share the 2 loaded cores.
+    // One after the other: two starts at once share the 2 loaded cores.
     a = await startReplica("a", shared)
     b = await startReplica("b", shared)
   }, 480_000)

@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { EmbeddedPostgres } from "@hostplane/adapters-pg"
+import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { startS3rver } from "@hostplane/testkit"
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, type ServerProcess, signIn, startServer, stopServer } from "./support/ServerProcess.ts"
@@ -82,12 +82,12 @@ describe("a database whose home replica is lost", () => {
     directory = mkdtempSync(join(tmpdir(), "hostplane-replicas-lost-"))
     chmodSync(directory, 0o755)
     mkdirSync(join(directory, "git"))
-    const postgres = await Effect.runPromise(
-      EmbeddedPostgres.start({ directory: join(directory, "pg"), port: await freePort(), durable: false }).pipe(
-        Scope.provide(scope)
-      )
+    // A migrated database of the run's test server (a copy of its template), dropped when the scope closes: the
+    // replicas' PostgreSQL, with no cluster of its own to start and no migrations left for the first replica to run.
+    const database = await Effect.runPromise(
+      Effect.map(Layer.buildWithScope(TestDatabase.layer, scope), (context) => Context.get(context, TestDatabase))
     )
-    controlUrl = Redacted.value(postgres.url)
+    controlUrl = Redacted.value(database.url)
     controlClient = new pg.Client({ connectionString: controlUrl })
     await controlClient.connect()
     s3 = await startS3rver()
