@@ -13,6 +13,9 @@ import { makeHostplane } from "../src/Hostplane.ts"
 
 const chromiumPath = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium"
 
+/** How long a click may take to land on its page: a loaded machine took over the 1 s `expect.poll` gives by default. */
+const navigation = { timeout: 20_000 }
+
 /** The host's own sessions: its cookie `sid` names one of its users. */
 const hostSessions = new Map([["s-ada", { id: 41, email: "ada@host.test" }]])
 
@@ -121,23 +124,23 @@ describe("the console under an embedding host's prefix, in Chromium", () => {
     const page = await tab()
     await page.goto(`${base}/platform/console/`)
     await page.getByRole("heading", { level: 1, name: "Your orgs" }).waitFor()
-    await expect.poll(() => page.url()).toBe(`${base}/platform/`)
+    await expect.poll(() => page.url(), navigation).toBe(`${base}/platform/`)
     await page.getByLabel("Name").fill("Prefixed")
     await page.getByRole("button", { name: "Create org" }).click()
-    await expect.poll(() => page.url()).toBe(`${base}/platform/orgs/prefixed`)
+    await expect.poll(() => page.url(), navigation).toBe(`${base}/platform/orgs/prefixed`)
     await page.getByText("No project yet").waitFor()
     await page.getByLabel("Name").fill("site")
     await page.getByRole("button", { name: "Create project" }).click()
-    await expect.poll(() => page.url()).toBe(`${base}/platform/orgs/prefixed/projects/site`)
+    await expect.poll(() => page.url(), navigation).toBe(`${base}/platform/orgs/prefixed/projects/site`)
     await page.getByRole("heading", { level: 1, name: "site" }).waitFor()
     // A link of the console's own navigation, then a reload of that deep URL.
     await page.getByRole("link", { name: "Secrets" }).click()
-    await expect.poll(() => page.url()).toBe(`${base}/platform/orgs/prefixed/projects/site/secrets`)
+    await expect.poll(() => page.url(), navigation).toBe(`${base}/platform/orgs/prefixed/projects/site/secrets`)
     await page.getByRole("heading", { level: 1, name: "Secrets" }).waitFor()
     await page.reload()
     await page.getByRole("heading", { level: 1, name: "Secrets" }).waitFor()
     await page.getByRole("link", { name: "Account" }).click()
-    await expect.poll(() => page.url()).toBe(`${base}/platform/account`)
+    await expect.poll(() => page.url(), navigation).toBe(`${base}/platform/account`)
     // The host signs its users out itself: the console offers no sign-out of its own for them.
     expect(await page.getByRole("button", { name: "Sign out" }).count()).toBe(0)
     // What the pages did is the host user's, through hostplane's API under the prefix.
@@ -159,9 +162,9 @@ describe("the console under an embedding host's prefix, in Chromium", () => {
     await page.getByLabel("Subject").fill("dev-grace")
     await page.getByRole("button", { name: "Dev sign-in" }).click()
     // Grace is no member of Ada's org: the org page answers her as the API does, at the same address.
-    await expect.poll(() => page.url()).toBe(`${base}/platform/orgs/prefixed`)
+    await expect.poll(() => page.url(), navigation).toBe(`${base}/platform/orgs/prefixed`)
     await page.getByRole("link", { name: "hostplane" }).click()
-    await expect.poll(() => page.url()).toBe(`${base}/platform/`)
+    await expect.poll(() => page.url(), navigation).toBe(`${base}/platform/`)
     await page.getByRole("heading", { level: 1, name: "Your orgs" }).waitFor()
     expect(problems).toEqual([])
     // Asked whether the host signs this tab in (no: 401), then Grace's refusal of Ada's org (404, as for any outsider).
