@@ -27,6 +27,16 @@ const eventsOf = (rows: ReadonlyArray<typeof EventRow.Type>): ReadonlyArray<LogE
  */
 const idsPerNote = 50
 
+/** A PostgreSQL array literal of texts (each quoted, its quotes and backslashes escaped), bound as one parameter. */
+const textArray = (values: ReadonlyArray<string>): string => {
+  let literal = "{"
+  for (let i = 0; i < values.length; i++) {
+    if (i > 0) literal += ","
+    literal += `"${values[i]!.replace(/["\\]/gu, "\\$&")}"`
+  }
+  return `${literal}}`
+}
+
 /** A note as the listener heard it, with the transaction that recorded its event (none from an older server). */
 interface Heard extends LogNote {
   readonly xact: bigint | undefined
@@ -116,27 +126,27 @@ export const layer = Layer.effect(
     return LogStore.of({
       insert: (rows) => {
         if (rows.length === 0) return Effect.succeed(0)
-        const values = JSON.stringify(
-          rows.map(({ projectId, event }) => ({
-            id: event.id,
-            projectId,
-            deploymentId: event.deploymentId,
-            at: event.timestamp,
-            outcome: event.outcome,
-            event
-          }))
-        )
+        // One array per column, unnested in the statement: PostgreSQL reads each event's JSON once (its column's
+        // check), where one JSON array of row objects had it split and every field read out again (about a third
+        // more of its CPU per event, at thousands of events a second).
+        const ids = textArray(rows.map(({ event }) => event.id))
+        const projects = textArray(rows.map(({ projectId }) => projectId))
+        const deployments = textArray(rows.map(({ event }) => event.deploymentId))
+        const times = textArray(rows.map(({ event }) => event.timestamp))
+        const outcomes = textArray(rows.map(({ event }) => event.outcome))
+        const events = textArray(rows.map(({ event }) => JSON.stringify(event)))
         // One notification per project and `idsPerNote` events (not one per event): a busy node records hundreds of
         // events a second, and every notification is a message to each listening server. Only the count comes back.
         const insert = sql<{ readonly recorded: number }>`
           WITH input AS (
-            SELECT value, ordinality FROM json_array_elements(${values}::json) WITH ORDINALITY
+            SELECT * FROM unnest(${ids}::text[], ${projects}::text[], ${deployments}::text[], ${times}::timestamptz[],
+              ${outcomes}::text[], ${events}::json[]) WITH ORDINALITY
+              AS input (id, project_id, deployment_id, at, outcome, event, ordinality)
           ), inserted AS (
             INSERT INTO worker_log_events (id, project_id, deployment_id, at, outcome, event)
-            SELECT value->>'id', value->>'projectId', value->>'deploymentId', (value->>'at')::timestamptz,
-              value->>'outcome', value->'event'
+            SELECT id, project_id, deployment_id, at, outcome, event
             FROM input
-            WHERE EXISTS (SELECT 1 FROM projects WHERE projects.id = input.value->>'projectId')
+            WHERE EXISTS (SELECT 1 FROM projects WHERE projects.id = input.project_id)
             ORDER BY ordinality
             RETURNING seq, id, project_id
           ), placed AS (

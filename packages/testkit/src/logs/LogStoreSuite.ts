@@ -41,7 +41,9 @@ export const logStoreSuite = <E>(name: string, store: Layer.Layer<LogStoreSuiteS
           outcome: "exception",
           response: null,
           logs: [
-            { level: "warn", message: ["text", 1, null, { user_id: 7, Zeta: [true], alpha: "ü" }], timestamp: at(1) }
+            { level: "warn", message: ["text", 1, null, { user_id: 7, Zeta: [true], alpha: "ü" }], timestamp: at(1) },
+            // What a store's quoting must keep: quotes, backslashes, braces, commas, a NUL escape, a newline.
+            { level: "log", message: ['say "hi", {a,b} \\ \\" \u0000 \n', { 'k"}': "{\\}" }], timestamp: at(2) }
           ],
           exceptions: [{ name: "TypeError", message: "boom", stack: "TypeError: boom\n    at fetch" }],
           truncated: true
