@@ -8,6 +8,7 @@ import { mailQueue } from "@hostplane/core/mail/SendMail"
 import { Tokens } from "@hostplane/core/kernel/Tokens"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { build, stop } from "esbuild"
+import { buildOptions, root } from "../../server/scripts/bundle.mjs"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
@@ -15,12 +16,10 @@ import * as Readline from "node:readline"
 import { afterAll, beforeAll } from "vitest"
 import { slowJob } from "./support/slowJob.ts"
 
-const root = Path.join(import.meta.dirname, "..", "..", "..")
-
 /**
- * `support/jobRunnerChild.ts` as one ES module, built once for the file as `npm start`'s bundle is: hostplane's
- * sources and Effect inside, every other package an import resolved from the repository's `node_modules`, inside
- * which it is written. A runner then starts by loading one module instead of stripping the types of and linking
+ * `support/jobRunnerChild.ts` as one ES module, built once for the file with `npm start`'s bundle options: hostplane's
+ * sources and Effect inside, every other package loaded from the repository's `node_modules`, inside which it is
+ * written. A runner then starts by loading one module instead of stripping the types of and linking
  * hundreds (about 0.5 CPU-s a start instead of 2.3), and this file starts six.
  */
 let childScript = ""
@@ -30,29 +29,9 @@ beforeAll(async () => {
   const folder = await Fs.mkdtemp(Path.join(cache, "hostplane-job-runner-"))
   childScript = Path.join(folder, "jobRunnerChild.mjs")
   await build({
-    absWorkingDir: root,
+    ...buildOptions,
     entryPoints: [Path.join(import.meta.dirname, "support", "jobRunnerChild.ts")],
-    outfile: childScript,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22",
-    conditions: ["@hostplane/source"],
-    tsconfigRaw: { compilerOptions: { useDefineForClassFields: true, verbatimModuleSyntax: true } },
-    plugins: [
-      {
-        name: "packages-outside",
-        setup: (builder) =>
-          builder.onResolve({ filter: /^[^./]/ }, (args) =>
-            /^(@hostplane\/|effect($|\/)|@effect\/)/.test(args.path) ? undefined : { path: args.path, external: true }
-          )
-      }
-    ],
-    // CommonJS packages among the bundled modules' dependencies are loaded with `require`.
-    banner: {
-      js: `import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);`
-    },
-    logLevel: "warning"
+    outfile: childScript
   }).finally(stop)
 }, 120_000)
 afterAll(() => (childScript === "" ? undefined : Fs.rm(Path.dirname(childScript), { recursive: true, force: true })))

@@ -7,6 +7,8 @@ export interface Manifest {
   readonly builtAt: number
   readonly sources: ReadonlyArray<string>
 }
+/** esbuild's options for a bundle of hostplane's sources (`entryPoints` and `outfile` aside). */
+export declare const buildOptions: import("esbuild").BuildOptions
 export declare const bundle: (name: "server" | "node") => Promise<string>
 export declare const outdated: (manifest: Manifest) => boolean
 export declare const isStale: (name: "server" | "node") => boolean

@@ -75,6 +75,25 @@ const banner = `import { createRequire as __hostplaneCreateRequire } from "node:
 const __hostplaneRequire = __hostplaneCreateRequire(import.meta.url);`
 
 /**
+ * esbuild's options for a bundle of hostplane's sources as `npm start` runs them, its entry and output aside: also
+ * what a test uses to start a source script of its own as one module.
+ */
+export const buildOptions = {
+  absWorkingDir: root,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node22",
+  conditions: ["@hostplane/source"],
+  // What Node's type stripping keeps: class fields with define semantics, imports as written.
+  tsconfigRaw: { compilerOptions: { useDefineForClassFields: true, verbatimModuleSyntax: true } },
+  plugins: [requiredModules, sourceFileUrls],
+  banner: { js: banner },
+  legalComments: "none",
+  logLevel: "warning"
+}
+
+/**
  * Besides the sources a bundle was built from: what else makes it stale. The installed packages (npm rewrites its
  * hidden lockfile on every install; Effect is inside the bundle) and this build itself.
  */
@@ -96,23 +115,7 @@ export const bundle = async (name) => {
   const file = Path.join(root, output)
   const temporary = `${file}.${process.pid}.tmp`
   Fs.mkdirSync(Path.dirname(file), { recursive: true })
-  const result = await build({
-    absWorkingDir: root,
-    entryPoints: [entry],
-    outfile: temporary,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22",
-    conditions: ["@hostplane/source"],
-    // What Node's type stripping keeps: class fields with define semantics, imports as written.
-    tsconfigRaw: { compilerOptions: { useDefineForClassFields: true, verbatimModuleSyntax: true } },
-    plugins: [requiredModules, sourceFileUrls],
-    banner: { js: banner },
-    metafile: true,
-    legalComments: "none",
-    logLevel: "warning"
-  })
+  const result = await build({ ...buildOptions, entryPoints: [entry], outfile: temporary, metafile: true })
   const sources = Object.keys(result.metafile.inputs)
     .filter((input) => !input.includes("node_modules/") && !input.startsWith("required:"))
     .concat(alsoInputs)
