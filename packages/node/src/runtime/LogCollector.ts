@@ -163,6 +163,7 @@ const invocationsBy = {
   canceled: Metric.withAttributes(invocations, { outcome: "canceled" })
 }
 const noServices = Context.empty()
+const outcomes = Object.keys(invocationsBy) as ReadonlyArray<keyof typeof invocationsBy>
 const none: ReadonlyArray<never> = Object.freeze([])
 
 export const makeCollector = Effect.sync((): LogCollector => {
@@ -171,12 +172,10 @@ export const makeCollector = Effect.sync((): LogCollector => {
   const push = (events: ReadonlyArray<InvocationEvent>) => {
     recent.push(...events)
     // Counted once per outcome and batch, not once per event.
-    let ok = 0
-    for (const event of events) {
-      if (event.outcome === "ok") ok++
-      else invocationsBy[event.outcome].updateUnsafe(1, noServices)
-    }
-    if (ok > 0) invocationsBy.ok.updateUnsafe(ok, noServices)
+    const counts = { ok: 0, exception: 0, timeout: 0, canceled: 0 }
+    for (const event of events) counts[event.outcome]++
+    for (const outcome of outcomes)
+      if (counts[outcome] > 0) invocationsBy[outcome].updateUnsafe(counts[outcome], noServices)
     if (recent.length > 1_000) recent.splice(0, recent.length - 1_000)
     try {
       sink(events)
