@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Identity, servicesWith } from "@hostplane/core"
+import { Identity, type Kernel, type Orgs, servicesWith } from "@hostplane/core"
 import { Duration, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { memoryPorts, signIn, start, withCore } from "./support/CoreMemory.ts"
@@ -69,4 +69,29 @@ describe("Identity (spec 4.1) on the memory store", () => {
       assert.strictEqual(readsOfIdentity.count, before + 1, "a change of the user is read again")
     }).pipe(Effect.provide(coreCountingReads))
   )
+
+  it("a load keeps its result unless a change heard while it ran concerns it", () => {
+    const cache = Identity.AuthCache.make({ ttl: "1 minute" })
+    const actor = { userId: "u1" as Kernel.UserId, provider: "dev", subject: "ada", email: null, name: null }
+    const rows = [{ org: { id: "o1" } }] as unknown as ReadonlyArray<Orgs.MembershipRow>
+    const loadWhile = (changes: ReadonlyArray<Identity.AuthChange>) => {
+      cache.invalidate(Identity.AuthChange.all)
+      const ticket = cache.ticket()
+      for (const change of changes) cache.invalidate(change)
+      cache.keepBearer(ticket, "hash", { actor, expiresAt: null }, 0)
+      cache.keepMemberships(ticket, "u1", rows, 0)
+      return { bearer: cache.bearer("hash", 1) !== undefined, memberships: cache.memberships("u1", 1) !== undefined }
+    }
+    const others = [Identity.AuthChange.user("u2"), Identity.AuthChange.org("o2")]
+    assert.deepStrictEqual(loadWhile(others), { bearer: true, memberships: true })
+    assert.deepStrictEqual(loadWhile([...others, Identity.AuthChange.user("u1")]), {
+      bearer: false,
+      memberships: false
+    })
+    assert.deepStrictEqual(loadWhile([Identity.AuthChange.org("o1")]), { bearer: true, memberships: false })
+    assert.deepStrictEqual(loadWhile([Identity.AuthChange.all]), { bearer: false, memberships: false })
+    // More changes than it remembers: it cannot tell, so it keeps nothing.
+    const many = Array.from({ length: 300 }, (_, i) => Identity.AuthChange.user(`other-${i}`))
+    assert.deepStrictEqual(loadWhile(many), { bearer: false, memberships: false })
+  })
 })

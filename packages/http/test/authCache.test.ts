@@ -102,6 +102,16 @@ describe.each(backends)("auth cache, one server (%s)", (_name, stores) => {
       )
     )
 
+  // The endpoint's answer once the cache keeps it: a write's echo on PostgreSQL's change feed may arrive while the
+  // first load after it runs, and that load then rightly keeps nothing, so the next one fills the cache.
+  const warmUp = async (authorization: string) => {
+    for (let attempt = 0; ; attempt++) {
+      const reply = await raw(server.url, authorization)
+      if ((await shortcut(authorization)) !== undefined || attempt === 20) return reply
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+  }
+
   it("answers a warm session with the endpoint's own status, headers and bytes, and a cold one not at all", async () => {
     const user = await api.login(unique("warm"), { name: "Zoë \u2603", email: "zoe@example.com" })
     for (const slug of [unique("org-a"), unique("org-b")]) {
@@ -110,7 +120,7 @@ describe.each(backends)("auth cache, one server (%s)", (_name, stores) => {
     const bearer = `Bearer ${user.token}`
     // Cold: the session was never read, so the endpoint answers (and fills the cache).
     expect(await shortcut(bearer)).toBeUndefined()
-    const cold = await raw(server.url, bearer)
+    const cold = await warmUp(bearer)
     expect(cold.status).toBe(200)
     expect(JSON.parse(cold.bytes.toString()).orgs).toHaveLength(3)
     // Warm: the shortcut answers, over HTTP byte for byte what the endpoint sent.
@@ -122,7 +132,7 @@ describe.each(backends)("auth cache, one server (%s)", (_name, stores) => {
     const slug = JSON.parse(cold.bytes.toString()).orgs[1].slug
     expect((await api.patch(`/v1/orgs/${slug}`, { name: "Renamed" }, { token: user.token })).status).toBe(200)
     expect(await shortcut(bearer)).toBeUndefined()
-    const renamed = await raw(server.url, bearer)
+    const renamed = await warmUp(bearer)
     expect(JSON.parse(renamed.bytes.toString()).orgs[1].name).toBe("Renamed")
     expect((await shortcut(bearer))?.status).toBe(200)
     expect(await raw(server.url, bearer)).toEqual(renamed)
@@ -130,7 +140,7 @@ describe.each(backends)("auth cache, one server (%s)", (_name, stores) => {
 
   it("leaves to the endpoint what it does not vouch for", async () => {
     const user = await api.login(unique("other"))
-    expect((await raw(server.url, `Bearer ${user.token}`)).status).toBe(200)
+    expect((await warmUp(`Bearer ${user.token}`)).status).toBe(200)
     expect((await shortcut(`Bearer ${user.token}`))?.status).toBe(200)
     // Other spellings of the scheme are the endpoint's to read (and they work).
     for (const authorization of [`bearer ${user.token}`, `Bearer  ${user.token}`]) {

@@ -53,7 +53,7 @@ interface Entry<A> {
  * The bearer lookups and memberships of recent actors, so a hot request reads no store. Plain functions,
  * not effects: they run on every authenticated request. Correctness rests on three rules: a writer calls `changed`
  * after its commit (its own process never serves what it replaced); every replica hears the store's change feed;
- * a load keeps its result only when no change arrived while it ran (`ticket`). Entries also end after `ttl`.
+ * a load keeps its result only when no change concerning it arrived while it ran (`ticket`). Entries also end after `ttl`.
  * Not Effect's `Cache`, for that last rule, not for speed (`bench:auth-cache`: a hit costs the same, 0.98x, median
  * of 16 alternated runs): `Cache` invalidates by key, and a lookup still pending has no value a user's or an org's
  * change could be matched against, so a session revoked while its load ran would be served until the entry ends.
@@ -64,7 +64,7 @@ export class AuthCache extends Context.Service<
     /** The entry of a token hash unless stale or expired at `now` (epoch ms). */
     readonly bearer: (tokenHash: string, now: number) => CachedBearer | undefined
     readonly memberships: (userId: string, now: number) => ReadonlyArray<MembershipRow> | undefined
-    /** Taken before a load; a `keep*` with an older ticket than the latest change keeps nothing. */
+    /** Taken before a load; a `keep*` keeps nothing when a change heard since concerns what it read. */
     readonly ticket: () => number
     readonly keepBearer: (ticket: number, tokenHash: string, entry: CachedBearer, now: number) => void
     readonly keepMemberships: (ticket: number, userId: string, rows: ReadonlyArray<MembershipRow>, now: number) => void
@@ -84,6 +84,17 @@ export class AuthCache extends Context.Service<
     const members = new Map<string, Entry<ReadonlyArray<MembershipRow>>>()
     let version = 0
     let live = options.paused !== true && ttl > 0
+    // The latest changes, `recent[v % recentChanges]` being change number v: a load keeps its result unless a change
+    // heard while it ran concerns it, so a busy cluster's stream of unrelated changes does not keep the cache cold.
+    const recent: Array<AuthChange> = []
+    const changedSince = (ticket: number, concerns: (change: AuthChange) => boolean) => {
+      if (version - ticket > recentChanges) return true
+      for (let v = ticket + 1; v <= version; v++) {
+        const change = recent[v % recentChanges]!
+        if (change._tag === "All" || concerns(change)) return true
+      }
+      return false
+    }
 
     const fresh = <A>(map: Map<string, Entry<A>>, key: string, now: number): A | undefined => {
       const entry = map.get(key)
@@ -100,6 +111,7 @@ export class AuthCache extends Context.Service<
 
     const invalidate = (change: AuthChange) => {
       version++
+      recent[version % recentChanges] = change
       switch (change._tag) {
         case "User": {
           members.delete(change.userId)
@@ -132,10 +144,14 @@ export class AuthCache extends Context.Service<
       memberships: (userId, now) => (live ? fresh(members, userId, now) : undefined),
       ticket: () => version,
       keepBearer: (ticket, tokenHash, entry, now) => {
-        if (live && ticket === version) keep(bearers, tokenHash, entry, now + ttl)
+        if (live && !changedSince(ticket, (change) => concernsUser(change, entry.actor.userId))) {
+          keep(bearers, tokenHash, entry, now + ttl)
+        }
       },
       keepMemberships: (ticket, userId, rows, now) => {
-        if (live && ticket === version) keep(members, userId, rows, now + ttl)
+        const concerns = (change: AuthChange) =>
+          concernsUser(change, userId) || (change._tag === "Org" && rows.some((m) => m.org.id === change.orgId))
+        if (live && !changedSince(ticket, concerns)) keep(members, userId, rows, now + ttl)
       },
       invalidate,
       changed: (change) => Effect.sync(() => invalidate(change)),
@@ -156,6 +172,11 @@ export class AuthCache extends Context.Service<
     Effect.map(Effect.service(AuthCacheSettings), (options) => AuthCache.make(options))
   )
 }
+
+/** Changes remembered for loads still running; a load that outlived more keeps nothing. */
+const recentChanges = 256
+
+const concernsUser = (change: AuthChange, userId: string) => change._tag === "User" && change.userId === userId
 
 /** A few seconds: long enough that a busy actor's requests share one load, short enough as a safety net. */
 export const defaultTtl = Duration.seconds(5)
