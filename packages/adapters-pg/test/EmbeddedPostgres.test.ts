@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { EmbeddedPostgres, migrations, PgDatabase } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { PgClient } from "@effect/sql-pg"
-import { ConfigProvider, Effect, Layer, Redacted } from "effect"
+import { Cause, ConfigProvider, Effect, Fiber, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs/promises"
 import * as Net from "node:net"
@@ -74,6 +74,49 @@ describe("EmbeddedPostgres start failures", () => {
       const error = yield* Effect.flip(Effect.scoped(EmbeddedPostgres.start({ directory, port, durable: false })))
       assert.strictEqual(error._tag, "EmbeddedPostgresError")
       assert.include(error.message, "Address already in use")
+    })
+  )
+})
+
+describe("EmbeddedPostgres start interrupted", () => {
+  it.live("a start that never gets ready can be interrupted, and its server is stopped", () =>
+    Effect.gen(function* () {
+      const directory = yield* tempDirectory
+      const pidFile = Path.join(directory, "data", "postmaster.pid")
+      // A standby with no primary and no hot standby waits for WAL forever: never ready to accept connections.
+      const start = yield* Effect.forkChild(
+        Effect.scoped(
+          EmbeddedPostgres.start({
+            directory,
+            durable: false,
+            settings: { hot_standby: "off" },
+            beforeStart: Effect.promise(() => Fs.writeFile(Path.join(directory, "data", "standby.signal"), ""))
+          })
+        )
+      )
+      const alive = (pid: number) => {
+        try {
+          process.kill(pid, 0)
+          return true
+        } catch {
+          return false
+        }
+      }
+      // The server's own pid file (initdb's single-user run leaves a negative one on the way).
+      const pid = yield* Effect.promise(async () => {
+        for (;;) {
+          const pid = Number((await Fs.readFile(pidFile, "utf-8").catch(() => "")).split("\n")[0])
+          if (pid > 0 && alive(pid)) return pid
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+      })
+      yield* Fiber.interrupt(start)
+      const exit = yield* Fiber.await(start)
+      assert.isTrue(
+        exit._tag === "Failure" && Cause.hasInterruptsOnly(exit.cause),
+        `the start was still waiting: ${String(exit._tag === "Failure" ? Cause.pretty(exit.cause) : "it succeeded")}`
+      )
+      assert.isFalse(alive(pid), "the server is stopped with the start")
     })
   )
 })

@@ -369,17 +369,17 @@ const startOn = (
     if (options.beforeStart !== undefined)
       yield* options.beforeStart.pipe(Effect.mapError(failure("preparing the start")))
     const flags = Object.entries(serverSettings(options)).flatMap(([name, value]) => ["-c", `${name}=${value}`])
-    yield* Effect.acquireRelease(
+    const exited = yield* Effect.acquireRelease(
       spawnServer(server as unknown as LibraryServer, dataDirectory, port, flags, remember).pipe(
-        Effect.mapError(failure("start")),
-        Effect.flatMap((exited) => {
-          // Once the ready line was seen, this promise only settles when the server exits (at stop).
-          exited.catch(() => undefined)
-          return Effect.tryPromise({ try: () => Promise.race([exited, readiness.ready]), catch: failure("start") })
-        })
+        Effect.mapError(failure("start"))
       ),
       () => Effect.promise(() => stopServer(server))
     )
+    // Once the ready line was seen, this promise only settles when the server exits (at stop).
+    exited.catch(() => undefined)
+    // Waited for outside the acquire, so a start that never gets ready (a long recovery, a standby) can be
+    // interrupted, by a signal to the server for one: the scope then stops the server.
+    yield* Effect.tryPromise({ try: () => Promise.race([exited, readiness.ready]), catch: failure("start") })
     return {
       url: Redacted.make(`postgres://${user}:${password}@127.0.0.1:${port}/postgres`),
       port,
