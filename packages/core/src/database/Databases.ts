@@ -700,9 +700,6 @@ export class Databases extends Context.Service<
       const retireMoved = Effect.fnUntraced(function* (row: DatabaseRow) {
         if (here === undefined || row.home === null || row.home === here || Option.isNone(maybeNode)) return
         const node = maybeNode.value
-        // Looked for among the node's folders: asking its endpoint would start the stale copy.
-        const held = yield* node.held.pipe(Effect.catch(() => Effect.succeed([] as ReadonlyArray<ProjectId>)))
-        if (!held.includes(row.projectId)) return
         // The record may name this replica by now (a rebuild here): it is read again, and only a copy another replica
         // still owns is retired.
         const current = yield* store.find(row.projectId)
@@ -751,6 +748,17 @@ export class Databases extends Context.Service<
         const now = DateTime.toEpochMillis(yield* DateTime.now)
         const boundaryAt = DateTime.makeUnsafe(Math.floor(now / interval) * interval)
         const boundary = DateTime.formatIso(boundaryAt)
+        // The node's folders, listed once per round and only when a database homed elsewhere comes up: looked for
+        // there, since asking the node's endpoint would start a stale copy.
+        let heldHere: ReadonlyArray<ProjectId> | undefined
+        const held = Effect.suspend(() =>
+          heldHere !== undefined
+            ? Effect.succeed(heldHere)
+            : maybeNode.value.held.pipe(
+                Effect.catch(() => Effect.succeed([] as ReadonlyArray<ProjectId>)),
+                Effect.tap((listed) => Effect.sync(() => (heldHere = listed)))
+              )
+        )
         for (const projectId of yield* store.projects) {
           const row = yield* store.find(projectId)
           if (Option.isNone(row) || row.value.operationId !== null) continue
@@ -759,7 +767,7 @@ export class Databases extends Context.Service<
           if (!(yield* homedHere(row.value))) {
             // Beside the round, one at a time per database: the node may be busy with that cluster for minutes (a
             // rebuild here), and the generations of this replica's own databases must not wait for it.
-            if (!retiring.has(projectId)) {
+            if (row.value.home !== null && !retiring.has(projectId) && (yield* held).includes(projectId)) {
               retiring.add(projectId)
               yield* Effect.forkDetach(
                 retireMoved(row.value).pipe(
