@@ -1,13 +1,14 @@
 import { Deployments, Errors } from "@hostplane/core"
 import { Deferred, Effect, Layer, Option, Redacted, Stream } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import { visitorCallTimeout } from "./NodeApiClient.ts"
 
 /** Where a node on another machine reaches the control plane: its base URL and `SERVICE_NODE_TOKEN`. */
 export interface NodeApiOptions {
   /** The server's API origin (`https://api.example.com`), without `/v1`. */
   readonly url: string
   readonly token: Redacted.Redacted<string>
-  /** How long a call a visitor waits on may take, in ms (`SERVICE_NODE_VISITOR_TIMEOUT`; 10 s unless given). */
+  /** How long a call a visitor waits on may take, in ms (`SERVICE_NODE_VISITOR_TIMEOUT`; `visitorCallTimeout` unless given). */
   readonly visitorTimeoutMs?: number
 }
 
@@ -18,7 +19,7 @@ const unavailable = (message: string) => new Errors.ArtifactStoreUnavailable({ m
  * download of a deployment, so a control plane that takes the connection and never answers is a 503 to retry, not a
  * request that hangs. A large bundle that keeps coming is never cut.
  */
-export const downloadIdleTimeout = 10_000
+export const downloadIdleTimeout = visitorCallTimeout
 
 /**
  * A node's `ArtifactStore` when the control plane runs elsewhere (decisions.md part 13): a bundle the node has not

@@ -12,6 +12,7 @@ import { WorkerInvoker } from "../edge/WorkerInvoker.ts"
 import { WorkerInvokerOn } from "../runtime/WorkerInvokerLive.ts"
 import { runtimeSettingsConfig, type RuntimeSettings, WorkerRuntime } from "../runtime/WorkerRuntime.ts"
 import * as ArtifactStoreNodeApi from "./ArtifactStoreNodeApi.ts"
+import { visitorCallTimeout } from "./NodeApiClient.ts"
 import {
   RemoteState,
   remoteAccess,
@@ -74,7 +75,7 @@ export const remoteNodeConfig: Config.Config<RemoteNodeOptions> = Config.all({
   workers: runtimeSettingsConfig,
   bucket: S3Bucket.settingsConfig,
   visitorTimeoutMs: Config.Duration("SERVICE_NODE_VISITOR_TIMEOUT").pipe(
-    Config.withDefault(Duration.seconds(10)),
+    Config.withDefault(Duration.millis(visitorCallTimeout)),
     Config.map((duration) => Duration.toMillis(duration))
   )
 })
