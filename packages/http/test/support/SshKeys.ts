@@ -14,6 +14,17 @@ export interface GeneratedKey {
   readonly fingerprint: string
 }
 
+// The keys' folders, removed when the process exits: one listener for all of them (a worker runs many files).
+const keyFolders = new Set<string>()
+const removeAtExit = (dir: string) => {
+  if (keyFolders.size === 0) {
+    process.once("exit", () => {
+      for (const folder of keyFolders) Fs.rmSync(folder, { recursive: true, force: true })
+    })
+  }
+  keyFolders.add(dir)
+}
+
 /**
  * A key made by the real `ssh-keygen` in a throwaway folder (removed at exit). Asynchronous: a synchronous
  * `ssh-keygen` stalls the event loop the in-process test server shares for seconds on a loaded machine, so the
@@ -29,6 +40,6 @@ export const generateKey = async (
   if (options.bits !== undefined) args.push("-b", String(options.bits))
   await run("ssh-keygen", args)
   const fingerprint = (await run("ssh-keygen", ["-l", "-E", "sha256", "-f", `${file}.pub`])).stdout.split(" ")[1]!
-  process.once("exit", () => Fs.rmSync(dir, { recursive: true, force: true }))
+  removeAtExit(dir)
   return { file, publicKey: Fs.readFileSync(`${file}.pub`, "utf8").trim(), fingerprint }
 }
