@@ -29,10 +29,13 @@ const tarFailure = (failure: ScanFailure) =>
     ? Deployments.invalidBundle("truncated", "the tar archive ends inside an entry")
     : Deployments.invalidBundle("corrupt_tar", "the gzip stream does not hold a valid tar archive")
 
-// zlib's output buffer: its default 16 KiB would cost a thread-pool round trip each (8,500 for a 134 MiB tar). It
-// hands out views of this buffer, passed on as they are: each stage below handles a whole batch of them at once
-// (one fiber step per batch, none per chunk or per entry), and the store gathers them into 1 MiB writes.
-const inflatedChunkBytes = 1024 * 1024
+// zlib's output buffer, a fresh one each time zlib fills it, handed on as it is: each stage below handles a whole
+// batch of them at once (one fiber step per batch, none per chunk or per entry), and the store gathers them into
+// 1 MiB writes. Its default 16 KiB would cost a thread-pool round trip each (8,500 for a 134 MiB tar). It stays under
+// 128 KiB, glibc's size from which a block gets a mapping of its own (fixed there by npm start's
+// MALLOC_TRIM_THRESHOLD_): a 1 MiB buffer was a fresh mmap each time, faulted in page by page and unmapped once V8
+// freed it, which cost more CPU than inflating (bench/README.md, `bench:upload`).
+const inflatedChunkBytes = 124 * 1024
 
 type Chunks = readonly [Uint8Array, ...Array<Uint8Array>]
 
@@ -69,10 +72,13 @@ const joiner = () => {
  * How far zlib may inflate ahead of the stages that take its output. With Node's default (64 KiB, less than one
  * chunk) zlib stopped after every chunk until the reader pulled it, so inflating (on the thread pool) and checking,
  * hashing and writing (on the main thread) took turns whenever the main thread was late: on a busy machine, where it
- * waits for a core, the whole upload waited with it. Eight chunks let zlib keep a core busy meanwhile; the memory stays
- * a constant few MiB whatever the bundle's size.
+ * waits for a core, the whole upload waited with it. 8 MiB let zlib keep a core busy meanwhile; the memory stays a
+ * constant few MiB whatever the bundle's size.
  */
-const inflatedAheadBytes = 8 * inflatedChunkBytes
+const inflatedAheadBytes = 8 * 1024 * 1024
+
+/** The inflated chunks queued between the checks and the tar's store: as many bytes as zlib may run ahead. */
+const inflatedQueueChunks = Math.ceil(inflatedAheadBytes / inflatedChunkBytes)
 
 // Passed on to the stream's constructor (Node's zlib options type leaves the stream options out).
 const gunzipOptions: Zlib.ZlibOptions & {
@@ -245,7 +251,7 @@ export const make = (
   // one batch (one fiber step for a batch, none per chunk or per entry).
   const read = Effect.fn("BundleReader.read")(function* <E>(body: Stream.Stream<Uint8Array, E>) {
     const inflating = yield* Queue.bounded<Uint8Array, Cause.Done>(16)
-    const inflated = yield* Queue.bounded<Uint8Array, Cause.Done>(8)
+    const inflated = yield* Queue.bounded<Uint8Array, Cause.Done>(inflatedQueueChunks)
     const inspection = yield* Effect.forkScoped(
       inspect(limits, Stream.fromQueue(inflating).pipe(Stream.mapArray(joiner())), (chunks) =>
         Effect.asVoid(Queue.offerAll(inflated, chunks))
