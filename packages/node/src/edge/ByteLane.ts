@@ -48,6 +48,21 @@ const connectionHeaders = new Set(["connection", "keep-alive", "transfer-encodin
 
 const ignore = () => {}
 
+const empty = Buffer.alloc(0)
+
+/**
+ * What every upstream connection of the lane reads into (`onread`): no buffer allocated per read. Its bytes are valid
+ * only while the read's callback runs, so whatever outlives it is copied (a partial head, each body part written).
+ */
+const readBuffer = Buffer.allocUnsafe(64 * 1024)
+
+/** A copy of `bytes` (from the pool when small, as `Buffer.from` does). */
+const copyOf = (bytes: Buffer): Buffer => {
+  const out = Buffer.allocUnsafe(bytes.length)
+  bytes.copy(out)
+  return out
+}
+
 /** A response head (latin1 text) and the first bytes of its body in one buffer: one write, one copy of each. */
 const withHead = (head: string, body: Buffer): Buffer => {
   const out = Buffer.allocUnsafe(head.length + body.length)
@@ -88,8 +103,6 @@ export const spliceConnection = (
   let partialTimer: ReturnType<typeof setTimeout> | undefined
   let upstream: Net.Socket | undefined
   let upstreamPath: string | undefined
-  /** The request in flight: its per-request state, and how it ends when the client goes. */
-  let inFlight: { readonly cancel: () => void } | undefined
 
   const finish = () => {
     if (gone) return
@@ -112,7 +125,7 @@ export const spliceConnection = (
 
   /** Closes the connection at once; a request in flight is canceled. */
   const destroy = () => {
-    inFlight?.cancel()
+    cancel()
     dropUpstream()
     finish()
     socket.on("error", ignore)
@@ -121,7 +134,7 @@ export const spliceConnection = (
 
   /** Closes the connection once what was written to it is sent. */
   const close = () => {
-    inFlight?.cancel()
+    cancel()
     dropUpstream()
     finish()
     socket.on("error", ignore)
@@ -255,7 +268,6 @@ export const spliceConnection = (
 
   /** Ends the request in flight; the next one in `buffer` is taken. */
   const settled = () => {
-    inFlight = undefined
     busy = false
     if (gone) return
     if (socket.isPaused()) socket.resume()
@@ -271,6 +283,212 @@ export const spliceConnection = (
 
   const keepAlive = () => `connection: keep-alive\r\nkeep-alive: timeout=${Math.floor(deps.keepAliveMs() / 1000)}\r\n`
 
+  // The request in flight to the upstream (one at a time on a connection): its state lives here, reset by `forward`,
+  // and the upstream's listeners are added once per upstream connection, so a request makes no closures and adds no
+  // listeners of its own.
+  /** No request is forwarded, or its end was settled: late events of its upstream are ignored. */
+  let over = true
+  let xHead!: RequestHead
+  let xTarget!: Edge.WorkerTarget
+  let xRequest!: SpliceRequest
+  let xCall!: SpliceCall
+  let xStarted = 0
+  let xRetried = false
+  /** Whether the request went out on a kept-alive upstream connection. */
+  let xReused = false
+  let to!: Net.Socket
+  let response: Buffer = empty
+  /** The response's status once its head was written to the client. */
+  let status: number | undefined
+  let framing: Framing | undefined
+  let remaining = 0
+  let chunked: ChunkedEnd | undefined
+  let closeAfter = false
+  let clearDeadline: () => void = ignore
+
+  const end = (keepUpstream: boolean) => {
+    if (over) return
+    over = true
+    clearDeadline()
+    clearDeadline = ignore
+    if (waitingDrain) {
+      waitingDrain = false
+      socket.off("drain", onClientDrain)
+    }
+    xCall.done()
+    if (!keepUpstream && upstream === to) dropUpstream()
+    else if (!keepUpstream) to.destroy()
+  }
+  const refuse = (refused: SpliceRefusal) => {
+    end(false)
+    writeRefusal(refused)
+    deps.answered(xHead, refused.status, xStarted)
+    settled()
+  }
+  // The worker's time starts once it has the whole request: a bodiless request is whole once written.
+  const onDeadline = () => {
+    clearDeadline = ignore
+    refuse(deps.splice.refuse(xCall, "timeout"))
+  }
+  const failed = () => {
+    if (over) return
+    if (status !== undefined) {
+      // The socket went away in the middle of the worker's answer: the client's response is cut too.
+      xCall.invocation.end({ outcome: "canceled", status })
+      end(false)
+      destroy()
+      return
+    }
+    if (!xRetried && response.length === 0 && (xReused || xCall.hot)) {
+      // A kept-alive connection the worker's process closed as the request went out, or a hot process that died
+      // under it: a read is asked once more (of the loader shard, after the hot process), as serveNode does.
+      const call = xCall
+      end(false)
+      const again = deps.splice.call(xTarget, xRequest, { invocation: call.invocation, loaderOnly: call.hot })
+      if (again === undefined) return refuse(deps.splice.refuse(call, "unavailable"))
+      if (!(again instanceof Promise)) return forward(xHead, xTarget, xRequest, again, xStarted, true)
+      // Its shard is not up either (the runtime is stopping, or restarting it): answered now, not after a wait.
+      void again.then((ready) => ready?.done(), ignore)
+      return refuse(deps.splice.refuse(call, "unavailable"))
+    }
+    refuse(deps.splice.refuse(xCall, "unavailable"))
+  }
+  const onUpstreamEnd = (from: Net.Socket) => {
+    if (over || from !== to) return
+    if (status !== undefined && framing?._tag === "Close") {
+      xCall.invocation.end({ outcome: "ok", status })
+      end(false)
+      closing = true
+      settled()
+      return
+    }
+    failed()
+  }
+  let waitingDrain = false
+  const onClientDrain = () => {
+    waitingDrain = false
+    if (!over) to.resume()
+  }
+  /**
+   * Copies body bytes to the client (copied out of the shared read buffer); answers whether the body ended (the rest
+   * of `chunk` is not the response's).
+   */
+  const body = (chunk: Buffer, prefix: string | undefined): boolean => {
+    let ended = false
+    let part = chunk
+    if (framing!._tag === "None") {
+      ended = true
+      part = chunk.subarray(0, 0)
+    } else if (framing!._tag === "Length") {
+      if (part.length >= remaining) {
+        part = part.subarray(0, remaining)
+        ended = true
+      }
+      remaining -= part.length
+    } else if (framing!._tag === "Chunked") {
+      const at = chunked!.feed(part)
+      if (at === -2) {
+        if (prefix !== undefined) socket.write(prefix, "latin1")
+        xCall.invocation.end({ outcome: "canceled", status: status! })
+        end(false)
+        destroy()
+        return true
+      }
+      if (at >= 0) {
+        part = part.subarray(0, at)
+        ended = true
+      }
+    }
+    const flushed =
+      prefix === undefined ? part.length === 0 || socket.write(copyOf(part)) : socket.write(withHead(prefix, part))
+    if (ended) {
+      if (part.length < chunk.length) closeAfter = true
+      xCall.invocation.end({ outcome: "ok", status: status! })
+      end(!closeAfter)
+      settled()
+      return true
+    }
+    if (!flushed && !waitingDrain) {
+      // Backpressure from the client: the worker's body waits until the client's socket drains.
+      to.pause()
+      waitingDrain = true
+      socket.once("drain", onClientDrain)
+    }
+    return false
+  }
+  /** Bytes read from `from` into the shared read buffer: valid only until this returns. */
+  const onUpstreamData = (from: Net.Socket, chunk: Buffer) => {
+    if (over || from !== to) return
+    if (status !== undefined) {
+      body(chunk, undefined)
+      return
+    }
+    response = response.length === 0 ? chunk : Buffer.concat([response, chunk])
+    const scanned = scanResponseHead(response, xHead.method)
+    if (scanned === undefined) {
+      // The head goes on in a later read: what came so far is kept out of the shared buffer.
+      if (response === chunk) response = copyOf(chunk)
+      return
+    }
+    if (scanned === null) return refuse(deps.splice.refuse(xCall, "unavailable"))
+    clearDeadline()
+    clearDeadline = ignore
+    const refused = deps.splice.answerOf(xCall, scanned.status, scanned.headers)
+    if (refused !== undefined) return refuse(refused)
+    status = scanned.status
+    framing = scanned.framing
+    const connection = scanned.headers.connection
+    closeAfter = connection !== undefined && /(^|,)\s*close\s*(,|$)/i.test(String(connection))
+    let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "unknown"}\r\n`
+    for (const [name, value] of scanned.lines) {
+      if (connectionHeaders.has(name.toLowerCase())) continue
+      text += `${name}: ${value}\r\n`
+    }
+    if (scanned.headers.date === undefined) text += `date: ${dateNow()}\r\n`
+    if (framing._tag === "Chunked") {
+      chunked = new ChunkedEnd()
+      text += "transfer-encoding: chunked\r\n"
+    } else if (framing._tag === "Length") remaining = framing.length
+    if (framing._tag === "Close" || closing) {
+      closing = true
+      text += "connection: close\r\n\r\n"
+    } else text += `${keepAlive()}\r\n`
+    deps.answered(xHead, status, xStarted)
+    const rest = response.subarray(scanned.length)
+    response = empty
+    body(rest, text)
+  }
+
+  /** An upstream connection to a worker's socket: read into the shared buffer, its events passed to the request. */
+  const connect = (path: string): Net.Socket => {
+    const made: Net.Socket = Net.connect({
+      path,
+      onread: {
+        buffer: readBuffer,
+        callback: (length) => {
+          onUpstreamData(made, readBuffer.subarray(0, length))
+          return true
+        }
+      }
+    })
+    // Errors are seen by the request in flight; one on an idle connection only means it is not reused.
+    made.on("error", () => onUpstreamEnd(made))
+    made.on("end", () => onUpstreamEnd(made))
+    made.on("close", () => onUpstreamEnd(made))
+    return made
+  }
+
+  /** Cancels the request in flight: the client went away, and the worker's request is canceled too. */
+  const cancel = () => {
+    if (over) return
+    if (status !== undefined) xCall.invocation.end({ outcome: "canceled", status })
+    else {
+      xCall.invocation.end({ outcome: "canceled", status: null })
+      deps.answered(xHead, 499, xStarted)
+    }
+    end(false)
+  }
+
   const forward = (
     head: RequestHead,
     target: Edge.WorkerTarget,
@@ -282,174 +500,27 @@ export const spliceConnection = (
     let reused = true
     if (upstream === undefined || upstreamPath !== call.socket || upstream.destroyed) {
       dropUpstream()
-      upstream = Net.connect(call.socket)
-      // Errors are seen by the request in flight; one on an idle connection only means it is not reused.
-      upstream.on("error", ignore)
+      upstream = connect(call.socket)
       upstreamPath = call.socket
       reused = false
     }
-    const to = upstream
+    to = upstream
     if (to.isPaused()) to.resume()
-    let response: Buffer = Buffer.alloc(0)
-    /** The response's status once its head was written to the client. */
-    let status: number | undefined
-    let framing: Framing | undefined
-    let remaining = 0
-    let chunked: ChunkedEnd | undefined
-    let over = false
-    let closeAfter = false
-
-    const detach = () => {
-      clearDeadline()
-      to.off("data", onUpstreamData)
-      to.off("end", onUpstreamEnd)
-      to.off("close", onUpstreamEnd)
-      to.off("error", onUpstreamEnd)
-      socket.off("drain", onClientDrain)
-    }
-    const end = (keepUpstream: boolean) => {
-      if (over) return
-      over = true
-      detach()
-      call.done()
-      if (!keepUpstream && upstream === to) dropUpstream()
-      else if (!keepUpstream) to.destroy()
-    }
-    const refuse = (refused: SpliceRefusal) => {
-      end(false)
-      writeRefusal(refused)
-      deps.answered(head, refused.status, started)
-      settled()
-    }
-    // The worker's time starts once it has the whole request: a bodiless request is whole once written.
-    const clearDeadline = deps.splice.deadline(() => refuse(deps.splice.refuse(call, "timeout")))
-    const failed = () => {
-      if (over) return
-      if (status !== undefined) {
-        // The socket went away in the middle of the worker's answer: the client's response is cut too.
-        call.invocation.end({ outcome: "canceled", status })
-        end(false)
-        destroy()
-        return
-      }
-      if (!retried && response.length === 0 && (reused || call.hot)) {
-        // A kept-alive connection the worker's process closed as the request went out, or a hot process that died
-        // under it: a read is asked once more (of the loader shard, after the hot process), as serveNode does.
-        end(false)
-        const again = deps.splice.call(target, request, { invocation: call.invocation, loaderOnly: call.hot })
-        if (again === undefined) return refuse(deps.splice.refuse(call, "unavailable"))
-        if (!(again instanceof Promise)) return forward(head, target, request, again, started, true)
-        // Its shard is not up either (the runtime is stopping, or restarting it): answered now, not after a wait.
-        void again.then((ready) => ready?.done(), ignore)
-        return refuse(deps.splice.refuse(call, "unavailable"))
-      }
-      refuse(deps.splice.refuse(call, "unavailable"))
-    }
-    const onUpstreamEnd = () => {
-      if (over) return
-      if (status !== undefined && framing?._tag === "Close") {
-        call.invocation.end({ outcome: "ok", status })
-        end(false)
-        closing = true
-        settled()
-        return
-      }
-      failed()
-    }
-    const onClientDrain = () => to.resume()
-    /** Copies body bytes to the client; answers whether the body ended (the rest of `chunk` is not the response's). */
-    const body = (chunk: Buffer, prefix: string | undefined): boolean => {
-      let ended = false
-      let part = chunk
-      if (framing!._tag === "None") {
-        ended = true
-        part = chunk.subarray(0, 0)
-      } else if (framing!._tag === "Length") {
-        if (part.length >= remaining) {
-          part = part.subarray(0, remaining)
-          ended = true
-        }
-        remaining -= part.length
-      } else if (framing!._tag === "Chunked") {
-        const at = chunked!.feed(part)
-        if (at === -2) {
-          if (prefix !== undefined) socket.write(prefix, "latin1")
-          call.invocation.end({ outcome: "canceled", status: status! })
-          end(false)
-          destroy()
-          return true
-        }
-        if (at >= 0) {
-          part = part.subarray(0, at)
-          ended = true
-        }
-      }
-      const flushed =
-        prefix === undefined ? part.length === 0 || socket.write(part) : socket.write(withHead(prefix, part))
-      if (ended) {
-        if (part.length < chunk.length) closeAfter = true
-        call.invocation.end({ outcome: "ok", status: status! })
-        end(!closeAfter)
-        settled()
-        return true
-      }
-      if (!flushed) {
-        // Backpressure from the client: the worker's body waits until the client's socket drains.
-        to.pause()
-        socket.once("drain", onClientDrain)
-      }
-      return false
-    }
-    const onUpstreamData = (chunk: Buffer) => {
-      if (over) return
-      if (status !== undefined) {
-        body(chunk, undefined)
-        return
-      }
-      response = response.length === 0 ? chunk : Buffer.concat([response, chunk])
-      const scanned = scanResponseHead(response, head.method)
-      if (scanned === undefined) return
-      if (scanned === null) return refuse(deps.splice.refuse(call, "unavailable"))
-      clearDeadline()
-      const refused = deps.splice.answerOf(call, scanned.status, scanned.headers)
-      if (refused !== undefined) return refuse(refused)
-      status = scanned.status
-      framing = scanned.framing
-      const upstreamCloses = /(^|,)\s*close\s*(,|$)/i.test(String(scanned.headers.connection ?? ""))
-      closeAfter = upstreamCloses
-      let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "unknown"}\r\n`
-      for (const [name, value] of scanned.lines) {
-        if (connectionHeaders.has(name.toLowerCase())) continue
-        text += `${name}: ${value}\r\n`
-      }
-      if (scanned.headers.date === undefined) text += `date: ${dateNow()}\r\n`
-      if (framing._tag === "Chunked") {
-        chunked = new ChunkedEnd()
-        text += "transfer-encoding: chunked\r\n"
-      } else if (framing._tag === "Length") remaining = framing.length
-      if (framing._tag === "Close" || closing) {
-        closing = true
-        text += "connection: close\r\n\r\n"
-      } else text += `${keepAlive()}\r\n`
-      deps.answered(head, status, started)
-      body(response.subarray(scanned.length), text)
-    }
-    to.on("data", onUpstreamData)
-    to.once("end", onUpstreamEnd)
-    to.once("close", onUpstreamEnd)
-    to.once("error", onUpstreamEnd)
-    inFlight = {
-      cancel: () => {
-        if (over) return
-        // The client went away: the worker's request is canceled too.
-        if (status !== undefined) call.invocation.end({ outcome: "canceled", status })
-        else {
-          call.invocation.end({ outcome: "canceled", status: null })
-          deps.answered(head, 499, started)
-        }
-        end(false)
-      }
-    }
+    over = false
+    xHead = head
+    xTarget = target
+    xRequest = request
+    xCall = call
+    xStarted = started
+    xRetried = retried
+    xReused = reused
+    response = empty
+    status = undefined
+    framing = undefined
+    remaining = 0
+    chunked = undefined
+    closeAfter = false
+    clearDeadline = deps.splice.deadline(onDeadline)
     to.write(call.head, "latin1")
   }
 

@@ -1,0 +1,179 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Fs from "node:fs"
+import * as Net from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { spliceConnection } from "../src/edge/ByteLane.ts"
+import type * as Edge from "../src/edge/Edge.ts"
+import type { SpliceCall, WorkerSplice } from "../src/edge/WorkerInvoker.ts"
+
+/**
+ * The byte lane reads its upstream connections into one shared buffer: every byte a client receives must be the
+ * worker's, whatever the reads' boundaries (a head split across reads, a body in many reads) and while a slow client
+ * holds the response back.
+ */
+describe("the byte lane's bytes", () => {
+  const bodyBytes = 3 * 1024 * 1024 + 17
+  /** The body of `/<framing>/<seed>`: bytes no other seed's body has at the same place. */
+  const bodyOf = (seed: number) => {
+    const body = Buffer.alloc(bodyBytes)
+    for (let at = 0; at < bodyBytes; at++) body[at] = (at * 7 + (at >> 12) + seed * 31) % 251
+    return body
+  }
+
+  /**
+   * The response to `/length/<seed>` or `/chunked/<seed>`, in pieces: the head's first bytes alone (the next piece a
+   * while later, so the lane reads them apart), then the rest one event-loop turn apart.
+   */
+  const piecesOf = (path: string): Array<Buffer> => {
+    const body = bodyOf(Number(path.split("/")[2]))
+    if (path.startsWith("/length")) {
+      const head = Buffer.from(
+        `HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: ${bodyBytes}\r\n\r\n`
+      )
+      const pieces = [head.subarray(0, 20), Buffer.concat([head.subarray(20), body.subarray(0, 1000)])]
+      for (let at = 1000; at < bodyBytes; at += 100_000) pieces.push(body.subarray(at, at + 100_000))
+      return pieces
+    }
+    const pieces = [Buffer.from("HTTP/1.1 200 OK\r\ntransfer-"), Buffer.from("encoding: chunked\r\n\r\n")]
+    for (let at = 0; at < bodyBytes; at += 70_000) {
+      const part = body.subarray(at, at + 70_000)
+      pieces.push(Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from("\r\n")]))
+    }
+    pieces.push(Buffer.from("0\r\n\r\n"))
+    return pieces
+  }
+
+  const setUp = async () => {
+    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "byte-lane-bytes-"))
+    const socketPath = Path.join(dir, "worker.sock")
+    const worker = Net.createServer((socket) => {
+      let text = ""
+      let queue = Promise.resolve()
+      socket.on("data", (chunk) => {
+        text += chunk.toString("latin1")
+        for (let end = text.indexOf("\r\n\r\n"); end >= 0; end = text.indexOf("\r\n\r\n")) {
+          const path = /^GET (\S+)/.exec(text)?.[1] ?? "/length/0"
+          text = text.slice(end + 4)
+          queue = queue.then(async () => {
+            for (const [index, piece] of piecesOf(path).entries()) {
+              socket.write(piece)
+              await new Promise((resolve) => (index === 0 ? setTimeout(resolve, 30) : setImmediate(resolve)))
+            }
+          })
+        }
+      })
+    })
+    await new Promise<void>((resolve) => worker.listen(socketPath, resolve))
+    const ended: Array<unknown> = []
+    const splice: WorkerSplice = {
+      call: (_target, request): SpliceCall => ({
+        socket: socketPath,
+        hot: true,
+        head: `GET ${request.target} HTTP/1.1\r\nhost: worker\r\n\r\n`,
+        invocation: { id: "one", end: (end) => void ended.push(end) },
+        done: () => {}
+      }),
+      answerOf: () => undefined,
+      refuse: () => ({ status: 503, headers: {}, body: "" }),
+      deadline: () => () => {}
+    }
+    const target = { projectId: "prj_1", deploymentId: "dep_1" } as unknown as Edge.WorkerTarget
+    const lane = Net.createServer((socket) => {
+      spliceConnection(
+        socket,
+        { workerOf: () => target, splice, answered: () => {}, keepAliveMs: () => 5_000 },
+        () => socket.destroy(),
+        () => {}
+      )
+    })
+    await new Promise<void>((resolve) => lane.listen(0, "127.0.0.1", resolve))
+    return {
+      ended,
+      port: (lane.address() as Net.AddressInfo).port,
+      close: () => {
+        lane.close()
+        worker.close()
+        Fs.rmSync(dir, { recursive: true, force: true })
+      }
+    }
+  }
+
+  /** Everything the client receives until `responses` bodies of `bodyBytes` are in, read slowly at first. */
+  const fetchAll = (port: number, paths: ReadonlyArray<string>) =>
+    new Promise<Buffer>((resolve, reject) => {
+      const socket = Net.connect(port, "127.0.0.1")
+      const chunks: Array<Buffer> = []
+      let size = 0
+      let slowReads = 20
+      socket.on("data", (chunk) => {
+        chunks.push(chunk)
+        size += chunk.length
+        // The client stops reading now and then: the lane must hold the worker's body back, not lose or reorder it.
+        if (slowReads-- > 0) {
+          socket.pause()
+          setTimeout(() => socket.resume(), 20)
+        }
+        if (size >= paths.length * bodyBytes) {
+          const all = Buffer.concat(chunks)
+          if (bodiesIn(all, paths).length === paths.length) {
+            socket.destroy()
+            resolve(all)
+          }
+        }
+      })
+      socket.on("error", reject)
+      socket.write(paths.map((path) => `GET ${path} HTTP/1.1\r\nHost: worker.test\r\n\r\n`).join(""))
+    })
+
+  /** The bodies of the responses in `all`, as the client's framing reads them. */
+  const bodiesIn = (all: Buffer, paths: ReadonlyArray<string>): Array<Buffer> => {
+    const bodies: Array<Buffer> = []
+    let at = 0
+    for (const path of paths) {
+      const end = all.indexOf("\r\n\r\n", at)
+      if (end < 0) return bodies
+      const head = all.toString("latin1", at, end)
+      at = end + 4
+      if (path.startsWith("/length")) {
+        expect(head).toContain(`content-length: ${bodyBytes}`)
+        if (all.length < at + bodyBytes) return bodies
+        bodies.push(all.subarray(at, at + bodyBytes))
+        at += bodyBytes
+        continue
+      }
+      expect(head).toContain("transfer-encoding: chunked")
+      const parts: Array<Buffer> = []
+      for (;;) {
+        const line = all.indexOf("\r\n", at)
+        if (line < 0) return bodies
+        const size = parseInt(all.toString("latin1", at, line), 16)
+        if (all.length < line + 2 + size + 2) return bodies
+        parts.push(all.subarray(line + 2, line + 2 + size))
+        at = line + 2 + size + 2
+        if (size === 0) break
+      }
+      bodies.push(Buffer.concat(parts))
+    }
+    return bodies
+  }
+
+  it("bodies in many reads, behind heads split across reads, reach slow clients on two connections at once byte for byte", async () => {
+    const { ended, port, close } = await setUp()
+    try {
+      const clients = [
+        ["/length/1", "/chunked/2"],
+        ["/chunked/3", "/length/4"]
+      ]
+      const received = await Promise.all(clients.map((paths) => fetchAll(port, paths)))
+      clients.forEach((paths, index) => {
+        const bodies = bodiesIn(received[index]!, paths)
+        expect(bodies).toHaveLength(2)
+        bodies.forEach((one, at) => expect(one.equals(bodyOf(Number(paths[at]!.split("/")[2])))).toBe(true))
+      })
+      expect(ended).toEqual(Array.from({ length: 4 }, () => ({ outcome: "ok", status: 200 })))
+    } finally {
+      close()
+    }
+  })
+})
