@@ -25,6 +25,19 @@ const requestValue = /^[\x20-\x7e\t]*$/
 const hostValue = /^(?:[A-Za-z0-9\-.]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/
 const headEnd = Buffer.from("\r\n\r\n")
 
+/** Where the line of a head's text starting at `at` ends: its CRLF, or the text's end (the head's last line). */
+const lineEnd = (text: string, at: number): number => {
+  const end = text.indexOf("\r\n", at)
+  return end < 0 ? text.length : end
+}
+
+/** `text` from `from` to `to` without the spaces and tabs at either end (a header value as HTTP reads it). */
+const trimmed = (text: string, from: number, to: number): string => {
+  while (from < to && (text.charCodeAt(from) === 32 || text.charCodeAt(from) === 9)) from++
+  while (to > from && (text.charCodeAt(to - 1) === 32 || text.charCodeAt(to - 1) === 9)) to--
+  return text.slice(from, to)
+}
+
 /** Whether the bytes so far can still become a head the lane takes: no NUL and no LF without its CR. */
 const partialIsPlain = (buffer: Buffer): boolean => {
   if (buffer.indexOf(0) >= 0) return false
@@ -45,20 +58,22 @@ export const scanRequestHead = (buffer: Buffer): RequestHead | null | undefined 
   const end = buffer.indexOf(headEnd)
   if (end < 0) return buffer.length >= maxHeadBytes || !partialIsPlain(buffer) ? null : undefined
   if (end + 4 > maxHeadBytes) return null
-  const lines = buffer.toString("latin1", 0, end).split("\r\n")
-  const first = requestLine.exec(lines[0]!)
+  const text = buffer.toString("latin1", 0, end)
+  const firstEnd = lineEnd(text, 0)
+  const first = requestLine.exec(firstEnd === text.length ? text : text.slice(0, firstEnd))
   if (first === null) return null
   const headers: Record<string, string> = Object.create(null)
-  for (let index = 1; index < lines.length; index++) {
-    const line = lines[index]!
-    const colon = line.indexOf(":")
-    if (colon <= 0) return null
-    const name = line.slice(0, colon)
-    const raw = line.slice(colon + 1)
-    if (!token.test(name) || !requestValue.test(raw)) return null
+  for (let at = firstEnd + 2; at < text.length;) {
+    const stop = lineEnd(text, at)
+    const colon = text.indexOf(":", at)
+    if (colon <= at || colon >= stop) return null
+    const name = text.slice(at, colon)
+    const value = trimmed(text, colon + 1, stop)
+    if (!token.test(name) || !requestValue.test(value)) return null
     const lower = name.toLowerCase()
     if (lower in headers) return null
-    headers[lower] = raw.replace(/^[ \t]+|[ \t]+$/g, "")
+    headers[lower] = value
+    at = stop + 2
   }
   const length = headers["content-length"]
   const connection = headers.connection
@@ -111,24 +126,26 @@ const responseValue = /^[^\0\r\n]*$/
 export const scanResponseHead = (buffer: Buffer, method: string): ResponseHead | null | undefined => {
   const end = buffer.indexOf(headEnd)
   if (end < 0) return buffer.length > 64 * 1024 ? null : undefined
-  const lines = buffer.toString("latin1", 0, end).split("\r\n")
-  const first = statusLine.exec(lines[0]!)
+  const text = buffer.toString("latin1", 0, end)
+  const firstEnd = lineEnd(text, 0)
+  const first = statusLine.exec(firstEnd === text.length ? text : text.slice(0, firstEnd))
   if (first === null) return null
   const status = Number(first[1])
   if (status < 200) return null
   const kept: Array<readonly [string, string]> = []
   const headers: Record<string, string | Array<string>> = Object.create(null)
-  for (let index = 1; index < lines.length; index++) {
-    const line = lines[index]!
-    const colon = line.indexOf(":")
-    if (colon <= 0) return null
-    const name = line.slice(0, colon)
-    const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, "")
+  for (let at = firstEnd + 2; at < text.length;) {
+    const stop = lineEnd(text, at)
+    const colon = text.indexOf(":", at)
+    if (colon <= at || colon >= stop) return null
+    const name = text.slice(at, colon)
+    const value = trimmed(text, colon + 1, stop)
     if (!token.test(name) || !responseValue.test(value)) return null
     kept.push([name, value])
     const lower = name.toLowerCase()
     const before = headers[lower]
     headers[lower] = before === undefined ? value : Array.isArray(before) ? [...before, value] : [before, value]
+    at = stop + 2
   }
   const coding = headers["transfer-encoding"]
   const length = headers["content-length"]
