@@ -77,9 +77,14 @@ const maxPending = 20_000
 interface Pending {
   readonly key: string
   readonly projectId: string
-  request?: { readonly projectId: string; readonly deploymentId: string; readonly method: string; readonly url: string }
+  request:
+    | { readonly projectId: string; readonly deploymentId: string; readonly method: string; readonly url: string }
+    | undefined
   started: number
-  ended?: { readonly outcome: InvocationEvent["outcome"]; readonly status: number | null; readonly at: number }
+  /** When the edge ended it (`undefined` until then), with its outcome and status: fields, not an object per end. */
+  endedAt: number | undefined
+  outcome: InvocationEvent["outcome"]
+  status: number | null
   /** The handler returned or threw: its lines are in (a stream's may still come). */
   done: boolean
   touched: number
@@ -95,25 +100,31 @@ interface Pending {
 
 /**
  * Entries in the order they joined, each due `delay` after it joined: a queue whose front is always the next due, so
- * a sweep looks only at what is due (not at every invocation waiting). Stale entries are skipped at the front.
+ * a sweep looks only at what is due (not at every invocation waiting). Stale entries are skipped at the front. The
+ * entries and their times are two arrays, so an invocation waiting its second makes no queue object.
  */
 const makeQueue = (delay: number) => {
-  const items: Array<{ readonly one: Pending; readonly due: number }> = []
+  const items: Array<Pending> = []
+  const dues: Array<number> = []
   let head = 0
   return {
-    push: (one: Pending, now: number) => void items.push({ one, due: now + delay }),
+    push: (one: Pending, now: number) => {
+      items.push(one)
+      dues.push(now + delay)
+    },
     /** The next entry due by `now`, if any. */
     take: (now: number): Pending | undefined => {
       while (head < items.length) {
         const next = items[head]!
-        if (!next.one.gone && next.due > now) return undefined
+        if (!next.gone && dues[head]! > now) return undefined
         head++
         // Dropped from the front in chunks: shifting an array per item is linear in its length.
         if (head >= 1024 && head * 2 >= items.length) {
           items.splice(0, head)
+          dues.splice(0, head)
           head = 0
         }
-        if (!next.one.gone) return next.one
+        if (!next.gone) return next
       }
       return undefined
     },
@@ -190,16 +201,16 @@ export const makeCollector = Effect.sync((): LogCollector => {
   let timer: ReturnType<typeof setInterval> | undefined
 
   const eventOf = (one: Pending): InvocationEvent | undefined => {
-    const { request, ended } = one
-    if (request === undefined || ended === undefined) return undefined
+    const { request, endedAt } = one
+    if (request === undefined || endedAt === undefined) return undefined
     return {
       projectId: request.projectId,
       deploymentId: request.deploymentId,
       timestamp: one.started,
-      outcome: ended.outcome,
+      outcome: one.outcome,
       request: { method: request.method, url: request.url },
-      response: ended.status === null ? null : { status: ended.status },
-      durationMs: Math.max(0, ended.at - one.started),
+      response: one.status === null ? null : { status: one.status },
+      durationMs: Math.max(0, endedAt - one.started),
       logs: one.logs ?? none,
       exceptions: one.exceptions ?? none,
       ...(one.truncated ? { truncated: true } : {})
@@ -236,7 +247,7 @@ export const makeCollector = Effect.sync((): LogCollector => {
       if (!one.settling) close(one, out)
     }
     for (let one = orphans.take(now); one !== undefined; one = orphans.take(now)) {
-      if (one.ended !== undefined) continue
+      if (one.endedAt !== undefined) continue
       // Reported to lately: looked at again later.
       if (now - one.touched < orphanMs) orphans.push(one, one.touched)
       else close(one, out)
@@ -258,7 +269,7 @@ export const makeCollector = Effect.sync((): LogCollector => {
 
   const drain = () => {
     const out: Array<InvocationEvent> = []
-    for (const one of pending.values()) if (one.ended !== undefined) close(one, out)
+    for (const one of pending.values()) if (one.endedAt !== undefined) close(one, out)
     if (out.length > 0) push(out)
   }
 
@@ -274,7 +285,11 @@ export const makeCollector = Effect.sync((): LogCollector => {
     const fresh: Pending = {
       key,
       projectId,
+      request: undefined,
       started: now,
+      endedAt: undefined,
+      outcome: "ok",
+      status: null,
       done: false,
       touched: now,
       logs: undefined,
@@ -301,7 +316,7 @@ export const makeCollector = Effect.sync((): LogCollector => {
       one.touched = now
       if (report.done === true) {
         one.done = true
-        if (one.ended !== undefined) settle(one, now)
+        if (one.endedAt !== undefined) settle(one, now)
       }
       if (report.truncated === true) one.truncated = true
       for (const line of Array.isArray(report.logs) ? report.logs : []) {
@@ -342,7 +357,9 @@ export const makeCollector = Effect.sync((): LogCollector => {
     const now = Date.now()
     one.request = request
     one.started = invocation.started
-    one.ended = { outcome: end.outcome, status: end.status, at: now }
+    one.endedAt = now
+    one.outcome = end.outcome
+    one.status = end.status
     // The edge's deadline passed: what the worker printed until then is in, and its event is due now.
     if (end.outcome === "timeout") {
       const out: Array<InvocationEvent> = []
