@@ -241,7 +241,8 @@ describe("edge cache across servers on one PostgreSQL", () => {
     const read = proxy.statements.slice(before).filter((statement) => !statement.includes("node_revision"))
     expect(read).toEqual([])
 
-    // The other server polls the revision every quarter second (the bound leaves room for a loaded machine).
+    // The other server hears each raise when it commits and reads the revision then (it reads it every 5 s besides:
+    // the bound, which leaves room for a loaded machine, is met by the wake-up, not by that read).
     await deploy(one.url, admin.token, slug, name, "v2")
     await within(2_000, servedByTwo(200, "<h1>home v2</h1>"))
     const rolled = await api.post(
@@ -278,5 +279,52 @@ describe("edge cache across servers on one PostgreSQL", () => {
     expect(started.status).toBe(202)
     await one.run(Jobs.JobRunner.runOnce([Projects.projectDeleteHandler]))
     await within(2_000, async () => (await edgeGet(two.edgeUrl, host)).code === "unknown_hostname")
+  }, 120_000)
+
+  it("a server whose revision feed is lost serves the other's changes within a second all the same, and listens again", async () => {
+    const api = client(one.url)
+    const admin = await api.login(unique("admin"))
+    const slug = unique("org")
+    expect((await api.post("/v1/orgs", { name: "Lost", slug }, { token: admin.token })).status).toBe(201)
+    const created = await api.post(`/v1/orgs/${slug}/projects`, { name: unique("site") }, { token: admin.token })
+    const { name, hostname: host } = created.body as { name: string; hostname: string }
+    const servedByTwo = (status: number, body?: string) => async () => {
+      const reply = await edgeGet(two.edgeUrl, host)
+      return reply.status === status && (body === undefined || reply.body === body)
+    }
+    const first = await deploy(one.url, admin.token, slug, name, "v1")
+    await within(2_000, servedByTwo(200, "<h1>home v1</h1>"))
+
+    // The second server's LISTEN connection drops, and so does each one it opens again: it reads the revision every
+    // quarter second meanwhile. Four changes each served within the bound (its 5 s read would rarely meet all four).
+    const feed = /^\s*LISTEN\s+"?hostplane_revision\b/iu
+    proxy.cut(feed)
+    try {
+      await deploy(one.url, admin.token, slug, name, "v2")
+      await within(2_000, servedByTwo(200, "<h1>home v2</h1>"))
+      const rolled = await api.post(
+        `/v1/orgs/${slug}/projects/${name}/rollback`,
+        { deploymentId: first },
+        { token: admin.token }
+      )
+      expect(rolled.status).toBe(200)
+      await within(2_000, servedByTwo(200, "<h1>home v1</h1>"))
+      const access = `/v1/orgs/${slug}/projects/${name}/access`
+      expect((await api.put(access, { mode: "password", password: "pw pw pw" }, { token: admin.token })).status).toBe(
+        200
+      )
+      await within(2_000, servedByTwo(401))
+      expect((await api.put(access, { mode: "public" }, { token: admin.token })).status).toBe(200)
+      await within(2_000, servedByTwo(200, "<h1>home v1</h1>"))
+    } finally {
+      proxy.cut(undefined)
+    }
+
+    // It subscribes again (every second while lost), and then hears the next change.
+    const listens = () => proxy.statements.filter((statement) => feed.test(statement)).length
+    const cutAt = listens()
+    await within(5_000, async () => listens() > cutAt)
+    await deploy(one.url, admin.token, slug, name, "v3")
+    await within(2_000, servedByTwo(200, "<h1>home v3</h1>"))
   }, 120_000)
 })

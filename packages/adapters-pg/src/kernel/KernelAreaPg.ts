@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import createNodeRevisions from "./migrations/0001_create_node_revisions.ts"
 import addEnvelopeLock from "./migrations/0002_add_envelope_lock.ts"
+import notifyNodeRevision from "./migrations/0003_notify_node_revision.ts"
 import { areaPg } from "../Area.ts"
 import * as AuditLogPg from "./AuditLogPg.ts"
 import * as EnvelopeStorePg from "./EnvelopeStorePg.ts"
@@ -11,5 +12,9 @@ import * as TransactorPg from "./TransactorPg.ts"
 export const KernelAreaPg = areaPg({
   name: "kernel",
   stores: Layer.mergeAll(AuditLogPg.layer, TransactorPg.layer, NodeRevisionsPg.layer, EnvelopeStorePg.layer),
-  migrations: { "0001_create_node_revisions": createNodeRevisions, "0002_add_envelope_lock": addEnvelopeLock }
+  migrations: {
+    "0001_create_node_revisions": createNodeRevisions,
+    "0002_add_envelope_lock": addEnvelopeLock,
+    "0003_notify_node_revision": notifyNodeRevision
+  }
 })

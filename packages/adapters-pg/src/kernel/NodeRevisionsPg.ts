@@ -1,7 +1,12 @@
-import { changesOf, NodeRevisions } from "@hostplane/core/kernel/NodeRevisions"
+import type { PgClient } from "@effect/sql-pg"
+import { changesOf, NodeRevisions, RevisionFeedLost } from "@hostplane/core/kernel/NodeRevisions"
 import { ProjectId } from "@hostplane/core/kernel/Ids"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Layer, Queue, Schema } from "effect"
 import { type SqlClient as Client, SqlClient, SqlSchema, type Statement } from "effect/sql"
+import { unsharedClient } from "../UnsharedClient.ts"
+
+/** The channel the trigger of migration kernel/0003_notify_node_revision notifies at every raise's commit. */
+export const channel = "hostplane_revision"
 
 // `bigint` columns, which the driver reads as text.
 const Revision = Schema.NumberFromString.check(Schema.isInt())
@@ -24,11 +29,16 @@ export const raiseCtes = (sql: Client.SqlClient, projectId: string, source: Stat
   stamp AS (INSERT INTO project_revisions (project_id, revision) SELECT ${projectId}, value FROM next
     ON CONFLICT (project_id) DO UPDATE SET revision = excluded.revision)`
 
-/** `NodeRevisions` on PostgreSQL: the counter row's lock, held until commit, orders revisions by commit. */
-export const layer = Layer.effect(
+/**
+ * `NodeRevisions` on PostgreSQL: the counter row's lock, held until commit, orders revisions by commit; `watch` listens
+ * for the trigger's notification, which PostgreSQL sends once the raise has committed.
+ */
+export const layer: Layer.Layer<NodeRevisions, never, SqlClient.SqlClient | PgClient.PgClient> = Layer.effect(
   NodeRevisions,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
+    // LISTEN holds its connection for life: an unshared one (see `unsharedClient`), opened by the first `watch`.
+    const feeds = yield* unsharedClient(1)
 
     const raise = SqlSchema.findOne({
       Request: ProjectId,
@@ -71,7 +81,16 @@ export const layer = Layer.effect(
             )
           ),
           Effect.orDie
-        )
+        ),
+      watch: Effect.map(
+        Effect.mapError(feeds.listen(channel), (cause) => new RevisionFeedLost({ message: cause.message })),
+        (queue) => ({
+          next: Queue.takeAll(queue).pipe(
+            Effect.asVoid,
+            Effect.mapError((cause) => new RevisionFeedLost({ message: String(cause) }))
+          )
+        })
+      )
     })
   })
 )

@@ -1,4 +1,4 @@
-import { Context, type Effect } from "effect"
+import { Context, type Effect, Schema, type Scope } from "effect"
 import type { ProjectId } from "./Ids.ts"
 
 /** A project stamped with the revision of its latest change a node must apply. */
@@ -12,6 +12,16 @@ export interface RevisionChanges {
   readonly revision: number
   /** Oldest first; a project appears once, with its latest revision (also after the project is gone). */
   readonly projects: ReadonlyArray<ProjectRevision>
+}
+
+/** The feed of raises was lost (a dropped connection): the reader polls until it subscribes again. */
+export class RevisionFeedLost extends Schema.TaggedError<RevisionFeedLost>()("RevisionFeedLost", {
+  message: Schema.String
+}) {}
+
+/** A subscription to raises by any process; `next` waits for at least one committed since the last `next`. */
+export interface RevisionFeed {
+  readonly next: Effect.Effect<void, RevisionFeedLost>
 }
 
 /**
@@ -31,6 +41,11 @@ export class NodeRevisions extends Context.Service<
      * the last listed project's when more remain, so reading again from it misses nothing.
      */
     readonly changedAfter: (after: number, limit: number) => Effect.Effect<RevisionChanges>
+    /**
+     * Subscribes to raises by every process on the store; a raise that commits after this answers completes `next`
+     * once a read can see it.
+     */
+    readonly watch: Effect.Effect<RevisionFeed, RevisionFeedLost, Scope.Scope>
   }
 >()("@hostplane/core/kernel/NodeRevisions") {}
 

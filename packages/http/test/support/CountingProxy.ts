@@ -7,8 +7,12 @@ const isBackground = (statement: string) => /\bnode_revision\b|^\s*(UN)?LISTEN\b
 /** Counts the statements (simple queries and extended-protocol executions) clients send through it to PostgreSQL. */
 export const countingProxy = async (target: URL) => {
   const statements: Array<string> = []
+  // The connections open now, each with the statements it sent; `cutting`: those that send a match are closed.
+  const open = new Map<() => void, Array<string>>()
+  let cutting: RegExp | undefined
   const server = Net.createServer((socket) => {
     const upstream = Net.connect(Number(target.port), target.hostname)
+    const sent: Array<string> = []
     const named = new Map<string, string>()
     let bound = ""
     let started = false
@@ -31,18 +35,23 @@ export const countingProxy = async (target: URL) => {
         const type = String.fromCharCode(buffered[0]!)
         const body = buffered.subarray(5, 1 + length)
         const cstrings = body.toString("utf8").split("\u0000")
-        if (type === "Q") statements.push(cstrings[0]!)
+        const statement = type === "Q" ? cstrings[0]! : type === "E" ? bound : undefined
         if (type === "P") named.set(cstrings[0]!, cstrings[1]!)
         if (type === "B") bound = named.get(cstrings[1]!) ?? "?"
-        if (type === "E") statements.push(bound)
         buffered = buffered.subarray(1 + length)
+        if (statement === undefined) continue
+        statements.push(statement)
+        sent.push(statement)
+        if (cutting?.test(statement)) return close()
       }
     })
     upstream.on("data", (chunk) => socket.write(chunk))
     const close = () => {
+      open.delete(close)
       socket.destroy()
       upstream.destroy()
     }
+    open.set(close, sent)
     socket.on("error", close)
     upstream.on("error", close)
     socket.on("close", close)
@@ -57,6 +66,15 @@ export const countingProxy = async (target: URL) => {
     statements,
     /** The statements so far but those naming `node_revision` or (UN)LISTEN: what read-only requests sent. */
     requestStatements: () => statements.filter((statement) => !isBackground(statement)),
+    /**
+     * Closes every connection that has sent a statement matching `pattern`, and from now on each one that sends one,
+     * as a lost connection; `undefined` stops that.
+     */
+    cut: (pattern: RegExp | undefined) => {
+      cutting = pattern
+      if (pattern === undefined) return
+      for (const [close, sent] of [...open]) if (sent.some((statement) => pattern.test(statement))) close()
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }
 }

@@ -1,4 +1,18 @@
-import { Cache, Clock, Context, Duration, Effect, Exit, Layer, Option, Result, Schedule, Stream } from "effect"
+import {
+  Cache,
+  Cause,
+  Clock,
+  Context,
+  Duration,
+  Effect,
+  Exit,
+  Layer,
+  Option,
+  Queue,
+  Result,
+  Schedule,
+  Stream
+} from "effect"
 import { AccessPolicies } from "@hostplane/core/access/AccessPolicies"
 import type { AccessPolicy } from "@hostplane/core/access/AccessPolicy"
 import { ArtifactStore, type StoredFile } from "@hostplane/core/deployments/ArtifactStore"
@@ -26,8 +40,14 @@ export interface ProjectView {
   readonly live: LiveDeployment | undefined
 }
 
-/** How often a replica reads the node revision for changes made elsewhere (decisions.md part 15: within 1 s). */
+/**
+ * How often a replica reads the node revision for changes made elsewhere while it does not hear them (decisions.md
+ * part 15: within 1 s): before it listens, and while the feed of raises is lost.
+ */
 export const edgeCachePoll = Duration.millis(250)
+
+/** How often it reads all the same while it hears every raise: the feed's connection could die unnoticed. */
+export const edgeCacheHeardPoll = Duration.seconds(5)
 
 /** Entries per map; the least recently used goes first. */
 const capacity = 10_000
@@ -104,8 +124,9 @@ export const makeFileHold = (artifacts: ArtifactStore["Service"]) => {
  *
  * Every change that alters them (deploy, rollback, hostname, access policy, secret, add-on, project delete) raises the
  * project's node revision. This process drops a project's entries when it commits such a change (`NodeChanges`), and
- * every replica reads the revision every `edgeCachePoll` and notes the projects stamped since its last read, so a change
- * made by another replica is served within a second. Each entry keeps the revision current when it was read: one read
+ * every replica reads the revision when it hears of a raise (`NodeRevisions.watch`), or every `edgeCachePoll` while it
+ * does not hear them, and notes the projects stamped since its last read, so a change made by another replica is served
+ * within a second. Each entry keeps the revision current when it was read: one read
  * before its project's latest stamp is read again on its next use, one read after is kept (the poll hearing of a change
  * this entry already holds must not drop it). Nothing expires otherwise: while the database does not answer, the edge
  * keeps serving what it holds (spec part 15), and when it answers again, the projects changed meanwhile are read from
@@ -245,6 +266,35 @@ export const makeEdgeCache = Effect.gen(function* () {
   const unlisten = nodeChanges.listen((projectId) => Effect.runSync(forget(projectId)))
   yield* Effect.addFinalizer(() => Effect.sync(unlisten))
 
+  // Wakes the read: a raise heard, or the feed taken or lost (a raise meanwhile was not heard).
+  const wake = yield* Queue.sliding<void>(1)
+  let hearing = false
+  const listen = Effect.scoped(
+    Effect.gen(function* () {
+      const feed = yield* revisions.watch
+      hearing = true
+      Queue.offerUnsafe(wake, undefined)
+      for (;;) {
+        yield* feed.next
+        Queue.offerUnsafe(wake, undefined)
+      }
+    })
+  ).pipe(
+    Effect.onExit((exit) =>
+      Effect.suspend(() => {
+        if (!hearing) return Effect.void
+        hearing = false
+        Queue.offerUnsafe(wake, undefined)
+        return Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)
+          ? Effect.logWarning("edge cache: the revision feed is lost; polling until it is back")
+          : Effect.void
+      })
+    ),
+    Effect.retry(Schedule.spaced("1 second")),
+    Effect.provideService(Clock.Clock, Clock.Clock.defaultValue())
+  )
+  yield* Effect.forkScoped(listen)
+
   const follow = Effect.gen(function* () {
     let after = yield* current
     // Anything read before the revision was known may predate it.
@@ -253,7 +303,7 @@ export const makeEdgeCache = Effect.gen(function* () {
     live = true
     let failing = false
     for (;;) {
-      yield* Effect.sleep(edgeCachePoll)
+      yield* Effect.timeoutOption(Queue.take(wake), hearing && !failing ? edgeCacheHeardPoll : edgeCachePoll)
       const read = yield* Effect.exit(revisions.changedAfter(after, 1_000))
       if (Exit.isFailure(read)) {
         if (!failing) yield* Effect.logWarning("edge cache: the node revision cannot be read; serving what it holds")

@@ -14,8 +14,9 @@ const latest = Effect.gen(function* () {
 
 /**
  * The `NodeRevisions` contract: raises inside a transaction commit in revision order, a rolled-back raise leaves no
- * trace, and `changedAfter` lists each changed project once with its latest revision. Revisions are global, so the
- * tests compare them with the revision at their start, never with fixed numbers.
+ * trace, `changedAfter` lists each changed project once with its latest revision, and `watch` wakes a reader once a
+ * raise is committed. Revisions are global, so the tests compare them with the revision at their start, never with
+ * fixed numbers.
  */
 export const nodeRevisionsSuite = <E>(
   name: string,
@@ -124,6 +125,43 @@ export const nodeRevisionsSuite = <E>(
           { projectId: b, revision: revisionOfB }
         ])
       })
+    )
+
+    it.effect("a watcher is woken once a raise has committed, so the read it makes then sees the stamp", () =>
+      Effect.gen(function* () {
+        const revisions = yield* Kernel.NodeRevisions
+        const tx = yield* Kernel.Transactor
+        const start = yield* latest
+        const project = uniqueId("prj")
+        const feed = yield* revisions.watch
+        const raised = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const writer = yield* Effect.forkChild(
+          tx.withTransaction(
+            Effect.gen(function* () {
+              yield* revisions.raise(project)
+              yield* Deferred.succeed(raised, undefined)
+              yield* Deferred.await(release)
+            })
+          )
+        )
+        yield* Deferred.await(raised)
+        // Reads at each wake-up until the stamp shows: a wake-up only before the commit leaves it waiting for good.
+        const reader = yield* Effect.forkChild(
+          Effect.gen(function* () {
+            for (;;) {
+              yield* feed.next
+              const changes = yield* revisions.changedAfter(start, 100)
+              if (changes.projects.some((stamp) => stamp.projectId === project)) return
+            }
+          })
+        )
+        yield* TestClock.withLive(Effect.sleep("100 millis"))
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(writer)
+        const woken = yield* TestClock.withLive(Effect.timeoutOption(Fiber.join(reader), "10 seconds"))
+        assert.isTrue(woken._tag === "Some", "the committed raise woke the watcher")
+      }).pipe(Effect.scoped)
     )
 
     it.effect("concurrent raises answer distinct revisions", () =>
