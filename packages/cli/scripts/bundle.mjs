@@ -4,17 +4,22 @@
 // needs the workspace's TypeScript sources, a type-stripping Node or packages that are not on the public registry.
 // Plain JavaScript: it runs under whichever Node npm finds first, the machine's own included.
 import { build } from "esbuild"
-import { copyFileSync, mkdirSync, readdirSync, renameSync } from "node:fs"
+import { copyFileSync, mkdirSync, readdirSync, renameSync, writeFileSync } from "node:fs"
+import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { effectModules } from "./effectModules.mjs"
 
 /** Workspace packages (@hostplane/client and the API definition it is built from) resolve to their TypeScript sources. */
 const conditions = ["@hostplane/source"]
 
 const root = fileURLToPath(new URL("..", import.meta.url))
+const repoRoot = Path.join(root, "../..")
 const output = `${root}dist/hostplane.cjs`
 const temporary = `${output}.${process.pid}.tmp`
 
-await build({
+// Before the build: a source edited while it runs leaves the bundle stale.
+const builtAt = Date.now()
+const result = await build({
   absWorkingDir: root,
   entryPoints: ["src/bin/main.ts"],
   // Written beside its place and renamed over it, so a CLI starting meanwhile (a test file running in parallel)
@@ -29,9 +34,11 @@ await build({
   // `import.meta.url`, which a CommonJS file lacks: it is this file's URL.
   define: { "import.meta.url": "importMetaUrl" },
   inject: ["scripts/import-meta-url.js"],
+  plugins: [effectModules(repoRoot)],
   legalComments: "none",
   minify: true,
   treeShaking: true,
+  metafile: true,
   logLevel: "warning"
 })
 renameSync(temporary, output)
@@ -50,3 +57,21 @@ for (const name of sources) {
   copyFileSync(`${root}../node/worker/${name}`, copy)
   renameSync(copy, `${root}worker/${name}`)
 }
+
+// The bundle's manifest, as the server's bundles have (packages/server/scripts/bundle.mjs): the files it was built
+// from, relative to the repository's root, and when the build started. The CLI's tests build again only when one of
+// them is newer (test/support/Cli.ts).
+const manifest = {
+  builtAt,
+  sources: [
+    ...Object.keys(result.metafile.inputs)
+      .filter((input) => !input.includes("node_modules/"))
+      .map((input) => Path.relative(repoRoot, Path.join(root, input))),
+    ...sources.map((name) => `packages/node/worker/${name}`),
+    "packages/cli/scripts/bundle.mjs",
+    "packages/cli/scripts/effectModules.mjs",
+    "node_modules/.package-lock.json"
+  ]
+}
+writeFileSync(`${output}.json.${process.pid}.tmp`, JSON.stringify(manifest))
+renameSync(`${output}.json.${process.pid}.tmp`, `${output}.json`)
