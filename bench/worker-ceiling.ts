@@ -20,7 +20,7 @@
 //                   answering /code and /tails, no node in the request's path
 //   proxy+shard     C behind the proxy: the edge's least cost in front of the shipped shard
 // With `--ab <git ref>`, also `shard@ref` and `proxy+shard@ref`: the shard with that commit's router.js and entry.js,
-// an A/B of a change to the shard in the same run.
+// and `hot@ref`, the hot shard with that commit's entry.js: an A/B of a change to either in the same run.
 // The ratio of each is its median requests/s over the bare workerd's; CPU per request counts every process of the
 // peer (workerd, the proxy, the stand-in node) and is the steadier figure on a shared machine.
 // Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
@@ -51,7 +51,8 @@ const usage = `usage: npm run bench:worker-ceiling -- [options]
   --seconds <s>   seconds of load per peer and round (default 6)
   --runs <n>      rounds over every peer, the order rotating (default 3)
   --warmup <s>    unmeasured load on each peer first (default 4)
-  --ab <ref>       also the shard with the router.js and entry.js of this git commit (an A/B in one run)
+  --ab <ref>       also the shard with the router.js and entry.js of this git commit, and the hot shard with its
+                  entry.js (an A/B in one run)
   --only <peers>  only these peers (comma-separated) beside bare
   --timeout <s>   abort everything after this many seconds (default 600)`
 
@@ -151,7 +152,8 @@ await runBench(async () => {
     spliceHot: await freePort(),
     proxyShard: await freePort(),
     shardAb: await freePort(),
-    proxyShardAb: await freePort()
+    proxyShardAb: await freePort(),
+    hotAb: await freePort()
   }
   const capnp = (text: string) => JSON.stringify(text)
   file("hello.js", hello)
@@ -224,37 +226,40 @@ const router :Workerd.Worker = (
     )
   shardConfig("shard", ports.shard)
   // The hot shard as HotShard.ts writes it for one project, plus a TCP socket for the direct load.
-  const entrySource = Fs.readFileSync(workerSource("entry.js"), "utf8").replace("__TENANT_ENTRY__", "./index.js")
-  const hot = hotConfig({
-    workers: [
-      {
-        projectId: "bench",
-        key: "bench:0000000000000000:v1",
-        deploymentId: "bench",
-        digest: "sha256:0000",
-        compatibilityDate: "2026-11-01",
-        compatibilityFlags: [],
-        modules: [
-          ["__hostplane_entry.js", { js: entrySource }],
-          ["index.js", { js: hello }],
-          ["__hostplane_bindings.js", { js: "export default {}" }]
-        ],
-        secrets: {},
-        bindings: {}
-      }
-    ],
-    sockets: [sock("hot")],
-    nodeSocket: sock("node-hot"),
-    routerSource: Fs.readFileSync(workerSource("router.js"), "utf8"),
-    outbound: "public"
-  })
-  file(
-    "hot.capnp",
-    hot.config.replace(
-      /sockets = \[\n/,
-      `sockets = [\n    (name = "tcp", address = "127.0.0.1:${ports.hot}", http = (forwardedProtoHeader = "x-forwarded-proto", cfBlobHeader = "x-hostplane-invoke"), service = "w0"),\n`
+  const hotShardConfig = (name: string, entry: string, port: number) => {
+    const made = hotConfig({
+      workers: [
+        {
+          projectId: "bench",
+          key: "bench:0000000000000000:v1",
+          deploymentId: "bench",
+          digest: "sha256:0000",
+          compatibilityDate: "2026-11-01",
+          compatibilityFlags: [],
+          modules: [
+            ["__hostplane_entry.js", { js: entry.replace("__TENANT_ENTRY__", "./index.js") }],
+            ["index.js", { js: hello }],
+            ["__hostplane_bindings.js", { js: "export default {}" }]
+          ],
+          secrets: {},
+          bindings: {}
+        }
+      ],
+      sockets: [sock(name)],
+      nodeSocket: sock("node-hot"),
+      routerSource: Fs.readFileSync(workerSource("router.js"), "utf8"),
+      outbound: "public"
+    })
+    file(
+      `${name}.capnp`,
+      made.config.replace(
+        /sockets = \[\n/,
+        `sockets = [\n    (name = "tcp", address = "127.0.0.1:${port}", http = (forwardedProtoHeader = "x-forwarded-proto", cfBlobHeader = "x-hostplane-invoke"), service = "w0"),\n`
+      )
     )
-  )
+    return made
+  }
+  const hot = hotShardConfig("hot", Fs.readFileSync(workerSource("entry.js"), "utf8"), ports.hot)
   const ab = parsed.ab
   if (ab !== undefined) {
     const atRef = (name: string) =>
@@ -263,6 +268,10 @@ const router :Workerd.Worker = (
     file("entry-ab.js", atRef("entry.js"))
     shardConfig("shard-ab", ports.shardAb)
   }
+  const hotAb =
+    ab === undefined
+      ? undefined
+      : hotShardConfig("hot-ab", Fs.readFileSync(Path.join(dir, "entry-ab.js"), "utf8"), ports.hotAb)
   const peer = Path.join(benchDir, "support/worker-peer.ts")
   const logOf = (name: string) => Path.join(dir, `${name}.log`)
   const nodeArgs = ["--conditions=@hostplane/source", peer]
@@ -308,6 +317,7 @@ const router :Workerd.Worker = (
         )
   if (nodeAb !== undefined) await sleep(500)
   const shardAb = ab === undefined ? undefined : workerd("shard-ab", ["--experimental"])
+  const hotShardAb = hotAb === undefined ? undefined : workerd("hot-ab", ["--experimental"], hotAb.env)
   await sleep(500)
   const proxyBare = startChild(
     "proxy (bare)",
@@ -376,6 +386,8 @@ const router :Workerd.Worker = (
       process.env,
       logOf("proxy-shard-ab")
     )
+    if (hotShardAb !== undefined)
+      peers[`hot@${ab}`] = { port: ports.hotAb, headers: hotInvoked, pids: { workerd: hotShardAb.pid } }
     peers[`shard@${ab}`] = { port: ports.shardAb, headers: invoked, pids: { workerd: shardAb.pid, node: nodeAb.pid } }
     peers[`proxy+shard@${ab}`] = {
       port: ports.proxyShardAb,
