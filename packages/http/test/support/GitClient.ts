@@ -1,7 +1,8 @@
-import { execFile, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { execSmall } from "./SmallSpawner.ts"
 
 export interface GitResult {
   readonly code: number
@@ -17,31 +18,24 @@ export const scratch = async () => {
 
 /**
  * The real `git` client, isolated from the machine's configuration (no global or system config, no prompts, no
- * credential helper), with a fixed author. `env` adds variables (`GIT_SSH_COMMAND`, `GIT_PROTOCOL`...).
+ * credential helper), with a fixed author. `env` adds variables (`GIT_SSH_COMMAND`, `GIT_PROTOCOL`...). Run by the
+ * small spawning helper: git tests run hundreds of these.
  */
 export const git = (cwd: string, args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<GitResult> =>
-  new Promise((resolve) => {
-    execFile(
-      "git",
-      ["-c", "credential.helper=", "-c", "protocol.version=2", "-c", "init.defaultBranch=main", ...args],
-      {
-        cwd,
-        env: {
-          PATH: process.env.PATH ?? "/usr/bin:/bin",
-          HOME: cwd,
-          GIT_CONFIG_NOSYSTEM: "1",
-          GIT_TERMINAL_PROMPT: "0",
-          GIT_AUTHOR_NAME: "Test Author",
-          GIT_AUTHOR_EMAIL: "author@example.test",
-          GIT_COMMITTER_NAME: "Test Author",
-          GIT_COMMITTER_EMAIL: "author@example.test",
-          ...env
-        },
-        maxBuffer: 64 * 1024 * 1024
-      },
-      (error, stdout, stderr) =>
-        resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : 1, stdout, stderr })
-    )
+  execSmall("git", ["-c", "credential.helper=", "-c", "protocol.version=2", "-c", "init.defaultBranch=main", ...args], {
+    cwd,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: cwd,
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_TERMINAL_PROMPT: "0",
+      GIT_AUTHOR_NAME: "Test Author",
+      GIT_AUTHOR_EMAIL: "author@example.test",
+      GIT_COMMITTER_NAME: "Test Author",
+      GIT_COMMITTER_EMAIL: "author@example.test",
+      ...env
+    },
+    maxBuffer: 64 * 1024 * 1024
   })
 
 /** Like `git`, failing the test with git's own message when it exits non-zero. */
