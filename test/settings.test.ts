@@ -79,6 +79,14 @@ const documented = (): Array<Row> =>
 /** `Config.X("NAME").pipe(Config.withDefault(value))` in the code: the default as the doc writes it. */
 const codeDefaults = (): Map<string, string> => {
   const defaults = new Map<string, string>()
+  // Numbers a default may name instead of writing (`Duration.millis(visitorCallTimeout)`): `export const x = 10_000`.
+  const constants = new Map<string, number>()
+  for (const path of sources("src")) {
+    for (const match of code(path).matchAll(/^export const (\w+) = ([\d_]+)$/gm)) {
+      constants.set(match[1]!, Number(match[2]!.replaceAll("_", "")))
+    }
+  }
+  const seconds = (count: number) => `${count} ${count === 1 ? "second" : "seconds"}`
   for (const path of sources("src")) {
     const text = code(path)
     for (const match of text.matchAll(/Config\.\w+\("([A-Z0-9_]+)"\)\.pipe\(\s*Config\.withDefault\(/g)) {
@@ -92,6 +100,13 @@ const codeDefaults = (): Map<string, string> => {
       const value = text.slice(match.index + match[0].length, end - 1).trim()
       const literal = /^"([^"]*)"$/.exec(value)
       const duration = /^Duration\.(seconds|minutes|hours|days)\((\d+)\)$/.exec(value)
+      const millisOf = /^Duration\.millis\(([\w]+)\)$/.exec(value)?.[1]
+      const millis =
+        millisOf === undefined
+          ? undefined
+          : /^[\d_]+$/.test(millisOf)
+            ? Number(millisOf.replaceAll("_", ""))
+            : constants.get(millisOf)
       const product = /^\d+(\s*\*\s*\d+)*$/.test(value)
       const shown = literal
         ? literal[1]!
@@ -99,9 +114,13 @@ const codeDefaults = (): Map<string, string> => {
           ? value
           : duration
             ? `${duration[2]} ${duration[2] === "1" ? duration[1]!.slice(0, -1) : duration[1]}`
-            : product
-              ? String(value.split("*").reduce((total, factor) => total * Number(factor), 1))
-              : undefined
+            : millis !== undefined
+              ? millis % 1000 === 0
+                ? seconds(millis / 1000)
+                : `${millis} milliseconds`
+              : product
+                ? String(value.split("*").reduce((total, factor) => total * Number(factor), 1))
+                : undefined
       if (shown === undefined) throw new Error(`${relative(root, path)}: a default this test cannot read: ${value}`)
       const earlier = defaults.get(match[1]!)
       if (earlier !== undefined && earlier !== shown) {
