@@ -56,6 +56,18 @@ describe("the byte lane's bytes", () => {
           const path = /^GET (\S+)/.exec(text)?.[1] ?? "/length/0"
           text = text.slice(end + 4)
           queue = queue.then(async () => {
+            if (path.startsWith("/close")) {
+              // No length, no chunks: the body ends when the worker closes its side.
+              socket.write("HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\n\r\n")
+              await new Promise((resolve) => setTimeout(resolve, 30))
+              const body = bodyOf(Number(path.split("/")[2]))
+              for (let at = 0; at < bodyBytes; at += 100_000) {
+                socket.write(body.subarray(at, at + 100_000))
+                await new Promise((resolve) => setImmediate(resolve))
+              }
+              socket.end()
+              return
+            }
             for (const [index, piece] of piecesOf(path).entries()) {
               socket.write(piece)
               await new Promise((resolve) => (index === 0 ? setTimeout(resolve, 30) : setImmediate(resolve)))
@@ -172,6 +184,24 @@ describe("the byte lane's bytes", () => {
         bodies.forEach((one, at) => expect(one.equals(bodyOf(Number(paths[at]!.split("/")[2])))).toBe(true))
       })
       expect(ended).toEqual(Array.from({ length: 4 }, () => ({ outcome: "ok", status: 200 })))
+    } finally {
+      close()
+    }
+  })
+
+  it("a body framed by the worker closing its side reaches the client whole, then the client's connection closes", async () => {
+    const { ended, port, close } = await setUp()
+    try {
+      const socket = Net.connect(port, "127.0.0.1")
+      const chunks: Array<Buffer> = []
+      socket.on("data", (chunk) => void chunks.push(chunk))
+      socket.write("GET /close/5 HTTP/1.1\r\nHost: worker.test\r\n\r\n")
+      await new Promise((resolve) => socket.on("close", resolve))
+      const all = Buffer.concat(chunks)
+      const end = all.indexOf("\r\n\r\n")
+      expect(all.toString("latin1", 0, end)).toContain("connection: close")
+      expect(all.subarray(end + 4).equals(bodyOf(5))).toBe(true)
+      expect(ended).toEqual([{ outcome: "ok", status: 200 }])
     } finally {
       close()
     }
