@@ -200,6 +200,90 @@ export const logStoreSuite = <E>(name: string, store: Layer.Layer<LogStoreSuiteS
       })
     )
 
+    it.effect("events recorded together are each paged, resumed after, looked up and filtered on their own", () =>
+      Effect.gen(function* () {
+        const logs = yield* Logs.LogStore
+        const project = yield* givenProject
+        const other = yield* givenProject
+        // Two inserts whose events' own times interleave (nodes report late), with another project's in between.
+        const first = [5, 1, 9, 3, 7].map((second) =>
+          row(project.id, { timestamp: at(second * 1000), deploymentId: second === 3 ? "dep_b" : "dep_a" })
+        )
+        const second = [8, 2, 6, 4].map((second) =>
+          row(project.id, { timestamp: at(second * 1000), outcome: second === 6 ? "exception" : "ok" })
+        )
+        assert.strictEqual(yield* logs.insert([first[0]!, first[1]!, row(other.id), ...first.slice(2)]), 6)
+        assert.strictEqual(yield* logs.insert(second), 4)
+        const recorded = [...first, ...second].map((one) => one.event)
+        const newest = [...recorded].sort((a, b) => (a.timestamp < b.timestamp ? 1 : -1)).map((event) => event.id)
+        // Walked two at a time with the cursor, the pages are the events newest first, each once.
+        const walked: Array<string> = []
+        let before: Logs.LogListQuery["before"]
+        for (;;) {
+          const page = yield* logs.list(project.id, { limit: 2, since: at(0), before })
+          walked.push(...ids(page))
+          const last = page.at(-1)
+          if (page.length < 2 || last === undefined) break
+          before = { createdAt: last.timestamp, id: last.id }
+        }
+        assert.deepStrictEqual(walked, newest)
+        assert.deepStrictEqual(ids(yield* logs.list(project.id, { limit: 3, since: at(4000) })), newest.slice(0, 3))
+        assert.deepStrictEqual(ids(yield* logs.list(project.id, { limit: 10, since: at(0), deploymentId: "dep_b" })), [
+          first[3]!.event.id
+        ])
+        assert.deepStrictEqual(ids(yield* logs.list(project.id, { limit: 10, since: at(0), outcome: "exception" })), [
+          second[2]!.event.id
+        ])
+        // Resumed from inside a batch, across into the next one, in recording order.
+        assert.deepStrictEqual(
+          Option.map(yield* logs.after(project.id, first[2]!.event.id, 3), ids),
+          Option.some([first[3]!.event.id, first[4]!.event.id, second[0]!.event.id])
+        )
+        assert.deepStrictEqual(
+          Option.map(yield* logs.after(project.id, second[1]!.event.id, 10), ids),
+          Option.some([second[2]!.event.id, second[3]!.event.id])
+        )
+        assert.deepStrictEqual(
+          ids(yield* logs.byIds(project.id, [second[3]!.event.id, first[1]!.event.id, first[3]!.event.id])),
+          [first[1]!.event.id, first[3]!.event.id, second[3]!.event.id]
+        )
+      })
+    )
+
+    it.effect("purge keeps exactly a project's newest events, and only recent ones, inside a batch too", () =>
+      Effect.gen(function* () {
+        const logs = yield* Logs.LogStore
+        const project = yield* givenProject
+        // One insert: old and recent events mixed, more of them than the purge keeps.
+        const batch = [0, -3, 1, 2, -2, 3, 4].map((offset) => row(project.id, { timestamp: at(offset * minute) }))
+        yield* logs.insert(batch)
+        const later = [row(project.id, { timestamp: at(5 * minute) })]
+        yield* logs.insert(later)
+        yield* logs.purge({ since: at(-minute), keep: 4 })
+        // Of the recent events in recording order (0, 1, 2, 3, 4 and the later 5), the newest four.
+        const kept = [batch[3]!, batch[5]!, batch[6]!, later[0]!].map((one) => one.event.id)
+        const all = yield* logs.list(project.id, { limit: 50, since: at(-60 * minute) })
+        assert.deepStrictEqual([...ids(all)].reverse(), kept)
+        assert.deepStrictEqual(
+          ids(
+            yield* logs.byIds(
+              project.id,
+              batch.map((one) => one.event.id)
+            )
+          ),
+          kept.slice(0, 3)
+        )
+        assert.isTrue(Option.isNone(yield* logs.after(project.id, batch[2]!.event.id, 10)))
+        assert.deepStrictEqual(
+          Option.map(yield* logs.after(project.id, batch[3]!.event.id, 10), ids),
+          Option.some(kept.slice(1))
+        )
+        // Nothing more goes while nothing new is recorded past the count.
+        yield* logs.purge({ since: at(-minute), keep: 4 })
+        assert.deepStrictEqual(ids(yield* logs.list(project.id, { limit: 50, since: at(-60 * minute) })), ids(all))
+      })
+    )
+
     it.effect("a project's events go with removeProject and with the project itself", () =>
       Effect.gen(function* () {
         const logs = yield* Logs.LogStore
