@@ -4,12 +4,12 @@ import { BackupStoreDisk } from "@hostplane/adapters-providers"
 import { Database, Jobs } from "@hostplane/core"
 import { Duration, Effect, Fiber, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { execFile } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
+import { execSmall } from "./support/SmallSpawner.ts"
 import { type Served, useSuite } from "./support/TestServer.ts"
 
 const folder = mkdtempSync(Path.join(Os.tmpdir(), "hostplane-http-node-"))
@@ -23,15 +23,14 @@ interface Connect {
 }
 
 /** The real psql, as a user of the database runs it. */
-const psql = (at: Connect, command: string, as: { user: string; password: string } = at) =>
-  new Promise<{ ok: boolean; out: string }>((resolve) =>
-    execFile(
-      "psql",
-      ["-h", at.host, "-p", String(at.port), "-U", as.user, "-d", "app", "-XAtqc", command],
-      { env: { ...process.env, PGPASSWORD: as.password, PGCONNECT_TIMEOUT: "10" } },
-      (error, stdout, stderr) => resolve({ ok: error === null, out: error === null ? stdout.trim() : stderr })
-    )
+const psql = async (at: Connect, command: string, as: { user: string; password: string } = at) => {
+  const { code, stdout, stderr } = await execSmall(
+    "psql",
+    ["-h", at.host, "-p", String(at.port), "-U", as.user, "-d", "app", "-XAtqc", command],
+    { env: { ...process.env, PGPASSWORD: as.password, PGCONNECT_TIMEOUT: "10" } }
   )
+  return { ok: code === 0, out: code === 0 ? stdout.trim() : stderr }
+}
 
 const slow = 240_000
 
@@ -39,15 +38,12 @@ const slow = 240_000
 const authorityFile = Path.join(folder, "node", ".tls", "ca.crt")
 
 /** psql on a whole connection URL or conninfo string, as `psql "$url"` runs. */
-const psqlOn = (conninfo: string, command: string) =>
-  new Promise<{ ok: boolean; out: string }>((resolve) =>
-    execFile(
-      "psql",
-      [conninfo, "-XAtqc", command],
-      { env: { ...process.env, PGCONNECT_TIMEOUT: "10" } },
-      (error, stdout, stderr) => resolve({ ok: error === null, out: error === null ? stdout.trim() : stderr })
-    )
-  )
+const psqlOn = async (conninfo: string, command: string) => {
+  const { code, stdout, stderr } = await execSmall("psql", [conninfo, "-XAtqc", command], {
+    env: { ...process.env, PGCONNECT_TIMEOUT: "10" }
+  })
+  return { ok: code === 0, out: code === 0 ? stdout.trim() : stderr }
+}
 
 /**
  * A Node driver (@effect/sql-pg) on a connection URL, as an application would use it; `sslmode=require` in the URL

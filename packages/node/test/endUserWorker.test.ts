@@ -3,13 +3,13 @@ import { BackupStoreDisk, SocialOAuthHttp } from "@hostplane/adapters-providers"
 import { EndUser, Jobs } from "@hostplane/core"
 import { bundleOf, FakeIdentityProvider } from "@hostplane/testkit"
 import { Effect, Exit, Layer, Scope } from "effect"
-import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { backends } from "../../http/test/support/backends.ts"
+import { execSmall } from "../../http/test/support/SmallSpawner.ts"
 import { useSuite } from "../../http/test/support/TestServer.ts"
 
 const folder = mkdtempSync(Path.join(Os.tmpdir(), "hostplane-http-enduser-"))
@@ -36,15 +36,15 @@ interface Connect {
 }
 
 /** The real psql, as the project's owner runs it. */
-const psql = (at: Connect, command: string) =>
-  new Promise<string>((resolve, reject) =>
-    execFile(
-      "psql",
-      ["-h", at.host, "-p", String(at.port), "-U", at.user, "-d", "app", "-XAtqc", command],
-      { env: { ...process.env, PGPASSWORD: at.password, PGCONNECT_TIMEOUT: "10" } },
-      (error, stdout, stderr) => (error === null ? resolve(stdout.trim()) : reject(new Error(stderr)))
-    )
+const psql = async (at: Connect, command: string) => {
+  const { code, stdout, stderr } = await execSmall(
+    "psql",
+    ["-h", at.host, "-p", String(at.port), "-U", at.user, "-d", "app", "-XAtqc", command],
+    { env: { ...process.env, PGPASSWORD: at.password, PGCONNECT_TIMEOUT: "10" } }
   )
+  if (code !== 0) throw new Error(stderr)
+  return stdout.trim()
+}
 
 interface EdgeReply {
   readonly status: number

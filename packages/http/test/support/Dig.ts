@@ -1,7 +1,4 @@
-import { execFile } from "node:child_process"
-import { promisify } from "node:util"
-
-const run = promisify(execFile)
+import { execSmall } from "./SmallSpawner.ts"
 
 /** What `dig` printed: the status, the header flags and each section's records (one line each, whitespace collapsed). */
 export interface DigReply {
@@ -43,7 +40,15 @@ export const parseDig = (raw: string): DigReply => {
 
 /** Runs the real `dig` against `port` on 127.0.0.1 with one try and a short timeout. */
 export const dig = async (port: number, ...args: ReadonlyArray<string>): Promise<DigReply> => {
-  const { stdout } = await run("dig", ["@127.0.0.1", "-p", String(port), "+tries=1", "+time=2", ...args])
+  const { code, stdout, stderr } = await execSmall("dig", [
+    "@127.0.0.1",
+    "-p",
+    String(port),
+    "+tries=1",
+    "+time=2",
+    ...args
+  ])
+  if (code !== 0) throw new Error(`dig failed (${code}): ${stdout}${stderr}`)
   return parseDig(stdout)
 }
 
@@ -52,16 +57,8 @@ export const tool = async (
   command: string,
   args: ReadonlyArray<string>
 ): Promise<{ readonly code: number; readonly output: string }> => {
-  try {
-    const { stdout, stderr } = await run(command, [...args])
-    return { code: 0, output: `${stdout}${stderr}` }
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string }
-    return {
-      code: typeof failed.code === "number" ? failed.code : 1,
-      output: `${failed.stdout ?? ""}${failed.stderr ?? ""}`
-    }
-  }
+  const { code, stdout, stderr } = await execSmall(command, args)
+  return { code, output: `${stdout}${stderr}` }
 }
 
 /** Polls `probe` every 25 ms until `done` holds or `ms` pass; answers the last reply and the time it took. */

@@ -1,10 +1,13 @@
-import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { promisify } from "node:util"
+import { execSmall } from "./SmallSpawner.ts"
 
-const run = promisify(execFile)
+const run = async (file: string, args: ReadonlyArray<string>) => {
+  const result = await execSmall(file, args)
+  if (result.code !== 0) throw new Error(`${file} failed (${result.code}): ${result.stderr}`)
+  return result
+}
 
 export interface GeneratedKey {
   /** The private key file, for `ssh -i`. */

@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process"
+import { execSmall } from "../../../http/test/support/SmallSpawner.ts"
 
 /** Where a database add-on answers, as `POST .../addons/database` returns it (or a token's own credentials). */
 export interface Connect {
@@ -9,15 +9,14 @@ export interface Connect {
 }
 
 /** One command through the real `psql` against a project's database, over TLS as every cluster requires. */
-export const psql = (at: Connect, command: string) =>
-  new Promise<{ ok: boolean; out: string }>((resolve) =>
-    execFile(
-      "psql",
-      ["-h", at.host, "-p", String(at.port), "-U", at.user, "-d", "app", "-XAtqc", command],
-      { env: { ...process.env, PGPASSWORD: at.password, PGCONNECT_TIMEOUT: "10", PGSSLMODE: "require" } },
-      (error, stdout, stderr) => resolve({ ok: error === null, out: error === null ? stdout.trim() : stderr })
-    )
+export const psql = async (at: Connect, command: string) => {
+  const { code, stdout, stderr } = await execSmall(
+    "psql",
+    ["-h", at.host, "-p", String(at.port), "-U", at.user, "-d", "app", "-XAtqc", command],
+    { env: { ...process.env, PGPASSWORD: at.password, PGCONNECT_TIMEOUT: "10", PGSSLMODE: "require" } }
   )
+  return { ok: code === 0, out: code === 0 ? stdout.trim() : stderr }
+}
 
 /** `hostplane_jobs_total` of one server's /metrics, summed over outcomes, by kind. */
 export const jobClaims = async (metricsPort: number) => {
