@@ -228,9 +228,20 @@ const config :Workerd.Config = (
         treeOf(pid)
           .filter((one) => commOf(one) === "workerd" && only(one))
           .reduce((sum, one) => sum + (cpuSeconds(one) ?? 0), 0)
+    // Its embedded PostgreSQL's processes (the invocation events' inserts), counted beside the edge's CPU, not in it.
+    const postgresCpuOf = (pid: number) => () =>
+      treeOf(pid)
+        .filter((one) => commOf(one) === "postgres")
+        .reduce((sum, one) => sum + (cpuSeconds(one, true) ?? 0), 0)
     const edgeTarget = (at: typeof candidate, host: string) => {
       const workerd = workerdCpuOf(at.server.child.pid)
-      return { url: `${at.edge}/`, host, cpu: () => (cpuSeconds(at.server.child.pid) ?? 0) + workerd(), workerd }
+      return {
+        url: `${at.edge}/`,
+        host,
+        cpu: () => (cpuSeconds(at.server.child.pid) ?? 0) + workerd(),
+        workerd,
+        postgres: postgresCpuOf(at.server.child.pid)
+      }
     }
     const targets: Record<
       string,
@@ -239,6 +250,7 @@ const config :Workerd.Config = (
         host: string | undefined
         cpu: () => number
         workerd: ((only?: (pid: number) => boolean) => number) | undefined
+        postgres?: () => number
       }
     > = {
       edge: edgeTarget(candidate, hostname),
@@ -262,6 +274,7 @@ const config :Workerd.Config = (
       const before = target.cpu()
       const workerdBefore = target.workerd?.() ?? 0
       const hotBefore = target.workerd?.(isHotProcess) ?? 0
+      const postgresBefore = target.postgres?.() ?? 0
       const result = await cannon(target.url, target.host, 50, durationS, fixedRate)
       const perRequest = (seconds: number) =>
         result.requests.total === 0 ? NaN : (seconds * 1e6) / result.requests.total
@@ -272,6 +285,7 @@ const config :Workerd.Config = (
         workerdUs: target.workerd === undefined ? NaN : perRequest(target.workerd() - workerdBefore),
         // Of which the hot shard's (a hot process replaced within the run counts from zero: a lower bound then).
         hotUs: target.workerd === undefined ? NaN : perRequest(Math.max(0, target.workerd(isHotProcess) - hotBefore)),
+        postgresUs: target.postgres === undefined ? NaN : perRequest(target.postgres() - postgresBefore),
         failed: result.non2xx + result.errors + result.timeouts
       }
     }
@@ -292,7 +306,7 @@ const config :Workerd.Config = (
           `run ${run + 1} ${name}: ${round(figures.perSecond, 0)} req/s, ${round(figures.cpuUs, 0)} µs CPU per request` +
             (Number.isNaN(figures.workerdUs)
               ? ""
-              : ` (workerd ${round(figures.workerdUs, 0)} µs, of which the hot shard ${round(figures.hotUs, 0)} µs; server ${round(serverUs(figures), 0)} µs)`) +
+              : ` (workerd ${round(figures.workerdUs, 0)} µs, of which the hot shard ${round(figures.hotUs, 0)} µs; server ${round(serverUs(figures), 0)} µs; beside them PostgreSQL ${round(figures.postgresUs, 0)} µs)`) +
             `, failed ${figures.failed} (load ${loadNow()})`
         )
       }
@@ -314,6 +328,8 @@ const config :Workerd.Config = (
         `A/B: the server process's CPU per request, this tree ${serverOf("edge")} µs, baseline ${serverOf("baseline")} µs: ` +
           `${round(median(serverRatios), 2)}x (min ${round(Math.min(...serverRatios), 2)}x, max ${round(Math.max(...serverRatios), 2)}x over ${runs} runs); ` +
           `whole edge ${round(cpu("edge"), 0)} against ${round(cpu("baseline"), 0)} µs, ` +
+          `PostgreSQL ${round(median(results.edge!.map((one) => one.postgresUs)), 0)} against ` +
+          `${round(median(results.baseline!.map((one) => one.postgresUs)), 0)} µs, ` +
           `${round(rate("edge"), 0)} against ${round(rate("baseline"), 0)} req/s; load average ${loadNow()}`
       )
     }
