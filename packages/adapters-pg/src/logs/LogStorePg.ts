@@ -381,6 +381,11 @@ export const layer = Layer.effect(
                 FROM kept WHERE b.seq = kept.seq
                 RETURNING kept.was - kept.count AS dropped
               ) SELECT coalesce(sum(dropped), 0)::int AS count FROM cut`
+            // Every batch with a recent event now starts at it: one still starting earlier holds none (its bounds were
+            // wider than its events once the count's trim took its newest-timed ones).
+            const [stale] = yield* sql<Deleted>`WITH gone AS (
+                DELETE FROM worker_log_batches WHERE first_at < ${since}::timestamptz RETURNING count
+              ) SELECT coalesce(sum(count), 0)::int AS count FROM gone`
             // One purger at a time; it reads how far the last one looked, with an overlap for inserts that took a
             // sequence number before it looked but committed after.
             const [mark] = yield* sql<{
@@ -413,7 +418,7 @@ export const layer = Layer.effect(
             if (top?.seq !== null && top?.seq !== undefined) {
               yield* sql`UPDATE worker_log_purges SET last_seq = greatest(last_seq, ${top.seq}::bigint)`
             }
-            return (aged?.count ?? 0) + (cut?.count ?? 0) + (counted?.count ?? 0)
+            return (aged?.count ?? 0) + (cut?.count ?? 0) + (stale?.count ?? 0) + (counted?.count ?? 0)
           })
         ).pipe(Effect.orDie),
       removeProject: (projectId) =>

@@ -281,6 +281,15 @@ export const logStoreSuite = <E>(name: string, store: Layer.Layer<LogStoreSuiteS
         // Nothing more goes while nothing new is recorded past the count.
         yield* logs.purge({ since: at(-minute), keep: 4 })
         assert.deepStrictEqual(ids(yield* logs.list(project.id, { limit: 50, since: at(-60 * minute) })), ids(all))
+        // The count's trim may leave a batch only events that the window later drops.
+        const mixed = yield* givenProject
+        const young = row(mixed.id, { timestamp: at(0) })
+        const aging = row(mixed.id, { timestamp: at(-30 * 1000) })
+        yield* logs.insert([young, aging])
+        yield* logs.purge({ since: at(-minute), keep: 1 })
+        assert.deepStrictEqual(ids(yield* logs.byIds(mixed.id, [young.event.id, aging.event.id])), [aging.event.id])
+        yield* logs.purge({ since: at(-10 * 1000), keep: 1 })
+        assert.deepStrictEqual(yield* logs.byIds(mixed.id, [young.event.id, aging.event.id]), [])
       })
     )
 
