@@ -23,6 +23,7 @@ import {
   samplePeak,
   startHostplane
 } from "./support/harness.ts"
+import { textOf } from "./support/bundles.ts"
 import { alignColumns, gitCommit, machine, writeReport } from "./support/report.ts"
 
 const usage = `usage: npm run bench:deploy -- [options]
@@ -55,18 +56,6 @@ const json = (reply: Reply, what: string, status: number) => {
 // ---------------------------------------------------------------------------------------------------------------
 // Folders: service.json, a worker, and assets until the files reach the size. Assets alternate between
 // incompressible bytes (images, fonts) and text of random words (about 3:1 under gzip), 1 to 257 KiB each.
-
-const words = Array.from({ length: 2048 }, () => randomBytes(2 + Math.floor(Math.random() * 8)).toString("base64url"))
-const textOf = (bytes: number): Buffer => {
-  const parts: Array<string> = []
-  let length = 0
-  while (length < bytes) {
-    const word = words[Math.floor(Math.random() * words.length)]
-    parts.push(word)
-    length += word.length + 1
-  }
-  return Buffer.from(parts.join(" ")).subarray(0, bytes)
-}
 
 const buildFolder = (dir: string, targetBytes: number) => {
   Fs.mkdirSync(Path.join(dir, "worker"), { recursive: true })

@@ -9,7 +9,8 @@ import * as TarStream from "tar-stream"
 
 const words = Array.from({ length: 2048 }, () => randomBytes(2 + Math.floor(Math.random() * 8)).toString("base64url"))
 
-const textOf = (bytes: number): Buffer => {
+/** `bytes` of text of random words, about 3:1 under gzip. */
+export const textOf = (bytes: number): Buffer => {
   const parts: Array<string> = []
   let length = 0
   while (length < bytes) {
