@@ -1,11 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Fs from "node:fs"
 import * as Net from "node:net"
-import * as Os from "node:os"
-import * as Path from "node:path"
-import { spliceConnection } from "../src/edge/ByteLane.ts"
-import type * as Edge from "../src/edge/Edge.ts"
-import type { SpliceCall, WorkerSplice } from "../src/edge/WorkerInvoker.ts"
+import { standInLane } from "./support/StandInLane.ts"
 
 /**
  * The byte lane reads its upstream connections into one shared buffer: every byte a client receives must be the
@@ -45,70 +40,39 @@ describe("the byte lane's bytes", () => {
   }
 
   const setUp = async () => {
-    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "byte-lane-bytes-"))
-    const socketPath = Path.join(dir, "worker.sock")
-    const worker = Net.createServer((socket) => {
-      let text = ""
-      let queue = Promise.resolve()
-      socket.on("data", (chunk) => {
-        text += chunk.toString("latin1")
-        for (let end = text.indexOf("\r\n\r\n"); end >= 0; end = text.indexOf("\r\n\r\n")) {
-          const path = /^GET (\S+)/.exec(text)?.[1] ?? "/length/0"
-          text = text.slice(end + 4)
-          queue = queue.then(async () => {
-            if (path.startsWith("/close")) {
-              // No length, no chunks: the body ends when the worker closes its side.
-              socket.write("HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\n\r\n")
-              await new Promise((resolve) => setTimeout(resolve, 30))
-              const body = bodyOf(Number(path.split("/")[2]))
-              for (let at = 0; at < bodyBytes; at += 100_000) {
-                socket.write(body.subarray(at, at + 100_000))
-                await new Promise((resolve) => setImmediate(resolve))
+    return standInLane({
+      prefix: "byte-lane-bytes-",
+      keepAliveMs: 5_000,
+      serveWorker: (socket) => {
+        let text = ""
+        let queue = Promise.resolve()
+        socket.on("data", (chunk) => {
+          text += chunk.toString("latin1")
+          for (let end = text.indexOf("\r\n\r\n"); end >= 0; end = text.indexOf("\r\n\r\n")) {
+            const path = /^GET (\S+)/.exec(text)?.[1] ?? "/length/0"
+            text = text.slice(end + 4)
+            queue = queue.then(async () => {
+              if (path.startsWith("/close")) {
+                // No length, no chunks: the body ends when the worker closes its side.
+                socket.write("HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\n\r\n")
+                await new Promise((resolve) => setTimeout(resolve, 30))
+                const body = bodyOf(Number(path.split("/")[2]))
+                for (let at = 0; at < bodyBytes; at += 100_000) {
+                  socket.write(body.subarray(at, at + 100_000))
+                  await new Promise((resolve) => setImmediate(resolve))
+                }
+                socket.end()
+                return
               }
-              socket.end()
-              return
-            }
-            for (const [index, piece] of piecesOf(path).entries()) {
-              socket.write(piece)
-              await new Promise((resolve) => (index === 0 ? setTimeout(resolve, 30) : setImmediate(resolve)))
-            }
-          })
-        }
-      })
-    })
-    await new Promise<void>((resolve) => worker.listen(socketPath, resolve))
-    const ended: Array<unknown> = []
-    const splice: WorkerSplice = {
-      call: (_target, request): SpliceCall => ({
-        socket: socketPath,
-        hot: true,
-        head: `GET ${request.target} HTTP/1.1\r\nhost: worker\r\n\r\n`,
-        invocation: { id: "one", end: (end) => void ended.push(end) },
-        done: () => {}
-      }),
-      answerOf: () => undefined,
-      refuse: () => ({ status: 503, headers: {}, body: "" }),
-      deadline: () => () => {}
-    }
-    const target = { projectId: "prj_1", deploymentId: "dep_1" } as unknown as Edge.WorkerTarget
-    const lane = Net.createServer((socket) => {
-      spliceConnection(
-        socket,
-        { workerOf: () => target, splice, answered: () => {}, keepAliveMs: () => 5_000 },
-        () => socket.destroy(),
-        () => {}
-      )
-    })
-    await new Promise<void>((resolve) => lane.listen(0, "127.0.0.1", resolve))
-    return {
-      ended,
-      port: (lane.address() as Net.AddressInfo).port,
-      close: () => {
-        lane.close()
-        worker.close()
-        Fs.rmSync(dir, { recursive: true, force: true })
+              for (const [index, piece] of piecesOf(path).entries()) {
+                socket.write(piece)
+                await new Promise((resolve) => (index === 0 ? setTimeout(resolve, 30) : setImmediate(resolve)))
+              }
+            })
+          }
+        })
       }
-    }
+    })
   }
 
   /** Everything the client receives until `responses` bodies of `bodyBytes` are in, read slowly at first. */

@@ -1,11 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Fs from "node:fs"
 import * as Net from "node:net"
-import * as Os from "node:os"
-import * as Path from "node:path"
-import { spliceConnection } from "../src/edge/ByteLane.ts"
-import type * as Edge from "../src/edge/Edge.ts"
-import type { SpliceCall, WorkerSplice } from "../src/edge/WorkerInvoker.ts"
+import { standInLane } from "./support/StandInLane.ts"
 
 /**
  * The byte lane's keep-alive on its own, in front of a stand-in worker socket: an idle connection closes after the
@@ -16,54 +11,22 @@ describe("the byte lane's idle connections", () => {
 
   /** A worker socket that answers each request after `delayMs` (from the request's path), and a lane in front. */
   const setUp = async () => {
-    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "byte-lane-idle-"))
-    const socketPath = Path.join(dir, "worker.sock")
-    const worker = Net.createServer((socket) => {
-      let text = ""
-      socket.on("data", (chunk) => {
-        text += chunk.toString("latin1")
-        for (let end = text.indexOf("\r\n\r\n"); end >= 0; end = text.indexOf("\r\n\r\n")) {
-          const head = text.slice(0, end)
-          text = text.slice(end + 4)
-          const delayMs = Number(/^GET \/(\d+)/.exec(head)?.[1] ?? "0")
-          setTimeout(() => socket.write("HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello"), delayMs)
-        }
-      })
-    })
-    await new Promise<void>((resolve) => worker.listen(socketPath, resolve))
-    const ended: Array<unknown> = []
-    const splice: WorkerSplice = {
-      call: (_target, request): SpliceCall => ({
-        socket: socketPath,
-        hot: true,
-        head: `GET ${request.target} HTTP/1.1\r\nhost: worker\r\n\r\n`,
-        invocation: { id: "one", end: (end) => void ended.push(end) },
-        done: () => {}
-      }),
-      answerOf: () => undefined,
-      refuse: () => ({ status: 503, headers: {}, body: "" }),
-      deadline: () => () => {}
-    }
-    const target = { projectId: "prj_1", deploymentId: "dep_1" } as unknown as Edge.WorkerTarget
-    const lane = Net.createServer((socket) => {
-      spliceConnection(
-        socket,
-        { workerOf: () => target, splice, answered: () => {}, keepAliveMs: () => keepAliveMs },
-        () => socket.destroy(),
-        () => {}
-      )
-    })
-    await new Promise<void>((resolve) => lane.listen(0, "127.0.0.1", resolve))
-    const port = (lane.address() as Net.AddressInfo).port
-    return {
-      ended,
-      port,
-      close: () => {
-        lane.close()
-        worker.close()
-        Fs.rmSync(dir, { recursive: true, force: true })
+    return standInLane({
+      prefix: "byte-lane-idle-",
+      keepAliveMs,
+      serveWorker: (socket) => {
+        let text = ""
+        socket.on("data", (chunk) => {
+          text += chunk.toString("latin1")
+          for (let end = text.indexOf("\r\n\r\n"); end >= 0; end = text.indexOf("\r\n\r\n")) {
+            const head = text.slice(0, end)
+            text = text.slice(end + 4)
+            const delayMs = Number(/^GET \/(\d+)/.exec(head)?.[1] ?? "0")
+            setTimeout(() => socket.write("HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello"), delayMs)
+          }
+        })
       }
-    }
+    })
   }
 
   /** A client connection: what it received, and when the lane closed it. */
