@@ -12,7 +12,8 @@ const answerWithin = Duration.seconds(3)
  * it never queues behind the requests' statements), and the database counts as down from the first ping without an
  * answer in 3 s until one answers again. A stopped PostgreSQL fails a ping at once; a frozen one (SIGSTOP, a stuck
  * volume, a half-open network) only by this timeout: the kernel still accepts its connections and keepalives. A
- * request in flight then answers 503 `no_core` within about 4 s instead of waiting on its statement forever.
+ * request in flight then answers 503 `no_core` within about 4 s instead of waiting on its statement forever. A write
+ * arriving while it counts as down asks again before it is refused (`recheck`).
  */
 export const coreWatchLayer = Layer.effect(
   CoreWatch,
@@ -47,6 +48,21 @@ export const coreWatchLayer = Layer.effect(
       return yield* setDown(false, "")
     })
     yield* Effect.forkScoped(Effect.forever(Effect.andThen(once, Effect.sleep(pingEvery))))
+    // One ping at a time for every request that asks while the database counts as down.
+    const scope = yield* Effect.scope
+    let asking: Fiber.Fiber<void> | undefined
+    const ask = Effect.suspend(() =>
+      asking !== undefined
+        ? Effect.succeed(asking)
+        : Effect.tap(Effect.forkIn(once, scope), (fiber) =>
+            Effect.sync(() => {
+              asking = fiber
+              fiber.addObserver(() => {
+                if (asking === fiber) asking = undefined
+              })
+            })
+          )
+    )
     return {
       isDown: () => down,
       onDown: (onDown) => {
@@ -57,6 +73,9 @@ export const coreWatchLayer = Layer.effect(
         waiting.add(onDown)
         return () => void waiting.delete(onDown)
       },
+      recheck: Effect.suspend(() =>
+        down ? Effect.map(Effect.flatMap(ask, Fiber.await), () => !down) : Effect.succeed(true)
+      ),
       exempt: new Set(["/livez", "/readyz"])
     }
   })

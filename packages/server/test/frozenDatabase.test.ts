@@ -113,7 +113,7 @@ describe("the control database freezes (SIGSTOP) and thaws", () => {
       if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 250))
     }
     expect(status).toBe(200)
-    // A write goes through once the server has seen the database answer again (within about a second).
+    // A write goes through once the database answers again (statements left waiting by the freeze may first end).
     let created = 0
     for (let i = 0; i < 120 && created !== 201; i++) {
       created = (await call("POST", "/v1/orgs", { name: "After", slug: "after-org" })).status

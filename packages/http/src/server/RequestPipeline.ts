@@ -137,6 +137,12 @@ export interface CoreWatch {
   readonly isDown: () => boolean
   /** Calls `onDown` once the database is found not answering (at once while it is); answers how to unsubscribe. */
   readonly onDown: (onDown: () => void) => () => void
+  /**
+   * Asks the database now while it counts as down (one question shared by concurrent askers, bounded as the watch's
+   * own) and answers whether it is up: a write arriving right after it came back is not refused on the watch's last
+   * finding, which may be up to a ping interval old.
+   */
+  readonly recheck: Effect.Effect<boolean>
   /** Paths answered whatever the database does (liveness, readiness with its own bound). */
   readonly exempt: ReadonlySet<string>
 }
@@ -152,8 +158,8 @@ const noCore = () => json(503, { code: "no_core", message: "the control database
  * Runs the handling in a fiber of its own and answers 503 `no_core` as soon as `watch` finds the database not
  * answering, leaving that fiber to be interrupted in the background (it may wait for its statement's cancel). A
  * request answered without waiting (a cached `GET /v1/me`) is served even then. A request with a body that arrives
- * while the database is down is refused before a byte of it is read: stopping a body read midway closes the socket,
- * and the 503 with it.
+ * while the database counts as down is refused before a byte of it is read unless the database answers when asked
+ * again: stopping a body read midway closes the socket, and the 503 with it.
  */
 const guarded = <E, R>(
   handling: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
@@ -161,7 +167,7 @@ const guarded = <E, R>(
   hasBody: boolean
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> =>
   hasBody && watch.isDown()
-    ? Effect.succeed(noCore())
+    ? Effect.flatMap(watch.recheck, (up) => (up ? guarded(handling, watch, false) : Effect.succeed(noCore())))
     : Effect.flatMap(Effect.forkDetach(handling, { startImmediately: true }), (fiber) => {
         const done = fiber.pollUnsafe()
         if (done !== undefined) return done
