@@ -7,6 +7,8 @@ export default defineConfig({
   test: {
     include: ["packages/*/test/**/*.test.ts", "examples/**/*.test.ts", "test/**/*.test.ts"],
     globalSetup: ["packages/adapters-pg/test/globalSetup.ts"],
+    // Each file's CPU, its worker's and its reaped children's, when HOSTPLANE_TEST_CPU_LOG names a file.
+    setupFiles: process.env["HOSTPLANE_TEST_CPU_LOG"] ? ["test/support/FileCpu.ts"] : [],
     // Files of one worker share its modules instead of evaluating them again per file (about 40% less CPU), so a
     // test file must leave no global state behind: no process.env writes, global stubs or mocks, timers left faked.
     isolate: false,
