@@ -1,6 +1,7 @@
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import { HttpApi, type HttpApiGroup, OpenApi } from "effect/http-api"
 import { AccessApi } from "./access/AccessApi.ts"
+import { apiId, apiPrefix } from "./ApiPrefix.ts"
 import { AiAddonApi, AiCreditApi, AiGatewayApi } from "./ai/AiApi.ts"
 import { BillingApi, BillingHooksApi } from "./billing/BillingApi.ts"
 import { DatabaseApi } from "./database/DatabaseApi.ts"
@@ -20,9 +21,7 @@ import { SecretsApi } from "./secrets/SecretsApi.ts"
 import { documentAnnotations } from "./server/OpenApiDocument.ts"
 import { StorageApi } from "./storage/StorageApi.ts"
 
-/** Every group is served under this prefix, by an API of this id. */
-export const apiId = "hostplane"
-export const apiPrefix = "/v1"
+export { apiId, apiPrefix }
 
 const description = [
   "The hostplane control API. Every path is under /v1; bodies are JSON.",

@@ -36,7 +36,7 @@ const infoOf = (error: unknown): Effect.Effect<ErrorInfo> =>
   error instanceof CliFailure
     ? Effect.succeed({ status: undefined, code: error.code, message: error.message, details: error.details })
     : Effect.map(
-        Effect.promise(() => import("@hostplane/client")),
+        Effect.promise(() => import("@hostplane/client/ClientOf")),
         (module) => module.errorInfo(error)
       )
 

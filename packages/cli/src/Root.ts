@@ -3,6 +3,7 @@ import { Effect, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type { HttpClient } from "effect/http"
+import { makeClient } from "./ApiClient.ts"
 import { CliFailure } from "./Output.ts"
 import { CliEnv, defaultUrl, findLink, readCredentials } from "./Settings.ts"
 
@@ -62,19 +63,6 @@ export interface Session {
  * resident memory grew with the bundle's size in `bench/deploy.ts`).
  */
 export const httpClient = NodeHttpClient.layerNodeHttp
-
-/**
- * The API client, loaded when a command first needs it: building it evaluates every group's schemas, which a command
- * that makes no call (`--help`, a usage error, `link` answered from the folder) never pays for.
- */
-export const makeClient = (options: {
-  readonly baseUrl: string
-  readonly token?: string
-}): Effect.Effect<Client, never, HttpClient.HttpClient> =>
-  Effect.flatMap(
-    Effect.promise(() => import("@hostplane/client")),
-    (module): Effect.Effect<Client, never, HttpClient.HttpClient> => module.make(options)
-  )
 
 /** A client without a token, for the calls that need none (dev login, `/v1/config`). */
 export const anonymous = (url: string): Effect.Effect<Client, never, HttpClient.HttpClient> =>

@@ -23,6 +23,17 @@ describe("the CLI bundle", () => {
     ])
   })
 
+  it("imports @hostplane/core's areas instead of its index, which would initialize every area", () => {
+    const source = [
+      'import { Errors, type Orgs, Projects as P } from "@hostplane/core"',
+      'import { Errors, servicesWith } from "@hostplane/core"'
+    ].join("\n")
+    expect(importModules(source, exportsOf).split("\n")).toEqual([
+      'import * as Errors from "@hostplane/core/errors/index"; import * as P from "@hostplane/core/projects/index"',
+      'import { Errors, servicesWith } from "@hostplane/core"'
+    ])
+  })
+
   it("leaves an import as written when the barrel does not re-export a name, or the specifier is no barrel", () => {
     const source = [
       'import { Effect, NotAnEffectModule } from "effect"',
@@ -40,7 +51,8 @@ describe("the CLI bundle", () => {
     expect(manifest.sources).toEqual(
       expect.arrayContaining([
         "packages/cli/src/bin/main.ts",
-        "packages/client/src/index.ts",
+        "packages/client/src/ClientOf.ts",
+        "packages/cli/src/ApiClient.ts",
         "packages/node/worker/router.js",
         "packages/cli/scripts/effectModules.mjs"
       ])
