@@ -1,11 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Http from "node:http"
 import * as Net from "node:net"
 import { standInLane } from "./support/StandInLane.ts"
 
 /**
- * The byte lane reads its upstream connections into one shared buffer: every byte a client receives must be the
- * worker's, whatever the reads' boundaries (a head split across reads, a body in many reads) and while a slow client
- * holds the response back.
+ * The byte lane reads its upstream connections into one shared buffer, and its client connections into another:
+ * every byte a client receives must be the worker's, whatever the reads' boundaries (a head split across reads, a body
+ * in many reads) and while a slow client holds the response back; every request byte must reach the worker or, once
+ * the connection is node's, node's HTTP server.
  */
 describe("the byte lane's bytes", () => {
   const bodyBytes = 3 * 1024 * 1024 + 17
@@ -168,6 +170,98 @@ describe("the byte lane's bytes", () => {
       expect(ended).toEqual([{ outcome: "ok", status: 200 }])
     } finally {
       close()
+    }
+  })
+
+  it("request heads split across reads and pipelined behind each other on two connections at once are each answered in order", async () => {
+    const { ended, port, close } = await setUp()
+    try {
+      const paths = [
+        ["/length/6", "/chunked/7", "/length/8"],
+        ["/chunked/9", "/length/10", "/chunked/11"]
+      ]
+      const received = await Promise.all(
+        paths.map(async (three) => {
+          const socket = Net.connect(port, "127.0.0.1")
+          const chunks: Array<Buffer> = []
+          let size = 0
+          const all = new Promise<Buffer>((resolve) =>
+            socket.on("data", (chunk) => {
+              chunks.push(chunk)
+              size += chunk.length
+              if (size < three.length * bodyBytes) return
+              const whole = Buffer.concat(chunks)
+              if (bodiesIn(whole, three).length === three.length) resolve(whole)
+            })
+          )
+          const text = three.map((path) => `GET ${path} HTTP/1.1\r\nHost: worker.test\r\n\r\n`).join("")
+          // Cut inside the first head, inside the second and between the third's last CRLFs: each read leaves part of
+          // a head the lane must keep until the next, while the other connection's reads go through the same buffer.
+          const cuts = [9, text.indexOf("Host", 40), text.length - 2]
+          let at = 0
+          for (const cut of [...cuts, text.length]) {
+            socket.write(text.slice(at, cut))
+            at = cut
+            await new Promise((resolve) => setTimeout(resolve, 30))
+          }
+          const whole = await all
+          socket.destroy()
+          return whole
+        })
+      )
+      paths.forEach((three, index) => {
+        const bodies = bodiesIn(received[index]!, three)
+        bodies.forEach((one, at) => expect(one.equals(bodyOf(Number(three[at]!.split("/")[2])))).toBe(true))
+      })
+      expect(ended).toHaveLength(6)
+    } finally {
+      close()
+    }
+  })
+
+  it("a connection handed to node's HTTP server gets every byte the lane did not take, and after an upgrade its reads go to the upgraded socket", async () => {
+    const node = Http.createServer((request, response) => {
+      let body = ""
+      request.on("data", (chunk) => (body += chunk))
+      request.on("end", () => response.end(`node ${request.method} ${request.url} ${body}`))
+    })
+    node.on("upgrade", (_request, socket: Net.Socket, head: Buffer) => {
+      socket.write("HTTP/1.1 101 Switching Protocols\r\nupgrade: echo\r\nconnection: upgrade\r\n\r\n")
+      if (head.length > 0) socket.write(head)
+      socket.on("data", (chunk) => socket.write(chunk))
+    })
+    const { ended, port, close } = await standInLane({
+      prefix: "byte-lane-handover-",
+      keepAliveMs: 5_000,
+      serveWorker: (socket) =>
+        socket.on("data", () => socket.write("HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello")),
+      handOver: (socket) => void node.emit("connection", socket)
+    })
+    try {
+      const socket = Net.connect(port, "127.0.0.1")
+      let received = ""
+      socket.on("data", (chunk) => (received += chunk.toString("latin1")))
+      const until = async (check: () => boolean) => {
+        const end = performance.now() + 10_000
+        while (!check() && performance.now() < end) await new Promise((resolve) => setTimeout(resolve, 20))
+        expect(check()).toBe(true)
+      }
+      // A GET the lane takes, then in the same write a POST it does not: the POST and its body are node's.
+      socket.write(
+        "GET /one HTTP/1.1\r\nHost: app.test\r\n\r\n" +
+          "POST /form HTTP/1.1\r\nHost: app.test\r\ncontent-length: 7\r\n\r\nx=1&y=2"
+      )
+      await until(() => received.includes("node POST /form x=1&y=2"))
+      expect(received.indexOf("hello")).toBeLessThan(received.indexOf("node POST"))
+      socket.write("GET /ws HTTP/1.1\r\nHost: app.test\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+      await until(() => received.includes("101 Switching Protocols"))
+      socket.write("ping after the upgrade")
+      await until(() => received.includes("ping after the upgrade"))
+      expect(ended).toEqual([{ outcome: "ok", status: 200 }])
+      socket.destroy()
+    } finally {
+      close()
+      node.close()
     }
   })
 })

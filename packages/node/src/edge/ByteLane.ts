@@ -56,6 +56,44 @@ const empty = Buffer.alloc(0)
  */
 const readBuffer = Buffer.allocUnsafe(64 * 1024)
 
+/**
+ * What every client connection of the lane reads into while the lane serves it, as the upstreams read into
+ * `readBuffer`: node's own HTTP server reads its connections below the stream too (its parser consumes the socket).
+ */
+const clientReadBuffer = Buffer.allocUnsafe(64 * 1024)
+
+/**
+ * Node's per-socket fields behind `net.connect`'s `onread` option (the buffer and its callback), read off a socket
+ * made with that option: a server's accepted socket takes no such option, so the lane sets them on it, and has its
+ * handle read into the buffer. `undefined` on a Node that keeps them otherwise: the lane then reads `data` events.
+ */
+const onreadFields = (() => {
+  const probe = new Net.Socket({ onread: { buffer: Buffer.alloc(1), callback: () => true } })
+  const symbols = Object.getOwnPropertySymbols(probe)
+  const buffer = symbols.find((symbol) => symbol.description === "kBuffer")
+  const callback = symbols.find((symbol) => symbol.description === "kBufferCb")
+  probe.destroy()
+  return buffer !== undefined && callback !== undefined ? { buffer, callback } : undefined
+})()
+
+/**
+ * Has `socket`'s reads call `read` with their bytes in `clientReadBuffer`, valid only until it returns (`false` stops
+ * reading until the stream is resumed); whether it could (a socket whose handle is not a stream of node's own cannot:
+ * it keeps its `data` events).
+ */
+const readBelowStream = (socket: Net.Socket, read: (bytes: Buffer) => boolean): boolean => {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const fields = socket as any
+  const handle = fields._handle
+  if (onreadFields === undefined || typeof handle?.useUserBuffer !== "function" || fields[onreadFields.buffer]) {
+    return false
+  }
+  fields[onreadFields.buffer] = clientReadBuffer
+  fields[onreadFields.callback] = (length: number) => read(clientReadBuffer.subarray(0, length))
+  handle.useUserBuffer(clientReadBuffer)
+  return true
+}
+
 /** A copy of `bytes` (from the pool when small, as `Buffer.from` does). */
 const copyOf = (bytes: Buffer): Buffer => {
   const out = Buffer.allocUnsafe(bytes.length)
@@ -108,7 +146,7 @@ export const spliceConnection = (
     if (gone) return
     gone = true
     if (partialTimer !== undefined) clearTimeout(partialTimer)
-    socket.off("data", onData)
+    if (!below) socket.off("data", onData)
     socket.off("end", onEnd)
     socket.off("close", onClose)
     socket.off("error", onClose)
@@ -150,7 +188,7 @@ export const spliceConnection = (
     socket.pause()
     finish()
     byteLaneCounts.handedOver++
-    if (buffer.length > 0) socket.unshift(buffer)
+    if (buffer.length > 0) socket.unshift(buffer.buffer === clientReadBuffer.buffer ? copyOf(buffer) : buffer)
     buffer = Buffer.alloc(0)
     next()
     socket.resume()
@@ -163,6 +201,18 @@ export const spliceConnection = (
       return
     }
     process()
+  }
+  /**
+   * A read into the shared client buffer: the same as a `data` event, and what is still unconsumed once it is
+   * handled (a partial head, a pipelined request) is copied out of it. Once the connection is node's, each read is
+   * given to its stream as a `data` event would be (node's server reads its connections below the stream itself; a
+   * connection it leaves, an upgraded one, is read this way).
+   */
+  const onRead = (bytes: Buffer): boolean => {
+    if (gone) return socket.push(copyOf(bytes))
+    onData(bytes)
+    if (buffer.length > 0 && buffer.buffer === clientReadBuffer.buffer) buffer = copyOf(buffer)
+    return true
   }
   const onEnd = () => {
     clientEnded = true
@@ -524,7 +574,8 @@ export const spliceConnection = (
     to.write(call.head, "latin1")
   }
 
-  socket.on("data", onData)
+  const below = readBelowStream(socket, onRead)
+  if (!below) socket.on("data", onData)
   socket.on("end", onEnd)
   socket.on("close", onClose)
   socket.on("error", onClose)

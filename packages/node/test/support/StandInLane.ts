@@ -8,12 +8,14 @@ import type { SpliceCall, WorkerSplice } from "../../src/edge/WorkerInvoker.ts"
 
 /**
  * The byte lane on its own on a loopback port, in front of a stand-in worker socket served by `serveWorker`: every
- * request goes to that socket as one hot invocation, whose ends are collected in `ended`.
+ * request the lane takes goes to that socket as one hot invocation, whose ends are collected in `ended`. A connection
+ * the lane hands over goes to `handOver` (destroyed without one).
  */
 export const standInLane = async (options: {
   readonly prefix: string
   readonly keepAliveMs: number
   readonly serveWorker: (socket: Net.Socket) => void
+  readonly handOver?: (socket: Net.Socket) => void
 }) => {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), options.prefix))
   const socketPath = Path.join(dir, "worker.sock")
@@ -37,7 +39,7 @@ export const standInLane = async (options: {
     spliceConnection(
       socket,
       { workerOf: () => target, splice, answered: () => {}, keepAliveMs: () => options.keepAliveMs },
-      () => socket.destroy(),
+      () => (options.handOver === undefined ? socket.destroy() : options.handOver(socket)),
       () => {}
     )
   })
