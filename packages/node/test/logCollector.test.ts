@@ -66,6 +66,24 @@ describe("the log collector joins the edge's end of an invocation with its entry
     expect(events[0]!.logs).toEqual([])
   })
 
+  it("a forged report that comes before the invocation's own neither joins it nor shadows it: its own lines before and after its end join it", async () => {
+    const { collector, events } = collected()
+    const invocation = collector.begin(request)
+    collector.fromEntry("p2", [{ id: invocation.id, done: false, logs: [line("forged first")], exceptions: [] }])
+    collector.fromEntry("p1", [{ id: invocation.id, done: false, logs: [line("own before")], exceptions: [] }])
+    collector.fromEntry("p2", [{ id: invocation.id, done: false, logs: [line("forged again")], exceptions: [] }])
+    invocation.end({ outcome: "ok", status: 200 })
+    collector.fromEntry("p2", [{ id: invocation.id, done: false, logs: [line("forged after")], exceptions: [] }])
+    collector.fromEntry("p1", [{ id: invocation.id, done: true, logs: [line("own after")], exceptions: [] }])
+    // Ids this collector never gave out join nothing either.
+    collector.fromEntry("p1", [{ id: `${invocation.id}0`, done: true, logs: [line("unknown")], exceptions: [] }])
+    collector.fromEntry("p1", [{ id: "elsewhere.1", done: true, logs: [line("unknown")], exceptions: [] }])
+    expect(await until(() => events.length === 1)).toBe(true)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(events).toHaveLength(1)
+    expect(events[0]!.logs.map((one) => one.message)).toEqual([["own before"], ["own after"]])
+  })
+
   it("a timeout is written at once with the lines reported so far; a request that never reached a worker is none", async () => {
     const { collector, events } = collected()
     const invocation = collector.begin(request)

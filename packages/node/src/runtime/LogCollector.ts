@@ -75,7 +75,10 @@ const orphanMs = 10 * 60_000
 const maxPending = 20_000
 
 interface Pending {
-  readonly key: string
+  /** The invocation's number in this collector (its id's last part). */
+  readonly seq: number
+  /** Its key among the strays, when it waits there instead of under its number. */
+  strayKey: string | undefined
   readonly projectId: string
   request:
     | { readonly projectId: string; readonly deploymentId: string; readonly method: string; readonly url: string }
@@ -141,16 +144,19 @@ type InvocationRequest = Parameters<LogCollector["begin"]>[0]
 class EdgeInvocation implements Invocation {
   private over = false
   readonly id: string
+  readonly seq: number
   readonly request: InvocationRequest
   readonly started: number
   private readonly ended: (invocation: EdgeInvocation, end: InvocationEnd) => void
   constructor(
     id: string,
+    seq: number,
     request: InvocationRequest,
     started: number,
     ended: (invocation: EdgeInvocation, end: InvocationEnd) => void
   ) {
     this.id = id
+    this.seq = seq
     this.request = request
     this.started = started
     this.ended = ended
@@ -195,9 +201,23 @@ export const makeCollector = Effect.sync((): LogCollector => {
     }
   }
 
-  const pending = new Map<string, Pending>()
+  /** The invocations waiting, by number: a number's hash costs nothing, a string made per invocation did. */
+  const pending = new Map<number, Pending>()
+  /**
+   * Reports under a number whose entry is another project's, while the edge has not yet said whose it is, by project
+   * and number: a worker can learn other invocations' ids, so such a report must neither join nor shadow the entry.
+   */
+  const strays = new Map<string, Pending>()
   const prefix = randomBytes(6).toString("base64url")
   let counter = 0
+  /** The number of an id this collector gave out, else `undefined` (no invocation it began can end under it). */
+  const seqOf = (id: string): number | undefined => {
+    if (id.length <= prefix.length + 1 || !id.startsWith(prefix) || id.charCodeAt(prefix.length) !== 46)
+      return undefined
+    const digits = id.slice(prefix.length + 1)
+    const seq = parseInt(digits, 36)
+    return seq > 0 && seq <= counter && seq.toString(36) === digits ? seq : undefined
+  }
   let timer: ReturnType<typeof setInterval> | undefined
 
   const eventOf = (one: Pending): InvocationEvent | undefined => {
@@ -226,7 +246,8 @@ export const makeCollector = Effect.sync((): LogCollector => {
   /** Ends an entry's wait: written when it ended (else its reports are dropped). */
   const close = (one: Pending, out: Array<InvocationEvent>) => {
     one.gone = true
-    pending.delete(one.key)
+    if (one.strayKey === undefined) pending.delete(one.seq)
+    else strays.delete(one.strayKey)
     const event = eventOf(one)
     if (event !== undefined) out.push(event)
   }
@@ -253,15 +274,16 @@ export const makeCollector = Effect.sync((): LogCollector => {
       else close(one, out)
     }
     // Past the bound, the oldest go first, as they are: written when ended, else dropped.
-    if (pending.size > maxPending) {
-      let over = pending.size - maxPending
-      for (const one of pending.values()) {
+    for (const waiting of [pending, strays]) {
+      if (waiting.size <= maxPending) continue
+      let over = waiting.size - maxPending
+      for (const one of waiting.values()) {
         if (over-- <= 0) break
         close(one, out)
       }
     }
     if (out.length > 0) push(out)
-    if (pending.size === 0 && timer !== undefined) {
+    if (pending.size === 0 && strays.size === 0 && timer !== undefined) {
       clearInterval(timer)
       timer = undefined
     }
@@ -274,16 +296,36 @@ export const makeCollector = Effect.sync((): LogCollector => {
   }
 
   /**
-   * An invocation's entry, by project and id: a worker can learn its own invocations' ids (it runs in the isolate that
-   * reads them), so a report under another project's id must neither join nor shadow that project's invocation.
+   * An invocation's entry, by number and project: a worker can learn its own invocations' ids (it runs in the isolate
+   * that reads them), so a report under another project's id must neither join nor shadow that project's invocation.
+   * The entry under a number is the first to come; the edge's end says whose the number is (`ended`): a report of
+   * another project while the edge has not said waits among the strays, and is dropped once it has (`undefined`).
    */
-  const pendingOf = (id: string, projectId: string, reported: boolean): Pending => {
-    const key = `${projectId} ${id}`
-    const known = pending.get(key)
-    if (known !== undefined) return known
+  const pendingOf = (seq: number, projectId: string, reported: boolean): Pending | undefined => {
+    const known = pending.get(seq)
+    if (known === undefined) return fresh(seq, undefined, projectId, reported)
+    if (known.projectId === projectId) return known
+    if (!reported) {
+      // The edge's end: the number is this project's, and the entry under it was another's reports.
+      known.gone = true
+      const key = `${projectId} ${seq}`
+      const own = strays.get(key)
+      if (own === undefined) return fresh(seq, undefined, projectId, reported)
+      strays.delete(key)
+      own.strayKey = undefined
+      pending.set(seq, own)
+      return own
+    }
+    if (known.request !== undefined) return undefined
+    const key = `${projectId} ${seq}`
+    return strays.get(key) ?? fresh(seq, key, projectId, reported)
+  }
+
+  const fresh = (seq: number, strayKey: string | undefined, projectId: string, reported: boolean): Pending => {
     const now = Date.now()
     const fresh: Pending = {
-      key,
+      seq,
+      strayKey,
       projectId,
       request: undefined,
       started: now,
@@ -298,7 +340,8 @@ export const makeCollector = Effect.sync((): LogCollector => {
       gone: false,
       settling: false
     }
-    pending.set(key, fresh)
+    if (strayKey === undefined) pending.set(seq, fresh)
+    else strays.set(strayKey, fresh)
     // Reports before the end: dropped unless the end comes (an invocation the edge never saw end).
     if (reported) orphans.push(fresh, now)
     if (timer === undefined) {
@@ -311,7 +354,10 @@ export const makeCollector = Effect.sync((): LogCollector => {
   const fromEntry = (projectId: string, reports: ReadonlyArray<unknown>) => {
     for (const report of reports as ReadonlyArray<Report>) {
       if (typeof report?.id !== "string") continue
-      const one = pendingOf(report.id, projectId, true)
+      const seq = seqOf(report.id)
+      if (seq === undefined) continue
+      const one = pendingOf(seq, projectId, true)
+      if (one === undefined) continue
       const now = Date.now()
       one.touched = now
       if (report.done === true) {
@@ -345,15 +391,17 @@ export const makeCollector = Effect.sync((): LogCollector => {
 
   /** The edge's end of an invocation, once. */
   const ended = (invocation: EdgeInvocation, end: InvocationEnd) => {
-    const { request, id } = invocation
+    const { request, seq } = invocation
     // A request that never reached a worker, or a deploy check's load (under a project id of its own): no one's
     // invocation.
     if (end === null || request.projectId.startsWith("__")) {
-      const reported = pending.get(`${request.projectId} ${id}`)
-      if (reported !== undefined) close(reported, [])
+      const reported = pending.get(seq)
+      if (reported !== undefined && reported.projectId === request.projectId) close(reported, [])
+      const stray = strays.get(`${request.projectId} ${seq}`)
+      if (stray !== undefined) close(stray, [])
       return
     }
-    const one = pendingOf(id, request.projectId, false)
+    const one = pendingOf(seq, request.projectId, false)!
     const now = Date.now()
     one.request = request
     one.started = invocation.started
@@ -369,8 +417,10 @@ export const makeCollector = Effect.sync((): LogCollector => {
     else waiting.push(one, now)
   }
 
-  const begin: LogCollector["begin"] = (request) =>
-    new EdgeInvocation(`${prefix}.${(++counter).toString(36)}`, request, Date.now(), ended)
+  const begin: LogCollector["begin"] = (request) => {
+    const seq = ++counter
+    return new EdgeInvocation(`${prefix}.${seq.toString(36)}`, seq, request, Date.now(), ended)
+  }
 
   return {
     record: (event) => push([event]),
