@@ -1,4 +1,4 @@
-// `npm run bench:logs -- [--batches <n>] [--batch <n>] [--reads <n>]`
+// `npm run bench:logs -- [--batches <n>] [--batch <n>] [--reads <n>]` (`--reads 0`: the inserts only)
 //
 // The runtime log store on a scratch embedded PostgreSQL (durable, as a server's): the CPU of the cluster's processes
 // and of this process per invocation event over `--batches` inserts of `--batch` hello-world events (the collector
@@ -117,7 +117,8 @@ const program = Effect.gen(function* () {
         `(load ${load.join(" ")})`
     )
 
-    for (const size of [500, 1]) {
+    // `--reads 0`: the inserts alone (for a profile of their path).
+    for (const size of reads > 0 ? [500, 1] : []) {
       const project = yield* givenProject
       const recorded: Array<Kernel.LogEventId> = []
       for (let batch = 0; batch < 10_000 / size; batch++) {

@@ -1,8 +1,8 @@
-import { PgClient } from "@effect/sql-pg"
+import { PgClient, PgTypes } from "@effect/sql-pg"
 import type { LogEvent, LogEventRow } from "@hostplane/core/logs/LogEvent"
 import { type LogListQuery, type LogNote, LogStore } from "@hostplane/core/logs/LogStore"
 import { makeId } from "@hostplane/core/kernel/Ids"
-import { Deferred, Effect, Layer, Option, PubSub, Queue, Schedule } from "effect"
+import { Deferred, Effect, Layer, Option, PubSub, Queue, Result, Schedule } from "effect"
 import { transaction } from "../internal/Transaction.ts"
 import { unsharedClient } from "../UnsharedClient.ts"
 
@@ -20,33 +20,82 @@ interface Deleted {
 const batchOf = (id: string): string => id.slice(0, -4)
 
 /**
- * One event's JSON text per result row, read as text (the client's name transforms would rename a logged object's
- * keys): PostgreSQL cuts a batch's lines, as the client reads many small values far more cheaply than one large one
- * (about 6 ms of its CPU per 100 KB value, measured, against about 1 for the same bytes as 500 rows).
+ * One event per result row, its fields from the row's aligned arrays and its line: PostgreSQL picks the events asked
+ * for, as the client reads many small values far more cheaply than one large one.
  */
-interface EventLine {
-  readonly event: string
+interface EventRow {
+  readonly id: string
+  readonly at: number
+  readonly deploymentId: string
+  readonly outcome: LogEvent["outcome"]
+  readonly line: string
 }
 
-const parsed = (rows: ReadonlyArray<EventLine>): Array<LogEvent> => rows.map((row) => JSON.parse(row.event) as LogEvent)
+/**
+ * A stored event's line: what its row does not hold in the aligned arrays (id, instant, deployment, outcome), as a
+ * JSON array. Positional, so a hello-world event is about 60 bytes instead of 260; migration logs/0003 writes the
+ * same shape from the older rows.
+ */
+const lineOf = (event: LogEvent): string =>
+  JSON.stringify([
+    event.request.method,
+    event.request.url,
+    event.response === null ? null : event.response.status,
+    event.durationMs,
+    event.truncated,
+    event.logs,
+    event.exceptions
+  ])
+
+type Line = [
+  method: string,
+  url: string,
+  status: number | null,
+  durationMs: number,
+  truncated: boolean,
+  logs: LogEvent["logs"],
+  exceptions: LogEvent["exceptions"]
+]
+
+const eventOf = (row: EventRow): LogEvent => {
+  const [method, url, status, durationMs, truncated, logs, exceptions] = JSON.parse(row.line) as Line
+  return {
+    id: row.id,
+    deploymentId: row.deploymentId,
+    timestamp: new Date(row.at).toISOString(),
+    outcome: row.outcome,
+    request: { method, url },
+    response: status === null ? null : { status },
+    durationMs,
+    logs,
+    exceptions,
+    truncated
+  }
+}
+
+const parsed = (rows: ReadonlyArray<EventRow>): Array<LogEvent> => rows.map(eventOf)
+
+/** Epoch milliseconds bound as `float8`: a JavaScript number infers `int4` or `int8` by its size. */
+const millis = (value: number) => PgTypes.float8(value)
+const millisArray = (values: ReadonlyArray<number>) => Result.getOrThrow(PgTypes.array(values, PgTypes.OID.float8))
 
 /** A page's order: newest first by (timestamp, id), ids by code unit as PostgreSQL's `COLLATE "C"`. */
-const newestFirst = (a: Placed, b: Placed): number =>
-  a.at !== b.at ? b.at - a.at : a.event.id < b.event.id ? 1 : a.event.id > b.event.id ? -1 : 0
-
-interface Placed {
-  readonly at: number
-  readonly event: LogEvent
-}
+const newestFirst = (a: EventRow, b: EventRow): number =>
+  a.at !== b.at ? b.at - a.at : a.id < b.id ? 1 : a.id > b.id ? -1 : 0
 
 /** Where a page's reading of batches stopped: the last batch read, in (newest event, seq) order. */
 interface Position {
   readonly lastAt: string
   readonly seq: string
 }
-interface PageLine extends EventLine, Position {
-  readonly seq: string
+/** A batch a page's round read, with its events that passed the page's filters (none: `id` null). */
+interface RoundRow extends Position {
   readonly count: number
+  readonly id: string | null
+  readonly at: number
+  readonly deploymentId: string
+  readonly outcome: LogEvent["outcome"]
+  readonly line: string
 }
 
 /**
@@ -55,16 +104,6 @@ interface PageLine extends EventLine, Position {
  * logs area takes back as a stream's `Last-Event-ID`; its own are about 35).
  */
 const idsPerNote = 50
-
-/** A PostgreSQL array literal of texts (each quoted, its quotes and backslashes escaped), bound as one parameter. */
-const textArray = (values: ReadonlyArray<string>): string => {
-  let literal = "{"
-  for (let i = 0; i < values.length; i++) {
-    if (i > 0) literal += ","
-    literal += `"${values[i]!.replace(/["\\]/gu, "\\$&")}"`
-  }
-  return `${literal}}`
-}
 
 /** A note as the listener heard it, with the transaction that recorded its event (none from an older server). */
 interface Heard extends LogNote {
@@ -144,88 +183,99 @@ export const layer = Layer.effect(
     )
     const started = yield* Effect.cached(Effect.andThen(Effect.forkIn(follow, scope), Deferred.await(listening)))
 
+    /** A batch's events as rows (`b` the batch): its aligned arrays, with each event's place in it. */
+    const unnested = sql`unnest(b.ids, b.times, b.event_deployments, b.event_outcomes, b.lines) WITH ORDINALITY
+      AS e (id, at, deployment, outcome, line, place)`
+    const columns = sql`e.id, e.at, b.deployments[e.deployment] AS deployment_id, b.outcomes[e.outcome] AS outcome,
+      e.line`
+
     /**
      * The project's events after the `skip` first ones of the batch at `seq`, in recording order, at most `limit`:
-     * each batch's lines are cut out by PostgreSQL, so only the events asked for cross the connection.
+     * PostgreSQL slices each batch's arrays, so only the events asked for cross the connection.
      */
     const eventsFrom = (projectId: string, seq: string, skip: number, limit: number) =>
-      sql<EventLine>`SELECT unnest((string_to_array(b.events, chr(10)))[greatest(${skip} - counted.before, 0) + 1 :
-            ${skip + limit} - counted.before]) AS event
+      sql<EventRow>`SELECT ${columns}
         FROM (
           SELECT seq, sum(count) OVER (ORDER BY seq) - count AS before
           FROM (SELECT seq, count FROM worker_log_batches WHERE project_id = ${projectId} AND seq >= ${seq}::bigint
             ORDER BY seq LIMIT ${skip + limit}) firsts
         ) counted JOIN worker_log_batches b USING (seq)
+        CROSS JOIN LATERAL (SELECT greatest(${skip} - counted.before, 0)::int + 1 AS low,
+          (${skip + limit} - counted.before)::int AS high) slice
+        CROSS JOIN LATERAL unnest(b.ids[slice.low : slice.high], b.times[slice.low : slice.high],
+          b.event_deployments[slice.low : slice.high], b.event_outcomes[slice.low : slice.high],
+          b.lines[slice.low : slice.high]) WITH ORDINALITY AS e (id, at, deployment, outcome, line, place)
         WHERE counted.before < ${skip + limit} AND counted.before + b.count > ${skip}
-        ORDER BY b.seq`.pipe(Effect.map(parsed))
+        ORDER BY b.seq, e.place`.pipe(Effect.map(parsed))
 
     const list = Effect.fn("LogStorePg.list")(function* (projectId: string, query: LogListQuery) {
-      const since = Date.parse(query.since)
-      const before =
-        query.before === undefined ? undefined : { at: Date.parse(query.before.createdAt), ...query.before }
-      const found: Array<Placed> = []
-      const take = (rows: ReadonlyArray<EventLine>) => {
-        for (const event of parsed(rows)) {
-          const placed = { at: Date.parse(event.timestamp), event }
-          if (
-            placed.at >= since &&
-            (before === undefined ||
-              newestFirst(placed, { at: before.at, event: { id: before.id } as LogEvent }) > 0) &&
-            (query.deploymentId === undefined || event.deploymentId === query.deploymentId) &&
-            (query.outcome === undefined || event.outcome === query.outcome)
-          ) {
-            found.push(placed)
-          }
-        }
-      }
-      // Batches newest event first, a round at a time as many as hold `limit` events: a batch can hold an event of
-      // the page only if its newest one is no older than the page's last, so once `limit` events are found the rest
-      // are read only down to that one (batches' times overlap where nodes report late).
+      const before = query.before
+      // What a batch must hold to be read (its bounds and kinds), and what an event must be to be on the page.
       const matching = sql`project_id = ${projectId} AND last_at >= ${query.since}::timestamptz
-        AND (${query.before?.createdAt ?? null}::timestamptz IS NULL
-          OR first_at <= ${query.before?.createdAt ?? null}::timestamptz)
+        AND (${before?.createdAt ?? null}::timestamptz IS NULL OR first_at <= ${before?.createdAt ?? null}::timestamptz)
         AND (${query.deploymentId ?? null}::text IS NULL OR ${query.deploymentId ?? null} = ANY (deployments))
         AND (${query.outcome ?? null}::text IS NULL OR ${query.outcome ?? null} = ANY (outcomes))`
+      const wanted = sql`e.at >= ${millis(Date.parse(query.since))}
+        AND (${before === undefined ? null : millis(Date.parse(before.createdAt))}::float8 IS NULL
+          OR (e.at, e.id COLLATE "C") < (${before === undefined ? null : millis(Date.parse(before.createdAt))}::float8,
+            ${before?.id ?? null}::text COLLATE "C"))
+        AND (${query.deploymentId ?? null}::text IS NULL OR b.deployments[e.deployment] = ${query.deploymentId ?? null})
+        AND (${query.outcome ?? null}::text IS NULL OR b.outcomes[e.outcome] = ${query.outcome ?? null})`
+      const order = sql`ORDER BY e.at DESC, e.id COLLATE "C" DESC`
       const need = Math.max(query.limit, 1)
+      const found: Array<EventRow> = []
+      // Batches newest event first, a round at a time as many as hold `want` events, each giving PostgreSQL's pick
+      // of its events on the page (at most `need`): a batch can hold an event of the page only if its newest one is
+      // no older than the page's last, so once `limit` events are found the rest are read only down to that one
+      // (batches' times overlap where nodes report late). A round that leaves the page short reads four times more.
       let from: Position | undefined
+      let want = need
       let exhausted = false
       while (found.length < query.limit && !exhausted) {
-        const rows = yield* sql<PageLine>`SELECT b.seq::text AS seq, b.last_at::text AS last_at, b.count, line AS event
+        const rows = yield* sql<RoundRow>`SELECT r.seq::text AS seq, r.last_at::text AS last_at, r.count, e.id, e.at,
+            e.deployment_id, e.outcome, e.line
           FROM (
-            SELECT seq, sum(count) OVER (ORDER BY last_at DESC, seq DESC) - count AS before
-            FROM (SELECT seq, last_at, count FROM worker_log_batches WHERE ${matching}
-                AND (${from?.lastAt ?? null}::timestamptz IS NULL
-                  OR (last_at, seq) < (${from?.lastAt ?? null}::timestamptz, ${from?.seq ?? "0"}::bigint))
-              ORDER BY last_at DESC, seq DESC LIMIT ${need}) newest
-          ) counted JOIN worker_log_batches b USING (seq)
-          CROSS JOIN LATERAL unnest(string_to_array(b.events, chr(10))) AS line
-          WHERE counted.before < ${need}
-          ORDER BY b.last_at DESC, b.seq DESC`
-        take(rows)
-        const last = rows.at(-1)
-        if (last !== undefined) from = { lastAt: last.lastAt, seq: last.seq }
-        const counts = new Map(rows.map((row) => [row.seq, row.count]))
-        exhausted = [...counts.values()].reduce((sum, count) => sum + count, 0) < need
+            SELECT seq, last_at, count FROM (
+              SELECT seq, last_at, count, sum(count) OVER (ORDER BY last_at DESC, seq DESC) - count AS before
+              FROM (SELECT seq, last_at, count FROM worker_log_batches WHERE ${matching}
+                  AND (${from?.lastAt ?? null}::timestamptz IS NULL
+                    OR (last_at, seq) < (${from?.lastAt ?? null}::timestamptz, ${from?.seq ?? "0"}::bigint))
+                ORDER BY last_at DESC, seq DESC LIMIT ${want}) newest
+            ) counted WHERE before < ${want}
+          ) r JOIN worker_log_batches b USING (seq)
+          LEFT JOIN LATERAL (SELECT ${columns} FROM ${unnested} WHERE ${wanted} ${order} LIMIT ${need}) e ON true
+          ORDER BY r.last_at DESC, r.seq DESC`
+        let read = 0
+        for (const row of rows) {
+          if (row.id !== null) found.push(row as EventRow)
+          if (from === undefined || row.seq !== from.seq) read += row.count
+          from = { lastAt: row.lastAt, seq: row.seq }
+        }
+        exhausted = read < want
+        want *= 4
       }
       found.sort(newestFirst)
       const bound = found[query.limit - 1]
       if (bound !== undefined && from !== undefined && !exhausted) {
-        take(
-          yield* sql<EventLine>`SELECT unnest(string_to_array(events, chr(10))) AS event FROM worker_log_batches
+        found.push(
+          ...(yield* sql<EventRow>`SELECT e.* FROM worker_log_batches b
+            CROSS JOIN LATERAL (SELECT ${columns} FROM ${unnested} WHERE ${wanted}
+              AND (e.at, e.id COLLATE "C") > (${millis(bound.at)}, ${bound.id}::text COLLATE "C") ${order} LIMIT ${need}) e
             WHERE ${matching}
-            AND last_at >= ${bound.event.timestamp}::timestamptz
-            AND (last_at, seq) < (${from.lastAt}::timestamptz, ${from.seq}::bigint)`
+            AND last_at >= ${new Date(bound.at).toISOString()}::timestamptz
+            AND (last_at, seq) < (${from.lastAt}::timestamptz, ${from.seq}::bigint)`)
         )
         found.sort(newestFirst)
       }
-      return found.slice(0, query.limit).map((placed) => placed.event)
+      return parsed(found.slice(0, query.limit))
     })
 
     return LogStore.of({
       insert: (rows) => {
         if (rows.length === 0) return Effect.succeed(0)
-        // One row per project: its events in recording order. Every column is one array (or, for the events, one
-        // text) over the rows, so the statement is the same whatever the batch.
+        // One row per project: its events in recording order. Every column is one array over the rows (bound in
+        // the binary format, so nothing is quoted), the events' arrays flat with each row's slice, so the statement
+        // is the same whatever the batch.
         const byProject = new Map<string, Array<LogEventRow["event"]>>()
         for (const { projectId, event } of rows) {
           const events = byProject.get(projectId)
@@ -237,12 +287,15 @@ export const layer = Layer.effect(
         const lasts: Array<string> = []
         const counts: Array<number> = []
         const keys: Array<string> = []
-        const ids: Array<string> = []
         const deployments: Array<string> = []
         const deploymentCounts: Array<number> = []
         const outcomes: Array<string> = []
         const outcomeCounts: Array<number> = []
-        const texts: Array<string> = []
+        const ids: Array<string> = []
+        const times: Array<number> = []
+        const eventDeployments: Array<number> = []
+        const eventOutcomes: Array<number> = []
+        const lines: Array<string> = []
         const notes: Array<string> = []
         const noteProjects: Array<string> = []
         for (const [projectId, events] of byProject) {
@@ -250,9 +303,9 @@ export const layer = Layer.effect(
           let last = first
           let firstAt = Date.parse(first.timestamp)
           let lastAt = firstAt
-          const seenDeployments = new Set<string>()
-          const seenOutcomes = new Set<string>()
-          const lines: Array<string> = []
+          // Each event's deployment and outcome by its place (from 1) in the row's distinct ones.
+          const seenDeployments = new Map<string, number>()
+          const seenOutcomes = new Map<string, number>()
           const key = batchOf(first.id)
           let shared = first.id.length > 4
           for (const event of events) {
@@ -260,22 +313,31 @@ export const layer = Layer.effect(
             const time = Date.parse(event.timestamp)
             if (time < firstAt) [first, firstAt] = [event, time]
             if (time > lastAt) [last, lastAt] = [event, time]
-            seenDeployments.add(event.deploymentId)
-            seenOutcomes.add(event.outcome)
+            let deployment = seenDeployments.get(event.deploymentId)
+            if (deployment === undefined) {
+              deployment = seenDeployments.size + 1
+              seenDeployments.set(event.deploymentId, deployment)
+            }
+            let outcome = seenOutcomes.get(event.outcome)
+            if (outcome === undefined) {
+              outcome = seenOutcomes.size + 1
+              seenOutcomes.set(event.outcome, outcome)
+            }
             ids.push(event.id)
-            lines.push(JSON.stringify(event))
+            times.push(time)
+            eventDeployments.push(deployment)
+            eventOutcomes.push(outcome)
+            lines.push(lineOf(event))
           }
           projects.push(projectId)
           firsts.push(first.timestamp)
           lasts.push(last.timestamp)
           counts.push(events.length)
           keys.push(shared ? key : "")
-          deployments.push(...seenDeployments)
+          deployments.push(...seenDeployments.keys())
           deploymentCounts.push(seenDeployments.size)
-          outcomes.push(...seenOutcomes)
+          outcomes.push(...seenOutcomes.keys())
           outcomeCounts.push(seenOutcomes.size)
-          // JSON text has no raw newline or record separator (JSON.stringify escapes every control character).
-          texts.push(lines.join("\n"))
           // One notification per project and `idsPerNote` events (not one per event): a busy node records hundreds
           // of events a second, and every notification is a message to each listening server.
           for (let at = 0; at < events.length; at += idsPerNote) {
@@ -289,32 +351,30 @@ export const layer = Layer.effect(
           }
         }
         const insert = sql<{ readonly recorded: number }>`
-          WITH flat AS MATERIALIZED (
-            SELECT ${textArray(ids)}::text[] AS ids, ${textArray(deployments)}::text[] AS deployments,
-              ${textArray(outcomes)}::text[] AS outcomes
-          ), input AS (
+          WITH input AS (
             SELECT *, (sum(count) OVER (ORDER BY ordinality) - count)::int AS id_from,
               (sum(deployment_count) OVER (ORDER BY ordinality) - deployment_count)::int AS deployment_from,
               (sum(outcome_count) OVER (ORDER BY ordinality) - outcome_count)::int AS outcome_from
-            FROM unnest(${textArray(projects)}::text[], ${textArray(firsts)}::timestamptz[],
-              ${textArray(lasts)}::timestamptz[], ${`{${counts.join(",")}}`}::int[], ${textArray(keys)}::text[],
-              ${`{${deploymentCounts.join(",")}}`}::int[], ${`{${outcomeCounts.join(",")}}`}::int[],
-              string_to_array(${texts.join("\x1e")}, chr(30)))
-              WITH ORDINALITY AS input (project_id, first_at, last_at, count, batch, deployment_count, outcome_count, events,
+            FROM unnest(${projects}::text[], ${firsts}::timestamptz[], ${lasts}::timestamptz[], ${counts}::int[],
+              ${keys}::text[], ${deploymentCounts}::int[], ${outcomeCounts}::int[])
+              WITH ORDINALITY AS input (project_id, first_at, last_at, count, batch, deployment_count, outcome_count,
                 ordinality)
           ), inserted AS (
-            INSERT INTO worker_log_batches (project_id, first_at, last_at, count, batch, ids, deployments, outcomes,
-              events)
-            SELECT project_id, first_at, last_at, count, nullif(batch, ''), flat.ids[id_from + 1 : id_from + count],
-              flat.deployments[deployment_from + 1 : deployment_from + deployment_count],
-              flat.outcomes[outcome_from + 1 : outcome_from + outcome_count], events
-            FROM input CROSS JOIN flat
+            INSERT INTO worker_log_batches (project_id, first_at, last_at, count, batch, deployments, outcomes, ids,
+              times, event_deployments, event_outcomes, lines)
+            SELECT project_id, first_at, last_at, count, nullif(batch, ''),
+              (${deployments}::text[])[deployment_from + 1 : deployment_from + deployment_count],
+              (${outcomes}::text[])[outcome_from + 1 : outcome_from + outcome_count],
+              (${ids}::text[])[id_from + 1 : id_from + count], (${millisArray(times)}::float8[])[id_from + 1 : id_from + count],
+              (${eventDeployments}::int2[])[id_from + 1 : id_from + count],
+              (${eventOutcomes}::int2[])[id_from + 1 : id_from + count], (${lines}::text[])[id_from + 1 : id_from + count]
+            FROM input
             WHERE EXISTS (SELECT 1 FROM projects WHERE projects.id = input.project_id)
             ORDER BY ordinality
             RETURNING project_id, count
           ), sent AS (
             SELECT count(pg_notify(${channel}, payload || ' ~' || pg_current_xact_id()::text)) AS notes
-            FROM (SELECT payload FROM unnest(${textArray(notes)}::text[], ${textArray(noteProjects)}::text[])
+            FROM (SELECT payload FROM unnest(${notes}::text[], ${noteProjects}::text[])
               WITH ORDINALITY AS note (payload, project_id, ordinality)
               WHERE project_id IN (SELECT project_id FROM inserted) ORDER BY ordinality) ordered
           )
@@ -340,20 +400,19 @@ export const layer = Layer.effect(
         }).pipe(Effect.orDie),
       byIds: (projectId, ids) => {
         if (ids.length === 0) return Effect.succeed([])
-        const wanted = textArray(ids)
+        const wanted = [...ids]
         // Two lookups, each on the (project, batch) index: the rows of the ids' batches, and the rows without one;
         // PostgreSQL keeps only the events asked for of each.
-        return sql<EventLine>`SELECT line AS event FROM (
-            SELECT seq, events, ids FROM worker_log_batches
-            WHERE project_id = ${projectId} AND batch = ANY (${textArray([...new Set(ids.map(batchOf))])}::text[])
+        return sql<EventRow>`SELECT ${columns} FROM (
+            SELECT * FROM worker_log_batches
+            WHERE project_id = ${projectId} AND batch = ANY (${[...new Set(ids.map(batchOf))]}::text[])
               AND ids && ${wanted}::text[]
             UNION ALL
-            SELECT seq, events, ids FROM worker_log_batches
+            SELECT * FROM worker_log_batches
             WHERE project_id = ${projectId} AND batch IS NULL AND ids && ${wanted}::text[]
-          ) found CROSS JOIN LATERAL unnest(string_to_array(found.events, chr(10)), found.ids)
-            WITH ORDINALITY AS event (line, id, place)
-          WHERE event.id = ANY (${wanted}::text[])
-          ORDER BY found.seq, event.place`.pipe(Effect.map(parsed), Effect.orDie)
+          ) b CROSS JOIN LATERAL ${unnested}
+          WHERE e.id = ANY (${wanted}::text[])
+          ORDER BY b.seq, e.place`.pipe(Effect.map(parsed), Effect.orDie)
       },
       purge: ({ since, keep }) =>
         transaction(sql)(
@@ -362,27 +421,24 @@ export const layer = Layer.effect(
                 DELETE FROM worker_log_batches WHERE first_at < ${since}::timestamptz AND last_at < ${since}::timestamptz
                 RETURNING count
               ) SELECT coalesce(sum(count), 0)::int AS count FROM gone`
-            // A batch with events on both sides of the window keeps only its recent ones.
+            // A batch with events on both sides of the window keeps only its recent ones (its distinct deployments
+            // and outcomes stay as they were, so the events' places in them do too).
             const [cut] = yield* sql<Deleted>`WITH kept AS (
-                SELECT b.seq, b.count AS was, count(*)::int AS count, min(line.at) AS first_at, max(line.at) AS last_at,
-                  array_agg(b.ids[line.place::int] ORDER BY line.place) AS ids,
-                  array_agg(DISTINCT line.deployment) AS deployments, array_agg(DISTINCT line.outcome) AS outcomes,
-                  string_agg(line.text, chr(10) ORDER BY line.place) AS events
-                FROM worker_log_batches b CROSS JOIN LATERAL (
-                  SELECT text, place, (text::json ->> 'timestamp')::timestamptz AS at,
-                    text::json ->> 'deploymentId' AS deployment, text::json ->> 'outcome' AS outcome
-                  FROM unnest(string_to_array(b.events, chr(10))) WITH ORDINALITY AS line (text, place)
-                ) line
-                WHERE b.first_at < ${since}::timestamptz AND line.at >= ${since}::timestamptz
+                SELECT b.seq, b.count AS was, count(*)::int AS count, min(e.at) AS first_at, max(e.at) AS last_at,
+                  array_agg(e.id ORDER BY e.place) AS ids, array_agg(e.at ORDER BY e.place) AS times,
+                  array_agg(e.deployment ORDER BY e.place) AS event_deployments,
+                  array_agg(e.outcome ORDER BY e.place) AS event_outcomes, array_agg(e.line ORDER BY e.place) AS lines
+                FROM worker_log_batches b CROSS JOIN LATERAL ${unnested}
+                WHERE b.first_at < ${since}::timestamptz AND e.at >= ${millis(Date.parse(since))}
                 GROUP BY b.seq
               ), cut AS (
-                UPDATE worker_log_batches b SET count = kept.count, first_at = kept.first_at, last_at = kept.last_at,
-                  ids = kept.ids, deployments = kept.deployments, outcomes = kept.outcomes, events = kept.events
+                UPDATE worker_log_batches b SET count = kept.count, first_at = to_timestamp(kept.first_at / 1000),
+                  last_at = to_timestamp(kept.last_at / 1000), ids = kept.ids, times = kept.times,
+                  event_deployments = kept.event_deployments, event_outcomes = kept.event_outcomes, lines = kept.lines
                 FROM kept WHERE b.seq = kept.seq
                 RETURNING kept.was - kept.count AS dropped
               ) SELECT coalesce(sum(dropped), 0)::int AS count FROM cut`
-            // Every batch with a recent event now starts at it: one still starting earlier holds none (its bounds were
-            // wider than its events once the count's trim took its newest-timed ones).
+            // Every batch with a recent event now starts at it: one still starting earlier holds none.
             const [stale] = yield* sql<Deleted>`WITH gone AS (
                 DELETE FROM worker_log_batches WHERE first_at < ${since}::timestamptz RETURNING count
               ) SELECT coalesce(sum(count), 0)::int AS count FROM gone`
@@ -396,7 +452,8 @@ export const layer = Layer.effect(
             }>`SELECT max(seq)::text AS seq FROM worker_log_batches`
             const from = Math.max(Number(mark?.seq ?? 0) - 10_000, 0)
             // Of each project that recorded since, the batches wholly past its newest `keep` events go, and the one
-            // across that line loses its oldest events (a batch's events are in recording order).
+            // across that line loses its oldest events (a batch's events are in recording order), its bounds those
+            // of the events it keeps.
             const [counted] = yield* sql<Deleted>`
               WITH ranked AS (
                 SELECT seq, count, sum(count) OVER (PARTITION BY project_id ORDER BY seq DESC) AS upto
@@ -408,9 +465,13 @@ export const layer = Layer.effect(
                 RETURNING b.count
               ), trimmed AS (
                 UPDATE worker_log_batches b SET count = ${keep} - (ranked.upto - ranked.count)::int,
-                  ids = b.ids[(ranked.upto - ${keep})::int + 1 :],
-                  events = array_to_string((string_to_array(b.events, chr(10)))[(ranked.upto - ${keep})::int + 1 :], chr(10))
-                FROM ranked
+                  first_at = to_timestamp(bounds.first_at / 1000), last_at = to_timestamp(bounds.last_at / 1000),
+                  ids = b.ids[cut.low :], times = b.times[cut.low :], event_deployments = b.event_deployments[cut.low :],
+                  event_outcomes = b.event_outcomes[cut.low :], lines = b.lines[cut.low :]
+                FROM ranked CROSS JOIN LATERAL (SELECT (ranked.upto - ${keep})::int + 1 AS low) cut
+                  CROSS JOIN LATERAL (SELECT min(at) AS first_at, max(at) AS last_at
+                    FROM worker_log_batches w CROSS JOIN LATERAL unnest(w.times[cut.low :]) AS at
+                    WHERE w.seq = ranked.seq) bounds
                 WHERE b.seq = ranked.seq AND ranked.upto > ${keep} AND ranked.upto - ranked.count < ${keep}
                 RETURNING (ranked.upto - ${keep})::int AS dropped
               ) SELECT ((SELECT coalesce(sum(count), 0) FROM gone) + (SELECT coalesce(sum(dropped), 0) FROM trimmed))::int
