@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Jobs, Kernel } from "@hostplane/core"
 import { JobStoreMemory, MemoryState } from "@hostplane/testkit"
-import { Deferred, Duration, Effect, Fiber, Layer, Option, Schema } from "effect"
+import { Context, Deferred, Duration, Effect, Fiber, Layer, Option, Schema } from "effect"
 import { TestClock } from "effect/testing"
 
 const start = Date.UTC(2030, 0, 1)
@@ -294,4 +294,77 @@ describe("the jobs engine: phases, failures, abort, repeats", () => {
       engine
     )
   )
+})
+
+describe("the runner's loop: wake-ups instead of polls", () => {
+  // Polls far apart: a job the loop runs within the test was woken for, not polled for.
+  const slow = { interval: Duration.hours(1), heardInterval: Duration.hours(1) }
+  const quick = Jobs.define({ kind: "test_quick", payload: Schema.Struct({ n: Schema.Number }), phases: ["run"] })
+
+  /** The memory store, telling when the loop has asked for the next due time and what it was answered. */
+  const watched = (onNextDue: (due: Option.Option<string>) => Effect.Effect<void>) =>
+    Jobs.Jobs.layer.pipe(
+      Layer.provideMerge(
+        Layer.effect(
+          Jobs.JobStore,
+          Effect.map(Effect.service(MemoryState), (state) => {
+            const store = JobStoreMemory.make(state)
+            return { ...store, nextDue: (kinds: ReadonlyArray<string>) => Effect.tap(store.nextDue(kinds), onNextDue) }
+          })
+        )
+      ),
+      Layer.provide(Layer.mergeAll(MemoryState.layer, Kernel.Tokens.layer))
+    )
+
+  /** Runs the loop of a runner with `slow` polls over a handler that completes `ran` with each job's `n`. */
+  const runLoop = (ran: (n: number) => Effect.Effect<void>) =>
+    Effect.gen(function* () {
+      const handler = Effect.succeed(Jobs.handler(quick, { run: (_phase, job) => ran(job.payload.n) }))
+      const context = yield* Layer.build(
+        Jobs.JobRunner.make(slow).pipe(Layer.provide(Jobs.JobHandlers.layer([handler])))
+      )
+      yield* Effect.forkScoped(Context.get(context, Jobs.JobRunner).loop)
+    })
+
+  const within = <A>(effect: Effect.Effect<A>) => TestClock.withLive(Effect.timeoutOption(effect, "10 seconds"))
+
+  it.effect("an idle runner that hears the store takes a new job at once, however far apart its polls", () => {
+    return Effect.gen(function* () {
+      const idle = yield* Deferred.make<void>()
+      const done = yield* Deferred.make<number>()
+      yield* Effect.gen(function* () {
+        yield* TestClock.setTime(start)
+        yield* runLoop((n) => Deferred.succeed(done, n))
+        // The loop asks for the next due time only once it hears the feed, and then sleeps.
+        yield* Deferred.await(idle)
+        yield* (yield* Jobs.Jobs).enqueue(quick, { n: 1 })
+        const woken = yield* within(Deferred.await(done))
+        assert.deepStrictEqual(woken, Option.some(1), "the insert woke the loop")
+      }).pipe(Effect.scoped, Effect.provide(watched(() => Deferred.succeed(idle, undefined))))
+    })
+  })
+
+  it.effect("an idle runner sleeps until the next job comes due, not until its next poll", () => {
+    return Effect.gen(function* () {
+      const sawDue = yield* Deferred.make<void>()
+      const done = yield* Deferred.make<number>()
+      const dueAt = new Date(start + 60_000).toISOString()
+      yield* Effect.gen(function* () {
+        yield* TestClock.setTime(start)
+        yield* runLoop((n) => Deferred.succeed(done, n))
+        yield* (yield* Jobs.Jobs).enqueue(quick, { n: 2 }, { runAt: dueAt })
+        yield* Deferred.await(sawDue)
+        assert.isTrue(Option.isNone(yield* Deferred.poll(done)), "not run before it is due")
+        yield* TestClock.adjust(Duration.minutes(1))
+        assert.deepStrictEqual(yield* within(Deferred.await(done)), Option.some(2), "run when it came due")
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(
+          watched((due) =>
+            Option.isSome(due) && due.value === dueAt ? Deferred.succeed(sawDue, undefined) : Effect.void
+          )
+        )
+      )
+    })
+  })
 })

@@ -1,6 +1,7 @@
 import { TerminalCode } from "@hostplane/core/jobs/Job"
-import { JobStore } from "@hostplane/core/jobs/JobStore"
-import { Effect, Layer, Schema } from "effect"
+import type { PgClient } from "@effect/sql-pg"
+import { JobFeedLost, JobStore } from "@hostplane/core/jobs/JobStore"
+import { Effect, Layer, Option, Queue, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { unsharedClient } from "../UnsharedClient.ts"
 import { NullableTimestamp, Timestamp } from "../internal/Rows.ts"
@@ -22,6 +23,9 @@ const JobRowSchema = Schema.Struct({
   updatedAt: Timestamp
 })
 
+/** The channel the triggers of migration jobs/0002_notify_jobs notify, with the job's kind, when work comes free. */
+export const channel = "hostplane_jobs"
+
 /** The first key of the runners' session locks (`pg_advisory_lock(int4, int4)`): "hjob". */
 const lockSpace = 0x686a6f62
 
@@ -39,12 +43,14 @@ export const liveOwnerKeys = (sql: SqlClient.SqlClient) => sql`SELECT objid::tex
  * dies, PostgreSQL ends the session and drops the lock, and the next claim of any runner takes its jobs without
  * waiting for their leases to run out.
  */
-export const layer = Layer.effect(
+export const layer: Layer.Layer<JobStore, never, SqlClient.SqlClient | PgClient.PgClient> = Layer.effect(
   JobStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    // Each runner's lock holds its connection for life: an unshared one (see `unsharedClient`).
+    // Each runner's lock holds its connection for life: an unshared one (see `unsharedClient`); so does each LISTEN,
+    // in a pool of its own so a feed never keeps a runner from registering.
     const sessions = yield* unsharedClient(4)
+    const feeds = yield* unsharedClient(2)
     const columns = sql`id, kind, key, payload, phase, terminal_code, attempts, run_at, lease_owner, lease_until,
       abort_requested, last_error, created_at, updated_at`
     const liveKeys = liveOwnerKeys(sql)
@@ -114,6 +120,14 @@ export const layer = Layer.effect(
         )
         SELECT ${columns} FROM claimed`
     })
+    // A held job comes free at its lease's end (sooner if its runner dies: not seen here).
+    const nextDue = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: Schema.Struct({ dueAt: NullableTimestamp }),
+      execute: (kinds) => sql`
+        SELECT min(GREATEST(run_at, COALESCE(lease_until, run_at))) AS due_at FROM jobs
+        WHERE terminal_code IS NULL AND kind IN ${sql.in(kinds)}`
+    })
     const changed = (rows: ReadonlyArray<unknown>) => rows.length > 0
 
     const register = Effect.gen(function* () {
@@ -163,6 +177,22 @@ export const layer = Layer.effect(
         kinds.length === 0 || limit <= 0
           ? Effect.succeed([])
           : claim({ owner, kinds, now, leaseUntil, limit }).pipe(Effect.orDie),
+      watch: Effect.map(
+        Effect.mapError(feeds.listen(channel), (cause) => new JobFeedLost({ message: cause.message })),
+        (queue) => ({
+          next: Queue.takeAll(queue).pipe(
+            Effect.map((notes) => [...new Set(notes.map((note) => note.payload))]),
+            Effect.mapError((cause) => new JobFeedLost({ message: String(cause) }))
+          )
+        })
+      ),
+      nextDue: (kinds) =>
+        kinds.length === 0
+          ? Effect.succeed(Option.none())
+          : nextDue(kinds).pipe(
+              Effect.map(([row]) => Option.fromNullishOr(row?.dueAt)),
+              Effect.orDie
+            ),
       claimJob: (owner, id, now, leaseUntil) => claimJob({ owner, id, now, leaseUntil }).pipe(Effect.orDie),
       renew: (owner, ids, leaseUntil) =>
         ids.length === 0

@@ -4,8 +4,14 @@ import { defaultBackoff, defaultMaxAttempts, type Job, JobFailure, type JobHandl
 import type { JobStore } from "./JobStore.ts"
 
 export interface JobRunnerOptions {
-  /** How often an idle runner looks for due jobs. */
+  /** How often an idle runner looks for due jobs while it does not hear the store's feed (`JobStore.watch`). */
   readonly interval: Duration.Duration
+  /**
+   * The longest an idle runner sleeps while it hears the feed: it sleeps until the next job comes due, or new work is
+   * heard, but looks at least this often for what no notification tells (a dead runner's jobs, a feed that died
+   * unnoticed).
+   */
+  readonly heardInterval: Duration.Duration
   /** How long a claim holds a job without a heartbeat; a dead process's jobs are free sooner (see the README). */
   readonly lease: Duration.Duration
   /** How often a running job's lease is renewed. */
@@ -16,6 +22,7 @@ export interface JobRunnerOptions {
 
 export const defaultJobRunnerOptions: JobRunnerOptions = {
   interval: Duration.seconds(1),
+  heardInterval: Duration.seconds(5),
   lease: Duration.seconds(20),
   heartbeat: Duration.seconds(5),
   concurrency: 8

@@ -1,4 +1,5 @@
-import { Context, Duration, Effect, Layer, Ref, Schema, Scope } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Ref, Schema, Scope } from "effect"
+import { makeWakeups } from "../kernel/Wakeups.ts"
 import { nowIso } from "../kernel/Time.ts"
 import type { JobHandler, JobRow } from "./Job.ts"
 import { defaultJobRunnerOptions, iso, jobDriver, type JobRunnerOptions } from "./JobDriver.ts"
@@ -37,7 +38,10 @@ export class JobRunner extends Context.Service<
     readonly owner: Effect.Effect<string>
     /** Claims up to `limit` due jobs and runs each until it ends or waits; answers how many it claimed. */
     readonly runOnce: (limit?: number) => Effect.Effect<number>
-    /** Claims whenever a slot is free (every `interval` when idle) and runs each job in its own fiber, forever. */
+    /**
+     * Claims whenever a slot is free and work is due (woken by the store's feed, a job's end or the next due time;
+     * every `interval` while the feed is not heard) and runs each job in its own fiber, forever.
+     */
     readonly loop: Effect.Effect<never>
   }
 >()("@hostplane/core/jobs/JobRunner") {
@@ -106,25 +110,86 @@ export class JobRunner extends Context.Service<
             return rows.length
           }).pipe(Effect.withSpan("JobRunner.runOnce"))
 
+        // Claims while slots are free and work is due; idle, it sleeps until new work is heard from the store's feed,
+        // a slot frees up, or the next job comes due (at most `heardInterval` away); while the feed is not heard, it
+        // claims every `interval` instead. A job of its own ending only has it read the next due time again (a repeat
+        // or a retry was rescheduled): one statement, not a claim.
         const loop = Effect.gen(function* () {
-          const running = yield* Ref.make(0)
+          let running = 0
+          let claimNow = true
+          const wakeups = yield* makeWakeups({
+            subscribe: store.watch,
+            next: (feed) =>
+              Effect.map(feed.next, (heard) => {
+                const mine = heard.some((kind) => byKind.has(kind))
+                if (mine) claimNow = true
+                return mine
+              }),
+            retry: settings.interval,
+            lost: "job runner: the feed of new jobs is lost; polling until it is back"
+          })
+
+          // How long a runner that claimed at `claimedAt` sleeps unless woken.
+          const idleWait = Effect.fnUntraced(function* (claimedAt: number) {
+            if (!wakeups.hearing()) return settings.interval
+            const due = yield* store.nextDue(kinds)
+            if (Option.isNone(due)) return settings.heardInterval
+            const dueAt = Date.parse(due.value)
+            // Due at the claim yet not taken: another transaction holds its row for now; look again as a poll would.
+            if (dueAt <= claimedAt) return settings.interval
+            const now = yield* Clock.currentTimeMillis
+            return Duration.millis(Math.min(Duration.toMillis(settings.heardInterval), Math.max(0, dueAt - now)))
+          })
+
+          let claimedAt = 0
           for (;;) {
-            const free = settings.concurrency - (yield* Ref.get(running))
-            const { me, claimedAt, rows } = yield* claim(free).pipe(
-              Effect.catchCause((cause) =>
-                Effect.as(Effect.logError("job claim failed", cause), { me: "", claimedAt: 0, rows: [] })
+            const free = settings.concurrency - running
+            if (claimNow && free > 0) {
+              const claimed = yield* claim(free).pipe(
+                Effect.catchCause((cause) => Effect.as(Effect.logError("job claim failed", cause), undefined))
               )
-            )
-            for (const row of rows) {
-              yield* Ref.update(running, (n) => n + 1)
-              yield* Effect.forkIn(
-                runJob(me, row, claimedAt).pipe(Effect.ensuring(Ref.update(running, (n) => n - 1))),
-                scope
-              )
+              if (claimed === undefined) {
+                yield* Effect.sleep(settings.interval)
+                continue
+              }
+              claimedAt = claimed.claimedAt
+              for (const row of claimed.rows) {
+                running++
+                yield* Effect.forkIn(
+                  runJob(claimed.me, row, claimed.claimedAt).pipe(
+                    Effect.ensuring(
+                      Effect.sync(() => {
+                        // Every slot was taken: the loop claims again now that one is free.
+                        if (running-- >= settings.concurrency) claimNow = true
+                        wakeups.wake()
+                      })
+                    )
+                  ),
+                  scope
+                )
+              }
+              // Every free slot filled: more may be due.
+              if (claimed.rows.length === free) continue
             }
-            if (rows.length === 0 || rows.length < free) yield* Effect.sleep(settings.interval)
+            claimNow = false
+            const hearing = wakeups.hearing()
+            let woken: boolean
+            if (settings.concurrency - running <= 0) {
+              // Every slot taken: a job's end wakes the loop.
+              yield* wakeups.next
+              woken = true
+            } else {
+              const wait = yield* idleWait(claimedAt).pipe(
+                Effect.catchCause((cause) =>
+                  Effect.as(Effect.logError("job runner: the next due job cannot be read", cause), settings.interval)
+                )
+              )
+              woken = yield* wakeups.wait(wait, wait)
+            }
+            // Timed out (something came due), or the feed was just taken or lost.
+            if (!woken || wakeups.hearing() !== hearing) claimNow = true
           }
-        })
+        }).pipe(Effect.scoped)
 
         return JobRunner.of({ owner, runOnce, loop })
       })

@@ -1,4 +1,4 @@
-import { Context, type Effect, type Option, type Scope } from "effect"
+import { Context, type Effect, type Option, Schema, type Scope } from "effect"
 import type { JobRow, TerminalCode } from "./Job.ts"
 
 /** A new job as `insert` stores it: unclaimed, no attempts yet. */
@@ -26,6 +26,17 @@ export interface Reschedule {
   readonly error: string | null
   /** A repeating job starts a fresh round: its attempts count from zero again. */
   readonly resetAttempts: boolean
+}
+
+/** The feed of new work was lost (a dropped connection): the runner polls until it subscribes again. */
+export class JobFeedLost extends Schema.TaggedError<JobFeedLost>()("JobFeedLost", {
+  message: Schema.String
+}) {}
+
+/** A subscription to work becoming claimable; `next` waits for some, committed since the last `next`. */
+export interface JobFeed {
+  /** The kinds of the jobs inserted, or made due now, since the last `next` (at least one). */
+  readonly next: Effect.Effect<ReadonlyArray<string>, JobFeedLost>
 }
 
 /**
@@ -70,6 +81,17 @@ export class JobStore extends Context.Service<
       now: string,
       leaseUntil: string
     ) => Effect.Effect<Option.Option<JobRow>>
+    /**
+     * Subscribes to work becoming claimable by any process on the store: a job inserted, made due now (an abort) or
+     * given back by a closing runner completes `next` once its transaction has committed. Not heard: a job coming due
+     * at its `runAt`, and a runner dying (see `nextDue`).
+     */
+    readonly watch: Effect.Effect<JobFeed, JobFeedLost, Scope.Scope>
+    /**
+     * When the earliest unfinished job of `kinds` comes free (its `runAt`, or its lease's end if held), if any: a
+     * runner that hears the feed sleeps until then instead of polling.
+     */
+    readonly nextDue: (kinds: ReadonlyArray<string>) => Effect.Effect<Option.Option<string>>
     /** Extends the leases `owner` still holds among `ids`; answers those ids. */
     readonly renew: (
       owner: string,

@@ -1,6 +1,14 @@
 import { Jobs } from "@hostplane/core"
-import { Effect, Layer, Option } from "effect"
-import { MemoryState, memoryTable, type MemoryStore, read, type Tables, write } from "../memory/MemoryState.ts"
+import { Effect, Layer, Option, Queue } from "effect"
+import {
+  awaitTransactions,
+  MemoryState,
+  memoryTable,
+  type MemoryStore,
+  read,
+  type Tables,
+  write
+} from "../memory/MemoryState.ts"
 
 export const jobRows = memoryTable("jobs.jobs", () => new Map<string, Jobs.JobRow>())
 
@@ -14,6 +22,14 @@ const runnersOf = (store: MemoryStore): Set<string> => {
 
 /** Whether `owner` is a runner identity registered on `store` and not closed (other stores' rows name them too). */
 export const isLiveOwner = (store: MemoryStore, owner: string): boolean => runnersOf(store).has(owner)
+
+/** Each store's `watch` subscribers, each told the kinds of the work come free since it last took. */
+const watchers = new WeakMap<MemoryStore, Set<Queue.Queue<string>>>()
+const watchersOf = (store: MemoryStore): Set<Queue.Queue<string>> => {
+  let queues = watchers.get(store)
+  if (queues === undefined) watchers.set(store, (queues = new Set()))
+  return queues
+}
 
 const unfinished = (row: Jobs.JobRow) => row.terminalCode === null
 
@@ -38,6 +54,10 @@ const byDue = (a: Jobs.JobRow, b: Jobs.JobRow) =>
 /** `JobStore` on the shared memory state; a runner is live from `register` until its scope closes. */
 export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
   const runners = runnersOf(store)
+  // Called inside the write that frees the work: `next` waits for that transaction to end, so a claim then sees it.
+  const tell = (kind: string) => {
+    for (const queue of watchersOf(store)) Queue.offerUnsafe(queue, kind)
+  }
   return Jobs.JobStore.of({
     insert: (job) =>
       write(store, (tables) => {
@@ -59,6 +79,7 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
           lastError: null,
           updatedAt: job.createdAt
         })
+        tell(job.kind)
         return true
       }),
     get: (id) => read(store, (tables) => Option.fromNullishOr(tables(jobRows).get(id))),
@@ -90,11 +111,30 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
             for (const row of tables(jobRows).values()) {
               if (row.leaseOwner === owner && unfinished(row)) {
                 tables(jobRows).set(row.id, { ...row, leaseOwner: null, leaseUntil: null })
+                tell(row.kind)
               }
             }
           })
         )
     ).pipe(Effect.map((owner) => ({ owner, alive: Effect.sync(() => runners.has(owner)) }))),
+    watch: Effect.gen(function* () {
+      const queue = yield* Queue.unbounded<string>()
+      watchersOf(store).add(queue)
+      yield* Effect.addFinalizer(() => Effect.sync(() => watchersOf(store).delete(queue)))
+      return {
+        next: Effect.flatMap(Queue.takeAll(queue), (kinds) => Effect.as(awaitTransactions(store), [...new Set(kinds)]))
+      }
+    }),
+    nextDue: (kinds) =>
+      read(store, (tables) => {
+        let due: string | undefined
+        for (const row of tables(jobRows).values()) {
+          if (!unfinished(row) || !kinds.includes(row.kind)) continue
+          const free = row.leaseUntil !== null && row.leaseUntil > row.runAt ? row.leaseUntil : row.runAt
+          if (due === undefined || free < due) due = free
+        }
+        return Option.fromNullishOr(due)
+      }),
     claim: (owner, kinds, now, leaseUntil, limit) =>
       write(store, (tables) =>
         [...tables(jobRows).values()]
@@ -169,6 +209,7 @@ export const make = (store: MemoryStore): Jobs.JobStore["Service"] => {
           runAt: row.runAt < at ? row.runAt : at,
           updatedAt: at
         })
+        if (at < row.runAt) tell(row.kind)
         return true
       }),
     purgeFinished: (kind, before) =>

@@ -1,6 +1,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Jobs } from "@hostplane/core"
 import { Effect, Exit, type Layer, Option, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { day, iso, minute, randomSuffix } from "../contract/Fixtures.ts"
 
 interface Window {
@@ -177,6 +178,68 @@ export const jobStoreSuite = <E>(name: string, store: Layer.Layer<Jobs.JobStore,
           assert.isFalse(yield* jobs.finish(job.id, gone, "done", null, w.t(minute)))
         })
       )
+    )
+
+    it.effect("watch tells a job's kind once it comes free: inserted, made due sooner by an abort, or given back", () =>
+      inWindow((w) =>
+        Effect.gen(function* () {
+          const jobs = yield* Jobs.JobStore
+          const feed = yield* jobs.watch
+          // Other tests' and runners' work on a shared database is told too: takes until this test's kind shows.
+          const hears = (what: string) =>
+            Effect.gen(function* () {
+              const heard = yield* TestClock.withLive(
+                Effect.timeoutOption(
+                  Effect.repeat(feed.next, { until: (kinds) => kinds.includes(w.kind) }),
+                  "10 seconds"
+                )
+              )
+              assert.isTrue(Option.isSome(heard), `told of ${what}`)
+            })
+          const job = yield* w.insert(day, { phase: "first" })
+          yield* hears("an insert, even of a job due later")
+          assert.isTrue(yield* jobs.requestAbort(job.id, ["first"], w.t(0)))
+          yield* hears("an abort that made the job due now")
+          const scope = yield* Scope.make()
+          const owner = (yield* jobs.register.pipe(Scope.provide(scope))).owner
+          assert.deepStrictEqual(ids(yield* w.claim(owner, 0, day)), [job.id])
+          yield* Scope.close(scope, Exit.void)
+          yield* hears("a closing runner giving its job back")
+        })
+      )
+    )
+
+    it.effect(
+      "nextDue answers when the earliest unfinished job of the kinds comes free: its runAt, or its lease's end",
+      () =>
+        inWindow((w) =>
+          Effect.gen(function* () {
+            const jobs = yield* Jobs.JobStore
+            const next = jobs.nextDue([w.kind])
+            assert.isTrue(Option.isNone(yield* next), "none without jobs")
+            const first = yield* w.insert(2 * minute)
+            const second = yield* w.insert(5 * minute)
+            assert.deepStrictEqual(yield* next, Option.some(w.t(2 * minute)))
+            assert.isTrue(Option.isNone(yield* jobs.nextDue([`${w.kind}x`])), "only the kinds asked for")
+            const owner = yield* w.runner
+            assert.deepStrictEqual(ids(yield* w.claim(owner, 3 * minute, 10 * minute, 1)), [first.id])
+            assert.deepStrictEqual(yield* next, Option.some(w.t(5 * minute)), "a held job counts at its lease's end")
+            assert.deepStrictEqual(ids(yield* w.claim(owner, 6 * minute, 8 * minute, 1)), [second.id])
+            assert.deepStrictEqual(yield* next, Option.some(w.t(8 * minute)))
+            assert.isTrue(yield* jobs.finish(second.id, owner, "done", null, w.t(7 * minute)))
+            assert.deepStrictEqual(yield* next, Option.some(w.t(10 * minute)))
+            assert.isTrue(
+              yield* jobs.reschedule(
+                first.id,
+                owner,
+                { phase: "first", runAt: w.t(day), error: null, resetAttempts: false },
+                w.t(7 * minute)
+              )
+            )
+            assert.deepStrictEqual(yield* next, Option.some(w.t(day)), "a job given back counts at its runAt")
+            assert.isTrue(Option.isNone(yield* jobs.nextDue([])))
+          })
+        )
     )
 
     it.effect("claimJob takes one job by id before it is due, never one held by a live runner or finished", () =>
