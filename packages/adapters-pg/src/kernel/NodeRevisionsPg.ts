@@ -37,8 +37,9 @@ export const layer: Layer.Layer<NodeRevisions, never, SqlClient.SqlClient | PgCl
   NodeRevisions,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    // LISTEN holds its connection for life: an unshared one (see `unsharedClient`), opened by the first `watch`.
-    const feeds = yield* unsharedClient(1)
+    // LISTEN holds its connection for life: an unshared one (see `unsharedClient`), opened by a `watch`. A server
+    // watches twice: its edge cache and its node's converge.
+    const feeds = yield* unsharedClient(2)
 
     const raise = SqlSchema.findOne({
       Request: ProjectId,

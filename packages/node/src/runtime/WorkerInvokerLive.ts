@@ -1,5 +1,5 @@
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { type Deployments, Errors, Logs, Node } from "@hostplane/core"
+import { type Deployments, Errors, Kernel, Logs, Node } from "@hostplane/core"
 import * as Edge from "../edge/Edge.ts"
 import {
   cookieOf,
@@ -10,7 +10,7 @@ import {
   type WorkerSplice
 } from "../edge/WorkerInvoker.ts"
 import { authFlowCookie, authSessionCookie } from "../enduser/AuthWorker.ts"
-import { Context, Effect, Fiber, Layer, Semaphore } from "effect"
+import { Context, Effect, Fiber, Layer, Option, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createRequire } from "node:module"
 import * as Http from "node:http"
@@ -32,8 +32,14 @@ const flushEveryMs = 200
 /** How long a stopping node tries to write the invocation events it still holds. */
 const shutdownWriteMs = 5_000
 
-/** How often the node reads the control plane's changes (secrets, grants) when nothing asked for them sooner. */
+/**
+ * How often the node reads the control plane's changes (secrets, grants) when nothing asked for them sooner, while it
+ * does not hear the node revision's raises (a remote node, or the feed lost).
+ */
 const convergeEveryMs = 1_000
+
+/** How often it reads them all the same while it hears every raise: the feed's connection could die unnoticed. */
+const convergeHeardEveryMs = 5_000
 
 /** The service's own cookies, which never reach a worker. */
 const ownCookies = new Set([Edge.accessCookie, authSessionCookie, authFlowCookie])
@@ -119,9 +125,10 @@ export class InvocationEvents extends Context.Service<
 }
 
 /**
- * The edge's side of the worker runtime: converges on the node state (secrets and grants of each project, at most
- * `convergeEveryMs` old, read at once for a project not seen yet), registers what each request's worker loads, and
- * forwards the request over the shard's socket, streaming both ways, under the time and size limits.
+ * The edge's side of the worker runtime: converges on the node state (secrets and grants of each project, read when
+ * the node revision's raise is heard, else at most `convergeEveryMs` old, read at once for a project not seen yet),
+ * registers what each request's worker loads, and forwards the request over the shard's socket, streaming both ways,
+ * under the time and size limits.
  */
 export const WorkerInvokerOn = Layer.effect(
   WorkerInvoker,
@@ -286,9 +293,21 @@ export const WorkerInvokerOn = Layer.effect(
     }
 
     yield* sync
+    // With the store at hand (a server's own node), a raise of the node revision wakes the converge.
+    const revisions = yield* Effect.serviceOption(Kernel.NodeRevisions)
+    const wakeups = Option.isSome(revisions)
+      ? yield* Kernel.makeWakeups({
+          subscribe: revisions.value.watch,
+          next: (feed) => Effect.as(feed.next, true),
+          retry: convergeEveryMs,
+          lost: "worker invoker: the node revision feed is lost; reading the node state every second until it is back"
+        })
+      : undefined
+    const converged =
+      wakeups === undefined ? Effect.sleep(convergeEveryMs) : wakeups.wait(convergeHeardEveryMs, convergeEveryMs)
     yield* Effect.forkScoped(
       Effect.forever(
-        Effect.sleep(convergeEveryMs).pipe(
+        converged.pipe(
           Effect.andThen(sync),
           Effect.catchCause((cause) => Effect.logWarning("node state read failed", cause))
         )
