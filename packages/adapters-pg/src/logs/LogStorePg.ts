@@ -21,15 +21,17 @@ const batchOf = (id: string): string => id.slice(0, -4)
 
 /**
  * One event per result row, its fields from the row's aligned arrays and its line: PostgreSQL picks the events asked
- * for, as the client reads many small values far more cheaply than one large one.
+ * for, as the client reads many small values far more cheaply than one large one. Read as values (`.values`), so no
+ * row becomes an object whose names are transformed before it becomes the event.
  */
-interface EventRow {
-  readonly id: string
-  readonly at: number
-  readonly deploymentId: string
-  readonly outcome: LogEvent["outcome"]
-  readonly line: string
-}
+type EventRow = readonly [
+  id: string,
+  at: number,
+  deploymentId: string,
+  outcome: LogEvent["outcome"],
+  line: string,
+  ...rest: ReadonlyArray<unknown>
+]
 
 /**
  * A stored event's line: what its row does not hold in the aligned arrays (id, instant, deployment, outcome), as a
@@ -57,13 +59,13 @@ type Line = [
   exceptions: LogEvent["exceptions"]
 ]
 
-const eventOf = (row: EventRow): LogEvent => {
-  const [method, url, status, durationMs, truncated, logs, exceptions] = JSON.parse(row.line) as Line
+const eventOf = ([id, at, deploymentId, outcome, line]: EventRow): LogEvent => {
+  const [method, url, status, durationMs, truncated, logs, exceptions] = JSON.parse(line) as Line
   return {
-    id: row.id,
-    deploymentId: row.deploymentId,
-    timestamp: new Date(row.at).toISOString(),
-    outcome: row.outcome,
+    id,
+    deploymentId,
+    timestamp: new Date(at).toISOString(),
+    outcome,
     request: { method, url },
     response: status === null ? null : { status },
     durationMs,
@@ -73,30 +75,33 @@ const eventOf = (row: EventRow): LogEvent => {
   }
 }
 
-const parsed = (rows: ReadonlyArray<EventRow>): Array<LogEvent> => rows.map(eventOf)
+const parsed = (rows: ReadonlyArray<ReadonlyArray<unknown>>): Array<LogEvent> =>
+  (rows as ReadonlyArray<EventRow>).map(eventOf)
 
 /** Epoch milliseconds bound as `float8`: a JavaScript number infers `int4` or `int8` by its size. */
 const millis = (value: number) => PgTypes.float8(value)
 const millisArray = (values: ReadonlyArray<number>) => Result.getOrThrow(PgTypes.array(values, PgTypes.OID.float8))
 
 /** A page's order: newest first by (timestamp, id), ids by code unit as PostgreSQL's `COLLATE "C"`. */
-const newestFirst = (a: EventRow, b: EventRow): number =>
-  a.at !== b.at ? b.at - a.at : a.id < b.id ? 1 : a.id > b.id ? -1 : 0
+const newestFirst = ([aId, aAt]: EventRow, [bId, bAt]: EventRow): number =>
+  aAt !== bAt ? bAt - aAt : aId < bId ? 1 : aId > bId ? -1 : 0
 
 /** Where a page's reading of batches stopped: the last batch read, in (newest event, seq) order. */
 interface Position {
   readonly lastAt: string
   readonly seq: string
 }
-/** A batch a page's round read, with its events that passed the page's filters (none: `id` null). */
-interface RoundRow extends Position {
-  readonly count: number
-  readonly id: string | null
-  readonly at: number
-  readonly deploymentId: string
-  readonly outcome: LogEvent["outcome"]
-  readonly line: string
-}
+/** A batch a page's round read, after one of its events that passed the page's filters (all null when none did). */
+type RoundRow = readonly [
+  id: string | null,
+  at: number | null,
+  deploymentId: string | null,
+  outcome: LogEvent["outcome"] | null,
+  line: string | null,
+  seq: string,
+  lastAt: string,
+  count: number
+]
 
 /**
  * Events announced together: a project's id, then at most this many of its event ids, in recording order. A
@@ -194,7 +199,7 @@ export const layer = Layer.effect(
      * PostgreSQL slices each batch's arrays, so only the events asked for cross the connection.
      */
     const eventsFrom = (projectId: string, seq: string, skip: number, limit: number) =>
-      sql<EventRow>`SELECT ${columns}
+      sql`SELECT ${columns}
         FROM (
           SELECT seq, sum(count) OVER (ORDER BY seq) - count AS before
           FROM (SELECT seq, count FROM worker_log_batches WHERE project_id = ${projectId} AND seq >= ${seq}::bigint
@@ -206,7 +211,7 @@ export const layer = Layer.effect(
           b.event_deployments[slice.low : slice.high], b.event_outcomes[slice.low : slice.high],
           b.lines[slice.low : slice.high]) WITH ORDINALITY AS e (id, at, deployment, outcome, line, place)
         WHERE counted.before < ${skip + limit} AND counted.before + b.count > ${skip}
-        ORDER BY b.seq, e.place`.pipe(Effect.map(parsed))
+        ORDER BY b.seq, e.place`.values.pipe(Effect.map(parsed))
 
     const list = Effect.fn("LogStorePg.list")(function* (projectId: string, query: LogListQuery) {
       const before = query.before
@@ -232,8 +237,8 @@ export const layer = Layer.effect(
       let want = need
       let exhausted = false
       while (found.length < query.limit && !exhausted) {
-        const rows = yield* sql<RoundRow>`SELECT r.seq::text AS seq, r.last_at::text AS last_at, r.count, e.id, e.at,
-            e.deployment_id, e.outcome, e.line
+        const rows = (yield* sql`SELECT e.id, e.at, e.deployment_id, e.outcome, e.line, r.seq::text AS seq,
+            r.last_at::text AS last_at, r.count
           FROM (
             SELECT seq, last_at, count FROM (
               SELECT seq, last_at, count, sum(count) OVER (ORDER BY last_at DESC, seq DESC) - count AS before
@@ -244,12 +249,13 @@ export const layer = Layer.effect(
             ) counted WHERE before < ${want}
           ) r JOIN worker_log_batches b USING (seq)
           LEFT JOIN LATERAL (SELECT ${columns} FROM ${unnested} WHERE ${wanted} ${order} LIMIT ${need}) e ON true
-          ORDER BY r.last_at DESC, r.seq DESC`
+          ORDER BY r.last_at DESC, r.seq DESC`.values) as ReadonlyArray<RoundRow>
         let read = 0
         for (const row of rows) {
-          if (row.id !== null) found.push(row as EventRow)
-          if (from === undefined || row.seq !== from.seq) read += row.count
-          from = { lastAt: row.lastAt, seq: row.seq }
+          const [id, , , , , seq, lastAt, count] = row
+          if (id !== null) found.push(row as unknown as EventRow)
+          if (from === undefined || seq !== from.seq) read += count
+          from = { lastAt, seq }
         }
         exhausted = read < want
         want *= 4
@@ -258,12 +264,12 @@ export const layer = Layer.effect(
       const bound = found[query.limit - 1]
       if (bound !== undefined && from !== undefined && !exhausted) {
         found.push(
-          ...(yield* sql<EventRow>`SELECT e.* FROM worker_log_batches b
+          ...((yield* sql`SELECT e.* FROM worker_log_batches b
             CROSS JOIN LATERAL (SELECT ${columns} FROM ${unnested} WHERE ${wanted}
-              AND (e.at, e.id COLLATE "C") > (${millis(bound.at)}, ${bound.id}::text COLLATE "C") ${order} LIMIT ${need}) e
+              AND (e.at, e.id COLLATE "C") > (${millis(bound[1])}, ${bound[0]}::text COLLATE "C") ${order} LIMIT ${need}) e
             WHERE ${matching}
-            AND last_at >= ${new Date(bound.at).toISOString()}::timestamptz
-            AND (last_at, seq) < (${from.lastAt}::timestamptz, ${from.seq}::bigint)`)
+            AND last_at >= ${new Date(bound[1]).toISOString()}::timestamptz
+            AND (last_at, seq) < (${from.lastAt}::timestamptz, ${from.seq}::bigint)`.values) as ReadonlyArray<EventRow>)
         )
         found.sort(newestFirst)
       }
@@ -403,7 +409,7 @@ export const layer = Layer.effect(
         const wanted = [...ids]
         // Two lookups, each on the (project, batch) index: the rows of the ids' batches, and the rows without one;
         // PostgreSQL keeps only the events asked for of each.
-        return sql<EventRow>`SELECT ${columns} FROM (
+        return sql`SELECT ${columns} FROM (
             SELECT * FROM worker_log_batches
             WHERE project_id = ${projectId} AND batch = ANY (${[...new Set(ids.map(batchOf))]}::text[])
               AND ids && ${wanted}::text[]
@@ -412,7 +418,7 @@ export const layer = Layer.effect(
             WHERE project_id = ${projectId} AND batch IS NULL AND ids && ${wanted}::text[]
           ) b CROSS JOIN LATERAL ${unnested}
           WHERE e.id = ANY (${wanted}::text[])
-          ORDER BY b.seq, e.place`.pipe(Effect.map(parsed), Effect.orDie)
+          ORDER BY b.seq, e.place`.values.pipe(Effect.map(parsed), Effect.orDie)
       },
       purge: ({ since, keep }) =>
         transaction(sql)(
