@@ -23,6 +23,20 @@ describe("the byte lane's request head scanner takes only strict, bodiless HTTP/
       "HEAD"
     )
     expect(head("GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n")?.headers.host).toBe("[::1]:80")
+    // Header names that are also names of an object's own machinery are headers like any other, each once.
+    const odd = head("GET / HTTP/1.1\r\nHost: h\r\nConstructor: c\r\n__proto__: p\r\ntoString: t\r\n\r\n")
+    expect(odd === null || odd === undefined ? odd : { ...odd.headers }).toEqual({
+      host: "h",
+      constructor: "c",
+      ["__proto__"]: "p",
+      tostring: "t"
+    })
+    expect(Object.keys(odd!.headers)).toEqual(["host", "constructor", "__proto__", "tostring"])
+    expect(head("GET / HTTP/1.1\r\nHost: h\r\n__proto__: p\r\n__Proto__: q\r\n\r\n")).toBeNull()
+    expect(head("GET / HTTP/1.1\r\nHost: h\r\nhasOwnProperty: x\r\nvalueOf: y\r\n\r\n")?.headers).toMatchObject({
+      hasownproperty: "x",
+      valueof: "y"
+    })
   })
 
   it("an incomplete head waits, unless its bytes already rule it out", () => {

@@ -43,6 +43,11 @@ const dateNow = () => {
   return dateText
 }
 
+/** Each status's line, made once. */
+const statusLines: Array<string | undefined> = []
+const statusLineOf = (status: number): string =>
+  (statusLines[status] ??= `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "unknown"}\r\n`)
+
 /** Response headers of one connection: the lane writes the client's own. */
 const connectionHeaders = new Set(["connection", "keep-alive", "transfer-encoding", "proxy-connection", "upgrade"])
 
@@ -325,13 +330,23 @@ export const spliceConnection = (
   }
 
   const writeRefusal = (refused: SpliceRefusal) => {
-    let text = `HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status] ?? "unknown"}\r\n`
+    let text = statusLineOf(refused.status)
     for (const name in refused.headers) text += `${name}: ${refused.headers[name]}\r\n`
     text += `content-length: ${Buffer.byteLength(refused.body)}\r\ndate: ${dateNow()}\r\n${keepAlive()}\r\n`
     socket.write(text + refused.body)
   }
 
-  const keepAlive = () => `connection: keep-alive\r\nkeep-alive: timeout=${Math.floor(deps.keepAliveMs() / 1000)}\r\n`
+  let keepAliveMs = -1
+  let keepAliveText = ""
+  /** The keep-alive headers, made again only when the listener's keep-alive time changed. */
+  const keepAlive = () => {
+    const ms = deps.keepAliveMs()
+    if (ms !== keepAliveMs) {
+      keepAliveMs = ms
+      keepAliveText = `connection: keep-alive\r\nkeep-alive: timeout=${Math.floor(ms / 1000)}\r\n`
+    }
+    return keepAliveText
+  }
 
   // The request in flight to the upstream (one at a time on a connection): its state lives here, reset by `forward`,
   // and the upstream's listeners are added once per upstream connection, so a request makes no closures and adds no
@@ -489,7 +504,7 @@ export const spliceConnection = (
     framing = scanned.framing
     const connection = scanned.headers.connection
     closeAfter = connection !== undefined && /(^|,)\s*close\s*(,|$)/i.test(String(connection))
-    let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "unknown"}\r\n`
+    let text = statusLineOf(status)
     for (const [name, value] of scanned.lines) {
       if (connectionHeaders.has(name.toLowerCase())) continue
       text += `${name}: ${value}\r\n`

@@ -25,6 +25,14 @@ const requestValue = /^[\x20-\x7e\t]*$/
 const hostValue = /^(?:[A-Za-z0-9\-.]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/
 const headEnd = Buffer.from("\r\n\r\n")
 
+/**
+ * A head's headers by lowercased name: no prototype to inherit a name from (a header called `constructor` or
+ * `__proto__` is a header like any other), yet with a shape of its own, so reads and `for...in` stay on V8's fast
+ * path (an `Object.create(null)` record is a dictionary from the start).
+ */
+const HeaderRecord = function () {} as unknown as new () => Record<string, never>
+HeaderRecord.prototype = Object.create(null)
+
 /** Where the line of a head's text starting at `at` ends: its CRLF, or the text's end (the head's last line). */
 const lineEnd = (text: string, at: number): number => {
   const end = text.indexOf("\r\n", at)
@@ -62,7 +70,7 @@ export const scanRequestHead = (buffer: Buffer): RequestHead | null | undefined 
   const firstEnd = lineEnd(text, 0)
   const first = requestLine.exec(firstEnd === text.length ? text : text.slice(0, firstEnd))
   if (first === null) return null
-  const headers: Record<string, string> = Object.create(null)
+  const headers: Record<string, string> = new HeaderRecord()
   for (let at = firstEnd + 2; at < text.length;) {
     const stop = lineEnd(text, at)
     const colon = text.indexOf(":", at)
@@ -133,7 +141,7 @@ export const scanResponseHead = (buffer: Buffer, method: string): ResponseHead |
   const status = Number(first[1])
   if (status < 200) return null
   const kept: Array<readonly [string, string]> = []
-  const headers: Record<string, string | Array<string>> = Object.create(null)
+  const headers: Record<string, string | Array<string>> = new HeaderRecord()
   for (let at = firstEnd + 2; at < text.length;) {
     const stop = lineEnd(text, at)
     const colon = text.indexOf(":", at)
