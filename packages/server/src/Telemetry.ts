@@ -1,4 +1,4 @@
-import { Config, Effect, Layer, References } from "effect"
+import { Config, Duration, Effect, Layer, References } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { Otlp } from "effect/observability"
 
@@ -29,8 +29,21 @@ export const telemetryLayer = Layer.unwrap(
     if (endpoint === "") return Layer.succeed(References.TracerEnabled)(false)
     const serviceName = (yield* setting("OTEL_SERVICE_NAME")) || "hostplane"
     const headers = parseHeaders(yield* setting("OTEL_EXPORTER_OTLP_HEADERS"))
-    return Otlp.layerJson({ baseUrl: endpoint, resource: { serviceName }, headers }).pipe(
-      Layer.provide(FetchHttpClient.layer)
-    )
+    // The standard export delays, in milliseconds; unset, Effect's own (spans 5 s, metrics 10 s, logs 1 s).
+    const every = (name: string) =>
+      Effect.map(Config.option(Config.Int(name)), (value) =>
+        value._tag === "Some" && value.value > 0 ? Duration.millis(value.value) : undefined
+      )
+    const tracerExportInterval = yield* every("OTEL_BSP_SCHEDULE_DELAY")
+    const metricsExportInterval = yield* every("OTEL_METRIC_EXPORT_INTERVAL")
+    const loggerExportInterval = yield* every("OTEL_BLRP_SCHEDULE_DELAY")
+    return Otlp.layerJson({
+      baseUrl: endpoint,
+      resource: { serviceName },
+      headers,
+      ...(tracerExportInterval === undefined ? {} : { tracerExportInterval }),
+      ...(metricsExportInterval === undefined ? {} : { metricsExportInterval }),
+      ...(loggerExportInterval === undefined ? {} : { loggerExportInterval })
+    }).pipe(Layer.provide(FetchHttpClient.layer))
   })
 )

@@ -66,6 +66,9 @@ describe("traces over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (the server a
     server = await startOnData(join(directory, "data"), {
       OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
       OTEL_SERVICE_NAME: "hostplane-traces-test",
+      // Sent within moments instead of Effect's 5 s (spans) and 10 s (metrics) the test would wait out.
+      OTEL_BSP_SCHEDULE_DELAY: "200",
+      OTEL_METRIC_EXPORT_INTERVAL: "500",
       SERVICE_WORKERS: "off"
     })
   }, 240_000)
