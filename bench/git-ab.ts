@@ -16,7 +16,7 @@ import {
   log,
   makeTempDir,
   parseOptions,
-  processCpu,
+  serverProcessCpu,
   round,
   runBench,
   sleep,
@@ -115,9 +115,9 @@ const main = async () => {
       for (const side of turn % 2 === 0 ? sides : [...sides].reverse()) {
         await sleep(300)
         const pid = side.server.child.pid
-        const before = { process: processCpu(pid)!, threads: threadCpu(pid) }
+        const before = { process: serverProcessCpu(pid)!, threads: threadCpu(pid) }
         const wall = await clone(side, transport)
-        const after = { process: processCpu(pid)!, threads: threadCpu(pid) }
+        const after = { process: serverProcessCpu(pid)!, threads: threadCpu(pid) }
         const m = side.measured[transport]!
         m.cpu.push(after.process.own - before.process.own)
         m.git.push(after.process.children - before.process.children)

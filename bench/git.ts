@@ -18,6 +18,7 @@ import {
   makeTempDir,
   parseOptions,
   processCpu,
+  serverProcessCpu,
   round,
   rssKiB,
   runBench,
@@ -154,7 +155,7 @@ const main = async () => {
       const target = Path.join(tempDir, `clone-${name}-${run}`)
       await sleep(500)
       const sampler = samplePeak(() => (serverPid === undefined ? undefined : rssKiB(serverPid)), hasProc ? 20 : 200)
-      const cpuBefore = serverPid === undefined ? undefined : processCpu(serverPid)
+      const cpuBefore = serverPid === undefined ? undefined : serverProcessCpu(serverPid)
       // The clone is this process's only child that ends meanwhile (the server runs on), so the change of this
       // process's children's CPU is the clone's.
       const clientBefore = processCpu("self")
@@ -164,7 +165,7 @@ const main = async () => {
       const seconds = (performance.now() - started) / 1000
       const packStartSeconds = packStart(traceFile)
       Fs.rmSync(traceFile, { force: true })
-      const cpuAfter = serverPid === undefined ? undefined : processCpu(serverPid)
+      const cpuAfter = serverPid === undefined ? undefined : serverProcessCpu(serverPid)
       const clientAfter = processCpu("self")
       const serverCpuSeconds = cpuDelta(cpuBefore?.own, cpuAfter?.own)
       const serverGitCpuSeconds = cpuDelta(cpuBefore?.children, cpuAfter?.children)

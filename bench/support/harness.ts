@@ -380,6 +380,44 @@ export const processCpu = (pid: number | "self"): { own: number; children: numbe
   hasProc ? statCpu(`/proc/${pid}/stat`) : undefined
 
 /**
+ * `processCpu` of a server, with its spawning helper's CPU (a live child started by SmallSpawn.ts, which runs the
+ * server's git) counted among its children's: the helper's own and that of the children it has waited for.
+ */
+export const serverProcessCpu = (pid: number): { own: number; children: number } | undefined => {
+  const cpu = processCpu(pid)
+  if (cpu === undefined) return undefined
+  let children = cpu.children
+  for (const child of liveChildren(pid)) {
+    const command = (() => {
+      try {
+        return Fs.readFileSync(`/proc/${child}/cmdline`, "utf8")
+      } catch {
+        return ""
+      }
+    })()
+    if (!command.endsWith("\0hostplane-small-spawn\0")) continue
+    const helper = processCpu(child)
+    if (helper !== undefined) children += helper.own + helper.children
+  }
+  return { own: cpu.own, children }
+}
+
+/** The process ids of `pid`'s running children (every thread's), from /proc. */
+const liveChildren = (pid: number): Array<number> => {
+  if (!hasProc) return []
+  try {
+    return Fs.readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+      Fs.readFileSync(`/proc/${pid}/task/${task}/children`, "utf8")
+        .split(" ")
+        .filter((word) => word !== "")
+        .map(Number)
+    )
+  } catch {
+    return []
+  }
+}
+
+/**
  * CPU seconds (user + system) of each thread of `pid` so far, from /proc/<pid>/task: the main thread as `main`, all
  * others summed as `other` (V8's collector helpers, the thread pool); zeros off Linux.
  */

@@ -1,13 +1,12 @@
 import { NodeStream } from "@effect/platform-node"
 import { Errors, Git, Kernel } from "@hostplane/core"
 import { Clock, Config, Deferred, Effect, Fiber, Layer, Option, Stream } from "effect"
-import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Net from "node:net"
 import * as Path from "node:path"
-import type { Writable } from "node:stream"
 import { inDataDir } from "../DataDir.ts"
+import * as SmallSpawn from "../SmallSpawn.ts"
 import { type FetchCacheOptions, isFreshFetch, makeFetchCache, pktLines, refsDigest } from "./FetchCache.ts"
 
 /**
@@ -46,31 +45,22 @@ const transportConfig = ["-c", "receive.unpackLimit=1"]
 const repackArgs = ["repack", "-a", "-d", "-q", "--keep-unreachable", "--write-bitmap-index"]
 
 /**
- * How git commands run: in their own process group (`detached`, which execFile hands to spawn though its options type
- * omits it), so that stopping one stops the helpers it starts too.
+ * Kills an interrupted git command's whole process group (it runs `detached`, in a group of its own) and waits for git
+ * to exit: a repack killed alone leaves its pack-objects writing into the repository, past a shutdown and into
+ * whatever removes the folder next.
  */
-const execOptions = (cwd: string | undefined, env: Record<string, string>) => ({
-  cwd,
-  env,
-  encoding: "buffer" as const,
-  maxBuffer: 256 * 1024 * 1024,
-  detached: true
-})
+const stopGroup = (running: SmallSpawn.SmallExec) =>
+  Effect.promise(() => {
+    running.kill("SIGKILL", { group: true })
+    return running.result
+  })
 
-/**
- * Kills an interrupted git command's whole process group and waits for git to exit: a repack killed alone leaves its
- * pack-objects writing into the repository, past a shutdown and into whatever removes the folder next.
- */
-const stopGroup = (child: ChildProcess) =>
-  Effect.callback<void>((resume) => {
-    // A git that never started (no pid) or has exited leaves nothing to wait for.
-    if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-    child.once("exit", () => resume(Effect.void))
-    try {
-      process.kill(-child.pid, "SIGKILL")
-    } catch {
-      child.kill("SIGKILL")
-    }
+/** Stops a child still running when its scope ends, and closes this side of its pipes: nobody reads them any more. */
+const stop = (child: SmallSpawn.SmallChild) =>
+  Effect.sync(() => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill("SIGKILL")
+    for (const stream of child.stdio) stream?.destroy()
   })
 
 // git reports what a push changed to its post-receive hook: old, new and ref name per line. The hook hands them to
@@ -146,25 +136,26 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
         })
       )
 
+      // git runs from the small spawning helper (SmallSpawn.ts): a fork of this server costs more than the command.
       const git = (args: ReadonlyArray<string>, cwd?: string, env: Record<string, string> = {}, input?: Uint8Array) =>
         Effect.flatMap(prepared, () =>
           Effect.callback<Ran, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
-            const options = execOptions(cwd, { ...baseEnv, ...env })
-            const child = execFile(gitBinary, [...args], options, (error, stdout, stderr) => {
-              const code = (error as NodeJS.ErrnoException | null)?.code
-              if (code === "ENOENT" && cwd !== undefined) {
-                // Either the binary or the folder is missing; the folder is checked first by every caller.
-                resume(Effect.fail(unavailable()))
-              } else if (code === "ENOENT") resume(Effect.fail(unavailable()))
-              else if (error !== null && typeof code === "string") resume(Effect.fail(unreachable(error)))
-              else {
-                const exit = (error as { code?: number } | null)?.code
-                resume(Effect.succeed({ code: typeof exit === "number" ? exit : 0, stdout, stderr: stderr.toString() }))
-              }
+            const running = SmallSpawn.exec(gitBinary, args, {
+              cwd,
+              env: { ...baseEnv, ...env },
+              input,
+              maxBuffer: 256 * 1024 * 1024,
+              detached: true
             })
-            child.stdin?.on("error", () => {})
-            child.stdin?.end(input)
-            return stopGroup(child)
+            void running.result.then(({ error, stdout, stderr }) => {
+              const code = error?.code
+              // Either the binary or the folder is missing; the folder is checked first by every caller.
+              if (code === "ENOENT") resume(Effect.fail(unavailable()))
+              else if (error !== null && typeof code === "string") resume(Effect.fail(unreachable(error)))
+              else
+                resume(Effect.succeed({ code: typeof code === "number" ? code : 0, stdout, stderr: stderr.toString() }))
+            })
+            return stopGroup(running)
           })
         )
 
@@ -212,20 +203,20 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
         })
 
       /**
-       * git with stdin, stdout and stderr piped, and for a push the hook's channel: fd 3 from it, fd 4 to it; or with a
-       * socket as its stdout, which it then writes into itself.
+       * git with stdin and stdout piped and its stderr collected (`collected` once it exited), and for a push the
+       * hook's channel: fd 3 from it, fd 4 to it; or with a socket as its stdout, which it then writes into itself.
        */
       const spawnGit = (
         args: ReadonlyArray<string>,
         env: Record<string, string>,
         channel = false,
-        stdout: Net.Socket | Writable | undefined = undefined
+        stdout: Net.Socket | undefined = undefined
       ) =>
         Effect.flatMap(prepared, () =>
-          Effect.callback<ChildProcess, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
-            const child = spawn(gitBinary, [...args], {
+          Effect.callback<SmallSpawn.SmallChild, Errors.GitUnavailable | Errors.GitUnreachable>((resume) => {
+            const child = SmallSpawn.spawn(gitBinary, args, {
               env: { ...baseEnv, ...env },
-              stdio: channel ? ["pipe", "pipe", "pipe", "pipe", "pipe"] : ["pipe", stdout ?? "pipe", "pipe"]
+              stdio: channel ? ["pipe", "pipe", "collect", "pipe", "pipe"] : ["pipe", stdout ?? "pipe", "collect"]
             })
             child.once("error", (cause) => resume(Effect.fail(isMissing(cause) ? unavailable() : unreachable(cause))))
             child.once("spawn", () => resume(Effect.succeed(child)))
@@ -273,7 +264,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
         })
 
       /** What the post-receive hook writes on fd 3: the ref lines, then `end`. */
-      const readHookReport = (child: ChildProcess) =>
+      const readHookReport = (child: SmallSpawn.SmallChild) =>
         Effect.callback<string>((resume) => {
           const from = child.stdio[3] as NodeJS.ReadableStream
           let text = ""
@@ -339,19 +330,16 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
       ) =>
         Effect.acquireRelease(
           Effect.callback<
-            { readonly child: ChildProcess; readonly closed: Deferred.Deferred<number> },
+            { readonly child: SmallSpawn.SmallChild; readonly closed: Deferred.Deferred<number> },
             Errors.GitUnreachable
           >((resume) => {
-            const child = spawn(command, [...args], { env: baseEnv, stdio })
+            const child = SmallSpawn.spawn(command, args, { env: baseEnv, stdio })
             const closed = Deferred.makeUnsafe<number>()
             child.once("close", (code) => Deferred.doneUnsafe(closed, Effect.succeed(code ?? 128)))
             child.once("error", (cause) => resume(Effect.fail(unreachable(cause))))
             child.once("spawn", () => resume(Effect.succeed({ child, closed })))
           }),
-          ({ child }) =>
-            Effect.sync(() => {
-              if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-            })
+          ({ child }) => stop(child)
         )
 
       /**
@@ -395,19 +383,15 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           if (!(yield* Effect.promise(() => fetchCache.worthKeeping(dirOf(repoId))))) return undefined
           const draft = fetchCache.draft(repoId, refs, digest)
           const tee = yield* spawnTool("tee", [draft], ["pipe", socket, "ignore"])
-          const child = yield* Effect.acquireRelease(spawnGit(args, env, false, tee.child.stdin!), (child) =>
-            Effect.sync(() => {
-              if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-            })
-          )
+          const child = yield* Effect.acquireRelease(spawnGit(args, env, false, tee.child.stdin!), stop)
           // git holds the pipe's writing end now: tee sees its end when git exits.
           tee.child.stdin!.destroy()
           const exited = yield* Deferred.make<number>()
           let stderr = ""
-          child.stderr!.on("data", (chunk: Buffer) => {
-            if (stderr.length < 65536) stderr += chunk.toString()
+          child.once("close", (code) => {
+            stderr = child.collected.toString()
+            Deferred.doneUnsafe(exited, Effect.succeed(code ?? 128))
           })
-          child.once("close", (code) => Deferred.doneUnsafe(exited, Effect.succeed(code ?? 128)))
           child.stdin!.on("error", () => {})
           yield* Stream.runForEach(input, (chunk) =>
             Effect.callback<void>((resume) => {
@@ -540,17 +524,13 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           ) {
             return yield* listRefs(repoId, args, env, request.request)
           }
-          const child = yield* Effect.acquireRelease(spawnGit(args, env, pushing, socket), (child) =>
-            Effect.sync(() => {
-              if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-            })
-          )
+          const child = yield* Effect.acquireRelease(spawnGit(args, env, pushing, socket), stop)
           const exited = yield* Deferred.make<number>()
           let stderr = ""
-          child.stderr!.on("data", (chunk: Buffer) => {
-            if (stderr.length < 65536) stderr += chunk.toString()
+          child.once("close", (code) => {
+            stderr = child.collected.toString()
+            Deferred.doneUnsafe(exited, Effect.succeed(code ?? 128))
           })
-          child.once("close", (code) => Deferred.doneUnsafe(exited, Effect.succeed(code ?? 128)))
           child.stdin!.on("error", () => {})
           // The client's bytes go in as they arrive, waiting for git to take each chunk (backpressure).
           const write = (chunk: Uint8Array) =>
@@ -781,18 +761,17 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           Effect.map(
             Effect.acquireRelease(
               spawnGit(["--git-dir", dirOf(repoId), "archive", "--format=tar.gz", commit, "--", ...paths], {}),
-              (child) =>
-                Effect.sync(() => {
-                  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-                })
+              stop
             ),
             (child) => {
               let stderr = ""
-              child.stderr!.on("data", (chunk: Buffer) => {
-                if (stderr.length < 4096) stderr += chunk.toString()
-              })
               child.stdin!.end()
-              const exited = new Promise<number>((resolve) => child.once("close", (code) => resolve(code ?? 128)))
+              const exited = new Promise<number>((resolve) =>
+                child.once("close", (code) => {
+                  stderr = child.collected.subarray(0, 4096).toString()
+                  resolve(code ?? 128)
+                })
+              )
               return NodeStream.fromReadable<Uint8Array, Errors.GitUnreachable>({
                 evaluate: () => child.stdout!,
                 onError: unreachable
