@@ -101,8 +101,10 @@ describe("a database whose home replica is lost", () => {
       SERVICE_S3_ACCESS_KEY_ID: s3.accessKeyId,
       SERVICE_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
       SERVICE_DB_BACKUP_INTERVAL: "15 seconds",
-      // A home's generations round renews its sign of life every few seconds; 20 s of silence leaves room for a load.
-      SERVICE_DB_HOME_LOST_AFTER: "20 seconds",
+      // A home's generations round renews its sign of life every 2 s (its lease covers a round that runs long); 10 s
+      // of silence leaves room for a load. The live replica looks for lost homes at the same pace.
+      SERVICE_DB_ROUND_EVERY: "2 seconds",
+      SERVICE_DB_HOME_LOST_AFTER: "10 seconds",
       // A restore's or a delete's sealing phase held open: those operations are still in flight when their home dies.
       SERVICE_DB_TEST_SEALING_DELAY: "30 minutes"
     }

@@ -13,6 +13,11 @@ export interface DatabaseConfigShape {
    */
   readonly homeLostAfter: Duration.Duration | null
   /**
+   * Testing only: how often each replica runs its database rounds (the grid's generations, the re-hash checks, the
+   * adoption of a lost home's databases), which also renew its home's sign of life. Default 5 seconds.
+   */
+  readonly roundEvery: Duration.Duration
+  /**
    * Testing only: how long a sealing generation waits once its backup has started, so a crash test can kill the
    * process mid-phase deterministically. Default zero.
    */
@@ -38,25 +43,28 @@ export class DatabaseConfig extends Context.Service<DatabaseConfig, DatabaseConf
       backupInterval: Duration.hours(1),
       checkInterval: Duration.days(1),
       homeLostAfter: Duration.minutes(30),
+      roundEvery: Duration.seconds(5),
       sealingDelay: Duration.zero,
       ...overrides
     })
 
   /**
    * `SERVICE_DB_BACKUP_INTERVAL` (an Effect duration such as `1 hour` or `30 seconds`), `SERVICE_DB_HOME_LOST_AFTER`
-   * (a duration or `off`) and, for crash tests, `SERVICE_DB_TEST_SEALING_DELAY`.
+   * (a duration or `off`) and, for tests, `SERVICE_DB_ROUND_EVERY` and `SERVICE_DB_TEST_SEALING_DELAY`.
    */
   static readonly layerConfig = Layer.unwrap(
     Effect.map(
       Config.all({
         interval: Config.option(Config.Duration("SERVICE_DB_BACKUP_INTERVAL")),
         lostAfter: Config.option(Config.String("SERVICE_DB_HOME_LOST_AFTER")),
+        rounds: Config.option(Config.Duration("SERVICE_DB_ROUND_EVERY")),
         delay: Config.option(Config.Duration("SERVICE_DB_TEST_SEALING_DELAY"))
       }),
-      ({ interval, lostAfter, delay }) =>
+      ({ interval, lostAfter, rounds, delay }) =>
         DatabaseConfig.make({
           ...(Option.isSome(interval) ? { backupInterval: interval.value } : {}),
           ...(Option.isSome(lostAfter) ? { homeLostAfter: parseHomeLostAfter(lostAfter.value) } : {}),
+          ...(Option.isSome(rounds) ? { roundEvery: rounds.value } : {}),
           ...(Option.isSome(delay) ? { sealingDelay: delay.value } : {})
         })
     )

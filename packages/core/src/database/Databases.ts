@@ -1180,9 +1180,12 @@ export class Databases extends Context.Service<
       })
 
       // With homes, each replica's own pinned round takes its generations; the shared round only re-hashes.
-      const scheduleHandler = handler(databaseSchedule, {
-        run: (phase) => (phase === "generations" ? (here === undefined ? backupDue : adoptLost) : checkDue)
-      })
+      const scheduleHandler = handler(
+        { ...databaseSchedule, every: config.roundEvery },
+        {
+          run: (phase) => (phase === "generations" ? (here === undefined ? backupDue : adoptLost) : checkDue)
+        }
+      )
 
       const purgeHandler = handler(databaseNodePurge, {
         run: () =>
@@ -1311,7 +1314,10 @@ export class Databases extends Context.Service<
           : [
               { ...restoreHandler, definition: pinned(restoreGeneration, here) },
               { ...deleteHandler, definition: pinned(deleteDatabase, here) },
-              handler(pinned(databaseGenerations, here), { run: () => Effect.andThen(backupDue, retireOrphans) }),
+              handler(
+                { ...pinned(databaseGenerations, here), every: config.roundEvery },
+                { run: () => Effect.andThen(backupDue, retireOrphans) }
+              ),
               handler(pinned(databaseNodeCall, here), { run: (_phase, job) => nodeCall(job.payload) }),
               { ...rebuildHandler, definition: pinned(rebuildDatabase, here) }
             ]
