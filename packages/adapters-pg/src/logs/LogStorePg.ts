@@ -100,7 +100,9 @@ type RoundRow = readonly [
   line: string | null,
   seq: string,
   lastAt: string,
-  count: number
+  count: number,
+  /** The newest event's instant of the next batch the page would read (epoch ms), null when there is none. */
+  nextAt: number | null
 ]
 
 /**
@@ -232,37 +234,41 @@ export const layer = Layer.effect(
       // Batches newest event first, a round at a time as many as hold `want` events, each giving PostgreSQL's pick
       // of its events on the page (at most `need`): a batch can hold an event of the page only if its newest one is
       // no older than the page's last, so once `limit` events are found the rest are read only down to that one
-      // (batches' times overlap where nodes report late). A round that leaves the page short reads four times more.
+      // (batches' times overlap where nodes report late), and not at all when the next batch's newest is older. A
+      // round that leaves the page short reads four times more.
       let from: Position | undefined
+      let nextAt: number | null = null
       let want = need
       let exhausted = false
       while (found.length < query.limit && !exhausted) {
         const rows = (yield* sql`SELECT e.id, e.at, e.deployment_id, e.outcome, e.line, r.seq::text AS seq,
-            r.last_at::text AS last_at, r.count
+            r.last_at::text AS last_at, r.count, r.next_at
           FROM (
-            SELECT seq, last_at, count FROM (
-              SELECT seq, last_at, count, sum(count) OVER (ORDER BY last_at DESC, seq DESC) - count AS before
+            SELECT seq, last_at, count, next_at FROM (
+              SELECT seq, last_at, count, sum(count) OVER (ORDER BY last_at DESC, seq DESC) - count AS before,
+                (extract(epoch FROM lead(last_at) OVER (ORDER BY last_at DESC, seq DESC)) * 1000)::float8 AS next_at
               FROM (SELECT seq, last_at, count FROM worker_log_batches WHERE ${matching}
                   AND (${from?.lastAt ?? null}::timestamptz IS NULL
                     OR (last_at, seq) < (${from?.lastAt ?? null}::timestamptz, ${from?.seq ?? "0"}::bigint))
-                ORDER BY last_at DESC, seq DESC LIMIT ${want}) newest
+                ORDER BY last_at DESC, seq DESC LIMIT ${want + 1}) newest
             ) counted WHERE before < ${want}
           ) r JOIN worker_log_batches b USING (seq)
           LEFT JOIN LATERAL (SELECT ${columns} FROM ${unnested} WHERE ${wanted} ${order} LIMIT ${need}) e ON true
           ORDER BY r.last_at DESC, r.seq DESC`.values) as ReadonlyArray<RoundRow>
         let read = 0
         for (const row of rows) {
-          const [id, , , , , seq, lastAt, count] = row
+          const [id, , , , , seq, lastAt, count, next] = row
           if (id !== null) found.push(row as unknown as EventRow)
           if (from === undefined || seq !== from.seq) read += count
           from = { lastAt, seq }
+          nextAt = next
         }
         exhausted = read < want
         want *= 4
       }
       found.sort(newestFirst)
       const bound = found[query.limit - 1]
-      if (bound !== undefined && from !== undefined && !exhausted) {
+      if (bound !== undefined && from !== undefined && !exhausted && nextAt !== null && nextAt >= bound[1]) {
         found.push(
           ...((yield* sql`SELECT e.* FROM worker_log_batches b
             CROSS JOIN LATERAL (SELECT ${columns} FROM ${unnested} WHERE ${wanted}
