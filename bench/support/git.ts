@@ -146,6 +146,10 @@ export const startOpenSsh = async (dir: string, keyFile: string, repository: str
       "X11Forwarding no",
       "PermitTTY no",
       'ForceCommand git-shell -c "$SSH_ORIGINAL_COMMAND"',
+      // ForceCommand runs through the user's shell, and Debian's bash reads ~/.bashrc when sshd starts it at shell
+      // level 1: a developer's rc (pyenv's init here) cost seconds per clone, where an operator's git user has no
+      // such shell. Starting it at level 2 skips the rc.
+      "SetEnv SHLVL=1",
       ""
     ].join("\n")
   )
