@@ -1,4 +1,4 @@
-// `node [node flags] --conditions=@hostplane/source bench/upload-reader.ts [--size <MiB>] [--bundles <n>] [--declared]`
+// `node [node flags] --conditions=@hostplane/source bench/upload-reader.ts [--size <MiB>] [--bundles <n>]`
 //
 // The upload's own work without the server around it: the bundle reader and the disk store in this one process, each
 // bundle (built first, as bench:upload builds them) read from its file in 64 KiB reads, as a socket hands a body over.
@@ -6,7 +6,7 @@
 // V8's collector), so a change to the reader, or node and malloc settings (`MALLOC_TRIM_THRESHOLD_=1048576` and npm
 // start's flags before the script name), can be compared process against process, alternated. See README.md.
 // Runs directly on Node 22 type stripping: erasable TypeScript syntax only.
-import { createReadStream, statSync } from "node:fs"
+import { createReadStream } from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { ArtifactStoreDisk, BundleReader } from "@hostplane/adapters-providers"
@@ -15,16 +15,13 @@ import { buildBundle } from "./support/bundles.ts"
 import { log, makeTempDir, parseOptions, round, runBench } from "./support/harness.ts"
 import { loadLine } from "./support/report.ts"
 
-const usage = `usage: bench/upload-reader.ts [--size <MiB>] [--bundles <n>] [--declared]
+const usage = `usage: bench/upload-reader.ts [--size <MiB>] [--bundles <n>]
   --size <MiB>     compressed size of each bundle (default 95; the limit is 100)
-  --bundles <n>    bundles read one after the other, each new bytes (default 4; the first one warms up)
-  --declared       hand the reader each body's size, as a request's Content-Length does: from 16 MiB it then reads
-                   on its worker thread (from the sources here, so the first bundle also pays the thread's start)`
+  --bundles <n>    bundles read one after the other, each new bytes (default 4; the first one warms up)`
 
 const { values: parsed, fail } = parseOptions(usage, {
   size: { type: "string", default: "95" },
-  bundles: { type: "string", default: "4" },
-  declared: { type: "boolean", default: false }
+  bundles: { type: "string", default: "4" }
 })
 const sizeMiB = Number(parsed.size)
 const count = Number(parsed.bundles)
@@ -38,7 +35,7 @@ const cpuSeconds = () => {
 
 const main = async () => {
   log(
-    `node ${process.version} ${process.execArgv.join(" ")}, ${Os.cpus().length} CPUs; ${count} bundles of ${sizeMiB} MiB${parsed.declared ? ", sizes declared" : ""}`
+    `node ${process.version} ${process.execArgv.join(" ")}, ${Os.cpus().length} CPUs; ${count} bundles of ${sizeMiB} MiB`
   )
   const dir = await makeTempDir("hostplane-bench-upload-reader-")
   const files: Array<string> = []
@@ -51,8 +48,7 @@ const main = async () => {
       for (const file of files) {
         const cpuBefore = cpuSeconds()
         const started = performance.now()
-        const body = BundleReader.bodyFrom(createReadStream(file, { highWaterMark: 64 * 1024 }))
-        const read = yield* reader.read(body, parsed.declared ? statSync(file).size : undefined)
+        const read = yield* reader.read(BundleReader.bodyFrom(createReadStream(file, { highWaterMark: 64 * 1024 })))
         const seconds = (performance.now() - started) / 1000
         console.log(
           `${Path.basename(file)}: ${round(read.bytes / 1024 / 1024, 1)} MiB, ${read.files} files, wall ${seconds.toFixed(2)} s, CPU ${(cpuSeconds() - cpuBefore).toFixed(2)} s; ${loadLine()}`

@@ -99,17 +99,6 @@ export const buildOptions = {
  */
 const alsoInputs = ["node_modules/.package-lock.json", "packages/server/scripts/bundle.mjs"]
 
-/**
- * The bundle reader's worker thread (`InflateWorkerThread.ts`), bundled beside each binary's bundle: from sources it
- * would load about 300 modules each start, 1.3 CPU-s and 75 MiB, against 0.3 CPU-s and 18 MiB bundled. The binary's
- * bundle finds it through `globalThis.hostplaneInflateThread`, which the build replaces with its URL.
- */
-const thread = {
-  entry: "packages/adapters-providers/src/deployments/InflateWorkerThread.ts",
-  bundle: "inflate-thread.mjs"
-}
-const threadBanner = `const __hostplaneInflateThread = new URL(${JSON.stringify(`./${thread.bundle}`)}, import.meta.url).href;`
-
 /** The bundle's manifest: the files it was built from and when the build started. */
 const manifestOf = (bundle) => `${bundle}.json`
 
@@ -126,23 +115,10 @@ export const bundle = async (name) => {
   const file = Path.join(root, output)
   const temporary = `${file}.${process.pid}.tmp`
   Fs.mkdirSync(Path.dirname(file), { recursive: true })
-  const threadFile = Path.join(Path.dirname(file), thread.bundle)
-  const threadTemporary = `${threadFile}.${process.pid}.tmp`
-  const [result, threadResult] = await Promise.all([
-    build({
-      ...buildOptions,
-      entryPoints: [entry],
-      outfile: temporary,
-      metafile: true,
-      banner: { js: `${banner}\n${threadBanner}` },
-      define: { "globalThis.hostplaneInflateThread": "__hostplaneInflateThread" }
-    }),
-    build({ ...buildOptions, entryPoints: [thread.entry], outfile: threadTemporary, metafile: true })
-  ])
-  const sources = [...new Set([...Object.keys(result.metafile.inputs), ...Object.keys(threadResult.metafile.inputs)])]
+  const result = await build({ ...buildOptions, entryPoints: [entry], outfile: temporary, metafile: true })
+  const sources = Object.keys(result.metafile.inputs)
     .filter((input) => !input.includes("node_modules/") && !input.startsWith("required:"))
     .concat(alsoInputs)
-  Fs.renameSync(threadTemporary, threadFile)
   Fs.renameSync(temporary, file)
   const manifest = { builtAt, sources }
   Fs.writeFileSync(`${manifestOf(file)}.${process.pid}.tmp`, JSON.stringify(manifest))

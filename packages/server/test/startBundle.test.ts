@@ -1,11 +1,5 @@
-import { execFile } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { existsSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
-import { pathToFileURL } from "node:url"
-import { promisify } from "node:util"
-import { bundleOf, manifestEntry } from "@hostplane/testkit"
-import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
 import { binaries, type Manifest, outdated, root } from "../scripts/bundle.mjs"
 
@@ -54,45 +48,6 @@ describe("the bundle npm start runs", () => {
       expect(missing).toEqual([])
     }
   })
-
-  it("has the upload thread's bundle beside it, which reads a bundle under npm start's node flags", async () => {
-    for (const name of ["server", "node"] as const) {
-      expect(existsSync(join(root, binaries[name].bundle, "..", "inflate-thread.mjs")), name).toBe(true)
-    }
-    const dir = mkdtempSync(join(tmpdir(), "hostplane-inflate-thread-"))
-    try {
-      const file = join(dir, "bundle.tar.gz")
-      writeFileSync(file, await Effect.runPromise(bundleOf([manifestEntry(), { name: "assets/a.txt", content: "a" }])))
-      const thread = pathToFileURL(join(root, binaries.server.bundle, "..", "inflate-thread.mjs")).href
-      const module = (path: string) => JSON.stringify(pathToFileURL(join(root, path)).href)
-      const deployments = "packages/adapters-providers/src/deployments"
-      // The reader takes the thread's URL as the server's bundle gives it, before its module is loaded.
-      const script = join(dir, "read.mjs")
-      writeFileSync(
-        script,
-        `globalThis.hostplaneInflateThread = ${JSON.stringify(thread)}
-        const { createReadStream } = await import("node:fs")
-        const { Effect } = await import(${module("node_modules/effect/dist/index.js")})
-        const ArtifactStoreDisk = await import(${module(`${deployments}/ArtifactStoreDisk.ts`)})
-        const BundleReader = await import(${module(`${deployments}/BundleReader.ts`)})
-        const read = await Effect.runPromise(Effect.gen(function* () {
-          const store = yield* ArtifactStoreDisk.make(${JSON.stringify(join(dir, "artifacts"))})
-          const reader = BundleReader.make(store, { workerFromBytes: 0 })
-          return yield* reader.read(BundleReader.bodyFrom(createReadStream(${JSON.stringify(file)})))
-        }))
-        console.log(JSON.stringify({ files: read.files, bytes: read.bytes }))`
-      )
-      const flags = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start.match(/--[\w-]+=\S+/g)
-      const { stdout } = await promisify(execFile)(
-        process.execPath,
-        [...flags, "--conditions=@hostplane/source", script],
-        { cwd: root }
-      )
-      expect(JSON.parse(stdout)).toEqual({ files: 2, bytes: statSync(file).size })
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }, 60_000)
 
   it("requires Node's builtins and the packages outside it instead of importing them (no ES facades at start)", () => {
     for (const name of ["server", "node"] as const) {

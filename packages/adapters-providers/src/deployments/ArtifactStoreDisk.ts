@@ -3,9 +3,8 @@ import { createReadStream } from "node:fs"
 import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import * as NodeStream from "@effect/platform-node/NodeStream"
-// Core's artifact module alone, not its index: the bundle reader's worker thread loads this file.
-import * as Deployments from "@hostplane/core/deployments/ArtifactStore"
+import { NodeStream } from "@effect/platform-node"
+import { Deployments } from "@hostplane/core"
 import { Cache, Config, Duration, Effect, Exit, Layer, Option, Schema, Stream } from "effect"
 import { inDataDir } from "../DataDir.ts"
 
@@ -130,23 +129,30 @@ const indexCacheCapacity = 32
 /** The suffix of a temporary object: only a live `put` or `putIndex` of this process owns one. */
 const partSuffix = ".part"
 
-/** The folder's layout: blobs at `sha256/<2 hex>/<64 hex>`, temporary objects in `tmp/`. */
-const layout = (dir: string) => {
+/**
+ * The store under `dir`: blobs at `sha256/<2 hex>/<64 hex>`, bundle indexes at `index/<2 hex>/<64 hex>.json`,
+ * temporary objects in `tmp/` (the same file system, so the commit is one atomic rename of a flushed file). The folder
+ * belongs to one process: at start it removes the `tmp/*.part` files a killed process left behind (replicas share
+ * artifacts through object storage, never one folder).
+ */
+export const make = Effect.fn("ArtifactStoreDisk.make")(function* (dir: string) {
   const root = Path.resolve(dir)
   const tmp = Path.join(root, "tmp")
+  yield* io(() => Fs.mkdir(tmp, { recursive: true, mode: 0o700 }))
+  const leftovers = (yield* io(() => Fs.readdir(tmp))).filter((name) => name.endsWith(partSuffix))
+  yield* Effect.forEach(leftovers, (name) => removeQuietly(Path.join(tmp, name)), { concurrency: 8, discard: true })
+
+  const hexOf = (digest: Deployments.Digest) => digest.slice("sha256:".length)
   const blobPath = (digest: Deployments.Digest) => {
-    const hex = digest.slice("sha256:".length)
+    const hex = hexOf(digest)
     return Path.join(root, "sha256", hex.slice(0, 2), hex)
   }
-  return { root, tmp, blobPath, tempPath: () => Path.join(tmp, `${randomUUID()}${partSuffix}`) }
-}
+  const indexPath = (digest: Deployments.Digest) => {
+    const hex = hexOf(digest)
+    return Path.join(root, "index", hex.slice(0, 2), `${hex}.json`)
+  }
+  const tempPath = () => Path.join(tmp, `${randomUUID()}${partSuffix}`)
 
-/**
- * The store's `put` and the commit of a flushed temporary file, over the folder `dir` (made by `make`): also what the
- * bundle reader's worker thread writes with, into the same folder as the process's store.
- */
-export const writer = (dir: string) => {
-  const { blobPath, tempPath } = layout(dir)
   const folders = new Set<string>()
   const ensureFolder = (folder: string) =>
     folders.has(folder)
@@ -191,33 +197,6 @@ export const writer = (dir: string) => {
     moved = yield* commit(temp, blobPath(digest))
     return { digest, bytes: size, created: moved }
   }, Effect.scoped)
-
-  return { put, commit, tempPath }
-}
-
-/** The folder of each store `make` made: the bundle reader writes into it from its worker thread. */
-const folderOf = new WeakMap<Deployments.ArtifactStore["Service"], string>()
-
-/** The folder of a store this module made, or undefined for any other store. */
-export const folder = (store: Deployments.ArtifactStore["Service"]): string | undefined => folderOf.get(store)
-
-/**
- * The store under `dir`: blobs at `sha256/<2 hex>/<64 hex>`, bundle indexes at `index/<2 hex>/<64 hex>.json`,
- * temporary objects in `tmp/` (the same file system, so the commit is one atomic rename of a flushed file). The folder
- * belongs to one process: at start it removes the `tmp/*.part` files a killed process left behind (replicas share
- * artifacts through object storage, never one folder).
- */
-export const make = Effect.fn("ArtifactStoreDisk.make")(function* (dir: string) {
-  const { root, tmp, blobPath, tempPath } = layout(dir)
-  yield* io(() => Fs.mkdir(tmp, { recursive: true, mode: 0o700 }))
-  const leftovers = (yield* io(() => Fs.readdir(tmp))).filter((name) => name.endsWith(partSuffix))
-  yield* Effect.forEach(leftovers, (name) => removeQuietly(Path.join(tmp, name)), { concurrency: 8, discard: true })
-
-  const indexPath = (digest: Deployments.Digest) => {
-    const hex = digest.slice("sha256:".length)
-    return Path.join(root, "index", hex.slice(0, 2), `${hex}.json`)
-  }
-  const { put, commit } = writer(root)
 
   const has = Effect.fn("ArtifactStoreDisk.has")(function* (digest: Deployments.Digest) {
     return isDigest(digest) && (yield* exists(blobPath(digest)))
@@ -295,9 +274,7 @@ export const make = Effect.fn("ArtifactStoreDisk.make")(function* (dir: string) 
     }
   })
 
-  const store = Deployments.ArtifactStore.of({ put, has, open, putIndex, index, file, discard })
-  folderOf.set(store, root)
-  return store
+  return Deployments.ArtifactStore.of({ put, has, open, putIndex, index, file, discard })
 })
 
 /** `make` as a layer, for a host that picks the folder itself. */

@@ -25,10 +25,8 @@ export class BundleReader extends Context.Service<
   {
     /** The limits `read` enforces; a declared `Content-Length` over `compressedBytes` is refused before reading. */
     readonly limits: BundleLimits
-    /** `declaredBytes`, the body's `Content-Length` when it has one, lets the reader pick how to read it. */
     readonly read: <E>(
-      body: Stream.Stream<Uint8Array, E>,
-      declaredBytes?: number
+      body: Stream.Stream<Uint8Array, E>
     ) => Effect.Effect<ReadBundle, InvalidBundle | PayloadTooLarge | ArtifactStoreUnavailable | E>
     /** Removes what `read` stored for a bundle its deploy then refused (the worker check, the project's own rules). */
     readonly discard: (bundle: ReadBundle) => Effect.Effect<void, ArtifactStoreUnavailable>

@@ -125,7 +125,7 @@ export class Deployments extends Context.Service<
         if (declared !== undefined && declared > reader.limits.compressedBytes) {
           return yield* bundleTooLarge("compressed_bytes", reader.limits.compressedBytes, declared)
         }
-        const bundle = yield* reader.read(body, declared)
+        const bundle = yield* reader.read(body)
         // The worker check (the runtime loading the entry, tens of ms or more) runs beside the transaction instead of
         // before it: on a small bundle the two were most of the upload's fixed time. The transaction joins the check
         // after its writes and before its commit, so a refused bundle fails the transaction and nothing is kept; a
