@@ -3,10 +3,10 @@
 // itself, in this process, so signals and the exit code are the binary's own. V8's compile cache of the bundle sits
 // beside it: a later start skips compiling what an earlier one compiled (Node checks each entry against the source).
 // The package.json line that runs this file sets the server's memory knobs, each measured in docs/node.md ("What the
-// node's memory is made of") with its CPU cost: `--max-semi-space-size=8` (a young generation of 16 MiB, not 32),
-// `--heap-growing-percent=50` (the old generation's next collection at 1.5x what survived the last, not up to 4x) and
-// MALLOC_TRIM_THRESHOLD_ (glibc gives a thread arena's free top back above 1 MiB; left to itself it raises that bound
-// to twice its largest freed mmap, up to 64 MiB, and kept 30-40 MiB of freed memory after a burst).
+// node's memory is made of") with its CPU cost: `--heap-growing-percent=50` (the old generation's next collection at
+// 1.5x what survived the last, not up to 4x) and MALLOC_TRIM_THRESHOLD_ (glibc gives a thread arena's free top back
+// above 1 MiB; left to itself it raises that bound to twice its largest freed mmap, up to 64 MiB, and kept 30-40 MiB
+// of freed memory after a burst).
 import * as Module from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
