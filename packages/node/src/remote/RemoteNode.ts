@@ -9,7 +9,7 @@ import { Edge } from "../edge/Edge.ts"
 import { edgeApp } from "../edge/EdgeApp.ts"
 import { installLane, makeEdgeLane } from "../edge/EdgeLane.ts"
 import { WorkerInvoker } from "../edge/WorkerInvoker.ts"
-import { WorkerInvokerOn } from "../runtime/WorkerInvokerLive.ts"
+import { ConvergeWakeups, WorkerInvokerOn } from "../runtime/WorkerInvokerLive.ts"
 import { runtimeSettingsConfig, type RuntimeSettings, WorkerRuntime } from "../runtime/WorkerRuntime.ts"
 import * as ArtifactStoreNodeApi from "./ArtifactStoreNodeApi.ts"
 import { visitorCallTimeout } from "./NodeApiClient.ts"
@@ -113,7 +113,9 @@ export const remoteNodeLayer = (options: RemoteNodeOptions) => {
             objects,
             remoteEvents,
             remoteEndUsers,
-            remoteDatabaseAuthority
+            remoteDatabaseAuthority,
+            // No feed of the control plane's changes reaches a node elsewhere: it reads the state every second.
+            ConvergeWakeups.none
           )
         ),
         // The invoker's first convergence reads the state: the node waits for the control plane first.

@@ -10,7 +10,7 @@ import {
   type WorkerSplice
 } from "../edge/WorkerInvoker.ts"
 import { authFlowCookie, authSessionCookie } from "../enduser/AuthWorker.ts"
-import { Context, Effect, Fiber, Layer, Option, Semaphore } from "effect"
+import { Context, Effect, Fiber, Layer, type Scope, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createRequire } from "node:module"
 import * as Http from "node:http"
@@ -122,6 +122,22 @@ export class InvocationEvents extends Context.Service<
     InvocationEvents,
     Effect.map(Effect.service(Logs.RuntimeLogs), (logs) => InvocationEvents.of({ recordAll: logs.recordAll }))
   )
+}
+
+/**
+ * What wakes the invoker's converge when the node revision is raised: the control plane's feed in its own process;
+ * none on a node elsewhere, which reads the node state every `convergeEveryMs`.
+ */
+export class ConvergeWakeups extends Context.Service<
+  ConvergeWakeups,
+  { readonly watch: Effect.Effect<Kernel.RevisionFeed, Kernel.RevisionFeedLost, Scope.Scope> | undefined }
+>()("@hostplane/node/runtime/ConvergeWakeups") {
+  /** The control plane's node revisions in this process. */
+  static readonly layer = Layer.effect(
+    ConvergeWakeups,
+    Effect.map(Effect.service(Kernel.NodeRevisions), (revisions) => ConvergeWakeups.of({ watch: revisions.watch }))
+  )
+  static readonly none = Layer.succeed(ConvergeWakeups)(ConvergeWakeups.of({ watch: undefined }))
 }
 
 /**
@@ -293,16 +309,17 @@ export const WorkerInvokerOn = Layer.effect(
     }
 
     yield* sync
-    // With the store at hand (a server's own node), a raise of the node revision wakes the converge.
-    const revisions = yield* Effect.serviceOption(Kernel.NodeRevisions)
-    const wakeups = Option.isSome(revisions)
-      ? yield* Kernel.makeWakeups({
-          subscribe: revisions.value.watch,
-          next: (feed) => Effect.as(feed.next, true),
-          retry: convergeEveryMs,
-          lost: "worker invoker: the node revision feed is lost; reading the node state every second until it is back"
-        })
-      : undefined
+    // With the control plane's feed at hand (a server's own node), a raise of the node revision wakes the converge.
+    const { watch } = yield* ConvergeWakeups
+    const wakeups =
+      watch !== undefined
+        ? yield* Kernel.makeWakeups({
+            subscribe: watch,
+            next: (feed) => Effect.as(feed.next, true),
+            retry: convergeEveryMs,
+            lost: "worker invoker: the node revision feed is lost; reading the node state every second until it is back"
+          })
+        : undefined
     const converged =
       wakeups === undefined ? Effect.sleep(convergeEveryMs) : wakeups.wait(convergeHeardEveryMs, convergeEveryMs)
     yield* Effect.forkScoped(
@@ -1030,8 +1047,13 @@ const dispatchTo = (options: Forwarding, target: Target): Promise<Direct> =>
     )
   })
 
-/** The invoker in the control plane's process: its events go to the logs area (`Logs.RuntimeLogs`). */
-export const WorkerInvokerLive = WorkerInvokerOn.pipe(Layer.provide(InvocationEvents.layer))
+/**
+ * The invoker in the control plane's process: its events go to the logs area (`Logs.RuntimeLogs`), and a raise of the
+ * node revision wakes its converge.
+ */
+export const WorkerInvokerLive = WorkerInvokerOn.pipe(
+  Layer.provide(Layer.merge(InvocationEvents.layer, ConvergeWakeups.layer))
+)
 
 /** A forwarded answer's end is its invocation's: whole, or cut off (the client or the shard went away). */
 const endWith = (invocation: Invocation, upstream: Http.IncomingMessage) => {
