@@ -21,6 +21,12 @@ interface OldRow {
 
 const ids = (events: ReadonlyArray<Logs.LogEvent>) => events.map((event) => event.id)
 
+/** Events as the store lists them: newest first, ties by id. */
+const newest = (events: ReadonlyArray<Logs.LogEvent>) =>
+  [...events].sort((a, b) =>
+    a.timestamp !== b.timestamp ? (a.timestamp < b.timestamp ? 1 : -1) : a.id < b.id ? 1 : -1
+  )
+
 layer(TestDatabase.layerBare, { excludeTestServices: true })("migration logs/0002_group_worker_log_events", (it) => {
   it.effect(
     "moves every event of the one-row-per-event table over: pages, resumes, lookups and the purge find them as before",
@@ -74,10 +80,6 @@ layer(TestDatabase.layerBare, { excludeTestServices: true })("migration logs/000
           const logs = yield* Logs.LogStore
           const recorded = (projectId: Kernel.ProjectId) =>
             old.filter((row) => row.projectId === projectId).map((row) => row.event)
-          const newest = (events: ReadonlyArray<Logs.LogEvent>) =>
-            [...events].sort((a, b) =>
-              a.timestamp !== b.timestamp ? (a.timestamp < b.timestamp ? 1 : -1) : a.id < b.id ? 1 : -1
-            )
           const since = at(-60 * minute)
           assert.deepStrictEqual(yield* logs.list(busy.id, { limit: 1000, since }), newest(recorded(busy.id)))
           assert.deepStrictEqual(yield* logs.list(quiet.id, { limit: 1000, since }), newest(recorded(quiet.id)))
@@ -198,10 +200,6 @@ layer(TestDatabase.layerBare, { excludeTestServices: true })("migration logs/000
           const logs = yield* Logs.LogStore
           const recorded = (projectId: Kernel.ProjectId) =>
             rows.filter((row) => row.projectId === projectId).flatMap((row) => row.events)
-          const newest = (events: ReadonlyArray<Logs.LogEvent>) =>
-            [...events].sort((a, b) =>
-              a.timestamp !== b.timestamp ? (a.timestamp < b.timestamp ? 1 : -1) : a.id < b.id ? 1 : -1
-            )
           const since = at(-120 * minute)
           assert.deepStrictEqual(yield* logs.list(busy.id, { limit: 1000, since }), newest(recorded(busy.id)))
           assert.deepStrictEqual(yield* logs.list(quiet.id, { limit: 1000, since }), newest(recorded(quiet.id)))
