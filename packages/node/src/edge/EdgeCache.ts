@@ -1,18 +1,4 @@
-import {
-  Cache,
-  Cause,
-  Clock,
-  Context,
-  Duration,
-  Effect,
-  Exit,
-  Layer,
-  Option,
-  Queue,
-  Result,
-  Schedule,
-  Stream
-} from "effect"
+import { Cache, Clock, Context, Duration, Effect, Exit, Layer, Option, Result, Schedule, Stream } from "effect"
 import { AccessPolicies } from "@hostplane/core/access/AccessPolicies"
 import type { AccessPolicy } from "@hostplane/core/access/AccessPolicy"
 import { ArtifactStore, type StoredFile } from "@hostplane/core/deployments/ArtifactStore"
@@ -26,6 +12,7 @@ import { canonicalHost } from "@hostplane/core/kernel/HostName"
 import type { ProjectId } from "@hostplane/core/kernel/Ids"
 import { NodeChanges } from "@hostplane/core/kernel/NodeChanges"
 import { NodeRevisions } from "@hostplane/core/kernel/NodeRevisions"
+import { makeWakeups } from "@hostplane/core/kernel/Wakeups"
 import { ProjectStore } from "@hostplane/core/projects/ProjectStore"
 
 /** A project's live deployment as the edge serves it, and its worker entry (null: assets only). */
@@ -267,33 +254,12 @@ export const makeEdgeCache = Effect.gen(function* () {
   yield* Effect.addFinalizer(() => Effect.sync(unlisten))
 
   // Wakes the read: a raise heard, or the feed taken or lost (a raise meanwhile was not heard).
-  const wake = yield* Queue.sliding<void>(1)
-  let hearing = false
-  const listen = Effect.scoped(
-    Effect.gen(function* () {
-      const feed = yield* revisions.watch
-      hearing = true
-      Queue.offerUnsafe(wake, undefined)
-      for (;;) {
-        yield* feed.next
-        Queue.offerUnsafe(wake, undefined)
-      }
-    })
-  ).pipe(
-    Effect.onExit((exit) =>
-      Effect.suspend(() => {
-        if (!hearing) return Effect.void
-        hearing = false
-        Queue.offerUnsafe(wake, undefined)
-        return Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause)
-          ? Effect.logWarning("edge cache: the revision feed is lost; polling until it is back")
-          : Effect.void
-      })
-    ),
-    Effect.retry(Schedule.spaced("1 second")),
-    Effect.provideService(Clock.Clock, Clock.Clock.defaultValue())
-  )
-  yield* Effect.forkScoped(listen)
+  const wakeups = yield* makeWakeups({
+    subscribe: revisions.watch,
+    next: (feed) => Effect.as(feed.next, true),
+    retry: "1 second",
+    lost: "edge cache: the revision feed is lost; polling until it is back"
+  }).pipe(Effect.provideService(Clock.Clock, Clock.Clock.defaultValue()))
 
   const follow = Effect.gen(function* () {
     let after = yield* current
@@ -303,7 +269,7 @@ export const makeEdgeCache = Effect.gen(function* () {
     live = true
     let failing = false
     for (;;) {
-      yield* Effect.timeoutOption(Queue.take(wake), hearing && !failing ? edgeCacheHeardPoll : edgeCachePoll)
+      yield* wakeups.wait(failing ? edgeCachePoll : edgeCacheHeardPoll, edgeCachePoll)
       const read = yield* Effect.exit(revisions.changedAfter(after, 1_000))
       if (Exit.isFailure(read)) {
         if (!failing) yield* Effect.logWarning("edge cache: the node revision cannot be read; serving what it holds")
