@@ -81,6 +81,9 @@ const parsed = (rows: ReadonlyArray<ReadonlyArray<unknown>>): Array<LogEvent> =>
 /** Epoch milliseconds bound as `float8`: a JavaScript number infers `int4` or `int8` by its size. */
 const millis = (value: number) => PgTypes.float8(value)
 const millisArray = (values: ReadonlyArray<number>) => Result.getOrThrow(PgTypes.array(values, PgTypes.OID.float8))
+const texts = (values: ReadonlyArray<string>) => Result.getOrThrow(PgTypes.array(values, PgTypes.OID.text))
+const int4s = (values: ReadonlyArray<number>) => Result.getOrThrow(PgTypes.array(values, PgTypes.OID.int4))
+const int2s = (values: ReadonlyArray<number>) => Result.getOrThrow(PgTypes.array(values, PgTypes.OID.int2))
 
 /** A page's order: newest first by (timestamp, id), ids by code unit as PostgreSQL's `COLLATE "C"`. */
 const newestFirst = ([aId, aAt]: EventRow, [bId, bAt]: EventRow): number =>
@@ -308,8 +311,6 @@ export const layer = Layer.effect(
         const eventDeployments: Array<number> = []
         const eventOutcomes: Array<number> = []
         const lines: Array<string> = []
-        const notes: Array<string> = []
-        const noteProjects: Array<string> = []
         for (const [projectId, events] of byProject) {
           let first = events[0]!
           let last = first
@@ -319,9 +320,11 @@ export const layer = Layer.effect(
           const seenDeployments = new Map<string, number>()
           const seenOutcomes = new Map<string, number>()
           const key = batchOf(first.id)
-          let shared = first.id.length > 4
+          const idLength = first.id.length
+          let shared = idLength > 4
           for (const event of events) {
-            if (shared && batchOf(event.id) !== key) shared = false
+            const id = event.id
+            if (shared && (id.length !== idLength || !id.startsWith(key))) shared = false
             const time = Date.parse(event.timestamp)
             if (time < firstAt) [first, firstAt] = [event, time]
             if (time > lastAt) [last, lastAt] = [event, time]
@@ -335,7 +338,7 @@ export const layer = Layer.effect(
               outcome = seenOutcomes.size + 1
               seenOutcomes.set(event.outcome, outcome)
             }
-            ids.push(event.id)
+            ids.push(id)
             times.push(time)
             eventDeployments.push(deployment)
             eventOutcomes.push(outcome)
@@ -350,45 +353,41 @@ export const layer = Layer.effect(
           deploymentCounts.push(seenDeployments.size)
           outcomes.push(...seenOutcomes.keys())
           outcomeCounts.push(seenOutcomes.size)
-          // One notification per project and `idsPerNote` events (not one per event): a busy node records hundreds
-          // of events a second, and every notification is a message to each listening server.
-          for (let at = 0; at < events.length; at += idsPerNote) {
-            notes.push(
-              `${projectId} ${events
-                .slice(at, at + idsPerNote)
-                .map((event) => event.id)
-                .join(" ")}`
-            )
-            noteProjects.push(projectId)
-          }
         }
+        // Every array typed here: the client would otherwise infer each element's type, an object per element. One
+        // notification per project and `idsPerNote` events (not one per event: a busy node records hundreds a second,
+        // and every notification is a message to each listening server), made from the inserted ids, not sent twice.
         const insert = sql<{ readonly recorded: number }>`
           WITH input AS (
             SELECT *, (sum(count) OVER (ORDER BY ordinality) - count)::int AS id_from,
               (sum(deployment_count) OVER (ORDER BY ordinality) - deployment_count)::int AS deployment_from,
               (sum(outcome_count) OVER (ORDER BY ordinality) - outcome_count)::int AS outcome_from
-            FROM unnest(${projects}::text[], ${firsts}::timestamptz[], ${lasts}::timestamptz[], ${counts}::int[],
-              ${keys}::text[], ${deploymentCounts}::int[], ${outcomeCounts}::int[])
+            FROM unnest(${texts(projects)}::text[], ${texts(firsts)}::timestamptz[], ${texts(lasts)}::timestamptz[],
+              ${int4s(counts)}::int[], ${texts(keys)}::text[], ${int4s(deploymentCounts)}::int[],
+              ${int4s(outcomeCounts)}::int[])
               WITH ORDINALITY AS input (project_id, first_at, last_at, count, batch, deployment_count, outcome_count,
                 ordinality)
           ), inserted AS (
             INSERT INTO worker_log_batches (project_id, first_at, last_at, count, batch, deployments, outcomes, ids,
               times, event_deployments, event_outcomes, lines)
             SELECT project_id, first_at, last_at, count, nullif(batch, ''),
-              (${deployments}::text[])[deployment_from + 1 : deployment_from + deployment_count],
-              (${outcomes}::text[])[outcome_from + 1 : outcome_from + outcome_count],
-              (${ids}::text[])[id_from + 1 : id_from + count], (${millisArray(times)}::float8[])[id_from + 1 : id_from + count],
-              (${eventDeployments}::int2[])[id_from + 1 : id_from + count],
-              (${eventOutcomes}::int2[])[id_from + 1 : id_from + count], (${lines}::text[])[id_from + 1 : id_from + count]
+              (${texts(deployments)}::text[])[deployment_from + 1 : deployment_from + deployment_count],
+              (${texts(outcomes)}::text[])[outcome_from + 1 : outcome_from + outcome_count],
+              (${texts(ids)}::text[])[id_from + 1 : id_from + count],
+              (${millisArray(times)}::float8[])[id_from + 1 : id_from + count],
+              (${int2s(eventDeployments)}::int2[])[id_from + 1 : id_from + count],
+              (${int2s(eventOutcomes)}::int2[])[id_from + 1 : id_from + count],
+              (${texts(lines)}::text[])[id_from + 1 : id_from + count]
             FROM input
             WHERE EXISTS (SELECT 1 FROM projects WHERE projects.id = input.project_id)
             ORDER BY ordinality
-            RETURNING project_id, count
+            RETURNING seq, project_id, count, ids
           ), sent AS (
             SELECT count(pg_notify(${channel}, payload || ' ~' || pg_current_xact_id()::text)) AS notes
-            FROM (SELECT payload FROM unnest(${notes}::text[], ${noteProjects}::text[])
-              WITH ORDINALITY AS note (payload, project_id, ordinality)
-              WHERE project_id IN (SELECT project_id FROM inserted) ORDER BY ordinality) ordered
+            FROM (SELECT project_id || ' ' || array_to_string(ids[part * ${idsPerNote} + 1 : (part + 1) * ${idsPerNote}], ' ')
+                AS payload
+              FROM inserted CROSS JOIN LATERAL generate_series(0, (count - 1) / ${idsPerNote}) AS part
+              ORDER BY seq, part) ordered
           )
           SELECT (SELECT coalesce(sum(count), 0) FROM inserted)::int AS recorded, (SELECT notes FROM sent) AS notes`
         // A project deleted between the check and the insert fails its foreign key: once more, without it.
