@@ -10,13 +10,14 @@ import {
   type WorkerSplice
 } from "../edge/WorkerInvoker.ts"
 import { authFlowCookie, authSessionCookie } from "../enduser/AuthWorker.ts"
-import { Context, Effect, Fiber, Layer, type Scope, Semaphore } from "effect"
+import { Context, Effect, Layer, type Scope, Semaphore } from "effect"
 import { Cookies, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createRequire } from "node:module"
 import * as Http from "node:http"
 import type { TLSSocket } from "node:tls"
 import type { Dispatcher, Pool } from "undici"
 import { askedBy, makeBindings } from "../bindings/Bindings.ts"
+import { makeEventBatches, tickMs } from "./EventBatches.ts"
 import type { Invocation } from "./LogCollector.ts"
 import { WorkerRuntime } from "./WorkerRuntime.ts"
 
@@ -25,9 +26,6 @@ const UndiciPool = createRequire(import.meta.url)("undici/lib/dispatcher/pool.js
 
 /** decisions.md part 13: request bodies up to 100 MiB reach a worker; larger ones are 413. */
 export const maxRequestBodyBytes = 100 * 1024 * 1024
-
-/** How often the node writes the invocation events it collected. */
-const flushEveryMs = 200
 
 /** How long a stopping node tries to write the invocation events it still holds. */
 const shutdownWriteMs = 5_000
@@ -156,58 +154,24 @@ export const WorkerInvokerOn = Layer.effect(
     // Every invocation's event goes to the runtime logs of decisions.md part 13; recording never fails a request, and
     // runs beside it.
     const logs = yield* InvocationEvents
-    // Events are written in batches (one insert for up to `flushEvery` of invocations), so a busy worker costs the
-    // control database one write per batch, not one per request.
-    const context = yield* Effect.context<never>()
-    let pending: Array<Logs.LogEventInput> = []
-    let flushing = false
-    /** The batch being written, while it is (a store may write one before `runForkWith` returns). */
-    let inFlight: Fiber.Fiber<unknown> | undefined
-    // Set once the node stops: what is left is the finalizer's to write, in order.
-    let stopping = false
-    const flush = () => {
-      if (stopping || flushing || pending.length === 0) return
-      const batch = pending.slice(0, 500)
-      pending = pending.slice(batch.length)
-      flushing = true
-      const fiber = Effect.runForkWith(context)(
-        logs.recordAll(batch).pipe(
-          Effect.ensuring(
-            Effect.sync(() => {
-              flushing = false
-              inFlight = undefined
-              flush()
-            })
-          )
-        )
-      )
-      if (flushing) inFlight = fiber
-    }
-    const timer = setInterval(flush, flushEveryMs)
+    // Events are written in batches (`EventBatches`), so a busy worker costs the control database one write per
+    // batch, not one per request.
+    const batches = makeEventBatches(logs.recordAll, yield* Effect.context<never>())
+    const timer = setInterval(batches.tick, tickMs)
     timer.unref()
     // A stopping node writes what it holds: the invocations still waiting for their reports, and the batches not yet
     // written. Bounded, so a control database that no longer answers does not hold the shutdown.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         clearInterval(timer)
-        stopping = true
         collector.drain()
-        if (inFlight !== undefined) yield* Fiber.await(inFlight)
-        while (pending.length > 0) {
-          const batch = pending.slice(0, 500)
-          pending = pending.slice(batch.length)
-          yield* logs.recordAll(batch)
-        }
+        yield* batches.drain
       }).pipe(
         Effect.timeout(shutdownWriteMs),
         Effect.catchCause((cause) => Effect.logWarning("runtime log events lost at shutdown", cause))
       )
     )
-    collector.setSink((events) => {
-      pending.push(...events)
-      // A node that falls far behind drops its oldest unwritten events rather than its memory.
-      if (pending.length > 50_000) pending.splice(0, pending.length - 50_000)
-    })
+    collector.setSink(batches.add)
 
     const states = new Map<string, Node.NodeProject>()
     /** Each project's env, with the state it was made from (a converge puts a new state object in `states`). */
