@@ -251,6 +251,7 @@ export const makeHot = (deps: HotDeps): Hot => {
   const tick = () => {
     const now = Date.now()
     let changed = false
+    let promoted = false
     const rates = new Map(counts)
     counts.clear()
     for (const [projectId, rate] of rates) {
@@ -273,6 +274,7 @@ export const makeHot = (deps: HotDeps): Hot => {
       }
       hot.set(projectId, now)
       changed = true
+      promoted = true
     }
     for (const [projectId, busyAt] of hot) {
       if (now - busyAt < 30_000) continue
@@ -281,7 +283,9 @@ export const makeHot = (deps: HotDeps): Hot => {
     }
     previous.clear()
     for (const [projectId, rate] of rates) previous.set(projectId, rate)
-    if (changed) schedule()
+    // A project that just became busy is built for at once: until its hot process answers, the loader shard serves
+    // it at about twice the CPU per request. The debounce is for changes in a burst (deploys, a project going back).
+    if (changed) schedule(promoted && scheduled === undefined ? 0 : 1_000)
   }
   const ticker = setInterval(tick, 1_000)
   ticker.unref()
