@@ -17,6 +17,15 @@ describe("faults of the runtime (one shard, so every project shares the faulty p
   const timeoutMs = 3_000
   const suite = useRuntimeSuite({ timeoutMs, shards: 1 })
 
+  it("runs no workerd while the node holds no deployment; the first deploy starts it and is served", async () => {
+    expect(suite.runtime.pids()).toEqual([undefined])
+    const project = await suite.newProject()
+    expect(suite.runtime.pids()).toEqual([undefined])
+    expect((await suite.deploy(project.slug, project.name, bundle)).status).toBe(201)
+    expect(descendantsNamed("workerd")(suite.runtime.pids()[0]!)).toHaveLength(1)
+    expect((await edgeCall(suite.edgeUrl, project.hostname, "/")).text).toBe("alive")
+  })
+
   it("a busy loop is 504 worker_timeout; the shard restarts and other projects answer within the timeout plus 5 s", async () => {
     const looping = await suite.newProject()
     const other = await suite.newProject()

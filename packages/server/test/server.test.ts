@@ -6,6 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type FakeNameCom, startFakeNameCom } from "@hostplane/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { descendantsNamed } from "../../node/test/support/Processes.ts"
 import { freePort, spawnScript } from "./support/ServerProcess.ts"
 
 /** The standalone binary, exactly as `npm start` runs it, on a fresh data directory. */
@@ -64,6 +65,10 @@ describe("the server binary on its embedded defaults", () => {
     await registrar?.close()
     child.kill("SIGKILL")
     rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it("runs no workerd while it holds no deployment (the runtime starts with the first)", () => {
+    expect(descendantsNamed("workerd")(child.pid!)).toEqual([])
   })
 
   it("serves /v1 on SERVICE_LISTEN, with dev login on and announced at start", async () => {

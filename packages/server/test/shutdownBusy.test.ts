@@ -7,6 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, describe, expect, it } from "vitest"
+import { descendantsNamed } from "../../node/test/support/Processes.ts"
 import { freePort, signIn, startOnData, stopServer } from "./support/ServerProcess.ts"
 
 /** A worker that prints a line, then waits an hour on a timer: workerd does not cancel it, only the edge's deadline ends it. */
@@ -157,6 +158,13 @@ describe.each([
     // The invocation's event was written before the exit: the restarted server lists it.
     server = await startOnData(dataDir, env)
     child = server.child
+    // Its node's desired state holds the deployment: workerd is started with the server, before any worker request.
+    let workerds: ReadonlyArray<number> = []
+    for (let i = 0; i < 100 && workerds.length === 0; i++) {
+      workerds = descendantsNamed("workerd")(server.child.pid!)
+      if (workerds.length === 0) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(workerds).toHaveLength(1)
     const listed = await call("GET", `/v1/orgs/${slug}/projects/hangs/logs?limit=10`)
     expect(listed.status).toBe(200)
     const events = (listed.body.items as ReadonlyArray<Record<string, any>>).filter(

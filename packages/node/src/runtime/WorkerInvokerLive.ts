@@ -207,6 +207,8 @@ export const WorkerInvokerOn = Layer.effect(
             } else {
               states.set(project.projectId, project)
               bindings.converge(project.projectId, project)
+              // workerd starts once the node has a deployment to serve, so its first request finds it running.
+              if (project.deployment !== null) runtime.launch()
             }
           }
           const moved = page.revision !== revision

@@ -250,7 +250,9 @@ const probe = (socket: string, timeoutMs: number) =>
 /**
  * The worker runtime of a node: `shards` workerd processes, each running the router worker on a unix socket in a
  * private folder, and the node's own socket the routers call back into (code, assets, bindings, tail events).
- * Supervised: a process that dies, or stops answering its health probe for `timeoutMs`, is started again.
+ * Supervised: a process that dies, or stops answering its health probe for `timeoutMs`, is started again. The
+ * processes start once the node has worker code to run (`launch`), not with the node: a node that holds no
+ * deployment, a control plane's own node with no project deployed, runs no workerd and probes none.
  */
 export class WorkerRuntime extends Context.Service<
   WorkerRuntime,
@@ -258,6 +260,11 @@ export class WorkerRuntime extends Context.Service<
     readonly settings: RuntimeSettings
     /** Whether workerd runs inside bubblewrap, and as which user. */
     readonly sandbox: { readonly bwrap: boolean; readonly uid: number | undefined }
+    /**
+     * Starts the shards' processes unless they run already: the invoker calls it once the node's desired state holds
+     * a deployment, and registering a key or waiting for a shard's readiness starts them too.
+     */
+    readonly launch: () => void
     /** Records what a key loads and answers the key; the same spec gives the same key. */
     readonly register: (spec: WorkerSpec) => string
     /** Whether the key is still recorded (the oldest of 10,000 are forgotten): a caller may keep a key it made. */
@@ -365,8 +372,15 @@ const modulesOf = async (artifacts: Deployments.ArtifactStore["Service"], digest
 const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactStore["Service"]) => {
   const binary = settings.binary ?? workerdBinary()
   const root = process.getuid?.() === 0
-  const bwrap = settings.sandbox === "auto" && hasCommand("bwrap")
-  const setpriv = !bwrap && hasCommand("setpriv")
+  // Which sandbox is installed is asked (a process each) only when the first workerd starts.
+  let sandboxTools: { readonly bwrap: boolean; readonly setpriv: boolean } | undefined
+  const sandboxes = () => {
+    if (sandboxTools === undefined) {
+      const bwrap = settings.sandbox === "auto" && hasCommand("bwrap")
+      sandboxTools = { bwrap, setpriv: !bwrap && hasCommand("setpriv") }
+    }
+    return sandboxTools
+  }
   // A private folder outside the data directory: the router's sources, configs and the sockets.
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-runtime-"))
   Fs.chmodSync(dir, 0o700)
@@ -510,6 +524,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   /** workerd on a config, sandboxed (bubblewrap, or as `nobody` when root), dying with the node. */
   const spawnWorkerd = (label: string, config: string, env?: Readonly<Record<string, string>>) => {
     const command = [binary, "serve", "--experimental", config]
+    const { bwrap, setpriv } = sandboxes()
     // Without bubblewrap's --die-with-parent, setpriv ties workerd's life to the node's all the same.
     const [file, ...args] = bwrap
       ? ["bwrap", ...bwrapArgs(binary, dir), ...command]
@@ -711,7 +726,6 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
       restarts: 0
     }
     shards.push(shard)
-    launch(shard)
   }
   if (root) for (const file of Fs.readdirSync(dir)) Fs.chownSync(Path.join(dir, file), nobody.uid, nobody.gid)
 
@@ -736,21 +750,27 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
   }, 250)
   healthTimer.unref()
 
-  // First readiness quickly: poll until each shard answers (workerd starts in well under a second).
-  await Promise.all(
-    shards.map(async (shard) => {
-      const deadline = Date.now() + 60_000
-      while (Date.now() < deadline) {
-        if (await probe(shard.socket, 1_000)) {
-          shard.lastHealthy = Date.now()
-          shard.markReady()
-          return
+  let launched = false
+  const launchAll = () => {
+    if (launched || stopping) return
+    launched = true
+    for (const shard of shards) {
+      launch(shard)
+      // First readiness quickly: poll until the shard answers (workerd starts in well under a second); the health
+      // probe restarts one that never does.
+      void (async () => {
+        const deadline = Date.now() + 60_000
+        while (Date.now() < deadline && !stopping && !shard.up) {
+          if (await probe(shard.socket, 1_000)) {
+            shard.lastHealthy = Date.now()
+            shard.markReady()
+            return
+          }
+          await new Promise((resolve) => setTimeout(resolve, 50))
         }
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
-      throw new Error(`workerd shard ${shard.index} did not start`)
-    })
-  )
+      })()
+    }
+  }
 
   const register = (spec: WorkerSpec) => {
     const version = createHash("sha256")
@@ -762,6 +782,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     const key = `${spec.projectId}:${spec.digest.slice("sha256:".length, "sha256:".length + 16)}:${version}`
     if (!specs.has(key) && specs.size >= 10_000) specs.delete(specs.keys().next().value!)
     specs.set(key, spec)
+    launchAll()
     if (!spec.projectId.startsWith("__")) latest.set(spec.projectId, key)
     return key
   }
@@ -779,6 +800,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
 
   const ready = (index: number, waitMs: number) =>
     new Promise<void>((resolve, reject) => {
+      launchAll()
       const timer = setTimeout(() => reject(new Error("shard not ready")), waitMs)
       void shards[index]!.ready.then(() => {
         clearTimeout(timer)
@@ -788,7 +810,10 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
 
   const service = WorkerRuntime.of({
     settings,
-    sandbox: { bwrap, uid: root ? nobody.uid : process.getuid?.() },
+    get sandbox() {
+      return { bwrap: sandboxes().bwrap, uid: root ? nobody.uid : process.getuid?.() }
+    },
+    launch: launchAll,
     register,
     registered: (key) => specs.has(key),
     shardOf,
