@@ -7,6 +7,28 @@ export const nowIso: Effect.Effect<string> = Effect.map(Clock.currentTimeMillis,
 export const isoAfter = (duration: Duration.Duration): Effect.Effect<string> =>
   Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms + Duration.toMillis(duration)).toISOString())
 
+/** Beyond this many milliseconds from the epoch a JavaScript date is invalid. */
+const maxMillis = 8.64e15
+let datedSecond = Number.NaN
+let datedPrefix = ""
+
+/**
+ * `new Date(ms).toISOString()`, or undefined for no valid instant, with each second's text made once: a busy node
+ * dates hundreds of events a second, and most share their second with the one before.
+ */
+export const isoOfMillis = (ms: number): string | undefined => {
+  const whole = Math.trunc(ms)
+  if (!(Math.abs(whole) <= maxMillis)) return undefined
+  const second = Math.floor(whole / 1000)
+  if (second !== datedSecond) {
+    // "2026-11-30T15:30:00.000Z" without its "000Z" (a year past 9999 has more digits, and a sign).
+    datedPrefix = new Date(second * 1000).toISOString().slice(0, -4)
+    datedSecond = second
+  }
+  const millis = whole - second * 1000
+  return `${datedPrefix}${millis < 10 ? "00" : millis < 100 ? "0" : ""}${millis}Z`
+}
+
 export const isoToMillis = (iso: string): number => DateTime.toEpochMillis(DateTime.makeUnsafe(iso))
 
 /** The RFC 3339 UTC string `duration` after `iso`: one instant's deadline, with no second read of the clock. */

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import type { LogEventId, ProjectId } from "../kernel/Ids.ts"
-import { rfc3339Millis } from "../kernel/Time.ts"
+import { isoOfMillis, rfc3339Millis } from "../kernel/Time.ts"
 
 /** decisions.md part 13: how an invocation ended; `timeout` is the edge's 504, `canceled` the client going away. */
 export const LogOutcome = Schema.Literals(["ok", "exception", "timeout", "canceled"])
@@ -175,13 +175,12 @@ export const boundMessage = (
 }
 
 const levels: ReadonlySet<string> = new Set(LogLevel.literals)
+const none: ReadonlyArray<never> = Object.freeze([])
 
 /** An instant as RFC 3339 UTC with milliseconds; `fallback` when it is none. */
 const isoOf = (instant: string | number, fallback: string): string => {
   const millis = typeof instant === "number" ? instant : rfc3339Millis(instant)
-  if (millis === undefined || !Number.isFinite(millis)) return fallback
-  const date = new Date(millis)
-  return Number.isNaN(date.getTime()) ? fallback : date.toISOString()
+  return millis === undefined ? fallback : (isoOfMillis(millis) ?? fallback)
 }
 
 const bounded = (text: string): { readonly text: string; readonly cut: boolean } => {
@@ -196,20 +195,27 @@ const bounded = (text: string): { readonly text: string; readonly cut: boolean }
 export const boundEvent = (input: LogEventInput, id: LogEventId, receivedAt: string): LogEventRow["event"] => {
   let truncated = input.truncated === true || input.logs.length > maxLines || input.exceptions.length > maxExceptions
   const timestamp = isoOf(input.timestamp, receivedAt)
-  const logs = input.logs.slice(0, maxLines).map((line): LogLine => {
-    const { message, cut } = boundMessage(line.message)
-    if (cut) truncated = true
-    return {
-      level: levels.has(line.level) ? (line.level as LogLevel) : "log",
-      message,
-      timestamp: isoOf(line.timestamp, timestamp)
-    }
-  })
-  const exceptions = input.exceptions.slice(0, maxExceptions).map((exception): LogException => {
-    const [name, message, stack] = [exception.name, exception.message, exception.stack ?? ""].map(bounded)
-    if (name!.cut || message!.cut || stack!.cut) truncated = true
-    return { name: name!.text, message: message!.text, stack: stack!.text }
-  })
+  // Most invocations print nothing and throw nothing: no copies of their empty lists.
+  const logs =
+    input.logs.length === 0
+      ? none
+      : input.logs.slice(0, maxLines).map((line): LogLine => {
+          const { message, cut } = boundMessage(line.message)
+          if (cut) truncated = true
+          return {
+            level: levels.has(line.level) ? (line.level as LogLevel) : "log",
+            message,
+            timestamp: isoOf(line.timestamp, timestamp)
+          }
+        })
+  const exceptions =
+    input.exceptions.length === 0
+      ? none
+      : input.exceptions.slice(0, maxExceptions).map((exception): LogException => {
+          const [name, message, stack] = [exception.name, exception.message, exception.stack ?? ""].map(bounded)
+          if (name!.cut || message!.cut || stack!.cut) truncated = true
+          return { name: name!.text, message: message!.text, stack: stack!.text }
+        })
   const url = bounded(input.request.url)
   if (url.cut) truncated = true
   return {
