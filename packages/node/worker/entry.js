@@ -109,28 +109,22 @@ const report = (invocation) => {
 }
 
 /**
- * `request.cf` of a request the tenant received is shadowed with `undefined` (its own property, set per request, no
- * copy), but workerd copies the fields underneath into a copy (`new Request(request)`, `clone()`), which would show the
- * invocation's id. So a copy of a received request, or of a copy of one, is shadowed the same way, as a request the
- * tenant builds itself has no `cf`; a copy given a `cf` of its own keeps it. This costs only the copies a tenant makes.
+ * The node's part of a request (the invocation's id, the end user's handle) is in `request.cf`, marked
+ * `hostplane: 1` by the edge's invoke header or the router. The tenant sees no such `cf`: not on the request it
+ * received, nor on a copy of it (workerd copies the fields underneath into `new Request(request)` and `clone()`), as a
+ * request it builds itself has none; a copy given a `cf` of its own keeps it. Done once, on the prototype's accessor,
+ * so a request costs nothing for it and the tenant's own requests are workerd's.
  */
 const NodeRequest = Request
-const shadowCf = (request) => Object.defineProperty(request, "cf", { value: undefined })
-const shadowed = (value) => value instanceof NodeRequest && Object.hasOwn(value, "cf")
-const TenantRequest = new Proxy(NodeRequest, {
-  construct(target, args, newTarget) {
-    const made = Reflect.construct(target, args, newTarget)
-    const [input, init] = args
-    return shadowed(init) || (shadowed(input) && init?.cf === undefined) ? shadowCf(made) : made
+const cfAccessor = Object.getOwnPropertyDescriptor(NodeRequest.prototype, "cf")
+const cfOf = cfAccessor.get
+Object.defineProperty(NodeRequest.prototype, "cf", {
+  ...cfAccessor,
+  get() {
+    const cf = cfOf.call(this)
+    return cf?.hostplane === 1 ? undefined : cf
   }
 })
-const cloneRequest = NodeRequest.prototype.clone
-NodeRequest.prototype.clone = function clone() {
-  const copy = cloneRequest.call(this)
-  return shadowed(this) ? shadowCf(copy) : copy
-}
-NodeRequest.prototype.constructor = TenantRequest
-globalThis.Request = TenantRequest
 
 const main = tenant.default
 if (main === null || typeof main !== "object" || typeof main.fetch !== "function") {
@@ -240,7 +234,7 @@ export default {
     // The node's part of the request is in `request.cf`: on the hot shard workerd parses the edge's invoke header
     // into it (the socket's cfBlobHeader) and drops the header; on the loader shard the router puts it there. The edge
     // drops every x-hostplane-* header a client sends, so either is the node's.
-    const cf = request.cf
+    const cf = cfOf.call(request)
     bindingsStub = env.__hostplane
     if (cf === undefined || cf === null) {
       // The hot shard's check that the worker loaded: answered without calling the tenant.
@@ -251,9 +245,7 @@ export default {
     // The end user's session handle is the node's: the tenant's code never sees it, not even in a copy of the
     // request, so a request that carries one is copied without it (rare: only with a signed-in end user).
     const handle = typeof cf.user === "string" ? cf.user : null
-    const received = handle === null ? request : new NodeRequest(request, { cf: {} })
-    // The tenant sees no `request.cf`, as on a request the router built: the invocation's fields are the node's.
-    shadowCf(received)
+    const received = handle === null ? request : new NodeRequest(request, { cf: { hostplane: 1 } })
     const tenantEnv = tenantEnvOf(env, received, handle)
     if (typeof cf.id !== "string") return main.fetch(received, tenantEnv, ctx)
     const invocation = {

@@ -118,13 +118,15 @@ export default {
     headers.delete(invokeHeader)
     const hasBody = request.method !== "GET" && request.method !== "HEAD"
     // The invocation's part for the entry module goes in `cf`, which only the node's invoke header fills: the id the
-    // node joins the entry module's log reports to, the end user's session handle, whether this is a load check.
+    // node joins the entry module's log reports to, the end user's session handle, whether this is a load check. Its
+    // mark hides it from the tenant (the entry module's `cf` accessor).
     const forwarded = new Request(meta.url, {
       method: request.method,
       headers,
       body: hasBody ? request.body : null,
       redirect: "manual",
       cf: {
+        hostplane: 1,
         ...(typeof meta.id === "string" ? { id: meta.id } : {}),
         ...(typeof meta.user === "string" ? { user: meta.user } : {}),
         ...(meta.check === true ? { check: true } : {})

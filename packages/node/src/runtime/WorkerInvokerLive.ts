@@ -818,12 +818,13 @@ const eachUpstreamHeader = (
   emit("x-forwarded-for", options.client ?? "")
   emit("x-forwarded-proto", options.scheme)
   // The hot shard's socket serves one worker and takes the URL from the request: its entry module needs the
-  // invocation's id and the end user's handle only. The loader shard's router also needs the key and the URL.
+  // invocation's id and the end user's handle only, marked as the node's (the entry module hides a marked `cf` from
+  // the tenant). The loader shard's router also needs the key and the URL.
   const user = options.user === undefined ? "" : `,"user":${JSON.stringify(options.user)}`
   emit(
     "x-hostplane-invoke",
     hot
-      ? `{"id":${JSON.stringify(options.invocation.id)}${user}}`
+      ? `{"hostplane":1,"id":${JSON.stringify(options.invocation.id)}${user}}`
       : `{"key":${JSON.stringify(options.key)},"url":${JSON.stringify(options.url)},"id":${JSON.stringify(options.invocation.id)}${user}}`
   )
 }
