@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { createRequire } from "node:module"
-import { Writable } from "node:stream"
+import { PassThrough, Writable } from "node:stream"
 import type ssh2 from "ssh2"
 import { describe, expect, it } from "vitest"
 
@@ -94,6 +94,57 @@ describe("GitSshServer", () => {
     expect(GitSshServer.parseGitCommand("git-upload-archive 'acme/web/site.git'")).toBeUndefined()
     expect(GitSshServer.parseGitCommand("git-upload-pack 'acme/../site.git'")).toBeUndefined()
     expect(GitSshServer.parseGitCommand("sh -c 'id'")).toBeUndefined()
+  })
+
+  const pkt = (text: string) => `${(Buffer.byteLength(text) + 4).toString(16).padStart(4, "0")}${text}`
+  const text = (request: GitSshServer.SessionRequest) =>
+    "bytes" in request ? { ...request, bytes: Buffer.from(request.bytes).toString("latin1") } : request
+
+  // serve.c's process_request: a request is its pkt-lines up to the first flush-pkt; a flush-pkt with nothing before
+  // it, or the input's end between requests, ends the session.
+  it("splits a protocol v2 session into its requests as git's serve loop does, however its bytes arrive", async () => {
+    const lsRefs = `${pkt("command=ls-refs\n")}${pkt("agent=git/2.39\n")}0001${pkt("peel\n")}${pkt("ref-prefix HEAD\n")}0000`
+    const fetch = `${pkt("command=fetch\n")}0001${pkt(`want ${"a".repeat(40)}\n`)}${pkt("done\n")}0000`
+    const bare = `${pkt("command=ls-refs\n")}0000`
+    const whole = Buffer.from(`${lsRefs}${fetch}${bare}0000`)
+    for (const piece of [1, 3, 7, whole.length]) {
+      const input = new PassThrough()
+      const requests = GitSshServer.sessionRequests(input)
+      for (let at = 0; at < whole.length; at += piece) input.write(whole.subarray(at, at + piece))
+      expect(text(await requests.next()), `pieces of ${piece}`).toEqual({ _tag: "Request", bytes: lsRefs })
+      expect(text(await requests.next())).toEqual({ _tag: "Request", bytes: fetch })
+      expect(text(await requests.next())).toEqual({ _tag: "Request", bytes: bare })
+      expect(await requests.next()).toEqual({ _tag: "End" })
+    }
+    // The input's end between requests ends the session too; inside one, what came is not a whole request.
+    const ended = new PassThrough()
+    const atEnd = GitSshServer.sessionRequests(ended)
+    ended.end(fetch)
+    expect(text(await atEnd.next())).toEqual({ _tag: "Request", bytes: fetch })
+    expect(await atEnd.next()).toEqual({ _tag: "End" })
+    const cut = new PassThrough()
+    const inside = GitSshServer.sessionRequests(cut)
+    cut.end(fetch.slice(0, 30))
+    expect(text(await inside.next())).toEqual({ _tag: "Broken", bytes: fetch.slice(0, 30) })
+  })
+
+  it("a malformed pkt-line header is handed on as a broken request, and a request over the limit is refused unread", async () => {
+    const bad = new PassThrough()
+    const malformed = GitSshServer.sessionRequests(bad)
+    bad.write(`${pkt("command=fetch\n")}00zzrest`)
+    expect(text(await malformed.next())).toEqual({ _tag: "Broken", bytes: `${pkt("command=fetch\n")}00zz` })
+    const short = new PassThrough()
+    const three = GitSshServer.sessionRequests(short)
+    short.write(`${pkt("command=fetch\n")}0003`)
+    expect(text(await three.next())).toEqual({ _tag: "Broken", bytes: `${pkt("command=fetch\n")}0003` })
+    const large = new PassThrough()
+    const limited = GitSshServer.sessionRequests(large, 64 * 1024)
+    const line = pkt(`want ${"b".repeat(40)}\n`)
+    large.write(pkt("command=fetch\n") + "0001")
+    for (let i = 0; i < 2000; i++) large.write(line)
+    expect(await limited.next()).toEqual({ _tag: "TooLarge" })
+    // Reading stopped past the limit: the rest stays with the client.
+    expect(large.isPaused()).toBe(true)
   })
 
   // git's output goes into the channel through one reused read buffer: whatever the channel cannot send at once must

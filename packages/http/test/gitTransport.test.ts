@@ -595,6 +595,144 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     bigPackDeadline
   )
 
+  /**
+   * A raw protocol v2 session over SSH: `response()` waits for the server's next answer (pkt-lines up to a flush-pkt)
+   * and gives its bytes; `received` counts every byte read so far.
+   */
+  const sshV2Session = (key: GeneratedKey, slug: string, project: string) => {
+    const ssh = spawn(
+      "ssh",
+      [
+        ...sshEnv(key).GIT_SSH_COMMAND.split(" ").slice(1),
+        "-o",
+        "SetEnv=GIT_PROTOCOL=version=2",
+        "-p",
+        String(sshPort),
+        "git@127.0.0.1",
+        `git-upload-pack '${slug}/${project}/site.git'`
+      ],
+      { stdio: ["pipe", "pipe", "pipe"] }
+    )
+    // Answers are cut out as the bytes arrive: a pkt-line header at a time, payloads skipped.
+    const answers: Array<Buffer> = []
+    let parts: Array<Buffer> = []
+    let header = ""
+    let remaining = 0
+    let stderr = ""
+    const state = { received: 0 }
+    let waiting: (() => void) | undefined
+    ssh.stdout.on("data", (chunk: Buffer) => {
+      state.received += chunk.length
+      let start = 0
+      let at = 0
+      while (at < chunk.length) {
+        if (remaining > 0) {
+          const skipped = Math.min(remaining, chunk.length - at)
+          remaining -= skipped
+          at += skipped
+          continue
+        }
+        header += String.fromCharCode(chunk[at]!)
+        at++
+        if (header.length < 4) continue
+        const length = Number.parseInt(header, 16)
+        header = ""
+        if (length === 0) {
+          answers.push(Buffer.concat([...parts, chunk.subarray(start, at)]))
+          parts = []
+          start = at
+        } else remaining = length < 4 ? 0 : length - 4
+      }
+      if (start < chunk.length) parts.push(chunk.subarray(start))
+      waiting?.()
+    })
+    ssh.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    const exited = new Promise<number | null>((resolve) => ssh.once("exit", (code) => resolve(code)))
+    const response = () =>
+      new Promise<Buffer>((resolve) => {
+        const attempt = () => {
+          const answer = answers.shift()
+          if (answer === undefined) return
+          waiting = undefined
+          resolve(answer)
+        }
+        waiting = attempt
+        attempt()
+      })
+    return { ssh, state, response, exited, stderr: () => stderr }
+  }
+
+  transportIt(
+    "over SSH a protocol v2 session is answered request by request as over HTTP: ls-refs, a fresh fetch kept and then read by the server itself with no git or copy running; abandoned while it is sent, it leaves no process or open file behind",
+    async () => {
+      const { slug, pushed, head } = await bigClone()
+      const id = await repoIdOf(pushed.project.id)
+      const key = await registered(suite.admin)
+      // A request of its own (its agent line), so that its first answer is git's, recorded while it is sent.
+      const fetchRequest = `${pkt("command=fetch\n")}${pkt("agent=hostplane-ssh-test\n")}0001${pkt("no-progress\n")}${pkt("ofs-delta\n")}${pkt(`want ${head}\n`)}${pkt("done\n")}0000`
+      const first = sshV2Session(key, slug, pushed.project.name)
+      expect((await first.response()).toString("latin1")).toContain("version 2")
+      first.ssh.stdin.write(`${pkt("command=ls-refs\n")}0001${pkt("symrefs\n")}${pkt("ref-prefix HEAD\n")}0000`)
+      expect((await first.response()).toString("latin1")).toContain(`${head} HEAD symref-target:refs/heads/main`)
+      const kept = await keptAnswers(id)
+      first.ssh.stdin.write(fetchRequest)
+      const answer = await first.response()
+      expect(answer.toString("latin1")).toContain(pkt("packfile\n"))
+      // A lone flush-pkt ends the session, as git's own serve loop ends it.
+      first.ssh.stdin.end("0000")
+      expect(await first.exited).toBe(0)
+      const recorded = await eventually(
+        () => keptAnswers(id),
+        (answers) => answers.kept.length > kept.kept.length && answers.drafts.length === 0
+      )
+      const added = recorded.kept.filter((name) => !kept.kept.includes(name))
+      expect(added).toHaveLength(1)
+      const file = Path.join(suite.server.gitDir, ".fetch-cache", added[0]!)
+      expect((await Fs.readFile(file)).equals(answer)).toBe(true)
+
+      // The same request again, twice in one session: the kept answer both times.
+      const second = sshV2Session(key, slug, pushed.project.name)
+      await second.response()
+      second.ssh.stdin.write(fetchRequest)
+      expect((await second.response()).equals(answer)).toBe(true)
+      second.ssh.stdin.write(fetchRequest)
+      expect((await second.response()).equals(answer)).toBe(true)
+      second.ssh.stdin.end()
+      expect(await second.exited).toBe(0)
+
+      // Read from this process (the test server's): while the client holds back, no process serves it.
+      const openOnKept = async () => {
+        const fds = await Fs.readdir("/proc/self/fd")
+        const targets = await Promise.all(fds.map((fd) => Fs.readlink(`/proc/self/fd/${fd}`).catch(() => "")))
+        return targets.filter((target) => target === file).length
+      }
+      const third = sshV2Session(key, slug, pushed.project.name)
+      await third.response()
+      third.ssh.stdin.write(fetchRequest)
+      await new Promise<void>((resolve) => {
+        third.ssh.stdout.on("data", () => {
+          if (third.state.received > 256 * 1024) {
+            third.ssh.stdout.pause()
+            resolve()
+          }
+        })
+      })
+      // (The test's own ssh client names upload-pack too.)
+      const serving = /^(?!ssh )(?:cat $|tee |.*upload-pack|.*pack-objects .*--stdout)/
+      expect(await gitDescendants(serving)).toEqual([])
+      expect(await openOnKept()).toBe(1)
+      third.ssh.kill("SIGKILL")
+      expect(
+        await eventually(
+          () => openOnKept(),
+          (open) => open === 0
+        )
+      ).toBe(0)
+      expect(await gitDescendants(serving)).toEqual([])
+    },
+    bigPackDeadline
+  )
+
   transportIt(
     "clones and fetches over HTTP and SSH see every push while fresh fetches are answered from the fetch cache: a new commit, a tag, a force push",
     async () => {

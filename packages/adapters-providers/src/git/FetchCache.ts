@@ -72,10 +72,17 @@ export interface FetchCacheOptions {
   readonly maxAgeMs?: number
 }
 
-/** A kept answer, opened (so a concurrent eviction cannot take it away) with its size. */
-export interface KeptAnswer {
+/**
+ * A kept answer, opened (so a concurrent eviction cannot take it away) with its size: what the disk storage hands a
+ * transport that sends it from its own process (SSH encrypts every byte anyway) as the run's native output.
+ */
+export class KeptAnswer {
   readonly fd: Fs.FileHandle
   readonly bytes: number
+  constructor(fd: Fs.FileHandle, bytes: number) {
+    this.fd = fd
+    this.bytes = bytes
+  }
 }
 
 /**
@@ -110,7 +117,7 @@ export const makeFetchCache = (dir: string, options: FetchCacheOptions = {}) => 
     }
     // Its modification time is when it was last read: what the age limit counts from.
     await Fs.utimes(file, now / 1000, now / 1000).catch(() => {})
-    return { fd, bytes: stat.size }
+    return new KeptAnswer(fd, stat.size)
   }
 
   /**

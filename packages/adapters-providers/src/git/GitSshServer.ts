@@ -4,10 +4,13 @@ import { Context, Effect, Layer, Option, Stream } from "effect"
 import { generateKeyPairSync, randomFillSync } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import { createRequire } from "node:module"
+import * as NodeFs from "node:fs"
 import { type AddressInfo, Socket as NetSocket, type Socket } from "node:net"
 import * as Path from "node:path"
+import type { Readable } from "node:stream"
 import ssh2 from "ssh2"
 import { inDataDir } from "../DataDir.ts"
+import { KeptAnswer } from "./FetchCache.ts"
 import { fingerprintOf } from "./SshKeyParserSsh2.ts"
 
 /** The running SSH transport: where it listens. */
@@ -237,6 +240,134 @@ export const relayThroughOneBuffer = (
   })
 }
 
+/**
+ * Sends a kept answer of the fetch cache into `channel` through one reused buffer: ssh2 calls a write's callback once
+ * all of it is in its packets (at once when the window allows, else after the client's adjusts), and only then is the
+ * next piece read into the same buffer. Completes once all of it is handed to the channel.
+ */
+export const relayKeptAnswer = (kept: KeptAnswer, channel: ssh2.ServerChannel): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    const buffer = Buffer.allocUnsafe(64 * 1024)
+    let position = 0
+    let stopped = false
+    const step = () => {
+      if (stopped) return
+      if (position >= kept.bytes) return resume(Effect.void)
+      NodeFs.read(kept.fd.fd, buffer, 0, Math.min(buffer.length, kept.bytes - position), position, (error, read) => {
+        if (stopped) return
+        if (error !== null || read === 0) return resume(Effect.void)
+        position += read
+        channel.write(buffer.subarray(0, read), step)
+      })
+    }
+    step()
+    return Effect.sync(() => {
+      stopped = true
+    })
+  })
+
+/** The most of one protocol v2 request a session holds; a larger one ends the session. */
+const requestLimit = 16 * 1024 * 1024
+
+/**
+ * What the client sent next in a protocol v2 session: a whole request, the end of the session (its input ended, or a
+ * lone flush-pkt, between requests), bytes that are not a whole request (the input ended inside one, or a pkt-line
+ * header is malformed: handed to git, whose refusal ends the session) or a request over the limit.
+ */
+export type SessionRequest =
+  | { readonly _tag: "Request"; readonly bytes: Uint8Array }
+  | { readonly _tag: "End" }
+  | { readonly _tag: "Broken"; readonly bytes: Uint8Array }
+  | { readonly _tag: "TooLarge" }
+
+/**
+ * Reads a protocol v2 session's requests off the client's input one at a time, as git's serve loop does: a request is
+ * its pkt-lines up to the first flush-pkt (a delim-pkt separates its capabilities from its arguments), and a flush-pkt
+ * with nothing before it ends the session. At most `limit` bytes are held; reading pauses beyond.
+ */
+export const sessionRequests = (input: Readable, limit = requestLimit) => {
+  // What was read and not yet taken, at the start of a buffer that doubles as it fills.
+  let held = Buffer.allocUnsafe(64 * 1024)
+  let buffered = 0
+  // Where the next pkt-line header starts, and how many pkt-lines of the current request came before it.
+  let scanned = 0
+  let lines = 0
+  let ended = false
+  let wake: (() => void) | undefined
+  input.on("data", (chunk: Buffer) => {
+    if (buffered + chunk.length > held.length) {
+      const grown = Buffer.allocUnsafe(Math.max(held.length * 2, buffered + chunk.length))
+      held.copy(grown, 0, 0, buffered)
+      held = grown
+    }
+    chunk.copy(held, buffered)
+    buffered += chunk.length
+    if (buffered > limit) input.pause()
+    wake?.()
+  })
+  const end = () => {
+    ended = true
+    wake?.()
+  }
+  input.once("end", end)
+  input.once("close", end)
+  input.on("error", () => {})
+
+  /** The first `length` bytes, taken off what is held; the next request's scan starts after them. */
+  const take = (length: number): Uint8Array => {
+    const bytes = Uint8Array.prototype.slice.call(held, 0, length)
+    held.copy(held, 0, length, buffered)
+    buffered -= length
+    if (held.length > 1024 * 1024 && buffered <= 64 * 1024) held = Buffer.from(held.subarray(0, 64 * 1024))
+    scanned = 0
+    lines = 0
+    if (buffered <= limit && input.isPaused()) input.resume()
+    return bytes
+  }
+  const scan = (): SessionRequest | undefined => {
+    while (scanned + 4 <= buffered) {
+      let length = 0
+      for (let index = 0; index < 4; index++) {
+        const digit = Number.parseInt(String.fromCharCode(held[scanned + index]!), 16)
+        if (Number.isNaN(digit)) return { _tag: "Broken", bytes: take(scanned + 4) }
+        length = length * 16 + digit
+      }
+      if (length === 3) return { _tag: "Broken", bytes: take(scanned + 4) }
+      if (length === 0) {
+        if (lines === 0) {
+          take(scanned + 4)
+          return { _tag: "End" }
+        }
+        return { _tag: "Request", bytes: take(scanned + 4) }
+      }
+      const size = length < 4 ? 4 : length
+      if (scanned + size > limit) return { _tag: "TooLarge" }
+      if (scanned + size > buffered) return undefined
+      scanned += size
+      lines++
+    }
+    return undefined
+  }
+  return {
+    next: (): Promise<SessionRequest> =>
+      new Promise((resolve) => {
+        const attempt = () => {
+          const found = scan()
+          if (found !== undefined) {
+            wake = undefined
+            return resolve(found)
+          }
+          if (ended) {
+            wake = undefined
+            return resolve(buffered === 0 ? { _tag: "End" } : { _tag: "Broken", bytes: take(buffered) })
+          }
+          wake = attempt
+        }
+        attempt()
+      })
+  }
+}
+
 /** `git-upload-pack '<path>'` (or `git upload-pack`), the path single-quoted as git quotes it. */
 export const parseGitCommand = (
   command: string
@@ -295,6 +426,66 @@ export const layer = (options: GitSshServerOptions) =>
         )
       }
 
+      /**
+       * Sends a run's output into the channel: a kept answer or git's pipe through one reused buffer, anything else
+       * (an answer from memory) as its stream's chunks. Completes once all of it is handed to the channel.
+       */
+      const relay = (process: Git.GitProcess, channel: ssh2.ServerChannel) =>
+        process.nativeOutput instanceof KeptAnswer
+          ? relayKeptAnswer(process.nativeOutput, channel)
+          : (relayThroughOneBuffer(process.nativeOutput, channel) ??
+            // The reads of git's output that queued up meanwhile go out as one write: ssh2 cuts a write into packets
+            // of at most 32 KiB, so pieces of 1 to 64 KiB written one by one would each end in a short packet.
+            Stream.runForEachArray(process.output, (chunks) =>
+              Effect.callback<void>((resume) => {
+                if (channel.write(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))) resume(Effect.void)
+                else channel.once("drain", () => resume(Effect.void))
+              })
+            ))
+
+      /** One run relayed whole into the channel, then its exit code and, when it failed, what git said. */
+      const answer = (
+        grant: Git.TransportGrant,
+        run: Git.GitRun,
+        input: Stream.Stream<Uint8Array, unknown>,
+        channel: ssh2.ServerChannel
+      ) =>
+        Effect.gen(function* () {
+          const process = yield* repos.serve(grant, run, input)
+          yield* relay(process, channel)
+          const code = yield* process.exitCode
+          return { code, message: code === 0 ? "" : yield* process.messages }
+        }).pipe(Effect.scoped)
+
+      /**
+       * A protocol v2 upload-pack session as the loop of stateless runs git's own serve loop is (advertisement, then
+       * one request after the other: ls-refs, fetch), each answered as the same request over smart HTTP is: the
+       * advertisement and ls-refs from memory, a fresh fetch from the fetch cache, anything else by one
+       * `upload-pack --stateless-rpc`. The first failed run ends the session with git's code and words.
+       */
+      const sessionV2 = (channel: ssh2.ServerChannel, grant: Git.TransportGrant, protocol: string) =>
+        Effect.gen(function* () {
+          const requests = sessionRequests(channel)
+          const advertised = yield* answer(
+            grant,
+            { service: "upload-pack", mode: "advertise", protocol },
+            Stream.empty,
+            channel
+          )
+          if (advertised.code !== 0) return advertised
+          while (true) {
+            const next = yield* Effect.promise(() => requests.next())
+            if (next._tag === "End") return { code: 0, message: "" }
+            if (next._tag === "TooLarge") {
+              return { code: 128, message: `a request over ${requestLimit / 1024 / 1024} MiB is not served` }
+            }
+            const run: Git.GitRun = { service: "upload-pack", mode: "stateless", protocol, request: next.bytes }
+            const answered = yield* answer(grant, run, Stream.make(next.bytes), channel)
+            if (answered.code !== 0) return answered
+            if (next._tag === "Broken") return { code: 128, message: "protocol error: not a whole request" }
+          }
+        })
+
       const session = (channel: ssh2.ServerChannel, command: string, userId: Kernel.UserId, protocol: string | null) =>
         Effect.gen(function* () {
           const parsed = parseGitCommand(command)
@@ -306,18 +497,6 @@ export const layer = (options: GitSshServerOptions) =>
           }
           const access = parsed.service === "receive-pack" ? "write" : "read"
           const grant = yield* repos.authorizeTransport(userId, parsed.path, access)
-          const input = NodeStream.fromReadable<Uint8Array>({ evaluate: () => channel, closeOnDone: false })
-          const process = yield* repos.serve(grant, { service: parsed.service, mode: "session", protocol }, input)
-          // The reads of git's output that queued up meanwhile go out as one write: ssh2 cuts a write into packets
-          // of at most 32 KiB, so pieces of 1 to 64 KiB written one by one would each end in a short packet.
-          const relayed =
-            relayThroughOneBuffer(process.nativeOutput, channel) ??
-            Stream.runForEachArray(process.output, (chunks) =>
-              Effect.callback<void>((resume) => {
-                if (channel.write(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks))) resume(Effect.void)
-                else channel.once("drain", () => resume(Effect.void))
-              })
-            )
           // A client gone mid-transfer never drains the channel: the scope's end then stops git, which would
           // otherwise wait on its unread output for ever.
           const gone = Effect.callback<"gone">((resume) => {
@@ -325,15 +504,18 @@ export const layer = (options: GitSshServerOptions) =>
             channel.once("close", onClose)
             return Effect.sync(() => channel.off("close", onClose))
           })
-          if ((yield* Effect.raceFirst(Effect.as(relayed, "sent" as const), gone)) === "gone") {
-            return { code: 128, message: "" }
-          }
-          const code = yield* process.exitCode
-          return { code, message: code === 0 ? "" : yield* process.messages }
-        }).pipe(
-          Effect.scoped,
-          Effect.catch((error) => Effect.succeed({ code: 128, message: refusal(error) }))
-        )
+          const served =
+            parsed.service === "upload-pack" && protocol !== null && protocol.split(":").includes("version=2")
+              ? sessionV2(channel, grant, protocol)
+              : answer(
+                  grant,
+                  { service: parsed.service, mode: "session", protocol },
+                  NodeStream.fromReadable<Uint8Array>({ evaluate: () => channel, closeOnDone: false }),
+                  channel
+                )
+          const ended = yield* Effect.raceFirst(served, Effect.as(gone, undefined))
+          return ended ?? { code: 128, message: "" }
+        }).pipe(Effect.catch((error) => Effect.succeed({ code: 128, message: refusal(error) })))
 
       const clients = new Set<ssh2.Connection>()
       const server = new ssh2.Server({ hostKeys: [hostKey] }, (client, info) => {

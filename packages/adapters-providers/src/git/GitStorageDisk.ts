@@ -326,7 +326,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
       const spawnTool = (
         command: string,
         args: ReadonlyArray<string>,
-        stdio: [number | "pipe", Net.Socket, "ignore"]
+        stdio: [number | "pipe", Net.Socket | "pipe", "ignore"]
       ) =>
         Effect.acquireRelease(
           Effect.callback<
@@ -343,17 +343,19 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
         )
 
       /**
-       * A fresh fetch on the direct path (git's output goes into the client's connection) answered from the fetch
-       * cache: the kept answer copied into the connection by `cat` when there is one; otherwise git's output passes
-       * through `tee`, which writes it into the connection and into a draft that is kept once both ended well on
-       * unchanged refs. Undefined when the request is not one whose answer is kept (then git answers as usual).
+       * A fresh fetch answered from the fetch cache: the kept answer copied into the client's connection by `cat` when
+       * there is one and the run has a socket (smart HTTP's direct path), or handed over opened as the run's native
+       * output for the caller to send from its own process (SSH, which encrypts every byte anyway); otherwise git's
+       * output passes through `tee`, which writes it into the connection (or a pipe the caller reads) and into a draft
+       * that is kept once both ended well on unchanged refs. Undefined when the request is not one whose answer is
+       * kept (then git answers as usual).
        */
       const cachedFetch = (
         repoId: Kernel.RepoId,
         args: ReadonlyArray<string>,
         env: Record<string, string>,
         request: Uint8Array,
-        socket: Net.Socket,
+        socket: Net.Socket | undefined,
         input: Stream.Stream<Uint8Array, unknown>
       ) =>
         Effect.gen(function* () {
@@ -365,7 +367,21 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           const digest = fetchCache.requestDigest(`${yield* gitVersion}\0${args.join("\0")}`, request)
           const now = yield* Clock.currentTimeMillis
           const kept = yield* Effect.promise(() => fetchCache.open(repoId, refs, digest, now))
-          if (kept !== undefined) {
+          if (kept !== undefined && socket === undefined) {
+            yield* Effect.addFinalizer(() => Effect.promise(() => kept.fd.close().catch(() => {})))
+            yield* Stream.runDrain(input).pipe(Effect.orDie)
+            const answer: Git.GitProcess = {
+              output: NodeStream.fromReadable<Uint8Array, Errors.GitUnreachable>({
+                evaluate: () => kept.fd.createReadStream({ start: 0, autoClose: false }),
+                onError: unreachable
+              }),
+              nativeOutput: kept,
+              exitCode: Effect.succeed(0),
+              messages: Effect.succeed("")
+            }
+            return answer
+          }
+          if (kept !== undefined && socket !== undefined) {
             // The input's first step writes the response head; git would read the request, which is already known.
             const cat = yield* Stream.runDrain(input).pipe(
               Effect.orDie,
@@ -382,7 +398,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           }
           if (!(yield* Effect.promise(() => fetchCache.worthKeeping(dirOf(repoId))))) return undefined
           const draft = fetchCache.draft(repoId, refs, digest)
-          const tee = yield* spawnTool("tee", [draft], ["pipe", socket, "ignore"])
+          const tee = yield* spawnTool("tee", [draft], ["pipe", socket ?? "pipe", "ignore"])
           const child = yield* Effect.acquireRelease(spawnGit(args, env, false, tee.child.stdin!), stop)
           // git holds the pipe's writing end now: tee sees its end when git exits.
           tee.child.stdin!.destroy()
@@ -422,6 +438,19 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
             ),
             Effect.forkIn(layerScope)
           )
+          if (socket === undefined) {
+            const copied = tee.child.stdout!
+            const answer: Git.GitProcess = {
+              output: NodeStream.fromReadable<Uint8Array, Errors.GitUnreachable>({
+                evaluate: () => copied,
+                onError: unreachable
+              }),
+              nativeOutput: copied,
+              exitCode: ended,
+              messages: Effect.sync(() => stderr)
+            }
+            return answer
+          }
           const answer: Git.GitProcess = {
             output: Stream.drain(Stream.fromEffect(ended)),
             wroteToSocket: true,
@@ -512,7 +541,12 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
             ...modeArgs,
             dirOf(repoId)
           ]
-          if (socket !== undefined && request.request !== undefined) {
+          if (
+            request.request !== undefined &&
+            request.mode === "stateless" &&
+            request.service === "upload-pack" &&
+            (socket !== undefined || request.outputSocket === undefined)
+          ) {
             const cached = yield* cachedFetch(repoId, args, env, request.request, socket, input)
             if (cached !== undefined) return cached
           }
