@@ -239,10 +239,21 @@ interface Shard {
   markReady: () => void
   /** Answered its health probe since its last start: a request need not wait on `ready`. */
   up: boolean
-  lastHealthy: number
+  /**
+   * When the first probe it left unanswered was sent (`undefined` while it answers): silence counts from there, since
+   * its last answer may be a probe interval older.
+   */
+  silentSince: number | undefined
   restarts: number
   rotations: number
 }
+
+/**
+ * How often a running shard is probed: a hung one is restarted after `timeoutMs` of silence, within this much more.
+ * Every probe is a request the node makes and the router answers (at four a second they were most of an idle node's
+ * CPU beside its database).
+ */
+const healthEveryMs = 1_000
 
 const probe = (socket: string, timeoutMs: number) =>
   probeSocket(socket, { path: "/__hostplane/health", status: 200 }, timeoutMs)
@@ -573,8 +584,22 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     }
     Fs.rmSync(shard.socket, { force: true })
     shard.loaded.clear()
-    shard.process = spawnShard(shard, shard.config)
-    shard.lastHealthy = Date.now()
+    const child = spawnShard(shard, shard.config)
+    shard.process = child
+    shard.silentSince = undefined
+    // Ready as soon as it answers (workerd starts in well under a second), not at the next health probe.
+    void (async () => {
+      const deadline = Date.now() + 60_000
+      while (Date.now() < deadline && !stopping && shard.process === child && !shard.up) {
+        if (await probe(shard.socket, 1_000)) {
+          if (shard.process !== child) return
+          shard.silentSince = undefined
+          shard.markReady()
+          return
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    })()
   }
 
   /** Replaced processes still finishing their requests. */
@@ -624,7 +649,7 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
       shard.socket = next.socket
       shard.config = next.config
       shard.generation = generation
-      shard.lastHealthy = Date.now()
+      shard.silentSince = undefined
       shard.loaded.clear()
       shard.rotations += 1
       draining.add(old.process)
@@ -722,14 +747,15 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
       ready: Promise.resolve(),
       markReady: () => {},
       up: false,
-      lastHealthy: Date.now(),
+      silentSince: undefined,
       restarts: 0
     }
     shards.push(shard)
   }
   if (root) for (const file of Fs.readdirSync(dir)) Fs.chownSync(Path.join(dir, file), nobody.uid, nobody.gid)
 
-  // Health: a probe a second; an answer marks the shard ready, silence for the timeout restarts it.
+  // Health: a probe a second (each costs the node a request); silence for the timeout restarts the shard. A started
+  // process is marked ready by its own faster polls (`launch`).
   let probing = false
   const healthTimer = setInterval(() => {
     clock = Date.now()
@@ -738,38 +764,25 @@ const start = async (settings: RuntimeSettings, artifacts: Deployments.ArtifactS
     void Promise.all(
       shards.map(async (shard) => {
         if (shard.process === undefined) return
+        const sent = Date.now()
         const ok = await probe(shard.socket, Math.min(2_000, settings.timeoutMs))
         if (ok) {
-          shard.lastHealthy = Date.now()
+          shard.silentSince = undefined
           shard.markReady()
-        } else if (Date.now() - shard.lastHealthy > settings.timeoutMs) {
-          relaunch(shard)
+        } else {
+          shard.silentSince ??= sent
+          if (Date.now() - shard.silentSince > settings.timeoutMs) relaunch(shard)
         }
       })
     ).finally(() => (probing = false))
-  }, 250)
+  }, healthEveryMs)
   healthTimer.unref()
 
   let launched = false
   const launchAll = () => {
     if (launched || stopping) return
     launched = true
-    for (const shard of shards) {
-      launch(shard)
-      // First readiness quickly: poll until the shard answers (workerd starts in well under a second); the health
-      // probe restarts one that never does.
-      void (async () => {
-        const deadline = Date.now() + 60_000
-        while (Date.now() < deadline && !stopping && !shard.up) {
-          if (await probe(shard.socket, 1_000)) {
-            shard.lastHealthy = Date.now()
-            shard.markReady()
-            return
-          }
-          await new Promise((resolve) => setTimeout(resolve, 50))
-        }
-      })()
-    }
+    for (const shard of shards) launch(shard)
   }
 
   const register = (spec: WorkerSpec) => {
