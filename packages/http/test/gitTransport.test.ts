@@ -734,6 +734,83 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
   )
 
   transportIt(
+    "a fresh fetch arriving while git makes the same answer waits for it and gets the kept answer instead of running git again; when that git fails, the waiting fetch runs its own",
+    async () => {
+      const { slug, pushed, head } = await bigClone()
+      const id = await repoIdOf(pushed.project.id)
+      const post = (agent: string, signal?: AbortSignal) =>
+        fetch(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`, {
+          method: "POST",
+          headers: {
+            authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
+            "git-protocol": "version=2",
+            "content-type": "application/x-git-upload-pack-request"
+          },
+          // A request of its own (its agent line), so that nothing kept answers it yet.
+          body: `${pkt("command=fetch\n")}${pkt(`agent=${agent}\n`)}0001${pkt("no-progress\n")}${pkt(`want ${head}\n`)}${pkt("done\n")}0000`,
+          ...(signal === undefined ? {} : { signal })
+        })
+      // The most upload-packs seen serving at once, sampled all along.
+      let most = 0
+      let sampling = true
+      const sampler = (async () => {
+        while (sampling) {
+          most = Math.max(most, (await gitDescendants(/upload-pack/)).length)
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+      })()
+      /** The one answer kept since `before`, once it is there; its bytes. */
+      const keptSince = async (before: ReadonlyArray<string>) => {
+        const kept = await eventually(
+          () => keptAnswers(id),
+          (answers) => answers.kept.length > before.length && answers.drafts.length === 0
+        )
+        const added = kept.kept.filter((name) => !before.includes(name))
+        expect(added).toHaveLength(1)
+        return await Fs.readFile(Path.join(suite.server.gitDir, ".fetch-cache", added[0]!))
+      }
+      /** A first fetch whose client reads a little and holds back (its git cannot finish), then a second one. */
+      const leaderAndFollower = async (agent: string) => {
+        const abort = new AbortController()
+        const leader = await post(agent, abort.signal)
+        const reader = leader.body!.getReader()
+        const first = await reader.read()
+        expect(first.done).toBe(false)
+        await eventually(
+          () => gitDescendants(/upload-pack/),
+          (serving) => serving.length > 0
+        )
+        return { abort, reader, first: Buffer.from(first.value!), follower: post(agent) }
+      }
+
+      // The leader's client reads on: its answer is kept, and the follower gets the same bytes from it.
+      const before = (await keptAnswers(id)).kept
+      const held = await leaderAndFollower(`follower-${randomBytes(4).toString("hex")}`)
+      const parts = [held.first]
+      for (let read = await held.reader.read(); !read.done; read = await held.reader.read()) {
+        parts.push(Buffer.from(read.value))
+      }
+      const answer = Buffer.concat(parts)
+      expect(answer.toString("latin1")).toContain(pkt("packfile\n"))
+      expect(Buffer.from(await (await held.follower).arrayBuffer()).equals(answer)).toBe(true)
+      expect((await keptSince(before)).equals(answer)).toBe(true)
+
+      // The leader's client goes: its git is stopped, its draft dropped, and the follower runs its own git.
+      const again = (await keptAnswers(id)).kept
+      const failed = await leaderAndFollower(`failed-${randomBytes(4).toString("hex")}`)
+      failed.abort.abort()
+      const own = Buffer.from(await (await failed.follower).arrayBuffer())
+      expect(own.toString("latin1")).toContain(pkt("packfile\n"))
+      expect((await keptSince(again)).equals(own)).toBe(true)
+      sampling = false
+      await sampler
+      // Never a second git for the same answer while one was making it.
+      expect(most, "upload-packs serving at once").toBeLessThanOrEqual(1)
+    },
+    bigPackDeadline
+  )
+
+  transportIt(
     "clones and fetches over HTTP and SSH see every push while fresh fetches are answered from the fetch cache: a new commit, a tag, a force push",
     async () => {
       const slug = await newOrg()

@@ -7,7 +7,14 @@ import * as Net from "node:net"
 import * as Path from "node:path"
 import { inDataDir } from "../DataDir.ts"
 import * as SmallSpawn from "../SmallSpawn.ts"
-import { type FetchCacheOptions, isFreshFetch, makeFetchCache, pktLines, refsDigest } from "./FetchCache.ts"
+import {
+  type FetchCacheOptions,
+  isFreshFetch,
+  type KeptAnswer,
+  makeFetchCache,
+  pktLines,
+  refsDigest
+} from "./FetchCache.ts"
 
 /**
  * Options of the disk storage; `gitBinary` is the `git` to run (tests point it at a missing one), `fetchCache` the
@@ -350,6 +357,9 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
        * that is kept once both ended well on unchanged refs. Undefined when the request is not one whose answer is
        * kept (then git answers as usual).
        */
+      /** Answers being recorded by this process, by their name in the fetch cache: done once kept or dropped. */
+      const recording = new Map<string, Deferred.Deferred<void>>()
+
       const cachedFetch = (
         repoId: Kernel.RepoId,
         args: ReadonlyArray<string>,
@@ -365,8 +375,21 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           if (refs === undefined) return undefined
           // The same git under the same configuration (given on its command line) answers the same request alike.
           const digest = fetchCache.requestDigest(`${yield* gitVersion}\0${args.join("\0")}`, request)
-          const now = yield* Clock.currentTimeMillis
-          const kept = yield* Effect.promise(() => fetchCache.open(repoId, refs, digest, now))
+          const name = `${repoId}.${refs}.${digest}`
+          // A follower of the same request being answered by git here waits for that answer to be kept (or dropped,
+          // when its git failed or its client left: then one follower records its own).
+          const worth = yield* Effect.promise(() => fetchCache.worthKeeping(dirOf(repoId)))
+          let kept: KeptAnswer | undefined
+          while (worth) {
+            const leader = recording.get(name)
+            if (leader !== undefined) {
+              yield* Deferred.await(leader)
+              continue
+            }
+            const now = yield* Clock.currentTimeMillis
+            kept = yield* Effect.promise(() => fetchCache.open(repoId, refs, digest, now))
+            if (kept !== undefined || !recording.has(name)) break
+          }
           if (kept !== undefined && socket === undefined) {
             yield* Effect.addFinalizer(() => Effect.promise(() => kept.fd.close().catch(() => {})))
             yield* Stream.runDrain(input).pipe(Effect.orDie)
@@ -396,10 +419,21 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
             }
             return answer
           }
-          if (!(yield* Effect.promise(() => fetchCache.worthKeeping(dirOf(repoId))))) return undefined
+          if (!worth) return undefined
+          // Nothing yielded since the loop saw no answer and no leader: this run records it, the next ones follow.
+          const recorded = Deferred.makeUnsafe<void>()
+          recording.set(name, recorded)
+          const release = Effect.sync(() => {
+            if (recording.get(name) === recorded) recording.delete(name)
+            Deferred.doneUnsafe(recorded, Effect.void)
+          })
           const draft = fetchCache.draft(repoId, refs, digest)
-          const tee = yield* spawnTool("tee", [draft], ["pipe", socket ?? "pipe", "ignore"])
-          const child = yield* Effect.acquireRelease(spawnGit(args, env, false, tee.child.stdin!), stop)
+          const tee = yield* spawnTool("tee", [draft], ["pipe", socket ?? "pipe", "ignore"]).pipe(
+            Effect.onError(() => release)
+          )
+          const child = yield* Effect.acquireRelease(spawnGit(args, env, false, tee.child.stdin!), stop).pipe(
+            Effect.onError(() => release)
+          )
           // git holds the pipe's writing end now: tee sees its end when git exits.
           tee.child.stdin!.destroy()
           const exited = yield* Deferred.make<number>()
@@ -436,6 +470,7 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
                 })().catch(() => fetchCache.unlink(draft))
               )
             ),
+            Effect.ensuring(release),
             Effect.forkIn(layerScope)
           )
           if (socket === undefined) {
