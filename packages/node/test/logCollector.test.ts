@@ -57,6 +57,18 @@ describe("the log collector joins the edge's end of an invocation with its entry
     expect(events[0]).toMatchObject({ outcome: "ok", response: { status: 204 }, logs: [], exceptions: [] })
   })
 
+  it("an invocation whose module said it left work to waitUntil waits past the second for that work's report", async () => {
+    const { collector, events } = collected()
+    const invocation = collector.begin(request)
+    collector.fromEntry("p1", [{ id: invocation.id, done: false, waiting: true, logs: [], exceptions: [] }])
+    invocation.end({ outcome: "ok", status: 200 })
+    await new Promise((resolve) => setTimeout(resolve, 1_300))
+    expect(events).toHaveLength(0)
+    collector.fromEntry("p1", [{ id: invocation.id, done: true, logs: [line("later")], exceptions: [] }])
+    expect(await until(() => events.length === 1)).toBe(true)
+    expect(events[0]).toMatchObject({ outcome: "ok", response: { status: 200 }, logs: [{ message: ["later"] }] })
+  })
+
   it("a report under another project's invocation id joins nothing", async () => {
     const { collector, events } = collected()
     const invocation = collector.begin(request)

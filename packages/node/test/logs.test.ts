@@ -15,6 +15,10 @@ const worker = `export default {
       })())
       return new Response("soon")
     }
+    if (url.pathname === "/much-later") {
+      ctx.waitUntil(scheduler.wait(1500).then(() => console.log("long after the response")))
+      return new Response("in a while")
+    }
     if (url.pathname === "/throw") { console.warn("about to throw", { n: 1 }); throw new RangeError("out of range") }
     if (url.pathname === "/exact") {
       for (let i = 0; i < 256; i++) console.log(i)
@@ -51,8 +55,9 @@ describe("runtime logs of a real worker (workerd behind the edge)", () => {
     expect((await edgeCall(suite.edgeUrl, project.hostname, "/flood")).text).toBe("flooded")
     expect((await edgeCall(suite.edgeUrl, project.hostname, "/exact")).text).toBe("exactly")
     expect((await edgeCall(suite.edgeUrl, project.hostname, "/later")).text).toBe("soon")
+    expect((await edgeCall(suite.edgeUrl, project.hostname, "/much-later")).text).toBe("in a while")
 
-    await stream.until((frames) => frames.filter((frame) => frame.data !== undefined).length >= 5, 30_000)
+    await stream.until((frames) => frames.filter((frame) => frame.data !== undefined).length >= 6, 30_000)
     const streamed = stream.events()
     stream.close()
     const byPath = (events: ReadonlyArray<any>, pathname: string) =>
@@ -77,6 +82,11 @@ describe("runtime logs of a real worker (workerd behind the edge)", () => {
       logs: [{ level: "log", message: ["after the response"] }],
       exceptions: [{ name: "TypeError", message: "late failure" }]
     })
+    // Work that outlasts the second an event waits for a silent invocation's report still joins its event.
+    expect(byPath(streamed, "/much-later")).toMatchObject({
+      outcome: "ok",
+      logs: [{ level: "log", message: ["long after the response"] }]
+    })
     const flood = byPath(streamed, "/flood")
     // Part 13's bounds: the first 256 lines, each within 16 KiB, and the event says something was dropped.
     expect(flood.truncated).toBe(true)
@@ -92,7 +102,7 @@ describe("runtime logs of a real worker (workerd behind the edge)", () => {
 
     // The list holds the same events as the stream sent, newest first.
     const listed = async () => (await suite.api.get(path, { token: suite.admin.token })).body.items ?? []
-    expect(await eventually(async () => (await listed()).length === 5, 10_000)).toBe(true)
+    expect(await eventually(async () => (await listed()).length === 6, 10_000)).toBe(true)
     const items = await listed()
     expect([...items].sort((a: any, b: any) => a.id.localeCompare(b.id))).toEqual(
       [...streamed].sort((a: any, b: any) => a.id.localeCompare(b.id))

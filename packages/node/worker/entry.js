@@ -109,6 +109,26 @@ const report = (invocation) => {
 }
 
 /**
+ * Tells the node at once that the invocation's handler left work to `ctx.waitUntil`: its event then waits for that
+ * work's report (up to the 30 s workerd gives it after the response) instead of the second it waits for an invocation
+ * that may print nothing. Sent before the handler answers, so the word is there before the edge's end however late
+ * the work's own report comes.
+ */
+const lingers = (invocation) => {
+  invocation.lingers = true
+  try {
+    invocation.waitUntil.call(
+      invocation.ctx,
+      bindingsStub
+        .logs(`[{"id":${JSON.stringify(invocation.id)},"done":false,"waiting":true,"logs":[],"exceptions":[]}]`)
+        .then(undefined, () => undefined)
+    )
+  } catch {
+    // The invocation is over: no word to send under its lifetime.
+  }
+}
+
+/**
  * The node's part of a request (the invocation's id, the end user's handle) is in `request.cf`, marked
  * `hostplane: 1` by the edge's invoke header or the router. The tenant sees no such `cf`: not on the request it
  * received, nor on a copy of it (workerd copies the fields underneath into `new Request(request)` and `clone()`), as a
@@ -259,6 +279,7 @@ export default {
       done: false,
       handlerOver: false,
       waiting: 0,
+      lingers: false,
       sentLines: 0,
       sentExceptions: 0
     }
@@ -266,7 +287,7 @@ export default {
     // (the store follows the promise) and its rejection are the invocation's, and the event closes when it settles.
     // Set on the context itself, so everything else of it stays workerd's own.
     ctx.waitUntil = (promise) => {
-      invocation.waiting++
+      if (invocation.waiting++ === 0 && !invocation.lingers) lingers(invocation)
       invocation.waitUntil.call(
         ctx,
         Promise.resolve(promise)

@@ -69,6 +69,11 @@ const maxLines = 256
 const reportWaitMs = 1_000
 /** How long an ended invocation whose handler's report came waits for lines printed at its very end. */
 const settleMs = 50
+/**
+ * How long an ended invocation whose module said it left work to `ctx.waitUntil` waits for that work's report (the
+ * time workerd gives such work after the response); without that word it waits `reportWaitMs`.
+ */
+const waitUntilMs = 30_000
 /** Reports of an invocation whose end has not come (a response still streaming) are kept this long after the last. */
 const orphanMs = 10 * 60_000
 /** At most this many invocations wait at once; past it the oldest ended ones are written as they are. */
@@ -99,6 +104,8 @@ interface Pending {
   gone: boolean
   /** It waits in `settling`: its end and its handler's done report are both in. */
   settling: boolean
+  /** Its module said the handler left work to `ctx.waitUntil`: its done report may come long after its end. */
+  lingers: boolean
 }
 
 /**
@@ -237,10 +244,12 @@ export const makeCollector = Effect.sync((): LogCollector => {
     }
   }
 
-  // Ended invocations whose handler's report came wait `settleMs`; those without it wait `reportWaitMs`; reports
-  // whose invocation has not ended are looked at again `orphanMs` after they came.
+  // Ended invocations whose handler's report came wait `settleMs`; those without it wait `reportWaitMs`, or
+  // `waitUntilMs` when their module said work was left to `ctx.waitUntil`; reports whose invocation has not ended are
+  // looked at again `orphanMs` after they came.
   const settling = makeQueue(settleMs)
   const waiting = makeQueue(reportWaitMs)
+  const lingering = makeQueue(waitUntilMs - reportWaitMs)
   const orphans = makeQueue(orphanMs)
 
   /** Ends an entry's wait: written when it ended (else its reports are dropped). */
@@ -265,6 +274,11 @@ export const makeCollector = Effect.sync((): LogCollector => {
     const out: Array<InvocationEvent> = []
     for (let one = settling.take(now); one !== undefined; one = settling.take(now)) close(one, out)
     for (let one = waiting.take(now); one !== undefined; one = waiting.take(now)) {
+      if (one.settling) continue
+      if (one.lingers) lingering.push(one, now)
+      else close(one, out)
+    }
+    for (let one = lingering.take(now); one !== undefined; one = lingering.take(now)) {
       if (!one.settling) close(one, out)
     }
     for (let one = orphans.take(now); one !== undefined; one = orphans.take(now)) {
@@ -338,7 +352,8 @@ export const makeCollector = Effect.sync((): LogCollector => {
       exceptions: undefined,
       truncated: false,
       gone: false,
-      settling: false
+      settling: false,
+      lingers: false
     }
     if (strayKey === undefined) pending.set(seq, fresh)
     else strays.set(strayKey, fresh)
@@ -365,6 +380,7 @@ export const makeCollector = Effect.sync((): LogCollector => {
         if (one.endedAt !== undefined) settle(one, now)
       }
       if (report.truncated === true) one.truncated = true
+      if (report.waiting === true) one.lingers = true
       for (const line of Array.isArray(report.logs) ? report.logs : []) {
         const logs = (one.logs ??= [])
         if (logs.length >= maxLines) {
