@@ -17,6 +17,26 @@ import { type Session, unique, useSuite } from "./support/TestServer.ts"
 
 const pkt = (text: string) => `${(Buffer.byteLength(text) + 4).toString(16).padStart(4, "0")}${text}`
 
+/** A protocol v2 `fetch` of `head` over smart HTTP, with the pushed repository's token; `lines` go after the delimiter. */
+const uploadPack = (
+  repoUrl: string,
+  token: string,
+  head: string,
+  options: { readonly lines?: string; readonly agent?: string; readonly signal?: AbortSignal } = {}
+) =>
+  fetch(`${repoUrl}/git-upload-pack`, {
+    method: "POST",
+    headers: {
+      authorization: `Basic ${Buffer.from(`x:${token}`).toString("base64")}`,
+      "git-protocol": "version=2",
+      "content-type": "application/x-git-upload-pack-request"
+    },
+    body:
+      `${pkt("command=fetch\n")}${options.agent === undefined ? "" : pkt(`agent=${options.agent}\n`)}0001` +
+      `${options.lines ?? ""}${pkt(`want ${head}\n`)}${pkt("done\n")}0000`,
+    ...(options.signal === undefined ? {} : { signal: options.signal })
+  })
+
 /** Tests that push and clone tens of MiB of random bytes: on a loaded 2-core machine git alone nears the default 30 s. */
 const bigPackDeadline = 120_000
 
@@ -467,14 +487,7 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     async () => {
       const { slug, pushed, head } = await bigClone()
       const abort = new AbortController()
-      const reply = await fetch(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`, {
-        method: "POST",
-        headers: {
-          authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
-          "git-protocol": "version=2",
-          "content-type": "application/x-git-upload-pack-request"
-        },
-        body: `${pkt("command=fetch\n")}0001${pkt(`want ${head}\n`)}${pkt("done\n")}0000`,
+      const reply = await uploadPack(httpUrl(slug, pushed.project.name, "site"), pushed.token, head, {
         signal: abort.signal
       })
       expect(reply.status).toBe(200)
@@ -546,15 +559,7 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
       const { slug, pushed, head } = await bigClone()
       const id = await repoIdOf(pushed.project.id)
       const post = () =>
-        fetch(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`, {
-          method: "POST",
-          headers: {
-            authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
-            "git-protocol": "version=2",
-            "content-type": "application/x-git-upload-pack-request"
-          },
-          body: `${pkt("command=fetch\n")}0001${pkt("no-progress\n")}${pkt(`want ${head}\n`)}${pkt("done\n")}0000`
-        })
+        uploadPack(httpUrl(slug, pushed.project.name, "site"), pushed.token, head, { lines: pkt("no-progress\n") })
       const whole = Buffer.from(await (await post()).arrayBuffer())
       expect(whole.toString("latin1")).toContain(pkt("packfile\n"))
       const { kept } = await eventually(
@@ -570,14 +575,8 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
       expect(again.equals(whole)).toBe(true)
       expect((await Fs.stat(file)).mtimeMs).toBeGreaterThan(Date.now() - 60_000)
       const abort = new AbortController()
-      const reply = await fetch(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`, {
-        method: "POST",
-        headers: {
-          authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
-          "git-protocol": "version=2",
-          "content-type": "application/x-git-upload-pack-request"
-        },
-        body: `${pkt("command=fetch\n")}0001${pkt("no-progress\n")}${pkt(`want ${head}\n`)}${pkt("done\n")}0000`,
+      const reply = await uploadPack(httpUrl(slug, pushed.project.name, "site"), pushed.token, head, {
+        lines: pkt("no-progress\n"),
         signal: abort.signal
       })
       expect((await reply.body!.getReader().read()).done).toBe(false)
@@ -738,16 +737,11 @@ describe.each(backends)("spec 4.12 git transport over smart HTTP and SSH (%s)", 
     async () => {
       const { slug, pushed, head } = await bigClone()
       const id = await repoIdOf(pushed.project.id)
+      // A request of its own (its agent line), so that nothing kept answers it yet.
       const post = (agent: string, signal?: AbortSignal) =>
-        fetch(`${httpUrl(slug, pushed.project.name, "site")}/git-upload-pack`, {
-          method: "POST",
-          headers: {
-            authorization: `Basic ${Buffer.from(`x:${pushed.token}`).toString("base64")}`,
-            "git-protocol": "version=2",
-            "content-type": "application/x-git-upload-pack-request"
-          },
-          // A request of its own (its agent line), so that nothing kept answers it yet.
-          body: `${pkt("command=fetch\n")}${pkt(`agent=${agent}\n`)}0001${pkt("no-progress\n")}${pkt(`want ${head}\n`)}${pkt("done\n")}0000`,
+        uploadPack(httpUrl(slug, pushed.project.name, "site"), pushed.token, head, {
+          agent,
+          lines: pkt("no-progress\n"),
           ...(signal === undefined ? {} : { signal })
         })
       // The most upload-packs seen serving at once, sampled all along.
