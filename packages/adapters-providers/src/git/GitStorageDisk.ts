@@ -349,6 +349,9 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
           ({ child }) => stop(child)
         )
 
+      /** Answers being recorded by this process, by their name in the fetch cache: done once kept or dropped. */
+      const recording = new Map<string, Deferred.Deferred<void>>()
+
       /**
        * A fresh fetch answered from the fetch cache: the kept answer copied into the client's connection by `cat` when
        * there is one and the run has a socket (smart HTTP's direct path), or handed over opened as the run's native
@@ -357,9 +360,6 @@ export const layer = (root: string, options: GitStorageDiskOptions = {}) =>
        * that is kept once both ended well on unchanged refs. Undefined when the request is not one whose answer is
        * kept (then git answers as usual).
        */
-      /** Answers being recorded by this process, by their name in the fetch cache: done once kept or dropped. */
-      const recording = new Map<string, Deferred.Deferred<void>>()
-
       const cachedFetch = (
         repoId: Kernel.RepoId,
         args: ReadonlyArray<string>,
