@@ -1,3 +1,4 @@
+import { Layer } from "effect"
 import { providersOf, storesOf } from "./Area.ts"
 import { areas } from "./areas.ts"
 import * as AccessStorePg from "./access/AccessStorePg.ts"
@@ -15,9 +16,11 @@ import * as OrgStorePg from "./orgs/OrgStorePg.ts"
 import * as ProjectStorePg from "./projects/ProjectStorePg.ts"
 import * as SecretStorePg from "./secrets/SecretStorePg.ts"
 import * as UserStorePg from "./identity/UserStorePg.ts"
+import { PgNotifications } from "./PgNotifications.ts"
 
 export * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 export * as PgDatabase from "./PgDatabase.ts"
+export { PgNotifications } from "./PgNotifications.ts"
 export { legacyMigrations, migrations } from "./migrations/index.ts"
 export { type Migration, migrationsOf } from "./Migrator.ts"
 export { type AnyAreaPg, type AreaPg, areaPg, type Migrations, providersOf, storesOf } from "./Area.ts"
@@ -40,8 +43,11 @@ export {
   ZoneStorePg
 }
 
-/** Every store port of core on one `SqlClient` built by `PgDatabase` (it relies on that client's name transforms). */
-export const layer = storesOf(areas)
+/**
+ * Every store port of core on one `SqlClient` built by `PgDatabase` (it relies on that client's name transforms), their
+ * feeds on one notifications connection.
+ */
+export const layer = storesOf(areas).pipe(Layer.provide(PgNotifications.layer))
 
 /** Every area's PostgreSQL-level provider adapters from `SERVICE_*` (database clusters, the end-user directory). */
 export const providersFromEnv = providersOf(areas)

@@ -1,5 +1,5 @@
 import { assert, layer } from "@effect/vitest"
-import { JobStorePg, MailOutboxPg } from "@hostplane/adapters-pg"
+import { JobStorePg, MailOutboxPg, PgNotifications } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { Jobs } from "@hostplane/core/jobs/Jobs"
 import { JobStore } from "@hostplane/core/jobs/JobStore"
@@ -106,7 +106,10 @@ const settled = (store: JobStore["Service"], id: string) =>
 /** Each test starts two Node processes; on a loaded 2-core machine their start-up alone nears the default 30 s. */
 const processStartDeadline = 120_000
 
-const stores = Layer.mergeAll(MailOutboxPg.layer, JobStorePg.layer).pipe(Layer.provideMerge(TestDatabase.layer))
+const stores = Layer.mergeAll(MailOutboxPg.layer, JobStorePg.layer).pipe(
+  Layer.provide(PgNotifications.layer),
+  Layer.provideMerge(TestDatabase.layer)
+)
 
 layer(Jobs.layer.pipe(Layer.provideMerge(stores), Layer.provide(Tokens.layer)), { excludeTestServices: true })(
   "the jobs engine on PostgreSQL from several OS processes",

@@ -100,6 +100,14 @@ describe("two replicas on one PostgreSQL", () => {
       )
       // Each replica's connections carry its own name.
       expect(names.rows.length).toBeGreaterThanOrEqual(2)
+      // Each replica's feeds (the auth cache's, the job runner's, the node revision's, ...) listen on one connection.
+      const listening = async () =>
+        (
+          await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE application_name LIKE 'hostplane/%' AND query ~* '^\\s*LISTEN\\y' GROUP BY application_name`)
+        ).rows.map((row) => row.n)
+      await until(async () => (await listening()).length === 2, 10_000, "both replicas listen")
+      expect(await listening()).toEqual([1, 1])
     } finally {
       await client.end()
     }

@@ -1,7 +1,6 @@
-import { PgClient } from "@effect/sql-pg"
 import { AuthCache, AuthCacheSettings, AuthChange } from "@hostplane/core/identity/AuthCache"
 import { Effect, Layer, Queue, Schedule } from "effect"
-import { unsharedClient } from "../UnsharedClient.ts"
+import { PgNotifications } from "../PgNotifications.ts"
 
 /** The channel the triggers of migration identity/0002_notify_auth_changes notify: `u:<user id>`, `o:<org id>`. */
 export const channel = "hostplane_auth"
@@ -11,15 +10,14 @@ export const channel = "hostplane_auth"
  * name. The cache serves nothing until `LISTEN` is confirmed, nor while the connection is lost (reconnecting every
  * second), since a change made meanwhile would never be heard.
  */
-export const layer: Layer.Layer<AuthCache, never, PgClient.PgClient> = Layer.effect(
+export const layer: Layer.Layer<AuthCache, never, PgNotifications> = Layer.effect(
   AuthCache,
   Effect.gen(function* () {
-    // LISTEN holds its connection for life: an unshared one (see `unsharedClient`).
-    const sql = yield* unsharedClient(1)
+    const notifications = yield* PgNotifications
     const cache = AuthCache.make({ ...(yield* AuthCacheSettings), paused: true })
     const follow = Effect.scoped(
       Effect.gen(function* () {
-        const notes = yield* sql.listen(channel)
+        const notes = yield* notifications.listen(channel)
         cache.resume()
         for (;;) {
           for (const note of yield* Queue.takeAll(notes)) cache.invalidate(AuthChange.parse(note.payload))

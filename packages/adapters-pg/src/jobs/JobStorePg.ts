@@ -3,6 +3,7 @@ import type { PgClient } from "@effect/sql-pg"
 import { JobFeedLost, JobStore } from "@hostplane/core/jobs/JobStore"
 import { Effect, Layer, Option, Queue, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
+import { PgNotifications } from "../PgNotifications.ts"
 import { unsharedClient } from "../UnsharedClient.ts"
 import { NullableTimestamp, Timestamp } from "../internal/Rows.ts"
 
@@ -37,20 +38,21 @@ export const liveOwnerKeys = (sql: SqlClient.SqlClient) => sql`SELECT objid::tex
   WHERE locktype = 'advisory' AND classid = ${lockSpace} AND objsubid = 2 AND granted
     AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
 
+type Requirements = SqlClient.SqlClient | PgClient.PgClient | PgNotifications
+
 /**
  * `JobStore` on PostgreSQL. Claims take due rows with `FOR UPDATE SKIP LOCKED`. Each runner holds a session advisory
  * lock `(lockSpace, n)` on a reserved connection for its lifetime, and its owner id starts with `n`: when its process
  * dies, PostgreSQL ends the session and drops the lock, and the next claim of any runner takes its jobs without
  * waiting for their leases to run out.
  */
-export const layer: Layer.Layer<JobStore, never, SqlClient.SqlClient | PgClient.PgClient> = Layer.effect(
+export const layer: Layer.Layer<JobStore, never, Requirements> = Layer.effect(
   JobStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    // Each runner's lock holds its connection for life: an unshared one (see `unsharedClient`); so does each LISTEN,
-    // in a pool of its own so a feed never keeps a runner from registering.
+    // Each runner's lock holds its connection for life: an unshared one (see `unsharedClient`).
     const sessions = yield* unsharedClient(4)
-    const feeds = yield* unsharedClient(2)
+    const notifications = yield* PgNotifications
     const columns = sql`id, kind, key, payload, phase, terminal_code, attempts, run_at, lease_owner, lease_until,
       abort_requested, last_error, created_at, updated_at`
     const liveKeys = liveOwnerKeys(sql)
@@ -178,7 +180,7 @@ export const layer: Layer.Layer<JobStore, never, SqlClient.SqlClient | PgClient.
           ? Effect.succeed([])
           : claim({ owner, kinds, now, leaseUntil, limit }).pipe(Effect.orDie),
       watch: Effect.map(
-        Effect.mapError(feeds.listen(channel), (cause) => new JobFeedLost({ message: cause.message })),
+        Effect.mapError(notifications.listen(channel), (cause) => new JobFeedLost({ message: cause.message })),
         (queue) => ({
           next: Queue.takeAll(queue).pipe(
             Effect.map((notes) => [...new Set(notes.map((note) => note.payload))]),

@@ -1,9 +1,8 @@
-import type { PgClient } from "@effect/sql-pg"
 import { changesOf, NodeRevisions, RevisionFeedLost } from "@hostplane/core/kernel/NodeRevisions"
 import { ProjectId } from "@hostplane/core/kernel/Ids"
 import { Effect, Layer, Queue, Schema } from "effect"
 import { type SqlClient as Client, SqlClient, SqlSchema, type Statement } from "effect/sql"
-import { unsharedClient } from "../UnsharedClient.ts"
+import { PgNotifications } from "../PgNotifications.ts"
 
 /** The channel the trigger of migration kernel/0003_notify_node_revision notifies at every raise's commit. */
 export const channel = "hostplane_revision"
@@ -33,13 +32,12 @@ export const raiseCtes = (sql: Client.SqlClient, projectId: string, source: Stat
  * `NodeRevisions` on PostgreSQL: the counter row's lock, held until commit, orders revisions by commit; `watch` listens
  * for the trigger's notification, which PostgreSQL sends once the raise has committed.
  */
-export const layer: Layer.Layer<NodeRevisions, never, SqlClient.SqlClient | PgClient.PgClient> = Layer.effect(
+export const layer: Layer.Layer<NodeRevisions, never, SqlClient.SqlClient | PgNotifications> = Layer.effect(
   NodeRevisions,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    // LISTEN holds its connection for life: an unshared one (see `unsharedClient`), opened by a `watch`. A server
-    // watches twice: its edge cache and its node's converge.
-    const feeds = yield* unsharedClient(2)
+    // A server watches twice (its edge cache and its node's converge), both on the process's notifications connection.
+    const notifications = yield* PgNotifications
 
     const raise = SqlSchema.findOne({
       Request: ProjectId,
@@ -84,7 +82,7 @@ export const layer: Layer.Layer<NodeRevisions, never, SqlClient.SqlClient | PgCl
           Effect.orDie
         ),
       watch: Effect.map(
-        Effect.mapError(feeds.listen(channel), (cause) => new RevisionFeedLost({ message: cause.message })),
+        Effect.mapError(notifications.listen(channel), (cause) => new RevisionFeedLost({ message: cause.message })),
         (queue) => ({
           next: Queue.takeAll(queue).pipe(
             Effect.asVoid,
