@@ -1,6 +1,6 @@
 import { Effect, Logger, References } from "effect"
-import { describe, expect, it } from "vitest"
-import { logEach } from "../src/edge/EdgeLane.ts"
+import { afterEach, describe, expect, it, vi } from "vitest"
+import { lineBatchMs, logEach, makeLineBatches, writeHeldLines } from "../src/edge/EdgeLane.ts"
 
 /** What every logger of the fiber receives, as `Logger.formatStructured` renders it (the fiber id left out). */
 const logged = (log: Effect.Effect<void>) => {
@@ -43,5 +43,32 @@ describe("the edge lane's request lines", () => {
     const after = logged(Effect.andThen(logEach("edge request", lines), Effect.logInfo("next")))
     expect(after.at(-1)).toMatchObject({ message: "next", annotations: { listener: "edge" } })
     expect((after.at(-1) as { annotations: object }).annotations).not.toHaveProperty("host")
+  })
+
+  describe("batches", () => {
+    afterEach(() => {
+      vi.useRealTimers()
+    })
+
+    it("the lines of 100 ms go in one batch, in order; a batch still held when the process exits is written then, at once", () => {
+      vi.useFakeTimers()
+      const written: Array<[Array<number>, boolean]> = []
+      const line = makeLineBatches<number>((batch, atExit) => written.push([batch, atExit]))
+      line(1)
+      line(2)
+      vi.advanceTimersByTime(lineBatchMs - 1)
+      expect(written).toEqual([])
+      line(3)
+      vi.advanceTimersByTime(1)
+      expect(written).toEqual([[[1, 2, 3], false]])
+      line(4)
+      line(5)
+      writeHeldLines()
+      expect(written.slice(1)).toEqual([[[4, 5], true]])
+      vi.advanceTimersByTime(lineBatchMs * 2)
+      writeHeldLines()
+      expect(written).toHaveLength(2)
+      expect(vi.getTimerCount()).toBe(0)
+    })
   })
 })

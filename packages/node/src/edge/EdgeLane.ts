@@ -98,6 +98,49 @@ interface EdgeLine {
   readonly ms: number
 }
 
+/** How long the lane holds the lines of the requests it answered, so that one write carries many. */
+export const lineBatchMs = 100
+
+/** The lanes' batches not written yet, by their writers at exit. */
+const heldBatches = new Set<() => void>()
+let exitHooked = false
+
+/** Writes every batch still held: the process's exit does, before the stdout batching writes what it holds. */
+export const writeHeldLines = () => {
+  for (const write of [...heldBatches]) write()
+}
+
+/**
+ * Lines held and given to `write` in one batch `lineBatchMs` after the first of them (each batch costs a fiber and a
+ * write to stdout whatever its size), or at the process's exit (`atExit`: nothing asynchronous runs any more), so a
+ * stopping server's last requests keep their lines.
+ */
+export const makeLineBatches = <A>(write: (batch: Array<A>, atExit: boolean) => void) => {
+  let held: Array<A> = []
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const flush = (atExit: boolean) => {
+    if (timer !== undefined) clearTimeout(timer)
+    timer = undefined
+    heldBatches.delete(atExitWrite)
+    const batch = held
+    held = []
+    if (batch.length > 0) write(batch, atExit)
+  }
+  const atExitWrite = () => flush(true)
+  const due = () => flush(false)
+  return (line: A) => {
+    if (held.length === 0) {
+      timer = setTimeout(due, lineBatchMs)
+      if (!exitHooked) {
+        exitHooked = true
+        process.prependOnceListener("exit", writeHeldLines)
+      }
+      heldBatches.add(atExitWrite)
+    }
+    held.push(line)
+  }
+}
+
 /**
  * `Effect.logInfo(message)` annotated with each line, for a whole batch in one step: the fiber's own loggers, minimum
  * level, clock and annotations, as `logInfo` reads them, with each line's annotations in the fiber's context while its
@@ -149,25 +192,25 @@ export const makeEdgeLane = (
     const context = yield* Effect.context<never>()
     const run = Effect.runPromiseWith(context)
     const fork = Effect.runForkWith(context)
+    const runSync = Effect.runSyncWith(context)
     // The edge's line and count of each request the lane answered, written in batches: one fiber per batch, not per
     // request, on the busiest path; each status counted once per batch.
-    let lines: Array<EdgeLine> = []
-    const writeLines = () => {
-      const batch = lines
-      lines = []
+    const line = makeLineBatches<EdgeLine>((batch, atExit) => {
       const statuses = new Map<number, number>()
       for (const line of batch) statuses.set(line.status, (statuses.get(line.status) ?? 0) + 1)
-      fork(
-        Effect.andThen(
-          logEach("edge request", batch),
-          Effect.forEach(statuses, ([status, count]) => counted(status, count), { discard: true })
-        )
+      const written = Effect.andThen(
+        logEach("edge request", batch),
+        Effect.forEach(statuses, ([status, count]) => counted(status, count), { discard: true })
       )
-    }
-    const answered = (host: string, method: string, path: string, status: number, started: number) => {
-      if (lines.length === 0) setTimeout(writeLines, 10)
-      lines.push({ host, method, path, status, ms: Date.now() - started })
-    }
+      if (!atExit) return void fork(written)
+      try {
+        runSync(written)
+      } catch {
+        // An exit is no place to fail: what could not be written is lost with the process.
+      }
+    })
+    const answered = (host: string, method: string, path: string, status: number, started: number) =>
+      line({ host, method, path, status, ms: Date.now() - started })
     // Answers for public deployments, by host, method and path, while the edge's view is unchanged: a worker's target,
     // or a held file with its headers. A file's answer depends on nothing else the request carries (its 304 is
     // worked out here from the remembered ETag); a private deployment's depends on the visitor's pass.
