@@ -127,4 +127,48 @@ describe("a project that becomes busy is built for at once", () => {
       await hot.stop()
     }
   })
+
+  it("a build still reading its workers when the hot shard stops starts nothing and fails nothing, its directory gone", async () => {
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const spawned: Array<string> = []
+    const rejections: Array<unknown> = []
+    const onRejection = (reason: unknown) => rejections.push(reason)
+    process.on("unhandledRejection", onRejection)
+    const hot = makeHot({
+      settings: { max: 2, promoteRate: 5 },
+      timeoutMs: 3_000,
+      outbound: "public",
+      dir,
+      nodeSocket: Path.join(dir, "node.sock"),
+      routerSource: "export default {}",
+      spawn: (label, config) => {
+        spawned.push(label)
+        return standIn(Fs.readFileSync(config, "utf8"))
+      },
+      own: () => {},
+      workerOf: async (key) => {
+        await held
+        return workerOf(key)
+      },
+      inflight: () => 0,
+      forget: () => {}
+    })
+    try {
+      for (const _ of Array(5)) hot.socketOf("p1", "p1:abc:v1")
+      await pass(1_000)
+      for (const _ of Array(5)) hot.socketOf("p1", "p1:abc:v1")
+      // Promoted at this tick: the build starts and waits for its worker.
+      await pass(1_010)
+      await hot.stop()
+      Fs.rmSync(dir, { recursive: true, force: true })
+      release()
+      await pass(100)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect({ spawned, rejections }).toEqual({ spawned: [], rejections: [] })
+    } finally {
+      process.off("unhandledRejection", onRejection)
+      await hot.stop()
+    }
+  })
 })

@@ -327,6 +327,8 @@ export const makeHot = (deps: HotDeps): Hot => {
         const worker = await deps.workerOf(key)
         if (worker !== undefined) chosen.push(worker)
       }
+      // Stopped while the workers were read: its directory may be gone, and no process is wanted any more.
+      if (stopped) return
       const same =
         current !== undefined &&
         current.workers.size === chosen.length &&
