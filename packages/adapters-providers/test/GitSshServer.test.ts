@@ -22,7 +22,7 @@ describe("GitSshServer", () => {
   // builds it for the Node that runs the tests and the server.
   it("ssh2 encrypts with its native crypto binding under this Node", () => {
     expect(
-      GitSshServer.cryptoBindingLoaded,
+      GitSshServer.cryptoBindingLoaded(),
       "ssh2's binding does not load under this Node: npm ci, or `node scripts/ssh2-binding.mjs`, rebuilds it"
     ).toBe(true)
   })

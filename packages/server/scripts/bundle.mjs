@@ -4,6 +4,7 @@
 // Node loads one module instead of stripping the types of some 500 source files and linking about 1,000 modules: a
 // start costs about 2 CPU-s less. Plain JavaScript: it runs under whichever Node npm finds first.
 import * as Fs from "node:fs"
+import { createRequire, isBuiltin } from "node:module"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
@@ -66,13 +67,50 @@ const requiredModules = {
         : { path: args.path, namespace: "required" }
     )
     builder.onLoad({ filter: /.*/, namespace: "required" }, (args) => ({
-      contents: `module.exports = __hostplaneRequire(${JSON.stringify(args.path)})`,
+      contents: isBuiltin(args.path)
+        ? `module.exports = __hostplaneRequire(${JSON.stringify(args.path)})`
+        : `module.exports = __hostplaneLazy(${JSON.stringify(args.path)}, ${JSON.stringify(shapeOf(args.path))})`,
       loader: "js"
     }))
   }
 }
+
+/**
+ * What a package left outside the bundle exports, read here by loading it: whether it is a function, the names of its
+ * own properties, and the values of its boolean ones (such as `__esModule`, which esbuild's interop reads at once).
+ */
+const shapeOf = (name) => {
+  const loaded = createRequire(Path.join(root, "package.json"))(name)
+  const own = Object.entries(Object.getOwnPropertyDescriptors(loaded))
+  // A getter is not called here: pg's `native`, for one, tries to load another package.
+  const isFlag = ([, descriptor]) => typeof descriptor.value === "boolean"
+  return {
+    callable: typeof loaded === "function",
+    names: own.filter((entry) => !isFlag(entry)).map(([key]) => key),
+    flags: Object.fromEntries(own.filter(isFlag).map(([key, descriptor]) => [key, descriptor.value]))
+  }
+}
+
+/**
+ * A package left outside the bundle is required at its first use, not at start: esbuild's interop copies a module's
+ * exports as getters of the importer's namespace when the importer is evaluated, so the bundle gets a stand-in with
+ * the package's export names as getters that require it (a function stand-in forwards calls and `new` for a package
+ * that is one). Most such packages serve what a start does not ask for (ssh2 until an SSH connection, pg for a
+ * worker's database binding, ws for a WebSocket upgrade, tar-stream for a database image) and each cost tens of
+ * milliseconds of CPU to load.
+ */
 const banner = `import { createRequire as __hostplaneCreateRequire } from "node:module";
-const __hostplaneRequire = __hostplaneCreateRequire(import.meta.url);`
+const __hostplaneRequire = __hostplaneCreateRequire(import.meta.url);
+const __hostplaneLazy = (name, { callable, names, flags }) => {
+  let loaded;
+  const load = () => (loaded ??= __hostplaneRequire(name));
+  const standIn = callable
+    ? function (...args) { return new.target === undefined ? load().apply(this, args) : Reflect.construct(load(), args, new.target); }
+    : {};
+  for (const key of names)
+    if (!Object.hasOwn(standIn, key)) Object.defineProperty(standIn, key, { get: () => load()[key], enumerable: true });
+  return Object.assign(standIn, flags);
+};`
 
 /**
  * esbuild's options for a bundle of hostplane's sources as `npm start` runs them, its entry and output aside: also

@@ -1,7 +1,8 @@
-import { existsSync, readFileSync, statSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { binaries, type Manifest, outdated, root } from "../scripts/bundle.mjs"
+import { binaries, buildOptions, type Manifest, outdated, root } from "../scripts/bundle.mjs"
 
 /** `npm start` runs the binary's bundle (`scripts/start.mjs`), built again first when it is older than its inputs. */
 describe("the bundle npm start runs", () => {
@@ -55,6 +56,36 @@ describe("the bundle npm start runs", () => {
       const imported = [...text.matchAll(/^import\s[^;]*?from\s*"([^"]+)"/gmu)].map((match) => match[1])
       expect(new Set(imported)).toEqual(new Set(["node:module"]))
       expect(text).toContain('__hostplaneRequire("node:http")')
+    }
+  })
+
+  it("loads a package outside it at the package's first use, not when the bundle starts", async () => {
+    const { build } = await import("esbuild")
+    const entry = `
+      import { createRequire } from "node:module"
+      import ssh2 from "ssh2"
+      import WebSocket, { WebSocketServer } from "ws"
+      const loaded = () => Object.keys(createRequire(import.meta.url).cache).filter((path) => /node_modules\\/(ssh2|ws)\\//.test(path)).map((path) => path.match(/node_modules\\/(ssh2|ws)\\//)[1])
+      const atStart = [...new Set(loaded())]
+      const server = typeof ssh2.Server
+      const afterSsh2 = [...new Set(loaded())]
+      const wss = new WebSocketServer({ noServer: true })
+      console.log(JSON.stringify({ atStart, server, afterSsh2, afterWs: [...new Set(loaded())].sort(), open: WebSocket.OPEN, constructs: wss instanceof WebSocketServer }))
+    `
+    const outfile = join(root, "packages/server/bundle", `lazy-test-${process.pid}.mjs`)
+    try {
+      await build({ ...buildOptions, stdin: { contents: entry, resolveDir: root, loader: "js" }, outfile })
+      const seen = JSON.parse(execFileSync(process.execPath, [outfile], { encoding: "utf8" })) as unknown
+      expect(seen).toEqual({
+        atStart: [],
+        server: "function",
+        afterSsh2: ["ssh2"],
+        afterWs: ["ssh2", "ws"],
+        open: 1,
+        constructs: true
+      })
+    } finally {
+      rmSync(outfile, { force: true })
     }
   })
 })

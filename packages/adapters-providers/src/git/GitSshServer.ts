@@ -5,7 +5,7 @@ import { generateKeyPairSync, randomFillSync } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import { createRequire } from "node:module"
 import * as NodeFs from "node:fs"
-import { type AddressInfo, Socket as NetSocket, type Socket } from "node:net"
+import { type AddressInfo, createServer, Socket as NetSocket, type Socket } from "node:net"
 import * as Path from "node:path"
 import type { Readable } from "node:stream"
 import ssh2 from "ssh2"
@@ -45,11 +45,12 @@ const hostKeyAt = (path: string) =>
  * Whether ssh2 encrypts with its native binding under this Node. Without it (built for another Node's ABI, or not at
  * all) ssh2 falls back to creating ciphers and a WebAssembly Poly1305 per 32 KiB packet and writes every packet in
  * three pieces, about 1.5x the server's CPU per SSH clone; the root postinstall (scripts/ssh2-binding.mjs) rebuilds
- * it for the Node that runs hostplane.
+ * it for the Node that runs hostplane. Asked at the first SSH connection: ssh2's crypto module compiles its
+ * WebAssembly when loaded.
  */
-export const cryptoBindingLoaded: boolean = (
-  createRequire(import.meta.url)("ssh2/lib/protocol/crypto.js") as { readonly bindingAvailable: boolean }
-).bindingAvailable
+export const cryptoBindingLoaded = (): boolean =>
+  (createRequire(import.meta.url)("ssh2/lib/protocol/crypto.js") as { readonly bindingAvailable: boolean })
+    .bindingAvailable
 
 /**
  * The most the server sends to an OpenSSH client before the client has passed it on. OpenSSH grants a 2 MiB window
@@ -420,12 +421,6 @@ export const layer = (options: GitSshServerOptions) =>
       const repos = yield* Git.Repos
       const keys = yield* Git.SshKeys
       const hostKey = yield* hostKeyAt(options.hostKeyPath)
-      if (!cryptoBindingLoaded) {
-        yield* Effect.logWarning(
-          `git over SSH: ssh2's native crypto binding does not load under Node ${process.version}; SSH transfers ` +
-            "take about 1.5x the CPU (npm ci, or node scripts/ssh2-binding.mjs, rebuilds it)"
-        )
-      }
 
       /**
        * Sends a run's output into the channel: a kept answer or git's pipe through one reused buffer, anything else
@@ -519,7 +514,7 @@ export const layer = (options: GitSshServerOptions) =>
         }).pipe(Effect.catch((error) => Effect.succeed({ code: 128, message: refusal(error) })))
 
       const clients = new Set<ssh2.Connection>()
-      const server = new ssh2.Server({ hostKeys: [hostKey] }, (client, info) => {
+      const onClient = (client: ssh2.Connection, info: ssh2.ClientInfo) => {
         clients.add(client)
         const openSsh = info.header.versions.software.startsWith("OpenSSH_")
         reusePacketBuffers(client)
@@ -564,18 +559,35 @@ export const layer = (options: GitSshServerOptions) =>
           })
         })
         client.on("error", () => {})
+      }
+      // ssh2 (its protocol, its ciphers' WebAssembly) is loaded at the first connection, which ssh2's server is made
+      // for: a server nobody reaches over SSH never loads it.
+      let server: ssh2.Server | undefined
+      const listener = createServer((socket) => {
+        if (server === undefined) {
+          if (!cryptoBindingLoaded()) {
+            void run(
+              Effect.logWarning(
+                `git over SSH: ssh2's native crypto binding does not load under Node ${process.version}; SSH ` +
+                  "transfers take about 1.5x the CPU (npm ci, or node scripts/ssh2-binding.mjs, rebuilds it)"
+              )
+            )
+          }
+          server = new ssh2.Server({ hostKeys: [hostKey] }, onClient)
+        }
+        server.injectSocket(socket)
       })
 
       const address = yield* Effect.acquireRelease(
         Effect.callback<AddressInfo>((resume) => {
-          server.once("error", (cause: Error) => resume(Effect.die(cause)))
-          server.listen(options.port, options.host, () => resume(Effect.succeed(server.address() as AddressInfo)))
+          listener.once("error", (cause: Error) => resume(Effect.die(cause)))
+          listener.listen(options.port, options.host, () => resume(Effect.succeed(listener.address() as AddressInfo)))
         }),
         () =>
           Effect.promise(
             () =>
               new Promise<void>((resolve) => {
-                server.close(() => resolve())
+                listener.close(() => resolve())
                 for (const client of clients) client.end()
               })
           )

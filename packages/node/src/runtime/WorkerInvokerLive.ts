@@ -21,8 +21,13 @@ import { makeEventBatches, tickMs } from "./EventBatches.ts"
 import type { Invocation } from "./LogCollector.ts"
 import { WorkerRuntime } from "./WorkerRuntime.ts"
 
-/** undici's pool alone: the package's index also loads its fetch, WebSocket, cache and mock modules at start. */
-const UndiciPool = createRequire(import.meta.url)("undici/lib/dispatcher/pool.js") as typeof Pool
+/**
+ * undici's pool alone (the package's index also loads its fetch, WebSocket, cache and mock modules), required at the
+ * first shard's pool: a node that serves no worker never loads it.
+ */
+const loadUndiciPool = (): typeof Pool =>
+  (undiciPool ??= createRequire(import.meta.url)("undici/lib/dispatcher/pool.js") as typeof Pool)
+let undiciPool: typeof Pool | undefined
 
 /** decisions.md part 13: request bodies up to 100 MiB reach a worker; larger ones are 413. */
 export const maxRequestBodyBytes = 100 * 1024 * 1024
@@ -872,6 +877,7 @@ const makePools = (runtime: WorkerRuntime["Service"]) => {
           pools.delete(path)
           old.close().catch(() => {})
         }
+        const UndiciPool = loadUndiciPool()
         pool = new UndiciPool("http://shard", { socketPath, headersTimeout: 0, bodyTimeout: 0 })
         pools.set(socketPath, pool)
       }
