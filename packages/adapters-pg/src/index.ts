@@ -16,11 +16,11 @@ import * as OrgStorePg from "./orgs/OrgStorePg.ts"
 import * as ProjectStorePg from "./projects/ProjectStorePg.ts"
 import * as SecretStorePg from "./secrets/SecretStorePg.ts"
 import * as UserStorePg from "./identity/UserStorePg.ts"
-import { PgNotifications } from "./PgNotifications.ts"
+import { PgSession } from "./PgSession.ts"
 
 export * as EmbeddedPostgres from "./embedded/EmbeddedPostgres.ts"
 export * as PgDatabase from "./PgDatabase.ts"
-export { PgNotifications } from "./PgNotifications.ts"
+export { PgSession } from "./PgSession.ts"
 export { legacyMigrations, migrations } from "./migrations/index.ts"
 export { type Migration, migrationsOf } from "./Migrator.ts"
 export { type AnyAreaPg, type AreaPg, areaPg, type Migrations, providersOf, storesOf } from "./Area.ts"
@@ -45,9 +45,9 @@ export {
 
 /**
  * Every store port of core on one `SqlClient` built by `PgDatabase` (it relies on that client's name transforms), their
- * feeds on one notifications connection.
+ * feeds and the job runners' locks on one session (`PgSession`).
  */
-export const layer = storesOf(areas).pipe(Layer.provide(PgNotifications.layer))
+export const layer = storesOf(areas).pipe(Layer.provide(PgSession.layer))
 
 /** Every area's PostgreSQL-level provider adapters from `SERVICE_*` (database clusters, the end-user directory). */
 export const providersFromEnv = providersOf(areas)

@@ -1,5 +1,5 @@
 import { assert, layer } from "@effect/vitest"
-import { JobStorePg, MailOutboxPg, PgNotifications } from "@hostplane/adapters-pg"
+import { JobStorePg, MailOutboxPg, PgSession } from "@hostplane/adapters-pg"
 import { TestDatabase } from "@hostplane/adapters-pg/testing/TestDatabase"
 import { Jobs } from "@hostplane/core/jobs/Jobs"
 import { JobStore } from "@hostplane/core/jobs/JobStore"
@@ -107,7 +107,7 @@ const settled = (store: JobStore["Service"], id: string) =>
 const processStartDeadline = 120_000
 
 const stores = Layer.mergeAll(MailOutboxPg.layer, JobStorePg.layer).pipe(
-  Layer.provide(PgNotifications.layer),
+  Layer.provide(PgSession.layer),
   Layer.provideMerge(TestDatabase.layer)
 )
 

@@ -100,14 +100,13 @@ describe("two replicas on one PostgreSQL", () => {
       )
       // Each replica's connections carry its own name.
       expect(names.rows.length).toBeGreaterThanOrEqual(2)
-      // Each replica's feeds (the auth cache's, the job runner's, the node revision's, ...) listen on one connection.
-      const listening = async () =>
-        (
-          await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE application_name LIKE 'hostplane/%' AND query ~* '^\\s*LISTEN\\y' GROUP BY application_name`)
-        ).rows.map((row) => row.n)
-      await until(async () => (await listening()).length === 2, 10_000, "both replicas listen")
-      expect(await listening()).toEqual([1, 1])
+      // Each replica's feeds (the auth cache's, the job runner's, the node revision's, ...) listen on one session, and
+      // its job runner's lock ("hjob") is held there too: one backend each (one per feed and one for the lock before).
+      const sessions = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE application_name LIKE 'hostplane/%' AND (query ~* '^\\s*LISTEN\\y' OR pid IN (SELECT pid FROM pg_locks
+          WHERE locktype = 'advisory' AND classid = x'686a6f62'::int AND objsubid = 2 AND granted))
+        GROUP BY application_name`)
+      expect(sessions.rows).toEqual([{ n: 1 }, { n: 1 }])
     } finally {
       await client.end()
     }

@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { PgNotifications } from "../PgNotifications.ts"
+import { PgSession } from "../PgSession.ts"
 import { DnssecState, type RrsetRow, type ZoneContents, type ZoneRow } from "@hostplane/core/dns/Zone"
 import { ZoneFeedLost, ZoneStore } from "@hostplane/core/dns/ZoneStore"
 import { ZoneTaken } from "@hostplane/core/errors/Errors"
@@ -60,7 +60,7 @@ export const layer = Layer.effect(
   ZoneStore,
   Effect.gen(function* () {
     const sql = yield* PgClient.PgClient
-    const notifications = yield* PgNotifications
+    const session = yield* PgSession
     const columns = sql`name, org_id, serial::float8 AS serial, dnssec, key_id, key_ciphertext, public_key, key_tag,
       ds, ds_recorded, created_at`
     const rrsetColumns = sql`zone, name, type, ttl, records, managed`
@@ -184,7 +184,7 @@ export const layer = Layer.effect(
         return zones.map((zone) => ({ zone: toZone(zone), rrsets: byZone.get(zone.name) ?? [] }))
       }).pipe(Effect.orDie),
       watch: Effect.map(
-        Effect.mapError(notifications.listen(channel), (cause) => new ZoneFeedLost({ message: cause.message })),
+        Effect.mapError(session.listen(channel), (cause) => new ZoneFeedLost({ message: cause.message })),
         (queue) => ({
           next: Queue.takeAll(queue).pipe(
             Effect.map((notes) => notes.map((note) => note.payload)),

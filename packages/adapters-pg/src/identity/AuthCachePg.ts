@@ -1,6 +1,6 @@
 import { AuthCache, AuthCacheSettings, AuthChange } from "@hostplane/core/identity/AuthCache"
 import { Effect, Layer, Queue, Schedule } from "effect"
-import { PgNotifications } from "../PgNotifications.ts"
+import { PgSession } from "../PgSession.ts"
 
 /** The channel the triggers of migration identity/0002_notify_auth_changes notify: `u:<user id>`, `o:<org id>`. */
 export const channel = "hostplane_auth"
@@ -10,14 +10,14 @@ export const channel = "hostplane_auth"
  * name. The cache serves nothing until `LISTEN` is confirmed, nor while the connection is lost (reconnecting every
  * second), since a change made meanwhile would never be heard.
  */
-export const layer: Layer.Layer<AuthCache, never, PgNotifications> = Layer.effect(
+export const layer: Layer.Layer<AuthCache, never, PgSession> = Layer.effect(
   AuthCache,
   Effect.gen(function* () {
-    const notifications = yield* PgNotifications
+    const session = yield* PgSession
     const cache = AuthCache.make({ ...(yield* AuthCacheSettings), paused: true })
     const follow = Effect.scoped(
       Effect.gen(function* () {
-        const notes = yield* notifications.listen(channel)
+        const notes = yield* session.listen(channel)
         cache.resume()
         for (;;) {
           for (const note of yield* Queue.takeAll(notes)) cache.invalidate(AuthChange.parse(note.payload))

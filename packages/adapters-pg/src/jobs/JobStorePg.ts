@@ -1,10 +1,8 @@
 import { TerminalCode } from "@hostplane/core/jobs/Job"
-import type { PgClient } from "@effect/sql-pg"
 import { JobFeedLost, JobStore } from "@hostplane/core/jobs/JobStore"
 import { Effect, Layer, Option, Queue, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { PgNotifications } from "../PgNotifications.ts"
-import { unsharedClient } from "../UnsharedClient.ts"
+import { PgSession } from "../PgSession.ts"
 import { NullableTimestamp, Timestamp } from "../internal/Rows.ts"
 
 const JobRowSchema = Schema.Struct({
@@ -38,21 +36,17 @@ export const liveOwnerKeys = (sql: SqlClient.SqlClient) => sql`SELECT objid::tex
   WHERE locktype = 'advisory' AND classid = ${lockSpace} AND objsubid = 2 AND granted
     AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
 
-type Requirements = SqlClient.SqlClient | PgClient.PgClient | PgNotifications
-
 /**
  * `JobStore` on PostgreSQL. Claims take due rows with `FOR UPDATE SKIP LOCKED`. Each runner holds a session advisory
- * lock `(lockSpace, n)` on a reserved connection for its lifetime, and its owner id starts with `n`: when its process
- * dies, PostgreSQL ends the session and drops the lock, and the next claim of any runner takes its jobs without
- * waiting for their leases to run out.
+ * lock `(lockSpace, n)` on the process's session (`PgSession`) for its lifetime, and its owner id starts with `n`: when
+ * its process dies, PostgreSQL ends the session and drops the lock, and the next claim of any runner takes its jobs
+ * without waiting for their leases to run out.
  */
-export const layer: Layer.Layer<JobStore, never, Requirements> = Layer.effect(
+export const layer: Layer.Layer<JobStore, never, SqlClient.SqlClient | PgSession> = Layer.effect(
   JobStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    // Each runner's lock holds its connection for life: an unshared one (see `unsharedClient`).
-    const sessions = yield* unsharedClient(4)
-    const notifications = yield* PgNotifications
+    const session = yield* PgSession
     const columns = sql`id, kind, key, payload, phase, terminal_code, attempts, run_at, lease_owner, lease_until,
       abort_requested, last_error, created_at, updated_at`
     const liveKeys = liveOwnerKeys(sql)
@@ -133,31 +127,33 @@ export const layer: Layer.Layer<JobStore, never, Requirements> = Layer.effect(
     const changed = (rows: ReadonlyArray<unknown>) => rows.length > 0
 
     const register = Effect.gen(function* () {
-      const connection = yield* sessions.reserve
       // The lock and its release are taken in one uninterruptible step: a registration interrupted while its lock
-      // statement ran would otherwise leave the lock on a connection going back to its pool.
-      const owner = yield* Effect.uninterruptible(
-        Effect.gen(function* () {
-          for (;;) {
-            const key = 1 + Math.floor(Math.random() * 0x7ffffffe)
-            const [row] = yield* connection.executeValues("SELECT pg_try_advisory_lock($1, $2)", [lockSpace, key])
-            if (row?.[0] !== true) continue
-            const owner = `${key}.${crypto.randomUUID()}`
-            // Closing gives the claims back at once and ends the lock before the connection returns to the pool.
-            yield* Effect.addFinalizer(() =>
-              sql`UPDATE jobs SET lease_owner = NULL, lease_until = NULL
-                WHERE lease_owner = ${owner} AND terminal_code IS NULL`.pipe(
-                Effect.andThen(connection.executeRaw("SELECT pg_advisory_unlock($1, $2)", [lockSpace, key])),
-                Effect.ignore
+      // statement ran would otherwise leave the lock held on the session for as long as the process lives.
+      const { owner, connection } = yield* Effect.uninterruptible(
+        session.use((connection) =>
+          Effect.gen(function* () {
+            for (;;) {
+              const key = 1 + Math.floor(Math.random() * 0x7ffffffe)
+              const [row] = yield* connection.queryValues("SELECT pg_try_advisory_lock($1, $2)", [lockSpace, key])
+              if (row?.[0] !== true) continue
+              const owner = `${key}.${crypto.randomUUID()}`
+              // Closing gives the claims back at once and ends the lock.
+              yield* Effect.addFinalizer(() =>
+                sql`UPDATE jobs SET lease_owner = NULL, lease_until = NULL
+                  WHERE lease_owner = ${owner} AND terminal_code IS NULL`.pipe(
+                  Effect.andThen(connection.query("SELECT pg_advisory_unlock($1, $2)", [lockSpace, key])),
+                  Effect.ignore
+                )
               )
-            )
-            return owner
-          }
-        })
+              return { owner, connection }
+            }
+          })
+        )
       )
       return {
         owner,
-        alive: connection.executeValues("SELECT 1", []).pipe(
+        // False once the session holding the lock is gone (its connection died): the runner registers again.
+        alive: connection.queryValues("SELECT 1", []).pipe(
           Effect.as(true),
           Effect.catch(() => Effect.succeed(false))
         )
@@ -180,7 +176,7 @@ export const layer: Layer.Layer<JobStore, never, Requirements> = Layer.effect(
           ? Effect.succeed([])
           : claim({ owner, kinds, now, leaseUntil, limit }).pipe(Effect.orDie),
       watch: Effect.map(
-        Effect.mapError(notifications.listen(channel), (cause) => new JobFeedLost({ message: cause.message })),
+        Effect.mapError(session.listen(channel), (cause) => new JobFeedLost({ message: cause.message })),
         (queue) => ({
           next: Queue.takeAll(queue).pipe(
             Effect.map((notes) => [...new Set(notes.map((note) => note.payload))]),

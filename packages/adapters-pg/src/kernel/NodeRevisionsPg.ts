@@ -2,7 +2,7 @@ import { changesOf, NodeRevisions, RevisionFeedLost } from "@hostplane/core/kern
 import { ProjectId } from "@hostplane/core/kernel/Ids"
 import { Effect, Layer, Queue, Schema } from "effect"
 import { type SqlClient as Client, SqlClient, SqlSchema, type Statement } from "effect/sql"
-import { PgNotifications } from "../PgNotifications.ts"
+import { PgSession } from "../PgSession.ts"
 
 /** The channel the trigger of migration kernel/0003_notify_node_revision notifies at every raise's commit. */
 export const channel = "hostplane_revision"
@@ -32,12 +32,12 @@ export const raiseCtes = (sql: Client.SqlClient, projectId: string, source: Stat
  * `NodeRevisions` on PostgreSQL: the counter row's lock, held until commit, orders revisions by commit; `watch` listens
  * for the trigger's notification, which PostgreSQL sends once the raise has committed.
  */
-export const layer: Layer.Layer<NodeRevisions, never, SqlClient.SqlClient | PgNotifications> = Layer.effect(
+export const layer: Layer.Layer<NodeRevisions, never, SqlClient.SqlClient | PgSession> = Layer.effect(
   NodeRevisions,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    // A server watches twice (its edge cache and its node's converge), both on the process's notifications connection.
-    const notifications = yield* PgNotifications
+    // A server watches twice (its edge cache and its node's converge), both on the process's session (`PgSession`).
+    const session = yield* PgSession
 
     const raise = SqlSchema.findOne({
       Request: ProjectId,
@@ -82,7 +82,7 @@ export const layer: Layer.Layer<NodeRevisions, never, SqlClient.SqlClient | PgNo
           Effect.orDie
         ),
       watch: Effect.map(
-        Effect.mapError(notifications.listen(channel), (cause) => new RevisionFeedLost({ message: cause.message })),
+        Effect.mapError(session.listen(channel), (cause) => new RevisionFeedLost({ message: cause.message })),
         (queue) => ({
           next: Queue.takeAll(queue).pipe(
             Effect.asVoid,

@@ -4,7 +4,7 @@ import { type LogListQuery, type LogNote, LogStore } from "@hostplane/core/logs/
 import { makeId } from "@hostplane/core/kernel/Ids"
 import { Deferred, Effect, Layer, Option, PubSub, Queue, Result, Schedule } from "effect"
 import { transaction } from "../internal/Transaction.ts"
-import { PgNotifications } from "../PgNotifications.ts"
+import { PgSession } from "../PgSession.ts"
 
 /** The channel recorded events are announced on when their insert commits (payload: `notesOf`). */
 export const channel = "hostplane_worker_logs"
@@ -157,7 +157,7 @@ const committedBefore = (xact: bigint, snapshot: Snapshot): boolean =>
 
 /**
  * `LogStore` on PostgreSQL. An insert is one statement that also notifies `channel` (once per project and up to
- * `idsPerNote` events, naming the recording transaction); each process listens once (on its notifications connection,
+ * `idsPerNote` events, naming the recording transaction); each process listens once (on its session, `PgSession`,
  * from the first `watch`) and hands the notes to its subscribers, so an event recorded on any replica reaches every
  * follower. A notification reaches the listener some time after its commit, so a subscriber keeps the snapshot taken
  * once it listens and drops the notes of transactions that had committed by then: sequence numbers would not do, as
@@ -168,13 +168,13 @@ export const layer = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* PgClient.PgClient
     const scope = yield* Effect.scope
-    const notifications = yield* PgNotifications
+    const session = yield* PgSession
     const notes = yield* PubSub.unbounded<Heard>()
     const listening = yield* Deferred.make<void>()
 
     const follow = Effect.scoped(
       Effect.gen(function* () {
-        const queue = yield* notifications.listen(channel)
+        const queue = yield* session.listen(channel)
         yield* Deferred.succeed(listening, undefined)
         for (;;) {
           const batch = yield* Queue.takeAll(queue)

@@ -3,7 +3,7 @@ import { CertificateFeedLost, CertificateStore } from "@hostplane/core/tls/Certi
 import { Effect, Layer, Option, Queue, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { NullableTimestamp, Timestamp } from "../internal/Rows.ts"
-import { PgNotifications } from "../PgNotifications.ts"
+import { PgSession } from "../PgSession.ts"
 
 /** The channel the `tls_certificates` trigger notifies (payload: the hostname) when a change commits. */
 export const channel = "hostplane_tls"
@@ -52,7 +52,7 @@ export const layer = Layer.effect(
   CertificateStore,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const notifications = yield* PgNotifications
+    const session = yield* PgSession
     const columns = sql`name, status, chain, key_id, key_ciphertext, expires_at, order_url, order_key_id,
       order_key_ciphertext, last_error, failures, retry_at, updated_at`
     const find = SqlSchema.findOneOption({
@@ -145,7 +145,7 @@ export const layer = Layer.effect(
       removeChallenge: (token) =>
         sql`DELETE FROM tls_challenges WHERE token = ${token}`.pipe(Effect.asVoid, Effect.orDie),
       watch: Effect.map(
-        Effect.mapError(notifications.listen(channel), (cause) => new CertificateFeedLost({ message: cause.message })),
+        Effect.mapError(session.listen(channel), (cause) => new CertificateFeedLost({ message: cause.message })),
         (queue) => ({
           next: Queue.takeAll(queue).pipe(
             Effect.map((notes) => notes.map((note) => note.payload)),

@@ -5,7 +5,7 @@
  * is killed, printing `start <id> <phase> <ms>` and `end <id> <phase> <ms>` around every phase (each phase sleeps the
  * payload's `ms`); `LEASE_MS` sets the lease.
  */
-import { JobStorePg, MailOutboxPg, PgDatabase, PgNotifications } from "@hostplane/adapters-pg"
+import { JobStorePg, MailOutboxPg, PgDatabase, PgSession } from "@hostplane/adapters-pg"
 import { handler } from "@hostplane/core/jobs/Job"
 import { JobHandlers, JobRunner } from "@hostplane/core/jobs/JobRunner"
 import { MailTransport } from "@hostplane/core/mail/Mail"
@@ -44,7 +44,7 @@ const awaitGo = Effect.callback<void>((resume) => {
 
 const database = Layer.unwrap(Effect.map(Config.Redacted("DATABASE_URL"), (url) => PgDatabase.layer(url)))
 const stores = Layer.mergeAll(MailOutboxPg.layer, JobStorePg.layer).pipe(
-  Layer.provide(PgNotifications.layer),
+  Layer.provide(PgSession.layer),
   Layer.provideMerge(database)
 )
 

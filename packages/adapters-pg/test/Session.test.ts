@@ -23,13 +23,14 @@ const eventually = <E, R>(what: string, check: Effect.Effect<boolean, E, R>) =>
   })
 
 // A process's feeds (the auth cache's, the job runner's, the node revision's for the edge and the node, the zones',
-// the certificates' and the runtime logs') listen on one connection: one backend instead of one each. Losing it loses
-// every feed at once, so each one's recovery runs, and they all listen again on one new connection.
+// the certificates' and the runtime logs') listen, and its job runners hold their locks, on one session: one backend
+// instead of one each. Losing it loses every feed and lock at once, so each one's recovery runs, and they all come
+// back on one new session.
 layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)), { excludeTestServices: true })(
-  "PostgreSQL's notifications connection",
+  "PostgreSQL's session",
   (it) => {
     it.effect(
-      "every feed of a process listens on one connection; its loss loses each feed, and all listen again on one",
+      "every feed and runner lock of a process is on one session; its loss loses each, and all come back on one",
       () =>
         Effect.scoped(
           Effect.gen(function* () {
@@ -52,6 +53,10 @@ layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)), { excludeTestServic
               return cache.memberships(userId, Date.now()) !== undefined
             })
             const notify = (channel: string, payload: string) => sql`SELECT pg_notify(${channel}, ${payload})`
+            // The backend holding a runner's session lock (its owner id starts with the lock's key).
+            const lockHolder = (owner: string) =>
+              sql<{ readonly pid: number }>`SELECT pid FROM pg_locks WHERE locktype = 'advisory'
+                AND classid = ${0x686a6f62} AND objid = ${Number(owner.split(".")[0])} AND objsubid = 2 AND granted`
 
             const watchAll = Effect.gen(function* () {
               return {
@@ -99,6 +104,9 @@ layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)), { excludeTestServic
             yield* hearAll(first, "one")
             const before = yield* listeners
             assert.strictEqual(before.length, 1, "one connection listens")
+            const runner = yield* jobs.register
+            assert.deepStrictEqual(yield* lockHolder(runner.owner), before, "the runner's lock is on that session")
+            assert.isTrue(yield* runner.alive)
 
             yield* sql`SELECT pg_terminate_backend(${before[0]!.pid})`
             assert.strictEqual((yield* Effect.flip(first.jobs.next))._tag, "JobFeedLost")
@@ -106,6 +114,11 @@ layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)), { excludeTestServic
             assert.strictEqual((yield* Effect.flip(first.converge.next))._tag, "RevisionFeedLost")
             assert.strictEqual((yield* Effect.flip(first.zones.next))._tag, "ZoneFeedLost")
             assert.strictEqual((yield* Effect.flip(first.certificates.next))._tag, "CertificateFeedLost")
+            assert.isFalse(yield* runner.alive)
+            yield* eventually(
+              "the lost session's lock is gone",
+              Effect.map(lockHolder(runner.owner), (rows) => rows.length === 0)
+            )
             // The auth cache stops serving until its feed listens again (it retries every second).
             yield* eventually(
               "the auth cache stops serving",
@@ -118,6 +131,9 @@ layer(pgStores.pipe(Layer.provideMerge(TestDatabase.layer)), { excludeTestServic
             const after = yield* listeners
             assert.strictEqual(after.length, 1, "one connection listens again")
             assert.notStrictEqual(after[0]!.pid, before[0]!.pid)
+            // The runner registers again, as its loop does once `alive` is false: on the new session.
+            const again = yield* jobs.register
+            assert.deepStrictEqual(yield* lockHolder(again.owner), after)
           })
         ),
       60_000
