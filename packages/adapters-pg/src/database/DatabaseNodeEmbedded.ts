@@ -10,7 +10,7 @@ import { createGunzip, createGzip } from "node:zlib"
 import * as TarStream from "tar-stream"
 import * as EmbeddedPostgres from "../embedded/EmbeddedPostgres.ts"
 import * as Certificates from "./Certificates.ts"
-import { addDataDirectory, addFile, addText, chownTree, extract } from "./PhysicalImage.ts"
+import { addDataDirectory, addFile, addText, chownTree, extract, gunzipChunk } from "./PhysicalImage.ts"
 import { isScramVerifier, scramVerifier } from "./Scram.ts"
 
 type ProjectId = Kernel.ProjectId
@@ -519,7 +519,7 @@ export const make = Effect.fn("DatabaseNodeEmbedded.make")(function* (options: D
           yield* io("cannot recover the previous data", () => Fs.rename(previous, data))
         }
         yield* io("cannot clear the restore folder", () => Fs.rm(incoming, { recursive: true, force: true }))
-        const tar = createGunzip()
+        const tar = createGunzip({ chunkSize: gunzipChunk })
         const extracting = io("cannot unpack the image", () => extract(tar, incoming))
         const feeding = Stream.runForEach(image, (chunk) =>
           Effect.callback<void>((resume) => {

@@ -142,6 +142,9 @@ export const addFile = async (pack: TarStream.Pack, dataDir: string, path: strin
 export const addText = (pack: TarStream.Pack, path: string, text: string): Promise<void> =>
   entry(pack, { name: path, type: "file", mode: 0o600 }, Buffer.from(text, "utf8"))
 
+/** zlib's output piece for an image's restore: its default 16 KiB made every 16 KiB of the tar a job in the pool. */
+export const gunzipChunk = 256 * 1024
+
 /** Extracts a tar (already gunzipped) into `target`; an entry naming a path outside it is refused. */
 export const extract = async (tar: Readable, target: string): Promise<void> => {
   const root = Path.resolve(target)
