@@ -115,13 +115,19 @@ export interface GeneratedBundle {
   /** Files `assets/file-<n>.bin` after the manifest. */
   readonly files: number
   readonly fileBytes: number
-  /** `text`: a repeating 16 KiB block (inflates about a thousandfold); `random`: incompressible bytes. */
+  /** `text`: one line repeated (inflates about a thousandfold); `random`: incompressible bytes. */
   readonly content: "text" | "random"
   /** gzip level, default 6; 0 stores the bytes uncompressed. */
   readonly level?: number
 }
 
-const textBlock = Buffer.from(Array.from({ length: 16 * 1024 }, (_, i) => "hostplane bundle line\n".charCodeAt(i % 22)))
+/**
+ * A file is written 256 KiB at a time: each write is a turn of the tar and a job of zlib's in libuv's pool, and 16 KiB
+ * writes made generating 4 x 50 MiB of text at level 1 cost 0.57 CPU-s instead of 0.18.
+ */
+const textBlock = Buffer.from(
+  Array.from({ length: 256 * 1024 }, (_, i) => "hostplane bundle line\n".charCodeAt(i % 22))
+)
 
 /** Resolves once `sink` takes more bytes, or once it is closed (the reader stopped early). */
 const writeAll = (sink: ReturnType<TarStream.Pack["entry"]>, data: Uint8Array) =>
