@@ -137,22 +137,22 @@ describe("a database whose home replica is lost", () => {
     expect(onHome.status, JSON.stringify(onHome.body)).toBe(200)
     expect((await psql(onHome.body, "create table kept (n int); insert into kept values (7)")).ok).toBe(true)
     // beta (a restore in flight at the kill), gamma (a database delete in flight) and delta (a project deleted while A
-    // is down), all on A.
+    // is down), all on A. gamma and delta are made once the scheduled generations below are taken: they need none but
+    // their baseline, and each database on A until the kill is one more generation at every grid boundary.
     // delta lives in a second org: a free org holds three projects.
-    expect((await onA.call("POST", "/v1/orgs", { name: "Lost other", slug: "lost-other" })).status).toBe(201)
     const orgOf = (name: string) => (name === "delta" ? "lost-other" : slug)
     const others: Record<string, { readonly id: string; readonly path: string }> = {}
-    for (const name of ["beta", "gamma", "delta"]) {
+    const makeOnA = async (name: string) => {
       const project = await onA.call("POST", `/v1/orgs/${orgOf(name)}/projects`, { name })
       expect(project.status, JSON.stringify(project.body)).toBe(201)
       const path = `/v1/orgs/${orgOf(name)}/projects/${name}/database`
       const made = await onA.call("POST", path)
       expect(made.status, JSON.stringify(made.body)).toBe(200)
       others[name] = { id: project.body.id as string, path }
-      if (name === "beta") {
-        expect((await psql(made.body, "create table kept (n int); insert into kept values (8)")).ok).toBe(true)
-      }
+      return made.body
     }
+    const betaDb = await makeOnA("beta")
+    expect((await psql(betaDb, "create table kept (n int); insert into kept values (8)")).ok).toBe(true)
     const written = Date.now()
     const token = await onA.call("POST", `${alpha}/tokens`, {})
     expect(token.status, JSON.stringify(token.body)).toBe(201)
@@ -173,6 +173,9 @@ describe("a database whose home replica is lost", () => {
         })
         .toBe(true)
     }
+
+    expect((await onA.call("POST", "/v1/orgs", { name: "Lost other", slug: "lost-other" })).status).toBe(201)
+    for (const name of ["gamma", "delta"]) await makeOnA(name)
 
     // beta's restore and gamma's delete, asked of B, run on A and stop in their sealing phase (held open).
     const restore = await onB.call("POST", `${others.beta!.path}/restore`, { epoch: 1, seq: 1 })
