@@ -10,6 +10,7 @@ import {
   bundleOf,
   manifestEntry,
   objectStoreSuite,
+  patternBytes,
   S3rverBucket,
   type S3rverBucketInfo,
   sampleEntries,
@@ -390,7 +391,7 @@ describe("what the adapters send (a recording stub)", () => {
       )
       const multi = yield* recordingS3()
       const other = BackupStoreS3.make(yield* stubBucket(multi.url))
-      const bytes = new Uint8Array(17 * 1024 * 1024 + 5).map((_, i) => i % 251)
+      const bytes = patternBytes(17 * 1024 * 1024 + 5, 1)
       const written = yield* other.put("prj_1/three.tar.gz", streamOfBytes(bytes, 777_777))
       assert.strictEqual(written.bytes, bytes.byteLength)
       const parts = multi.requests.filter((request) => request.method === "PUT").map((request) => request.bytes)

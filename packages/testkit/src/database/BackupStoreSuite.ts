@@ -3,6 +3,7 @@ import { assert, layer } from "@effect/vitest"
 import { Database } from "@hostplane/core"
 import { Effect, type Layer, Schema, Stream } from "effect"
 import { randomSuffix } from "../contract/Fixtures.ts"
+import { patternBytes } from "../deployments/BundleFixtures.ts"
 import { streamOfBytes } from "../deployments/BundleFixtures.ts"
 
 class Broken extends Schema.TaggedError<Broken>()("Broken", {}) {}
@@ -31,7 +32,7 @@ export const backupStoreSuite = <E>(name: string, backups: Layer.Layer<Database.
       Effect.gen(function* () {
         const store = yield* Database.BackupStore
         const key = `prj_${randomSuffix()}/1-2-big.tar.gz`
-        const bytes = new Uint8Array(9 * 1024 * 1024 + 777).map((_, i) => (i * 13) % 251)
+        const bytes = patternBytes(9 * 1024 * 1024 + 777, 13)
         assert.deepStrictEqual(yield* store.put(key, streamOfBytes(bytes)), {
           bytes: bytes.byteLength,
           sha256: hex(bytes)

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto"
 import { assert, layer } from "@effect/vitest"
 import { Deployments } from "@hostplane/core"
 import { Effect, Exit, Fiber, type Layer, Option, Schema, Stream } from "effect"
-import { streamOfBytes } from "./BundleFixtures.ts"
+import { patternBytes, streamOfBytes } from "./BundleFixtures.ts"
 
 class Broken extends Schema.TaggedError<Broken>()("Broken", {}) {}
 
@@ -76,7 +76,7 @@ export const artifactStoreSuite = <E>(name: string, artifacts: Layer.Layer<Deplo
     it.effect("an artifact above the 8 MiB part size streams through whole (multipart on S3)", () =>
       Effect.gen(function* () {
         const store = yield* Deployments.ArtifactStore
-        const bytes = new Uint8Array(9 * 1024 * 1024 + 12_345).map((_, i) => (i * 7) % 251)
+        const bytes = patternBytes(9 * 1024 * 1024 + 12_345, 7)
         bytes.set(unique("large"))
         const stored = yield* store.put(streamOfBytes(bytes, 64 * 1024))
         assert.deepStrictEqual(stored, { digest: sha256(bytes), bytes: bytes.byteLength, created: true })
