@@ -94,8 +94,10 @@ const shapeOf = (name) => {
 /**
  * A package left outside the bundle is required at its first use, not at start: esbuild's interop copies a module's
  * exports as getters of the importer's namespace when the importer is evaluated, so the bundle gets a stand-in with
- * the package's export names as getters that require it (a function stand-in forwards calls and `new` for a package
- * that is one). Most such packages serve what a start does not ask for (ssh2 until an SSH connection, pg for a
+ * the package's export names as getters that require it. A package that is a function (often a class) gets a
+ * function stand-in that forwards calls and `new`; its `prototype` inherits from the package's once loaded, so an
+ * instance made through it (or through a class extending it) has the package's methods and is an instance of both.
+ * Most such packages serve what a start does not ask for (ssh2 until an SSH connection, pg for a
  * worker's database binding, ws for a WebSocket upgrade, tar-stream for a database image) and each cost tens of
  * milliseconds of CPU to load.
  */
@@ -103,7 +105,13 @@ const banner = `import { createRequire as __hostplaneCreateRequire } from "node:
 const __hostplaneRequire = __hostplaneCreateRequire(import.meta.url);
 const __hostplaneLazy = (name, { callable, names, flags }) => {
   let loaded;
-  const load = () => (loaded ??= __hostplaneRequire(name));
+  const load = () => {
+    if (loaded === undefined) {
+      loaded = __hostplaneRequire(name);
+      if (callable && typeof loaded.prototype === "object") Object.setPrototypeOf(standIn.prototype, loaded.prototype);
+    }
+    return loaded;
+  };
   const standIn = callable
     ? function (...args) { return new.target === undefined ? load().apply(this, args) : Reflect.construct(load(), args, new.target); }
     : {};

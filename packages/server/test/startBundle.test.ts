@@ -59,7 +59,7 @@ describe("the bundle npm start runs", () => {
     }
   })
 
-  it("loads a package outside it at the package's first use, not when the bundle starts", async () => {
+  it("loads a package outside it at the package's first use, not when the bundle starts; a package that is a class still constructs and is extended", async () => {
     const { build } = await import("esbuild")
     const entry = `
       import { createRequire } from "node:module"
@@ -69,8 +69,15 @@ describe("the bundle npm start runs", () => {
       const atStart = [...new Set(loaded())]
       const server = typeof ssh2.Server
       const afterSsh2 = [...new Set(loaded())]
+      // A class extending the package itself, defined before it loads, as a host's module may do.
+      class Client extends WebSocket {}
       const wss = new WebSocketServer({ noServer: true })
-      console.log(JSON.stringify({ atStart, server, afterSsh2, afterWs: [...new Set(loaded())].sort(), open: WebSocket.OPEN, constructs: wss instanceof WebSocketServer }))
+      const direct = new WebSocket("ws://127.0.0.1:9")
+      const extended = new Client("ws://127.0.0.1:9")
+      for (const socket of [direct, extended]) socket.on("error", () => {})
+      const instances = [direct, extended].map((socket) => [typeof socket.terminate, socket instanceof WebSocket])
+      for (const socket of [direct, extended]) socket.terminate()
+      console.log(JSON.stringify({ atStart, server, afterSsh2, afterWs: [...new Set(loaded())].sort(), open: WebSocket.OPEN, constructs: wss instanceof WebSocketServer, instances }))
     `
     const outfile = join(root, "packages/server/bundle", `lazy-test-${process.pid}.mjs`)
     try {
@@ -82,7 +89,11 @@ describe("the bundle npm start runs", () => {
         afterSsh2: ["ssh2"],
         afterWs: ["ssh2", "ws"],
         open: 1,
-        constructs: true
+        constructs: true,
+        instances: [
+          ["function", true],
+          ["function", true]
+        ]
       })
     } finally {
       rmSync(outfile, { force: true })
