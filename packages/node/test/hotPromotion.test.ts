@@ -60,7 +60,8 @@ describe("a project that becomes busy is built for at once", () => {
     Fs.rmSync(dir, { recursive: true, force: true })
   })
 
-  const makeHotHere = () => {
+  /** The hot shard on the stand-in, its workers read through `readWorker` (the suite's `workerOf` by default). */
+  const makeHotHere = (readWorker: typeof workerOf = workerOf) => {
     const spawned: Array<string> = []
     const hot = makeHot({
       settings: { max: 2, promoteRate: 5 },
@@ -74,7 +75,7 @@ describe("a project that becomes busy is built for at once", () => {
         return standIn(Fs.readFileSync(config, "utf8"))
       },
       own: () => {},
-      workerOf,
+      workerOf: readWorker,
       inflight: () => 0,
       forget: () => {}
     })
@@ -131,28 +132,12 @@ describe("a project that becomes busy is built for at once", () => {
   it("a build still reading its workers when the hot shard stops starts nothing and fails nothing, its directory gone", async () => {
     let release: () => void = () => {}
     const held = new Promise<void>((resolve) => (release = resolve))
-    const spawned: Array<string> = []
     const rejections: Array<unknown> = []
     const onRejection = (reason: unknown) => rejections.push(reason)
     process.on("unhandledRejection", onRejection)
-    const hot = makeHot({
-      settings: { max: 2, promoteRate: 5 },
-      timeoutMs: 3_000,
-      outbound: "public",
-      dir,
-      nodeSocket: Path.join(dir, "node.sock"),
-      routerSource: "export default {}",
-      spawn: (label, config) => {
-        spawned.push(label)
-        return standIn(Fs.readFileSync(config, "utf8"))
-      },
-      own: () => {},
-      workerOf: async (key) => {
-        await held
-        return workerOf(key)
-      },
-      inflight: () => 0,
-      forget: () => {}
+    const { hot, spawned } = makeHotHere(async (key) => {
+      await held
+      return workerOf(key)
     })
     try {
       for (const _ of Array(5)) hot.socketOf("p1", "p1:abc:v1")
