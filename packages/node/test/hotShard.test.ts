@@ -13,13 +13,21 @@ import { edgeCall, eventually, useRuntimeSuite } from "./support/RuntimeServer.t
  */
 const worker = (version: string) => `let isolate
 export default {
-  async fetch(request, env) {
+  async fetch(request, env, ctx) {
     // Randomness is refused at a module's top level: made on the first request instead.
     isolate ??= crypto.randomUUID()
     const url = new URL(request.url)
     if (url.pathname === "/loop") { for (;;) {} }
     if (url.pathname === "/hang") return new Promise(() => {})
     if (url.pathname === "/throw") { console.warn("about to throw"); throw new RangeError("out of range") }
+    if (url.pathname === "/later") {
+      ctx.waitUntil((async () => {
+        await scheduler.wait(50)
+        console.log("after the response")
+        throw new TypeError("late failure")
+      })())
+      return new Response("soon")
+    }
     if (url.pathname === "/asset") return env.ASSETS.fetch(new URL("/hello.txt", request.url))
     if (url.pathname === "/egress") {
       const results = {}
@@ -46,7 +54,8 @@ export default {
       cfOfInit: new Request(request.url, request).cf ?? "none",
       cfOfOwn: new Request(request.clone(), { cf: { cacheTtl: 5 } }).cf ?? "none",
       cfOfCopy: new Request(request).cf ?? "none",
-      copyIsRequest: new Request(request.clone()) instanceof Request && request instanceof Request
+      copyIsRequest: new Request(request.clone()) instanceof Request && request instanceof Request,
+      waitUntilOwn: Object.hasOwn(ctx, "waitUntil")
     })
   }
 }`
@@ -129,7 +138,10 @@ describe("hot projects: a static-config workerd serving the busiest projects' wo
         cfOfInit: "none",
         cfOfOwn: { cacheTtl: 5 },
         cfOfCopy: "none",
-        copyIsRequest: true
+        copyIsRequest: true,
+        // ctx.waitUntil is the context's prototype's, as workerd has it: the entry module's hold on it sets nothing on
+        // the context.
+        waitUntilOwn: false
       })
     }
     expect((await call(project.hostname, "/asset")).text).toBe("hello asset")
@@ -137,12 +149,13 @@ describe("hot projects: a static-config workerd serving the busiest projects' wo
     expect((await call(project.hostname)).json().isolate).toBe(hot.isolate)
   })
 
-  it("logs from the hot process: one event per invocation with its lines; an exception is 500 worker_exception, a hung handler 504", async () => {
+  it("logs from the hot process: one event per invocation with its lines, work left to ctx.waitUntil included; an exception is 500 worker_exception, a hung handler 504", async () => {
     const project = await suite.newProject()
     expect((await suite.deploy(project.slug, project.name, bundle("v1"))).status).toBe(201)
     await promote(project)
     const marker = `/marked-${Date.now()}`
     expect((await call(project.hostname, marker)).status).toBe(200)
+    expect((await call(project.hostname, "/later")).text).toBe("soon")
     const thrown = await call(project.hostname, "/throw")
     expect(thrown.status).toBe(500)
     expect(thrown.json()).toEqual({ code: "worker_exception", message: "the worker threw an exception" })
@@ -156,9 +169,9 @@ describe("hot projects: a static-config workerd serving the busiest projects' wo
     const path = `/v1/orgs/${project.slug}/projects/${project.name}/logs`
     const events = async () =>
       ((await suite.api.get(path, { token: suite.admin.token })).body.items ?? []).filter((event: any) =>
-        ["/throw", marker].includes(new URL(event.request.url).pathname)
+        ["/throw", "/later", marker].includes(new URL(event.request.url).pathname)
       )
-    expect(await eventually(async () => (await events()).length === 2, 10_000)).toBe(true)
+    expect(await eventually(async () => (await events()).length === 3, 10_000)).toBe(true)
     const byPath = (items: ReadonlyArray<any>, pathname: string) =>
       items.filter((event) => new URL(event.request.url).pathname === pathname)
     const items = await events()
@@ -167,6 +180,14 @@ describe("hot projects: a static-config workerd serving the busiest projects' wo
       outcome: "ok",
       response: { status: 200 },
       logs: [{ level: "log", message: ["served", marker] }]
+    })
+    // What ctx.waitUntil ran after the response is the invocation's: its line and its rejection are in its event.
+    expect(byPath(items, "/later")).toHaveLength(1)
+    expect(byPath(items, "/later")[0]).toMatchObject({
+      outcome: "ok",
+      response: { status: 200 },
+      logs: [{ level: "log", message: ["after the response"] }],
+      exceptions: [{ name: "TypeError", message: "late failure" }]
     })
     expect(byPath(items, "/throw")).toHaveLength(1)
     expect(byPath(items, "/throw")[0]).toMatchObject({

@@ -102,7 +102,7 @@ const report = (invocation) => {
     }
   })()
   try {
-    invocation.waitUntil.call(invocation.ctx, sending)
+    nodeWaitUntil.call(invocation.ctx, sending)
   } catch {
     // The invocation is over: the report goes on under no request's lifetime.
   }
@@ -117,7 +117,7 @@ const report = (invocation) => {
 const lingers = (invocation) => {
   invocation.lingers = true
   try {
-    invocation.waitUntil.call(
+    nodeWaitUntil.call(
       invocation.ctx,
       bindingsStub
         .logs(`[{"id":${JSON.stringify(invocation.id)},"done":false,"waiting":true,"logs":[],"exceptions":[]}]`)
@@ -249,6 +249,40 @@ const threw = (invocation, error) => {
   return new Response(null, { status: 500, headers: { "x-hostplane-outcome": "exception" } })
 }
 
+/**
+ * Work the tenant hands to `ctx.waitUntil` belongs to its invocation as it did under workerd's tail: its lines (the
+ * store follows the promise) and its rejection are the invocation's, and the event closes when it settles. Wrapped
+ * once, on the contexts' prototype (as `request.cf` is), with each context's invocation in a WeakMap: a function set
+ * on every request's context cost the hot process more than the rest of the entry module's bookkeeping, and the
+ * context keeps workerd's own shape (no property of its own).
+ */
+const invocationOfContext = new WeakMap()
+let nodeWaitUntil
+const wrapWaitUntil = (ctx) => {
+  let owner = Object.getPrototypeOf(ctx)
+  while (!Object.hasOwn(owner, "waitUntil")) owner = Object.getPrototypeOf(owner)
+  const descriptor = Object.getOwnPropertyDescriptor(owner, "waitUntil")
+  const own = descriptor.value
+  Object.defineProperty(owner, "waitUntil", {
+    ...descriptor,
+    value: function waitUntil(promise) {
+      const invocation = invocationOfContext.get(this)
+      if (invocation === undefined) return own.call(this, promise)
+      if (invocation.waiting++ === 0 && !invocation.lingers) lingers(invocation)
+      own.call(
+        this,
+        Promise.resolve(promise)
+          .then(undefined, (error) => void noteException(invocation, error))
+          .finally(() => {
+            invocation.waiting--
+            settle(invocation)
+          })
+      )
+    }
+  })
+  nodeWaitUntil = own
+}
+
 export default {
   fetch(request, env, ctx) {
     // The node's part of the request is in `request.cf`: on the hot shard workerd parses the edge's invoke header
@@ -268,10 +302,10 @@ export default {
     const received = handle === null ? request : new NodeRequest(request, { cf: { hostplane: 1 } })
     const tenantEnv = tenantEnvOf(env, received, handle)
     if (typeof cf.id !== "string") return main.fetch(received, tenantEnv, ctx)
+    if (nodeWaitUntil === undefined) wrapWaitUntil(ctx)
     const invocation = {
       id: cf.id,
       ctx,
-      waitUntil: ctx.waitUntil,
       lines: [],
       full: false,
       cut: false,
@@ -283,21 +317,7 @@ export default {
       sentLines: 0,
       sentExceptions: 0
     }
-    // Work the tenant hands to `ctx.waitUntil` belongs to the invocation as it did under workerd's tail: its lines
-    // (the store follows the promise) and its rejection are the invocation's, and the event closes when it settles.
-    // Set on the context itself, so everything else of it stays workerd's own.
-    ctx.waitUntil = (promise) => {
-      if (invocation.waiting++ === 0 && !invocation.lingers) lingers(invocation)
-      invocation.waitUntil.call(
-        ctx,
-        Promise.resolve(promise)
-          .then(undefined, (error) => void noteException(invocation, error))
-          .finally(() => {
-            invocation.waiting--
-            settle(invocation)
-          })
-      )
-    }
+    invocationOfContext.set(ctx, invocation)
     let result
     try {
       result = invocations.run(invocation, () => main.fetch(received, tenantEnv, ctx))
