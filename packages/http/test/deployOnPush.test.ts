@@ -7,8 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { commitFiles, git, gitOk, scratch, withToken, workingCopy } from "./support/GitClient.ts"
 import { gitRepos } from "./support/GitRepos.ts"
-import { generateKey } from "./support/SshKeys.ts"
+import { generateKey, removeGeneratedKeys } from "./support/SshKeys.ts"
 import { unique, useSuite } from "./support/TestServer.ts"
+
+// The ssh-keygen folders this file made.
+afterAll(removeGeneratedKeys)
 
 const site = (page: string, manifest: Record<string, unknown> = { name: "pushed" }) => ({
   "service.json": JSON.stringify(manifest),

@@ -2,12 +2,16 @@ import { Git, Jobs, Projects } from "@hostplane/core"
 import { Duration, Effect, Option } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { fastImport, git, gitOk, importData, scratch, withToken } from "./support/GitClient.ts"
 import { gitRepos } from "./support/GitRepos.ts"
 import { itChecksRoles } from "./support/roleMatrix.ts"
+import { generateKey, removeGeneratedKeys } from "./support/SshKeys.ts"
 import { auditOf, useSuite } from "./support/TestServer.ts"
+
+// The ssh-keygen folders this file made.
+afterAll(removeGeneratedKeys)
 
 describe.each(backends)("spec 4.12 repositories (%s)", (name, stores) => {
   const suite = useSuite(stores, { git: { retention: Duration.hours(1) } })
@@ -671,7 +675,7 @@ describe.each(backends)("spec 4.12 repositories (%s)", (name, stores) => {
       const body = method === "PATCH" ? {} : undefined
       check(`${method} ${path}`, await api.call(method, path, { token, body }), 400, "bad_request")
     }
-    const key = await (await import("./support/SshKeys.ts")).generateKey("ed25519")
+    const key = await generateKey("ed25519")
     for (const [path, raw] of [
       [repos, '{"name":"a\\u0000b"}'],
       [`${repos}/site`, '{"name":"x","visibility":"public\\u0000"}'],

@@ -1,9 +1,12 @@
 import { Git, Kernel } from "@hostplane/core"
 import { Effect, Option } from "effect"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
-import { generateKey } from "./support/SshKeys.ts"
+import { generateKey, removeGeneratedKeys } from "./support/SshKeys.ts"
 import { logCapture, unique, useSuite } from "./support/TestServer.ts"
+
+// The ssh-keygen folders this file made.
+afterAll(removeGeneratedKeys)
 
 describe.each(backends)("spec 4.12 access tokens and SSH keys (%s)", (_name, stores) => {
   const { lines: logs, layer: captureLogs } = logCapture()

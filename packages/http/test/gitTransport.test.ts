@@ -12,8 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/backends.ts"
 import { commitFiles, git, gitOk, scratch, withToken, workingCopy } from "./support/GitClient.ts"
 import { gitRepos } from "./support/GitRepos.ts"
-import { type GeneratedKey, generateKey } from "./support/SshKeys.ts"
+import { type GeneratedKey, generateKey, removeGeneratedKeys } from "./support/SshKeys.ts"
 import { type Session, unique, useSuite } from "./support/TestServer.ts"
+
+// The ssh-keygen folders this file made.
+afterAll(removeGeneratedKeys)
 
 const pkt = (text: string) => `${(Buffer.byteLength(text) + 4).toString(16).padStart(4, "0")}${text}`
 
