@@ -23,7 +23,7 @@ import {
 } from "@hostplane/core"
 import { dnsNone } from "@hostplane/testkit/dns/DnsNone"
 import { type EdgeServices, makeEdgeListener } from "@hostplane/node"
-import { type Context, Effect, Layer, Logger, Option } from "effect"
+import { type Context, Effect, Layer, Logger, Option, References } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -52,6 +52,13 @@ const testCrypto: Layer.Layer<Crypto> = Layer.merge(
   SealerAesGcm.layerEphemeral,
   PasswordHasherScrypt.layerWith({ logN: 10, r: 8, p: 1 })
 )
+
+/**
+ * The served fibers' log level: warnings and errors reach the console (shown with a failing test), each request's
+ * info line does not (formatting it and relaying it to vitest's main process cost more CPU than the request's own
+ * test server work in suites of hundreds of requests). `logCapture` sets its own level: it sees every line.
+ */
+const quietLogs = Layer.succeed(References.MinimumLogLevel, "Warn")
 
 export interface TestServerOptions {
   /** Bundle limits instead of decisions.md's (small ones keep 413 tests fast); each one left out keeps its default. */
@@ -126,7 +133,8 @@ export const startTestServer = async (
         ...(options.providers ?? []).map((provider) =>
           (typeof provider === "function" ? provider() : provider).pipe(Layer.provide(config))
         ),
-        options.hostAuthenticator ?? HostAuthenticator.off
+        options.hostAuthenticator ?? HostAuthenticator.off,
+        quietLogs
       )
     ),
     Layer.provide(Logger.layer([]))
@@ -297,5 +305,11 @@ export const useSuite = (
 /** Every JSON log line the server writes, to prove that no secret reaches a log; pass `layer` as a suite's `extra`. */
 export const logCapture = () => {
   const lines: Array<string> = []
-  return { lines, layer: Logger.layer([Logger.map(Logger.formatJson, (line) => void lines.push(line))]) }
+  return {
+    lines,
+    layer: Layer.merge(
+      Logger.layer([Logger.map(Logger.formatJson, (line) => void lines.push(line))]),
+      Layer.succeed(References.MinimumLogLevel, "Info")
+    )
+  }
 }
