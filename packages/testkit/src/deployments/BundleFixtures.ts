@@ -18,10 +18,22 @@ export interface BundleEntry {
 
 const endOfArchive = 1024
 
-const collect = async (readable: AsyncIterable<unknown>): Promise<Buffer> => {
-  const chunks: Array<Buffer> = []
-  for await (const chunk of readable) chunks.push(Buffer.from(chunk as Uint8Array))
-  return Buffer.concat(chunks)
+/** The chunks as the pack emits them, not copied: the archive is joined once, in `tarOf`. */
+const collect = async (readable: AsyncIterable<unknown>): Promise<Array<Uint8Array>> => {
+  const chunks: Array<Uint8Array> = []
+  for await (const chunk of readable) chunks.push(chunk as Uint8Array)
+  return chunks
+}
+
+/** `chunks` without their last `bytes` bytes. */
+const withoutTail = (chunks: Array<Uint8Array>, bytes: number): Array<Uint8Array> => {
+  let left = bytes
+  while (left > 0) {
+    const last = chunks.pop()!
+    if (last.byteLength > left) chunks.push(last.subarray(0, last.byteLength - left))
+    left -= Math.min(left, last.byteLength)
+  }
+  return chunks
 }
 
 const octal = (value: number, width: number) => value.toString(8).padStart(width - 1, "0") + "\0"
@@ -45,7 +57,7 @@ const rawEntry = (name: Uint8Array, content: Uint8Array): Buffer => {
   return Buffer.concat([header, content, padding])
 }
 
-const packedEntry = async (entry: BundleEntry & { readonly name: string }): Promise<Buffer> => {
+const packedEntry = async (entry: BundleEntry & { readonly name: string }): Promise<Array<Uint8Array>> => {
   const pack = TarStream.pack()
   const done = collect(pack)
   const content = typeof entry.content === "string" ? Buffer.from(entry.content) : (entry.content ?? Buffer.alloc(0))
@@ -60,22 +72,20 @@ const packedEntry = async (entry: BundleEntry & { readonly name: string }): Prom
   if (type === "file" || type === "contiguous-file") pack.entry(header, content)
   else pack.entry(header).end(undefined)
   pack.finalize()
-  const tar = await done
-  return tar.subarray(0, tar.byteLength - endOfArchive)
+  return withoutTail(await done, endOfArchive)
 }
 
 /** The tar archive of `entries`, in order, ended by the two zero blocks. */
 export const tarOf = (entries: ReadonlyArray<BundleEntry>): Effect.Effect<Uint8Array> =>
   Effect.promise(async () => {
-    const parts: Array<Buffer> = []
+    const parts: Array<Uint8Array> = []
     for (const entry of entries) {
-      const content =
-        typeof entry.content === "string" ? Buffer.from(entry.content) : (entry.content ?? Buffer.alloc(0))
-      parts.push(
-        typeof entry.name === "string"
-          ? await packedEntry({ ...entry, name: entry.name })
-          : rawEntry(entry.name, content)
-      )
+      if (typeof entry.name === "string") parts.push(...(await packedEntry({ ...entry, name: entry.name })))
+      else {
+        const content =
+          typeof entry.content === "string" ? Buffer.from(entry.content) : (entry.content ?? Buffer.alloc(0))
+        parts.push(rawEntry(entry.name, content))
+      }
     }
     parts.push(Buffer.alloc(endOfArchive))
     return Buffer.concat(parts)
