@@ -6,15 +6,15 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { client, startTestServer, type TestServer, unique } from "../../http/test/support/TestServer.ts"
 import { buildBundle, hostplane, type Run } from "./support/Cli.ts"
+import { tempDirs } from "./support/TempDirs.ts"
 
 beforeAll(buildBundle, 300_000)
 
-const tempDir = (prefix: string) => Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
+const tempDir = tempDirs()
 
 /** A deployable folder: a manifest, a worker, assets, and a README the layout leaves out. */
 const siteFolder = (manifest: Record<string, unknown>, page = "<h1>hello from the cli</h1>") => {

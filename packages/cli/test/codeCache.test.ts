@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { beforeAll, describe, expect, it } from "vitest"
 import { buildBundle, hostplane, type Run } from "./support/Cli.ts"
+import { tempDirs } from "./support/TempDirs.ts"
 
 const packageDir = Path.join(import.meta.dirname, "..")
 const manifest = JSON.parse(Fs.readFileSync(Path.join(packageDir, "package.json"), "utf8"))
@@ -33,7 +33,7 @@ const wellFormed = (file: string) => {
   return createHash("sha256").update(data.subarray(32)).digest().equals(data.subarray(0, 32))
 }
 
-const tempDir = (prefix: string) => Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
+const tempDir = tempDirs()
 
 // The bin compiles the bundle with V8's code cache under the user's cache dir; any cache trouble means a plain compile.
 // Each test has its own cache dir (and bundle copy), so they run at once: one's process starts overlap another's.

@@ -2,13 +2,13 @@ import { layerMemory } from "@hostplane/testkit"
 import { Layer } from "effect"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { client, startTestServer, type TestServer, unique } from "../../http/test/support/TestServer.ts"
 import { buildBundle, hostplane, type Run } from "./support/Cli.ts"
+import { tempDirs } from "./support/TempDirs.ts"
 
-const tempDir = (prefix: string) => Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
+const tempDir = tempDirs()
 
 /** The lines of a human table after its header, split on runs of two or more spaces. */
 const rows = (run: Run) =>

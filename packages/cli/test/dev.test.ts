@@ -4,6 +4,9 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { bin, buildBundle, hostplane } from "./support/Cli.ts"
+import { tempDirs } from "./support/TempDirs.ts"
+
+const tempDir = tempDirs()
 
 const worker = (version: number) => `
 export default {
@@ -93,7 +96,7 @@ describe("hostplane dev", { timeout: 240_000 }, () => {
 
   beforeAll(async () => {
     await buildBundle()
-    dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-dev-"))
+    dir = tempDir("hostplane-dev-")
     write("service.json", JSON.stringify({ name: "devsite", database: true }))
     write("worker/index.js", worker(1))
     write("assets/index.html", "<h1>home</h1>")
@@ -190,7 +193,7 @@ describe("hostplane dev", { timeout: 240_000 }, () => {
   })
 
   it("outside the checkout without workerd: one line naming what to install, exit 1", async () => {
-    const installed = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-dev-installed-"))
+    const installed = tempDir("hostplane-dev-installed-")
     const cli = Path.join(import.meta.dirname, "..")
     for (const path of [
       "package.json",

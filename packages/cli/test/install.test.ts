@@ -1,13 +1,15 @@
 import { layerMemory } from "@hostplane/testkit"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { client, startTestServer, type TestServer, unique } from "../../http/test/support/TestServer.ts"
 import { version } from "../src/Version.ts"
 import { buildBundle, hostplane } from "./support/Cli.ts"
+import { tempDirs } from "./support/TempDirs.ts"
+
+const tempDir = tempDirs()
 
 const packageDir = Path.join(import.meta.dirname, "..")
 const manifest = JSON.parse(Fs.readFileSync(Path.join(packageDir, "package.json"), "utf8"))
@@ -42,7 +44,7 @@ describe("the CLI as a user installs it", { timeout: 300_000 }, () => {
   })
 
   it("the packed tarball is the bin and one bundle, with no dependency to fetch; installed with npm install -g it runs anywhere", async () => {
-    const work = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-cli-pack-"))
+    const work = tempDir("hostplane-cli-pack-")
     const npmEnv = {
       ...process.env,
       npm_config_cache: Path.join(work, "npm-cache"),
@@ -75,7 +77,7 @@ describe("the CLI as a user installs it", { timeout: 300_000 }, () => {
     // --offline: nothing may come from a registry.
     execFileSync("npm", ["install", "-g", "--offline", "--prefix", prefix, tarball], { cwd: work, env: npmEnv })
     const installed = Path.join(prefix, "bin", "hostplane")
-    const outside = Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-cli-outside-"))
+    const outside = tempDir("hostplane-cli-outside-")
     const env = { HOSTPLANE_URL: server.url, HOSTPLANE_TOKEN: token, HOSTPLANE_CONFIG_DIR: outside }
     const node = systemNode() ?? process.execPath
     const run = (args: ReadonlyArray<string>) => hostplane(args, { env, cwd: outside, node, bin: installed })
@@ -104,7 +106,7 @@ describe("the CLI as a user installs it", { timeout: 300_000 }, () => {
     expect(node, "a node on PATH outside node_modules").toBeDefined()
     const major = Number(execFileSync(node!, ["-p", "process.versions.node.split('.')[0]"]).toString().trim())
     expect(major).toBeGreaterThanOrEqual(20)
-    const env = { HOSTPLANE_TOKEN: token, HOSTPLANE_CONFIG_DIR: Fs.mkdtempSync(Path.join(Os.tmpdir(), "hp-")) }
+    const env = { HOSTPLANE_TOKEN: token, HOSTPLANE_CONFIG_DIR: tempDir("hp-") }
     const ok = await hostplane(["whoami", "--json", "--url", server.url], { env, node: node! })
     expect(ok.code, ok.stderr).toBe(0)
     const down = await hostplane(["projects", "list", "--url", "http://127.0.0.1:9"], { env, node: node! })

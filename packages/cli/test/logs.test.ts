@@ -2,12 +2,13 @@ import { Logs } from "@hostplane/core"
 import { layerMemory } from "@hostplane/testkit"
 import { Effect, Layer } from "effect"
 import { spawn } from "node:child_process"
-import * as Fs from "node:fs"
 import * as Os from "node:os"
-import * as Path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { client, startTestServer, type TestServer, unique } from "../../http/test/support/TestServer.ts"
 import { bin, buildBundle, hostplane } from "./support/Cli.ts"
+import { tempDirs } from "./support/TempDirs.ts"
+
+const tempDir = tempDirs()
 
 /** `hostplane logs` of decisions.md part 13, run as the bundled bin against a server on HTTP. */
 describe("hostplane logs", { timeout: 180_000 }, () => {
@@ -48,7 +49,7 @@ describe("hostplane logs", { timeout: 180_000 }, () => {
     env = {
       HOSTPLANE_URL: server.url,
       HOSTPLANE_TOKEN: token,
-      HOSTPLANE_CONFIG_DIR: Fs.mkdtempSync(Path.join(Os.tmpdir(), "hostplane-cli-logs-"))
+      HOSTPLANE_CONFIG_DIR: tempDir("hostplane-cli-logs-")
     }
     await record([
       { timestamp: Date.now() - 2000, logs: [{ level: "log", message: ["hello", { n: 1 }], timestamp: Date.now() }] },
