@@ -62,7 +62,10 @@ describe("the server binary's edge over HTTPS with a static certificate", () => 
       SERVICE_TLS_CERT_FILE: join(dataDir, "edge.pem"),
       SERVICE_TLS_KEY_FILE: join(dataDir, "edge.key"),
       SERVICE_DNS_LISTEN: `127.0.0.1:${await freePort()}`,
-      DATABASE_URL: ""
+      DATABASE_URL: "",
+      // The runtime's shard folders under /tmp, as on a machine where the run's temp is not on /dev/shm: the
+      // sandbox's private /tmp must not hide them from workerd.
+      TMPDIR: "/tmp"
     })
   }, 180_000)
   afterAll(async () => {

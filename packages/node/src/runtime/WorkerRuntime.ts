@@ -201,18 +201,18 @@ const bwrapArgs = (binary: string, dir: string): ReadonlyArray<string> => {
     ...ro("/etc/hosts"),
     ...ro("/etc/ssl"),
     ...ro("/etc/ca-certificates"),
-    // The private /tmp before the binary's folder and the shard's: either may be under /tmp (a checkout or data
-    // directory there), and a mount made before the tmpfs would be hidden by it.
+    // The private /tmp, /proc and /dev before the binary's folder and the shard's: either may be under one of them (a
+    // checkout or data directory in /tmp, a data directory on /dev/shm), and a mount made before would be hidden.
     "--tmpfs",
     "/tmp",
-    ...ro(Path.dirname(binary)),
-    "--bind",
-    dir,
-    dir,
     "--proc",
     "/proc",
     "--dev",
     "/dev",
+    ...ro(Path.dirname(binary)),
+    "--bind",
+    dir,
+    dir,
     "--unshare-pid",
     "--unshare-ipc",
     "--unshare-uts",
