@@ -32,6 +32,7 @@ import * as Path from "node:path"
 import type { Ports } from "../../src/App.ts"
 import { makeNodeListener } from "../../src/server/NodeListener.ts"
 import { HostAuthenticator } from "../../src/auth/HostAuthenticator.ts"
+import { httpRequest } from "./HttpRequest.ts"
 
 /** The store ports a backend provides; settings and DNS come from the test. */
 export type Stores = Exclude<
@@ -191,55 +192,6 @@ const clientAgent = new Http.Agent({ keepAlive: true, timeout: 1_000 })
 /** The request headers fetch adds by default, so a server sees what it saw from fetch. */
 const fetchDefaults = { accept: "*/*", "accept-language": "*", "sec-fetch-mode": "cors", "user-agent": "node" }
 
-/**
- * One request through node:http, answered as fetch with `redirect: "manual"` would: status, headers, body text.
- * Not fetch itself: its request and response streams cost the worker about 0.5 ms of CPU more per call, and suites
- * make thousands of calls in the process that also runs the server.
- */
-const request = (
-  url: string,
-  method: string,
-  headers: Record<string, string>,
-  body: string | undefined,
-  retried = false
-): Promise<{ status: number; headers: Headers; text: string }> =>
-  new Promise((resolve, reject) => {
-    let answered = false
-    const outgoing = Http.request(
-      url,
-      {
-        method,
-        agent: clientAgent,
-        headers: {
-          ...fetchDefaults,
-          ...headers,
-          ...(body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) })
-        }
-      },
-      (response) => {
-        answered = true
-        const chunks: Array<Buffer> = []
-        response.on("data", (chunk: Buffer) => chunks.push(chunk))
-        response.on("error", reject)
-        response.on("end", () => {
-          const replied = new Headers()
-          for (let i = 0; i < response.rawHeaders.length; i += 2) {
-            replied.append(response.rawHeaders[i]!, response.rawHeaders[i + 1]!)
-          }
-          resolve({ status: response.statusCode!, headers: replied, text: Buffer.concat(chunks).toString("utf8") })
-        })
-      }
-    )
-    outgoing.on("error", (error: NodeJS.ErrnoException) => {
-      // A kept-alive socket the server closed as the request went out (node's documented case for `reusedSocket`):
-      // the server never read the request, so it is sent once more on a new connection.
-      if (outgoing.reusedSocket && !answered && !retried && (error.code === "ECONNRESET" || error.code === "EPIPE")) {
-        request(url, method, headers, body, true).then(resolve, reject)
-      } else reject(error)
-    })
-    outgoing.end(body)
-  })
-
 /** A minimal JSON client over real HTTP. */
 export const client = (url: string | (() => string)) => {
   const base = typeof url === "string" ? () => url : url
@@ -250,7 +202,12 @@ export const client = (url: string | (() => string)) => {
     if (options.raw !== undefined) body = options.raw
     else if (options.body !== undefined) body = JSON.stringify(options.body)
     if (body !== undefined && headers["content-type"] === undefined) headers["content-type"] = "application/json"
-    const response = await request(`${base()}${path}`, method, headers, body)
+    const response = await httpRequest(`${base()}${path}`, {
+      method,
+      headers: { ...fetchDefaults, ...headers },
+      body,
+      agent: clientAgent
+    })
     const text = response.text
     let parsed: unknown = text
     if ((response.headers.get("content-type") ?? "").includes("json") && text !== "") parsed = JSON.parse(text)
