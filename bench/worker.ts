@@ -74,6 +74,13 @@ const loadNow = () =>
     .map((value) => round(value, 2))
     .join(" ")
 
+/** The machine's busy and total CPU time so far (all cores, clock ticks): idle and iowait are the time not busy. */
+const machineTicks = () => {
+  const ticks = Fs.readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number)
+  const total = ticks.reduce((sum, one) => sum + one, 0)
+  return { busy: total - ticks[3]! - ticks[4]!, total }
+}
+
 const median = (values: ReadonlyArray<number>) => {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
@@ -275,7 +282,13 @@ const config :Workerd.Config = (
       const workerdBefore = target.workerd?.() ?? 0
       const hotBefore = target.workerd?.(isHotProcess) ?? 0
       const postgresBefore = target.postgres?.() ?? 0
+      const machineBefore = machineTicks()
+      const generatorBefore = process.cpuUsage()
+      const startedAt = performance.now()
       const result = await cannon(target.url, target.host, 50, durationS, fixedRate)
+      const elapsedS = (performance.now() - startedAt) / 1_000
+      const machineAfter = machineTicks()
+      const generator = process.cpuUsage(generatorBefore)
       const perRequest = (seconds: number) =>
         result.requests.total === 0 ? NaN : (seconds * 1e6) / result.requests.total
       return {
@@ -286,6 +299,12 @@ const config :Workerd.Config = (
         // Of which the hot shard's (a hot process replaced within the run counts from zero: a lower bound then).
         hotUs: target.workerd === undefined ? NaN : perRequest(Math.max(0, target.workerd(isHotProcess) - hotBefore)),
         postgresUs: target.postgres === undefined ? NaN : perRequest(target.postgres() - postgresBefore),
+        // How much of the machine the run used, and the target's and the load generator's (autocannon, in this
+        // process) shares, in cores: a bare workerd serves from one thread, so it cannot use more than one core.
+        targetCores: (target.cpu() - before) / elapsedS,
+        machineCores:
+          ((machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total)) * Os.cpus().length,
+        generatorCores: (generator.user + generator.system) / 1e6 / elapsedS,
         failed: result.non2xx + result.errors + result.timeouts
       }
     }
@@ -307,7 +326,8 @@ const config :Workerd.Config = (
             (Number.isNaN(figures.workerdUs)
               ? ""
               : ` (workerd ${round(figures.workerdUs, 0)} µs, of which the hot shard ${round(figures.hotUs, 0)} µs; server ${round(serverUs(figures), 0)} µs; beside them PostgreSQL ${round(figures.postgresUs, 0)} µs)`) +
-            `, failed ${figures.failed} (load ${loadNow()})`
+            `; cores busy: ${name} ${round(figures.targetCores, 2)}, load generator ${round(figures.generatorCores, 2)}, ` +
+            `machine ${round(figures.machineCores, 2)} of ${Os.cpus().length}, failed ${figures.failed} (load ${loadNow()})`
         )
       }
       ratios.push(results.edge![run]!.perSecond / results.bare![run]!.perSecond)
