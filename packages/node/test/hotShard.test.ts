@@ -5,7 +5,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { afterAll, describe, expect, it, vi } from "vitest"
 import { bindingsBundle, callBinding, envOf } from "./support/BindingsWorker.ts"
-import { edgeCall, eventually, useRuntimeSuite } from "./support/RuntimeServer.ts"
+import { edgeCall, eventually, laterRoute, useRuntimeSuite } from "./support/RuntimeServer.ts"
 
 /**
  * Names its isolate (a random id made on its first request), so a test can tell the hot shard's worker from the
@@ -20,14 +20,7 @@ export default {
     if (url.pathname === "/loop") { for (;;) {} }
     if (url.pathname === "/hang") return new Promise(() => {})
     if (url.pathname === "/throw") { console.warn("about to throw"); throw new RangeError("out of range") }
-    if (url.pathname === "/later") {
-      ctx.waitUntil((async () => {
-        await scheduler.wait(50)
-        console.log("after the response")
-        throw new TypeError("late failure")
-      })())
-      return new Response("soon")
-    }
+    ${laterRoute}
     if (url.pathname === "/asset") return env.ASSETS.fetch(new URL("/hello.txt", request.url))
     if (url.pathname === "/egress") {
       const results = {}

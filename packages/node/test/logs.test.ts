@@ -1,20 +1,13 @@
 import { manifestEntry } from "@hostplane/testkit"
 import { describe, expect, it } from "vitest"
 import { openStream } from "../../http/test/support/EventStream.ts"
-import { edgeCall, eventually, useRuntimeSuite } from "./support/RuntimeServer.ts"
+import { edgeCall, eventually, laterRoute, useRuntimeSuite } from "./support/RuntimeServer.ts"
 
 /** Prints, throws or floods its console by path: what decisions.md part 13's runtime logs must carry and bound. */
 const worker = `export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url)
-    if (url.pathname === "/later") {
-      ctx.waitUntil((async () => {
-        await scheduler.wait(50)
-        console.log("after the response")
-        throw new TypeError("late failure")
-      })())
-      return new Response("soon")
-    }
+    ${laterRoute}
     if (url.pathname === "/much-later") {
       ctx.waitUntil(scheduler.wait(1500).then(() => console.log("long after the response")))
       return new Response("in a while")

@@ -189,3 +189,17 @@ export const eventually = async (check: () => Promise<boolean>, ms: number, ever
   }
   return false
 }
+
+/**
+ * A tenant worker's `/later` route, for the source of a test worker whose `fetch` takes `(request, env, ctx)` and has
+ * `url`: it answers "soon" and leaves work to `ctx.waitUntil` that prints "after the response" 50 ms later and then
+ * rejects with a TypeError "late failure", both of which belong to the invocation's event.
+ */
+export const laterRoute = `if (url.pathname === "/later") {
+      ctx.waitUntil((async () => {
+        await scheduler.wait(50)
+        console.log("after the response")
+        throw new TypeError("late failure")
+      })())
+      return new Response("soon")
+    }`

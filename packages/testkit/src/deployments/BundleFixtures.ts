@@ -36,6 +36,10 @@ const withoutTail = (chunks: Array<Uint8Array>, bytes: number): Array<Uint8Array
   return chunks
 }
 
+/** An entry's bytes: its text encoded, or none when it has no content. */
+const contentOf = (entry: BundleEntry): Uint8Array =>
+  typeof entry.content === "string" ? Buffer.from(entry.content) : (entry.content ?? Buffer.alloc(0))
+
 const octal = (value: number, width: number) => value.toString(8).padStart(width - 1, "0") + "\0"
 
 /** A ustar header and padded body written byte by byte, bypassing tar-stream's name encoding. */
@@ -60,7 +64,7 @@ const rawEntry = (name: Uint8Array, content: Uint8Array): Buffer => {
 const packedEntry = async (entry: BundleEntry & { readonly name: string }): Promise<Array<Uint8Array>> => {
   const pack = TarStream.pack()
   const done = collect(pack)
-  const content = typeof entry.content === "string" ? Buffer.from(entry.content) : (entry.content ?? Buffer.alloc(0))
+  const content = contentOf(entry)
   const type = entry.type ?? "file"
   const header: Parameters<TarStream.Pack["entry"]>[0] = {
     name: entry.name,
@@ -81,11 +85,7 @@ export const tarOf = (entries: ReadonlyArray<BundleEntry>): Effect.Effect<Uint8A
     const parts: Array<Uint8Array> = []
     for (const entry of entries) {
       if (typeof entry.name === "string") parts.push(...(await packedEntry({ ...entry, name: entry.name })))
-      else {
-        const content =
-          typeof entry.content === "string" ? Buffer.from(entry.content) : (entry.content ?? Buffer.alloc(0))
-        parts.push(rawEntry(entry.name, content))
-      }
+      else parts.push(rawEntry(entry.name, contentOf(entry)))
     }
     parts.push(Buffer.alloc(endOfArchive))
     return Buffer.concat(parts)
